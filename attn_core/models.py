@@ -1,0 +1,284 @@
+"""Model shapes for the cost pages: one frozen dataclass, built from a preset or a Hugging Face
+``config.json`` dict, with every derived quantity computed in one place.
+
+Names follow the cards: L layers, d = d_model, h query heads, H_kv key/value heads, d_h head
+width, d_ff feed-forward width (cards 9, 11, 13, 14). H_kv = h is multi-head attention (MHA),
+1 < H_kv < h grouped-query (GQA), H_kv = 1 multi-query (MQA); query head n reads KV head
+n // (h / H_kv).
+
+Presets live in ``assets/models/<name>.json`` (Hugging Face config.json form);
+``assets/models/README.md`` gives the source of every number.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+MODELS_DIR = Path(__file__).resolve().parent.parent / "assets" / "models"
+
+MlpKind = Literal["gated", "plain"]
+NormKind = Literal["rms", "layer"]
+
+# Architectures whose feed-forward network is gated (SwiGLU/GeGLU: gate, up and down matrices).
+GATED_MODEL_TYPES = frozenset(
+    {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3", "olmo", "olmo2", "granite"}
+)
+# Architectures with a plain two-matrix MLP (up, activation, down).
+PLAIN_MODEL_TYPES = frozenset(
+    {"gpt2", "gpt_neox", "gptj", "opt", "falcon", "bloom", "phi", "gpt_bigcode", "starcoder2"}
+)
+# Architectures with learned absolute position embeddings (a max_context × d table of weights).
+LEARNED_POSITION_TYPES = frozenset({"gpt2", "gpt_bigcode", "opt", "bert"})
+# Architectures whose linear layers carry biases unless the config says otherwise.
+BIASED_MODEL_TYPES = frozenset({"gpt2", "gpt_bigcode", "gpt_neox", "opt", "bloom"})
+# Activations that, with no model_type to go by, mean a gated MLP (LLaMA's SwiGLU convention).
+GATED_ACTIVATIONS = frozenset({"silu", "swish", "swiglu", "geglu"})
+
+# Key aliases, first match wins (Hugging Face names first, then GPT-2's, then others').
+LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+WIDTH_KEYS = ("hidden_size", "n_embd", "d_model", "dim")
+HEAD_KEYS = ("num_attention_heads", "n_head", "num_heads", "n_heads")
+KV_HEAD_KEYS = ("num_key_value_heads", "num_kv_heads", "n_kv_heads", "n_head_kv")
+HEAD_DIM_KEYS = ("head_dim", "kv_channels")
+FF_KEYS = ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size", "hidden_dim")
+VOCAB_KEYS = ("vocab_size", "n_vocab", "padded_vocab_size")
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "seq_length")
+ACT_KEYS = ("hidden_act", "activation_function", "hidden_activation")
+EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+
+MAX_INT = 1 << 24  # sanity cap (16,777,216) on any width, count or length read from a config
+
+
+class ConfigError(ValueError):
+    """A config that cannot be sized; the message names the key that is missing or wrong."""
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """Everything the cost formulas need about a decoder-only transformer.
+
+    Derived quantities (group size, attention kind, widths) are properties below — the one
+    place they are computed. Build with ``from_hf_config`` or ``load_preset``; validation in
+    ``__post_init__`` rejects shapes no formula can size.
+    """
+
+    name: str
+    n_layers: int  # L
+    d_model: int  # d
+    n_heads: int  # h, query heads
+    n_kv_heads: int  # H_kv, key/value heads (= h for MHA, 1 for MQA)
+    head_dim: int  # d_h = d_k = d_v
+    d_ff: int  # feed-forward hidden width
+    mlp_kind: MlpKind  # "gated": 3 matrices d×d_ff (SwiGLU); "plain": 2 matrices
+    vocab_size: int
+    attention_bias: bool = False  # biases on Q, K, V and O projections
+    mlp_bias: bool = False  # biases on the feed-forward matrices
+    norm_kind: NormKind = "rms"  # RMSNorm: d weights; LayerNorm: d weights + d biases
+    tie_embeddings: bool = False  # output head shares the token-embedding matrix
+    learned_positions: bool = False  # absolute position table of max_context × d weights
+    sliding_window: int | None = None  # each query sees at most this many keys (incl. itself)
+    max_context: int | None = None  # trained context length (positions), if the config says
+    source: str = ""  # where the numbers came from
+
+    def __post_init__(self) -> None:
+        for field in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_INT:
+                raise ConfigError(f"{field} must be a positive integer, got {value!r}")
+        if self.n_kv_heads > self.n_heads or self.n_heads % self.n_kv_heads:
+            raise ConfigError(
+                f"{self.n_heads} query heads cannot share {self.n_kv_heads} KV heads: "
+                "the query-head count must be a multiple of the KV-head count"
+            )
+        if self.mlp_kind not in ("gated", "plain"):
+            raise ConfigError(f"mlp_kind must be 'gated' or 'plain', got {self.mlp_kind!r}")
+        if self.norm_kind not in ("rms", "layer"):
+            raise ConfigError(f"norm_kind must be 'rms' or 'layer', got {self.norm_kind!r}")
+        for field in ("sliding_window", "max_context"):
+            value = getattr(self, field)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ConfigError(f"{field} must be a positive integer or absent, got {value!r}")
+        if self.learned_positions and self.max_context is None:
+            raise ConfigError("learned position embeddings need a max context (n_positions)")
+
+    # -- derived quantities, all in one place ------------------------------------------------
+    @property
+    def group_size(self) -> int:
+        """G = h / H_kv query heads per KV head (card 14)."""
+        return self.n_heads // self.n_kv_heads
+
+    @property
+    def attention_kind(self) -> str:
+        """'MHA' (H_kv = h), 'MQA' (H_kv = 1) or 'GQA' (in between)."""
+        if self.n_kv_heads == self.n_heads:
+            return "MHA"
+        return "MQA" if self.n_kv_heads == 1 else "GQA"
+
+    @property
+    def q_width(self) -> int:
+        """h·d_h, the width of all query heads side by side (= d in every preset)."""
+        return self.n_heads * self.head_dim
+
+    @property
+    def kv_width(self) -> int:
+        """H_kv·d_h, the width of all key (or value) heads side by side."""
+        return self.n_kv_heads * self.head_dim
+
+    @property
+    def mlp_matrices(self) -> int:
+        """Number of d × d_ff matrices in the feed-forward network: 3 gated, 2 plain."""
+        return 3 if self.mlp_kind == "gated" else 2
+
+    def with_kv_heads(self, n_kv_heads: int) -> ModelShape:
+        """The same model with H_kv changed (MHA: h, MQA: 1) — for what-if comparisons."""
+        return dataclasses.replace(self, n_kv_heads=n_kv_heads, name=f"{self.name} (H_kv={n_kv_heads})")
+
+    def summary(self) -> dict[str, Any]:
+        """The shape as a flat dict of plain values (for tables and JSON)."""
+        row = dataclasses.asdict(self)
+        row.update(attention_kind=self.attention_kind, group_size=self.group_size)
+        return row
+
+
+def _first(config: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str | None, Any]:
+    """(key, value) of the first alias present with a non-null value, else (None, None)."""
+    for key in keys:
+        if config.get(key) is not None:
+            return key, config[key]
+    return None, None
+
+
+def _int(config: Mapping[str, Any], keys: tuple[str, ...], what: str, default: int | None = None) -> int:
+    key, value = _first(config, keys)
+    if key is None:
+        if default is not None:
+            return default
+        names = " or ".join(repr(k) for k in keys[:2])
+        raise ConfigError(f"config has no {what}: expected key {names}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        raise ConfigError(f"config key {key!r} must be a whole number, got {value!r}")
+    if not 1 <= int(value) <= MAX_INT:
+        raise ConfigError(f"config key {key!r} must be a whole number from 1 to {MAX_INT:,}, got {value!r}")
+    return int(value)
+
+
+def _bool(config: Mapping[str, Any], keys: tuple[str, ...], default: bool) -> bool:
+    key, value = _first(config, keys)
+    if key is None:
+        return default
+    if not isinstance(value, bool):
+        raise ConfigError(f"config key {key!r} must be true or false, got {value!r}")
+    return value
+
+
+def _mlp_kind(config: Mapping[str, Any], model_type: str) -> MlpKind:
+    """Gated (3 matrices) or plain (2): the architecture decides; with an unknown one, a SiLU
+    activation means SwiGLU (the LLaMA convention) and anything else a plain MLP."""
+    explicit = config.get("mlp_kind")  # Attention Lab extension, for architectures we don't know
+    if explicit is not None:
+        if explicit not in ("gated", "plain"):
+            raise ConfigError(f"config key 'mlp_kind' must be 'gated' or 'plain', got {explicit!r}")
+        return explicit
+    if model_type in GATED_MODEL_TYPES:
+        return "gated"
+    if model_type in PLAIN_MODEL_TYPES:
+        return "plain"
+    _, act = _first(config, ACT_KEYS)
+    return "gated" if str(act).lower() in GATED_ACTIVATIONS else "plain"
+
+
+def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelShape:
+    """Build a ModelShape from a Hugging Face ``config.json`` dict.
+
+    Accepts the common aliases (``num_hidden_layers``/``n_layer``, ``hidden_size``/``n_embd``,
+    ``num_attention_heads``/``n_head``, ``intermediate_size``/``n_inner``, …). Defaults follow
+    the Hugging Face classes: no ``num_key_value_heads`` → MHA; no ``head_dim`` → d / h; no
+    ``intermediate_size`` → 4d; no ``tie_word_embeddings`` → tied. Raises ConfigError naming
+    the missing or malformed key; mixture-of-experts configs are refused (one MLP per layer is
+    assumed everywhere).
+    """
+    if not isinstance(config, Mapping):
+        raise ConfigError(f"a config must be a JSON object, got {type(config).__name__}")
+    model_type = str(config.get("model_type") or "").lower()
+    expert_key, experts = _first(config, EXPERT_KEYS)
+    if expert_key is not None and experts != 1:
+        raise ConfigError(
+            f"config key {expert_key!r} = {experts!r}: mixture-of-experts models are not supported "
+            "(the cost formulas assume one feed-forward network per layer)"
+        )
+    n_layers = _int(config, LAYER_KEYS, "layer count")
+    d_model = _int(config, WIDTH_KEYS, "model width")
+    n_heads = _int(config, HEAD_KEYS, "attention-head count")
+    n_kv_heads = _int(config, KV_HEAD_KEYS, "KV-head count", default=n_heads)
+    if config.get("multi_query") is True:  # GPT-BigCode / Falcon spell MQA as a flag
+        n_kv_heads = 1
+    if _first(config, HEAD_DIM_KEYS)[0] is None and d_model % n_heads:
+        raise ConfigError(
+            f"no 'head_dim' and the width {d_model} is not divisible by {n_heads} heads: add 'head_dim'"
+        )
+    head_dim = _int(config, HEAD_DIM_KEYS, "head width", default=d_model // n_heads)
+    d_ff = _int(config, FF_KEYS, "feed-forward width", default=4 * d_model)
+    vocab_size = _int(config, VOCAB_KEYS, "vocabulary size")
+    max_context = _int(config, CONTEXT_KEYS, "context", default=0) or None
+    window = config.get("sliding_window")
+    if config.get("use_sliding_window") is False:  # Qwen2 ships a window it does not use
+        window = None
+    if window is not None:
+        window = _int(config, ("sliding_window",), "sliding window")
+    biased = model_type in BIASED_MODEL_TYPES
+    layer_norm = "rms_norm_eps" not in config and (
+        "layer_norm_epsilon" in config or "layer_norm_eps" in config
+    )
+    norm_kind: NormKind = "layer" if layer_norm else "rms"
+    return ModelShape(
+        name=name or str(config.get("_name_or_path") or model_type or "custom model"),
+        n_layers=n_layers,
+        d_model=d_model,
+        n_heads=n_heads,
+        n_kv_heads=n_kv_heads,
+        head_dim=head_dim,
+        d_ff=d_ff,
+        mlp_kind=_mlp_kind(config, model_type),
+        vocab_size=vocab_size,
+        attention_bias=_bool(config, ("attention_bias", "bias", "use_bias", "add_qkv_bias"), biased),
+        mlp_bias=_bool(config, ("mlp_bias", "bias", "use_bias"), biased),
+        norm_kind=norm_kind,
+        tie_embeddings=_bool(config, ("tie_word_embeddings",), True),
+        learned_positions=model_type in LEARNED_POSITION_TYPES,
+        sliding_window=window,
+        max_context=max_context,
+    )
+
+
+def parse_config_text(text: str, name: str | None = None) -> ModelShape:
+    """Parse the text of a config.json (pasted or uploaded) into a ModelShape.
+
+    Raises ConfigError for invalid JSON (with line and column) or an unsizable config."""
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
+    return from_hf_config(config, name=name)
+
+
+def list_presets() -> list[str]:
+    """Names of the shipped presets (file stems under assets/models/), sorted."""
+    return sorted(p.stem for p in MODELS_DIR.glob("*.json"))
+
+
+def load_preset_config(name: str) -> dict[str, Any]:
+    """The raw config.json dict of a preset."""
+    if name not in list_presets():
+        raise ConfigError(f"unknown model {name!r}; presets: {', '.join(list_presets())}")
+    return json.loads((MODELS_DIR / f"{name}.json").read_text())
+
+
+def load_preset(name: str) -> ModelShape:
+    """A shipped preset by name (see ``list_presets()``), e.g. 'llama-2-7b'."""
+    shape = from_hf_config(load_preset_config(name), name=name)
+    return dataclasses.replace(shape, source=f"assets/models/{name}.json")

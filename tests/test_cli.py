@@ -1,0 +1,146 @@
+"""The CLI contract: `python -m attn_core cost …` / `models`, JSON fields, one-line errors, exit 2.
+
+Oracle: the spec's check numbers (cards 11–14) for the JSON values; the contract in issue 6 for
+field names and exit codes. A few runs go through a real subprocess (the contract is about the
+process); the many error cases call main() in-process, which is what the process runs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attn_core.cli import main
+from attn_core.models import list_presets, load_preset_config
+
+ROOT = Path(__file__).resolve().parents[1]
+GiB = 2**30
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "attn_core", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_cost_json_llama2_7b_on_a100():
+    p = run("cost", "--model", "llama-2-7b", "--seq-len", "4096", "--gpu", "a100-80gb", "--json")
+    assert p.returncode == 0, p.stderr
+    j = json.loads(p.stdout)
+    assert j["kv_cache_bytes_per_token"] == 524_288  # 512 KiB
+    assert j["kv_cache_bytes"] == 2 * GiB
+    assert j["attention_params_per_layer"] == 67_108_864
+    f = j["flops_per_layer"]
+    assert [round(f[k] / 1e9, 1) for k in ("projections", "attention", "mlp")] == [549.8, 274.9, 1108.1]
+    assert f["total"] == f["projections"] + f["attention"] + f["mlp"]
+    assert round(100 * j["attention_flop_share"], 1) == 14.2
+    assert j["crossover_seq_len"] == 24_704
+    assert j["score_bytes_naive_per_layer"] == 1 * GiB
+    assert j["score_bytes_online_per_layer"] == 512 * 1024
+    assert j["max_sequences"] == 30
+    # 6.61 + 1.05 ms (card 13 rounds each to 2 decimals, so the sum is good to ±0.01 ms).
+    assert j["decode_ms_per_token_lower_bound"] == pytest.approx(7.66, abs=0.01)
+
+
+def test_cost_json_causal_batch_and_int8():
+    p = run("cost", "--model", "llama-2-7b", "--seq-len", "4096", "--causal", "--batch", "8", "--json")
+    assert p.returncode == 0, p.stderr
+    j = json.loads(p.stdout)
+    assert j["crossover_seq_len"] == 49_407
+    assert round(100 * j["attention_flop_share"], 2) == 7.66
+    assert j["kv_cache_bytes"] == 16 * GiB
+    assert "max_sequences" not in j  # no --gpu, no serving numbers
+    code = main(["cost", "--model", "llama-2-7b", "--seq-len", "4096", "--dtype", "int8", "--json"])
+    assert code == 0
+
+
+def test_cost_json_llama2_70b_two_gpus(capsys):
+    assert main(["cost", "--model", "llama-2-70b", "--seq-len", "4096", "--gpu", "a100-80gb",
+                 "--n-gpus", "2", "--json"]) == 0  # fmt: skip
+    j = json.loads(capsys.readouterr().out)
+    assert j["max_sequences"] == 16 and j["kv_cache_bytes_per_token"] == 320 * 1024
+    assert j["decode_attention_intensity_flop_per_byte"] == 8
+
+
+def test_cost_config_file_and_table(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(load_preset_config("gpt2")))
+    p = run("cost", "--config", str(path), "--seq-len", "1024")
+    assert p.returncode == 0, p.stderr
+    assert "36 KiB" in p.stdout and "2,362,368" in p.stdout and "every query–key pair" in p.stdout
+
+
+def test_models_lists_presets():
+    p = run("models")
+    assert p.returncode == 0
+    for name in list_presets():
+        assert name in p.stdout
+    assert main(["models", "--json"]) == 0
+
+
+def test_int8_cache(capsys):
+    assert main(["cost", "--model", "llama-2-7b", "--seq-len", "1", "--kv-dtype", "int8", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kv_cache_bytes_per_token"] == 256 * 1024
+
+
+def test_bad_model_exits_2_with_one_line():
+    p = run("cost", "--model", "llama-9", "--seq-len", "10")
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.count("\n") == 1 and "llama-9" in p.stderr
+
+
+def _malformed(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["cost", "--seq-len", "10"], "--model"),
+        (["cost", "--model", "gpt2"], "--seq-len"),
+        (["cost", "--model", "gpt2", "--seq-len", "0"], "--seq-len"),
+        (["cost", "--model", "gpt2", "--seq-len", "ten"], "--seq-len"),
+        (["cost", "--model", "gpt2", "--seq-len", "99999999999"], "--seq-len"),
+        (["cost", "--model", "gpt2", "--seq-len", "8", "--batch", "0"], "--batch"),
+        (["cost", "--model", "gpt2", "--seq-len", "8", "--dtype", "fp8"], "--dtype"),
+        (["cost", "--model", "gpt2", "--seq-len", "8", "--gpu", "v100"], "--gpu"),
+        (["cost", "--model", "gpt2", "--seq-len", "8", "--n-gpus", "2"], "--gpu"),
+        (["cost", "--model", "gpt2", "--config", "x.json", "--seq-len", "8"], "not allowed"),
+        (["cost", "--config", "/nonexistent/config.json", "--seq-len", "8"], "no such file"),
+        (["nonsense"], "invalid choice"),
+        ([], "required"),
+    ],
+)
+def test_bad_arguments_exit_2(argv, named, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and named in err
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ('{"hidden_size": 64', "not valid JSON"),
+        ("[]", "JSON object"),
+        ('{"hidden_size": 64, "num_attention_heads": 4, "vocab_size": 9}', "num_hidden_layers"),
+        ('{"n_layer": 2, "n_embd": 64, "n_head": 4}', "vocab_size"),
+        ('{"n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 9, "num_key_value_heads": 3}', "multiple"),
+        ('{"n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 9, "num_local_experts": 8}', "experts"),
+    ],
+)
+def test_malformed_config_exits_2(tmp_path, text, named, capsys):
+    assert main(["cost", "--config", _malformed(tmp_path, text), "--seq-len", "8"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and named in err
+
+
+def test_malformed_config_subprocess(tmp_path):
+    p = run("cost", "--config", _malformed(tmp_path, '{"n_embd": 64}'), "--seq-len", "8", "--json")
+    assert p.returncode == 2 and p.stdout == "" and p.stderr.count("\n") == 1
+    assert "n_layer" in p.stderr
