@@ -474,3 +474,114 @@ def cost_report(
         serving=serving,
         decode=decode,
     )
+
+
+# -- Tables and sweeps for the cost page -----------------------------------------------------
+@dataclass(frozen=True)
+class KVHeadVariant:
+    """One row of the MHA / GQA / MQA comparison for the same model (card 14)."""
+
+    n_kv_heads: int
+    kind: str  # "MHA", "GQA" or "MQA"
+    kv_bytes_per_token: int
+    kv_bytes_per_sequence: int
+    cache_ratio_to_mha: float  # h / H_kv: how many times smaller than MHA's cache
+    attention_params_per_layer: int
+    decode_intensity: float  # FLOP per byte of decode attention
+    max_sequences: int | None  # with the model's own weights held fixed (cache-only what-if)
+    decode_ms_lower_bound: float | None
+
+
+def kv_head_variants(
+    shape: ModelShape,
+    T: int,
+    gpu: GPU | None = None,
+    n_gpus: int = 1,
+    batch: int = 1,
+    weight_bytes_per_param: int = 2,
+    kv_bytes_per_value: int = 2,
+) -> list[KVHeadVariant]:
+    """The same model with H_kv = h (MHA), its own H_kv, a middle GQA group and 1 (MQA).
+
+    Query heads, FLOPs and — to isolate the cache — the weight bytes stay those of the model
+    as configured, as in card 14's serving comparison (16 GQA vs 2 MHA sequences)."""
+    h = shape.n_heads
+    divisors = [g for g in range(1, h + 1) if h % g == 0]
+    middle = divisors[len(divisors) // 2]  # a representative GQA group count
+    counts = sorted({h, shape.n_kv_heads, middle, 1}, reverse=True)
+    weights = weight_bytes(shape, weight_bytes_per_param)
+    rows = []
+    for n_kv in counts:
+        variant = shape.with_kv_heads(n_kv)
+        serving = decode = None
+        if gpu is not None:
+            serving = serving_capacity(
+                variant, gpu, T, n_gpus, weight_bytes_per_param, kv_bytes_per_value, weights
+            )
+            kv = kv_cache_bytes(variant, T, batch, kv_bytes_per_value)
+            decode = DecodeBound(weights, kv, n_gpus * gpu.bandwidth_bytes_per_s, batch)
+        rows.append(
+            KVHeadVariant(
+                n_kv_heads=n_kv,
+                kind=variant.attention_kind,
+                kv_bytes_per_token=kv_cache_bytes_per_token(variant, kv_bytes_per_value),
+                kv_bytes_per_sequence=kv_cache_bytes(variant, T, 1, kv_bytes_per_value),
+                cache_ratio_to_mha=h / n_kv,
+                attention_params_per_layer=attention_params(variant).total,
+                decode_intensity=decode_intensity(variant, kv_bytes_per_value),
+                max_sequences=None if serving is None else serving.max_sequences,
+                decode_ms_lower_bound=None if decode is None else 1e3 * decode.seconds_per_step,
+            )
+        )
+    return rows
+
+
+def sweep_grid(T: int, points: int = 241, extra: tuple[float | None, ...] = ()) -> np.ndarray:
+    """Log-spaced whole T from 1 to 4·max(T, extra…), with T and the extra points included
+    (so a chart's markers sit exactly on its curve). At most points + len(extra) + 1 values."""
+    top = 4 * max([T, *[int(x) for x in extra if x is not None]])
+    grid = np.unique(np.geomspace(1, top, points).round())
+    marks = [T, *[round(x) for x in extra if x is not None and x >= 1]]
+    return np.unique(np.r_[grid, marks]).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class CostSweep:
+    """Costs over a grid of T (arrays, float64), for the page's charts and CSV downloads."""
+
+    seq_len: np.ndarray
+    full: LayerFlops
+    causal: LayerFlops
+    kv_cache_bytes: np.ndarray  # all B sequences
+    score_bytes_naive_per_layer: np.ndarray
+    score_bytes_online_per_layer: np.ndarray
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Named columns (units in the names) for a DataFrame / CSV."""
+        return {
+            "T (tokens)": self.seq_len,
+            "projections (FLOP)": self.full.projections,
+            "attention, all pairs (FLOP)": self.full.attention,
+            "attention, causal pairs (FLOP)": self.causal.attention,
+            "mlp (FLOP)": self.full.mlp,
+            "attention share, all pairs": self.full.attention_share,
+            "attention share, causal": self.causal.attention_share,
+            "KV cache (B)": self.kv_cache_bytes,
+            "scores naive per layer (B)": self.score_bytes_naive_per_layer,
+            "scores online per layer (B)": self.score_bytes_online_per_layer,
+        }
+
+
+def cost_sweep(
+    shape: ModelShape, T: Any, batch: int = 1, bytes_per_value: int = 2, kv_bytes_per_value: int = 2
+) -> CostSweep:
+    """Every T-dependent cost over an array of T, vectorized (10,000 points: about a millisecond)."""
+    T = _tokens(np.atleast_1d(np.asarray(T)), minimum=1)
+    return CostSweep(
+        seq_len=T,
+        full=layer_flops(shape, T, batch, causal=False),
+        causal=layer_flops(shape, T, batch, causal=True),
+        kv_cache_bytes=kv_cache_bytes(shape, T, batch, kv_bytes_per_value),
+        score_bytes_naive_per_layer=score_bytes_naive(shape, T, batch, bytes_per_value),
+        score_bytes_online_per_layer=score_bytes_online(shape, T, batch),
+    )

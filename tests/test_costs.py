@@ -403,3 +403,33 @@ def test_from_hf_config_roundtrip_costs():
 
     pasted = from_hf_config(load_preset_config("llama-2-7b"))
     assert kv_cache_bytes(pasted, 4096) == 2 * GiB and weight_bytes(pasted) == 13_476_831_232
+
+
+# -- Page tables and sweeps ---------------------------------------------------------------------------
+def test_kv_head_variants_reproduce_card14():
+    from attn_core.costs import kv_head_variants
+
+    rows = {r.kind: r for r in kv_head_variants(L70, 4096, A100, n_gpus=2)}
+    assert [rows[k].kv_bytes_per_token for k in ("MHA", "GQA", "MQA")] == [2560 * KiB, 320 * KiB, 40 * KiB]
+    assert [rows[k].attention_params_per_layer for k in ("MHA", "GQA", "MQA")] == [
+        268_435_456, 150_994_944, 136_314_880]  # fmt: skip
+    assert (rows["MHA"].max_sequences, rows["GQA"].max_sequences) == (2, 16)  # same weights, card 14
+    assert (rows["MHA"].decode_intensity, rows["GQA"].decode_intensity) == (1, 8)
+    assert rows["GQA"].cache_ratio_to_mha == 8
+    without_gpu = kv_head_variants(L7, 4096)
+    assert [r.n_kv_heads for r in without_gpu] == [32, 8, 1]  # MHA, a middle group (as Llama 3), MQA
+    assert without_gpu[0].max_sequences is None
+
+
+def test_cost_sweep_columns_match_scalars():
+    from attn_core.costs import cost_sweep, sweep_grid
+
+    grid = sweep_grid(4096, extra=(24_704.0, 49_407.0, None))
+    assert {4096, 24_704, 49_407} <= set(grid.tolist()) and grid[0] == 1 and grid.max() == 4 * 49_407
+    assert np.all(np.diff(grid) > 0) and len(grid) <= 241 + 3
+    cols = cost_sweep(L7, grid).columns()
+    i = int(np.flatnonzero(grid == 4096)[0])
+    assert cols["attention, all pairs (FLOP)"][i] == 4 * 4096**2 * 4096
+    assert cols["attention, causal pairs (FLOP)"][i] == 2 * 4096 * 4096 * 4097  # 2Td(T + 1)
+    assert cols["KV cache (B)"][i] == 2 * GiB and cols["scores naive per layer (B)"][i] == GiB
+    assert cols["scores online per layer (B)"][i] == 0.5 * MiB
