@@ -1,0 +1,36 @@
+# Two commands on a fresh machine (Python 3.11):
+#   make run   — install the app's needs into .venv and serve it on http://127.0.0.1:8501
+#   make test  — install test needs too (and Debian's chromium when missing), run the whole suite
+VENV ?= .venv
+PY := $(VENV)/bin/python
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test lint bench chromium
+
+run: $(VENV)/.app
+	$(PY) -m streamlit run app.py --server.address 127.0.0.1 --server.port 8501
+
+test: $(VENV)/.dev chromium
+	$(PY) -m ruff check .
+	$(PY) -m pytest
+
+lint: $(VENV)/.dev
+	$(PY) -m ruff check . && $(PY) -m ruff format --check .
+
+bench: $(VENV)/.dev
+	$(PY) benchmarks/page_latency.py
+
+$(VENV)/bin/python:
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(VENV)/.app: requirements.txt | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements.txt requirements-dev.txt | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $(VENV)/.app $@
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }

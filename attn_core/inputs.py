@@ -1,0 +1,200 @@
+"""Where a page's Q, K, V come from: the spec's toy, seeded random draws, or typed matrices.
+
+Every builder returns a `QKV` in float64 with a leading batch axis of 1:
+q (1, Hq, L, d_k), k (1, Hkv, S, d_k), v (1, Hkv, S, d_v). Sizes are capped (`LIMITS`) so one
+request cannot stall a shared server.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import torch
+
+from attn_core import toy
+from attn_core.masks import causal_mask, padding_mask, sliding_window_mask
+
+F64 = torch.float64
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_len: int = 512  # L and S: a 512×512 heatmap is ~1 MB of float32 JSON per figure
+    max_width: int = 256  # d_k and d_v
+    max_heads: int = 16
+    max_custom_len: int = 32  # typed matrices: rows beyond this are not hand-typing anymore
+    # heads · L · S · (d_k + d_v): the multiply-adds of QKᵀ and PV. 2^25 keeps a float64 rerun
+    # (ours + the SDPA check) near 0.1 s on one core, e.g. 512 × 512 with d_k + d_v = 128.
+    max_work: int = 2**25
+
+
+LIMITS = Limits()
+
+
+@dataclass(frozen=True)
+class QKV:
+    q: torch.Tensor  # (1, Hq, L, d_k)
+    k: torch.Tensor  # (1, Hkv, S, d_k)
+    v: torch.Tensor  # (1, Hkv, S, d_v)
+    query_tokens: tuple[str, ...]
+    key_tokens: tuple[str, ...]
+    description: str
+
+    @property
+    def L(self) -> int:
+        return self.q.shape[-2]
+
+    @property
+    def S(self) -> int:
+        return self.k.shape[-2]
+
+    @property
+    def heads(self) -> int:
+        return self.q.shape[-3]
+
+
+def _batched(x: torch.Tensor) -> torch.Tensor:
+    return x.reshape(1, 1, *x.shape)  # (L, d) -> (1, 1, L, d)
+
+
+def toy_bank() -> QKV:
+    """Bank's causal row of "the river bank was steep": L = 1 query, S = 3 keys, d_k = d_v = 2."""
+    t = toy.bank_row()
+    return QKV(_batched(t.q), _batched(t.k), _batched(t.v), t.query_tokens, t.key_tokens, "toy: bank's row")
+
+
+def toy_hand_trace() -> QKV:
+    """The lesson's hand trace: Q = K = V = X = [[1, 0], [0, 1], [1, 1]]."""
+    x = _batched(toy.hand_trace())
+    tokens = ("x₀", "x₁", "x₂")
+    return QKV(x, x.clone(), x.clone(), tokens, tokens, "hand trace: Q = K = V = X")
+
+
+def check_size(name: str, value: int, low: int, high: int) -> None:
+    if not low <= value <= high:
+        raise ValueError(f"{name} = {value} is outside the allowed range {low}…{high}")
+
+
+def random_qkv(L: int, S: int, d_k: int, d_v: int, heads: int = 1, kv_heads: int = 1, seed: int = 0) -> QKV:
+    """Standard-normal Q, K, V from a seeded generator (the same seed gives the same matrices)."""
+    check_size("L", L, 1, LIMITS.max_len)
+    check_size("S", S, 1, LIMITS.max_len)
+    check_size("d_k", d_k, 1, LIMITS.max_width)
+    check_size("d_v", d_v, 1, LIMITS.max_width)
+    check_size("heads", heads, 1, LIMITS.max_heads)
+    check_size("KV heads", kv_heads, 1, heads)
+    if heads % kv_heads:
+        raise ValueError(f"{heads} query heads cannot be split evenly over {kv_heads} KV heads")
+    work = heads * L * S * (d_k + d_v)
+    if work > LIMITS.max_work:
+        raise ValueError(
+            f"heads × L × S × (d_k + d_v) = {work:,} multiply-adds is over the cap of "
+            f"{LIMITS.max_work:,} that keeps the page fast for everyone: lower a size"
+        )
+    g = torch.Generator().manual_seed(int(seed))
+    q = torch.randn(1, heads, L, d_k, generator=g, dtype=F64)
+    k = torch.randn(1, kv_heads, S, d_k, generator=g, dtype=F64)
+    v = torch.randn(1, kv_heads, S, d_v, generator=g, dtype=F64)
+    offset = S - L  # queries are the last L positions of the S keys (bottom-right alignment)
+    q_tokens = tuple(f"q{i + offset}" if offset >= 0 else f"q{i}" for i in range(L))
+    k_tokens = tuple(f"k{j}" for j in range(S))
+    return QKV(q, k, v, q_tokens, k_tokens, f"random N(0, 1), seed {seed}")
+
+
+_NUMBER = re.compile(r"[,;\s]+")
+
+
+def parse_matrix(text: str, name: str) -> torch.Tensor:
+    """Parse rows separated by newlines, entries by commas or spaces, into a float64 (rows, cols).
+
+    Raises ValueError naming the matrix, row and column of the first bad cell."""
+    rows = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not rows:
+        raise ValueError(f"{name} is empty: type one row per line, numbers separated by commas")
+    if len(rows) > LIMITS.max_custom_len:
+        raise ValueError(f"{name} has {len(rows)} rows; typed matrices are capped at {LIMITS.max_custom_len}")
+    values: list[list[float]] = []
+    for r, line in enumerate(rows, start=1):
+        cells = [c for c in _NUMBER.split(line) if c]
+        row = []
+        for c, cell in enumerate(cells, start=1):
+            try:
+                x = float(cell)
+            except ValueError:
+                raise ValueError(f"{name} row {r}, column {c}: {cell!r} is not a number") from None
+            if not math.isfinite(x):
+                raise ValueError(f"{name} row {r}, column {c}: {cell} is not finite")
+            row.append(x)
+        if values and len(row) != len(values[0]):
+            raise ValueError(f"{name} row {r} has {len(row)} entries but row 1 has {len(values[0])}")
+        values.append(row)
+    if len(values[0]) > LIMITS.max_width:
+        raise ValueError(f"{name} has {len(values[0])} columns; the cap is {LIMITS.max_width}")
+    return torch.tensor(values, dtype=F64)
+
+
+def format_matrix(x: torch.Tensor) -> str:
+    """Inverse of parse_matrix for a (rows, cols) tensor: what a text box starts with."""
+    return "\n".join(", ".join(f"{float(v):g}" for v in row) for row in x)
+
+
+def custom_qkv(q_text: str, k_text: str, v_text: str) -> QKV:
+    """Typed Q (L, d_k), K (S, d_k), V (S, d_v); one head. Shape errors name the mismatch."""
+    q, k, v = parse_matrix(q_text, "Q"), parse_matrix(k_text, "K"), parse_matrix(v_text, "V")
+    if q.shape[1] != k.shape[1]:
+        raise ValueError(f"Q rows have {q.shape[1]} entries but K rows have {k.shape[1]}: d_k must match")
+    if k.shape[0] != v.shape[0]:
+        raise ValueError(f"K has {k.shape[0]} rows but V has {v.shape[0]}: one value per key")
+    L, S = q.shape[0], k.shape[0]
+    return QKV(
+        _batched(q),
+        _batched(k),
+        _batched(v),
+        tuple(f"q{i}" for i in range(L)),
+        tuple(f"k{j}" for j in range(S)),
+        "typed matrices",
+    )
+
+
+MASK_KINDS = (
+    "none",
+    "causal (top-left)",
+    "causal (bottom-right, cached prefix)",
+    "sliding window",
+    "padding",
+)
+SCALE_KINDS = ("1/√d_k", "1/d_k", "none (1)", "custom temperature")
+
+
+def build_mask(kind: str, L: int, S: int, *, window: int = 1, valid_keys: int | None = None):
+    """The allowed mask (True = may attend) for a named kind, or None for no mask.
+
+    Shapes: (L, S), except padding: (1, 1, 1, S)."""
+    if kind == "none":
+        return None
+    if kind == "causal (top-left)":
+        return causal_mask(L, S, align="top_left")
+    if kind == "causal (bottom-right, cached prefix)":
+        return causal_mask(L, S, align="bottom_right")
+    if kind == "sliding window":
+        return sliding_window_mask(L, S, window)
+    if kind == "padding":
+        return padding_mask([S if valid_keys is None else valid_keys], S)
+    raise ValueError(f"unknown mask kind {kind!r}; choose one of {MASK_KINDS}")
+
+
+def build_scale(kind: str, d_k: int, temperature: float = 1.0) -> float:
+    """The factor multiplying Q Kᵀ: 1/√d_k (card 3), 1/d_k (μP, card 16), 1, or 1/(τ √d_k)."""
+    if kind == "1/√d_k":
+        return 1 / math.sqrt(d_k)
+    if kind == "1/d_k":
+        return 1 / d_k
+    if kind == "none (1)":
+        return 1.0
+    if kind == "custom temperature":
+        if not (math.isfinite(temperature) and temperature > 0):
+            raise ValueError(f"temperature must be a positive number, got {temperature}")
+        return 1 / (temperature * math.sqrt(d_k))
+    raise ValueError(f"unknown scale {kind!r}; choose one of {SCALE_KINDS}")

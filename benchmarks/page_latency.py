@@ -1,0 +1,94 @@
+"""Warm rerun latency of every page, measured with Streamlit's AppTest (no browser).
+
+For each scenario: open the app through a shared link (query parameters), switch to the page,
+run once to warm up, then time `at.run()` after a widget change, N times. Prints p50/p95 per
+scenario. Targets on the 2-core dev machine: p50 ≤ 50 ms at defaults, ≤ 300 ms at the largest
+allowed sizes. Record results in benchmarks/RESULTS.md.
+
+Usage: .venv/bin/python benchmarks/page_latency.py [--repeats N] [--only SUBSTRING]
+
+Pages register scenarios in SCENARIOS below: one "defaults" and one "largest" each, with the
+widget change to time (a callable that takes the AppTest and alternates a value by iteration i).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    page: str  # e.g. "pages/playground.py"
+    name: str  # "defaults" or "largest"
+    change: Callable[[AppTest, int], None]  # the widget change timed on iteration i
+    query: dict[str, str] = field(default_factory=dict)  # shared-link parameters that set it up
+
+
+def _seed(at: AppTest, i: int) -> None:
+    at.number_input(key="in_seed").set_value(i % 2)
+
+
+def _scale(at: AppTest, i: int) -> None:
+    at.selectbox(key="in_scale").set_value(["1/√d_k", "1/d_k"][i % 2])
+
+
+SCENARIOS: list[Scenario] = [
+    Scenario("pages/playground.py", "defaults", _scale),
+    Scenario(
+        "pages/playground.py",
+        "largest",
+        _seed,
+        {"in_src": "random", "in_L": "512", "in_S": "512", "in_dk": "64", "in_dv": "64", "in_H": "1",
+         "in_mask": "causal (bottom-right, cached prefix)"},
+    ),
+    # Other pages append their scenarios here.
+]
+
+
+def measure(scenario: Scenario, repeats: int) -> list[float]:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for key, value in scenario.query.items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page(scenario.page).run()
+    scenario.change(at, 1)
+    at.run()  # warm-up: imports, caches
+    if at.exception:
+        raise RuntimeError(f"{scenario.page} {scenario.name}: {at.exception[0].message}")
+    times = []
+    for i in range(repeats):
+        scenario.change(at, i)
+        start = time.perf_counter()
+        at.run()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--only", default="")
+    args = parser.parse_args()
+    print(f"{'page':32} {'scenario':10} {'p50 ms':>8} {'p95 ms':>8}")
+    for scenario in SCENARIOS:
+        if args.only not in scenario.page + scenario.name:
+            continue
+        times = sorted(measure(scenario, args.repeats))
+        p50 = statistics.median(times) * 1e3
+        p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))] * 1e3
+        print(f"{scenario.page:32} {scenario.name:10} {p50:8.1f} {p95:8.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

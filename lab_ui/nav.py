@@ -1,0 +1,29 @@
+"""The page registry: app.py builds st.navigation from it and the home page links every entry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    path: str  # relative to the repo root
+    title: str
+    icon: str
+    blurb: str  # one line for the home page
+    url_path: str
+
+
+HOME = PageInfo("pages/home.py", "Home", ":material/home:", "What the lab is and where to start.", "home")
+
+PAGES: list[PageInfo] = [
+    PageInfo(
+        "pages/playground.py",
+        "Attention Playground",
+        ":material/tune:",
+        "Type or draw Q, K, V; pick a scale and a mask; see scores, weights and outputs, checked "
+        "against torch SDPA.",
+        "playground",
+    ),
+    # Later pages register here, one entry each, in the order a learner should visit them.
+]

@@ -1,0 +1,110 @@
+"""Widgets whose values survive reruns, page switches and a shared link.
+
+A widget made here takes its first value from (in order): the value it had earlier in this
+session (kept under a plain session key, which Streamlit does not drop when another page runs),
+the page URL's query parameter of the same key, then the default. Every run writes the current
+value back to the URL (only when it differs from the default), so copying the address bar gives
+a teacher an exact view to share. A malformed URL value falls back to the default.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import streamlit as st
+
+T = TypeVar("T")
+_KEEP = "_keep_"
+
+
+def _seed(key: str, default: T, parse: Callable[[str], T], valid: Callable[[T], bool]) -> None:
+    """Put a valid starting value into st.session_state[key] before the widget is created."""
+    if key in st.session_state and valid(st.session_state[key]):
+        return
+    candidates: list[Any] = []
+    if _KEEP + key in st.session_state:
+        candidates.append(st.session_state[_KEEP + key])
+    raw = st.query_params.get(key)
+    if raw is not None:
+        with contextlib.suppress(TypeError, ValueError):
+            candidates.append(parse(raw))
+    st.session_state[key] = next((c for c in candidates if valid(c)), default)
+
+
+def _publish(key: str, value: Any, default: Any) -> None:
+    st.session_state[_KEEP + key] = value
+    if value == default:
+        if key in st.query_params:
+            del st.query_params[key]
+    else:
+        st.query_params[key] = str(value)
+
+
+def _parse_bool(raw: str) -> bool:
+    if raw.lower() in ("true", "1", "yes"):
+        return True
+    if raw.lower() in ("false", "0", "no"):
+        return False
+    raise ValueError(raw)
+
+
+def selectbox(label: str, options: Sequence[T], key: str, default: T | None = None, **kwargs) -> T:
+    """st.selectbox over ``options`` mirrored to the URL; a stale value not in options resets."""
+    options = list(options)
+    default = options[0] if default is None else default
+    by_text = {str(o): o for o in options}
+    _seed(key, default, lambda raw: by_text.get(raw, raw), lambda v: v in options)
+    value = st.selectbox(label, options, key=key, **kwargs)
+    _publish(key, value, default)
+    return value
+
+
+def radio(label: str, options: Sequence[T], key: str, default: T | None = None, **kwargs) -> T:
+    """st.radio mirrored to the URL."""
+    options = list(options)
+    default = options[0] if default is None else default
+    by_text = {str(o): o for o in options}
+    _seed(key, default, lambda raw: by_text.get(raw, raw), lambda v: v in options)
+    value = st.radio(label, options, key=key, **kwargs)
+    _publish(key, value, default)
+    return value
+
+
+def slider(label: str, min_value: T, max_value: T, default: T, key: str, **kwargs) -> T:
+    """st.slider (int or float, by the type of ``default``) mirrored to the URL.
+
+    A kept value outside a range that has since shrunk is clamped into it, never an error."""
+    kind = type(default)
+    if key in st.session_state and isinstance(st.session_state[key], int | float):
+        st.session_state[key] = kind(min(max(st.session_state[key], min_value), max_value))
+    _seed(key, default, kind, lambda v: isinstance(v, int | float) and min_value <= v <= max_value)
+    value = st.slider(label, min_value, max_value, key=key, **kwargs)
+    _publish(key, value, default)
+    return value
+
+
+def number(label: str, min_value: T, max_value: T, default: T, key: str, **kwargs) -> T:
+    """st.number_input (bounded) mirrored to the URL."""
+    kind = type(default)
+    _seed(key, default, kind, lambda v: isinstance(v, int | float) and min_value <= v <= max_value)
+    value = st.number_input(label, min_value, max_value, key=key, **kwargs)
+    _publish(key, value, default)
+    return value
+
+
+def toggle(label: str, key: str, default: bool = False, **kwargs) -> bool:
+    """st.toggle mirrored to the URL."""
+    _seed(key, default, _parse_bool, lambda v: isinstance(v, bool))
+    value = st.toggle(label, key=key, **kwargs)
+    _publish(key, value, default)
+    return value
+
+
+def text_area(label: str, key: str, default: str, max_chars: int = 4000, **kwargs) -> str:
+    """st.text_area mirrored to the URL (bounded length, so a link stays a link)."""
+    _seed(key, default, str, lambda v: isinstance(v, str) and len(v) <= max_chars)
+    value = st.text_area(label, key=key, max_chars=max_chars, **kwargs)
+    _publish(key, value, default)
+    return value

@@ -1,0 +1,82 @@
+"""Badges, checked tables, slip panels and error handling shared by every page."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import pandas as pd
+import streamlit as st
+
+from attn_core.checks import Check
+from lab_ui import state
+
+T = TypeVar("T")
+
+
+def format_diff(x: float) -> str:
+    return "0" if x == 0 else f"{x:.1e}"
+
+
+def oracle_badge(oracle: str, max_abs_diff: float, tol: float) -> bool:
+    """A green "matches <oracle> · max |Δ| = 2.2e-16 ✓" badge, red with ✗ when max |Δ| > tol."""
+    ok = max_abs_diff <= tol
+    color, mark = ("green", "✓") if ok else ("red", "✗")
+    word = "matches" if ok else "DIFFERS FROM"
+    st.markdown(
+        f":{color}-badge[{mark} {word} {oracle} · max |Δ| = {format_diff(max_abs_diff)} "
+        f"(tolerance {tol:.0e})]",
+        help="The same numbers computed by an independent implementation; Δ is the largest "
+        "absolute difference over every entry.",
+    )
+    return ok
+
+
+def check_badge(check: Check) -> None:
+    """✓/✗ badge with the property's name, then the measured number."""
+    color, mark = ("green", "✓") if check.passed else ("red", "✗")
+    st.markdown(f":{color}-badge[{mark} {check.name}] {check.detail}")
+
+
+def slip_picker(slips: dict[str, str], key: str) -> str | None:
+    """A "show a common slip" toggle and, when on, a choice among ``slips`` (name → one-line
+    description). Returns the chosen name or None."""
+    if not state.toggle("Show a common slip beside the right answer", key=f"{key}_on"):
+        return None
+    name = state.selectbox("Slip", list(slips), key=f"{key}_which")
+    st.caption(slips[name])
+    return name
+
+
+def slip_columns(right: Callable[[], None], wrong: Callable[[], None], slip_name: str) -> None:
+    """Render the correct version on the left and the slip on the right."""
+    left, right_col = st.columns(2)
+    with left:
+        st.markdown("**✓ Correct**")
+        right()
+    with right_col:
+        st.markdown(f"**✗ Slip: {slip_name}**")
+        wrong()
+
+
+def table(df: pd.DataFrame, file_name: str, key: str, **kwargs) -> None:
+    """A dataframe with a CSV download button under it."""
+    st.dataframe(df, key=f"{key}_table", **kwargs)
+    st.download_button(
+        "⬇ CSV",
+        df.to_csv(index=False).encode(),
+        file_name=file_name,
+        mime="text/csv",
+        key=f"{key}_csv",
+        on_click="ignore",
+    )
+
+
+def attempt(fn: Callable[..., T], *args, **kwargs) -> T | None:
+    """Call fn; on ValueError show the message right here (next to the widget that caused it)
+    and return None, so the rest of the page keeps working."""
+    try:
+        return fn(*args, **kwargs)
+    except ValueError as exc:
+        st.error(str(exc), icon="⚠️")
+        return None

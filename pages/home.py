@@ -1,0 +1,29 @@
+"""Home: what the lab is, the toy sentence, and a link to every page."""
+
+import streamlit as st
+
+from attn_core.toy import SENTENCE
+from lab_ui.nav import PAGES
+
+st.title("Attention Lab")
+st.markdown(
+    "See, poke and verify **scaled dot-product attention**, "
+    "$O = \\operatorname{softmax}(QK^\\top/\\sqrt{d_k} + M)\\,V$, live. Every number on every page is "
+    "computed from your inputs as you change them, and every figure is checked on screen against an "
+    "independent oracle (torch SDPA, autograd, finite differences, or the spec's own check numbers)."
+)
+
+st.subheader("The running example")
+st.markdown(
+    " ".join(f"`{w}`" for w in SENTENCE)
+    + " — under a causal mask, *bank* may read *the*, *river* and itself. With "
+    "q_bank = (2, −1), keys (0, 0), (1, 0), (1, 1) and values (0, 0), (1, 0), (0, 1) in a "
+    "[geography, money] plane, bank puts weights **0.140 · 0.576 · 0.284** on them and becomes "
+    "**(0.576, 0.284)**: mostly geography, so this bank is a riverbank."
+)
+
+st.subheader("Pages")
+for page in PAGES:
+    st.page_link(page.path, label=f"**{page.title}** — {page.blurb}", icon=page.icon)
+
+st.caption("Settings live in the page address: copy the URL to share the exact view you are looking at.")

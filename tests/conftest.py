@@ -1,0 +1,136 @@
+"""Shared fixtures: AppTest factory, and a live Streamlit server + headless Chromium for browser tests."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+def app():
+    """A fresh AppTest of the whole app (navigation included); call .run() or switch_page."""
+
+    def make(page: str | None = None, **query) -> AppTest:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+        for key, value in query.items():
+            at.query_params[key] = str(value)
+        at.run()
+        if page is not None:
+            at.switch_page(page).run()
+        return at
+
+    return make
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def server_url():
+    """Serve the app headless on a free loopback port for the whole session."""
+    port = _free_port()
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = open(ARTIFACTS / "server.log", "w")  # noqa: SIM115 - closed in the finally below
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+        ],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                if urllib.request.urlopen(url + "/_stcore/health", timeout=1).status == 200:
+                    break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            raise RuntimeError("streamlit did not become healthy in 60 s; see test-artifacts/server.log")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium driven by Playwright (its own browser download does not work here)."""
+    if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
+        pytest.fail("chromium is not installed: `make test` installs it (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A new page that records console errors; the test fails if any appear."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = context.new_page()
+    pg.console_errors = []
+
+    def on_console(msg) -> None:
+        # Failed loads are judged by URL below: the console line does not say which resource.
+        if msg.type == "error" and not msg.text.startswith("Failed to load resource"):
+            pg.console_errors.append(msg.text)
+
+    def on_response(resp) -> None:
+        # Streamlit's front end probes <page path>/_stcore/{health,host-config} to find its base
+        # URL when a page is opened by its own path; those 404s are expected and harmless.
+        probe = resp.url.rsplit("/_stcore/", 1)[-1] in ("health", "host-config")
+        if resp.status >= 400 and not probe:
+            pg.console_errors.append(f"HTTP {resp.status} {resp.url}")
+
+    pg.on("console", on_console)
+    pg.on("response", on_response)
+    pg.on("pageerror", lambda e: pg.console_errors.append(str(e)))
+    yield pg
+    context.close()
+
+
+def wait_idle(pg, timeout: float = 30_000) -> None:
+    """Wait until the script has finished and nothing on the page is stale."""
+    pg.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=timeout)
+    pg.wait_for_function("document.querySelectorAll('[data-stale=\"true\"]').length === 0", timeout=timeout)
