@@ -1,0 +1,345 @@
+"""Everything the Gradients page shows for one input, computed in one call (cards 4 and 5).
+
+The Jacobian of one chosen row at a chosen temperature, its saturation sweep, the backward pass
+checked three ways (the five matrix lines, torch autograd through SDPA, central finite
+differences at three ε), card 5's per-key reading of one row, and what a gradient-descent step
+does to that row's query. Inputs are a `QKV` (float64, leading batch axis 1); masks are boolean,
+True = may attend.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from attn_core.attention import check_shapes, expand_kv, stable_softmax
+from attn_core.backward import GRADIENT_SLIPS, BackwardResult, attention_backward
+from attn_core.checks import Check
+from attn_core.finite_diff import (
+    FiniteDifferences,
+    check_finite_difference_size,
+    finite_differences,
+)
+from attn_core.inputs import QKV, parse_matrix
+from attn_core.jacobian import JacobianSpectrum, SaturationSweep, jacobian_spectrum, saturation_sweep
+from attn_core.oracle import max_abs_diff
+
+F64 = torch.float64
+UPSTREAM_KINDS = ("toy: g = (−1, 0, …) on every row", "random (seeded)", "typed")
+
+
+def build_upstream(
+    kind: str, output_shape: tuple[int, ...], *, seed: int = 0, text: str = ""
+) -> torch.Tensor:
+    """G = ∂L/∂O with O's shape (1, Hq, L, d_v); the loss is L = ⟨O, G⟩.
+
+    toy: −1 on the first value coordinate of every row (the chapter's g = (−1, 0): the loss falls as
+    the output reads more of value axis 0, geography in the toy); random: seeded N(0, 1); typed: an
+    L × d_v matrix (one row per query), used for every head. Raises ValueError on a bad shape."""
+    if kind == UPSTREAM_KINDS[0]:
+        G = torch.zeros(output_shape, dtype=F64)
+        G[..., 0] = -1.0
+        return G
+    if kind == UPSTREAM_KINDS[1]:
+        return torch.randn(output_shape, generator=torch.Generator().manual_seed(int(seed)), dtype=F64)
+    if kind == UPSTREAM_KINDS[2]:
+        G = parse_matrix(text, "G")
+        L, d_v = output_shape[-2:]
+        if tuple(G.shape) != (L, d_v):
+            raise ValueError(
+                f"G must be L × d_v = {L} × {d_v} (one row per query), got {G.shape[0]} × {G.shape[1]}"
+            )
+        return torch.broadcast_to(G, output_shape).clone()
+    raise ValueError(f"unknown upstream gradient {kind!r}; choose one of {UPSTREAM_KINDS}")
+
+
+def sdpa_autograd(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    grad_output: torch.Tensor,
+    allowed: torch.Tensor | None = None,
+    *,
+    scale: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The oracle: ∂⟨SDPA(q, k, v), G⟩/∂(q, k, v) by torch autograd through torch's own SDPA
+    (explicit boolean mask, True = may attend; GQA enabled; dropout off). Shapes as `attention`."""
+    q, k, v = (t.detach().clone().requires_grad_(True) for t in (q, k, v))
+    gqa = q.ndim >= 3 and k.ndim >= 3 and q.shape[-3] != k.shape[-3]
+    O = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=0.0, scale=scale, enable_gqa=gqa)
+    dq, dk, dv = torch.autograd.grad((O * grad_output).sum(), (q, k, v))
+    return dq, dk, dv
+
+
+def gradient_tolerance(qkv: QKV, grad_output: torch.Tensor, scale: float) -> float:
+    """Allowed |manual − autograd| in float64.
+
+    Every gradient entry is a sum of at most ~S products whose absolute sum is at most
+    A = S · max|G| · max(1, |V|) · max(1, |Q|, |K|) · max(1, scale); two summation orders differ by
+    ≤ (S + d) · 2⁻⁵³ · A ≤ 1e-13 · A at the input caps (S + d ≤ 768), so 1e-12 · A has 10× room."""
+    big = max(1.0, float(qkv.q.abs().max()), float(qkv.k.abs().max()))
+    A = qkv.S * float(grad_output.abs().max()) * max(1.0, float(qkv.v.abs().max())) * big * max(1.0, scale)
+    return 1e-12 * max(A, 1.0)
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """One line of the three-way table: max |manual − oracle| for each gradient."""
+
+    oracle: str
+    dq: float
+    dk: float
+    dv: float
+    tolerance: float
+
+    @property
+    def worst(self) -> float:
+        return max(self.dq, self.dk, self.dv)
+
+    @property
+    def passed(self) -> bool:
+        return self.worst <= self.tolerance
+
+
+@dataclass(frozen=True)
+class RowReading:
+    """Card 5, one row: ∂L/∂s_j = p_j (gᵀv_j − gᵀo) over the row's allowed keys j."""
+
+    keys: tuple[int, ...]  # indices into S of the allowed keys
+    p: torch.Tensor  # (T,) weights
+    g_dot_v: torch.Tensor  # (T,) gᵀv_j: how much value j helps (−) or hurts (+) the loss
+    g_dot_o: float  # gᵀo: the same for the row's current average output
+    dscore: torch.Tensor  # (T,) p_j (gᵀv_j − gᵀo); sums to 0
+    dscore_gap: float  # max |this − dS row from the matrix lines|
+
+
+@dataclass(frozen=True)
+class QueryStep:
+    """One gradient-descent step on the chosen row's query, q ← q − η ∂L/∂q, keys held fixed."""
+
+    lr: float
+    q_before: torch.Tensor  # (d_k,)
+    q_after: torch.Tensor  # (d_k,)
+    scores_before: torch.Tensor  # (T,) scaled scores on the allowed keys
+    scores_after: torch.Tensor  # (T,)
+    weights_after: torch.Tensor  # (T,)
+    loss_before: float  # this row's gᵀo
+    loss_after: float
+
+
+@dataclass(frozen=True)
+class GradientExploration:
+    qkv: QKV
+    allowed: torch.Tensor | None  # broadcast to (1, Hq, L, S); True = may attend
+    grad_output: torch.Tensor  # G (1, Hq, L, d_v)
+    backward: BackwardResult
+    autograd: tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # dQ, dK, dV by SDPA autograd
+    finite: FiniteDifferences | None
+    finite_note: str  # why finite differences were skipped ("" when they ran)
+    agreement: list[Agreement]
+    checks: list[Check]
+    head: int
+    row: int
+    temperature: float
+    spectrum: JacobianSpectrum  # of softmax(s / τ) over the row's allowed keys
+    sweep: SaturationSweep
+    reading: RowReading
+    step: QueryStep
+    tolerance: float
+
+
+def _row_keys(allowed: torch.Tensor | None, head: int, row: int, S: int) -> torch.Tensor:
+    if allowed is None:
+        return torch.arange(S)
+    return allowed[0, head, row].nonzero().flatten()
+
+
+def _row_reading(
+    back: BackwardResult, v: torch.Tensor, G: torch.Tensor, keys, head: int, row: int
+) -> RowReading:
+    p = back.forward.weights[0, head, row, keys]  # (T,)
+    g = G[0, head, row]  # (d_v,)
+    g_dot_v = v[0, head, keys] @ g  # (T,)
+    g_dot_o = float(back.forward.output[0, head, row] @ g)
+    dscore = p * (g_dot_v - g_dot_o)
+    gap = float((dscore - back.dscores[0, head, row, keys]).abs().max())
+    return RowReading(tuple(int(j) for j in keys), p, g_dot_v, g_dot_o, dscore, gap)
+
+
+def _query_step(back: BackwardResult, q, K, V, G, keys, head: int, row: int, lr: float) -> QueryStep:
+    scale = back.forward.scale
+    g = G[0, head, row]  # (d_v,)
+    K, V = K[0, head, keys], V[0, head, keys]  # (T, d_k), (T, d_v)
+    q_before = q[0, head, row]  # (d_k,)
+    q_after = q_before - lr * back.dq[0, head, row]
+    s_before, s_after = (K @ q_before) * scale, (K @ q_after) * scale  # (T,)
+    p_after = stable_softmax(s_after)
+    return QueryStep(
+        lr=lr,
+        q_before=q_before,
+        q_after=q_after,
+        scores_before=s_before,
+        scores_after=s_after,
+        weights_after=p_after,
+        loss_before=float(back.forward.output[0, head, row] @ g),
+        loss_after=float((p_after @ V) @ g),
+    )
+
+
+def explore_gradients(
+    qkv: QKV,
+    allowed: torch.Tensor | None,
+    scale: float,
+    grad_output: torch.Tensor,
+    *,
+    head: int = 0,
+    row: int = 0,
+    temperature: float = 1.0,
+    lr: float = 1.0,
+    run_finite_differences: bool = True,
+) -> GradientExploration:
+    """The backward pass of attention on qkv with upstream G, checked three ways, plus card 4 on
+    row ``row`` of head ``head`` at temperature τ (p = softmax(s / τ) over its allowed keys).
+
+    Finite differences run only under `FD_LIMITS`; otherwise ``finite_note`` says why not."""
+    if not (math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a positive number, got {temperature}")
+    if not math.isfinite(lr):
+        raise ValueError(f"the step size must be a finite number, got {lr}")
+    if not 0 <= head < qkv.heads:
+        raise ValueError(f"head {head} does not exist: there are {qkv.heads}")
+    if not 0 <= row < qkv.L:
+        raise ValueError(f"query row {row} does not exist: there are {qkv.L}")
+    group = check_shapes(qkv.q, qkv.k, qkv.v)
+    q, k, v, G = qkv.q, qkv.k, qkv.v, grad_output
+    back = attention_backward(q, k, v, G, allowed, scale=scale)
+    full = None if allowed is None else torch.broadcast_to(allowed, back.forward.scores.shape)
+    tol = gradient_tolerance(qkv, G, back.forward.scale)
+
+    auto = sdpa_autograd(q, k, v, G, allowed, scale=scale)
+    agreement = [Agreement("torch autograd (SDPA)", *_diffs(back, auto), tol)]
+    finite, note = None, ""
+    if run_finite_differences:
+        try:
+            check_finite_difference_size(q, k, v)
+        except ValueError as exc:
+            note = f"Finite differences skipped: {exc}."
+        else:
+            finite = finite_differences(q, k, v, G, allowed, scale=scale)
+            for i, e in enumerate(finite.eps):
+                estimate = (finite.dq[i], finite.dk[i], finite.dv[i])
+                agreement.append(
+                    Agreement(f"finite differences, ε = {e:.0e}", *_diffs(back, estimate), finite.bound[i])
+                )
+    else:
+        note = "Finite differences are off."
+
+    D_scale = float((back.forward.output * G).abs().sum(-1).max()) + 1.0
+    checks = [
+        Check(
+            "rowsum(P ⊙ dP) = rowsum(dO ⊙ O)",
+            back.rowsum_gap <= 1e-12 * D_scale,
+            f"max |Δ| = {back.rowsum_gap:.1e}",
+        ),
+        _dscore_rows_check(back.dscores, tol),
+        Check(
+            "dS = 0 on blocked pairs",
+            full is None or bool((back.dscores[~full] == 0).all()),
+            "no mask" if full is None else f"{int((~full).sum()):,} blocked pairs",
+        ),
+    ]
+
+    K, V = expand_kv(k, group), expand_kv(v, group)  # (1, Hq, S, d)
+    keys = _row_keys(full, head, row, qkv.S)
+    scores = back.forward.scores[0, head, row, keys]  # (T,) finite
+    spectrum = jacobian_spectrum(stable_softmax(scores / temperature))
+    sweep = saturation_sweep(scores)
+    step = _query_step(back, q, K, V, G, keys, head, row, lr)
+    return GradientExploration(
+        qkv=qkv,
+        allowed=full,
+        grad_output=G,
+        backward=back,
+        autograd=auto,
+        finite=finite,
+        finite_note=note,
+        agreement=agreement,
+        checks=checks,
+        head=head,
+        row=row,
+        temperature=float(temperature),
+        spectrum=spectrum,
+        sweep=sweep,
+        reading=_row_reading(back, V, G, keys, head, row),
+        step=step,
+        tolerance=tol,
+    )
+
+
+def _diffs(back: BackwardResult, other) -> tuple[float, float, float]:
+    return tuple(max_abs_diff(a, b) for a, b in zip((back.dq, back.dk, back.dv), other, strict=True))
+
+
+def _dscore_rows_check(dS: torch.Tensor, tol: float) -> Check:
+    worst = float(dS.sum(-1).abs().max())
+    return Check("rows of dS sum to 0 (J·1 = 0)", worst <= tol, f"max |Σⱼ dSᵢⱼ| = {worst:.1e}")
+
+
+# --- slips ----------------------------------------------------------------------------------------
+
+GRADIENT_SLIP_NOTES = {
+    "drop the −rowsum term": "dS = P ⊙ dP, as if softmax acted entry by entry. Raising every score of a "
+    "row by the same amount changes nothing, so the true dS rows sum to 0; these do not.",
+    "forget the scale in dQ and dK": "dQ = dS K and dK = dSᵀ Q without the scale: both come out 1/scale "
+    "(√d_k for the default scale) times too big. With scale = 1 the slip is invisible.",
+    "dV = dO Pᵀ": "dO Pᵀ multiplies (L × d_v) by (S × L): it runs only when d_v = S, and then gives an L × L "
+    "matrix where dV is S × d_v. The right order is Pᵀ dO.",
+    "keep only the Jacobian's diagonal": "J ≈ diag(p(1 − p)), softmax treated like a sigmoid. The dropped "
+    "off-diagonal −p_i p_j terms are what make each row of J sum to 0.",
+}
+
+
+@dataclass(frozen=True)
+class GradientSlipOutcome:
+    name: str
+    note: str
+    dscores: torch.Tensor  # (1, Hq, L, S) the slip's dS
+    checks: list[Check]  # the same checks the right answer passes
+
+
+def gradient_slip_outcome(ex: GradientExploration, name: str) -> GradientSlipOutcome:
+    """Run one backward slip on the explored input and check it like the right answer."""
+    if name not in GRADIENT_SLIPS:
+        raise ValueError(f"unknown slip {name!r}; choose one of {list(GRADIENT_SLIPS)}")
+    qkv, G = ex.qkv, ex.grad_output
+    slip = GRADIENT_SLIPS[name](qkv.q, qkv.k, qkv.v, G, ex.allowed, scale=ex.backward.forward.scale)
+    group = check_shapes(qkv.q, qkv.k, qkv.v)
+    dq, dk, dv = ex.autograd
+    dv_x = expand_kv(dv, group)  # the slip's dV is per query head (before the group sum)
+    checks = [_dscore_rows_check(slip.dscores, ex.tolerance)]
+    checks.append(_match("dQ matches autograd", slip.dq, dq, ex.tolerance))
+    # A KV head's gradient is the sum over its query group: compare group sums.
+    checks.append(_match("dK matches autograd", _group_sum(slip.dk, group), dk, ex.tolerance))
+    if slip.dv is None:
+        checks.append(Check("dV matches autograd", False, slip.error))
+    elif slip.dv.shape != dv_x.shape:
+        checks.append(
+            Check(
+                "dV matches autograd", False, f"shape {tuple(slip.dv.shape)} instead of {tuple(dv_x.shape)}"
+            )
+        )
+    else:
+        checks.append(_match("dV matches autograd", _group_sum(slip.dv, group), dv, ex.tolerance))
+    return GradientSlipOutcome(name, GRADIENT_SLIP_NOTES[name], slip.dscores, checks)
+
+
+def _group_sum(x: torch.Tensor, group: int) -> torch.Tensor:
+    return x if group == 1 else x.unflatten(-3, (x.shape[-3] // group, group)).sum(-3)
+
+
+def _match(name: str, got: torch.Tensor, want: torch.Tensor, tol: float) -> Check:
+    diff = max_abs_diff(got, want)
+    return Check(name, diff <= tol, f"max |Δ| = {diff:.1e}")
