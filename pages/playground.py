@@ -49,12 +49,10 @@ allowed_share = 1.0 if ex.allowed is None else attn_core.allowed_fraction(ex.all
 c[5].metric("allowed pairs", f"{allowed_share:.1%}")
 
 with st.expander("Shapes of every intermediate", expanded=False):
-    st.dataframe(
-        pd.DataFrame(
-            {"tensor": list(ex.shapes), "shape": [" × ".join(map(str, s)) for s in ex.shapes.values()]}
-        ),
-        hide_index=True,
+    shapes = pd.DataFrame(
+        {"tensor": list(ex.shapes), "shape": [" × ".join(map(str, s)) for s in ex.shapes.values()]}
     )
+    table(shapes, "shapes.csv", key="pg_shapes", hide_index=True)
 
 q_tok, k_tok = qkv.query_tokens, qkv.key_tokens
 left, right = st.columns(2)
