@@ -21,7 +21,18 @@ from attn_core.leakage import (
 )
 from attn_core.mask_gallery import MaskView, gallery_mask
 from attn_core.masks import allowed_fraction, causal_mask, padding_mask, sliding_window_mask
+from attn_core.memory import MemoryBill, memory_bill
 from attn_core.models import ConfigError, ModelShape, from_hf_config, list_presets, load_preset
+from attn_core.online import (
+    MergeResult,
+    OnlineResult,
+    OnlineTrace,
+    PartialState,
+    merge_partials,
+    online_attention,
+    online_softmax_trace,
+)
+from attn_core.precision import PrecisionRow, precision_study
 
 __all__ = [
     "GPU",
@@ -35,9 +46,15 @@ __all__ = [
     "DecodeReport",
     "FiniteDifferences",
     "MaskView",
+    "MemoryBill",
+    "MergeResult",
     "ModelShape",
+    "OnlineResult",
+    "OnlineTrace",
+    "PartialState",
     "PermutationReport",
     "PerturbationReport",
+    "PrecisionRow",
     "allowed_fraction",
     "attention",
     "attention_backward",
@@ -62,9 +79,14 @@ __all__ = [
     "load_gpu",
     "load_preset",
     "logsumexp",
+    "memory_bill",
+    "merge_partials",
+    "online_attention",
+    "online_softmax_trace",
     "padding_mask",
     "permutation_test",
     "perturbation_experiment",
+    "precision_study",
     "sliding_window_mask",
     "softmax_jacobian",
     "softmax_jvp",
