@@ -8,13 +8,23 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-FONT_SIZE = 15
+BASE_FONT_SIZE = 15
+PROJECTOR_FONT_SIZE = 22
 CELL_TEXT_MAX = 12  # write the value inside each cell up to 12 × 12; beyond that, hover only
 EXACT_MAX = 64  # send float64 (hover shows 10 digits) up to 64 × 64, float32 beyond
 PLOT_CONFIG = {
     "displaylogo": False,
     "toImageButtonOptions": {"format": "png", "scale": 2},  # crisp slides
 }
+
+
+def font_size() -> int:
+    return PROJECTOR_FONT_SIZE if st.session_state.get("projector") else BASE_FONT_SIZE
+
+
+def use_projector_sizes() -> None:
+    """Scale the page's text up for a classroom screen (figures read font_size())."""
+    st.html("<style>html { font-size: 22px; } .stMarkdown p, .stCaption { font-size: 1.05rem; }</style>")
 
 
 def _as_array(z) -> np.ndarray:
@@ -63,7 +73,7 @@ def heatmap(
         "colorbar": {"thickness": 14},
     }
     if rows <= CELL_TEXT_MAX and cols <= CELL_TEXT_MAX:
-        trace.update(texttemplate="%{z:.3f}", textfont={"size": FONT_SIZE})
+        trace.update(texttemplate="%{z:.3f}", textfont={"size": font_size()})
     note = " (blank = masked)" if masked.any() else ""
     layout = {
         **_base_layout(title + note, height or max(260, min(560, 90 + 34 * rows))),
@@ -77,7 +87,7 @@ def heatmap(
 def _base_layout(title: str, height: int) -> dict:
     return {
         "title": {"text": title},
-        "font": {"size": FONT_SIZE},
+        "font": {"size": font_size()},
         "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
         "height": height,
     }

@@ -44,9 +44,9 @@ c[0].metric("L (queries)", qkv.L)
 c[1].metric("S (keys)", qkv.S)
 c[2].metric("d_k · d_v", f"{qkv.q.shape[-1]} · {qkv.v.shape[-1]}")
 c[3].metric("heads (Q / KV)", f"{qkv.heads} / {qkv.k.shape[-3]}")
-c[4].metric("scale", f"{res.scale:.6g}")
+c[4].metric("scale", f"{res.scale:.4g}")
 allowed_share = 1.0 if ex.allowed is None else attn_core.allowed_fraction(ex.allowed[0, head])
-c[5].metric("allowed pairs", f"{allowed_share:.1%}")
+c[5].metric("allowed pairs", f"{100 * allowed_share:.3g}%")
 
 with st.expander("Shapes of every intermediate", expanded=False):
     shapes = pd.DataFrame(

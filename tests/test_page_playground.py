@@ -63,7 +63,7 @@ def test_random_input_matches_sdpa_and_shows_its_size(app):
     assert metric(at, "L (queries)") == "9" and metric(at, "S (keys)") == "13"
     assert metric(at, "heads (Q / KV)") == "4 / 2"
     # Allowed pairs of a bottom-right 9 × 13 mask: 9 rows seeing 5…13 keys = 81 of 117.
-    assert metric(at, "allowed pairs") == f"{81 / 117:.1%}"
+    assert metric(at, "allowed pairs") == f"{100 * 81 / 117:.3g}%"  # 69.2%
     assert all(b.startswith(":green-badge") for b in badges(at))
 
 
@@ -158,3 +158,12 @@ def test_temperature_sweep_reaches_uniform(app):
     caption = next(c.value for c in at.caption if c.value.startswith("Entropy goes"))
     # Three allowed keys: the uniform limit is ln 3 = 1.099 nats.
     assert "ln(allowed keys) = 1.099" in caption
+
+
+def test_projector_mode_enlarges_figures(app):
+    at = app(PAGE)
+    base = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["font"]["size"]
+    at.toggle(key="projector").set_value(True).run()
+    big = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["font"]["size"]
+    assert big > base
+    assert not at.exception
