@@ -4,13 +4,14 @@ import streamlit as st
 
 from attn_core.toy import SENTENCE
 from lab_ui.nav import PAGES
+from lab_ui.page import header
 
-st.title("Attention Lab")
-st.markdown(
+header(
+    "Attention Lab",
     "See, poke and verify **scaled dot-product attention**, "
     "$O = \\operatorname{softmax}(QK^\\top/\\sqrt{d_k} + M)\\,V$, live. Every number on every page is "
     "computed from your inputs as you change them, and every figure is checked on screen against an "
-    "independent oracle (torch SDPA, autograd, finite differences, or the spec's own check numbers)."
+    "independent oracle (torch SDPA, autograd, finite differences, or the spec's own check numbers).",
 )
 
 st.subheader("The running example")

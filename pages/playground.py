@@ -12,13 +12,14 @@ from attn_core.stats import temperature_sweep
 from attn_core.toy import VALUE_AXES
 from lab_ui import figures, state
 from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
+from lab_ui.page import header
 from lab_ui.widgets import attempt, check_badge, oracle_badge, slip_columns, slip_picker, table
 
-st.title("Attention Playground")
-st.markdown(
+header(
+    "Attention Playground",
     "Choose where **Q**, **K**, **V** come from, a scale and a mask. The page computes "
     "S = QKᵀ·scale + M, P = softmax(S) row by row, and O = PV, and checks O against "
-    "`torch.nn.functional.scaled_dot_product_attention`."
+    "`torch.nn.functional.scaled_dot_product_attention`.",
 )
 
 with st.sidebar:
