@@ -33,6 +33,9 @@ from attn_core.oracle import max_abs_diff
 # the kept weights differ by a few ulps (~1e-16) when the future changes. 1e-12 separates that
 # rounding from a real leak (a future token's influence is O(1e-3) or more for unit-scale inputs).
 ROUNDING_TOL = 1e-12
+# Two float64 computations of the same attention rows (ours vs SDPA, cached vs full pass) differ by
+# summation order only: ~T · 2^-53 · max|v| ≲ 1e-14 for T ≤ 64; a wrong mask is off by O(0.1).
+MATCH_TOL = 1e-12
 
 CORRECT = "mask scores before softmax (−∞)"
 METHODS = (
@@ -73,6 +76,11 @@ class MethodLeak:
     max_leak: float  # largest change among those rows: exactly 0 for a correct mask
     leaking_rows: tuple[int, ...]  # rows in must_not_move whose output moved at all
     min_visible_change: float  # smallest change among rows that can see a changed token (> 0: the test sees)
+
+    @property
+    def worst_row_sum(self) -> float:
+        """The row sum Σ_j p_ij furthest from 1 (1 for a correct softmax, < 1 after zeroing)."""
+        return float(self.row_sums[(self.row_sums - 1).abs().argmax()])
 
     @property
     def verdict(self) -> str:
@@ -187,7 +195,7 @@ DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
     "float64": torch.float64,
 }
-FILLS = ("-inf", "dtype's most negative finite", "-1e9")
+FILLS = ("-inf", "finfo(dtype).min", "-1e9")
 HOW = ("masked_fill", "additive mask")
 
 
@@ -195,7 +203,7 @@ def fill_value(fill: str, dtype: torch.dtype) -> float:
     """The number a fill name stands for, before any cast to ``dtype``."""
     if fill == "-inf":
         return -math.inf
-    if fill == "dtype's most negative finite":
+    if fill == "finfo(dtype).min":
         return float(torch.finfo(dtype).min)
     if fill == "-1e9":
         return -1e9
@@ -535,3 +543,28 @@ def triu_slip(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> TriuSlipRepo
         row0_right=row0(good.weights),
         output_gap_finite_fill=max_abs_diff(finite.output, good.output),
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Masking the weights instead of the scores, side by side
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ZeroingSlipReport:
+    """Card 6, step 6: the right weights, the zeroed-after-softmax weights, and the leak."""
+
+    right_weights: torch.Tensor  # (T, T) softmax of the masked scores; rows sum to 1
+    zeroed_weights: torch.Tensor  # (T, T) softmax over all keys, future entries set to 0
+    zeroed_row_sums: torch.Tensor  # (T,) < 1 except the last row
+    leak: MethodLeak  # change-the-future result for the zeroed version at t
+
+
+def zeroing_slip(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, t: int) -> ZeroingSlipReport:
+    """q, k (..., T, d_k), v (..., T, d_v); weights of the first leading index are returned."""
+    T = q.shape[-2]
+    allowed = causal_mask(T, T)
+    right = attention(q, k, v, allowed).weights.reshape(-1, T, T)[0]
+    zeroed = slips.zero_after_softmax(q, k, v, allowed).weights.reshape(-1, T, T)[0]
+    leak = perturbation_experiment(q, k, v, t, methods=("zero weights after softmax",)).methods[0]
+    return ZeroingSlipReport(right, zeroed, zeroed.sum(-1), leak)

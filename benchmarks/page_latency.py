@@ -43,6 +43,14 @@ def _scale(at: AppTest, i: int) -> None:
     at.selectbox(key="in_scale").set_value(["1/√d_k", "1/d_k"][i % 2])
 
 
+def _masks_gallery(at: AppTest, i: int) -> None:
+    at.slider(key="mk_gL").set_value(6 - (i % 2))
+
+
+def _masks_seed(at: AppTest, i: int) -> None:
+    at.number_input(key="mk_seed").set_value(i % 2)
+
+
 SCENARIOS: list[Scenario] = [
     Scenario("pages/playground.py", "defaults", _scale),
     Scenario(
@@ -53,6 +61,10 @@ SCENARIOS: list[Scenario] = [
          "in_mask": "causal (bottom-right, cached prefix)"},
     ),
     # Other pages append their scenarios here.
+    Scenario("pages/masks.py", "defaults", _masks_gallery),
+    Scenario(
+        "pages/masks.py", "largest", _masks_seed, {"mk_section": "Conventions", "mk_T": "64", "mk_d": "32"}
+    ),
 ]
 
 

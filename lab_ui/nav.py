@@ -25,5 +25,13 @@ PAGES: list[PageInfo] = [
         "against torch SDPA.",
         "playground",
     ),
+    PageInfo(
+        "pages/masks.py",
+        "Masks & leakage",
+        ":material/visibility_off:",
+        "Prove what a causal mask guarantees: change the future, fully masked rows, KV-cache decoding, "
+        "mask conventions, permutation equivariance, and every way to get it wrong.",
+        "masks",
+    ),
     # Later pages register here, one entry each, in the order a learner should visit them.
 ]

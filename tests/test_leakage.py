@@ -117,7 +117,7 @@ def test_inf_fill_on_a_fully_masked_row_is_nan(dtype, how):
 @pytest.mark.parametrize("dtype", list(lk.DTYPES))
 def test_most_negative_finite_fill_gives_uniform_row_and_exact_zero_elsewhere(dtype):
     scores, allowed = lk.example_scores(S=5)
-    case = lk.fully_masked_case(dtype, "dtype's most negative finite", "masked_fill", scores, allowed)
+    case = lk.fully_masked_case(dtype, "finfo(dtype).min", "masked_fill", scores, allowed)
     eps = torch.finfo(lk.DTYPES[dtype]).eps
     assert case.empty_row == "uniform"
     # Each weight is 1/5 rounded to the dtype: within one ulp of 0.2 (eps · 0.2 < eps).
@@ -153,7 +153,7 @@ def test_float16_most_negative_additive_overflows_for_negative_scores():
     allowed = torch.tensor([[False] * 4, [True, True, False, False]])
     # Oracle: -65504 - 20 is past float16's range and rounds to -inf (IEEE round-to-nearest).
     assert (torch.tensor(-20.0, dtype=torch.float16) + torch.finfo(torch.float16).min).item() == -math.inf
-    case = lk.fully_masked_case("float16", "dtype's most negative finite", "additive mask", scores, allowed)
+    case = lk.fully_masked_case("float16", "finfo(dtype).min", "additive mask", scores, allowed)
     assert case.empty_row == "uniform over the keys that did not overflow to −inf"
     assert case.empty_row_weights == (0.0, 0.5, 0.0, 0.5)
 
