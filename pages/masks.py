@@ -152,7 +152,11 @@ def change_the_future() -> None:
             format_func=lambda k: "tokens after t" if k == "future" else "tokens up to t (control)",
         )  # fmt: skip
     with c2:
-        t = state.slider("t (0-based)", 0, T - 2, min(2, T - 2), key="mk_t")
+        if T > 2:
+            t = state.slider("t (0-based)", 0, T - 2, min(2, T - 2), key="mk_t")
+        else:  # a slider needs two distinct ends
+            t = 0
+            st.caption("t = 0: with T = 2 only token 1 lies in the future.")
     with c3:
         size = state.slider("size of the change", 0.1, 10.0, 3.0, key="mk_size", step=0.1)
     report = attempt(

@@ -281,11 +281,13 @@ def test_shared_link_restores_view_and_caps_hold(app):
     assert at.radio(key="mk_section").value == "Mask gallery"
 
 
-def test_largest_sizes_render(app):
-    for section in ("Change the future", "Cached decoding", "Conventions", "Permutations", "Slips"):
-        at = app(PAGE, mk_section=section, mk_T=64, mk_d=32)
+@pytest.mark.parametrize(("T", "d"), [(64, 32), (2, 1)])  # the largest and the smallest allowed
+def test_extreme_sizes_render(app, T, d):
+    for section in ("Change the future", "Fully masked rows", "Cached decoding", "Conventions", "Permutations",
+                    "Slips"):  # fmt: skip
+        at = app(PAGE, mk_section=section, mk_T=T, mk_d=d)
         ok(at)
-        assert at.slider(key="mk_T").value == 64
+        assert at.slider(key="mk_T").value == T
 
 
 # ------------------------------------------------------------------------------------- browser
