@@ -18,7 +18,15 @@ from typing import NoReturn
 
 from attn_core.costs import DTYPE_BYTES, CostReport, cost_report, model_params
 from attn_core.gpus import list_gpus, load_gpu
-from attn_core.models import MAX_INT, ConfigError, ModelShape, list_presets, load_preset, parse_config_text
+from attn_core.models import (
+    MAX_CONFIG_BYTES,
+    MAX_INT,
+    ConfigError,
+    ModelShape,
+    list_presets,
+    load_preset,
+    parse_config_bytes,
+)
 from attn_core.units import (
     format_bytes,
     format_bytes_binary,
@@ -33,7 +41,6 @@ from attn_core.units import (
 MAX_SEQ_LEN = MAX_INT  # 16,777,216 tokens
 MAX_BATCH = 65_536
 MAX_GPUS = 1_024
-MAX_CONFIG_BYTES = 1 << 20  # a config.json is a few KB; refuse anything over 1 MiB
 
 
 class UsageError(Exception):
@@ -90,14 +97,13 @@ def _load_shape(args: argparse.Namespace) -> ModelShape:
     path: Path = args.config
     if not path.is_file():
         raise UsageError(f"--config {path}: no such file")
-    if path.stat().st_size > MAX_CONFIG_BYTES:
-        raise UsageError(f"--config {path}: larger than 1 MiB, not a config.json")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_CONFIG_BYTES + 1)  # enough to tell "too large" without reading it all
+    except OSError as exc:
         raise UsageError(f"--config {path}: cannot read it ({exc.__class__.__name__})") from None
     try:
-        return parse_config_text(text)
+        return parse_config_bytes(data)
     except ConfigError as exc:
         raise UsageError(f"--config {path}: {exc}") from None
 

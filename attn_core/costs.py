@@ -21,13 +21,13 @@ from typing import Any
 
 import numpy as np
 
+from attn_core import memory
 from attn_core.gpus import GPU
 from attn_core.models import ModelShape
 
 Tokens = int | np.ndarray
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}  # b, bytes per number
-LSE_BYTES = 4  # the online softmax keeps one fp32 logsumexp per query row (card 12)
 
 
 def bytes_per_value(dtype: str) -> int:
@@ -252,15 +252,23 @@ def doubling_ratio(shape: ModelShape, T: Any, causal: bool = False) -> Tokens:
 # -- Card 12: score memory, naive vs online --------------------------------------------------
 def score_bytes_naive(shape: ModelShape, T: Any, batch: int = 1, bytes_per_value: int = 2) -> Tokens:
     """B·h·T²·b bytes per layer to keep the T×T weights of every head (card 12).
-    Llama 2 7B at 4,096, fp16: 1 GiB per layer."""
+    Llama 2 7B at 4,096, fp16: 1 GiB per layer. The coefficient B·h·b comes from
+    attn_core.memory (the online-softmax page's memory bill); here it is vectorized over T."""
     T = _tokens(T)
-    return _tokens(batch, "batch", 1) * shape.n_heads * T * T * bytes_per_value
+    return memory.naive_score_bytes(1, shape.n_heads, bytes_per_value, _tokens(batch, "batch", 1)) * T * T
 
 
 def score_bytes_online(shape: ModelShape, T: Any, batch: int = 1) -> Tokens:
     """B·h·T·4 bytes per layer: one fp32 logsumexp per query row (card 12; 0.5 MiB at 4K)."""
     T = _tokens(T)
-    return _tokens(batch, "batch", 1) * shape.n_heads * T * LSE_BYTES
+    return memory.online_state_bytes(1, shape.n_heads, _tokens(batch, "batch", 1)) * T
+
+
+def recompute_flops(shape: ModelShape, T: Any, batch: int = 1) -> Tokens:
+    """Extra backward FLOPs per layer of rebuilding P from the logsumexp: QKᵀ again,
+    2·T²·h·d_h·B = 2T²d, half the forward quadratic part (card 12; attn_core.memory)."""
+    T = _tokens(T)
+    return memory.recompute_flops(1, shape.q_width, _tokens(batch, "batch", 1)) * T * T
 
 
 # -- Cards 13 and 14: serving capacity, decode bound, intensity ------------------------------
@@ -536,7 +544,7 @@ def kv_head_variants(
     return rows
 
 
-def sweep_grid(T: int, points: int = 241, extra: tuple[float | None, ...] = ()) -> np.ndarray:
+def sweep_grid(T: int, points: int = 121, extra: tuple[float | None, ...] = ()) -> np.ndarray:
     """Log-spaced whole T from 1 to 4·max(T, extra…), with T and the extra points included
     (so a chart's markers sit exactly on its curve). At most points + len(extra) + 1 values."""
     top = 4 * max([T, *[int(x) for x in extra if x is not None]])
@@ -556,20 +564,31 @@ class CostSweep:
     score_bytes_naive_per_layer: np.ndarray
     score_bytes_online_per_layer: np.ndarray
 
-    def columns(self) -> dict[str, np.ndarray]:
-        """Named columns (units in the names) for a DataFrame / CSV."""
-        return {
-            "T (tokens)": self.seq_len,
-            "projections (FLOP)": self.full.projections,
-            "attention, all pairs (FLOP)": self.full.attention,
-            "attention, causal pairs (FLOP)": self.causal.attention,
-            "mlp (FLOP)": self.full.mlp,
-            "attention share, all pairs": self.full.attention_share,
-            "attention share, causal": self.causal.attention_share,
-            "KV cache (B)": self.kv_cache_bytes,
-            "scores naive per layer (B)": self.score_bytes_naive_per_layer,
-            "scores online per layer (B)": self.score_bytes_online_per_layer,
+    def columns(self, group: str | None = None) -> dict[str, np.ndarray]:
+        """Named columns (units in the names) for a DataFrame / CSV: all of them, or one group
+        ('flops', 'kv' or 'scores') after the T column."""
+        groups = {
+            "flops": {
+                "projections (FLOP)": self.full.projections,
+                "attention, all pairs (FLOP)": self.full.attention,
+                "attention, causal pairs (FLOP)": self.causal.attention,
+                "mlp (FLOP)": self.full.mlp,
+                "attention share, all pairs": self.full.attention_share,
+                "attention share, causal": self.causal.attention_share,
+            },
+            "kv": {"KV cache (B)": self.kv_cache_bytes},
+            "scores": {
+                "scores naive per layer (B)": self.score_bytes_naive_per_layer,
+                "scores online per layer (B)": self.score_bytes_online_per_layer,
+            },
         }
+        if group is not None and group not in groups:
+            raise ValueError(f"group must be one of {', '.join(groups)}, not {group!r}")
+        chosen = groups.values() if group is None else [groups[group]]
+        out = {"T (tokens)": self.seq_len}
+        for cols in chosen:
+            out |= cols
+        return out
 
 
 def cost_sweep(

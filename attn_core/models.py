@@ -51,6 +51,7 @@ CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len"
 ACT_KEYS = ("hidden_act", "activation_function", "hidden_activation")
 EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 
+MAX_CONFIG_BYTES = 1 << 20  # a config.json is a few KiB; anything over 1 MiB is not one
 MAX_INT = 1 << 24  # sanity cap (16,777,216) on any width, count or length read from a config
 
 
@@ -264,6 +265,17 @@ def parse_config_text(text: str, name: str | None = None) -> ModelShape:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
     return from_hf_config(config, name=name)
+
+
+def parse_config_bytes(data: bytes, name: str | None = None) -> ModelShape:
+    """Parse an uploaded config.json (UTF-8, at most 1 MiB) into a ModelShape; ConfigError if not."""
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{len(data):,} bytes is larger than 1 MiB: not a config.json")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ConfigError("not UTF-8 text: a config.json is a JSON text file") from None
+    return parse_config_text(text, name=name)
 
 
 def list_presets() -> list[str]:

@@ -43,6 +43,14 @@ def _scale(at: AppTest, i: int) -> None:
     at.selectbox(key="in_scale").set_value(["1/√d_k", "1/d_k"][i % 2])
 
 
+def _costs_causal(at: AppTest, i: int) -> None:
+    at.toggle(key="co_causal").set_value(bool(i % 2))
+
+
+def _costs_T(at: AppTest, i: int) -> None:
+    at.number_input(key="co_T").set_value(16_777_216 - (i % 2))
+
+
 def _masks_gallery(at: AppTest, i: int) -> None:
     at.slider(key="mk_gL").set_value(6 - (i % 2))
 
@@ -64,6 +72,19 @@ SCENARIOS: list[Scenario] = [
     Scenario("pages/masks.py", "defaults", _masks_gallery),
     Scenario(
         "pages/masks.py", "largest", _masks_seed, {"mk_section": "Conventions", "mk_T": "64", "mk_d": "32"}
+    ),
+    Scenario("pages/costs.py", "defaults", _costs_causal),
+    Scenario(
+        "pages/costs.py",
+        "largest",
+        _costs_T,
+        {
+            "co_model": "seed-80l-mha",
+            "co_T": "16777216",
+            "co_B": "4096",
+            "co_ngpu": "64",
+            "co_section": "KV cache & GQA",
+        },
     ),
 ]
 

@@ -33,5 +33,13 @@ PAGES: list[PageInfo] = [
         "mask conventions, permutation equivariance, and every way to get it wrong.",
         "masks",
     ),
+    PageInfo(
+        "pages/costs.py",
+        "Cost calculator",
+        ":material/calculate:",
+        "FLOPs, KV cache, GQA, serving budget and decode speed for a real model config (yours or a "
+        "preset), right to the byte.",
+        "costs",
+    ),
     # Later pages register here, one entry each, in the order a learner should visit them.
 ]

@@ -433,3 +433,22 @@ def test_cost_sweep_columns_match_scalars():
     assert cols["attention, causal pairs (FLOP)"][i] == 2 * 4096 * 4096 * 4097  # 2Td(T + 1)
     assert cols["KV cache (B)"][i] == 2 * GiB and cols["scores naive per layer (B)"][i] == GiB
     assert cols["scores online per layer (B)"][i] == 0.5 * MiB
+
+
+def test_recompute_flops_are_one_more_qk():
+    from attn_core.costs import recompute_flops
+
+    # Card 12: rebuilding P repeats S = QKᵀ, 2T²d per layer, half the forward quadratic part.
+    assert recompute_flops(L7, 4096) == 2 * 4096**2 * 4096
+    for shape in (toy_shape(), toy_shape(n_kv_heads=2, head_dim=16)):
+        assert 2 * recompute_flops(shape, 37, 2) == count_layer_flops(fields(shape), 37, 2)["attention"]
+
+
+def test_sweep_column_groups():
+    from attn_core.costs import cost_sweep
+
+    sweep = cost_sweep(L7, [1, 4096])
+    assert list(sweep.columns("kv")) == ["T (tokens)", "KV cache (B)"]
+    assert set(sweep.columns()) == set().union(*(sweep.columns(g) for g in ("flops", "kv", "scores")))
+    with pytest.raises(ValueError, match="group"):
+        sweep.columns("bytes")

@@ -1,0 +1,105 @@
+"""Chart builders for cost curves over T: stacked shares and log-log lines with marked points.
+
+Generic (x values, named series, labelled marks); the numbers come from attn_core.costs.
+Figures are built from plain dicts in one go (faster than trace-by-trace plotly calls).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from lab_ui.figures import font_size
+
+Marks = Sequence[tuple[float | None, str]]
+
+
+def _valid(v: float | None) -> bool:
+    return v is not None and math.isfinite(v) and v > 0
+
+
+def _marks(x_marks: Marks, y_marks: Marks) -> tuple[list[dict], list[dict]]:
+    """Dashed vertical lines at x (log axes take log10 in annotations) and dotted horizontal
+    lines at y, each with a label."""
+    shapes, notes = [], []
+    for n, (x, label) in enumerate(m for m in x_marks if _valid(m[0])):
+        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
+                       "line": {"dash": "dash", "color": "#555", "width": 1.5}})  # fmt: skip
+        # Alternate labels above and inside the plot so that neighbouring marks stay readable.
+        notes.append({"xref": "x", "yref": "paper", "x": math.log10(x), "y": 1.0 if n % 2 == 0 else 0.9,
+                      "text": label, "showarrow": False, "xanchor": "right", "yanchor": "bottom",
+                      "bgcolor": "rgba(255,255,255,0.7)"})  # fmt: skip
+    for y, label in y_marks:
+        if _valid(y):
+            shapes.append({"type": "line", "xref": "paper", "yref": "y", "x0": 0, "x1": 1, "y0": y, "y1": y,
+                           "line": {"dash": "dot", "color": "#b22", "width": 1.5}})  # fmt: skip
+            notes.append({"xref": "paper", "yref": "y", "x": 1.0, "y": math.log10(y), "text": label,
+                          "showarrow": False, "xanchor": "right", "yanchor": "bottom"})  # fmt: skip
+    return shapes, notes
+
+
+def _layout(title: str, x_title: str, y_title: str, log_y: bool, height: int, x_marks: Marks, y_marks: Marks):
+    shapes, notes = _marks(x_marks, y_marks)
+    if not log_y:  # annotations on a linear y axis take the value itself
+        for note in notes:
+            if note["yref"] == "y":
+                note["y"] = 10 ** note["y"]
+    return {
+        "title": {"text": title},
+        "font": {"size": font_size()},
+        "height": height,
+        "margin": {"l": 60, "r": 20, "t": 70, "b": 50},
+        "xaxis": {"title": {"text": x_title}, "type": "log"},
+        "yaxis": {"title": {"text": y_title}, "type": "log" if log_y else "linear"},
+        "legend": {"orientation": "h", "y": -0.25},
+        "hovermode": "x unified",
+        "shapes": shapes,
+        "annotations": notes,
+    }
+
+
+def stacked_shares(
+    x,
+    series: dict[str, Sequence[float]],
+    *,
+    title: str,
+    x_title: str,
+    x_marks: Marks = (),
+    height: int = 400,
+) -> go.Figure:
+    """Each series as its share of the sum at every x, stacked to 100%, on a log x axis."""
+    x = np.asarray(x, dtype=np.float64)
+    traces = [
+        {"type": "scatter", "x": x, "y": np.asarray(y, dtype=np.float64), "name": name, "mode": "lines",
+         "stackgroup": "one", "groupnorm": "percent", "hovertemplate": f"{name}: %{{y:.1f}}%<extra></extra>"}
+        for name, y in series.items()
+    ]  # fmt: skip
+    layout = _layout(title, x_title, "share of the layer's FLOPs (%)", False, height, x_marks, ())
+    layout["yaxis"]["range"] = [0, 100]
+    return go.Figure({"data": traces, "layout": layout})
+
+
+def log_lines(
+    x,
+    series: dict[str, Sequence[float]],
+    *,
+    title: str,
+    x_title: str,
+    y_title: str,
+    x_marks: Marks = (),
+    y_marks: Marks = (),
+    height: int = 400,
+) -> go.Figure:
+    """One line per series on log-log axes, hover to 4 significant figures, with labelled marks."""
+    x = np.asarray(x, dtype=np.float64)
+    traces = [
+        {"type": "scatter", "x": x, "y": np.asarray(y, dtype=np.float64), "name": name, "mode": "lines",
+         "hovertemplate": f"{name}: %{{y:.4g}}<extra></extra>"}
+        for name, y in series.items()
+    ]  # fmt: skip
+    return go.Figure(
+        {"data": traces, "layout": _layout(title, x_title, y_title, True, height, x_marks, y_marks)}
+    )

@@ -1,0 +1,211 @@
+"""AppTest (no browser) of the Cost calculator: the spec's numbers on screen, every section,
+an uploaded and a pasted config, malformed configs and links. Oracle: the cards' check numbers."""
+
+import json
+
+import pytest
+
+PAGE = "pages/costs.py"
+
+# GPT-2 small as its config.json on the Hub spells it (n_inner null -> 4d, no KV-head key -> MHA).
+GPT2_CONFIG = {
+    "model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12, "n_inner": None,
+    "n_positions": 1024, "vocab_size": 50257, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
+}  # fmt: skip
+
+
+def metric(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def shape_card(at) -> str:
+    return next(m.value for m in at.markdown if "query heads" in m.value)
+
+
+def section(at, name: str):
+    at.radio(key="co_section").set_value(name).run()
+    assert not at.exception
+    return at
+
+
+def table_with(at, column: str):
+    return next(df.value for df in at.dataframe if column in df.value.columns)
+
+
+def test_defaults_show_card13_and_card11_numbers(app):
+    at = app(PAGE)
+    assert not at.exception and at.error.len == 0
+    assert metric(at, "KV cache / token") == "512 KiB"
+    assert metric(at, "KV cache, B × T") == "2 GiB"
+    assert "**13.48 GB** of fp16 weights" in shape_card(at)
+    assert metric(at, "attention FLOPs") == "14.2%"
+    assert metric(at, "crossover T*") == "24,704"
+    assert metric(at, "seqs that fit (≤)") == "30"
+    assert metric(at, "decode step (≥)") == "7.66 ms"  # 6.61 + 1.05 ms
+    assert "h = 32 query heads · H_kv = 32 KV heads" in shape_card(at)
+    flops = table_with(at, "all pairs (GFLOP)")
+    assert flops["all pairs (GFLOP)"].tolist()[:3] == ["549.8 GFLOP", "274.9 GFLOP", "1,108.1 GFLOP"]
+    assert flops["share"].iloc[1] == "14.2%" and flops["share, causal"].iloc[1] == "7.66%"
+    assert len(at.get("plotly_chart")) == 2  # all pairs and causal stacked breakdowns
+
+
+def test_causal_toggle_moves_the_crossover(app):
+    at = app(PAGE)
+    at.toggle(key="co_causal").set_value(True).run()
+    assert metric(at, "crossover T* (causal)") == "49,407"
+    assert metric(at, "attention FLOPs") == "7.66%"
+
+
+@pytest.mark.parametrize(("T", "share"), [(512, "2.03%"), (32_768, "57.0%")])
+def test_share_at_other_lengths(app, T, share):
+    at = app(PAGE, co_T=T)
+    assert metric(at, "attention FLOPs") == share
+
+
+def test_llama2_70b_gqa_vs_mha_on_two_gpus(app):
+    at = app(PAGE, co_model="llama-2-70b", co_ngpu=2)
+    section(at, "KV cache & GQA")
+    df = table_with(at, "H_kv")
+    by_kind = {k.split(" ")[0]: row for k, (_, row) in zip(df["kind"], df.iterrows(), strict=True)}
+    assert by_kind["MHA"]["KV per token"] == "2.5 MiB"  # 2,560 KiB
+    assert by_kind["GQA"]["KV per token"] == "320 KiB" and by_kind["MQA"]["KV per token"] == "40 KiB"
+    assert (by_kind["GQA"]["sequences that fit (≤)"], by_kind["MHA"]["sequences that fit (≤)"]) == (16, 2)
+    assert by_kind["GQA"]["attention params per layer"] == "150,994,944"
+    assert by_kind["MHA"]["attention params per layer"] == "268,435,456"
+    assert by_kind["MQA"]["attention params per layer"] == "136,314,880"
+    assert "(this model)" in df["kind"].iloc[1]
+
+
+def test_uploaded_config_is_sized(app):
+    at = app(PAGE, co_src="paste or upload config.json")
+    at.file_uploader(key="co_upload").set_value(
+        ("config.json", json.dumps(GPT2_CONFIG).encode(), "application/json")
+    )
+    at.run()
+    assert not at.exception and at.error.len == 0
+    assert metric(at, "KV cache / token") == "36 KiB"  # 2·12·12·64·2
+    assert "h = 12 query heads · H_kv = 12 KV heads" in shape_card(at)
+    section(at, "How it's asked")
+    text = " ".join(m.value for m in at.markdown)
+    assert "4d² = 2,359,296" in text and "2,362,368 per layer" in text  # card 9: + 4d biases
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"n_layer": 12, "n_embd": 768', "not valid JSON"),
+        (b"\xff\xfe\x00binary", "not UTF-8"),
+        (json.dumps({k: v for k, v in GPT2_CONFIG.items() if k != "n_head"}).encode(), "num_attention_heads"),
+        (json.dumps(GPT2_CONFIG | {"num_local_experts": 8}).encode(), "mixture-of-experts"),
+    ],
+)
+def test_malformed_upload_is_reported_and_page_survives(app, content, message):
+    at = app(PAGE, co_src="paste or upload config.json")
+    at.file_uploader(key="co_upload").set_value(("config.json", content, "application/json"))
+    at.run()
+    assert not at.exception
+    assert any(message in e.value for e in at.error)
+    assert at.info[0].value.startswith("Fix the model")
+    # The rest keeps working: going back to a preset restores every number.
+    at.radio(key="co_src").set_value("preset").run()
+    assert at.error.len == 0 and metric(at, "KV cache / token") == "512 KiB"
+
+
+def test_pasted_config_then_fixed(app):
+    at = app(PAGE, co_src="paste or upload config.json")
+    broken = {k: v for k, v in GPT2_CONFIG.items() if k != "n_layer"}
+    at.text_area(key="co_paste").set_value(json.dumps(broken)).run()
+    assert not at.exception and any("num_hidden_layers" in e.value for e in at.error)
+    at.text_area(key="co_paste").set_value(json.dumps(GPT2_CONFIG)).run()
+    assert at.error.len == 0 and metric(at, "KV cache / token") == "36 KiB"
+
+
+def test_shared_link_llama3_at_128k(app):
+    at = app(PAGE, co_model="llama-3-8b", co_T=131_072)
+    assert metric(at, "KV cache, B × T") == "16 GiB"
+    assert any("trained context of 8,192" in w.value for w in at.warning)
+    section(at, "Score memory")
+    assert metric(at, "naive, per layer") == "1 TiB" and metric(at, "online, per layer") == "16 MiB"
+
+
+def test_int8_cache_halves_it(app):
+    at = app(PAGE, co_kvdtype="int8")
+    assert metric(at, "KV cache / token") == "256 KiB"
+    assert "**13.48 GB** of fp16 weights" in shape_card(at)  # weights stay fp16
+
+
+def test_score_memory_card12(app):
+    at = section(app(PAGE), "Score memory")
+    assert metric(at, "naive, per layer") == "1 GiB" and metric(at, "naive, all 32 layers") == "32 GiB"
+    assert metric(at, "online, per layer") == "512 KiB" and metric(at, "online, all 32 layers") == "16 MiB"
+
+
+def test_serving_section(app):
+    at = section(app(PAGE), "Serving & decode")
+    assert metric(at, "tokens/s, upper bound") == "130.5"
+    assert metric(at, "decode attention FLOP/byte") == "1"
+    df = table_with(at, "ridge (FLOP/byte)")
+    a100 = df[df["GPU"].str.contains("A100")].iloc[0]
+    assert (a100["sequences that fit (≤)"], a100["ridge (FLOP/byte)"], a100["bandwidth"]) == (
+        30,
+        "153",
+        "2,039 GB/s",
+    )
+    assert any("153 FLOP/byte" in m.value and "memory-bound" in m.value for m in at.markdown)
+
+
+def test_how_its_asked_answers_for_the_chosen_model(app):
+    at = section(app(PAGE), "How it's asked")
+    text = " ".join(m.value for m in at.markdown)
+    # Card 11: the quadratic part is 14.2% at 4K; doubling T multiplies FLOPs by
+    # (2·(549.8 + 1,108.1) + 4·274.9) / 1,932.8 = 2.28, not 4.
+    assert "14.2%" in text and "by 2.28" in text and "24,704" in text
+    assert "512 KiB per token" in text and "at most 30 sequences" in text
+
+
+@pytest.mark.parametrize(
+    "name", ["FLOPs", "KV cache & GQA", "Serving & decode", "Score memory", "How it's asked"]
+)
+@pytest.mark.parametrize("model", ["gpt2", "mistral-7b", "seed-80l-mha"])
+def test_every_section_renders_with_csv(app, name, model):
+    at = section(app(PAGE, co_model=model, co_causal="true"), name)
+    assert at.error.len == 0
+    assert len(at.get("download_button")) == len(at.dataframe)  # every table has its CSV
+    assert len(at.dataframe) >= (0 if name == "How it's asked" else 1)
+
+
+def test_mistral_window_never_crosses(app):
+    at = app(PAGE, co_model="mistral-7b", co_causal="true", co_T=100_000)
+    assert metric(at, "crossover T* (causal)") == "never"
+    assert metric(at, "KV cache, B × T") == "512 MiB"  # capped at the 4,096-token window
+
+
+@pytest.mark.parametrize(
+    "query", [{"co_T": "abc"}, {"co_T": str(10**9)}, {"co_model": "gpt-5"}, {"co_B": "-3"}]
+)
+def test_malformed_link_falls_back(app, query):
+    at = app(PAGE, **query)
+    assert not at.exception
+    assert metric(at, "KV cache / token") == "512 KiB"
+
+
+def test_weights_that_do_not_fit(app):
+    at = section(app(PAGE, co_model="llama-2-70b"), "KV cache & GQA")
+    assert metric(at, "seqs that fit (≤)") == "0"
+    assert any("weights alone exceed" in w.value for w in at.warning)
+
+
+def chart_layouts(at) -> list[dict]:
+    return [json.loads(c.proto.spec)["layout"] for c in at.get("plotly_chart")]
+
+
+def test_charts_mark_the_crossovers_and_gpu_memory(app):
+    at = app(PAGE)
+    full, causal = chart_layouts(at)
+    assert {sh["x0"] for sh in full["shapes"]} == {24_704, 4096}  # card 11's T* and the chosen T
+    assert {sh["x0"] for sh in causal["shapes"]} == {49_407, 4096}
+    at = section(app(PAGE, co_model="llama-2-70b", co_ngpu=2), "KV cache & GQA")
+    (kv,) = chart_layouts(at)
+    lines_y = sorted(sh["y0"] for sh in kv["shapes"] if sh["xref"] == "paper")
+    # 2 × 80 GB, and what the 137.95 GB of weights leave (card 14: 22,046,703,616 B), in GiB.
+    assert lines_y == [22_046_703_616 / 2**30, 160e9 / 2**30]  # same float division, exact JSON round trip
