@@ -68,10 +68,17 @@ def stacked_shares(
     title: str,
     x_title: str,
     x_marks: Marks = (),
+    overlay: dict[str, Sequence[float]] | None = None,
     height: int = 400,
 ) -> go.Figure:
-    """Each series as its share of the sum at every x, stacked to 100%, on a log x axis."""
+    """Each series as its share of the sum at every x, stacked to 100%, on a log x axis;
+    ``overlay`` adds dashed lines already in percent (not stacked)."""
     x = np.asarray(x, dtype=np.float64)
+    lines = [
+        {"type": "scatter", "x": x, "y": np.asarray(y, dtype=np.float64), "name": name, "mode": "lines",
+         "line": {"dash": "dash", "color": "#222", "width": 2}, "hovertemplate": f"{name}: %{{y:.1f}}%<extra></extra>"}
+        for name, y in (overlay or {}).items()
+    ]  # fmt: skip
     traces = [
         {"type": "scatter", "x": x, "y": np.asarray(y, dtype=np.float64), "name": name, "mode": "lines",
          "stackgroup": "one", "groupnorm": "percent", "hovertemplate": f"{name}: %{{y:.1f}}%<extra></extra>"}
@@ -79,7 +86,7 @@ def stacked_shares(
     ]  # fmt: skip
     layout = _layout(title, x_title, "share of the layer's FLOPs (%)", False, height, x_marks, ())
     layout["yaxis"]["range"] = [0, 100]
-    return go.Figure({"data": traces, "layout": layout})
+    return go.Figure({"data": traces + lines, "layout": layout})
 
 
 def log_lines(

@@ -150,7 +150,7 @@ def sweep_table(group: str, what: str) -> None:
 
 
 # -- FLOPs ----------------------------------------------------------------------------------------
-if section == "FLOPs":
+def show_flops() -> None:
     full, masked = costs.layer_flops(s, T, batch), costs.layer_flops(s, T, batch, causal=True)
     rows = [("projections Q, K, V, O", full.projections, masked.projections),
             ("attention QKᵀ and PV", full.attention, masked.attention),
@@ -175,28 +175,30 @@ if section == "FLOPs":
         f"(constant) + attention {format_count_short(per.attention)} (grows with T: 4·h·d_h·T). Causal counts "
         "only allowed pairs — a saving only a kernel that skips masked blocks realizes."
     )
-    left, right = st.columns(2)
-    parts = {"projections": sweep.full.projections, "MLP": sweep.full.mlp}
-    for col, label, attn, mark in ((left, "all pairs", sweep.full.attention, T_full),
-                                   (right, "causal", sweep.causal.attention, T_causal)):  # fmt: skip
-        t_label = "T* never" if mark is None else f"T* = {mark:,.0f}"
-        fig = cost_charts.stacked_shares(
-            grid,
-            parts | {"attention": attn},
-            title=f"Where a layer's FLOPs go ({label})",
-            x_title="T (tokens)",
-            x_marks=[(mark, t_label), (T, f"T = {T:,}")],
-        )
-        with col:
-            figures.show(fig, key=f"co_stack_{label}")
+    shown, other = (sweep.causal, sweep.full) if causal else (sweep.full, sweep.causal)
+    other_name = "all pairs" if causal else "causal"
+    fig = cost_charts.stacked_shares(
+        grid,
+        {"projections": shown.projections, "MLP": shown.mlp, "attention": shown.attention},
+        title=f"Where a layer's FLOPs go ({'causal' if causal else 'all pairs'}; dashed: attention, {other_name})",
+        x_title="T (tokens)",
+        x_marks=[
+            (T_full, "T* never" if T_full is None else f"T* = {T_full:,.0f}"),
+            (T_causal, "T* causal never" if T_causal is None else f"T* causal = {T_causal:,.0f}"),
+            (T, f"T = {T:,}"),
+        ],
+        overlay={f"attention share, {other_name}": 100 * other.attention_share},
+    )
+    figures.show(fig, key="co_stack")
     sweep_table("flops", "FLOPs")
     st.caption(
         "T* is solved for this architecture from the three FLOP terms: for MHA with a gated MLP it is the "
         "card's 2d + 1.5·d_ff; GQA shrinks the projections and a plain MLP has 2 matrices, not 3."
     )
 
+
 # -- KV cache & GQA -------------------------------------------------------------------------------
-elif section == "KV cache & GQA":
+def show_kv_cache() -> None:
     free, memory = r.serving.free_bytes, r.serving.memory_bytes
     fig = cost_charts.log_lines(
         grid,
@@ -232,8 +234,9 @@ elif section == "KV cache & GQA":
         "a real MHA model would also have larger K and V projections."
     )
 
+
 # -- Serving & decode ----------------------------------------------------------------------------
-elif section == "Serving & decode":
+def show_serving() -> None:
     d = r.decode
     c = st.columns(4)
     c[0].metric("sequences of T that fit (upper bound)", f"{r.serving.max_sequences:,}")
@@ -275,8 +278,9 @@ elif section == "Serving & decode":
         "reach a fraction of peak bandwidth. Multi-GPU assumes perfect sharding."
     )
 
+
 # -- Score memory ---------------------------------------------------------------------------------
-elif section == "Score memory":
+def show_score_memory() -> None:
     naive, online = r.score_bytes_naive_per_layer, r.score_bytes_online_per_layer
     c = st.columns(4)
     c[0].metric("naive, per layer", format_bytes_binary(naive), help=f"B·h·T²·b = {naive:,} B")
@@ -297,8 +301,9 @@ elif section == "Score memory":
         f"2T²d = {format_flops(costs.recompute_flops(s, T))} more FLOPs per layer and sequence: more FLOPs, far fewer bytes."
     )
 
+
 # -- How it's asked -------------------------------------------------------------------------------
-else:
+def show_how_its_asked() -> None:
     ratio_full = costs.doubling_ratio(s, T)
     ratio_causal = costs.doubling_ratio(s, T, causal=True)
     share = costs.layer_flops(s, T).attention_share
@@ -338,6 +343,15 @@ else:
             st.markdown(f"**{question}**")
             st.markdown(answer)
 
+
+SHOW = {
+    "FLOPs": show_flops,
+    "KV cache & GQA": show_kv_cache,
+    "Serving & decode": show_serving,
+    "Score memory": show_score_memory,
+    "How it's asked": show_how_its_asked,
+}
+SHOW[section]()
 
 with st.expander("Show the code (attn_core.costs)"):
     for fn in (

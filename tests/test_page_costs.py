@@ -46,7 +46,7 @@ def test_defaults_show_card13_and_card11_numbers(app):
     flops = table_with(at, "all pairs (GFLOP)")
     assert flops["all pairs (GFLOP)"].tolist()[:3] == ["549.8 GFLOP", "274.9 GFLOP", "1,108.1 GFLOP"]
     assert flops["share"].iloc[1] == "14.2%" and flops["share, causal"].iloc[1] == "7.66%"
-    assert len(at.get("plotly_chart")) == 2  # all pairs and causal stacked breakdowns
+    assert len(at.get("plotly_chart")) == 1  # stacked breakdown, the other mode's share dashed
 
 
 def test_causal_toggle_moves_the_crossover(app):
@@ -201,9 +201,8 @@ def chart_layouts(at) -> list[dict]:
 
 def test_charts_mark_the_crossovers_and_gpu_memory(app):
     at = app(PAGE)
-    full, causal = chart_layouts(at)
-    assert {sh["x0"] for sh in full["shapes"]} == {24_704, 4096}  # card 11's T* and the chosen T
-    assert {sh["x0"] for sh in causal["shapes"]} == {49_407, 4096}
+    (flops,) = chart_layouts(at)
+    assert {sh["x0"] for sh in flops["shapes"]} == {24_704, 49_407, 4096}  # card 11's T*s and the chosen T
     at = section(app(PAGE, co_model="llama-2-70b", co_ngpu=2), "KV cache & GQA")
     (kv,) = chart_layouts(at)
     lines_y = sorted(sh["y0"] for sh in kv["shapes"] if sh["xref"] == "paper")
