@@ -59,6 +59,14 @@ def _masks_seed(at: AppTest, i: int) -> None:
     at.number_input(key="mk_seed").set_value(i % 2)
 
 
+def _online_step(at: AppTest, i: int) -> None:
+    at.slider(key="os_step").set_value(2 + i % 2)
+
+
+def _online_tiles(at: AppTest, i: int) -> None:
+    at.slider(key="os_tile_block").set_value(16 + i % 2)  # 1,024 and 961 tiles: the cap
+
+
 SCENARIOS: list[Scenario] = [
     Scenario("pages/playground.py", "defaults", _scale),
     Scenario(
@@ -69,6 +77,21 @@ SCENARIOS: list[Scenario] = [
          "in_mask": "causal (bottom-right, cached prefix)"},
     ),
     # Other pages append their scenarios here.
+    Scenario("pages/online_softmax.py", "defaults", _online_step),
+    Scenario(
+        "pages/online_softmax.py",
+        "largest",
+        _online_tiles,
+        {
+            "in_src": "random",
+            "in_L": "512",
+            "in_S": "512",
+            "in_dk": "64",
+            "in_dv": "64",
+            "in_mask": "causal (bottom-right, cached prefix)",
+            "os_section": "Tiles & block size",
+        },
+    ),
     Scenario("pages/masks.py", "defaults", _masks_gallery),
     Scenario(
         "pages/masks.py", "largest", _masks_seed, {"mk_section": "Conventions", "mk_T": "64", "mk_d": "32"}

@@ -41,5 +41,13 @@ PAGES: list[PageInfo] = [
         "preset), right to the byte.",
         "costs",
     ),
+    PageInfo(
+        "pages/online_softmax.py",
+        "Online softmax & tiling",
+        ":material/view_module:",
+        "FlashAttention's recurrence block by block (running max, normalizer, rescale), exact against "
+        "SDPA; tile skipping, split-K merge, precision per dtype and the naive-vs-online memory bill.",
+        "online_softmax",
+    ),
     # Later pages register here, one entry each, in the order a learner should visit them.
 ]
