@@ -188,6 +188,10 @@ class LayerFlops:
         """Quadratic part ÷ total (card 11: 14.2% for Llama 2 7B at 4K, 7.66% causal)."""
         return self.attention / self.total
 
+    def shares(self) -> tuple[Tokens, Tokens, Tokens, Tokens]:
+        """(projections, attention, mlp, total) as fractions of the total."""
+        return (self.projections / self.total, self.attention / self.total, self.mlp / self.total, 1.0)
+
     def per_token(self) -> LayerFlops:
         """The same split divided by the B·T tokens (card 11: 134M + 271M + 67M at 4K)."""
         n = self.seq_len * self.batch

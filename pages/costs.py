@@ -5,7 +5,7 @@ import inspect
 import pandas as pd
 import streamlit as st
 
-from attn_core import costs
+from attn_core import costs, memory
 from attn_core.gpus import list_gpus, load_gpu
 from attn_core.models import MAX_INT, list_presets, load_preset, parse_config_bytes, parse_config_text
 from attn_core.units import (
@@ -161,10 +161,10 @@ def show_flops() -> None:
             "part": [p for p, _, _ in rows],
             "all pairs (FLOP)": [format_count(x) for _, x, _ in rows],
             f"all pairs ({unit})": [format_flops(x, 1, unit) for _, x, _ in rows],
-            "share": [format_percent(x / full.total) for _, x, _ in rows],
+            "share": [format_percent(x) for x in full.shares()],
             "causal (FLOP)": [format_count(y) for _, _, y in rows],
             f"causal ({unit})": [format_flops(y, 1, unit) for _, _, y in rows],
-            "share, causal": [format_percent(y / masked.total) for _, _, y in rows],
+            "share, causal": [format_percent(y) for y in masked.shares()],
         }
     )
     st.markdown(f"**FLOPs of one layer's forward pass, {batch} sequence(s) of {T:,} tokens**")
@@ -281,12 +281,26 @@ def show_serving() -> None:
 
 # -- Score memory ---------------------------------------------------------------------------------
 def show_score_memory() -> None:
-    naive, online = r.score_bytes_naive_per_layer, r.score_bytes_online_per_layer
-    c = st.columns(4)
-    c[0].metric("naive, per layer", format_bytes_binary(naive), help=f"B·h·T²·b = {naive:,} B")
-    c[1].metric(f"naive, all {s.n_layers} layers", format_bytes_binary(naive * s.n_layers))
-    c[2].metric("online, per layer", format_bytes_binary(online), help=f"B·h·T·4 = {online:,} B (fp32 lse)")
-    c[3].metric(f"online, all {s.n_layers} layers", format_bytes_binary(online * s.n_layers))
+    bill = memory.memory_bill(T, layers=s.n_layers, heads=s.n_heads, d_model=s.q_width, bytes_per_value=b,
+                              batch=batch)  # fmt: skip
+    c = st.columns(5)
+    c[0].metric(
+        "naive, per head",
+        format_bytes_binary(bill.naive_per_head),
+        help=f"B·T²·b = {bill.naive_per_head:,} B",
+    )
+    c[1].metric(
+        "naive, per layer",
+        format_bytes_binary(bill.naive_per_layer),
+        help=f"B·h·T²·b = {bill.naive_per_layer:,} B",
+    )
+    c[2].metric(f"naive, {s.n_layers} layers", format_bytes_binary(bill.naive_per_model))
+    c[3].metric(
+        "online, per layer",
+        format_bytes_binary(bill.online_per_layer),
+        help=f"B·h·T·4 = {bill.online_per_layer:,} B (fp32 lse)",
+    )
+    c[4].metric(f"online, {s.n_layers} layers", format_bytes_binary(bill.online_per_model))  # fmt: skip
     fig = cost_charts.log_lines(
         grid,
         {"naive: keep P (B·h·T²·b)": sweep.score_bytes_naive_per_layer / 2**30,
@@ -298,7 +312,7 @@ def show_score_memory() -> None:
     sweep_table("scores", "Score bytes")
     st.caption(
         "The online softmax rebuilds P in the backward pass from one logsumexp per row, at the price of "
-        f"2T²d = {format_flops(costs.recompute_flops(s, T))} more FLOPs per layer and sequence: more FLOPs, far fewer bytes."
+        f"2T²d = {format_flops(bill.recompute_flops_per_layer)} more FLOPs per layer: more FLOPs, far fewer bytes."
     )
 
 
@@ -309,7 +323,7 @@ def show_how_its_asked() -> None:
     share = costs.layer_flops(s, T).attention_share
     mha = s.with_kv_heads(s.n_heads)
     variants = costs.kv_head_variants(s, T, kv_bytes_per_value=b_kv)  # MHA, …, MQA
-    naive_1 = costs.score_bytes_naive(s, T, 1, b)  # one sequence, one layer
+    bill = memory.memory_bill(T, layers=s.n_layers, heads=s.n_heads, d_model=s.q_width, bytes_per_value=b)
     qa = [
         ("“Doubling the context quadruples the cost.” True for this model?",
          f"No at T = {T:,}: only the quadratic part quadruples, and it is {format_percent(share)} of a layer's "
@@ -329,13 +343,14 @@ def show_how_its_asked() -> None:
          f"{format_bytes_binary(variants[0].kv_bytes_per_token)} per token, {variants[-1].kind} with "
          f"H_kv = {variants[-1].n_kv_heads} needs {format_bytes_binary(variants[-1].kv_bytes_per_token)}, and this "
          f"model ({s.attention_kind}, H_kv = {s.n_kv_heads}) {format_bytes_binary(r.kv_cache_bytes_per_token)}. "
-         f"Decode attention does h/H_kv = {r.decode_intensity:g} FLOP/byte, far below the {gpu.label}'s ridge of "
+         f"Decode attention does h/H_kv = {r.decode_intensity:g} FLOP/byte, "
+         f"{'below' if r.decode_intensity < gpu.ridge_flop_per_byte else 'above'} the {gpu.label}'s ridge of "
          f"{gpu.ridge_flop_per_byte:.0f}, so reading fewer bytes is what speeds decoding up; GQA leaves the "
          "FLOPs unchanged. Uptraining an MHA checkpoint to GQA costs about 5% of its pre-training compute."),
         (f"Training at {T:,} tokens runs out of memory at batch 1. Where did it go?",
-         f"Keeping P costs {format_bytes_binary(naive_1 // s.n_heads)} per head and {format_bytes_binary(naive_1)} "
-         f"per layer; the online softmax keeps {format_bytes_binary(costs.score_bytes_online(s, T))} per layer "
-         f"instead. At inference the KV cache ({format_bytes_binary(costs.kv_cache_bytes(s, T, 1, b_kv))} "
+         f"Keeping P costs {format_bytes_binary(bill.naive_per_head)} per head, {format_bytes_binary(bill.naive_per_layer)} "
+         f"per layer and {format_bytes_binary(bill.naive_per_model)} for all {s.n_layers} layers; the online softmax "
+         f"keeps {format_bytes_binary(bill.online_per_layer)} per layer instead. At inference the KV cache ({format_bytes_binary(costs.kv_cache_bytes(s, T, 1, b_kv))} "
          "per sequence) is the O(T) bill, not this O(T²) one."),
     ]  # fmt: skip
     for question, answer in qa:

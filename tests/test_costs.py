@@ -452,3 +452,10 @@ def test_sweep_column_groups():
     assert set(sweep.columns()) == set().union(*(sweep.columns(g) for g in ("flops", "kv", "scores")))
     with pytest.raises(ValueError, match="group"):
         sweep.columns("bytes")
+
+
+def test_layer_flops_shares():
+    f = layer_flops(L7, 4096)
+    p, a, m, t = f.shares()
+    assert format_percent(a) == "14.2%" and t == 1.0
+    assert p + a + m == pytest.approx(1.0, abs=1e-15)  # three float divisions of exact ints, summed

@@ -125,6 +125,7 @@ def test_shared_link_llama3_at_128k(app):
     assert metric(at, "KV cache, B × T") == "16 GiB"
     assert any("trained context of 8,192" in w.value for w in at.warning)
     section(at, "Score memory")
+    assert metric(at, "naive, per head") == "32 GiB"  # card 12: Llama 3 8B at 131,072 tokens
     assert metric(at, "naive, per layer") == "1 TiB" and metric(at, "online, per layer") == "16 MiB"
 
 
@@ -136,8 +137,9 @@ def test_int8_cache_halves_it(app):
 
 def test_score_memory_card12(app):
     at = section(app(PAGE), "Score memory")
-    assert metric(at, "naive, per layer") == "1 GiB" and metric(at, "naive, all 32 layers") == "32 GiB"
-    assert metric(at, "online, per layer") == "512 KiB" and metric(at, "online, all 32 layers") == "16 MiB"
+    assert metric(at, "naive, per head") == "32 MiB"
+    assert metric(at, "naive, per layer") == "1 GiB" and metric(at, "naive, 32 layers") == "32 GiB"
+    assert metric(at, "online, per layer") == "512 KiB" and metric(at, "online, 32 layers") == "16 MiB"
 
 
 def test_serving_section(app):
