@@ -24,10 +24,22 @@ from attn_core.finite_diff import (
     finite_differences,
 )
 from attn_core.inputs import QKV, parse_matrix
-from attn_core.jacobian import JacobianSpectrum, SaturationSweep, jacobian_spectrum, saturation_sweep
+from attn_core.jacobian import (
+    JacobianSpectrum,
+    SaturationSweep,
+    gershgorin_bound,
+    jacobian_frobenius,
+    jacobian_spectrum,
+    largest_eigenvalue,
+    saturation_sweep,
+)
 from attn_core.oracle import max_abs_diff
 
 F64 = torch.float64
+# The full T × T Jacobian (heatmap, every eigenvalue) is formed for rows of up to 64 allowed keys:
+# a dense eigendecomposition costs O(T³) (~100 ms at T = 512 here) and a 512 × 512 heatmap is ~1 MB.
+# λ_max, ‖J‖_F and the Gershgorin bound are O(T) and shown for every row.
+JACOBIAN_MAX_KEYS = 64
 UPSTREAM_KINDS = ("toy: g = (−1, 0, …) on every row", "random (seeded)", "typed")
 
 
@@ -129,6 +141,10 @@ class QueryStep:
     loss_before: float  # this row's gᵀo
     loss_after: float
 
+    @property
+    def score_change(self) -> torch.Tensor:
+        return self.scores_after - self.scores_before  # (T,)
+
 
 @dataclass(frozen=True)
 class GradientExploration:
@@ -140,11 +156,19 @@ class GradientExploration:
     finite: FiniteDifferences | None
     finite_note: str  # why finite differences were skipped ("" when they ran)
     agreement: list[Agreement]
-    checks: list[Check]
+    checks: list[Check]  # properties of the right dS (D two ways, rows sum to 0, blocked pairs)
+    autograd_checks: list[Check]  # dQ, dK, dV each against autograd
+    jacobian_checks: list[Check]  # card 4's statements on the chosen row
+    loss: float  # L = ⟨O, G⟩
+    coordinates: int  # numel(Q) + numel(K) + numel(V)
     head: int
     row: int
     temperature: float
-    spectrum: JacobianSpectrum  # of softmax(s / τ) over the row's allowed keys
+    row_weights: torch.Tensor  # (T,) p = softmax(s / τ) over the row's allowed keys
+    lambda_max: float  # λ_max(J) in O(T), accurate for saturated rows too
+    gershgorin: float  # 2 max p(1 − p)
+    frobenius: float  # ‖J‖_F
+    spectrum: JacobianSpectrum | None  # the full J and its eigenvalues, for T ≤ JACOBIAN_MAX_KEYS
     sweep: SaturationSweep
     reading: RowReading
     step: QueryStep
@@ -255,8 +279,10 @@ def explore_gradients(
     K, V = expand_kv(k, group), expand_kv(v, group)  # (1, Hq, S, d)
     keys = _row_keys(full, head, row, qkv.S)
     scores = back.forward.scores[0, head, row, keys]  # (T,) finite
-    spectrum = jacobian_spectrum(stable_softmax(scores / temperature))
+    p_row = stable_softmax(scores / temperature)  # (T,)
+    spectrum = jacobian_spectrum(p_row) if len(keys) <= JACOBIAN_MAX_KEYS else None
     sweep = saturation_sweep(scores)
+    lam, bound = float(largest_eigenvalue(p_row)), float(gershgorin_bound(p_row))
     step = _query_step(back, q, K, V, G, keys, head, row, lr)
     return GradientExploration(
         qkv=qkv,
@@ -268,15 +294,55 @@ def explore_gradients(
         finite_note=note,
         agreement=agreement,
         checks=checks,
+        autograd_checks=[
+            Check(f"{name} matches autograd", d <= tol, f"max |Δ| = {d:.1e}")
+            for name, d in zip(("dQ", "dK", "dV"), _diffs(back, auto), strict=True)
+        ],
+        jacobian_checks=_jacobian_checks(spectrum, lam, bound),
+        loss=float((back.forward.output * G).sum()),
+        coordinates=q.numel() + k.numel() + v.numel(),
         head=head,
         row=row,
         temperature=float(temperature),
+        row_weights=p_row,
+        lambda_max=lam,
+        gershgorin=bound,
+        frobenius=float(jacobian_frobenius(p_row)),
         spectrum=spectrum,
         sweep=sweep,
         reading=_row_reading(back, V, G, keys, head, row),
         step=step,
         tolerance=tol,
     )
+
+
+# Card 4's identities hold to a few ulps of float64 for entries ≤ 1/4 (see tests/test_jacobian.py).
+J_EXACT = 1e-15
+J_EIG = 1e-14
+RANK_RESOLVABLE = 1e-10
+
+
+def _jacobian_checks(spec: JacobianSpectrum | None, lam: float, bound: float) -> list[Check]:
+    checks = [
+        Check(
+            "λ_max ≤ Gershgorin ≤ 1/2",
+            lam <= bound + J_EXACT and bound <= 0.5 + J_EXACT,
+            f"{lam:.4g} ≤ {bound:.4g} ≤ 0.5",
+        )
+    ]
+    if spec is None:
+        return checks
+    T, smallest = spec.p.numel(), float(spec.eigenvalues.min())
+    structure = [
+        Check("J = Jᵀ", spec.symmetry_gap == 0, f"max |J − Jᵀ| = {spec.symmetry_gap:.1e}"),
+        Check("J·1 = 0", spec.ones_residual <= J_EXACT, f"max |(J·1)ᵢ| = {spec.ones_residual:.1e}"),
+        Check("positive semi-definite", smallest >= -J_EIG, f"smallest eigenvalue = {smallest:.1e}"),
+    ]
+    # The second-smallest eigenvalue is at least the smallest weight (interlacing), so rank T − 1 is
+    # resolvable against eigenvalue rounding (~1e-16) only while every weight is above ~1e-10.
+    if float(spec.p.min()) > RANK_RESOLVABLE:
+        structure.append(Check("rank T − 1", spec.rank == T - 1, f"rank {spec.rank}, T = {T}"))
+    return structure + checks
 
 
 def _diffs(back: BackwardResult, other) -> tuple[float, float, float]:

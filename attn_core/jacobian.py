@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from attn_core.stats import temperature_sweep
@@ -32,9 +33,23 @@ def diagonal_only_jacobian(p: torch.Tensor) -> torch.Tensor:
     return torch.diag_embed(p * (1 - p))
 
 
+def _split_top(p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(p_m, the other weights with p_m zeroed, 1 − p_m computed as Σ of the others).
+
+    Summing the others keeps 1 − p_m accurate when p_m ≈ 1, where 1 − p_m itself would cancel."""
+    m = p.argmax(-1, keepdim=True)  # (..., 1)
+    p_m = p.gather(-1, m).squeeze(-1)  # (...,)
+    others = p.scatter(-1, m, 0.0)  # (..., T)
+    return p_m, others, others.sum(-1)
+
+
 def gershgorin_bound(p: torch.Tensor) -> torch.Tensor:
-    """2·max_i p_i(1 − p_i): row i's disc is centred at p_i(1 − p_i) with radius p_i(1 − p_i). (...,)"""
-    return 2 * (p * (1 - p)).amax(-1)
+    """2·max_i p_i(1 − p_i): row i's disc is centred at p_i(1 − p_i) with radius p_i(1 − p_i). (...,)
+
+    For the top weight, 1 − p_m is taken as the sum of the other weights (p sums to 1), which stays
+    accurate when the row saturates and p_m rounds to 1."""
+    p_m, others, rest = _split_top(p)
+    return 2 * torch.maximum(p_m * rest, (others * (1 - others)).amax(-1))
 
 
 @dataclass(frozen=True)
@@ -45,8 +60,9 @@ class JacobianSpectrum:
     jacobian: torch.Tensor  # (T, T) diag(p) − p pᵀ
     eigenvalues: torch.Tensor  # (T,) descending; the smallest is 0, along 1/√T·(1, …, 1)
     eigenvectors: torch.Tensor  # (T, T) column i belongs to eigenvalues[i]
+    ones_alignment: torch.Tensor  # (T,) |cos(eigenvector i, 1)|: 1 for the zero eigenvalue's
     gershgorin: float  # 2·max p(1 − p), at most 1/2
-    frobenius: float  # ‖J‖_F
+    frobenius: float  # ‖J‖_F (computed in O(T), accurate for saturated rows too)
     ones_residual: float  # ‖J·1‖_∞, 0 up to rounding: raising every score moves nothing
     symmetry_gap: float  # max |J − Jᵀ|
     rank: int  # numerical rank; T − 1 when every weight is positive
@@ -70,12 +86,51 @@ def jacobian_spectrum(p: torch.Tensor) -> JacobianSpectrum:
         jacobian=J,
         eigenvalues=values,
         eigenvectors=vectors,
+        ones_alignment=(vectors.T @ torch.ones_like(p)).abs() / p.numel() ** 0.5,
         gershgorin=float(gershgorin_bound(p)),
-        frobenius=float(torch.linalg.matrix_norm(J)),
+        frobenius=float(jacobian_frobenius(p)),
         ones_residual=float((J @ torch.ones_like(p)).abs().max()),
         symmetry_gap=float((J - J.T).abs().max()),
         rank=int((values.abs() > RANK_TOL).sum()),
     )
+
+
+def jacobian_frobenius(p: torch.Tensor) -> torch.Tensor:
+    """‖J‖_F in O(T) for weights p (..., T) summing to 1 -> (...).
+
+    ‖J‖_F² = Σ_i p_i²(1 − p_i)² + Σ_{i≠j} p_i² p_j², written around the top weight p_m so that a
+    saturated row (p_m → 1, ‖J‖_F → 0) loses no digits: with the others o and R_k = Σ o^k,
+    Σ_{i≠j} p_i² p_j² = 2 p_m² R_2 + (R_2² − R_4)."""
+    p_m, o, rest = _split_top(p)
+    R2, R4 = (o**2).sum(-1), (o**4).sum(-1)
+    diag = (o**2 * (1 - o) ** 2).sum(-1) + p_m**2 * rest**2
+    return (diag + 2 * p_m**2 * R2 + (R2 * R2 - R4).clamp(min=0)).sqrt()
+
+
+def largest_eigenvalue(p: torch.Tensor, iterations: int = 64) -> torch.Tensor:
+    """λ_max(diag(p) − p pᵀ) in O(T · iterations), never forming J. p (..., T) summing to 1 -> (...).
+
+    J is diag(p) minus a rank-one term, so its eigenvalues interlace the sorted weights: λ_max lies in
+    [p₍₂₎, p₍₁₎], and (Rayleigh quotient on e_m; Gershgorin) in [p_m(1 − p_m), 2 p_m(1 − p_m)]. There
+    the secular equation det(J − λI) = 0 reads, using Σ p = 1, g(λ) = Σ_i p_i / (p_i − λ) = 0, and g
+    rises from −∞ to +∞. The bracket's ends are within a factor 2, so each bisection step gains one
+    bit of relative accuracy: 64 steps reach float64's 53 bits even for a saturated row whose λ_max
+    is 1e-30. Equal top weights (a collapsed bracket) give λ_max = p₍₁₎ exactly."""
+    if p.shape[-1] == 1:
+        return torch.zeros(p.shape[:-1], dtype=p.dtype)  # one key: p = 1, J = 0
+    p_m, o, rest = _split_top(p)
+    diag_m = p_m * rest  # p_m (1 − p_m), accurate
+    lo = torch.maximum(o.amax(-1), diag_m)
+    hi = torch.minimum(p_m, 2 * diag_m).clamp(min=lo)
+    # The loop is ~10 tiny array ops per step; numpy runs them ~4× faster than torch dispatch.
+    P, lo_, hi_ = p.detach().cpu().numpy(), lo.detach().cpu().numpy(), hi.detach().cpu().numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for _ in range(iterations):
+            mid = (lo_ + hi_) / 2  # strictly inside (p₍₂₎, p₍₁₎) until the bracket is one ulp wide
+            g = (P / (P - mid[..., None])).sum(-1)  # ±inf/NaN only once mid hits an end: harmless
+            up = g < 0  # the root is above mid
+            lo_, hi_ = np.where(up, mid, lo_), np.where(up, hi_, mid)
+    return torch.as_tensor(np.asarray((lo_ + hi_) / 2), dtype=p.dtype, device=p.device)
 
 
 @dataclass(frozen=True)
@@ -95,13 +150,13 @@ def saturation_sweep(
     """Sweep τ over [low, high] on one score row s (T,); blocked keys (-inf) keep weight 0.
 
     Small τ sharpens the row towards one-hot (if its maximum is unique) and J collapses to 0;
-    large τ flattens it to uniform. Equal scores are unaffected by τ."""
+    large τ flattens it to uniform. Equal scores are unaffected by τ. O(n · T) time and memory:
+    J is never formed, so a 512-key row costs the same few milliseconds as a 3-key one."""
     sweep = temperature_sweep(scores, n=n, low=low, high=high)
-    J = softmax_jacobian(sweep.weights)  # (n, T, T)
     return SaturationSweep(
         temperatures=sweep.temperatures,
         weights=sweep.weights,
-        lambda_max=torch.linalg.eigvalsh(J)[:, -1],
-        frobenius=torch.linalg.matrix_norm(J),
+        lambda_max=largest_eigenvalue(sweep.weights),
+        frobenius=jacobian_frobenius(sweep.weights),
         max_weight=sweep.weights.amax(-1),
     )

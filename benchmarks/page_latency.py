@@ -51,6 +51,10 @@ def _costs_T(at: AppTest, i: int) -> None:
     at.number_input(key="co_T").set_value(16_777_216 - (i % 2))
 
 
+def _gradients_tau(at: AppTest, i: int) -> None:
+    at.slider(key="gr_tau").set_value([1.0, 0.5][i % 2])
+
+
 def _masks_gallery(at: AppTest, i: int) -> None:
     at.slider(key="mk_gL").set_value(6 - (i % 2))
 
@@ -107,6 +111,21 @@ SCENARIOS: list[Scenario] = [
             "co_B": "4096",
             "co_ngpu": "64",
             "co_section": "KV cache & GQA",
+        },
+    ),
+    Scenario("pages/gradients.py", "defaults", _gradients_tau),
+    Scenario(
+        "pages/gradients.py",
+        "largest",
+        _seed,
+        {
+            "in_src": "random",
+            "in_L": "512",
+            "in_S": "512",
+            "in_dk": "64",
+            "in_dv": "64",
+            "in_mask": "causal (bottom-right, cached prefix)",
+            "gr_section": "Backward pass",
         },
     ),
 ]

@@ -49,5 +49,13 @@ PAGES: list[PageInfo] = [
         "SDPA; tile skipping, split-K merge, precision per dtype and the naive-vs-online memory bill.",
         "online_softmax",
     ),
+    PageInfo(
+        "pages/gradients.py",
+        "Gradients",
+        ":material/trending_down:",
+        "The softmax Jacobian of a row, its eigenvalues and saturation; the backward pass checked "
+        "against autograd and finite differences; the slips that break it.",
+        "gradients",
+    ),
     # Later pages register here, one entry each, in the order a learner should visit them.
 ]
