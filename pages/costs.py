@@ -20,6 +20,7 @@ from attn_core.units import (
     format_seconds,
 )
 from lab_ui import cost_charts, figures, state
+from lab_ui.page import header
 from lab_ui.widgets import attempt, table
 
 MAX_T = MAX_INT  # 16,777,216 tokens: every number here is O(1) in T, the charts use ~240 points
@@ -29,12 +30,12 @@ DTYPES = ["fp16", "bf16", "fp32", "int8"]  # b = 2, 2, 4, 1 bytes per number
 SOURCES = ("preset", "paste or upload config.json")
 SECTIONS = ("FLOPs", "KV cache & GQA", "Serving & decode", "Score memory", "How it's asked")
 
-st.title("Cost calculator")
-st.markdown(
+header(
+    "Cost calculator",
     "What attention costs for the model you actually run: parameters, FLOPs per layer, the KV cache "
     "(sized with the **KV-head** count H_kv, never the query-head count h), how many sequences fit on a "
     "GPU and how fast decoding can possibly go. Memory is in KiB/MiB/GiB (2¹⁰, 2²⁰, 2³⁰ bytes); GPU "
-    "vendors' GB and GB/s are 10⁹ and say so. FLOPs count 2 per multiply-add."
+    "vendors' GB and GB/s are 10⁹ and say so. FLOPs count 2 per multiply-add.",
 )
 
 # -- Sidebar: the model and the what-if -----------------------------------------------------------
@@ -105,6 +106,12 @@ if r.beyond_max_context:
         "what the arithmetic gives, not a claim the model works there."
     )
 
+if r.serving.free_bytes < 0:
+    st.warning(
+        f"{format_bytes(r.weight_bytes)} of weights do not fit in {n_gpus} × {gpu.label} "
+        f"({format_bytes(r.serving.memory_bytes)}): no sequence fits, and the decode bound describes a setup "
+        "that cannot run. Add GPUs in the sidebar or pick a smaller dtype."
+    )
 T_star = r.crossover_seq_len
 T_star_text = "never" if T_star is None else f"{T_star:,.0f}"
 c = st.columns(6)

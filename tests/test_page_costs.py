@@ -195,6 +195,9 @@ def test_weights_that_do_not_fit(app):
     at = section(app(PAGE, co_model="llama-2-70b"), "KV cache & GQA")
     assert metric(at, "seqs that fit (≤)") == "0"
     assert any("weights alone exceed" in w.value for w in at.warning)
+    assert any("do not fit in 1 × NVIDIA A100" in w.value for w in at.warning)
+    at.number_input(key="co_ngpu").set_value(2).run()
+    assert at.warning.len == 0 and metric(at, "seqs that fit (≤)") == "16"
 
 
 def chart_layouts(at) -> list[dict]:
