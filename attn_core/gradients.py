@@ -374,6 +374,7 @@ class GradientSlipOutcome:
     note: str
     dscores: torch.Tensor  # (1, Hq, L, S) the slip's dS
     checks: list[Check]  # the same checks the right answer passes
+    hidden: str  # "" when a check fails; otherwise why this input cannot expose the slip
 
 
 def gradient_slip_outcome(ex: GradientExploration, name: str) -> GradientSlipOutcome:
@@ -399,7 +400,23 @@ def gradient_slip_outcome(ex: GradientExploration, name: str) -> GradientSlipOut
         )
     else:
         checks.append(_match("dV matches autograd", _group_sum(slip.dv, group), dv, ex.tolerance))
-    return GradientSlipOutcome(name, GRADIENT_SLIP_NOTES[name], slip.dscores, checks)
+    hidden = "" if not all(c.passed for c in checks) else _why_hidden(name, ex)
+    return GradientSlipOutcome(name, GRADIENT_SLIP_NOTES[name], slip.dscores, checks, hidden)
+
+
+def _why_hidden(name: str, ex: GradientExploration) -> str:
+    """Every check passed: say which property of this input makes the slip harmless here."""
+    P = ex.backward.forward.weights
+    if name == "forget the scale in dQ and dK" and ex.backward.forward.scale == 1.0:
+        return "With scale = 1 forgetting the scale changes nothing. Pick another scale to see it fail."
+    if name == "keep only the Jacobian's diagonal" and float((P * (1 - P)).amax()) <= ex.tolerance:
+        return (
+            "Every row here is one-hot (one allowed key, or saturated): the off-diagonal −p_i p_j terms "
+            "are 0, so the diagonal is the whole Jacobian. Use more keys or a higher temperature."
+        )
+    if float(ex.grad_output.abs().max()) == 0 or float(ex.backward.dscores.abs().max()) <= ex.tolerance:
+        return "dS is 0 on this input (G = 0, or every row one-hot), so no backward slip can show."
+    return "This input happens not to expose the slip; try another seed or G."
 
 
 def _group_sum(x: torch.Tensor, group: int) -> torch.Tensor:

@@ -343,8 +343,5 @@ else:
                 check_badge(check)
 
         slip_columns(show_right, show_wrong, slip)
-        if all(c.passed for c in outcome.checks):
-            st.warning(
-                "Every check passes here: with scale = 1 forgetting the scale changes nothing. Pick another "
-                "scale to see it fail."
-            )
+        if outcome.hidden:
+            st.warning(f"Every check passes here. {outcome.hidden}")

@@ -257,3 +257,12 @@ def test_typed_upstream_gradient_shape_errors():
         build_upstream(UPSTREAM_KINDS[2], (1, 1, 2, 2), text="1, 2, 3")
     with pytest.raises(ValueError, match="not a number"):
         build_upstream(UPSTREAM_KINDS[2], (1, 1, 1, 2), text="1, x")
+
+
+def test_a_slip_the_input_cannot_expose_is_explained():
+    """One key per row: p = 1, so the diagonal-only Jacobian is exact and every check passes."""
+    qkv = random_qkv(1, 1, 2, 2, seed=4)
+    ex = explore_gradients(qkv, None, 0.7, build_upstream(UPSTREAM_KINDS[1], (1, 1, 1, 2)))
+    outcome = gradient_slip_outcome(ex, "keep only the Jacobian's diagonal")
+    assert all(c.passed for c in outcome.checks) and "one-hot" in outcome.hidden
+    assert gradient_slip_outcome(ex, "drop the −rowsum term").hidden == ""  # dS = dP ≠ 0 still fails

@@ -177,4 +177,4 @@ def test_forgotten_scale_is_invisible_at_scale_one(app):
     at.selectbox(key="in_scale").set_value("none (1)").run()
     assert not at.exception
     assert not any(b.startswith(":red-badge") for b in badges(at))
-    assert any("with scale = 1" in w.value for w in at.warning)
+    assert any("With scale = 1 forgetting the scale changes nothing" in w.value for w in at.warning)
