@@ -33,6 +33,9 @@ header(
     "The loss is L = ⟨O, G⟩ for the upstream gradient G = ∂L/∂O you choose.",
 )
 
+# Finite differences cost 2 forward passes per coordinate and ε: run them only where they are shown.
+section = state.radio("Section", SECTIONS, key="gr_section", horizontal=True, label_visibility="collapsed")
+
 with st.sidebar:
     st.header("Inputs (shared with the Playground)")
     qkv = qkv_picker()
@@ -67,6 +70,7 @@ with st.sidebar:
                 row=row,
                 temperature=temperature,
                 lr=lr,
+                run_finite_differences=section == SECTIONS[1],
             )
 
 if qkv is None or ex is None:
@@ -87,8 +91,6 @@ c[1].metric("allowed keys T", len(row_keys))
 c[2].metric("loss L = ⟨O, G⟩", f"{ex.loss:.6g}")
 c[3].metric("scale", f"{back.forward.scale:.6g}")
 c[4].metric("Q, K, V coordinates", f"{ex.coordinates:,}")
-
-section = state.radio("Section", SECTIONS, key="gr_section", horizontal=True, label_visibility="collapsed")
 
 if section == SECTIONS[0]:
     st.subheader(f"J = ∂p/∂s for query {q_tok[row]} at τ = {ex.temperature:g}")
