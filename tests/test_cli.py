@@ -2,7 +2,8 @@
 
 Oracle: the spec's check numbers (cards 11–14) for the JSON values; the contract in issue 6 for
 field names and exit codes. A few runs go through a real subprocess (the contract is about the
-process); the many error cases call main() in-process, which is what the process runs.
+process: JSON on stdout, a one-line error and exit 2); the rest call main() in-process, which is
+exactly what `python -m attn_core` runs (each subprocess pays a torch import).
 """
 
 from __future__ import annotations
@@ -46,10 +47,12 @@ def test_cost_json_llama2_7b_on_a100():
     assert j["decode_ms_per_token_lower_bound"] == pytest.approx(7.66, abs=0.01)
 
 
-def test_cost_json_causal_batch_and_int8():
-    p = run("cost", "--model", "llama-2-7b", "--seq-len", "4096", "--causal", "--batch", "8", "--json")
-    assert p.returncode == 0, p.stderr
-    j = json.loads(p.stdout)
+def test_cost_json_causal_batch_and_int8(capsys):
+    assert (
+        main(["cost", "--model", "llama-2-7b", "--seq-len", "4096", "--causal", "--batch", "8", "--json"])
+        == 0
+    )
+    j = json.loads(capsys.readouterr().out)
     assert j["crossover_seq_len"] == 49_407
     assert round(100 * j["attention_flop_share"], 2) == 7.66
     assert j["kv_cache_bytes"] == 16 * GiB
@@ -74,12 +77,13 @@ def test_cost_config_file_and_table(tmp_path):
     assert "36 KiB" in p.stdout and "2,362,368" in p.stdout and "every query–key pair" in p.stdout
 
 
-def test_models_lists_presets():
-    p = run("models")
-    assert p.returncode == 0
+def test_models_lists_presets(capsys):
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
     for name in list_presets():
-        assert name in p.stdout
+        assert name in out
     assert main(["models", "--json"]) == 0
+    assert [row["name"] for row in json.loads(capsys.readouterr().out)] == list_presets()
 
 
 def test_int8_cache(capsys):
@@ -87,10 +91,10 @@ def test_int8_cache(capsys):
     assert json.loads(capsys.readouterr().out)["kv_cache_bytes_per_token"] == 256 * 1024
 
 
-def test_bad_model_exits_2_with_one_line():
-    p = run("cost", "--model", "llama-9", "--seq-len", "10")
-    assert p.returncode == 2 and p.stdout == ""
-    assert p.stderr.count("\n") == 1 and "llama-9" in p.stderr
+def test_bad_model_exits_2_with_one_line(capsys):
+    assert main(["cost", "--model", "llama-9", "--seq-len", "10"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "llama-9" in err
 
 
 def _malformed(tmp_path: Path, text: str) -> str:
