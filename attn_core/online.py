@@ -184,6 +184,12 @@ def _block_reduce(mask2d: torch.Tensor, bq: int, bk: int, op: str, pad: bool) ->
     return tiles.any(3).any(1) if op == "any" else tiles.all(3).all(1)
 
 
+# Default query tile: 4 key blocks tall (512 × 128 at the default). Eager PyTorch pays a fixed
+# cost per op, and on a busy machine a thread-pool barrier per op: taller tiles mean fewer ops
+# for the same FLOPs (measured in benchmarks/online_kernel.py), still an O(B_q·B_k) tile.
+QUERY_BLOCKS_PER_KEY_BLOCK = 4
+
+
 def _default_accum(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
@@ -206,7 +212,7 @@ def online_attention(
     (leading axes broadcast; GQA when Hq is a multiple of Hkv). ``allowed``: bool broadcastable
     to (..., Hq, L, S), True = may attend. ``causal=True`` adds the bottom-right causal mask of
     ``causal_mask(L, S)`` without materializing it. Queries go in blocks of ``query_block_size``
-    (default ``block_size``), keys in blocks of ``block_size``; a tile that no (batch, head,
+    (default 4·``block_size``), keys in blocks of ``block_size``; a tile that no (batch, head,
     query, key) pair of the mask allows is skipped and counted. State and arithmetic use
     ``accum_dtype`` (default: float32 for fp16/bf16 inputs, else the input dtype); the output is
     cast back to the input dtype. Extra memory: one B_q × B_k score tile per head plus
@@ -216,7 +222,7 @@ def online_attention(
     if block_size < 1 or (query_block_size is not None and query_block_size < 1):
         raise ValueError(f"block sizes must be at least 1, got {block_size}, {query_block_size}")
     bk = int(block_size)
-    bq = int(query_block_size or block_size)
+    bq = int(query_block_size or QUERY_BLOCKS_PER_KEY_BLOCK * block_size)
     scale = default_scale(q.shape[-1]) if scale is None else float(scale)
     acc_dtype = accum_dtype or _default_accum(q.dtype)
     L, S, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
@@ -340,7 +346,7 @@ def block_size_sweep(
     reference = attention(q, k, v, mask, scale=scale).output
     rows = []
     for b in block_sizes:
-        r = online_attention(q, k, v, mask, scale=scale, block_size=int(b))
+        r = online_attention(q, k, v, mask, scale=scale, block_size=int(b), query_block_size=int(b))
         err = float((r.output - reference).abs().max())
         rows.append(BlockSweepRow(int(b), r.tiles_computed, r.tiles_skipped, r.tiles_total, err))
     return tuple(rows)
@@ -650,7 +656,7 @@ def tile_view(
             f"block size {block_size} cuts {L} × {S} into {tile_count(L, S, block_size):,} tiles, over the "
             f"cap of {max_tiles:,} per rerun; choose a block size of at least {smallest_block(L, S, max_tiles)}"
         )
-    r = online_attention(q, k, v, allowed, scale=scale, block_size=block_size)
+    r = online_attention(q, k, v, allowed, scale=scale, block_size=block_size, query_block_size=block_size)
     reference = sdpa_reference(q, k, v, allowed, scale=r.scale)
     scores = attention(q, k, v, allowed, scale=scale).scores
     computed = torch.zeros(-(-L // block_size), -(-S // block_size), dtype=torch.bool)

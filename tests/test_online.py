@@ -160,7 +160,7 @@ def test_square_causal_skips_the_upper_triangle_of_tiles():
     """n × n tiles, causal: n(n+1)/2 computed, n(n-1)/2 skipped (T = 4,096, blocks of 128: 528/496)."""
     n, b = 32, 4
     q, k, v = qkv(1, 1, 1, n * b, n * b)
-    r = online_attention(q, k, v, causal=True, block_size=b)
+    r = online_attention(q, k, v, causal=True, block_size=b, query_block_size=b)
     assert (r.tiles_computed, r.tiles_skipped) == (n * (n + 1) // 2, n * (n - 1) // 2)
     assert r.blocks_skipped == r.tiles_skipped
 
@@ -168,7 +168,7 @@ def test_square_causal_skips_the_upper_triangle_of_tiles():
 def test_padding_skips_only_tiles_no_batch_row_needs():
     q, k, v = qkv(2, 1, 1, 8, 32)
     allowed = padding_mask([5, 12], 32)  # keys 12…31 are padding in both batch rows
-    r = online_attention(q, k, v, allowed, block_size=4)
+    r = online_attention(q, k, v, allowed, block_size=4, query_block_size=4)
     assert r.computed_tiles == {(i, j) for i in range(2) for j in range(3)}
     assert (r.output - attention(q, k, v, allowed).output).abs().max() <= TOL64
 
@@ -192,7 +192,7 @@ def test_never_forms_the_score_matrix():
     L = S = 512
     q, k, v = qkv(1, 2, 2, L, S, d=16, dv=16)
     with LargestTensor() as seen:
-        online_attention(q, k, v, causal=True, block_size=64)
+        online_attention(q, k, v, causal=True, block_size=64, query_block_size=64)
     # biggest allowed: Q, K or [V, 1] as (BH, S, 17) = 2·512·17 numbers, or a 64×64 tile per head
     assert seen.largest <= 2 * S * 17
     assert seen.largest < 2 * L * S // 10  # the 2·L·S score matrix never exists
