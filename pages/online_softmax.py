@@ -163,7 +163,7 @@ def tiles() -> None:
         f"Square tiles of b queries × b keys. A tile the mask removes entirely is skipped: never "
         f"multiplied, never exponentiated. Cap: {online.MAX_TILES:,} tiles per rerun (here b ≥ {smallest})."
     )
-    block = state.slider("block size b", 1, max(L, S), smallest, key="os_tile_block")
+    block = state.slider("block size b", 1, max(L, S), smallest, key="os_tile_block") if max(L, S) > 1 else 1
     view = attempt(online.tile_view, qkv.q, qkv.k, qkv.v, mask.allowed, block_size=block)
     if view is None:
         return
