@@ -19,6 +19,8 @@ pages = [
 ]
 page = st.navigation(pages)
 with st.sidebar:
-    if state.toggle("Projector mode", key="projector", help="Larger text and figures for a classroom screen."):
+    if state.toggle(
+        "Projector mode", key="projector", help="Larger text and figures for a classroom screen."
+    ):
         figures.use_projector_sizes()
 page.run()
