@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 from attn_core.attention import check_shapes, expand_kv, stable_softmax
 from attn_core.backward import GRADIENT_SLIPS, BackwardResult, attention_backward
@@ -33,7 +32,7 @@ from attn_core.jacobian import (
     largest_eigenvalue,
     saturation_sweep,
 )
-from attn_core.oracle import max_abs_diff
+from attn_core.oracle import max_abs_diff, sdpa_reference
 
 F64 = torch.float64
 # The full T × T Jacobian (heatmap, every eigenvalue) is formed for rows of up to 64 allowed keys:
@@ -80,8 +79,7 @@ def sdpa_autograd(
     """The oracle: ∂⟨SDPA(q, k, v), G⟩/∂(q, k, v) by torch autograd through torch's own SDPA
     (explicit boolean mask, True = may attend; GQA enabled; dropout off). Shapes as `attention`."""
     q, k, v = (t.detach().clone().requires_grad_(True) for t in (q, k, v))
-    gqa = q.ndim >= 3 and k.ndim >= 3 and q.shape[-3] != k.shape[-3]
-    O = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=0.0, scale=scale, enable_gqa=gqa)
+    O = sdpa_reference(q, k, v, allowed, scale=scale)
     dq, dk, dv = torch.autograd.grad((O * grad_output).sum(), (q, k, v))
     return dq, dk, dv
 

@@ -4,6 +4,7 @@ an uploaded and a pasted config, malformed configs and links. Oracle: the cards'
 import json
 
 import pytest
+from apptest_helpers import metric
 
 PAGE = "pages/costs.py"
 
@@ -12,10 +13,6 @@ GPT2_CONFIG = {
     "model_type": "gpt2", "n_layer": 12, "n_embd": 768, "n_head": 12, "n_inner": None,
     "n_positions": 1024, "vocab_size": 50257, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
 }  # fmt: skip
-
-
-def metric(at, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
 
 
 def shape_card(at) -> str:

@@ -5,10 +5,9 @@ Tolerances: the card prints three decimals (half a unit in the last place is 5e-
 page computes in float64 and this test recomputes by autograd agree to 1e-12 (sums of a few O(1)
 products in another order: ≤ 1e-15 apart)."""
 
-import json
-
 import pytest
 import torch
+from apptest_helpers import badges, chart, frame, metric
 from test_page_playground import heatmap_z
 
 PAGE = "pages/gradients.py"
@@ -19,23 +18,6 @@ SLIPS = [
     "dV = dO Pᵀ",
     "keep only the Jacobian's diagonal",
 ]
-
-
-def badges(at) -> list[str]:
-    return [m.value for m in at.markdown if "-badge[" in m.value]
-
-
-def metric(at, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
-
-
-def chart(at, title_start: str) -> dict:
-    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    return next(s for s in specs if s["layout"]["title"]["text"].startswith(title_start))
-
-
-def frame(at, column: str):
-    return next(d.value for d in at.dataframe if column in d.value.columns)
 
 
 def section(at, name: str):

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from apptest_helpers import badges, metric
 from conftest import ARTIFACTS, wait_idle
 from playwright.sync_api import expect
 
@@ -28,14 +29,6 @@ def open_section(app, section, **query):
 def ok(at):
     assert not at.exception, [e.message for e in at.exception]
     assert at.error.len == 0, [e.value for e in at.error]
-
-
-def metric(at, label):
-    return next(m.value for m in at.metric if m.label == label)
-
-
-def badges(at):
-    return [m.value for m in at.markdown if "-badge[" in m.value]
 
 
 def chart(at, index):

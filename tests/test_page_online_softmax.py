@@ -2,14 +2,13 @@
 merge, precision and the memory bill. Oracles: the spec's numbers (cards 12 and 15, Drill 11),
 torch SDPA computed here, and a brute-force tile count over attn_core.masks."""
 
-import base64
-import json
 import math
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from apptest_helpers import badges, chart, heatmap_z
 
 from attn_core.inputs import random_qkv
 from attn_core.masks import causal_mask
@@ -19,26 +18,6 @@ PAGE = "pages/online_softmax.py"
 
 def metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
-
-
-def badges(at) -> list[str]:
-    return [m.value for m in at.markdown if "-badge[" in m.value]
-
-
-def heatmap_z(spec: dict) -> np.ndarray:
-    z = spec["data"][0]["z"]
-    if isinstance(z, dict):  # plotly 7 ships arrays base64-encoded
-        shape = tuple(int(n) for n in str(z["shape"]).split(","))
-        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
-    return np.asarray(z, dtype=np.float64)
-
-
-def chart(at, title_start: str) -> dict:
-    for c in at.get("plotly_chart"):
-        spec = json.loads(c.proto.spec)
-        if spec["layout"]["title"]["text"].startswith(title_start):
-            return spec
-    raise AssertionError(f"no chart titled {title_start!r}")
 
 
 def test_defaults_replay_card_15_on_bank(app):

@@ -1,32 +1,14 @@
 """AppTest (no browser) of the home page and the Attention Playground: defaults, every input
 source, shared links, bad input, and the slips. Numbers are checked against the spec or SDPA."""
 
-import base64
 import json
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from apptest_helpers import badges, heatmap_z, metric
 
 PAGE = "pages/playground.py"
-
-
-def heatmap_z(spec: dict) -> np.ndarray:
-    """The z matrix of a heatmap spec; plotly 7 ships arrays base64-encoded."""
-    z = spec["data"][0]["z"]
-    if isinstance(z, dict):
-        shape = tuple(int(n) for n in str(z["shape"]).split(","))
-        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
-    return np.asarray(z, dtype=np.float64)
-
-
-def badges(at) -> list[str]:
-    return [m.value for m in at.markdown if "-badge[" in m.value]
-
-
-def metric(at, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
 
 
 def test_home_links_every_page(app):
