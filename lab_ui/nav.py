@@ -34,12 +34,12 @@ PAGES: list[PageInfo] = [
         "masks",
     ),
     PageInfo(
-        "pages/costs.py",
-        "Cost calculator",
-        ":material/calculate:",
-        "FLOPs, KV cache, GQA, serving budget and decode speed for a real model config (yours or a "
-        "preset), right to the byte.",
-        "costs",
+        "pages/gradients.py",
+        "Gradients",
+        ":material/trending_down:",
+        "The softmax Jacobian of a row, its eigenvalues and saturation; the backward pass checked "
+        "against autograd and finite differences; the slips that break it.",
+        "gradients",
     ),
     PageInfo(
         "pages/online_softmax.py",
@@ -50,12 +50,11 @@ PAGES: list[PageInfo] = [
         "online_softmax",
     ),
     PageInfo(
-        "pages/gradients.py",
-        "Gradients",
-        ":material/trending_down:",
-        "The softmax Jacobian of a row, its eigenvalues and saturation; the backward pass checked "
-        "against autograd and finite differences; the slips that break it.",
-        "gradients",
+        "pages/costs.py",
+        "Cost calculator",
+        ":material/calculate:",
+        "FLOPs, KV cache, GQA, serving budget and decode speed for a real model config (yours or a "
+        "preset), right to the byte.",
+        "costs",
     ),
-    # Later pages register here, one entry each, in the order a learner should visit them.
 ]

@@ -24,7 +24,10 @@ st.markdown(
 )
 
 st.subheader("Pages")
-for page in PAGES:
-    st.page_link(page.path, label=f"**{page.title}** — {page.blurb}", icon=page.icon)
+columns = st.columns(3)
+for i, page in enumerate(PAGES):
+    with columns[i % 3].container(border=True):
+        st.page_link(page.path, label=f"**{page.title}**", icon=page.icon)
+        st.caption(page.blurb)
 
 st.caption("Settings live in the page address: copy the URL to share the exact view you are looking at.")

@@ -12,14 +12,16 @@ pytestmark = pytest.mark.browser
 CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'
 
 
-@pytest.mark.parametrize("info", [HOME, *PAGES], ids=lambda p: p.url_path)
+# The pages come first: the session's server is fresh, so the first visit is a deep link.
+@pytest.mark.parametrize("info", [*PAGES, HOME], ids=lambda p: p.url_path)
 def test_page_renders_without_errors(server_url, page, info):
-    page.goto(f"{server_url}/{info.url_path}")
+    page.goto(f"{server_url}/{'' if info is HOME else info.url_path}")  # home is the root
     page.wait_for_selector("h1", timeout=60_000)
     wait_idle(page, 60_000)
     if info is not HOME:
         page.wait_for_selector(CHART, timeout=60_000)
     assert page.locator("[data-testid=stException]").count() == 0
+    assert page.get_by_text("Page not found").count() == 0
     # The sidebar lists the registry's titles: the page ran through app.py's st.navigation, even
     # as the first visit of a fresh server (see lab_ui._enter_through_app).
     nav = page.get_by_test_id("stSidebarNavLink").all_inner_texts()
