@@ -15,48 +15,29 @@ same rescale (split-K decoding, two devices). Mask convention: boolean, True = m
 Memory traffic of the tiled kernel (per query tile of B_q rows, key tile of B_k keys): reads
 B_q·d + B_k·(d + d_v) numbers, keeps a B_q × B_k score tile and B_q·(d_v + 2) of state; the
 L × S matrix never exists. FLOPs are those of plain attention (4·L·S·d per head), not fewer.
+
+The page's one-call views over this module (walk a row, tile map, block-size sweep, split-K
+for one row) live in ``attn_core.online_views``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
-from attn_core.attention import attention, check_shapes, default_scale, expand_kv
-from attn_core.oracle import max_abs_diff, sdpa_reference
+from attn_core.attention import check_shapes, default_scale, expand_kv
 
 # ----------------------------------------------------------------------------------------------
-# Results
+# The reference: one query row, one key block at a time
 # ----------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class OnlineResult:
-    """What ``online_attention`` returns. A tile is one (query block, key block) pair."""
-
-    output: torch.Tensor  # (..., Hq, L, d_v) in the input dtype
-    lse: torch.Tensor  # (..., Hq, L) logsumexp of each row's scaled, masked scores (accum dtype)
-    scale: float
-    block_size: int  # keys per tile (B_k)
-    query_block_size: int  # queries per tile (B_q)
-    computed_tiles: frozenset[tuple[int, int]]  # (query block, key block) indices that ran
-    tiles_total: int
-
-    @property
-    def tiles_computed(self) -> int:
-        return len(self.computed_tiles)
-
-    @property
-    def tiles_skipped(self) -> int:
-        """Tiles the mask removes entirely: never multiplied, never exponentiated."""
-        return self.tiles_total - len(self.computed_tiles)
-
-    # The issue speaks of "blocks"; a block here is a tile.
-    blocks_computed = tiles_computed
-    blocks_skipped = tiles_skipped
+def _safe_base(m: torch.Tensor) -> torch.Tensor:
+    """The max to subtract. A row that has seen no allowed key yet has m = -inf; subtracting 0
+    instead keeps e^{-inf - base} = 0 and avoids -inf - (-inf) = NaN."""
+    return torch.where(torch.isinf(m) & (m < 0), torch.zeros_like(m), m)
 
 
 @dataclass(frozen=True)
@@ -89,6 +70,114 @@ class OnlineTrace:
     output: torch.Tensor  # (d_v,) u_N / ℓ_N
     lse: float  # m_N + log ℓ_N
     slip: str | None = None  # which slip produced it; None = the correct recurrence
+
+
+def _trace(scores: torch.Tensor, values: torch.Tensor, block_size: int, slip: str | None) -> OnlineTrace:
+    if scores.ndim != 1 or values.ndim != 2 or values.shape[0] != scores.shape[0]:
+        raise ValueError(
+            f"one row: scores (S,) and values (S, d_v), got {tuple(scores.shape)} and {tuple(values.shape)}"
+        )
+    if block_size < 1:
+        raise ValueError(f"block size must be at least 1, got {block_size}")
+    if scores.shape[0] == 0 or not bool((scores > -math.inf).any()):
+        raise ValueError("the row has no allowed key: a fully masked row has no softmax")
+    dtype = scores.dtype
+    V = values.to(dtype)
+    m = torch.tensor(-math.inf, dtype=dtype)
+    l = torch.tensor(0.0, dtype=dtype)
+    u = torch.zeros(values.shape[1], dtype=dtype)
+    steps = []
+    for n, c0 in enumerate(range(0, scores.shape[0], block_size)):
+        c1 = min(c0 + block_size, scores.shape[0])
+        s = scores[c0:c1]  # (B_k,)
+        block_max = s.max()
+        if slip == "no_max":
+            m_new = torch.tensor(0.0, dtype=dtype)  # the slip: base 0 always, so e^{s_j} can overflow
+            factor = torch.tensor(1.0, dtype=dtype)
+        else:
+            m_new = torch.maximum(m, block_max)
+            base = _safe_base(m_new)
+            if not torch.isfinite(m):  # empty state: nothing to rescale, whatever the sign
+                factor = torch.tensor(0.0, dtype=dtype)
+            elif slip == "wrong_sign":
+                factor = (base - m).exp()
+            else:
+                factor = (m - base).exp()
+        base = _safe_base(m_new)
+        p = (s - base).exp()  # (B_k,)
+        l_new = factor * l + p.sum()
+        u_new = (u if slip == "l_not_u" else factor * u) + p @ V[c0:c1]
+        steps.append(
+            OnlineStep(
+                index=n,
+                start=c0,
+                stop=c1,
+                block_max=float(block_max),
+                m_before=float(m),
+                m_after=float(m_new),
+                rescale=float(factor),
+                l_before=float(l),
+                l_after=float(l_new),
+                u_before=tuple(float(x) for x in u),
+                u_after=tuple(float(x) for x in u_new),
+            )
+        )
+        m, l, u = m_new, l_new, u_new
+    return OnlineTrace(steps=tuple(steps), output=u / l, lse=float(m + l.log()), slip=slip)
+
+
+def online_softmax_trace(scores: torch.Tensor, values: torch.Tensor, block_size: int = 1) -> OnlineTrace:
+    """The (m, ℓ, u) recurrence over one query row, one step per key block (card 15).
+
+    scores: (S,) scaled scores of the row, -inf where masked; values: (S, d_v). Computes in the
+    dtype of ``scores``. Each step records the block's key range, m before/after, the rescale
+    factor e^{m_before - m_after}, ℓ and u. Bank's row with block_size=1 gives rescale 0.243 at
+    "river", ℓ = 1 → 1.243 → 1.736, output (0.576, 0.284).
+    """
+    return _trace(scores, values, block_size, None)
+
+
+# ----------------------------------------------------------------------------------------------
+# Slips: the recurrence written wrong
+# ----------------------------------------------------------------------------------------------
+
+
+SLIPS = {
+    "l_not_u": "rescales ℓ but not u",
+    "wrong_sign": "uses e^{m_new - m_old} (wrong sign)",
+    "no_max": "no max subtraction: e^{s_j} directly",
+}
+SLIP_EXPLANATIONS = {
+    "l_not_u": "When the max rises, ℓ moves to the new base but u keeps the old one, so every value "
+    "seen before is over-weighted by e^{m_new − m_old}. Bank's row hides it: the only value seen "
+    "before river raises the max is v_the = (0, 0).",
+    "wrong_sign": "The past is multiplied by e^{m_new − m_old} ≥ 1 instead of e^{m_old − m_new} ≤ 1: "
+    "the old keys gain weight exactly when a larger score should have shrunk them.",
+    "no_max": "e^{s_j} without subtracting the running max. Exact on paper, but fp16 stops at 65,504 = "
+    "e^{11.09}: a score above 11.09 makes ℓ and u infinite and the output NaN.",
+}
+
+
+def slip_rescale_l_not_u(scores: torch.Tensor, values: torch.Tensor, block_size: int = 1) -> OnlineTrace:
+    """Slip: when the max moves, ℓ is rescaled but u keeps its old base, so the past values are
+    over-weighted by e^{m_new - m_old}. Invisible when the earlier values are zero."""
+    return _trace(scores, values, block_size, "l_not_u")
+
+
+def slip_wrong_sign_rescale(scores: torch.Tensor, values: torch.Tensor, block_size: int = 1) -> OnlineTrace:
+    """Slip: rescales the past by e^{m_new - m_old} ≥ 1 instead of e^{m_old - m_new} ≤ 1."""
+    return _trace(scores, values, block_size, "wrong_sign")
+
+
+def slip_no_max_subtraction(scores: torch.Tensor, values: torch.Tensor, block_size: int = 1) -> OnlineTrace:
+    """Slip: accumulates e^{s_j} with no running max. Exact on paper, but e^{s} overflows fp16
+    once s > 11.09 (65,504 is fp16's largest number, card 2): ℓ and u become inf, o = NaN."""
+    return _trace(scores, values, block_size, "no_max")
+
+
+# ----------------------------------------------------------------------------------------------
+# Partial states and the merge (split-K, two devices)
+# ----------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -130,13 +219,52 @@ class SplitMerge:
     max_abs_error: float
 
 
-@dataclass(frozen=True)
-class BlockSweepRow:
-    block_size: int
-    tiles_computed: int
-    tiles_skipped: int
-    tiles_total: int
-    max_abs_error: float  # max |online - attention| over the whole output, same dtype
+def partial_state(scores: torch.Tensor, values: torch.Tensor) -> PartialState:
+    """(m, ℓ, u) over one set of keys: m = max_j s_j, ℓ = Σ e^{s_j - m}, u = Σ e^{s_j - m} v_j.
+
+    scores: (..., S) with -inf where masked; values: (..., S, d_v). An all-masked set gives the
+    empty state (m = -inf, ℓ = 0, u = 0), which merges as a no-op.
+    """
+    m = scores.amax(-1)  # (...,)
+    p = (scores - _safe_base(m).unsqueeze(-1)).exp()  # (..., S)
+    return PartialState(m=m, l=p.sum(-1), u=(p.unsqueeze(-2) @ values).squeeze(-2))
+
+
+def merge_partials(a: PartialState, b: PartialState) -> MergeResult:
+    """Merge two partial states over disjoint keys (card 15):
+    m = max(m_a, m_b), ℓ = e^{m_a - m} ℓ_a + e^{m_b - m} ℓ_b, u likewise, o = u / ℓ.
+
+    Accepts tensors or numbers: m, ℓ (...,), u (..., d_v). Drill 11: (3, 1.1353, 2.1353) and
+    (5, 1.0498, 4.1494) merge to o = 3.6881, lse = 5.1852.
+    """
+    m_a, l_a, u_a = (_tensor(x) for x in (a.m, a.l, a.u))
+    m_b, l_b, u_b = (_tensor(x) for x in (b.m, b.l, b.u))
+    m = torch.maximum(m_a, m_b)
+    base = _safe_base(m)
+    alpha_a, alpha_b = (m_a - base).exp(), (m_b - base).exp()  # each ≤ 1; the larger max gets 1
+    l = alpha_a * l_a + alpha_b * l_b
+    if u_a.ndim > m_a.ndim:  # u carries a d_v axis
+        alpha_a, alpha_b = alpha_a.unsqueeze(-1), alpha_b.unsqueeze(-1)
+    state = PartialState(m=m, l=l, u=alpha_a * u_a + alpha_b * u_b)
+    return MergeResult(state=state, output=state.output, lse=state.lse)
+
+
+def _tensor(x: torch.Tensor | float) -> torch.Tensor:
+    return x if torch.is_tensor(x) else torch.as_tensor(x, dtype=torch.float64)
+
+
+def split_merge(scores: torch.Tensor, values: torch.Tensor, split: int) -> SplitMerge:
+    """Split the keys at ``split`` (0 < split < S), compute each half's partial state, merge,
+    and compare with softmax over all keys. scores (..., S), values (..., S, d_v)."""
+    S = scores.shape[-1]
+    if not 0 < split < S:
+        raise ValueError(f"split must lie strictly between 0 and S = {S}, got {split}")
+    a = partial_state(scores[..., :split], values[..., :split, :])
+    b = partial_state(scores[..., split:], values[..., split:, :])
+    merged = merge_partials(a, b)
+    direct = (torch.softmax(scores, -1).unsqueeze(-2) @ values).squeeze(-2)  # (..., d_v)
+    err = float((merged.output - direct).abs().max())
+    return SplitMerge(split=split, a=a, b=b, merged=merged, direct=direct, max_abs_error=err)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -144,10 +272,40 @@ class BlockSweepRow:
 # ----------------------------------------------------------------------------------------------
 
 
-def _safe_base(m: torch.Tensor) -> torch.Tensor:
-    """The max to subtract. A row that has seen no allowed key yet has m = -inf; subtracting 0
-    instead keeps e^{-inf - base} = 0 and avoids -inf - (-inf) = NaN."""
-    return torch.where(torch.isinf(m) & (m < 0), torch.zeros_like(m), m)
+@dataclass(frozen=True)
+class OnlineResult:
+    """What ``online_attention`` returns. A tile is one (query block, key block) pair."""
+
+    output: torch.Tensor  # (..., Hq, L, d_v) in the input dtype
+    lse: torch.Tensor  # (..., Hq, L) logsumexp of each row's scaled, masked scores (accum dtype)
+    scale: float
+    block_size: int  # keys per tile (B_k)
+    query_block_size: int  # queries per tile (B_q)
+    computed_tiles: frozenset[tuple[int, int]]  # (query block, key block) indices that ran
+    tiles_total: int
+
+    @property
+    def tiles_computed(self) -> int:
+        return len(self.computed_tiles)
+
+    @property
+    def tiles_skipped(self) -> int:
+        """Tiles the mask removes entirely: never multiplied, never exponentiated."""
+        return self.tiles_total - len(self.computed_tiles)
+
+    # The issue speaks of "blocks"; a block here is a tile.
+    blocks_computed = tiles_computed
+    blocks_skipped = tiles_skipped
+
+
+# Default query tile: 4 key blocks tall (512 × 128 at the default). Eager PyTorch pays a fixed
+# cost per op, and on a busy machine a thread-pool barrier per op: taller tiles mean fewer ops
+# for the same FLOPs (measured in benchmarks/online_kernel.py), still an O(B_q·B_k) tile.
+QUERY_BLOCKS_PER_KEY_BLOCK = 4
+
+
+def _default_accum(dtype: torch.dtype) -> torch.dtype:
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
 def _tile_step(
@@ -184,14 +342,11 @@ def _block_reduce(mask2d: torch.Tensor, bq: int, bk: int, op: str, pad: bool) ->
     return tiles.any(3).any(1) if op == "any" else tiles.all(3).all(1)
 
 
-# Default query tile: 4 key blocks tall (512 × 128 at the default). Eager PyTorch pays a fixed
-# cost per op, and on a busy machine a thread-pool barrier per op: taller tiles mean fewer ops
-# for the same FLOPs (measured in benchmarks/online_kernel.py), still an O(B_q·B_k) tile.
-QUERY_BLOCKS_PER_KEY_BLOCK = 4
-
-
-def _default_accum(dtype: torch.dtype) -> torch.dtype:
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+def _causal(L: int, S: int, r0: int, r1: int, c0: int, c1: int, device: torch.device) -> torch.Tensor:
+    """Rows r0…r1-1, keys c0…c1-1 of causal_mask(L, S, 'bottom_right'), built for one tile."""
+    i = torch.arange(r0, r1, device=device).unsqueeze(-1) + (S - L)  # (B_q, 1)
+    j = torch.arange(c0, c1, device=device).unsqueeze(0)  # (1, B_k)
+    return j <= i
 
 
 def online_attention(
@@ -317,382 +472,3 @@ def online_attention(
         computed_tiles=frozenset(computed),
         tiles_total=int(tile_any.numel()),
     )
-
-
-def _causal(L: int, S: int, r0: int, r1: int, c0: int, c1: int, device: torch.device) -> torch.Tensor:
-    """Rows r0…r1-1, keys c0…c1-1 of causal_mask(L, S, 'bottom_right'), built for one tile."""
-    i = torch.arange(r0, r1, device=device).unsqueeze(-1) + (S - L)  # (B_q, 1)
-    j = torch.arange(c0, c1, device=device).unsqueeze(0)  # (1, B_k)
-    return j <= i
-
-
-def block_size_sweep(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    allowed: torch.Tensor | None = None,
-    *,
-    block_sizes: Sequence[int],
-    causal: bool = False,
-    scale: float | None = None,
-) -> tuple[BlockSweepRow, ...]:
-    """For each block size (queries and keys alike): tiles computed/skipped and the max error
-    against plain ``attention`` in the same dtype. Shapes and mask as ``online_attention``."""
-    if causal:
-        cm = _causal(q.shape[-2], k.shape[-2], 0, q.shape[-2], 0, k.shape[-2], q.device)
-        mask = cm if allowed is None else (torch.as_tensor(allowed, dtype=torch.bool) & cm)
-    else:
-        mask = allowed
-    reference = attention(q, k, v, mask, scale=scale).output
-    rows = []
-    for b in block_sizes:
-        r = online_attention(q, k, v, mask, scale=scale, block_size=int(b), query_block_size=int(b))
-        err = float((r.output - reference).abs().max())
-        rows.append(BlockSweepRow(int(b), r.tiles_computed, r.tiles_skipped, r.tiles_total, err))
-    return tuple(rows)
-
-
-# ----------------------------------------------------------------------------------------------
-# One row, step by step (what the page plays), and its slips
-# ----------------------------------------------------------------------------------------------
-
-SLIPS = {
-    "l_not_u": "rescales ℓ but not u",
-    "wrong_sign": "uses e^{m_new - m_old} (wrong sign)",
-    "no_max": "no max subtraction: e^{s_j} directly",
-}
-SLIP_EXPLANATIONS = {
-    "l_not_u": "When the max rises, ℓ moves to the new base but u keeps the old one, so every value "
-    "seen before is over-weighted by e^{m_new − m_old}. Bank's row hides it: the only value seen "
-    "before river raises the max is v_the = (0, 0).",
-    "wrong_sign": "The past is multiplied by e^{m_new − m_old} ≥ 1 instead of e^{m_old − m_new} ≤ 1: "
-    "the old keys gain weight exactly when a larger score should have shrunk them.",
-    "no_max": "e^{s_j} without subtracting the running max. Exact on paper, but fp16 stops at 65,504 = "
-    "e^{11.09}: a score above 11.09 makes ℓ and u infinite and the output NaN.",
-}
-
-
-def _trace(scores: torch.Tensor, values: torch.Tensor, block_size: int, slip: str | None) -> OnlineTrace:
-    if scores.ndim != 1 or values.ndim != 2 or values.shape[0] != scores.shape[0]:
-        raise ValueError(
-            f"one row: scores (S,) and values (S, d_v), got {tuple(scores.shape)} and {tuple(values.shape)}"
-        )
-    if block_size < 1:
-        raise ValueError(f"block size must be at least 1, got {block_size}")
-    if scores.shape[0] == 0 or not bool((scores > -math.inf).any()):
-        raise ValueError("the row has no allowed key: a fully masked row has no softmax")
-    dtype = scores.dtype
-    V = values.to(dtype)
-    m = torch.tensor(-math.inf, dtype=dtype)
-    l = torch.tensor(0.0, dtype=dtype)
-    u = torch.zeros(values.shape[1], dtype=dtype)
-    steps = []
-    for n, c0 in enumerate(range(0, scores.shape[0], block_size)):
-        c1 = min(c0 + block_size, scores.shape[0])
-        s = scores[c0:c1]  # (B_k,)
-        block_max = s.max()
-        if slip == "no_max":
-            m_new = torch.tensor(0.0, dtype=dtype)  # the slip: base 0 always, so e^{s_j} can overflow
-            factor = torch.tensor(1.0, dtype=dtype)
-        else:
-            m_new = torch.maximum(m, block_max)
-            base = _safe_base(m_new)
-            if not torch.isfinite(m):  # empty state: nothing to rescale, whatever the sign
-                factor = torch.tensor(0.0, dtype=dtype)
-            elif slip == "wrong_sign":
-                factor = (base - m).exp()
-            else:
-                factor = (m - base).exp()
-        base = _safe_base(m_new)
-        p = (s - base).exp()  # (B_k,)
-        l_new = factor * l + p.sum()
-        u_new = (u if slip == "l_not_u" else factor * u) + p @ V[c0:c1]
-        steps.append(
-            OnlineStep(
-                index=n,
-                start=c0,
-                stop=c1,
-                block_max=float(block_max),
-                m_before=float(m),
-                m_after=float(m_new),
-                rescale=float(factor),
-                l_before=float(l),
-                l_after=float(l_new),
-                u_before=tuple(float(x) for x in u),
-                u_after=tuple(float(x) for x in u_new),
-            )
-        )
-        m, l, u = m_new, l_new, u_new
-    return OnlineTrace(steps=tuple(steps), output=u / l, lse=float(m + l.log()), slip=slip)
-
-
-def online_softmax_trace(scores: torch.Tensor, values: torch.Tensor, block_size: int = 1) -> OnlineTrace:
-    """The (m, ℓ, u) recurrence over one query row, one step per key block (card 15).
-
-    scores: (S,) scaled scores of the row, -inf where masked; values: (S, d_v). Computes in the
-    dtype of ``scores``. Each step records the block's key range, m before/after, the rescale
-    factor e^{m_before - m_after}, ℓ and u. Bank's row with block_size=1 gives rescale 0.243 at
-    "river", ℓ = 1 → 1.243 → 1.736, output (0.576, 0.284).
-    """
-    return _trace(scores, values, block_size, None)
-
-
-def slip_rescale_l_not_u(scores: torch.Tensor, values: torch.Tensor, block_size: int = 1) -> OnlineTrace:
-    """Slip: when the max moves, ℓ is rescaled but u keeps its old base, so the past values are
-    over-weighted by e^{m_new - m_old}. Invisible when the earlier values are zero."""
-    return _trace(scores, values, block_size, "l_not_u")
-
-
-def slip_wrong_sign_rescale(scores: torch.Tensor, values: torch.Tensor, block_size: int = 1) -> OnlineTrace:
-    """Slip: rescales the past by e^{m_new - m_old} ≥ 1 instead of e^{m_old - m_new} ≤ 1."""
-    return _trace(scores, values, block_size, "wrong_sign")
-
-
-def slip_no_max_subtraction(scores: torch.Tensor, values: torch.Tensor, block_size: int = 1) -> OnlineTrace:
-    """Slip: accumulates e^{s_j} with no running max. Exact on paper, but e^{s} overflows fp16
-    once s > 11.09 (65,504 is fp16's largest number, card 2): ℓ and u become inf, o = NaN."""
-    return _trace(scores, values, block_size, "no_max")
-
-
-# ----------------------------------------------------------------------------------------------
-# Partial states and the merge (split-K, two devices)
-# ----------------------------------------------------------------------------------------------
-
-
-def partial_state(scores: torch.Tensor, values: torch.Tensor) -> PartialState:
-    """(m, ℓ, u) over one set of keys: m = max_j s_j, ℓ = Σ e^{s_j - m}, u = Σ e^{s_j - m} v_j.
-
-    scores: (..., S) with -inf where masked; values: (..., S, d_v). An all-masked set gives the
-    empty state (m = -inf, ℓ = 0, u = 0), which merges as a no-op.
-    """
-    m = scores.amax(-1)  # (...,)
-    p = (scores - _safe_base(m).unsqueeze(-1)).exp()  # (..., S)
-    return PartialState(m=m, l=p.sum(-1), u=(p.unsqueeze(-2) @ values).squeeze(-2))
-
-
-def merge_partials(a: PartialState, b: PartialState) -> MergeResult:
-    """Merge two partial states over disjoint keys (card 15):
-    m = max(m_a, m_b), ℓ = e^{m_a - m} ℓ_a + e^{m_b - m} ℓ_b, u likewise, o = u / ℓ.
-
-    Accepts tensors or numbers: m, ℓ (...,), u (..., d_v). Drill 11: (3, 1.1353, 2.1353) and
-    (5, 1.0498, 4.1494) merge to o = 3.6881, lse = 5.1852.
-    """
-    m_a, l_a, u_a = (_tensor(x) for x in (a.m, a.l, a.u))
-    m_b, l_b, u_b = (_tensor(x) for x in (b.m, b.l, b.u))
-    m = torch.maximum(m_a, m_b)
-    base = _safe_base(m)
-    alpha_a, alpha_b = (m_a - base).exp(), (m_b - base).exp()  # each ≤ 1; the larger max gets 1
-    l = alpha_a * l_a + alpha_b * l_b
-    if u_a.ndim > m_a.ndim:  # u carries a d_v axis
-        alpha_a, alpha_b = alpha_a.unsqueeze(-1), alpha_b.unsqueeze(-1)
-    state = PartialState(m=m, l=l, u=alpha_a * u_a + alpha_b * u_b)
-    return MergeResult(state=state, output=state.output, lse=state.lse)
-
-
-def _tensor(x: torch.Tensor | float) -> torch.Tensor:
-    return x if torch.is_tensor(x) else torch.as_tensor(x, dtype=torch.float64)
-
-
-def split_merge(scores: torch.Tensor, values: torch.Tensor, split: int) -> SplitMerge:
-    """Split the keys at ``split`` (0 < split < S), compute each half's partial state, merge,
-    and compare with softmax over all keys. scores (..., S), values (..., S, d_v)."""
-    S = scores.shape[-1]
-    if not 0 < split < S:
-        raise ValueError(f"split must lie strictly between 0 and S = {S}, got {split}")
-    a = partial_state(scores[..., :split], values[..., :split, :])
-    b = partial_state(scores[..., split:], values[..., split:, :])
-    merged = merge_partials(a, b)
-    direct = (torch.softmax(scores, -1).unsqueeze(-2) @ values).squeeze(-2)  # (..., d_v)
-    err = float((merged.output - direct).abs().max())
-    return SplitMerge(split=split, a=a, b=b, merged=merged, direct=direct, max_abs_error=err)
-
-
-# ----------------------------------------------------------------------------------------------
-# What the Online-softmax page shows, one call per view
-# ----------------------------------------------------------------------------------------------
-
-MAX_TILES = 1024  # tiles one page rerun may run through the eager kernel (~0.1 ms each)
-TRACE_DTYPES: dict[str, torch.dtype] = {
-    "float64": torch.float64,
-    "float32": torch.float32,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-}
-# Badge tolerance of a one-row walk against float64 SDPA, by the dtype of the walk: a few unit
-# roundoffs (2^-53, 2^-24, 2^-11, 2^-8) on outputs of size ≲ 5, including rounding the scores.
-TRACE_TOL: dict[str, float] = {"float64": 1e-12, "float32": 1e-5, "float16": 1e-2, "bfloat16": 1e-1}
-
-
-@dataclass(frozen=True)
-class RowWalk:
-    """One query row of one head, walked block by block, beside its direct answer."""
-
-    scores: torch.Tensor  # (L, S) float64 scaled, masked scores of the head (the heatmap)
-    head: int
-    row: int
-    block_size: int
-    dtype: str  # dtype the walk ran in
-    logit_scale: float  # the row's scores were multiplied by this before the walk
-    trace: OnlineTrace
-    direct: torch.Tensor  # (d_v,) float64 torch SDPA for this row (the oracle)
-    max_abs_diff: float  # max |u_N/ℓ_N − direct|; inf when the walk produced inf/NaN
-    tolerance: float  # TRACE_TOL[dtype]
-
-    @property
-    def query_block(self) -> tuple[int, int]:
-        """Rows of the query tile that holds this row: [start, stop)."""
-        start = self.row // self.block_size * self.block_size
-        return start, min(start + self.block_size, self.scores.shape[0])
-
-
-def walk_row(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    allowed: torch.Tensor | None = None,
-    *,
-    head: int = 0,
-    row: int = 0,
-    block_size: int = 1,
-    scale: float | None = None,
-    slip: str | None = None,
-    dtype: str = "float64",
-    logit_scale: float = 1.0,
-) -> RowWalk:
-    """The step-through of the page: query ``row`` of ``head`` (batch 0) through the (m, ℓ, u)
-    recurrence in blocks of ``block_size`` keys, in ``dtype``, optionally with one of ``SLIPS``.
-
-    q (1, Hq, L, d_k), k (1, Hkv, S, d_k), v (1, Hkv, S, d_v); allowed broadcastable to
-    (1, Hq, L, S), True = may attend. ``logit_scale`` multiplies the row's scores (a sharper
-    row: the fp16 overflow of the no-max slip needs a score above 11.09). The oracle is torch
-    SDPA in float64 with the scale multiplied by ``logit_scale``.
-    """
-    if dtype not in TRACE_DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(TRACE_DTYPES)}, not {dtype!r}")
-    if slip is not None and slip not in SLIPS:
-        raise ValueError(f"unknown slip {slip!r}; choose one of {', '.join(SLIPS)}")
-    if not (math.isfinite(logit_scale) and logit_scale > 0):
-        raise ValueError(f"the logit scale must be a positive number, got {logit_scale}")
-    full = attention(q, k, v, allowed, scale=scale)  # validates shapes and fully masked rows
-    H, L = full.scores.shape[-3], full.scores.shape[-2]
-    if not (0 <= head < H and 0 <= row < L):
-        raise ValueError(f"head {head} / row {row} outside {H} heads × {L} rows")
-    if block_size < 1:
-        raise ValueError(f"block size must be at least 1, got {block_size}")
-    group = check_shapes(q, k, v)
-    scores = full.scores[0, head]  # (L, S)
-    values = expand_kv(v, group)[0, head]  # (S, d_v)
-    trace = _trace(
-        (scores[row] * logit_scale).to(TRACE_DTYPES[dtype]), values.to(TRACE_DTYPES[dtype]), block_size, slip
-    )
-
-    mask_row = None
-    if allowed is not None:
-        mask_row = torch.broadcast_to(torch.as_tensor(allowed, dtype=torch.bool), full.scores.shape)
-        mask_row = mask_row[:1, head : head + 1, row : row + 1]  # (1, 1, 1, S)
-    direct = sdpa_reference(
-        q[:1, head : head + 1, row : row + 1],
-        expand_kv(k, group)[:1, head : head + 1],
-        values[None, None],
-        mask_row,
-        scale=full.scale * logit_scale,
-    )[0, 0, 0]  # (d_v,)
-    return RowWalk(
-        scores=scores,
-        head=head,
-        row=row,
-        block_size=block_size,
-        dtype=dtype,
-        logit_scale=logit_scale,
-        trace=trace,
-        direct=direct,
-        max_abs_diff=max_abs_diff(trace.output.to(torch.float64), direct),
-        tolerance=TRACE_TOL[dtype],
-    )
-
-
-@dataclass(frozen=True)
-class TileView:
-    """The whole input through the tiled kernel at one block size."""
-
-    block_size: int
-    computed: torch.Tensor  # (n_q, n_k) bool, True = the tile ran
-    tiles_computed: int
-    tiles_skipped: int
-    tiles_total: int
-    max_abs_diff: float  # vs torch SDPA (float64)
-    lse_max_abs_diff: float  # lse vs torch.logsumexp of the masked scores
-    sweep: tuple[BlockSweepRow, ...]  # error and tiles at every block size of the ladder
-
-
-def tile_count(L: int, S: int, block_size: int) -> int:
-    """⌈L/b⌉·⌈S/b⌉ square tiles of b queries × b keys."""
-    return -(-L // block_size) * -(-S // block_size)
-
-
-def smallest_block(L: int, S: int, max_tiles: int = MAX_TILES) -> int:
-    """The smallest block size whose tile count stays within ``max_tiles``."""
-    return next(b for b in range(1, max(L, S) + 1) if tile_count(L, S, b) <= max_tiles)
-
-
-def tile_view(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    allowed: torch.Tensor | None = None,
-    *,
-    block_size: int,
-    scale: float | None = None,
-    max_tiles: int = MAX_TILES,
-) -> TileView:
-    """Run ``online_attention`` at ``block_size`` (square tiles) and at a ladder of block sizes
-    (1, 2, 4, … and S) capped at ``max_tiles`` tiles each; compare with torch SDPA. Shapes and
-    mask as ``online_attention``. Raises ValueError over the cap, naming the smallest size."""
-    L, S = q.shape[-2], k.shape[-2]
-    if block_size < 1:
-        raise ValueError(f"block size must be at least 1, got {block_size}")
-    if tile_count(L, S, block_size) > max_tiles:
-        raise ValueError(
-            f"block size {block_size} cuts {L} × {S} into {tile_count(L, S, block_size):,} tiles, over the "
-            f"cap of {max_tiles:,} per rerun; choose a block size of at least {smallest_block(L, S, max_tiles)}"
-        )
-    r = online_attention(q, k, v, allowed, scale=scale, block_size=block_size, query_block_size=block_size)
-    reference = sdpa_reference(q, k, v, allowed, scale=r.scale)
-    scores = attention(q, k, v, allowed, scale=scale).scores
-    computed = torch.zeros(-(-L // block_size), -(-S // block_size), dtype=torch.bool)
-    for i, j in r.computed_tiles:
-        computed[i, j] = True
-    ladder = sorted({b for b in (1 << n for n in range(S.bit_length())) if b <= S} | {S, block_size})
-    ladder = [b for b in ladder if tile_count(L, S, b) <= max_tiles]
-    return TileView(
-        block_size=block_size,
-        computed=computed,
-        tiles_computed=r.tiles_computed,
-        tiles_skipped=r.tiles_skipped,
-        tiles_total=r.tiles_total,
-        max_abs_diff=max_abs_diff(r.output, reference),
-        lse_max_abs_diff=max_abs_diff(r.lse, torch.logsumexp(scores, -1)),
-        sweep=block_size_sweep(q, k, v, allowed, block_sizes=ladder, scale=scale),
-    )
-
-
-def row_split_merge(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    allowed: torch.Tensor | None = None,
-    *,
-    head: int = 0,
-    row: int = 0,
-    split: int = 1,
-    scale: float | None = None,
-) -> SplitMerge:
-    """Split-K for one query row of one head (batch 0): keys [0, split) on "device a", the rest
-    on "device b", partial states merged and compared with softmax over all keys. Shapes and
-    mask as ``walk_row``; a half with no allowed key is the empty state and merges as a no-op."""
-    full = attention(q, k, v, allowed, scale=scale)
-    H, L = full.scores.shape[-3], full.scores.shape[-2]
-    if not (0 <= head < H and 0 <= row < L):
-        raise ValueError(f"head {head} / row {row} outside {H} heads × {L} rows")
-    values = expand_kv(v, check_shapes(q, k, v))[0, head]  # (S, d_v)
-    return split_merge(full.scores[0, head, row], values, split)

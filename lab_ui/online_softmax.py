@@ -1,6 +1,7 @@
 """Figures and widgets of the Online-softmax page: a highlighted tile, the tile grid, the player.
 
-Generic plotting over numbers that attn_core.online computed; no attention math here.
+Generic plotting over numbers that attn_core.online and attn_core.online_views computed; no
+attention math here.
 """
 
 from __future__ import annotations

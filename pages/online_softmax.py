@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from attn_core import memory, online, precision
+from attn_core import memory, online, online_views, precision
 from attn_core.models import list_presets, load_preset
 from attn_core.units import format_bytes_binary, format_flops
 from lab_ui import figures, state
@@ -66,7 +66,7 @@ def step_through() -> None:
         c1, c2 = st.columns(2)
         with c1:
             dtype = state.selectbox(
-                "dtype of the walk", list(online.TRACE_DTYPES), key="os_dtype", default="float16"
+                "dtype of the walk", list(online_views.TRACE_DTYPES), key="os_dtype", default="float16"
             )
         with c2:
             logit_scale = state.slider(
@@ -75,8 +75,8 @@ def step_through() -> None:
         st.caption("Bank's largest score is 1.414; ×10 makes it 14.1, past fp16's e^11.09 = 65,504.")
     args = (qkv.q, qkv.k, qkv.v, mask.allowed)
     kw = dict(head=head, row=row, block_size=block, dtype=dtype, logit_scale=logit_scale)
-    walk = attempt(online.walk_row, *args, **kw)
-    wrong = attempt(online.walk_row, *args, **kw, slip=slip) if slip else None
+    walk = attempt(online_views.walk_row, *args, **kw)
+    wrong = attempt(online_views.walk_row, *args, **kw, slip=slip) if slip else None
     if walk is None or (slip and wrong is None):
         return
     n_steps = len(walk.trace.steps)
@@ -94,7 +94,7 @@ def step_through() -> None:
     ui.player(playing, body)
 
 
-def show_walk(walk: online.RowWalk, step: int, key: str) -> None:
+def show_walk(walk: online_views.RowWalk, step: int, key: str) -> None:
     steps = walk.trace.steps
     scores = walk.scores
     fig = figures.heatmap(
@@ -141,7 +141,7 @@ def show_walk(walk: online.RowWalk, step: int, key: str) -> None:
     table(df, "online_softmax_steps.csv", key=f"os_steps_{key}", hide_index=True)
 
 
-def show_final(walk: online.RowWalk, step: int) -> None:
+def show_final(walk: online_views.RowWalk, step: int) -> None:
     n = len(walk.trace.steps)
     if step < n:
         st.caption(f"u / ℓ after all {n} blocks appears at the last step.")
@@ -158,13 +158,13 @@ def show_final(walk: online.RowWalk, step: int) -> None:
 # -- Tiles & block size -------------------------------------------------------------------------
 def tiles() -> None:
     L, S = qkv.L, qkv.S
-    smallest = online.smallest_block(L, S)
+    smallest = online_views.smallest_block(L, S)
     st.caption(
         f"Square tiles of b queries × b keys. A tile the mask removes entirely is skipped: never "
-        f"multiplied, never exponentiated. Cap: {online.MAX_TILES:,} tiles per rerun (here b ≥ {smallest})."
+        f"multiplied, never exponentiated. Cap: {online_views.MAX_TILES:,} tiles per rerun (here b ≥ {smallest})."
     )
     block = state.slider("block size b", 1, max(L, S), smallest, key="os_tile_block") if max(L, S) > 1 else 1
-    view = attempt(online.tile_view, qkv.q, qkv.k, qkv.v, mask.allowed, block_size=block)
+    view = attempt(online_views.tile_view, qkv.q, qkv.k, qkv.v, mask.allowed, block_size=block)
     if view is None:
         return
     oracle_badge("torch SDPA (float64), whole output", view.max_abs_diff, 1e-12)
@@ -222,7 +222,9 @@ def merge() -> None:
         st.info("Splitting needs at least two keys: pick an input with S ≥ 2.")
         return
     split = state.slider("keys on device a", 1, qkv.S - 1, (qkv.S + 1) // 2, key="os_split")
-    res = attempt(online.row_split_merge, qkv.q, qkv.k, qkv.v, mask.allowed, head=head, row=row, split=split)
+    res = attempt(
+        online_views.row_split_merge, qkv.q, qkv.k, qkv.v, mask.allowed, head=head, row=row, split=split
+    )
     if res is None:
         return
 

@@ -19,12 +19,11 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from attn_core import online
+from attn_core import online, online_views
 from attn_core.attention import attention
 from attn_core.masks import causal_mask, padding_mask, sliding_window_mask
 from attn_core.online import (
     PartialState,
-    block_size_sweep,
     merge_partials,
     online_attention,
     online_softmax_trace,
@@ -34,6 +33,7 @@ from attn_core.online import (
     slip_wrong_sign_rescale,
     split_merge,
 )
+from attn_core.online_views import block_size_sweep
 from attn_core.toy import bank_row
 
 F64 = torch.float64
@@ -398,45 +398,45 @@ def test_walk_row_matches_torch_sdpa_for_every_row_and_head():
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, enable_gqa=True)
     for head in range(4):
         for row in range(6):
-            w = online.walk_row(q, k, v, allowed, head=head, row=row, block_size=2)
+            w = online_views.walk_row(q, k, v, allowed, head=head, row=row, block_size=2)
             assert (w.trace.output - expected[0, head, row]).abs().max() <= TOL64
             assert w.max_abs_diff <= w.tolerance
-    w = online.walk_row(q, k, v, allowed, head=0, row=4, block_size=4)
+    w = online_views.walk_row(q, k, v, allowed, head=0, row=4, block_size=4)
     assert w.query_block == (4, 6)  # rows 4…5: the tile of row 4 at block size 4
     with pytest.raises(ValueError, match="outside"):
-        online.walk_row(q, k, v, head=4)
+        online_views.walk_row(q, k, v, head=4)
     with pytest.raises(ValueError, match="unknown slip"):
-        online.walk_row(q, k, v, slip="typo")
+        online_views.walk_row(q, k, v, slip="typo")
 
 
 def test_walk_row_slips_fail_their_badge():
     q, k, v = qkv(1, 1, 1, 1, 12, seed=2)
-    w = online.walk_row(q, k, v, block_size=3, slip="l_not_u")
+    w = online_views.walk_row(q, k, v, block_size=3, slip="l_not_u")
     assert w.max_abs_diff > w.tolerance
     bank = bank_row()
     b = (bank.q[None, None], bank.k[None, None], bank.v[None, None])
-    assert online.walk_row(*b, slip="wrong_sign").max_abs_diff > 0.1
-    overflow = online.walk_row(*b, slip="no_max", dtype="float16", logit_scale=10.0)
+    assert online_views.walk_row(*b, slip="wrong_sign").max_abs_diff > 0.1
+    overflow = online_views.walk_row(*b, slip="no_max", dtype="float16", logit_scale=10.0)
     assert overflow.max_abs_diff == math.inf  # NaN output: the oracle diff reports inf
-    fine = online.walk_row(*b, dtype="float16", logit_scale=10.0)
+    fine = online_views.walk_row(*b, dtype="float16", logit_scale=10.0)
     assert fine.max_abs_diff <= fine.tolerance
 
 
 def test_tile_view_counts_and_cap():
     q, k, v = qkv(1, 2, 2, 20, 20)
-    view = online.tile_view(q, k, v, causal_mask(20, 20), block_size=5)
+    view = online_views.tile_view(q, k, v, causal_mask(20, 20), block_size=5)
     assert (view.tiles_computed, view.tiles_skipped, view.tiles_total) == (10, 6, 16)
     assert view.computed.tolist() == [[j <= i for j in range(4)] for i in range(4)]
     assert view.max_abs_diff <= TOL64 and view.lse_max_abs_diff <= TOL64
     assert [r.block_size for r in view.sweep] == [1, 2, 4, 5, 8, 16, 20]
-    assert online.smallest_block(200, 200) == 7  # ⌈200/7⌉² = 841 ≤ 1,024 < ⌈200/6⌉² = 1,156
+    assert online_views.smallest_block(200, 200) == 7  # ⌈200/7⌉² = 841 ≤ 1,024 < ⌈200/6⌉² = 1,156
     with pytest.raises(ValueError, match="at least 7"):
-        online.tile_view(*qkv(1, 1, 1, 200, 200, d=2, dv=2), block_size=6)
+        online_views.tile_view(*qkv(1, 1, 1, 200, 200, d=2, dv=2), block_size=6)
 
 
 def test_row_split_merge_matches_sdpa():
     q, k, v = qkv(1, 2, 1, 5, 10)
     expected = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
     for split in (1, 5, 9):
-        res = online.row_split_merge(q, k, v, head=1, row=2, split=split)
+        res = online_views.row_split_merge(q, k, v, head=1, row=2, split=split)
         assert (res.merged.output - expected[0, 1, 2]).abs().max() <= 1e-14

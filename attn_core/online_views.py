@@ -1,0 +1,255 @@
+"""What the Online-softmax page shows, one call per view (card 15).
+
+Each view runs the code of ``attn_core.online`` (the one-row recurrence, the tiled kernel, the
+merge) on the page's input and sets it beside an independent oracle (torch SDPA in float64,
+plain ``attention``). Mask convention: boolean, True = may attend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from attn_core.attention import attention, check_shapes, expand_kv
+from attn_core.masks import causal_mask
+from attn_core.online import SLIPS, OnlineTrace, SplitMerge, _trace, online_attention, split_merge
+from attn_core.oracle import max_abs_diff, sdpa_reference
+
+MAX_TILES = 1024  # tiles one page rerun may run through the eager kernel (~0.1 ms each)
+TRACE_DTYPES: dict[str, torch.dtype] = {
+    "float64": torch.float64,
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+}
+# Badge tolerance of a one-row walk against float64 SDPA, by the dtype of the walk: a few unit
+# roundoffs (2^-53, 2^-24, 2^-11, 2^-8) on outputs of size ≲ 5, including rounding the scores.
+TRACE_TOL: dict[str, float] = {"float64": 1e-12, "float32": 1e-5, "float16": 1e-2, "bfloat16": 1e-1}
+
+
+# ----------------------------------------------------------------------------------------------
+# One row, step by step
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RowWalk:
+    """One query row of one head, walked block by block, beside its direct answer."""
+
+    scores: torch.Tensor  # (L, S) float64 scaled, masked scores of the head (the heatmap)
+    head: int
+    row: int
+    block_size: int
+    dtype: str  # dtype the walk ran in
+    logit_scale: float  # the row's scores were multiplied by this before the walk
+    trace: OnlineTrace
+    direct: torch.Tensor  # (d_v,) float64 torch SDPA for this row (the oracle)
+    max_abs_diff: float  # max |u_N/ℓ_N − direct|; inf when the walk produced inf/NaN
+    tolerance: float  # TRACE_TOL[dtype]
+
+    @property
+    def query_block(self) -> tuple[int, int]:
+        """Rows of the query tile that holds this row: [start, stop)."""
+        start = self.row // self.block_size * self.block_size
+        return start, min(start + self.block_size, self.scores.shape[0])
+
+
+def walk_row(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    allowed: torch.Tensor | None = None,
+    *,
+    head: int = 0,
+    row: int = 0,
+    block_size: int = 1,
+    scale: float | None = None,
+    slip: str | None = None,
+    dtype: str = "float64",
+    logit_scale: float = 1.0,
+) -> RowWalk:
+    """The step-through of the page: query ``row`` of ``head`` (batch 0) through the (m, ℓ, u)
+    recurrence in blocks of ``block_size`` keys, in ``dtype``, optionally with one of ``SLIPS``.
+
+    q (1, Hq, L, d_k), k (1, Hkv, S, d_k), v (1, Hkv, S, d_v); allowed broadcastable to
+    (1, Hq, L, S), True = may attend. ``logit_scale`` multiplies the row's scores (a sharper
+    row: the fp16 overflow of the no-max slip needs a score above 11.09). The oracle is torch
+    SDPA in float64 with the scale multiplied by ``logit_scale``.
+    """
+    if dtype not in TRACE_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(TRACE_DTYPES)}, not {dtype!r}")
+    if slip is not None and slip not in SLIPS:
+        raise ValueError(f"unknown slip {slip!r}; choose one of {', '.join(SLIPS)}")
+    if not (math.isfinite(logit_scale) and logit_scale > 0):
+        raise ValueError(f"the logit scale must be a positive number, got {logit_scale}")
+    full = attention(q, k, v, allowed, scale=scale)  # validates shapes and fully masked rows
+    H, L = full.scores.shape[-3], full.scores.shape[-2]
+    if not (0 <= head < H and 0 <= row < L):
+        raise ValueError(f"head {head} / row {row} outside {H} heads × {L} rows")
+    if block_size < 1:
+        raise ValueError(f"block size must be at least 1, got {block_size}")
+    group = check_shapes(q, k, v)
+    scores = full.scores[0, head]  # (L, S)
+    values = expand_kv(v, group)[0, head]  # (S, d_v)
+    trace = _trace(
+        (scores[row] * logit_scale).to(TRACE_DTYPES[dtype]), values.to(TRACE_DTYPES[dtype]), block_size, slip
+    )
+
+    mask_row = None
+    if allowed is not None:
+        mask_row = torch.broadcast_to(torch.as_tensor(allowed, dtype=torch.bool), full.scores.shape)
+        mask_row = mask_row[:1, head : head + 1, row : row + 1]  # (1, 1, 1, S)
+    direct = sdpa_reference(
+        q[:1, head : head + 1, row : row + 1],
+        expand_kv(k, group)[:1, head : head + 1],
+        values[None, None],
+        mask_row,
+        scale=full.scale * logit_scale,
+    )[0, 0, 0]  # (d_v,)
+    return RowWalk(
+        scores=scores,
+        head=head,
+        row=row,
+        block_size=block_size,
+        dtype=dtype,
+        logit_scale=logit_scale,
+        trace=trace,
+        direct=direct,
+        max_abs_diff=max_abs_diff(trace.output.to(torch.float64), direct),
+        tolerance=TRACE_TOL[dtype],
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# The whole input, tile by tile, at one block size and across a ladder of them
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BlockSweepRow:
+    block_size: int
+    tiles_computed: int
+    tiles_skipped: int
+    tiles_total: int
+    max_abs_error: float  # max |online - attention| over the whole output, same dtype
+
+
+def block_size_sweep(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    allowed: torch.Tensor | None = None,
+    *,
+    block_sizes: Sequence[int],
+    causal: bool = False,
+    scale: float | None = None,
+) -> tuple[BlockSweepRow, ...]:
+    """For each block size (queries and keys alike): tiles computed/skipped and the max error
+    against plain ``attention`` in the same dtype. Shapes and mask as ``online_attention``."""
+    if causal:
+        cm = causal_mask(q.shape[-2], k.shape[-2]).to(q.device)  # (L, S), bottom-right
+        mask = cm if allowed is None else (torch.as_tensor(allowed, dtype=torch.bool) & cm)
+    else:
+        mask = allowed
+    reference = attention(q, k, v, mask, scale=scale).output
+    rows = []
+    for b in block_sizes:
+        r = online_attention(q, k, v, mask, scale=scale, block_size=int(b), query_block_size=int(b))
+        err = float((r.output - reference).abs().max())
+        rows.append(BlockSweepRow(int(b), r.tiles_computed, r.tiles_skipped, r.tiles_total, err))
+    return tuple(rows)
+
+
+@dataclass(frozen=True)
+class TileView:
+    """The whole input through the tiled kernel at one block size."""
+
+    block_size: int
+    computed: torch.Tensor  # (n_q, n_k) bool, True = the tile ran
+    tiles_computed: int
+    tiles_skipped: int
+    tiles_total: int
+    max_abs_diff: float  # vs torch SDPA (float64)
+    lse_max_abs_diff: float  # lse vs torch.logsumexp of the masked scores
+    sweep: tuple[BlockSweepRow, ...]  # error and tiles at every block size of the ladder
+
+
+def tile_count(L: int, S: int, block_size: int) -> int:
+    """⌈L/b⌉·⌈S/b⌉ square tiles of b queries × b keys."""
+    return -(-L // block_size) * -(-S // block_size)
+
+
+def smallest_block(L: int, S: int, max_tiles: int = MAX_TILES) -> int:
+    """The smallest block size whose tile count stays within ``max_tiles``."""
+    return next(b for b in range(1, max(L, S) + 1) if tile_count(L, S, b) <= max_tiles)
+
+
+def tile_view(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    allowed: torch.Tensor | None = None,
+    *,
+    block_size: int,
+    scale: float | None = None,
+    max_tiles: int = MAX_TILES,
+) -> TileView:
+    """Run ``online_attention`` at ``block_size`` (square tiles) and at a ladder of block sizes
+    (1, 2, 4, … and S) capped at ``max_tiles`` tiles each; compare with torch SDPA. Shapes and
+    mask as ``online_attention``. Raises ValueError over the cap, naming the smallest size."""
+    L, S = q.shape[-2], k.shape[-2]
+    if block_size < 1:
+        raise ValueError(f"block size must be at least 1, got {block_size}")
+    if tile_count(L, S, block_size) > max_tiles:
+        raise ValueError(
+            f"block size {block_size} cuts {L} × {S} into {tile_count(L, S, block_size):,} tiles, over the "
+            f"cap of {max_tiles:,} per rerun; choose a block size of at least {smallest_block(L, S, max_tiles)}"
+        )
+    r = online_attention(q, k, v, allowed, scale=scale, block_size=block_size, query_block_size=block_size)
+    reference = sdpa_reference(q, k, v, allowed, scale=r.scale)
+    scores = attention(q, k, v, allowed, scale=scale).scores
+    computed = torch.zeros(-(-L // block_size), -(-S // block_size), dtype=torch.bool)
+    for i, j in r.computed_tiles:
+        computed[i, j] = True
+    ladder = sorted({b for b in (1 << n for n in range(S.bit_length())) if b <= S} | {S, block_size})
+    ladder = [b for b in ladder if tile_count(L, S, b) <= max_tiles]
+    return TileView(
+        block_size=block_size,
+        computed=computed,
+        tiles_computed=r.tiles_computed,
+        tiles_skipped=r.tiles_skipped,
+        tiles_total=r.tiles_total,
+        max_abs_diff=max_abs_diff(r.output, reference),
+        lse_max_abs_diff=max_abs_diff(r.lse, torch.logsumexp(scores, -1)),
+        sweep=block_size_sweep(q, k, v, allowed, block_sizes=ladder, scale=scale),
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Split-K for one row
+# ----------------------------------------------------------------------------------------------
+
+
+def row_split_merge(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    allowed: torch.Tensor | None = None,
+    *,
+    head: int = 0,
+    row: int = 0,
+    split: int = 1,
+    scale: float | None = None,
+) -> SplitMerge:
+    """Split-K for one query row of one head (batch 0): keys [0, split) on "device a", the rest
+    on "device b", partial states merged and compared with softmax over all keys. Shapes and
+    mask as ``walk_row``; a half with no allowed key is the empty state and merges as a no-op."""
+    full = attention(q, k, v, allowed, scale=scale)
+    H, L = full.scores.shape[-3], full.scores.shape[-2]
+    if not (0 <= head < H and 0 <= row < L):
+        raise ValueError(f"head {head} / row {row} outside {H} heads × {L} rows")
+    values = expand_kv(v, check_shapes(q, k, v))[0, head]  # (S, d_v)
+    return split_merge(full.scores[0, head, row], values, split)
