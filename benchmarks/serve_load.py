@@ -32,6 +32,7 @@ import contextlib
 import math
 import os
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -130,6 +131,7 @@ def serve(port: int | None = None) -> Iterator[Server]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(15)
+        shutil.rmtree(log_dir, ignore_errors=True)  # errors above already quote its tail
 
 
 def rss_kib(pid: int) -> tuple[int, int]:
