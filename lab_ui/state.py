@@ -22,6 +22,9 @@ _KEEP = "_keep_"
 def _seed(key: str, default: T, parse: Callable[[str], T], valid: Callable[[T], bool]) -> None:
     """Put a valid starting value into st.session_state[key] before the widget is created."""
     if key in st.session_state and valid(st.session_state[key]):
+        # Re-assert the value: the same key on another page is a new widget (a new id) and would
+        # otherwise start from its own default instead of the value the user left.
+        st.session_state[key] = st.session_state[key]
         return
     candidates: list[Any] = []
     if _KEEP + key in st.session_state:

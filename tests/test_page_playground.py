@@ -149,3 +149,17 @@ def test_projector_mode_enlarges_figures(app):
     big = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["font"]["size"]
     assert big > base
     assert not at.exception
+
+
+def test_choices_survive_a_page_switch_and_are_shared(app):
+    # Never lose a user's work: the Gradients page reads the same input, and coming back to the
+    # Playground finds it as it was left.
+    at = app(PAGE)
+    at.radio(key="in_src").set_value("random").run()
+    at.slider(key="in_L").set_value(9).run()
+    at.switch_page("pages/gradients.py").run()
+    assert not at.exception
+    assert at.slider(key="in_L").value == 9
+    at.switch_page(PAGE).run()
+    assert at.radio(key="in_src").value == "random"
+    assert metric(at, "L (queries)") == "9"
