@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from torch.nn.attention.bias import causal_lower_right
 
 from attn_core import slips
 from attn_core.attention import attention, default_scale, stable_softmax
@@ -428,6 +427,9 @@ def cached_block(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, P: int) -> C
     br, tl = causal_mask(L, T, "bottom_right"), causal_mask(L, T, "top_left")
     out_br = attention(q_new, k, v, br).output
     out_tl = attention(q_new, k, v, tl).output
+    # Imported here: torch.nn.attention.bias pulls in torch._dynamo, ~1.2 s on every app start.
+    from torch.nn.attention.bias import causal_lower_right
+
     sdpa_lr = F.scaled_dot_product_attention(q_new, k, v, attn_mask=causal_lower_right(L, T), dropout_p=0.0)
     sdpa_causal = F.scaled_dot_product_attention(q_new, k, v, is_causal=True, dropout_p=0.0)
     return CachedBlockReport(
