@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import contextlib
 import math
 import os
@@ -439,8 +440,12 @@ async def run_load_async(server: Server, cfg: LoadConfig) -> LoadResult:
 
 
 def run_load(server: Server, cfg: LoadConfig) -> LoadResult:
-    """Drive `cfg.sessions` simulated students against a running server (blocking)."""
-    return asyncio.run(run_load_async(server, cfg))
+    """Drive `cfg.sessions` simulated students against a running server (blocking).
+
+    The event loop runs in a worker thread, so this also works from a thread that already has a
+    running loop (pytest after Playwright's sync API, which keeps one in the main thread)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, run_load_async(server, cfg)).result()
 
 
 # --------------------------------------------------------------------------------------------

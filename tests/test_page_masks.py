@@ -297,6 +297,8 @@ def test_masks_page_in_browser(server_url, page):
     slider.focus()
     page.keyboard.press("ArrowLeft")
     expect(slider).to_have_value("2")
+    # The rerun starts after the slider's debounce: wait for its effect, not just for idle.
+    page.wait_for_function("location.search.includes('mk_P=2')")
     wait_idle(page)
     assert "mk_P=2" in page.url  # the view is in the address bar (P = 4 would be the default, dropped)
     assert page.get_by_text("12 valid pairs dropped").count() >= 1  # P · L = 2 · 6
