@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -44,51 +41,21 @@ def app():
     return make
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def load_benchmark(name: str):
+    """Import benchmarks/<name>.py (not a package) as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="session")
 def server_url():
-    """Serve the app headless on a free loopback port for the whole session."""
-    port = _free_port()
-    ARTIFACTS.mkdir(exist_ok=True)
-    log = open(ARTIFACTS / "server.log", "w")  # noqa: SIM115 - closed in the finally below
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-        ],
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(120):
-            try:
-                if urllib.request.urlopen(url + "/_stcore/health", timeout=1).status == 200:
-                    break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            raise RuntimeError("streamlit did not become healthy in 60 s; see test-artifacts/server.log")
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        log.close()
+    """Serve the app headless on a free loopback port for the whole session (the same
+    `serve()` the load benchmark uses: it waits for /_stcore/health and always stops the server)."""
+    with load_benchmark("serve_load").serve() as server:
+        yield server.http
 
 
 @pytest.fixture(scope="session")
@@ -107,6 +74,7 @@ def browser():
 @pytest.fixture
 def page(browser):
     """A new page that records console errors; the test fails if any appear."""
+    ARTIFACTS.mkdir(exist_ok=True)  # screenshots go here
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     pg = context.new_page()
     pg.console_errors = []

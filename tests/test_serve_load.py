@@ -10,28 +10,19 @@ this catches both. No latency is asserted: speed is the benchmark's job, not a t
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load_benchmark():
-    spec = importlib.util.spec_from_file_location("serve_load", ROOT / "benchmarks" / "serve_load.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(120)  # server start (~5-15 s on a busy 2-core machine) + 3 s of load
 def test_two_sessions_rerun_the_playground_without_exceptions():
-    sl = _load_benchmark()
+    sl = load_benchmark("serve_load")
     cfg = sl.LoadConfig(sessions=2, duration_s=3.0, think_s=0.3, jitter=0.5, ramp_s=0.2, rerun_timeout_s=30)
     with sl.serve() as server:
         res = sl.run_load(server, cfg)
