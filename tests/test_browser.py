@@ -32,7 +32,9 @@ def test_page_renders_without_errors(server_url, page, info):
 
 def test_playground_interaction_in_browser(server_url, page):
     """Shared link → random input; moving a slider reruns and the SDPA badge stays green."""
-    page.goto(f"{server_url}/playground?in_src=random&in_L=5&in_S=7&in_mask=causal+%28bottom-right%2C+cached+prefix%29")
+    page.goto(
+        f"{server_url}/playground?in_src=random&in_L=5&in_S=7&in_mask=causal+%28bottom-right%2C+cached+prefix%29"
+    )
     wait_idle(page, 60_000)
     page.wait_for_selector(CHART, timeout=60_000)
     slider = page.get_by_role("slider", name="L (queries)")
