@@ -53,26 +53,27 @@ def _parse_bool(raw: str) -> bool:
     raise ValueError(raw)
 
 
-def selectbox(label: str, options: Sequence[T], key: str, default: T | None = None, **kwargs) -> T:
-    """st.selectbox over ``options`` mirrored to the URL; a stale value not in options resets."""
+def _choice(
+    widget: Callable[..., T], label: str, options: Sequence[T], key: str, default: T | None, **kwargs
+) -> T:
+    """A one-of-options widget mirrored to the URL; a stale value not in options resets."""
     options = list(options)
     default = options[0] if default is None else default
     by_text = {str(o): o for o in options}
     _seed(key, default, lambda raw: by_text.get(raw, raw), lambda v: v in options)
-    value = st.selectbox(label, options, key=key, **kwargs)
+    value = widget(label, options, key=key, **kwargs)
     _publish(key, value, default)
     return value
+
+
+def selectbox(label: str, options: Sequence[T], key: str, default: T | None = None, **kwargs) -> T:
+    """st.selectbox mirrored to the URL."""
+    return _choice(st.selectbox, label, options, key, default, **kwargs)
 
 
 def radio(label: str, options: Sequence[T], key: str, default: T | None = None, **kwargs) -> T:
     """st.radio mirrored to the URL."""
-    options = list(options)
-    default = options[0] if default is None else default
-    by_text = {str(o): o for o in options}
-    _seed(key, default, lambda raw: by_text.get(raw, raw), lambda v: v in options)
-    value = st.radio(label, options, key=key, **kwargs)
-    _publish(key, value, default)
-    return value
+    return _choice(st.radio, label, options, key, default, **kwargs)
 
 
 def slider(label: str, min_value: T, max_value: T, default: T, key: str, **kwargs) -> T:
