@@ -39,8 +39,6 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from attn_core.attention import attention
 from attn_core.masks import causal_mask
 from attn_core.online import online_attention

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +25,6 @@ from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 @dataclass(frozen=True)
