@@ -1,94 +1,82 @@
 """attn_core: scaled dot-product attention, derived, computed and checked.
 
-Imports torch/numpy only — never streamlit or plotly. Mask convention: True = may attend.
+The rooms, each with one job (its ``__init__`` or module docstring says which):
+
+- the math, one derivation per module: ``attention``, ``masks``, ``backward``, ``online``,
+  ``jacobian``, ``finite_diff``, ``stats``; ``oracle`` holds the independent references and every
+  tolerance with its argument. These import torch and numpy only.
+- ``slips/``: the common mistakes, one registry per family. ``experiments/``: the studies the
+  pages show (leakage, conventions, equivariance, precision). Both import the math.
+- ``explore/``: one module per page, everything that page shows computed in one call.
+- ``cost/``: the cost model (shapes, FLOPs, memory, serving, GPUs, units, CLI); numpy only.
+
+Never imports streamlit or plotly. Mask convention everywhere: True = may attend.
+
+The public names below load on first use (PEP 562), so that ``python -m attn_core cost …``
+never pays for importing torch.
 """
 
-from attn_core.attention import AttentionResult, attention, default_scale, logsumexp, stable_softmax
-from attn_core.backward import BackwardResult, attention_backward
-from attn_core.conventions import ConventionsReport, compare_conventions, convert
-from attn_core.costs import CostReport, cost_report, crossover_seq_len, kv_cache_bytes, layer_flops
-from attn_core.equivariance import BosShare, PermutationReport, bos_share, permutation_test
-from attn_core.finite_diff import FiniteDifferences, finite_differences
-from attn_core.gpus import GPU, list_gpus, load_gpu
-from attn_core.jacobian import gershgorin_bound, jacobian_spectrum, softmax_jacobian, softmax_jvp
-from attn_core.leakage import (
-    CachedBlockReport,
-    DecodeReport,
-    PerturbationReport,
-    cached_block,
-    decode_with_kv_cache,
-    perturbation_experiment,
-)
-from attn_core.mask_gallery import MaskView, gallery_mask
-from attn_core.masks import allowed_fraction, causal_mask, padding_mask, sliding_window_mask
-from attn_core.memory import MemoryBill, memory_bill
-from attn_core.models import ConfigError, ModelShape, from_hf_config, list_presets, load_preset
-from attn_core.online import (
-    MergeResult,
-    OnlineResult,
-    OnlineTrace,
-    PartialState,
-    merge_partials,
-    online_attention,
-    online_softmax_trace,
-)
-from attn_core.precision import PrecisionRow, precision_study
+from __future__ import annotations
 
-__all__ = [
-    "GPU",
-    "AttentionResult",
-    "BackwardResult",
-    "BosShare",
-    "CachedBlockReport",
-    "ConfigError",
-    "ConventionsReport",
-    "CostReport",
-    "DecodeReport",
-    "FiniteDifferences",
-    "MaskView",
-    "MemoryBill",
-    "MergeResult",
-    "ModelShape",
-    "OnlineResult",
-    "OnlineTrace",
-    "PartialState",
-    "PermutationReport",
-    "PerturbationReport",
-    "PrecisionRow",
-    "allowed_fraction",
-    "attention",
-    "attention_backward",
-    "bos_share",
-    "cached_block",
-    "causal_mask",
-    "compare_conventions",
-    "convert",
-    "cost_report",
-    "crossover_seq_len",
-    "decode_with_kv_cache",
-    "default_scale",
-    "finite_differences",
-    "from_hf_config",
-    "gallery_mask",
-    "gershgorin_bound",
-    "jacobian_spectrum",
-    "kv_cache_bytes",
-    "layer_flops",
-    "list_gpus",
-    "list_presets",
-    "load_gpu",
-    "load_preset",
-    "logsumexp",
-    "memory_bill",
-    "merge_partials",
-    "online_attention",
-    "online_softmax_trace",
-    "padding_mask",
-    "permutation_test",
-    "perturbation_experiment",
-    "precision_study",
-    "sliding_window_mask",
-    "softmax_jacobian",
-    "softmax_jvp",
-    "stable_softmax",
-]
+import importlib
+from typing import Any
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(
+        ["AttentionResult", "attention", "default_scale", "logsumexp", "stable_softmax"], "attention"
+    ),
+    **dict.fromkeys(["allowed_fraction", "causal_mask", "padding_mask", "sliding_window_mask"], "masks"),
+    **dict.fromkeys(["BackwardResult", "attention_backward"], "backward"),
+    **dict.fromkeys(
+        [
+            "MergeResult",
+            "OnlineResult",
+            "OnlineTrace",
+            "PartialState",
+            "merge_partials",
+            "online_attention",
+            "online_softmax_trace",
+        ],
+        "online",
+    ),
+    **dict.fromkeys(["gershgorin_bound", "jacobian_spectrum", "softmax_jacobian", "softmax_jvp"], "jacobian"),
+    **dict.fromkeys(["FiniteDifferences", "finite_differences"], "finite_diff"),
+    **dict.fromkeys(["ConventionsReport", "compare_conventions", "convert"], "conventions"),
+    **dict.fromkeys(["BosShare", "PermutationReport", "bos_share", "permutation_test"], "equivariance"),
+    **dict.fromkeys(
+        [
+            "CachedBlockReport",
+            "DecodeReport",
+            "PerturbationReport",
+            "cached_block",
+            "decode_with_kv_cache",
+            "perturbation_experiment",
+        ],
+        "leakage",
+    ),
+    **dict.fromkeys(["PrecisionRow", "precision_study"], "precision"),
+    **dict.fromkeys(["MaskView", "gallery_mask"], "mask_gallery"),
+    # the cost model: numpy only
+    **dict.fromkeys(
+        ["CostReport", "cost_report", "crossover_seq_len", "kv_cache_bytes", "layer_flops"], "costs"
+    ),
+    **dict.fromkeys(["GPU", "list_gpus", "load_gpu"], "gpus"),
+    **dict.fromkeys(["MemoryBill", "memory_bill"], "memory"),
+    **dict.fromkeys(["ConfigError", "ModelShape", "from_hf_config", "list_presets", "load_preset"], "models"),
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'attn_core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"attn_core.{module}"), name)
+    globals()[name] = value  # later lookups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
