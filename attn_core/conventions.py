@@ -20,14 +20,10 @@ import torch
 import torch.nn.functional as F
 
 from attn_core.attention import attention
-from attn_core.oracle import max_abs_diff
+from attn_core.oracle import AGREE_TOL, max_abs_diff
 
 Convention = Literal["allowed", "blocked", "additive"]
 CONVENTIONS: tuple[Convention, ...] = ("allowed", "blocked", "additive")
-
-# Our float64 reference and torch's kernels differ only in summation order: ~S · 2^-53 · max|v|,
-# under 1e-14 for S ≤ 64 and |v| ≈ 3. 1e-12 leaves room and still flags any wrong mask (O(0.1)).
-AGREE_TOL = 1e-12
 
 
 def to_allowed(mask: torch.Tensor, convention: Convention) -> torch.Tensor:

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.attention import attention
+from attn_core.limits import LIMITS
 from attn_core.masks import causal_mask
 
 F64 = torch.float64
-MAX_TOKENS = 32  # a permutation typed by hand, one heatmap row per token
+MAX_TOKENS = LIMITS.permutation_tokens
 
 
 def embed_words(words: Sequence[str], d_model: int = 8, seed: int = 0) -> torch.Tensor:

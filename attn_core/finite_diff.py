@@ -9,7 +9,7 @@ each loss carries a rounding error δ ≈ c · u · Σ|O ⊙ G| (u = 2⁻⁵³, 
 chain of float operations), and dividing the difference by 2ε turns it into ~δ/ε, which grows as
 ε shrinks. `FiniteDifferences.bound` adds both, with |∂³L| estimated from the two largest ε.
 
-Cost: 2 forward passes per coordinate per ε, so sizes are capped (`FD_LIMITS`). The perturbed
+Cost: 2 forward passes per coordinate per ε, so sizes are capped (`LIMITS.fd_*`). The perturbed
 copies run as one batched forward, in chunks that keep memory bounded.
 """
 
@@ -21,19 +21,10 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.attention import attention, check_shapes
+from attn_core.dtypes import UNIT_ROUNDOFF
+from attn_core.limits import LIMITS
 
 DEFAULT_EPS = (1e-4, 1e-5, 1e-6)
-UNIT_ROUNDOFF = 2.0**-53  # float64
-
-
-@dataclass(frozen=True)
-class FDLimits:
-    max_coordinates: int = 1024  # numel(Q) + numel(K) + numel(V): 2 · 1024 · 3 = 6,144 forward passes
-    max_work: int = 2**21  # coordinates × entries of S: bounds the total score entries computed per ε
-    chunk_entries: int = 2**21  # score entries per batched forward call (~16 MiB per float64 tensor)
-
-
-FD_LIMITS = FDLimits()
 
 
 @dataclass(frozen=True)
@@ -69,15 +60,15 @@ def finite_difference_cost(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) ->
 def check_finite_difference_size(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     """Raise ValueError (with the caps in the message) when finite differences would be too costly."""
     coordinates, work = finite_difference_cost(q, k, v)
-    if coordinates > FD_LIMITS.max_coordinates:
+    if coordinates > LIMITS.fd_coordinates:
         raise ValueError(
             f"finite differences need 2 forward passes per input coordinate and ε; Q, K, V have "
-            f"{coordinates:,} coordinates, above the cap of {FD_LIMITS.max_coordinates:,}"
+            f"{coordinates:,} coordinates, above the cap of {LIMITS.fd_coordinates:,}"
         )
-    if work > FD_LIMITS.max_work:
+    if work > LIMITS.fd_work:
         raise ValueError(
             f"finite differences here would compute {work:,} score entries per ε and side, above the "
-            f"cap of {FD_LIMITS.max_work:,}: use fewer tokens or heads"
+            f"cap of {LIMITS.fd_work:,}: use fewer tokens or heads"
         )
 
 
@@ -109,7 +100,7 @@ def finite_differences(
     """Central differences of L = ⟨attention(q, k, v).output, G⟩ for every coordinate, per ε.
 
     Shapes, mask (True = may attend) and GQA as `attention`; grad_output G has O's shape. Runs in
-    float64 whatever the input dtype. Raises ValueError above the size caps (`FD_LIMITS`)."""
+    float64 whatever the input dtype. Raises ValueError above the size caps (`LIMITS.fd_*`)."""
     check_shapes(q, k, v)
     check_finite_difference_size(q, k, v)
     if not eps or any(not e > 0 for e in eps):
@@ -124,7 +115,7 @@ def finite_differences(
     theta = torch.cat([q.reshape(-1), k.reshape(-1), v.reshape(-1)])  # (N,)
     N = theta.numel()
     per_copy = max(1, finite_difference_cost(q, k, v)[1] // N)
-    chunk = max(1, FD_LIMITS.chunk_entries // per_copy)
+    chunk = max(1, LIMITS.fd_chunk_entries // per_copy)
 
     estimates = []
     for e in eps:
@@ -153,7 +144,7 @@ def finite_differences(
     # deep), then numel(O) products o·g are summed pairwise (log₂ numel(O) levels). Each rounding
     # is at most u relative, so δ ≲ chain · u · Σ|O ⊙ G| (first-order worst case).
     chain = q.shape[-1] + 2 * k.shape[-2] + v.shape[-1] + math.ceil(math.log2(base.output.numel() + 1))
-    delta = chain * UNIT_ROUNDOFF * float((base.output * G).abs().sum())
+    delta = chain * UNIT_ROUNDOFF["float64"] * float((base.output * G).abs().sum())
     # Two losses enter each difference: rounding contributes ≤ 2δ / 2ε = δ/ε, doubled for the step.
     bound = tuple(SAFETY * e**2 / 6 * third + 2 * delta / e for e in eps)
 

@@ -16,7 +16,6 @@ import torch
 
 from attn_core.attention import check_shapes, expand_kv, stable_softmax
 from attn_core.backward import GRADIENT_SLIPS, BackwardResult, attention_backward
-from attn_core.checks import Check
 from attn_core.finite_diff import (
     FiniteDifferences,
     check_finite_difference_size,
@@ -32,13 +31,14 @@ from attn_core.jacobian import (
     largest_eigenvalue,
     saturation_sweep,
 )
-from attn_core.oracle import max_abs_diff, sdpa_reference
+from attn_core.limits import LIMITS
+from attn_core.oracle import J_EIG, J_EXACT, RANK_RESOLVABLE, Check, max_abs_diff, sdpa_reference
 
 F64 = torch.float64
 # The full T × T Jacobian (heatmap, every eigenvalue) is formed for rows of up to 64 allowed keys:
 # a dense eigendecomposition costs O(T³) (~100 ms at T = 512 here) and a 512 × 512 heatmap is ~1 MB.
 # λ_max, ‖J‖_F and the Gershgorin bound are O(T) and shown for every row.
-JACOBIAN_MAX_KEYS = 64
+JACOBIAN_MAX_KEYS = LIMITS.jacobian_keys
 UPSTREAM_KINDS = ("toy: g = (−1, 0, …) on every row", "random (seeded)", "typed")
 
 
@@ -226,7 +226,7 @@ def explore_gradients(
     """The backward pass of attention on qkv with upstream G, checked three ways, plus card 4 on
     row ``row`` of head ``head`` at temperature τ (p = softmax(s / τ) over its allowed keys).
 
-    Finite differences run only under `FD_LIMITS`; otherwise ``finite_note`` says why not."""
+    Finite differences run only under `LIMITS.fd_*`; otherwise ``finite_note`` says why not."""
     if not (math.isfinite(temperature) and temperature > 0):
         raise ValueError(f"temperature must be a positive number, got {temperature}")
     if not math.isfinite(lr):
@@ -312,12 +312,6 @@ def explore_gradients(
         step=step,
         tolerance=tol,
     )
-
-
-# Card 4's identities hold to a few ulps of float64 for entries ≤ 1/4 (see tests/test_jacobian.py).
-J_EXACT = 1e-15
-J_EIG = 1e-14
-RANK_RESOLVABLE = 1e-10
 
 
 def _jacobian_checks(spec: JacobianSpectrum | None, lam: float, bound: float) -> list[Check]:

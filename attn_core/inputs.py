@@ -14,23 +14,10 @@ from dataclasses import dataclass
 import torch
 
 from attn_core import toy
+from attn_core.limits import LIMITS
 from attn_core.masks import causal_mask, padding_mask, sliding_window_mask
 
 F64 = torch.float64
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_len: int = 512  # L and S: a 512×512 heatmap is ~1 MB of float32 JSON per figure
-    max_width: int = 256  # d_k and d_v
-    max_heads: int = 16
-    max_custom_len: int = 32  # typed matrices: rows beyond this are not hand-typing anymore
-    # heads · L · S · (d_k + d_v): the multiply-adds of QKᵀ and PV. 2^25 keeps a float64 rerun
-    # (ours + the SDPA check) near 0.1 s on one core, e.g. 512 × 512 with d_k + d_v = 128.
-    max_work: int = 2**25
-
-
-LIMITS = Limits()
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from attn_core.oracle import RANK_TOL
 from attn_core.stats import temperature_sweep
 
 
@@ -66,12 +67,6 @@ class JacobianSpectrum:
     ones_residual: float  # ‖J·1‖_∞, 0 up to rounding: raising every score moves nothing
     symmetry_gap: float  # max |J − Jᵀ|
     rank: int  # numerical rank; T − 1 when every weight is positive
-
-
-# Eigenvalues of a float64 matrix with entries ≤ 1/4 are accurate to ~T·2^-53 ≈ 1e-15 absolute;
-# anything below 1e-12 is a numerical zero, anything real (p_min² scale) is far above it for rows
-# whose smallest weight exceeds ~1e-6.
-RANK_TOL = 1e-12
 
 
 def jacobian_spectrum(p: torch.Tensor) -> JacobianSpectrum:

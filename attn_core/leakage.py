@@ -18,23 +18,16 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from attn_core import slips
 from attn_core.attention import attention, default_scale, stable_softmax
 from attn_core.conventions import identity_mha
+from attn_core.dtypes import DTYPES
 from attn_core.masks import causal_mask
-from attn_core.oracle import max_abs_diff
+from attn_core.oracle import ROUNDING_TOL, max_abs_diff
+from attn_core.slips import forward as slips
 
 # ---------------------------------------------------------------------------------------------
 # Change the future / change the past
 # ---------------------------------------------------------------------------------------------
-
-# Renormalizing after zeroing cancels the full normalizer algebraically, not bitwise: in float64
-# the kept weights differ by a few ulps (~1e-16) when the future changes. 1e-12 separates that
-# rounding from a real leak (a future token's influence is O(1e-3) or more for unit-scale inputs).
-ROUNDING_TOL = 1e-12
-# Two float64 computations of the same attention rows (ours vs SDPA, cached vs full pass) differ by
-# summation order only: ~T · 2^-53 · max|v| ≲ 1e-14 for T ≤ 64; a wrong mask is off by O(0.1).
-MATCH_TOL = 1e-12
 
 CORRECT = "mask scores before softmax (−∞)"
 METHODS = (
@@ -188,12 +181,6 @@ def perturbation_experiment(
 # Fully masked rows across fills and dtypes
 # ---------------------------------------------------------------------------------------------
 
-DTYPES: dict[str, torch.dtype] = {
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "float32": torch.float32,
-    "float64": torch.float64,
-}
 FILLS = ("-inf", "finfo(dtype).min", "-1e9")
 HOW = ("masked_fill", "additive mask")
 

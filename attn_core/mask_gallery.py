@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attn_core.inputs import LIMITS
+from attn_core.limits import LIMITS
 from attn_core.masks import allowed_fraction, causal_mask, padding_mask, sliding_window_mask
 
 GALLERY_KINDS = (
@@ -29,7 +29,7 @@ GALLERY_KINDS = (
 # Characters a painted grid may use. Anything else is an error naming the row and column.
 ALLOWED_CHARS = frozenset("1#xX■█")
 BLOCKED_CHARS = frozenset("0.·_-□")
-MAX_GRID = LIMITS.max_custom_len  # 32: beyond that nobody paints by hand
+MAX_GRID = LIMITS.max_custom_len
 
 
 def _query_positions(L: int, S: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -14,20 +14,13 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.attention import attention, check_shapes, expand_kv
+from attn_core.dtypes import DTYPES as TRACE_DTYPES
+from attn_core.limits import LIMITS
 from attn_core.masks import causal_mask
 from attn_core.online import SLIPS, OnlineTrace, SplitMerge, _trace, online_attention, split_merge
-from attn_core.oracle import max_abs_diff, sdpa_reference
+from attn_core.oracle import TRACE_TOL, max_abs_diff, sdpa_reference
 
-MAX_TILES = 1024  # tiles one page rerun may run through the eager kernel (~0.1 ms each)
-TRACE_DTYPES: dict[str, torch.dtype] = {
-    "float64": torch.float64,
-    "float32": torch.float32,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-}
-# Badge tolerance of a one-row walk against float64 SDPA, by the dtype of the walk: a few unit
-# roundoffs (2^-53, 2^-24, 2^-11, 2^-8) on outputs of size ≲ 5, including rounding the scores.
-TRACE_TOL: dict[str, float] = {"float64": 1e-12, "float32": 1e-5, "float16": 1e-2, "bfloat16": 1e-1}
+MAX_TILES = LIMITS.online_tiles
 
 
 # ----------------------------------------------------------------------------------------------

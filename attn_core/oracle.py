@@ -1,9 +1,49 @@
-"""Independent references: torch's own SDPA, and the max-abs-difference every badge reports."""
+"""The independent references every badge compares against, and every tolerance with its argument.
+
+A tolerance lives here once; a module that judges a result imports it. Each comment says what
+rounding the tolerance absorbs and why a real bug lands far outside it.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
+
+# ------------------------------------------------------------------------------- tolerances
+
+# float64 row sums of up to 512 terms carry ~512 · 2^-53 ≈ 6e-14 of rounding; 1e-12 leaves room
+# and still catches any real normalization bug (those are O(0.1)).
+ROW_SUM_TOL = 1e-12
+# SDPA and ours differ only in summation order: ~ S · 2^-53 · max|v|, far under 1e-12 for these sizes.
+SDPA_TOL = 1e-12
+# Mask conventions: our float64 reference and torch's kernels differ only in summation order,
+# ~S · 2^-53 · max|v| < 1e-14 for S ≤ 64 and |v| ≈ 3; any wrong mask is off by O(0.1).
+AGREE_TOL = 1e-12
+# Renormalizing after zeroing cancels the full normalizer algebraically, not bitwise: in float64
+# the kept weights differ by a few ulps (~1e-16) when the future changes. 1e-12 separates that
+# rounding from a real leak (a future token's influence is O(1e-3) or more for unit-scale inputs).
+ROUNDING_TOL = 1e-12
+# Two float64 computations of the same attention rows (ours vs SDPA, cached vs full pass) differ by
+# summation order only: ~T · 2^-53 · max|v| ≲ 1e-14 for T ≤ 64; a wrong mask is off by O(0.1).
+MATCH_TOL = 1e-12
+# Card 4's identities hold to a few ulps of float64 for entries ≤ 1/4 (see tests/test_jacobian.py).
+J_EXACT = 1e-15
+J_EIG = 1e-14
+# A Jacobian eigenvalue below this cannot be told from zero after float64 eigensolving of a row
+# with tiny weights: rank is only claimed when the smallest nonzero eigenvalue clears it.
+RANK_RESOLVABLE = 1e-10
+# Eigenvalues of a float64 matrix with entries ≤ 1/4 are accurate to ~T·2^-53 ≈ 1e-15 absolute;
+# anything below 1e-12 is a numerical zero, anything real (p_min² scale) is far above it for rows
+# whose smallest weight exceeds ~1e-6.
+RANK_TOL = 1e-12
+# A one-row online-softmax walk against float64 SDPA, by the dtype of the walk: a few unit
+# roundoffs (2^-53, 2^-24, 2^-11, 2^-8) on outputs of size ≲ 5, including rounding the scores.
+TRACE_TOL: dict[str, float] = {"float64": 1e-12, "float32": 1e-5, "float16": 1e-2, "bfloat16": 1e-1}
+
+
+# ------------------------------------------------------------------------------- references
 
 
 def sdpa_reference(
@@ -30,3 +70,40 @@ def max_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float:
     d = (a - b).abs()
     d = d[~torch.isnan(d)]
     return float(d.max()) if d.numel() else 0.0
+
+
+# ----------------------------------------------------------------------------------- checks
+
+
+@dataclass(frozen=True)
+class Check:
+    """One property a correct result has, and whether this result has it."""
+
+    name: str  # e.g. "rows sum to 1"
+    passed: bool
+    detail: str  # the measured number, e.g. "max |Σp − 1| = 0.42"
+
+
+def weight_checks(
+    weights: torch.Tensor,
+    output: torch.Tensor,
+    v: torch.Tensor,
+    allowed: torch.Tensor | None,
+    reference_output: torch.Tensor,
+) -> list[Check]:
+    """The properties every correct attention result has (pages show them as ✓/✗ badges beside
+    the slips). weights (..., L, S), output (..., L, d_v), v (..., S, d_v) already GQA-expanded."""
+    checks = []
+    row_err = float((weights.sum(-1) - 1).abs().max())
+    checks.append(Check("rows sum to 1", row_err <= ROW_SUM_TOL, f"max |Σⱼ pᵢⱼ − 1| = {row_err:.2g}"))
+    if allowed is not None:
+        leak = float(weights.masked_fill(torch.broadcast_to(allowed, weights.shape), 0).abs().max())
+        checks.append(Check("blocked keys get weight 0", leak == 0, f"largest blocked weight = {leak:.3g}"))
+    lo, hi = v.amin(-2, keepdim=True), v.amax(-2, keepdim=True)  # (..., 1, d_v)
+    outside = float(torch.clamp(torch.maximum(lo - output, output - hi), min=0).max())
+    checks.append(
+        Check("outputs inside the values' range", outside <= ROW_SUM_TOL, f"furthest outside = {outside:.3g}")
+    )
+    diff = max_abs_diff(output, reference_output)
+    checks.append(Check("output matches torch SDPA", diff <= SDPA_TOL, f"max |Δ| = {diff:.2g}"))
+    return checks

@@ -17,21 +17,11 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.attention import attention
+from attn_core.dtypes import DTYPES
+from attn_core.limits import LIMITS
 from attn_core.online import online_attention
 
-DTYPES: dict[str, torch.dtype] = {
-    "float64": torch.float64,
-    "float32": torch.float32,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-}
-UNIT_ROUNDOFF: dict[str, float] = {  # u = 2^-p for p significand bits (round to nearest)
-    "float64": 2.0**-53,
-    "float32": 2.0**-24,
-    "float16": 2.0**-11,
-    "bfloat16": 2.0**-8,
-}
-MAX_T = 16_384  # cap per run: one study row costs O(queries · T · d)
+MAX_T = LIMITS.precision_len
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import TypeVar
 import pandas as pd
 import streamlit as st
 
-from attn_core.checks import Check
+from attn_core.oracle import Check
 from lab_ui import state
 
 T = TypeVar("T")

@@ -7,9 +7,9 @@ import streamlit as st
 
 from attn_core import gradients
 from attn_core.backward import attention_backward
-from attn_core.checks import Check
-from attn_core.finite_diff import FD_LIMITS
 from attn_core.gradients import JACOBIAN_MAX_KEYS, UPSTREAM_KINDS
+from attn_core.limits import LIMITS
+from attn_core.oracle import Check
 from attn_core.toy import VALUE_AXES
 from lab_ui import figures, gradient_charts, state
 from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
@@ -192,8 +192,8 @@ elif section == SECTIONS[1]:
         )
     else:
         st.warning(
-            f"{ex.finite_note} Cap: {FD_LIMITS.max_coordinates:,} coordinates in Q, K, V and "
-            f"{FD_LIMITS.max_work:,} score entries × coordinates (2 forward passes per coordinate and ε)."
+            f"{ex.finite_note} Cap: {LIMITS.fd_coordinates:,} coordinates in Q, K, V and "
+            f"{LIMITS.fd_work:,} score entries × coordinates (2 forward passes per coordinate and ε)."
         )
     for check in ex.checks:
         check_badge(check)

@@ -6,12 +6,14 @@ import streamlit as st
 import torch
 
 from attn_core import conventions, equivariance, inputs, leakage, mask_gallery
+from attn_core.limits import LIMITS
+from attn_core.oracle import MATCH_TOL, ROUNDING_TOL
 from lab_ui import figures, state
 from lab_ui.page import header
 from lab_ui.widgets import attempt, format_diff, oracle_badge, table
 
-MAX_T = 64  # tokens in the experiments: a 64 × 64 heatmap stays readable and every rerun fast
-MAX_GALLERY = 64
+MAX_T = LIMITS.experiment_tokens
+MAX_GALLERY = LIMITS.gallery_len
 METHOD_COLORS = dict(
     zip(leakage.METHODS, ("#2e7d32", "#ef6c00", "#66bb6a", "#6a1b9a", "#757575"), strict=True)
 )
@@ -204,7 +206,7 @@ def change_the_future() -> None:
             "The right mask leaves rows 0…t unchanged to the last bit (0, not 1e-16): their arithmetic "
             "never touches a changed number. Zeroing after the softmax keeps the future's scores in the "
             "normalizer, so they leak. Renormalizing cancels that normalizer algebraically; what is left "
-            f"is rounding (≤ {leakage.ROUNDING_TOL:.0e}), after computing and discarding every future "
+            f"is rounding (≤ {ROUNDING_TOL:.0e}), after computing and discarding every future "
             "exponential."
         )
     else:
@@ -278,12 +280,12 @@ def cached_decoding() -> None:
     left, right = st.columns(2)
     with left:
         mask_figure(r.bottom_right, "bottom-right: key j ≤ P + i ✓", P, key="mk_br_fig")
-        oracle_badge("the full causal pass", r.diff_bottom_right, leakage.MATCH_TOL)
-        oracle_badge("SDPA + causal_lower_right", r.diff_sdpa_lower_right, leakage.MATCH_TOL)
+        oracle_badge("the full causal pass", r.diff_bottom_right, MATCH_TOL)
+        oracle_badge("SDPA + causal_lower_right", r.diff_sdpa_lower_right, MATCH_TOL)
     with right:
         mask_figure(r.top_left, f"top-left: key j ≤ i ✗ ({r.discarded_pairs} valid pairs dropped)", P,
                     key="mk_tl_fig")  # fmt: skip
-        oracle_badge("the full causal pass", r.diff_top_left, leakage.MATCH_TOL)
+        oracle_badge("the full causal pass", r.diff_top_left, MATCH_TOL)
         st.caption(
             f"SDPA's is_causal=True vs this top-left mask: max |Δ| = {format_diff(r.diff_sdpa_is_causal_vs_top_left)}; "
             f"vs the full pass: {format_diff(r.diff_sdpa_is_causal_vs_full)}. For L ≠ S it aligns top-left, "
@@ -294,7 +296,7 @@ def cached_decoding() -> None:
     dec = attempt(leakage.decode_with_kv_cache, qkv.q, qkv.k, qkv.v, prefill)
     if dec is None:
         return
-    oracle_badge("the full causal pass", dec.max_abs_diff, leakage.MATCH_TOL)
+    oracle_badge("the full causal pass", dec.max_abs_diff, MATCH_TOL)
     steps = len(dec.cache_lengths)
     st.caption(
         f"{steps} decode step(s), cache growing {dec.cache_lengths[0] if steps else prefill}→{T} keys; each "

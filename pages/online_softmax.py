@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from attn_core import memory, online, online_views, precision
+from attn_core.dtypes import UNIT_ROUNDOFF
 from attn_core.models import list_presets, load_preset
 from attn_core.units import format_bytes_binary, format_flops
 from lab_ui import figures, state
@@ -259,7 +260,7 @@ def precision_table() -> pd.DataFrame:
             "dtype": [r.dtype for r in rows],
             "state in": [r.dtype if r.accumulate == "input" else "float32" for r in rows],
             "relative error": [r.rel_error for r in rows],
-            "error / unit roundoff": [r.rel_error / precision.UNIT_ROUNDOFF[r.dtype] for r in rows],
+            "error / unit roundoff": [r.rel_error / UNIT_ROUNDOFF[r.dtype] for r in rows],
             "input rounding (abs.)": [r.input_rounding_error for r in rows],
             "finite": [r.finite for r in rows],
         }

@@ -7,7 +7,7 @@ import streamlit as st
 
 import attn_core
 from attn_core import playground
-from attn_core.checks import SDPA_TOL
+from attn_core.oracle import SDPA_TOL
 from attn_core.stats import temperature_sweep
 from attn_core.toy import VALUE_AXES
 from lab_ui import figures, state

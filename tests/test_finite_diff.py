@@ -15,7 +15,8 @@ import torch.nn.functional as F
 
 from attn_core import toy
 from attn_core.backward import attention_backward, slip_drop_rowsum
-from attn_core.finite_diff import DEFAULT_EPS, FD_LIMITS, finite_differences
+from attn_core.finite_diff import DEFAULT_EPS, finite_differences
+from attn_core.limits import LIMITS
 from attn_core.masks import causal_mask
 
 F64 = torch.float64
@@ -88,7 +89,7 @@ def test_finite_differences_catch_a_wrong_gradient():
 
 
 def test_size_caps_raise_with_the_cap_in_the_message():
-    n = FD_LIMITS.max_coordinates  # 3 tensors of n/2 coordinates each exceed the cap
+    n = LIMITS.fd_coordinates  # 3 tensors of n/2 coordinates each exceed the cap
     q = torch.zeros(1, 1, n // 4, 2, dtype=F64)
     k = torch.zeros(1, 1, n // 4, 2, dtype=F64)
     v = torch.zeros(1, 1, n // 4, 2, dtype=F64)

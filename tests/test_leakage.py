@@ -15,8 +15,8 @@ import torch.nn.functional as F
 from torch.nn.attention.bias import causal_lower_right
 
 from attn_core import leakage as lk
-from attn_core import slips
 from attn_core.masks import allowed_fraction, causal_mask
+from attn_core.slips import forward as slips
 
 F64 = torch.float64
 # float64 SDPA vs our reference: summation order only, ~T · 2^-53 ≈ 1e-14 for T ≤ 40; a wrong mask

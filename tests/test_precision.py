@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from attn_core.precision import UNIT_ROUNDOFF, precision_error, precision_study
+from attn_core.dtypes import UNIT_ROUNDOFF
+from attn_core.precision import precision_error, precision_study
 
 STUDY = precision_study((64, 4096))  # 2 T values × 6 (dtype, accumulation) rows
 

@@ -7,7 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attn_core import attention, causal_mask, logsumexp, slips, stable_softmax
+from attn_core import attention, causal_mask, logsumexp, stable_softmax
+from attn_core.slips import forward as slips
 from attn_core.toy import bank_row, hand_trace
 
 F64 = torch.float64

@@ -1,0 +1,41 @@
+"""Every size cap of the interactive pages, in one place, each with its reason.
+
+A page's rerun shares a 2-core server with a whole classroom: these caps keep any single request
+to roughly a tenth of a second of one core. (The cost model's caps live in ``attn_core.cost``:
+its numbers are O(1) in the sizes, so its caps guard integer ranges, not time.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_len: int = 512  # L and S: a 512×512 heatmap is ~1 MB of float32 JSON per figure
+    max_width: int = 256  # d_k and d_v
+    max_heads: int = 16
+    max_custom_len: int = 32  # typed matrices and painted masks: beyond this nobody types by hand
+    # heads · L · S · (d_k + d_v): the multiply-adds of QKᵀ and PV. 2^25 keeps a float64 rerun
+    # (ours + the SDPA check) near 0.1 s on one core, e.g. 512 × 512 with d_k + d_v = 128.
+    max_work: int = 2**25
+    experiment_tokens: int = 64  # the Masks page's experiments: a 64 × 64 heatmap stays readable
+    experiment_width: int = 32  # their d_k = d_v
+    gallery_len: int = 64  # L, S of a gallery mask drawn cell by cell
+    permutation_tokens: int = 32  # a permutation typed by hand, one heatmap row per token
+    jacobian_keys: int = 64  # a T × T Jacobian heatmap with exact hover values
+    precision_len: int = 16_384  # keys per precision-study run: one row costs O(queries · T · d)
+    online_tiles: int = 1024  # tiles one rerun may step through the eager kernel (~0.1 ms each)
+    # Finite differences: 2 forward passes per coordinate per ε.
+    fd_coordinates: int = 1024  # numel(Q) + numel(K) + numel(V): 2 · 1024 · 3 = 6,144 forward passes
+    fd_work: int = 2**21  # coordinates × entries of S: bounds the score entries computed per ε
+    fd_chunk_entries: int = 2**21  # score entries per batched forward call (~16 MiB per float64 tensor)
+
+
+LIMITS = Limits()
+
+
+def check_range(name: str, value: int, low: int, high: int) -> None:
+    """ValueError with a message fit to show next to the widget when value is outside low…high."""
+    if not low <= value <= high:
+        raise ValueError(f"{name} = {value} is outside the allowed range {low}…{high}")
