@@ -19,6 +19,8 @@ never pays for importing torch.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 # public name -> module that defines it
@@ -80,3 +82,17 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
+
+
+class _Package(types.ModuleType):
+    """Importing ``attn_core.attention`` binds that submodule to the package's ``attention``
+    attribute, which would hide the function ``attention`` once anything imported the module. A
+    public name keeps meaning the function; the submodule stays reachable through sys.modules."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _EXPORTS and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -16,12 +16,12 @@ import torch
 
 from attn_core.attention import check_shapes, expand_kv, stable_softmax
 from attn_core.backward import GRADIENT_SLIPS, BackwardResult, attention_backward
+from attn_core.explore.inputs import QKV, parse_matrix
 from attn_core.finite_diff import (
     FiniteDifferences,
     check_finite_difference_size,
     finite_differences,
 )
-from attn_core.inputs import QKV, parse_matrix
 from attn_core.jacobian import (
     JacobianSpectrum,
     SaturationSweep,

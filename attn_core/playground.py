@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.attention import AttentionResult, attention, check_shapes, expand_kv, stable_softmax
-from attn_core.inputs import QKV
+from attn_core.explore.inputs import QKV
 from attn_core.oracle import Check, max_abs_diff, sdpa_reference, weight_checks
 from attn_core.slips import forward as slips
 from attn_core.stats import effective_keys, row_entropy

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 import streamlit as st
 import torch
 
-from attn_core import inputs
-from attn_core.inputs import LIMITS, MASK_KINDS, QKV, SCALE_KINDS
+from attn_core.explore import inputs
+from attn_core.explore.inputs import PICKER_MASKS, QKV, InputKind, ScaleKind
+from attn_core.limits import LIMITS
+from attn_core.masks import MaskKind, build_mask
 from lab_ui import state
 from lab_ui.widgets import attempt
-
-SOURCES = ("toy: bank's row", "hand trace (Q = K = V = X)", "random", "typed matrices")
 
 
 def _divisors(n: int) -> list[int]:
@@ -25,14 +25,14 @@ def _divisors(n: int) -> list[int]:
 
 def qkv_picker(prefix: str = "in") -> QKV | None:
     """Widgets for the input source; returns the QKV, or None after showing what is wrong."""
-    source = state.radio("Q, K, V from", SOURCES, key=f"{prefix}_src")
-    if source == SOURCES[0]:
+    source = state.radio("Q, K, V from", tuple(InputKind), key=f"{prefix}_src")
+    if source is InputKind.TOY:
         st.caption("q_bank = (2, −1); keys and values of *the*, *river*, *bank* (d_k = 2).")
         return inputs.toy_bank()
-    if source == SOURCES[1]:
+    if source is InputKind.HAND_TRACE:
         st.caption("X = [[1, 0], [0, 1], [1, 1]], identity projections.")
         return inputs.toy_hand_trace()
-    if source == SOURCES[2]:
+    if source is InputKind.RANDOM:
         cap = LIMITS.max_len
         st.caption(
             f"Caps keep every rerun fast: L, S ≤ {cap}, d ≤ {LIMITS.max_width}, heads ≤ {LIMITS.max_heads}."
@@ -66,9 +66,9 @@ def qkv_picker(prefix: str = "in") -> QKV | None:
 
 def scale_picker(d_k: int, prefix: str = "in") -> float | None:
     """The factor multiplying Q Kᵀ; returns None after an error message."""
-    kind = state.selectbox("scale", SCALE_KINDS, key=f"{prefix}_scale")
+    kind = state.selectbox("scale", tuple(ScaleKind), key=f"{prefix}_scale")
     temperature = 1.0
-    if kind == "custom temperature":
+    if kind is ScaleKind.TEMPERATURE:
         temperature = state.slider(
             "temperature τ (scale = 1/(τ√d_k))", 0.05, 20.0, 1.0, key=f"{prefix}_tau", step=0.05
         )
@@ -83,17 +83,17 @@ class MaskChoice:
 
 def mask_picker(L: int, S: int, prefix: str = "in") -> MaskChoice | None:
     """Mask kind plus its parameter; returns None after an error message."""
-    kind = state.selectbox("mask", MASK_KINDS, key=f"{prefix}_mask")
+    kind = state.selectbox("mask", PICKER_MASKS, key=f"{prefix}_mask")
     window, valid = 1, S
-    if kind == "causal (bottom-right, cached prefix)":
+    if kind is MaskKind.CAUSAL_BOTTOM_RIGHT:
         st.caption(f"The first P = S − L = {S - L} keys are a cached prefix; query i sits at position P + i.")
-    elif kind == "causal (top-left)":
+    elif kind is MaskKind.CAUSAL_TOP_LEFT:
         st.caption("SDPA's is_causal=True: query i sees keys 0…i, whatever S − L is.")
-    elif kind == "sliding window":
+    elif kind is MaskKind.SLIDING_WINDOW:
         window = state.slider("window (keys each query sees)", 1, max(S, 2), min(3, S), key=f"{prefix}_win")
-    elif kind == "padding":
+    elif kind is MaskKind.PADDING:
         valid = state.slider("real (non-padding) keys", 1, max(S, 2), S, key=f"{prefix}_valid")
-    allowed = attempt(inputs.build_mask, kind, L, S, window=window, valid_keys=valid)
-    if kind != "none" and allowed is None:
+    allowed = attempt(build_mask, kind, L, S, window=window, valid_keys=valid)
+    if kind is not MaskKind.NONE and allowed is None:
         return None
     return MaskChoice(kind, allowed)

@@ -5,7 +5,9 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from attn_core import conventions, equivariance, inputs, leakage, mask_gallery
+from attn_core import conventions, equivariance, leakage
+from attn_core.explore import inputs
+from attn_core.explore import masks as mask_gallery
 from attn_core.limits import LIMITS
 from attn_core.oracle import MATCH_TOL, ROUNDING_TOL
 from lab_ui import figures, state
@@ -83,7 +85,7 @@ def gallery() -> None:
             f"Paint one row per line: 1 (or # x ■) = may attend, 0 (or . ·) = blocked. Up to "
             f"{mask_gallery.MAX_GRID} × {mask_gallery.MAX_GRID}."
         )
-        default = mask_gallery.format_grid(mask_gallery.prefix_lm_mask(6, 6, 2))
+        default = mask_gallery.default_grid()
         grid = state.text_area("painted mask", key="mk_grid", default=default, height=170)
     else:
         c1, c2 = st.columns(2)

@@ -10,8 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attn_core import mask_gallery as mg
-from attn_core.masks import padding_mask
+from attn_core.explore import masks as mg
+from attn_core.masks import document_mask, prefix_lm_mask
 
 F64 = torch.float64
 TOL = 1e-12  # float64 SDPA on the same rows, different batch layout: summation order only (~1e-15)
@@ -29,7 +29,7 @@ def brute(L, S, rule):
 def test_document_mask_matches_definition(L, S, lengths, causal):
     doc = [d for d, n in enumerate(lengths) for _ in range(n)]
     expected = brute(L, S, lambda i, j: doc[i] == doc[j] and (j <= i or not causal))
-    assert torch.equal(mg.document_mask(L, S, lengths, causal=causal), expected)
+    assert torch.equal(document_mask(L, S, lengths, causal=causal), expected)
 
 
 def test_packed_documents_equal_separate_documents():
@@ -37,7 +37,7 @@ def test_packed_documents_equal_separate_documents():
     T, d = sum(lengths), 5
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(T, d, generator=g, dtype=F64) for _ in range(3))
-    packed = F.scaled_dot_product_attention(q, k, v, attn_mask=mg.document_mask(T, T, lengths), dropout_p=0.0)
+    packed = F.scaled_dot_product_attention(q, k, v, attn_mask=document_mask(T, T, lengths), dropout_p=0.0)
     start = 0
     for n in lengths:
         sl = slice(start, start + n)
@@ -49,12 +49,12 @@ def test_packed_documents_equal_separate_documents():
 @pytest.mark.parametrize(("L", "S", "prefix"), [(6, 6, 3), (6, 6, 0), (6, 6, 6), (3, 8, 5)])
 def test_prefix_lm_matches_definition(L, S, prefix):
     expected = brute(L, S, lambda i, j: j <= i or j < prefix)
-    assert torch.equal(mg.prefix_lm_mask(L, S, prefix), expected)
+    assert torch.equal(prefix_lm_mask(L, S, prefix), expected)
 
 
 def test_prefix_lm_with_no_prefix_is_causal_and_full_prefix_is_bidirectional():
-    assert torch.equal(mg.prefix_lm_mask(5, 5, 0), brute(5, 5, lambda i, j: j <= i))
-    assert bool(mg.prefix_lm_mask(5, 5, 5).all())
+    assert torch.equal(prefix_lm_mask(5, 5, 0), brute(5, 5, lambda i, j: j <= i))
+    assert bool(prefix_lm_mask(5, 5, 5).all())
 
 
 def test_parse_grid_reads_every_spelling():
@@ -98,8 +98,10 @@ def test_every_kind_builds_a_bool_l_by_s_mask(kind):
 
 def test_padding_kind_is_the_key_padding_mask_on_every_row():
     view = mg.gallery_mask("padding", 3, 6, valid_keys=4)
-    assert torch.equal(view.allowed, padding_mask([4], 6)[0, 0].expand(3, 6))
-    assert torch.equal(view.allowed[0], torch.tensor([1, 1, 1, 1, 0, 0], dtype=torch.bool))
+    row = torch.tensor([1, 1, 1, 1, 0, 0], dtype=torch.bool)  # 4 real keys, then 2 pads
+    assert tuple(view.allowed.shape) == (3, 6)
+    for i in range(3):
+        assert torch.equal(view.allowed[i], row)
 
 
 def test_causal_fraction_is_t_plus_one_over_two_t():

@@ -15,7 +15,8 @@ from apptest_helpers import badges, metric
 from conftest import ARTIFACTS, wait_idle
 from playwright.sync_api import expect
 
-from attn_core import inputs, leakage
+from attn_core import leakage
+from attn_core.explore import inputs
 
 PAGE = "pages/masks.py"
 # float64 SDPA vs the page's numbers: summation order only (~1e-15); a wrong mask is off by O(0.1).

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from apptest_helpers import badges, chart, heatmap_z
 
-from attn_core.inputs import random_qkv
+from attn_core.explore.inputs import random_qkv
 from attn_core.masks import causal_mask
 
 PAGE = "pages/online_softmax.py"

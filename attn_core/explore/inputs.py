@@ -1,7 +1,8 @@
 """Where a page's Q, K, V come from: the spec's toy, seeded random draws, or typed matrices.
 
 Every builder returns a `QKV` in float64 with a leading batch axis of 1:
-q (1, Hq, L, d_k), k (1, Hkv, S, d_k), v (1, Hkv, S, d_v). Sizes are capped (`LIMITS`) so one
+q (1, Hq, L, d_k), k (1, Hkv, S, d_k), v (1, Hkv, S, d_v). Which source it came from is a field
+(`QKV.kind`), never read off its description. Sizes are capped (`attn_core.limits.LIMITS`) so one
 request cannot stall a shared server.
 """
 
@@ -10,14 +11,43 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 
 import torch
 
 from attn_core import toy
-from attn_core.limits import LIMITS
-from attn_core.masks import causal_mask, padding_mask, sliding_window_mask
+from attn_core.limits import LIMITS, check_range
+from attn_core.masks import MaskKind
 
 F64 = torch.float64
+
+
+class InputKind(StrEnum):
+    """Where Q, K, V come from; the value is the label a page shows (and keeps in its URL)."""
+
+    TOY = "toy: bank's row"
+    HAND_TRACE = "hand trace (Q = K = V = X)"
+    RANDOM = "random"
+    TYPED = "typed matrices"
+
+
+# The masks the shared input picker offers (the Masks page's gallery offers every `MaskKind`).
+PICKER_MASKS = (
+    MaskKind.NONE,
+    MaskKind.CAUSAL_TOP_LEFT,
+    MaskKind.CAUSAL_BOTTOM_RIGHT,
+    MaskKind.SLIDING_WINDOW,
+    MaskKind.PADDING,
+)
+
+
+class ScaleKind(StrEnum):
+    """The factor multiplying Q Kᵀ."""
+
+    SQRT_DK = "1/√d_k"  # card 3
+    DK = "1/d_k"  # μP, card 16
+    NONE = "none (1)"
+    TEMPERATURE = "custom temperature"  # 1/(τ √d_k)
 
 
 @dataclass(frozen=True)
@@ -27,7 +57,9 @@ class QKV:
     v: torch.Tensor  # (1, Hkv, S, d_v)
     query_tokens: tuple[str, ...]
     key_tokens: tuple[str, ...]
-    description: str
+    description: str  # one line for a caption, e.g. "random N(0, 1), seed 3"
+    kind: InputKind
+    value_names: tuple[str, ...]  # one per value coordinate (the toy's axes have names)
 
     @property
     def L(self) -> int:
@@ -46,32 +78,49 @@ def _batched(x: torch.Tensor) -> torch.Tensor:
     return x.reshape(1, 1, *x.shape)  # (L, d) -> (1, 1, L, d)
 
 
+def _coordinates(d_v: int) -> tuple[str, ...]:
+    return tuple(f"o[{c}]" for c in range(d_v))
+
+
 def toy_bank() -> QKV:
     """Bank's causal row of "the river bank was steep": L = 1 query, S = 3 keys, d_k = d_v = 2."""
     t = toy.bank_row()
-    return QKV(_batched(t.q), _batched(t.k), _batched(t.v), t.query_tokens, t.key_tokens, "toy: bank's row")
+    return QKV(
+        _batched(t.q),
+        _batched(t.k),
+        _batched(t.v),
+        t.query_tokens,
+        t.key_tokens,
+        "toy: bank's row",
+        InputKind.TOY,
+        toy.VALUE_AXES,
+    )
 
 
 def toy_hand_trace() -> QKV:
     """The lesson's hand trace: Q = K = V = X = [[1, 0], [0, 1], [1, 1]]."""
     x = _batched(toy.hand_trace())
     tokens = ("x₀", "x₁", "x₂")
-    return QKV(x, x.clone(), x.clone(), tokens, tokens, "hand trace: Q = K = V = X")
-
-
-def check_size(name: str, value: int, low: int, high: int) -> None:
-    if not low <= value <= high:
-        raise ValueError(f"{name} = {value} is outside the allowed range {low}…{high}")
+    return QKV(
+        x,
+        x.clone(),
+        x.clone(),
+        tokens,
+        tokens,
+        "hand trace: Q = K = V = X",
+        InputKind.HAND_TRACE,
+        _coordinates(2),
+    )
 
 
 def random_qkv(L: int, S: int, d_k: int, d_v: int, heads: int = 1, kv_heads: int = 1, seed: int = 0) -> QKV:
     """Standard-normal Q, K, V from a seeded generator (the same seed gives the same matrices)."""
-    check_size("L", L, 1, LIMITS.max_len)
-    check_size("S", S, 1, LIMITS.max_len)
-    check_size("d_k", d_k, 1, LIMITS.max_width)
-    check_size("d_v", d_v, 1, LIMITS.max_width)
-    check_size("heads", heads, 1, LIMITS.max_heads)
-    check_size("KV heads", kv_heads, 1, heads)
+    check_range("L", L, 1, LIMITS.max_len)
+    check_range("S", S, 1, LIMITS.max_len)
+    check_range("d_k", d_k, 1, LIMITS.max_width)
+    check_range("d_v", d_v, 1, LIMITS.max_width)
+    check_range("heads", heads, 1, LIMITS.max_heads)
+    check_range("KV heads", kv_heads, 1, heads)
     if heads % kv_heads:
         raise ValueError(f"{heads} query heads cannot be split evenly over {kv_heads} KV heads")
     work = heads * L * S * (d_k + d_v)
@@ -87,7 +136,8 @@ def random_qkv(L: int, S: int, d_k: int, d_v: int, heads: int = 1, kv_heads: int
     offset = S - L  # queries are the last L positions of the S keys (bottom-right alignment)
     q_tokens = tuple(f"q{i + offset}" if offset >= 0 else f"q{i}" for i in range(L))
     k_tokens = tuple(f"k{j}" for j in range(S))
-    return QKV(q, k, v, q_tokens, k_tokens, f"random N(0, 1), seed {seed}")
+    description = f"random N(0, 1), seed {seed}"
+    return QKV(q, k, v, q_tokens, k_tokens, description, InputKind.RANDOM, _coordinates(d_v))
 
 
 _NUMBER = re.compile(r"[,;\s]+")
@@ -142,46 +192,20 @@ def custom_qkv(q_text: str, k_text: str, v_text: str) -> QKV:
         tuple(f"q{i}" for i in range(L)),
         tuple(f"k{j}" for j in range(S)),
         "typed matrices",
+        InputKind.TYPED,
+        _coordinates(v.shape[1]),
     )
 
 
-MASK_KINDS = (
-    "none",
-    "causal (top-left)",
-    "causal (bottom-right, cached prefix)",
-    "sliding window",
-    "padding",
-)
-SCALE_KINDS = ("1/√d_k", "1/d_k", "none (1)", "custom temperature")
-
-
-def build_mask(kind: str, L: int, S: int, *, window: int = 1, valid_keys: int | None = None):
-    """The allowed mask (True = may attend) for a named kind, or None for no mask.
-
-    Shapes: (L, S), except padding: (1, 1, 1, S)."""
-    if kind == "none":
-        return None
-    if kind == "causal (top-left)":
-        return causal_mask(L, S, align="top_left")
-    if kind == "causal (bottom-right, cached prefix)":
-        return causal_mask(L, S, align="bottom_right")
-    if kind == "sliding window":
-        return sliding_window_mask(L, S, window)
-    if kind == "padding":
-        return padding_mask([S if valid_keys is None else valid_keys], S)
-    raise ValueError(f"unknown mask kind {kind!r}; choose one of {MASK_KINDS}")
-
-
-def build_scale(kind: str, d_k: int, temperature: float = 1.0) -> float:
+def build_scale(kind: ScaleKind | str, d_k: int, temperature: float = 1.0) -> float:
     """The factor multiplying Q Kᵀ: 1/√d_k (card 3), 1/d_k (μP, card 16), 1, or 1/(τ √d_k)."""
-    if kind == "1/√d_k":
+    kind = ScaleKind(kind)
+    if kind is ScaleKind.SQRT_DK:
         return 1 / math.sqrt(d_k)
-    if kind == "1/d_k":
+    if kind is ScaleKind.DK:
         return 1 / d_k
-    if kind == "none (1)":
+    if kind is ScaleKind.NONE:
         return 1.0
-    if kind == "custom temperature":
-        if not (math.isfinite(temperature) and temperature > 0):
-            raise ValueError(f"temperature must be a positive number, got {temperature}")
-        return 1 / (temperature * math.sqrt(d_k))
-    raise ValueError(f"unknown scale {kind!r}; choose one of {SCALE_KINDS}")
+    if not (math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a positive number, got {temperature}")
+    return 1 / (temperature * math.sqrt(d_k))

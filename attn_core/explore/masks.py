@@ -1,9 +1,8 @@
-"""More mask kinds for the gallery: documents (block-diagonal), prefix-LM and a painted grid (card 6).
+"""The Masks & leakage page's gallery: any mask kind of `attn_core.masks`, or a grid the user paints,
+with the facts printed under it (card 6).
 
 Every mask is boolean (L, S) with **True = may attend**. Query i of a block of L queries sits at
-absolute position i + (S - L): the first S - L keys are a cached prefix (bottom-right alignment),
-exactly as `attn_core.masks.causal_mask`. The basic kinds (causal, sliding window, padding) come
-from `attn_core.masks`; this module only adds what the gallery needs beyond them.
+absolute position i + (S - L): the first S - L keys are a cached prefix (bottom-right alignment).
 """
 
 from __future__ import annotations
@@ -14,58 +13,15 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.limits import LIMITS
-from attn_core.masks import allowed_fraction, causal_mask, padding_mask, sliding_window_mask
+from attn_core.masks import MaskKind, allowed_fraction, build_mask, prefix_lm_mask
 
-GALLERY_KINDS = (
-    "causal (top-left)",
-    "causal (bottom-right, cached prefix)",
-    "sliding window",
-    "padding",
-    "document (block-diagonal)",
-    "prefix-LM",
-    "custom painted grid",
-)
+PAINTED = "custom painted grid"
+GALLERY_KINDS = (*(k for k in MaskKind if k is not MaskKind.NONE), PAINTED)
 
 # Characters a painted grid may use. Anything else is an error naming the row and column.
 ALLOWED_CHARS = frozenset("1#xX■█")
 BLOCKED_CHARS = frozenset("0.·_-□")
 MAX_GRID = LIMITS.max_custom_len
-
-
-def _query_positions(L: int, S: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Absolute positions (L, 1) of the queries (bottom-right) and (1, S) of the keys."""
-    if L < 1 or S < 1:
-        raise ValueError(f"L and S must be at least 1, got L={L}, S={S}")
-    if L > S:
-        raise ValueError(f"L = {L} queries cannot sit at the end of S = {S} keys: need L ≤ S")
-    i = torch.arange(L).unsqueeze(-1) + (S - L)  # (L, 1)
-    j = torch.arange(S).unsqueeze(0)  # (1, S)
-    return i, j
-
-
-def document_mask(L: int, S: int, doc_lengths: Sequence[int], *, causal: bool = True) -> torch.Tensor:
-    """(L, S) block-diagonal mask for packed documents: query i sees key j only when both lie in the
-    same document (and j ≤ i when ``causal``). ``doc_lengths`` must add up to S.
-
-    This is how several short sequences share one row of a batch without seeing each other."""
-    lengths = [int(n) for n in doc_lengths]
-    if not lengths or any(n < 1 for n in lengths):
-        raise ValueError(f"document lengths must be positive integers, got {list(doc_lengths)}")
-    if sum(lengths) != S:
-        raise ValueError(f"document lengths {lengths} add up to {sum(lengths)}, not to S = {S}")
-    doc_id = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))  # (S,)
-    i, j = _query_positions(L, S)
-    same = doc_id[i] == doc_id[j]  # (L, S)
-    return same & (j <= i) if causal else same
-
-
-def prefix_lm_mask(L: int, S: int, prefix: int) -> torch.Tensor:
-    """(L, S) prefix-LM mask: the first ``prefix`` positions see each other both ways (the prompt is
-    encoded bidirectionally); every later position is causal. Allowed iff j ≤ i or j < prefix."""
-    if not 0 <= prefix <= S:
-        raise ValueError(f"prefix must lie in 0…{S}, got {prefix}")
-    i, j = _query_positions(L, S)
-    return (j <= i) | (j < prefix)
 
 
 def parse_grid(text: str) -> torch.Tensor:
@@ -101,6 +57,11 @@ def parse_grid(text: str) -> torch.Tensor:
 def format_grid(allowed: torch.Tensor) -> str:
     """Inverse of `parse_grid` for a bool (L, S) mask: what the paint box starts with."""
     return "\n".join("".join("1" if a else "0" for a in row) for row in allowed.tolist())
+
+
+def default_grid() -> str:
+    """What the paint box starts with: a 6 × 6 prefix-LM mask with a 2-token prompt."""
+    return format_grid(prefix_lm_mask(6, 6, 2))
 
 
 @dataclass(frozen=True)
@@ -144,26 +105,14 @@ def gallery_mask(
 
     L, S ≤ 512 (`LIMITS.max_len`); a painted grid sets its own L, S (≤ 32). Raises ValueError with a
     message fit to show next to the widget."""
-    if kind == "custom painted grid":
+    if kind == PAINTED:
         return describe_mask(kind, parse_grid(grid_text))
     for name, n in (("L", L), ("S", S)):
         if not 1 <= n <= LIMITS.max_len:
             raise ValueError(f"{name} = {n} is outside the allowed range 1…{LIMITS.max_len}")
-    if kind == "causal (top-left)":
-        allowed = causal_mask(L, S, align="top_left")
-    elif kind == "causal (bottom-right, cached prefix)":
-        allowed = causal_mask(L, S, align="bottom_right")
-    elif kind == "sliding window":
-        allowed = sliding_window_mask(L, S, window)
-    elif kind == "padding":
-        valid = S if valid_keys is None else valid_keys
-        allowed = padding_mask([valid], S).reshape(1, S).expand(L, S)  # (L, S)
-    elif kind == "document (block-diagonal)":
-        allowed = document_mask(L, S, doc_lengths)
-    elif kind == "prefix-LM":
-        allowed = prefix_lm_mask(L, S, prefix)
-    else:
-        raise ValueError(f"unknown mask kind {kind!r}; choose one of {GALLERY_KINDS}")
+    allowed = build_mask(
+        kind, L, S, window=window, valid_keys=valid_keys, doc_lengths=doc_lengths, prefix=prefix
+    )
     return describe_mask(kind, allowed.contiguous())
 
 
