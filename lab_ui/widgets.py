@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 import pandas as pd
 import streamlit as st
 
 from attn_core.oracle import Check
+from attn_core.slips import Slip
 from lab_ui import state
 
 T = TypeVar("T")
@@ -38,14 +39,19 @@ def check_badge(check: Check) -> None:
     st.markdown(f":{color}-badge[{mark} {check.name}] {check.detail}")
 
 
-def slip_picker(slips: dict[str, str], key: str) -> str | None:
-    """A "show a common slip" toggle and, when on, a choice among ``slips`` (name → one-line
-    description). Returns the chosen name or None."""
+def slip_picker(slips: Mapping[str, Slip], key: str) -> str | None:
+    """A "show a common slip" toggle and, when on, a choice among a slip registry
+    (``attn_core.slips.<family>.SLIPS``: id → Slip). Shows the slip's label and note; returns the
+    chosen id, or None."""
     if not state.toggle("Show a common slip beside the right answer", key=f"{key}_on"):
         return None
-    name = state.selectbox("Slip", list(slips), key=f"{key}_which")
-    st.caption(slips[name])
-    return name
+    # (A plain {name: note} dict is still accepted while pages move to registries.)
+    def label(i: str) -> str:
+        return slips[i].label if isinstance(slips[i], Slip) else i
+
+    slip_id = state.selectbox("Slip", list(slips), key=f"{key}_which", format_func=label)
+    st.caption(slips[slip_id].note if isinstance(slips[slip_id], Slip) else slips[slip_id])
+    return slip_id
 
 
 def slip_columns(right: Callable[[], None], wrong: Callable[[], None], slip_name: str) -> None:
