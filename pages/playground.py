@@ -6,10 +6,9 @@ import pandas as pd
 import streamlit as st
 
 import attn_core
-from attn_core import playground
-from attn_core.oracle import SDPA_TOL
-from attn_core.stats import temperature_sweep
-from attn_core.toy import VALUE_AXES
+from attn_core.explore import playground
+from attn_core.explore.playground import SWEEP_KEYS
+from attn_core.slips.forward import SLIPS
 from lab_ui import figures, state
 from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
 from lab_ui.page import header
@@ -38,7 +37,7 @@ if qkv is None or scale is None or mask is None or ex is None:
     st.stop()
 
 res = ex.result
-oracle_badge("torch SDPA (float64)", ex.sdpa_max_abs_diff, SDPA_TOL)
+oracle_badge("torch SDPA (float64)", ex.sdpa_max_abs_diff, ex.sdpa_tol)
 
 c = st.columns(6)
 c[0].metric("L (queries)", qkv.L)
@@ -46,8 +45,7 @@ c[1].metric("S (keys)", qkv.S)
 c[2].metric("d_k · d_v", f"{qkv.q.shape[-1]} · {qkv.v.shape[-1]}")
 c[3].metric("heads (Q / KV)", f"{qkv.heads} / {qkv.k.shape[-3]}")
 c[4].metric("scale", f"{res.scale:.4g}")
-allowed_share = 1.0 if ex.allowed is None else attn_core.allowed_fraction(ex.allowed[0, head])
-c[5].metric("allowed pairs", f"{100 * allowed_share:.3g}%")
+c[5].metric("allowed pairs", f"{100 * ex.allowed_share(head):.3g}%")
 
 with st.expander("Shapes of every intermediate", expanded=False):
     shapes = pd.DataFrame(
@@ -69,13 +67,10 @@ with right:
         figures.heatmap(res.weights[0, head], k_tok, q_tok, title="Weights P = softmax(S)", zmin=0, zmax=1),
         key="pg_weights",
     )
-value_names = [f"o[{c}]" for c in range(qkv.v.shape[-1])]
-if qkv.description.startswith("toy"):
-    value_names = list(VALUE_AXES)
 figures.show(
     figures.heatmap(
         res.output[0, head],
-        value_names,
+        list(qkv.value_names),
         q_tok,
         title="Output O = PV",
         x_title="value coordinate",
@@ -86,25 +81,15 @@ figures.show(
 
 st.subheader("How peaked is each row?")
 st.caption("Entropy H = −Σ p ln p in nats; e^H is the effective number of keys a query reads (1 = one-hot).")
-stats = pd.DataFrame(
-    {
-        "query": list(q_tok),
-        "row sum": ex.row_sums[0, head].tolist(),
-        "entropy (nats)": ex.entropy[0, head].tolist(),
-        "effective keys e^H": ex.effective_keys[0, head].tolist(),
-        "max weight": res.weights[0, head].amax(-1).tolist(),
-        "top key": [k_tok[j] for j in res.weights[0, head].argmax(-1).tolist()],
-    }
-)
-table(stats, "row_statistics.csv", key="pg_stats", hide_index=True)
+table(pd.DataFrame(ex.row_table(head)), "row_statistics.csv", key="pg_stats", hide_index=True)
 
 st.subheader("Temperature: from one-hot to uniform")
 row = state.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="pg_row") if qkv.L > 1 else 0
-sweep = temperature_sweep(res.scores[0, head, row])
+sweep = ex.sweep(head, row)
 figures.show(
     figures.lines(
         sweep.temperatures,
-        {f"p({k_tok[j]})": sweep.weights[:, j] for j in range(min(qkv.S, 12))},
+        {f"p({k_tok[j]})": sweep.weights[:, j] for j in range(min(qkv.S, SWEEP_KEYS))},
         title=f"softmax(s/τ) for query {q_tok[row]} (τ = 1 is the current scale)",
         x_title="temperature τ",
         y_title="weight",
@@ -112,8 +97,8 @@ figures.show(
     ),
     key="pg_sweep",
 )
-if qkv.S > 12:
-    st.caption(f"Showing the first 12 of {qkv.S} keys.")
+if qkv.S > SWEEP_KEYS:
+    st.caption(f"Showing the first {SWEEP_KEYS} of {qkv.S} keys.")
 st.caption(
     f"Entropy goes from {float(sweep.entropy[0]):.3f} nats at τ = {float(sweep.temperatures[0]):.2g} "
     f"to {float(sweep.entropy[-1]):.3f} at τ = {float(sweep.temperatures[-1]):.0f}; the uniform limit is "
@@ -121,7 +106,7 @@ st.caption(
 )
 
 st.subheader("Checks, and the slips that fail them")
-slip = slip_picker(playground.SLIPS, key="pg_slip")
+slip = slip_picker(SLIPS, key="pg_slip")
 if slip is None:
     for check in ex.checks:
         check_badge(check)
@@ -147,7 +132,7 @@ else:
         for check in outcome.checks:
             check_badge(check)
 
-    slip_columns(show_right, show_wrong, slip)
+    slip_columns(show_right, show_wrong, SLIPS[slip].label)
 
 with st.expander("Show the code (attn_core.attention)"):
     st.code(inspect.getsource(attn_core.attention), language="python")

@@ -1,4 +1,4 @@
-"""The common forward-pass slips, written out so a page can show each beside the right answer.
+"""The common forward-pass slips, written out so that a page can show each beside the right answer.
 
 Each slip is shape-compatible with the correct computation — that is why it survives code review.
 Every function takes the same arguments as its correct counterpart and returns weights/outputs
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.attention import default_scale, stable_softmax
+from attn_core.slips import Slip
 
 
 @dataclass(frozen=True)
@@ -74,3 +75,25 @@ def q_transpose_k(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     if q.shape[-2] != k.shape[-2]:
         raise ValueError(f"Qᵀ K needs L == S, got L={q.shape[-2]}, S={k.shape[-2]}")
     return q.transpose(-2, -1) @ k  # (..., d_k, d_k)
+
+
+# The slips the Playground shows beside the right answer, by id.
+SLIPS: dict[str, Slip] = {
+    "wrong_axis": Slip(
+        softmax_wrong_axis,
+        "softmax over the wrong axis",
+        "softmax(dim=0): each key's column sums to 1 over the queries, so a query's weights no longer "
+        "sum to 1 and its output is no longer an average of values.",
+    ),
+    "multiply_mask": Slip(
+        multiply_by_mask,
+        "multiply scores by the 0/1 mask",
+        "S ⊙ M instead of S + (−∞)·(1 − M): a blocked score becomes 0, and e⁰ = 1 still hands it weight.",
+    ),
+    "qt_k": Slip(
+        q_transpose_k,
+        "Qᵀ K instead of Q Kᵀ",
+        "Qᵀ K is d_k × d_k (feature against feature), not L × S (query against key); it only multiplies "
+        "at all when L = S, which is why square tests miss it.",
+    ),
+}
