@@ -5,6 +5,12 @@ session (kept under a plain session key, which Streamlit does not drop when anot
 the page URL's query parameter of the same key, then the default. Every run writes the current
 value back to the URL (only when it differs from the default), so copying the address bar gives
 a teacher an exact view to share. A malformed URL value falls back to the default.
+
+Why not Streamlit's own ``bind="query-params"`` (Streamlit 1.67 has it on every widget kind used
+here): it binds a widget to its own page's URL only. Tried in headless Chromium, the shared input
+of the Playground (``in_src=random&in_L=9``) did not reach the Gradients page (it opened on the
+toy), while these helpers carry it across pages through the session. So the hand-written part is
+only this cross-page sharing and the clamping of stale values.
 """
 
 from __future__ import annotations
