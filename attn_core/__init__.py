@@ -61,10 +61,19 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["MaskView", "gallery_mask"], "mask_gallery"),
     # the cost model: numpy only
     **dict.fromkeys(
-        ["CostReport", "cost_report", "crossover_seq_len", "kv_cache_bytes", "layer_flops"], "costs"
+        [
+            "CostReport",
+            "attention_params",
+            "cost_report",
+            "crossover_seq_len",
+            "kv_cache_bytes",
+            "kv_cache_bytes_per_token",
+            "layer_flops",
+        ],
+        "costs",
     ),
     **dict.fromkeys(["GPU", "list_gpus", "load_gpu"], "gpus"),
-    **dict.fromkeys(["MemoryBill", "memory_bill"], "memory"),
+    **dict.fromkeys(["MemoryBill", "memory_bill", "naive_score_bytes"], "memory"),
     **dict.fromkeys(["ConfigError", "ModelShape", "from_hf_config", "list_presets", "load_preset"], "models"),
 }
 
