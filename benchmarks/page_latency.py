@@ -71,6 +71,11 @@ def _online_tiles(at: AppTest, i: int) -> None:
     at.slider(key="os_tile_block").set_value(16 + i % 2)  # 1,024 and 961 tiles: the cap
 
 
+def _practice_answer(at: AppTest, i: int) -> None:
+    """Type an answer (Enter submits it): the time of one checked answer."""
+    at.text_input(key=f"pr_answer_{at.session_state['pr_n']}").set_value(f"{100 + i} KiB")
+
+
 SCENARIOS: list[Scenario] = [
     Scenario("pages/playground.py", "defaults", _scale),
     Scenario(
@@ -88,6 +93,7 @@ SCENARIOS: list[Scenario] = [
         },
     ),
     # Other pages append their scenarios here.
+    Scenario("pages/practice.py", "defaults", _practice_answer),
     Scenario("pages/online_softmax.py", "defaults", _online_step),
     Scenario(
         "pages/online_softmax.py",

@@ -119,6 +119,30 @@ def lines(
     return go.Figure({"data": traces, "layout": layout})
 
 
+def bars(
+    categories: Sequence[str],
+    series: dict[str, Sequence[float]],
+    *,
+    title: str = "",
+    x_title: str = "",
+    y_title: str = "",
+    height: int = 340,
+) -> go.Figure:
+    """Grouped bars: one bar per named series in each category."""
+    traces = [
+        {"type": "bar", "x": list(categories), "y": np.asarray(y, dtype=np.float64), "name": name}
+        for name, y in series.items()
+    ]
+    layout = {
+        **_base_layout(title, height),
+        "barmode": "group",
+        "xaxis": {"title": {"text": x_title}, "type": "category"},
+        "yaxis": {"title": {"text": y_title}},
+        "legend": {"orientation": "h", "y": -0.25},
+    }
+    return go.Figure({"data": traces, "layout": layout})
+
+
 def show(fig: go.Figure, key: str) -> None:
     """Render a figure full-width with the PNG download button in its modebar."""
     st.plotly_chart(fig, key=key, config=PLOT_CONFIG)

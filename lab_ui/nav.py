@@ -57,4 +57,12 @@ PAGES: list[PageInfo] = [
         "preset), right to the byte.",
         "costs",
     ),
+    PageInfo(
+        "pages/practice.py",
+        "Practice",
+        ":material/quiz:",
+        "Every card as an endless drill: fresh numbers, your answer checked live by attn_core, the slip "
+        "you made named, the worked steps, and a link to the live page with your numbers.",
+        "practice",
+    ),
 ]

@@ -45,6 +45,7 @@ def slip_picker(slips: Mapping[str, Slip], key: str) -> str | None:
     chosen id, or None."""
     if not state.toggle("Show a common slip beside the right answer", key=f"{key}_on"):
         return None
+
     # (A plain {name: note} dict is still accepted while pages move to registries.)
     def label(i: str) -> str:
         return slips[i].label if isinstance(slips[i], Slip) else i

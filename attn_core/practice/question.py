@@ -1,0 +1,147 @@
+"""A drill question, and how a typed answer to it is judged.
+
+A generator draws the numbers, calls the card's own attn_core function for the answer and for
+each recognisable slip, and returns a `Question`. `Question.judge` parses the learner's text,
+compares it with the answer at the stated tolerance, and names the slip an answer matches.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+
+from attn_core.practice.answers import parse_matrix, parse_number, parse_vector
+
+
+class Difficulty(StrEnum):
+    EASY = "easy"  # round numbers, the card's own setting
+    MEDIUM = "medium"
+    HARD = "hard"  # awkward sizes and values
+
+
+class AnswerKind(StrEnum):
+    NUMBER = "number"
+    VECTOR = "vector"
+    MATRIX = "matrix"
+    CHOICE = "choice"
+
+
+Answer = float | tuple[float, ...] | tuple[tuple[float, ...], ...] | str
+
+
+@dataclass(frozen=True)
+class PageLink:
+    """The card's live page section with these exact numbers loaded (its URL state)."""
+
+    url_path: str  # as in lab_ui/nav.py
+    params: dict[str, str]
+    section: str  # what to look at there, in words
+
+
+@dataclass(frozen=True)
+class Question:
+    card: str  # "13"
+    title: str  # the card's result in a phrase
+    prompt: str  # our own words, with the drawn numbers (markdown)
+    inputs: dict[str, Any]  # the drawn numbers by name
+    answer_kind: AnswerKind
+    answer: Answer  # what the card's own function returns for these inputs
+    steps: tuple[str, ...]  # the worked steps: the algebra, then the numbers substituted
+    slips: dict[str, Answer]  # what each recognisable slip produces from the same inputs
+    link: PageLink | None = None
+    unit: str = ""  # the unit the answer is asked in ("KiB", "%", "" for a plain number)
+    rel_tol: float = 5e-3  # numbers: accepted within this relative error …
+    abs_tol: float = 0.0  # … or this absolute one (for answers near 0)
+    choices: tuple[str, ...] = ()  # for AnswerKind.CHOICE
+    hint: str = ""  # the answer format, shown under the box
+
+    @property
+    def tolerance_text(self) -> str:
+        """How close counts as right, stated on screen."""
+        if self.answer_kind is AnswerKind.CHOICE:
+            return "exact choice"
+        parts = [f"±{100 * self.rel_tol:.2g}% relative"]
+        if self.abs_tol:
+            parts.append(f"or ±{self.abs_tol:g} absolute")
+        return " ".join(parts) + (" per entry" if self.answer_kind is not AnswerKind.NUMBER else "")
+
+    def parse(self, text: str) -> Answer:
+        """The learner's text as an answer of this question's kind; ValueError with a message."""
+        if self.answer_kind is AnswerKind.NUMBER:
+            return parse_number(text, self.unit)
+        if self.answer_kind is AnswerKind.VECTOR:
+            return parse_vector(text)
+        if self.answer_kind is AnswerKind.MATRIX:
+            return parse_matrix(text)
+        if text not in self.choices:
+            raise ValueError(f"pick one of: {', '.join(self.choices)}")
+        return text
+
+    def close(self, got: Answer, want: Answer) -> bool:
+        """Whether ``got`` equals ``want`` at this question's tolerance (shapes must agree)."""
+        if self.answer_kind is AnswerKind.CHOICE:
+            return got == want
+        a, b = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+        if a.shape != b.shape or not np.all(np.isfinite(b)):
+            return False
+        return bool(np.all(np.abs(a - b) <= np.maximum(self.rel_tol * np.abs(b), self.abs_tol)))
+
+    def judge(self, text: str) -> Verdict:
+        """Parse and judge one typed answer. Bad input comes back as a verdict with ``error``."""
+        try:
+            got = self.parse(text)
+        except ValueError as exc:
+            return Verdict(correct=False, got=None, error=str(exc))
+        if self.close(got, self.answer):
+            return Verdict(correct=True, got=got, relative_error=_relative_error(got, self.answer))
+        slip = next((name for name, value in self.slips.items() if self.close(got, value)), None)
+        return Verdict(correct=False, got=got, relative_error=_relative_error(got, self.answer), slip=slip)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    correct: bool
+    got: Answer | None  # the parsed answer, None when it could not be read
+    error: str = ""  # why the text could not be read
+    relative_error: float | None = None  # max |got − answer| / |answer| (numbers, vectors)
+    slip: str | None = None  # the recognised slip the answer equals, if any
+
+
+def _relative_error(got: Answer, want: Answer) -> float | None:
+    if isinstance(want, str):
+        return None
+    a, b = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if a.shape != b.shape:
+        return math.inf
+    scale = np.maximum(np.abs(b), 1e-300)
+    return float(np.max(np.abs(a - b) / scale))
+
+
+Generator = Callable[[np.random.Generator, Difficulty], Question]
+
+
+@dataclass(frozen=True)
+class CardDrill:
+    """One card's drill: its generator, and the draw that reproduces the card's own numbers."""
+
+    card: str
+    title: str
+    generate: Generator
+    card_numbers: Callable[[], Question]  # the card's own example, as a question
+    tags: tuple[str, ...] = field(default=())
+
+
+def fmt(x: float, digits: int = 4) -> str:
+    """A number as a drill prints it: thousands separators for integers, 4 significant digits else."""
+    if float(x).is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}"
+    return f"{x:.{digits}g}"
+
+
+def vec(values) -> str:
+    return "(" + ", ".join(fmt(float(v), 4) for v in values) + ")"

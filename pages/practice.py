@@ -1,0 +1,162 @@
+"""Practice: every card of the spec as a drill with fresh numbers, checked live by attn_core."""
+
+import secrets
+import time
+
+import pandas as pd
+import streamlit as st
+
+from attn_core.explore import practice
+from attn_core.practice.progress import from_csv, to_csv
+from attn_core.practice.question import Difficulty
+from lab_ui import figures, state
+from lab_ui.nav import PAGES
+from lab_ui.page import header
+from lab_ui.widgets import attempt, table
+
+NAV_PATH = {p.url_path: p.path for p in PAGES}
+
+header(
+    "Practice",
+    "Cover the card, derive the answer on paper, then type it. Every question draws fresh numbers, and "
+    "its answer is computed live by the same attn_core function the card's page uses; a wrong answer is "
+    "matched against the slips people make. **Enter** checks, **N** draws the next question.",
+)
+
+
+def setup() -> tuple[list[str], str, str]:
+    with st.sidebar:
+        st.header("Drill")
+        cards = st.multiselect(
+            "cards",
+            list(practice.CARD_TITLES),
+            default=practice.cards_from_link(st.query_params.get("pr_cards")),
+            format_func=lambda c: f"{c} · {practice.CARD_TITLES[c]}",
+            key="pr_cards",
+            help="A link can choose them: ?pr_cards=13,14",
+        )
+        difficulty = state.selectbox(
+            "difficulty", tuple(Difficulty), key="pr_diff", default=Difficulty.MEDIUM
+        )
+        timer = state.selectbox("time per question", tuple(practice.TIMERS), key="pr_timer")
+    return cards, difficulty, timer
+
+
+def session() -> tuple[int, int]:
+    """The session's seed and the current question's number (kept per browser session)."""
+    if "pr_seed" not in st.session_state:
+        st.session_state.pr_seed = secrets.randbelow(2**31)
+        st.session_state.pr_n = 0
+        st.session_state.pr_log = []
+    if st.session_state.get("pr_shown_n") != st.session_state.pr_n:
+        st.session_state.pr_shown_n = st.session_state.pr_n
+        st.session_state.pr_shown_at = time.monotonic()
+    return st.session_state.pr_seed, st.session_state.pr_n
+
+
+def advance() -> None:
+    st.session_state.pr_n += 1
+
+
+def submit() -> None:
+    st.session_state.pr_submit = True
+
+
+def ask(question, n: int):
+    """The question and the answer box; returns the submitted text or None. Enter in the box
+    submits (its change callback), as does the Check button."""
+    st.subheader(f"Card {question.card} · {question.title}")
+    st.markdown(question.prompt)
+    if question.choices:
+        text = st.radio("Your answer", question.choices, key=f"pr_answer_{n}", on_change=submit)
+    else:
+        text = st.text_input(
+            "Your answer", key=f"pr_answer_{n}", placeholder=question.hint, max_chars=2000, on_change=submit
+        )
+    clicked = st.button("Check", type="primary", key=f"pr_check_{n}", icon=":material/check:")
+    st.caption(f"Checked by attn_core, accepted within {question.tolerance_text}. Format: {question.hint}.")
+    submitted = clicked or st.session_state.pop("pr_submit", False)
+    return (text or "") if submitted else None
+
+
+def show_feedback(question, fb, timer: str) -> None:
+    if fb.verdict.correct:
+        st.success(fb.headline, icon=":material/check_circle:")
+    else:
+        st.error(fb.headline, icon=":material/cancel:")
+    if fb.slip_note:
+        st.warning(fb.slip_note, icon=":material/search:")
+    if fb.over_time:
+        st.caption(f"Over the {timer} limit: counted, and flagged in the progress log by its time.")
+    with st.expander("Worked steps", expanded=not fb.verdict.correct):
+        for step in fb.steps:
+            st.markdown(f"- {step}")
+        if question.slips:
+            st.markdown("**Slips this card invites:** " + "; ".join(question.slips))
+    link = question.link
+    if link is not None and link.url_path in NAV_PATH:
+        st.page_link(
+            NAV_PATH[link.url_path],
+            label=f"Open these numbers live: {link.section}",
+            icon=":material/open_in_new:",
+            query_params=link.params,
+        )
+
+
+def show_progress() -> None:
+    st.subheader("Progress")
+    log = st.session_state.pr_log
+    rows = practice.progress(log)
+    if rows:
+        df = pd.DataFrame(
+            {
+                "card": [r.card for r in rows],
+                "tried": [r.tried for r in rows],
+                "right": [r.right for r in rows],
+                "mean time (s)": [round(r.mean_seconds, 1) for r in rows],
+                "slips made": [r.slips for r in rows],
+            }
+        )
+        table(df, "practice_by_card.csv", key="pr_progress", hide_index=True)
+        fig = figures.bars(
+            [f"card {r.card}" for r in rows],
+            {"tried": [r.tried for r in rows], "right": [r.right for r in rows]},
+            title="Answers per card",
+            y_title="questions",
+        )
+        figures.show(fig, key="pr_chart")
+    else:
+        st.caption("No answers yet this session.")
+    st.download_button(
+        "⬇ Progress log (CSV)", to_csv(log).encode(), "practice_log.csv", "text/csv", key="pr_log_csv",
+        on_click="ignore",
+    )  # fmt: skip
+    upload = st.file_uploader("Continue from a downloaded log", type=["csv"], key="pr_upload")
+    if upload is not None and st.session_state.get("pr_loaded") != upload.file_id:
+        loaded = attempt(from_csv, upload.getvalue().decode("utf-8", errors="replace"))
+        if loaded is not None:
+            st.session_state.pr_log = [*loaded, *log]
+            st.session_state.pr_loaded = upload.file_id
+            st.rerun()
+
+
+cards, difficulty, timer = setup()
+if not cards:
+    st.info("Pick at least one card in the sidebar.")
+    st.stop()
+seed, n = session()
+question = practice.next_question(cards, difficulty, seed, n)
+text = ask(question, n)
+if text is not None:
+    seconds = time.monotonic() - st.session_state.pr_shown_at
+    fb = practice.feedback(question, text, seconds, timer)
+    if fb.verdict.got is not None and st.session_state.get("pr_recorded") != (seed, n):
+        q_seed = practice.question_seed(seed, n)
+        st.session_state.pr_log.append(practice.record(question, q_seed, difficulty, fb, seconds, text))
+        st.session_state.pr_recorded = (seed, n)
+    st.session_state.pr_feedback = (n, fb)
+last = st.session_state.get("pr_feedback")
+if last is not None and last[0] == n:
+    show_feedback(question, last[1], timer)
+st.button("Next question", key="pr_next", on_click=advance, shortcut="n", icon=":material/skip_next:")
+show_progress()

@@ -1,0 +1,87 @@
+"""AppTest of the Practice page: answer right, then wrong (a named slip), then junk; the progress
+table counts them. The oracle for the right answer is the KV-cache formula, worked out in this file
+from the numbers printed in the question."""
+
+import re
+
+from apptest_helpers import badges  # noqa: F401  (shared helpers; kept for symmetry with other pages)
+
+PAGE = "pages/practice.py"
+
+
+def kv_numbers(prompt: str) -> tuple[int, int, int, int, int]:
+    m = re.search(r"(\d+) layers, (\d+) query heads and (\d+) KV heads of width (\d+).*in (\w+)\.", prompt)
+    layers, heads, kv, d_h, dtype = m.groups()
+    return int(layers), int(heads), int(kv), int(d_h), {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}[dtype]
+
+
+def open_kv_drill(app):
+    at = app(PAGE)
+    at.session_state["pr_seed"] = 12345  # pin the session's questions
+    at.multiselect(key="pr_cards").set_value(["13"]).run()
+    assert not at.exception
+    return at
+
+
+def prompt(at) -> str:
+    return next(m.value for m in at.markdown if "KV heads" in m.value)
+
+
+def answer(at, text: str):
+    n = at.session_state["pr_n"]
+    at.text_input(key=f"pr_answer_{n}").set_value(text)
+    next(b for b in at.button if b.label == "Check").click().run()
+    assert not at.exception
+    return at
+
+
+def progress_row(at):
+    df = next(d.value for d in at.dataframe if "tried" in d.value.columns)
+    return df.iloc[0]
+
+
+def test_page_opens_on_a_question(app):
+    at = app(PAGE)
+    assert not at.exception and at.error.len == 0
+    assert at.subheader[0].value.startswith("Card ")
+    assert any(c.value.startswith("Checked by attn_core") for c in at.caption)
+
+
+def test_right_then_wrong_then_junk(app):
+    at = open_kv_drill(app)
+    layers, heads, kv, d_h, b = kv_numbers(prompt(at))
+    right = 2 * layers * kv * d_h * b / 1024  # KiB
+    answer(at, f"{right:g} KiB")
+    assert at.success[0].value.startswith("Right")
+    row = progress_row(at)
+    assert (row["card"], row["tried"], row["right"]) == ("13", 1, 1)
+
+    next(b for b in at.button if b.label == "Next question").click().run()
+    layers, heads, kv, d_h, b = kv_numbers(prompt(at))
+    wrong = 2 * layers * heads * d_h * b / 1024  # sized with the query heads: card 13's slip
+    answer(at, f"{wrong:g}")
+    if heads != kv:
+        assert at.error[0].value.startswith("Not quite")
+        assert "query heads" in at.warning[0].value
+    row = progress_row(at)
+    assert (row["tried"], row["right"]) == (2, 1 if heads != kv else 2)
+
+    next(b for b in at.button if b.label == "Next question").click().run()
+    answer(at, "lots of memory")
+    assert "Could not read" in at.error[0].value
+    assert progress_row(at)["tried"] == 2  # unreadable answers are not counted
+
+
+def test_feedback_links_to_the_live_page_with_the_numbers(app):
+    at = open_kv_drill(app)
+    answer(at, "1")
+    links = at.get("page_link")
+    assert links, "the feedback links to the card's page"
+    assert "co_paste" in str(links[0].proto)
+
+
+def test_no_cards_chosen_is_a_message_not_a_crash(app):
+    at = app(PAGE)
+    at.multiselect(key="pr_cards").set_value([]).run()
+    assert not at.exception
+    assert "Pick at least one card" in at.info[0].value
