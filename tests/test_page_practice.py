@@ -4,7 +4,10 @@ from the numbers printed in the question."""
 
 import re
 
-from apptest_helpers import badges  # noqa: F401  (shared helpers; kept for symmetry with other pages)
+import pytest
+
+from attn_core.practice.bank import DRILLS
+from lab_ui.nav import PAGES
 
 PAGE = "pages/practice.py"
 
@@ -85,3 +88,12 @@ def test_no_cards_chosen_is_a_message_not_a_crash(app):
     at.multiselect(key="pr_cards").set_value([]).run()
     assert not at.exception
     assert "Pick at least one card" in at.info[0].value
+
+
+@pytest.mark.parametrize("card", list(DRILLS))
+def test_each_cards_link_opens_its_page_with_the_numbers(app, card):
+    link = DRILLS[card].card_numbers().link
+    path = next(p.path for p in PAGES if p.url_path == link.url_path)
+    at = app(path, **link.params)
+    assert not at.exception
+    assert at.error.len == 0, [e.value for e in at.error]
