@@ -18,6 +18,7 @@ import torch
 from attn_core import toy
 from attn_core.limits import LIMITS, check_range
 from attn_core.masks import MaskKind
+from attn_core.practice.answers import parse_floats
 
 F64 = torch.float64
 
@@ -155,15 +156,7 @@ def parse_matrix(text: str, name: str) -> torch.Tensor:
     values: list[list[float]] = []
     for r, line in enumerate(rows, start=1):
         cells = [c for c in _NUMBER.split(line) if c]
-        row = []
-        for c, cell in enumerate(cells, start=1):
-            try:
-                x = float(cell)
-            except ValueError:
-                raise ValueError(f"{name} row {r}, column {c}: {cell!r} is not a number") from None
-            if not math.isfinite(x):
-                raise ValueError(f"{name} row {r}, column {c}: {cell} is not finite")
-            row.append(x)
+        row = parse_floats(cells, lambda c, r=r: f"{name} row {r}, column {c}")
         if values and len(row) != len(values[0]):
             raise ValueError(f"{name} row {r} has {len(row)} entries but row 1 has {len(values[0])}")
         values.append(row)

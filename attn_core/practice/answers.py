@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 MAX_ANSWER_CHARS = 2000  # a typed answer, not a file
 MAX_ENTRIES = 256  # entries of a typed vector or matrix
@@ -73,6 +74,13 @@ def parse_number(text: str, unit: str = "") -> float:
     return value * _unit_factor(typed, unit)
 
 
+# Families of units a typed answer may switch between, with the hint shown when it strays.
+_FAMILIES = (
+    (BYTE_UNITS, "a unit of memory (use B, KiB, MiB, GiB, KB, MB or GB)"),
+    (FLOP_UNITS, "a unit of work (use FLOPs, GFLOP or TFLOP)"),
+)
+
+
 def _unit_factor(typed: str, unit: str) -> float:
     """Factor that turns a number in the ``typed`` unit into the question's ``unit``."""
     asked = unit.lower()
@@ -80,21 +88,30 @@ def _unit_factor(typed: str, unit: str) -> float:
         if typed not in ("", "%"):
             raise ValueError(f"the answer is a percentage; {typed!r} is not a unit for it")
         return 1.0
-    if asked in BYTE_UNITS:
-        if typed == "":
-            return 1.0
-        if typed not in BYTE_UNITS:
-            raise ValueError(f"{typed!r} is not a unit of memory (use B, KiB, MiB, GiB, KB, MB or GB)")
-        return BYTE_UNITS[typed] / BYTE_UNITS[asked]
-    if asked in FLOP_UNITS:
-        if typed == "":
-            return 1.0
-        if typed not in FLOP_UNITS:
-            raise ValueError(f"{typed!r} is not a unit of work (use FLOPs, GFLOP or TFLOP)")
-        return FLOP_UNITS[typed] / FLOP_UNITS[asked]
+    for family, hint in _FAMILIES:
+        if asked in family:
+            if typed == "":
+                return 1.0
+            if typed not in family:
+                raise ValueError(f"{typed!r} is not {hint}")
+            return family[typed] / family[asked]
     if typed not in COUNT_UNITS:
         raise ValueError(f"{typed!r} is not a unit this answer takes: type a plain number")
     return COUNT_UNITS[typed]
+
+
+def parse_floats(cells: list[str], where: Callable[[int], str]) -> list[float]:
+    """Each cell as a finite float; an error names the cell by ``where(n)`` (n from 1)."""
+    values = []
+    for n, cell in enumerate(cells, start=1):
+        try:
+            x = float(cell.replace("−", "-"))
+        except ValueError:
+            raise ValueError(f"{where(n)}: {cell[:20]!r} is not a number") from None
+        if not math.isfinite(x):
+            raise ValueError(f"{where(n)}: {cell[:20]} is not finite")
+        values.append(x)
+    return values
 
 
 def parse_vector(text: str) -> tuple[float, ...]:
@@ -105,16 +122,7 @@ def parse_vector(text: str) -> tuple[float, ...]:
         raise ValueError("type the numbers separated by commas, e.g. 0.14, 0.58, 0.28")
     if len(cells) > MAX_ENTRIES:
         raise ValueError(f"{len(cells)} numbers is more than this answer takes ({MAX_ENTRIES} at most)")
-    values = []
-    for n, cell in enumerate(cells, start=1):
-        try:
-            x = float(cell)
-        except ValueError:
-            raise ValueError(f"entry {n}, {cell[:20]!r}, is not a number") from None
-        if not math.isfinite(x):
-            raise ValueError(f"entry {n} is not a finite number")
-        values.append(x)
-    return tuple(values)
+    return tuple(parse_floats(cells, lambda n: f"entry {n}"))
 
 
 def parse_matrix(text: str) -> tuple[tuple[float, ...], ...]:
