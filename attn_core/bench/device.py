@@ -1,0 +1,169 @@
+"""What this machine can do: the device's name and size, and the peak the bench compares with.
+
+On a GPU the peaks come from datasheets (``assets/gpus.json`` for bandwidth and bf16, the bench's
+``assets/bench/gpu_peaks.json`` for fp16 and fp32), each with its source. On a CPU no datasheet
+applies to a shared VM, so the peaks are measured here: a square matmul (2·n³ FLOPs) and a tensor
+copy (reads and writes every byte: 2 × size bytes moved), each the best of a few runs, and
+labelled as measured.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from attn_core.bench.records import DTYPES
+
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
+MATMUL_N = 1024  # 2·1024³ ≈ 2.1 GFLOP: ~10 ms in fp32 on one modern core
+COPY_BYTES = 64 * 2**20  # well past the last-level cache, so this measures DRAM
+PROBE_RUNS = 5
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    """One device. ``peak_flops`` maps a bench dtype ("fp32", …) to FLOP/s; ``bandwidth`` is
+    bytes/s; ``measured`` says the peaks were measured here rather than read from a datasheet."""
+
+    kind: str  # "cpu" or "cuda"
+    name: str
+    measured: bool
+    peak_flops: dict[str, float] = field(default_factory=dict)
+    bandwidth: float | None = None
+    source: str = ""
+    capability: str | None = None  # CUDA compute capability, e.g. "9.0"
+    memory_bytes: int | None = None
+    sm_count: int | None = None
+    threads: int | None = None
+    versions: dict[str, str] = field(default_factory=dict)
+
+    def ridge(self, dtype: str) -> float | None:
+        """Arithmetic intensity (FLOP/byte) above which the peak FLOP/s, not bandwidth, bounds."""
+        peak = self.peak_flops.get(dtype)
+        return peak / self.bandwidth if peak and self.bandwidth else None
+
+    def percent_of_peak(self, dtype: str, flops_per_s: float) -> float | None:
+        peak = self.peak_flops.get(dtype)
+        return 100.0 * flops_per_s / peak if peak else None
+
+
+def versions() -> dict[str, str]:
+    from attn_core.bench import triton_kernel
+
+    out = {"torch": torch.__version__}
+    if triton_kernel.AVAILABLE:
+        out["triton"] = triton_kernel.triton.__version__ + (
+            " (interpreter)" if triton_kernel.INTERPRETED else ""
+        )
+    return out
+
+
+def gpu_peaks(device_name: str) -> tuple[dict[str, float], float | None, str]:
+    """(peak FLOP/s per dtype, bandwidth bytes/s, sources) for a CUDA device name; empty when the
+    tables do not know the device (the bench then reports no % of peak rather than a guess)."""
+    extra = json.loads((ASSETS / "bench" / "gpu_peaks.json").read_text())
+    base = json.loads((ASSETS / "gpus.json").read_text())
+    for gpu_id, row in extra.items():
+        if gpu_id.startswith("_") or not any(s in device_name for s in row["name_contains"]):
+            continue
+        sheet = base[gpu_id]
+        peaks = {
+            "bf16": sheet["bf16_flops_per_s"],
+            "fp16": row["fp16_flops_per_s"],
+            "fp32": row["fp32_flops_per_s"],
+        }
+        return peaks, sheet["bandwidth_bytes_per_s"], f"{sheet['source']}; {row['source']}"
+    return {}, None, f"no datasheet peak on file for {device_name!r}"
+
+
+def _best_seconds(fn, runs: int = PROBE_RUNS) -> float:
+    fn()  # warm-up: allocation, thread pool start
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+@functools.cache
+def measure_cpu_matmul(dtype: str, n_max: int = MATMUL_N) -> float:
+    """FLOP/s of a square matmul in ``dtype`` on this CPU (best of a few runs; random inputs).
+    The size doubles from 128 until one product takes ≥ 5 ms or reaches ``n_max``: a dtype the
+    CPU has no fast path for (fp16 on most) would otherwise take seconds."""
+    n = 128
+    while True:
+        a, b = (torch.randn(n, n).to(DTYPES[dtype]) for _ in range(2))
+        out = torch.empty(n, n, dtype=DTYPES[dtype])
+        seconds = _best_seconds(
+            lambda a=a, b=b, out=out: torch.matmul(a, b, out=out), runs=1 if n < n_max else PROBE_RUNS
+        )
+        if n >= n_max or seconds >= 5e-3:
+            return 2.0 * n**3 / _best_seconds(lambda a=a, b=b, out=out: torch.matmul(a, b, out=out))
+        n *= 2
+
+
+@functools.cache
+def measure_cpu_copy(nbytes: int = COPY_BYTES) -> float:
+    """Bytes/s of copying a tensor into a reused buffer: 2 × nbytes moved per copy."""
+    src = torch.randn(nbytes // 4)
+    dst = torch.empty_like(src)
+    return 2.0 * nbytes / _best_seconds(lambda: dst.copy_(src))
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "CPU"
+
+
+def device_facts(device: str = "cpu", dtypes: tuple[str, ...] = ("fp32",)) -> DeviceFacts:
+    """Facts of ``device`` ("cpu" or "cuda"). On CPU the matmul peak of each of ``dtypes`` and the
+    copy bandwidth are measured now (cached per process, ~0.1 s each)."""
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError("no CUDA device on this machine")
+        props = torch.cuda.get_device_properties(0)
+        peaks, bandwidth, source = gpu_peaks(props.name)
+        return DeviceFacts(
+            kind="cuda",
+            name=props.name,
+            measured=False,
+            peak_flops=peaks,
+            bandwidth=bandwidth,
+            source=source,
+            capability=f"{props.major}.{props.minor}",
+            memory_bytes=int(props.total_memory),
+            sm_count=int(props.multi_processor_count),
+            versions=versions(),
+        )
+    if device != "cpu":
+        raise ValueError(f"device must be cpu or cuda, not {device!r}")
+    return DeviceFacts(
+        kind="cpu",
+        name=_cpu_name(),
+        measured=True,
+        peak_flops={d: measure_cpu_matmul(d) for d in dtypes},
+        bandwidth=measure_cpu_copy(),
+        source=f"measured here: {MATMUL_N}² matmul and a {COPY_BYTES // 2**20} MiB copy, best of {PROBE_RUNS}",
+        threads=torch.get_num_threads(),
+        versions=versions(),
+    )
+
+
+def load_average() -> float | None:
+    """The 1-minute load average (other processes competing for the cores), None if unknown."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
