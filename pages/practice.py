@@ -68,7 +68,7 @@ def ask(question, n: int):
     st.subheader(f"Card {question.card} · {question.title}")
     st.markdown(question.prompt)
     if question.choices:
-        text = st.radio("Your answer", question.choices, key=f"pr_answer_{n}", on_change=submit)
+        text = st.radio("Your answer", question.choices, index=None, key=f"pr_answer_{n}", on_change=submit)
     else:
         text = st.text_input(
             "Your answer", key=f"pr_answer_{n}", placeholder=question.hint, max_chars=2000, on_change=submit

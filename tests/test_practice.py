@@ -24,6 +24,8 @@ DRAWS = 200
 
 def typed(answer) -> str:
     """How a learner would type the exact answer."""
+    if isinstance(answer, str):
+        return answer
     if isinstance(answer, tuple):
         return ", ".join(repr(float(x)) for x in answer)
     return repr(float(answer))
@@ -61,6 +63,7 @@ SPEC_NUMBERS = {
     "4": 0.393,  # card 4: bank's row has Jacobian eigenvalues 0.393, 0.175, 0
     "5": -0.244,  # card 5: river's ∂L/∂s = 0.576 × (−1 − (−0.576))
     "6": 15,  # card 6: 15 of 25 pairs at T = 5
+    "7": "the old outputs, moved along with their tokens",  # card 7: reversing the toy sentence, unmasked
     "9": 67_108_864,  # card 9: Llama 2 7B attention weights per layer
     "11": 24_704,  # card 11: Llama 2 7B crossover
     "12": 32,  # card 12: 32 GiB per head at 128K in fp16
@@ -75,7 +78,9 @@ def test_the_cards_own_numbers_come_out_of_one_draw(card):
     q = bank.DRILLS[card].card_numbers()
     want = SPEC_NUMBERS[card]
     got = q.answer
-    if isinstance(want, tuple):
+    if isinstance(want, str):
+        assert got == want
+    elif isinstance(want, tuple):
         assert tuple(int(x) for x in got) == want
     else:
         # the spec prints 3–4 significant digits
