@@ -71,6 +71,10 @@ def _online_tiles(at: AppTest, i: int) -> None:
     at.slider(key="os_tile_block").set_value(16 + i % 2)  # 1,024 and 961 tiles: the cap
 
 
+def _bench_causal(at: AppTest, i: int) -> None:
+    at.toggle(key="kb_causal").set_value(bool(i % 2))  # a rerun without pressing Run: no sweep
+
+
 def _practice_answer(at: AppTest, i: int) -> None:
     """Type an answer (Enter submits it): the time of one checked answer."""
     at.text_input(key=f"pr_answer_{at.session_state['pr_n']}").set_value(f"{100 + i} KiB")
@@ -109,6 +113,7 @@ SCENARIOS: list[Scenario] = [
             "os_section": "Tiles & block size",
         },
     ),
+    Scenario("pages/bench.py", "defaults", _bench_causal),
     Scenario("pages/masks.py", "defaults", _masks_gallery),
     Scenario(
         "pages/masks.py", "largest", _masks_seed, {"mk_section": "Conventions", "mk_T": "64", "mk_d": "32"}

@@ -50,6 +50,14 @@ PAGES: list[PageInfo] = [
         "online_softmax",
     ),
     PageInfo(
+        "pages/bench.py",
+        "Kernels",
+        ":material/speed:",
+        "Naive vs every SDPA backend vs FlexAttention vs our online softmax and Triton kernel: timed "
+        "on this server, checked against float64, with the SDPA kernel that actually ran.",
+        "bench",
+    ),
+    PageInfo(
         "pages/costs.py",
         "Cost calculator",
         ":material/calculate:",

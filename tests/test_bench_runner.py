@@ -7,10 +7,10 @@ import pytest
 import torch
 from conftest import load_benchmark
 
-from attn_core.bench import cli
+from attn_core.bench import cli, triton_kernel
 from attn_core.bench.device import DeviceFacts, device_facts, gpu_peaks
 from attn_core.bench.records import RECORD_KEYS, Case, attention_flops, io_bytes, tflops
-from attn_core.bench.runner import SweepConfig, run_sweep, tolerance
+from attn_core.bench.runner import SweepConfig, predict_seconds, run_sweep, tolerance
 
 
 def test_flops_follow_flash_attention_convention():
@@ -83,14 +83,24 @@ def test_records_follow_the_json_schema():
 
 
 def test_sweep_stops_cleanly_at_the_budget():
-    """A fake clock: each case 'takes' 10 s; the budget of 25 s allows L = 32 and predicts that
-    L = 64 (4× the work, 40 s) would not fit."""
+    """A fake clock that advances 5 s per look: L = 32 starts at 5 s, L = 64 at 10 s, and L = 128
+    would start at 15 s, past the 12 s budget: the sweep stops there, records kept."""
     ticks = iter(range(0, 1000, 5))
-    config = SweepConfig(seq_lens=(32, 64, 128), heads=1, kv_heads=1, impls=("sdpa",), budget_s=25, rounds=1)
+    config = SweepConfig(seq_lens=(32, 64, 128), heads=1, kv_heads=1, impls=("sdpa",), budget_s=12, rounds=1)
     seen = []
     result = run_sweep(config, on_record=seen.append, clock=lambda: next(ticks))
-    assert [r.seq_len for r in result.records] == [32] and seen == result.records
-    assert result.stopped.startswith("budget of 25 s reached before L = 64")
+    assert [r.seq_len for r in result.records] == [32, 64] and seen == result.records
+    assert result.stopped.startswith("budget of 12 s reached before L = 128")
+
+
+def test_prediction_scales_each_part_with_the_work():
+    last = (Case(64, heads=1, kv_heads=1), {"reference": 1.0, "sdpa": 2.0, "triton": 3.0})
+    # 4× the work: every part 4× — interpreted Triton too while under its cap (1·128²·64 = 2^20)
+    assert predict_seconds(last, Case(128, heads=1, kv_heads=1)) == pytest.approx(24.0)
+    # 8 heads at L = 2048, d = 64: 2^31 > 2^25, so interpreted Triton is skipped and costs nothing
+    if triton_kernel.INTERPRETED:
+        assert predict_seconds(last, Case(2048, heads=1, kv_heads=1)) == pytest.approx(3.0 * 1024)
+    assert predict_seconds(None, Case(64)) == 0.0
 
 
 def test_sweep_stops_on_request():

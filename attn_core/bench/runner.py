@@ -95,14 +95,21 @@ def unsupported_note(exc: Exception, probe_warnings: tuple[str, ...] = ()) -> st
     return f"unsupported: {first}" + (f" (PyTorch: {why})" if why else "")
 
 
-def _run_case(config: SweepConfig, case: Case, facts: DeviceFacts) -> list[Record]:
+def _skip_interpreted(case: Case) -> bool:
+    work = case.batch * case.heads * case.seq_len * case.S * case.head_dim
+    return triton_kernel.INTERPRETED and work > MAX_INTERPRETED_WORK
+
+
+def _run_case(config: SweepConfig, case: Case, facts: DeviceFacts) -> tuple[list[Record], dict[str, float]]:
+    """The records of one case, and the seconds each contestant (and "reference") took."""
+    t0 = time.perf_counter()
     q, k, v = case.inputs(config.device, seed=config.seed)
     ref = reference(case, q, k, v)
     plain_err = max_abs_diff(CONTESTANTS["naive"].fn(q, k, v, case.causal).double(), ref)
     tol = tolerance(case, plain_err, v)
-    work = case.batch * case.heads * case.seq_len * case.S * case.head_dim
     interpreted = triton_kernel.INTERPRETED
     records, timed = {}, {}
+    seconds = {"reference": time.perf_counter() - t0}
     for impl in config.impls:
         fn = CONTESTANTS[impl].fn
         rec = Record(impl, fixed_backend(impl, interpreted), config.device, case.dtype, case.seq_len,
@@ -113,10 +120,11 @@ def _run_case(config: SweepConfig, case: Case, facts: DeviceFacts) -> list[Recor
         if impl == "triton" and not triton_kernel.AVAILABLE:
             rec.note = f"unsupported: {triton_kernel.UNAVAILABLE_REASON}"
             continue
-        if impl == "triton" and interpreted and work > MAX_INTERPRETED_WORK:
+        if impl == "triton" and _skip_interpreted(case):
             rec.note = f"skipped: interpreted Triton is limited to B·H·L·S·D ≤ 2^{int(math.log2(MAX_INTERPRETED_WORK))}"
             continue
         out: list[torch.Tensor] = []
+        t0 = time.perf_counter()
         try:
             p = probe(lambda fn=fn, out=out: out.append(fn(q, k, v, case.causal)), config.device)
         except Exception as exc:
@@ -127,6 +135,7 @@ def _run_case(config: SweepConfig, case: Case, facts: DeviceFacts) -> list[Recor
         rec.max_abs_err = max_abs_diff(out[0].double(), ref)
         rec.ok = rec.max_abs_err <= tol
         del out
+        seconds[impl] = time.perf_counter() - t0
         if impl == "triton" and interpreted:
             rec.note = "interpreted: time not meaningful"
         else:
@@ -136,12 +145,23 @@ def _run_case(config: SweepConfig, case: Case, facts: DeviceFacts) -> list[Recor
     else:
         times = median_ms_cpu(timed, config.rounds) if timed else {}
     for impl, ms in times.items():
+        seconds[impl] += (config.rounds + 1) * ms * 1e-3  # warm-up and rounds
         rec = records[impl]
         rec.ms, rec.tflops = ms, tflops(case, ms)
         rec.extra["pct_peak"] = facts.percent_of_peak(case.dtype, rec.tflops * 1e12)
         nbytes = io_bytes(case, CONTESTANTS[impl].materializes_scores)
         rec.extra["intensity"] = rec.tflops * 1e12 * (ms * 1e-3) / nbytes  # FLOP per byte moved
-    return list(records.values())
+    return list(records.values()), seconds
+
+
+def predict_seconds(last: tuple[Case, dict[str, float]] | None, case: Case) -> float:
+    """The next case's time from the last one's: each part scales with the work L·S (the others
+    are fixed), and interpreted Triton costs nothing where it will be skipped."""
+    if last is None:
+        return 0.0
+    prev, seconds = last
+    ratio = (case.seq_len * case.S) / (prev.seq_len * prev.S)
+    return sum(s * ratio for part, s in seconds.items() if not (part == "triton" and _skip_interpreted(case)))
 
 
 def run_sweep(
@@ -161,20 +181,20 @@ def run_sweep(
         case.validate()
     facts = device_facts(config.device, (config.dtype,))
     result = SweepResult(facts=facts, load_before=load_average())
-    start, last = clock(), None  # last: (L·S, seconds) of the previous case
+    probe(lambda: None, config.device)  # the profiler's one-time start-up (~1 s) is not a case's cost
+    start, last = clock(), None  # last: the previous case and the seconds of its parts
     for case in cases:
         if should_stop is not None and should_stop():
             result.stopped = "stopped on request"
             break
         elapsed = clock() - start
-        predicted = 0.0 if last is None else last[1] * case.seq_len * case.S / last[0]
+        predicted = predict_seconds(last, case)
         if elapsed + predicted > config.budget_s:
             result.stopped = (f"budget of {config.budget_s:g} s reached before L = {case.seq_len:,} "
                               f"(predicted {predicted:.1f} s after {elapsed:.1f} s)")  # fmt: skip
             break
-        t0 = clock()
-        records = _run_case(config, case, facts)
-        last = (case.seq_len * case.S, clock() - t0)
+        records, seconds = _run_case(config, case, facts)
+        last = (case, seconds)
         for rec in records:
             rec.extra["load_avg"] = load_average()
             result.records.append(rec)

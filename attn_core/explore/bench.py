@@ -1,0 +1,191 @@
+"""The Kernels page in one call: this server's device, a bounded sweep of the contestants, the
+tables and chart rows it shows, and the GPU results recorded in ``assets/bench/``.
+
+One sweep runs at a time on the whole server (a module-level lock): a visitor who presses Run
+while another's sweep runs gets ``busy`` and the last results instead. Sizes are capped here
+(one home) so that a sweep stays within ``MAX_BUDGET_S`` of a shared CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import torch
+
+from attn_core.bench.contestants import CONTESTANTS
+from attn_core.bench.device import ASSETS, DeviceFacts, device_facts
+from attn_core.bench.records import DTYPES, Case, Record
+from attn_core.bench.runner import MAX_INTERPRETED_WORK, SweepConfig, run_sweep
+
+SEQ_LEN_CHOICES = (64, 128, 256, 512, 1024, 2048)  # the largest: 8 heads of naive = 128 MiB fp32
+DEFAULT_SEQ_LENS = (128, 256, 512)
+HEAD_DIMS = (32, 64, 128)
+MAX_HEADS = 8
+MAX_BUDGET_S = 30  # one visitor's sweep holds the server's bench for at most this (+ one case)
+DEFAULT_BUDGET_S = 10
+ROUNDS = 3  # interleaved timing rounds per case
+PAGE_IMPLS = tuple(i for i in CONTESTANTS if i != "flex")
+DEFAULT_IMPLS = ("naive", "sdpa", "sdpa-math", "sdpa-efficient", "online", "triton")
+LEFT_OUT = {
+    "flex": "compiled FlexAttention is left out here: compiling it takes ~25 s of a shared CPU "
+    "(~4 s per new shape); run `python -m attn_core bench --impl flex`. 'flex-eager' shows its "
+    "unfused reference path."
+}
+RESULTS_GLOB = "gpu-results*.json"
+
+_LOCK = threading.Lock()
+_LAST: list[Record] = []  # the last sweep's records on this server, shown to everyone
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    """What the visitor chose: L = S for each of ``seq_lens``; B = 1."""
+
+    seq_lens: tuple[int, ...] = DEFAULT_SEQ_LENS
+    head_dim: int = 64
+    heads: int = 4
+    kv_heads: int = 4
+    dtype: str = "fp32"
+    causal: bool = False
+    impls: tuple[str, ...] = DEFAULT_IMPLS
+    budget_s: float = DEFAULT_BUDGET_S
+
+    def config(self, device: str) -> SweepConfig:
+        """The sweep for ``device``; ValueError naming the first choice outside the caps."""
+        if not self.seq_lens or not set(self.seq_lens) <= set(SEQ_LEN_CHOICES):
+            raise ValueError(f"sequence lengths: pick one or more of {', '.join(map(str, SEQ_LEN_CHOICES))}")
+        if not self.impls or not set(self.impls) <= set(PAGE_IMPLS):
+            raise ValueError(f"contestants: pick one or more of {', '.join(PAGE_IMPLS)}")
+        if self.head_dim not in HEAD_DIMS or not 1 <= self.heads <= MAX_HEADS or self.dtype not in DTYPES:
+            raise ValueError(f"head dim in {HEAD_DIMS}, 1…{MAX_HEADS} heads, dtype in {', '.join(DTYPES)}")
+        if self.heads % self.kv_heads:
+            raise ValueError(f"{self.heads} query heads cannot share {self.kv_heads} KV heads evenly (GQA)")
+        if not 0 < self.budget_s <= MAX_BUDGET_S:
+            raise ValueError(f"the time cap must be in (0, {MAX_BUDGET_S}] s")
+        return SweepConfig(device=device, seq_lens=tuple(sorted(self.seq_lens)), head_dim=self.head_dim,
+                           heads=self.heads, kv_heads=self.kv_heads, dtype=self.dtype, causal=self.causal,
+                           impls=self.impls, budget_s=self.budget_s, rounds=ROUNDS)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    """GPU results shipped in assets/bench/, recorded by benchmarks/gpu_sweep.sh on a real GPU."""
+
+    file: str
+    meta: dict
+    rows: list[dict]
+
+
+@dataclass
+class BenchView:
+    facts: DeviceFacts
+    has_gpu: bool
+    records: list[Record]
+    busy: bool = False  # another visitor's sweep holds the bench: these are the last results
+    stopped: str | None = None
+    load: tuple[float | None, float | None] = (None, None)
+    perf_rows: list[dict] = field(default_factory=list)  # timed records, for the charts
+    error_rows: list[dict] = field(default_factory=list)  # every record: error, rule, verdict
+    recorded: list[RecordedRun] = field(default_factory=list)
+    left_out: dict[str, str] = field(default_factory=dict)
+    interpreted_cap: int = MAX_INTERPRETED_WORK
+    error: str | None = None  # the request is outside the caps: why (nothing ran)
+
+    @property
+    def ridge(self) -> float | None:
+        dtype = self.records[0].dtype if self.records else "fp32"
+        return self.facts.ridge(dtype)
+
+
+def device_name() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@cache
+def _facts(device: str, dtype: str) -> DeviceFacts:
+    return device_facts(device, tuple(dict.fromkeys(("fp32", dtype))))
+
+
+def recorded_gpu_runs(folder: Path = ASSETS / "bench") -> list[RecordedRun]:
+    """Every assets/bench/gpu-results*.json ({"meta": …, "records": […]}), newest name first."""
+    runs = []
+    for path in sorted(folder.glob(RESULTS_GLOB), reverse=True):
+        data = json.loads(path.read_text())
+        runs.append(RecordedRun(path.name, data["meta"], data["records"]))
+    return runs
+
+
+def _label(impl: str) -> str:
+    return CONTESTANTS[impl].label
+
+
+def _rows(records: list[Record]) -> tuple[list[dict], list[dict]]:
+    perf, errors = [], []
+    for r in records:
+        if r.ms is not None:
+            perf.append({
+                "contestant": _label(r.impl), "L": r.seq_len, "ms": r.ms, "TFLOP/s": r.tflops,
+                "% of peak": r.extra.get("pct_peak"), "FLOP/byte": r.extra.get("intensity"),
+                "peak extra MiB": None if r.peak_mem_bytes is None else r.peak_mem_bytes / 2**20,
+            })  # fmt: skip
+        errors.append({
+            "contestant": _label(r.impl), "L": r.seq_len, "kernel that ran": r.backend or "—",
+            "max |err| vs fp64": r.max_abs_err, "allowed": r.extra.get("tol"),
+            "verdict": {True: "✓ pass", False: "✗ FAIL", None: "—"}[r.ok], "note": r.note,
+        })  # fmt: skip
+    return perf, errors
+
+
+def _view(facts: DeviceFacts, records: list[Record], **kw) -> BenchView:
+    perf, errors = _rows(records)
+    return BenchView(facts, facts.kind == "cuda", list(records), perf_rows=perf, error_rows=errors,
+                     recorded=recorded_gpu_runs(), left_out=dict(LEFT_OUT), **kw)  # fmt: skip
+
+
+def kernels_page(
+    request: BenchRequest,
+    run: bool,
+    previous: list[Record] | None = None,
+    on_record: Callable[[Record, int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> BenchView:
+    """Everything the Kernels page shows. ``run`` False: the visitor's ``previous`` records (or
+    the server's last sweep) without computing anything new. ``run`` True: the sweep of
+    ``request`` on this server's device; ``on_record(record, n_expected)`` reports progress.
+    A request outside the caps runs nothing and says why in ``error``."""
+    device = device_name()
+    facts = _facts(device, request.dtype if request.dtype in DTYPES else "fp32")
+    try:
+        config = request.config(device)
+    except ValueError as exc:
+        return _view(facts, previous if previous is not None else _LAST, error=str(exc))
+    if not run:
+        return _view(facts, previous if previous is not None else _LAST)
+    if not _LOCK.acquire(blocking=False):
+        return _view(facts, previous or _LAST, busy=True)
+    expected = len(config.seq_lens) * len(config.impls)
+    records: list[Record] = []
+
+    def record(rec: Record) -> None:
+        records.append(rec)
+        _LAST[:] = records
+        if on_record is not None:
+            on_record(rec, expected)
+
+    try:
+        result = run_sweep(config, on_record=record, should_stop=should_stop)
+    finally:
+        _LOCK.release()
+    return _view(facts, result.records, stopped=result.stopped, load=(result.load_before, result.load_after))
+
+
+def case_of(record: Record) -> Case:
+    """The case a record measured (for the roofline's bytes)."""
+    e = record.extra
+    return Case(record.seq_len, record.head_dim, e["batch"], e["heads"], e["kv_heads"], record.dtype,
+                record.causal, e["kv_len"])  # fmt: skip

@@ -1,0 +1,69 @@
+"""Charts of the Kernels page: one line per contestant against L, and a roofline.
+
+Input rows are the plain dicts of attn_core.explore.bench (``perf_rows``); nothing is computed
+here beyond grouping them by contestant.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import numpy as np
+import plotly.graph_objects as go
+
+from lab_ui.figures import font_size
+
+
+def _by_contestant(rows: list[dict], y: str) -> dict[str, tuple[list, list]]:
+    series: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
+    for r in rows:
+        if r.get(y) is not None:
+            series[r["contestant"]][0].append(r["L"])
+            series[r["contestant"]][1].append(r[y])
+    return dict(series)
+
+
+def _layout(title: str, x_title: str, y_title: str, log_y: bool) -> dict:
+    return {
+        "title": {"text": title},
+        "font": {"size": font_size()},
+        "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
+        "height": 360,
+        "xaxis": {"title": {"text": x_title}, "type": "log"},
+        "yaxis": {"title": {"text": y_title}, "type": "log" if log_y else "linear"},
+        "legend": {"orientation": "h", "y": -0.25},
+    }
+
+
+def per_length(rows: list[dict], y: str, title: str, y_title: str, log_y: bool = True) -> go.Figure:
+    """``y`` (a perf_rows column) against sequence length L, one line with markers per contestant."""
+    traces = [
+        {"type": "scatter", "mode": "lines+markers", "name": name, "x": np.asarray(xs, dtype=np.float64),
+         "y": np.asarray(ys, dtype=np.float64)}
+        for name, (xs, ys) in _by_contestant(rows, y).items()
+    ]  # fmt: skip
+    return go.Figure({"data": traces, "layout": _layout(title, "sequence length L = S", y_title, log_y)})
+
+
+def roofline(rows: list[dict], peak_flops: float | None, bandwidth: float | None, title: str) -> go.Figure:
+    """Achieved TFLOP/s against arithmetic intensity (FLOP per byte of least traffic), under the
+    roof min(peak, bandwidth × intensity); the ridge is where the two meet."""
+    fig = per_length(rows, "TFLOP/s", title, "achieved TFLOP/s")
+    for trace, (name, (_, xs)) in zip(fig.data, _by_contestant(rows, "FLOP/byte").items(), strict=False):
+        trace.x = np.asarray(xs, dtype=np.float64)
+        trace.name = name
+    fig.update_layout(xaxis={"title": {"text": "arithmetic intensity (FLOP/byte)"}, "type": "log"})
+    if peak_flops and bandwidth:
+        xs = [r["FLOP/byte"] for r in rows if r.get("FLOP/byte")]
+        lo, hi = min([*xs, 1.0]) / 2, max([*xs, 2 * peak_flops / bandwidth])
+        grid = np.logspace(math.log10(lo), math.log10(hi), 60)
+        roof = np.minimum(peak_flops, bandwidth * grid) / 1e12
+        fig.add_trace(
+            go.Scatter(x=grid, y=roof, mode="lines", name="roof", line={"dash": "dash", "color": "#555"})
+        )
+        ridge = peak_flops / bandwidth
+        fig.add_vline(
+            x=ridge, line_dash="dot", line_color="#b22", annotation_text=f"ridge {ridge:,.0f} FLOP/byte"
+        )
+    return fig

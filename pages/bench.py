@@ -1,0 +1,180 @@
+"""Kernels: naive vs every SDPA backend vs FlexAttention vs our online softmax and Triton kernel,
+timed and checked on this server's hardware (issue 11)."""
+
+import pandas as pd
+import streamlit as st
+
+from attn_core.bench.contestants import CONTESTANTS
+from attn_core.explore import bench
+from lab_ui import bench_charts, figures, state
+from lab_ui.page import header
+from lab_ui.widgets import table
+
+header(
+    "Kernels",
+    "The same attention forward, computed by every kernel this lab knows: the **naive** L × S "
+    "matrix, PyTorch's **SDPA** (its own choice and each backend forced), **FlexAttention**, our "
+    "**online softmax** and our **Triton** kernel. Each is timed on *this server's* hardware and "
+    "checked against a float64 reference: it passes when its error is at most twice that of plain "
+    "PyTorch at the same precision (flash-attention's rule). FLOPs are counted as the FlashAttention "
+    "papers do: 4·B·H·L·S·D, halved when causal.",
+)
+
+st.subheader("This server")
+device_box = st.container()  # filled below, from the same one call
+
+# -- Sweep controls --------------------------------------------------------------------------------
+st.subheader("Sweep")
+c1, c2, c3, c4 = st.columns(4)
+with c1:
+    seq_lens = st.multiselect(
+        "sequence lengths L = S", bench.SEQ_LEN_CHOICES, default=bench.DEFAULT_SEQ_LENS, key="kb_L"
+    )
+    dtype = state.selectbox("dtype", ["fp32", "fp16", "bf16"], key="kb_dtype")
+with c2:
+    head_dim = state.selectbox("head dim D", list(bench.HEAD_DIMS), key="kb_d", default=64)
+    causal = state.toggle("causal (bottom-right)", key="kb_causal")
+with c3:
+    heads = state.slider("query heads H", 1, bench.MAX_HEADS, 4, key="kb_H")
+    kv_choices = [n for n in range(1, heads + 1) if heads % n == 0]
+    kv_heads = state.selectbox("KV heads (GQA when fewer)", kv_choices, key="kb_Hkv", default=heads)
+with c4:
+    budget = state.slider("time cap (s)", 1, bench.MAX_BUDGET_S, bench.DEFAULT_BUDGET_S, key="kb_budget")
+impls = st.multiselect(
+    "contestants",
+    bench.PAGE_IMPLS,
+    default=bench.DEFAULT_IMPLS,
+    key="kb_impls",
+    format_func=lambda i: CONTESTANTS[i].label,
+)
+request = bench.BenchRequest(
+    seq_lens=tuple(seq_lens),
+    head_dim=head_dim,
+    heads=heads,
+    kv_heads=kv_heads,
+    dtype=dtype,
+    causal=causal,
+    impls=tuple(impls),
+    budget_s=float(budget),
+)
+b1, b2, _ = st.columns([1, 1, 4])
+with b1:
+    run = st.button("▶ Run sweep", key="kb_run", type="primary")
+with b2:
+    st.button("■ Stop", key="kb_stop", help="Stops a running sweep; the cases already done stay shown.")
+
+progress = st.progress(0.0, text="starting…") if run else None
+if run:
+    st.session_state["kb_records"] = []  # filled as the sweep goes, so Stop keeps what was done
+
+
+def on_record(record, expected: int) -> None:
+    st.session_state["kb_records"].append(record)
+    done = len(st.session_state["kb_records"])
+    progress.progress(
+        min(1.0, done / expected), text=f"{done} of {expected}: {record.impl} at L = {record.seq_len:,}"
+    )
+
+
+view = bench.kernels_page(request, run, st.session_state.get("kb_records"), on_record)
+if progress is not None:
+    progress.empty()
+if view.error:
+    st.error(view.error, icon="⚠️")
+# -- Device ----------------------------------------------------------------------------------------
+facts = view.facts
+with device_box:
+    if facts.kind == "cuda":
+        st.markdown(
+            f"**{facts.name}** · compute capability {facts.capability} · {facts.memory_bytes / 2**30:,.1f} GiB · "
+            f"{facts.sm_count} SMs · peaks from datasheets: {facts.source}"
+        )
+    else:
+        st.info(
+            "This server has **no GPU**: the sweep below runs on its CPU, and the Triton kernel runs "
+            "through Triton's interpreter (correct, but its time means nothing). Recorded GPU results, "
+            "when the project has any, are shown at the bottom.",
+            icon=":material/computer:",
+        )
+        st.markdown(
+            f"**{facts.name}**, {facts.threads} thread{'s' if facts.threads != 1 else ''} · measured here: fp32 matmul "
+            f"**{facts.peak_flops['fp32'] / 1e9:,.1f} GFLOP/s**, copy **{facts.bandwidth / 1e9:,.1f} GB/s** "
+            f"({facts.source}) · versions: {', '.join(f'{k} {v}' for k, v in facts.versions.items())}"
+        )
+
+if view.busy:
+    st.warning(
+        "Another visitor's sweep is running (one at a time on this server): here are the last results."
+    )
+if view.stopped:
+    st.warning(f"The sweep stopped early: {view.stopped}.")
+if run and view.load[0] is not None:
+    st.caption(
+        f"Load average (1 min) {view.load[0]:.2f} before, {view.load[1]:.2f} after: other work shares the cores."
+    )
+if not view.records:
+    st.info("Press **▶ Run sweep** to time the chosen contestants (a few seconds at the defaults).")
+
+# -- Charts ----------------------------------------------------------------------------------------
+if view.perf_rows:
+    peak_word = "measured" if view.facts.measured else "datasheet"
+    left, right = st.columns(2)
+    with left:
+        figures.show(
+            bench_charts.per_length(view.perf_rows, "ms", "Time per call", "ms (median)"), key="kb_ms"
+        )
+        figures.show(
+            bench_charts.per_length(
+                view.perf_rows, "% of peak", f"% of the {peak_word} peak", "% of peak", False
+            ),
+            key="kb_pct",
+        )
+    with right:
+        figures.show(bench_charts.per_length(view.perf_rows, "TFLOP/s", "Throughput", "TFLOP/s"), key="kb_tf")
+        figures.show(
+            bench_charts.per_length(
+                view.perf_rows, "peak extra MiB", "Peak extra memory", "MiB (incl. output)"
+            ),
+            key="kb_mem",
+        )
+# The roofline is drawn before any run too: the device's roof and ridge are facts of the server.
+dtype_peak = view.facts.peak_flops.get(view.records[0].dtype if view.records else request.dtype)
+figures.show(
+    bench_charts.roofline(view.perf_rows, dtype_peak, view.facts.bandwidth, "Roofline"), key="kb_roof"
+)
+st.caption(
+    "Intensity = FLOPs ÷ the least bytes each kernel must move (Q, K, V in, O out; a kernel that "
+    "forms L × S also writes and reads scores and weights). Left of the ridge, bandwidth bounds "
+    "the speed; right of it, arithmetic."
+)
+
+# -- Errors and backends ---------------------------------------------------------------------------
+if view.error_rows:
+    st.subheader("Correct? And which kernel ran")
+    table(pd.DataFrame(view.error_rows), "kernel-bench.csv", key="kb_err", hide_index=True)
+    st.caption(
+        '"kernel that ran" for SDPA is read from PyTorch\'s profiler (the aten op name). '
+        '"unsupported" rows carry PyTorch\'s own reason.'
+    )
+for impl, why in view.left_out.items():
+    st.caption(f"**{impl}**: {why}")
+
+# -- Recorded GPU results --------------------------------------------------------------------------
+st.subheader("Recorded GPU results")
+if not view.recorded:
+    st.info(
+        "No GPU results are recorded in this project yet. They come only from a real GPU run "
+        "(`benchmarks/gpu_sweep.sh`), never from estimates."
+    )
+for run_ in view.recorded:
+    meta = run_.meta
+    versions = ", ".join(f"{k} {v}" for k, v in meta.get("versions", {}).items())
+    st.markdown(
+        f"**{meta.get('device')}** · recorded {meta.get('date')} · {versions} · `assets/bench/{run_.file}`"
+    )
+    table(
+        pd.DataFrame(run_.rows),
+        run_.file.replace(".json", ".csv"),
+        key=f"kb_rec_{run_.file}",
+        hide_index=True,
+    )
