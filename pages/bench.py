@@ -59,10 +59,14 @@ request = bench.BenchRequest(
 )
 b1, b2, _ = st.columns([1, 1, 4])
 with b1:
-    run = st.button("▶ Run sweep", key="kb_run", type="primary")
+    # A callback, not the button's return value: the press survives any rerun before this line.
+    st.button(
+        "▶ Run sweep", key="kb_run", type="primary", on_click=st.session_state.update, args=({"kb_go": True},)
+    )
 with b2:
     st.button("■ Stop", key="kb_stop", help="Stops a running sweep; the cases already done stay shown.")
 
+run = st.session_state.pop("kb_go", False)
 progress = st.progress(0.0, text="starting…") if run else None
 if run:
     st.session_state["kb_records"] = []  # filled as the sweep goes, so Stop keeps what was done
