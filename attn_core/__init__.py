@@ -59,6 +59,7 @@ _EXPORTS: dict[str, str] = {
     ),
     **dict.fromkeys(["PrecisionRow", "precision_study"], "precision"),
     **dict.fromkeys(["MaskView", "gallery_mask"], "mask_gallery"),
+    **dict.fromkeys(["SweepConfig", "run_sweep"], "bench.runner"),
     # the cost model: numpy only
     **dict.fromkeys(
         [

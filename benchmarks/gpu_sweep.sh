@@ -10,7 +10,6 @@ mkdir -p "$OUT"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.version.cuda)"
-# correctness first (seconds): the CUDA tests of the contestants and the compiled Triton kernel
-python -m pytest -q -p no:cacheprovider tests/test_bench_contestants.py tests/test_bench_triton.py -k "cuda or gpu" \
-  2>&1 | tail -5 || echo "pytest unavailable or failed: see above"
+# every record carries its own correctness verdict (ok, max_abs_err vs float64, tol): no pytest
+# needed there (the test suite's conftest imports streamlit, which that machine may lack)
 timeout 400 python benchmarks/kernel_bench.py gpu --out "$OUT" --budget-s "${BUDGET_S:-330}" 2>&1 | grep -v '^USDT'

@@ -176,6 +176,19 @@ for run_ in view.recorded:
     st.markdown(
         f"**{meta.get('device')}** · recorded {meta.get('date')} · {versions} · `assets/bench/{run_.file}`"
     )
+    if run_.headline_rows():
+        figures.show(
+            bench_charts.per_length(
+                run_.headline_rows(), "TFLOP/s", "Recorded GPU throughput, d = 128, bf16", "TFLOP/s"
+            ),
+            key=f"kb_rec_chart_{run_.file}",
+        )
+    ratio = run_.triton_vs_best_sdpa()
+    if ratio is not None:
+        st.markdown(
+            f"Triton (ours) at L = {bench.TARGET_L:,}: **{ratio:.2f}×** the best SDPA backend's TFLOP/s "
+            f"(target ≥ {bench.TARGET_RATIO}×)."
+        )
     table(
         pd.DataFrame(run_.rows),
         run_.file.replace(".json", ".csv"),

@@ -154,6 +154,24 @@ def test_cli_writes_json(tmp_path, capsys):
     assert "flash (CPU)" in capsys.readouterr().out
 
 
+def test_gpu_sweep_starts_with_the_headline_case():
+    """The issue's target (L = 8,192, d = 128, bf16, MHA) runs first, so a short budget still
+    measures it; then the grid: 2 d × 2 dtypes × 2 causal × MHA/GQA × 6 lengths."""
+    configs = load_benchmark("kernel_bench").gpu_configs(300)
+    first = configs[0]
+    assert (first.seq_lens, first.head_dim, first.dtype, first.causal, first.heads, first.kv_heads) == (
+        (8192,),
+        128,
+        "bf16",
+        False,
+        16,
+        16,
+    )
+    assert len(configs) == 2 * 2 * 2 * 2 * 6
+    assert {c.batch * c.seq_lens[0] for c in configs} == {16384}  # 16k tokens per batch
+    assert all(c.device == "cuda" and "triton" in c.impls for c in configs)
+
+
 def test_kernel_bench_seeded_sample():
     """The long run's code path at tiny sizes: every CPU contestant appears, checked."""
     text = load_benchmark("kernel_bench").cpu_section(seq_lens=(32,), rounds=1, heads=2)

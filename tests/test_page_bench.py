@@ -3,6 +3,8 @@ button, a tiny sweep fills the charts and the error table, bad choices say why, 
 results are shown only when assets/bench has them. Oracles: torch's own facts (CUDA or not), the
 FLOP convention recomputed here, and the request's contestants."""
 
+import json
+
 import torch
 from apptest_helpers import chart, frame, plotly_array
 
@@ -65,14 +67,53 @@ def test_bad_choice_says_why_and_the_page_keeps_working(app):
     assert not at.exception and not any("verdict" in d.value.columns for d in at.dataframe)
 
 
-def test_recorded_gpu_results_are_read_with_their_labels(tmp_path):
-    """Only files a GPU run wrote are shown; their meta labels device, date and versions."""
-    from attn_core.explore.bench import recorded_gpu_runs
+def _record(impl, L, tflops, **kw):
+    row = {"impl": impl, "backend": None, "device": "cuda", "dtype": "bf16", "seq_len": L, "head_dim": 128,
+           "causal": False, "ms": 1.0, "tflops": tflops, "ok": True, "heads": 16, "kv_heads": 16}  # fmt: skip
+    return {**row, **kw}
 
-    assert recorded_gpu_runs(tmp_path) == []
-    (tmp_path / "gpu-results-h200.json").write_text(
-        '{"meta": {"device": "NVIDIA H200", "date": "2026-12-04", "versions": {"torch": "2.11"}},'
-        ' "records": [{"impl": "sdpa", "ms": 1.0}]}'
+
+def test_recorded_gpu_results_are_shown_with_their_labels(app, tmp_path, monkeypatch):
+    """Only files a GPU run wrote are shown; their meta labels device, date and versions; the
+    target ratio is Triton over the best correct SDPA backend at L = 8,192 (here 300 / 500)."""
+    from attn_core.explore import bench
+
+    assert bench.recorded_gpu_runs(tmp_path) == []
+    rows = [
+        _record("sdpa-flash", 8192, 400.0),
+        _record("sdpa-cudnn", 8192, 500.0),
+        _record("sdpa-math", 8192, 900.0, ok=False),  # wrong answers do not set the bar
+        _record("triton", 8192, 300.0),
+        _record("triton", 4096, 280.0),
+        _record("triton", 8192, 999.0, kv_heads=4),  # GQA: not the headline family
+    ]
+    meta = {
+        "device": "NVIDIA H200",
+        "date": "2026-12-04 05:00 UTC",
+        "versions": {"torch": "2.11", "triton": "3.6"},
+    }
+    (tmp_path / "gpu-results-h200.json").write_text(json.dumps({"meta": meta, "records": rows}))
+    (run,) = bench.recorded_gpu_runs(tmp_path)
+    assert run.triton_vs_best_sdpa() == 300.0 / 500.0
+    assert [(r["contestant"], r["L"]) for r in run.headline_rows()][-2:] == [
+        ("Triton (ours)", 8192),
+        ("Triton (ours)", 4096),
+    ]
+    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path)
+    at = app(PAGE)
+    assert not at.exception
+    assert any(
+        "NVIDIA H200" in m.value and "2026-12-04" in m.value and "triton 3.6" in m.value for m in at.markdown
     )
-    (run,) = recorded_gpu_runs(tmp_path)
-    assert run.meta["device"] == "NVIDIA H200" and run.rows == [{"impl": "sdpa", "ms": 1.0}]
+    assert any("**0.60×** the best SDPA" in m.value for m in at.markdown)
+    chart(at, "Recorded GPU throughput")
+
+
+def test_a_second_visitor_sees_busy_and_the_last_results(app):
+    from attn_core.explore import bench
+
+    at = tiny(app(PAGE))
+    with bench._LOCK:  # another session's sweep holds the bench
+        at.button(key="kb_run").click().run()
+    assert not at.exception
+    assert any("Another visitor's sweep is running" in w.value for w in at.warning)

@@ -75,10 +75,25 @@ def _block_mask(L: int, S: int, device: str):
     return create_block_mask(bottom_right, None, None, L, S, device=device)
 
 
+FLEX_RECOMPILE_LIMIT = 512  # one compile per (shape, dtype, mask) of a sweep: a GPU sweep has ~100
+
+
 @functools.cache
 def _compiled_flex():
+    """flex_attention compiled for static shapes. Dynamo stops recompiling a function after 8
+    shapes by default and silently runs it eager from then on, which a sweep would report as
+    'compiled': the limit is raised for this process."""
     from torch.nn.attention.flex_attention import flex_attention
 
+    config = torch._dynamo.config
+    for name in (
+        "recompile_limit",
+        "cache_size_limit",
+        "accumulated_recompile_limit",
+        "accumulated_cache_size_limit",
+    ):
+        if hasattr(config, name):
+            setattr(config, name, max(getattr(config, name), FLEX_RECOMPILE_LIMIT))
     return torch.compile(flex_attention, dynamic=False)
 
 

@@ -113,11 +113,15 @@ def _kernel():
     return triton.jit(_attn_fwd)
 
 
-def _config(head_dim: int, interpret: bool) -> tuple[int, int, int, int]:
-    """(BLOCK_M, BLOCK_N, num_warps, num_stages): Hopper-friendly tiles on GPU (FA2's 128 × 64,
-    8 warps for d = 128), small ones interpreted (each program is plain numpy there)."""
+def _config(head_dim: int, itemsize: int, interpret: bool) -> tuple[int, int, int, int]:
+    """(BLOCK_M, BLOCK_N, num_warps, num_stages). GPU: FA2's 128 × 64 tiles for 2-byte types (8
+    warps at d > 64); shared memory holds Q's tile plus K and V per stage, 128·d·2 + stages·2·64·d·2
+    bytes = 128 KiB at d = 128, 3 stages (Hopper has 227 KiB). fp32 halves the tiles and stages to
+    stay inside it. Interpreted: small tiles (each program is plain numpy there)."""
     if interpret:
         return 16, 16, 1, 1
+    if itemsize == 4:
+        return 64, 32, 4, 2
     if head_dim <= 64:
         return 128, 64, 4, 3
     return 128, 64, 8, 3
@@ -154,7 +158,7 @@ def triton_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: 
         raise ValueError(f"triton runs {'CPU' if INTERPRETED else 'CUDA'} tensors in this process")
     q, k, v = (t.contiguous() if t.stride(-1) != 1 else t for t in (q, k, v))
     o = torch.empty_like(q)
-    block_m, block_n, warps, stages = _config(D, interpret)
+    block_m, block_n, warps, stages = _config(D, q.element_size(), interpret)
     grid = (triton.cdiv(L, block_m), B * HQ)
     _kernel()[grid](
         q, k, v, o,

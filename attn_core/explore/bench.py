@@ -36,6 +36,7 @@ LEFT_OUT = {
     "(~4 s per new shape); run `python -m attn_core bench --impl flex`. 'flex-eager' shows its "
     "unfused reference path."
 }
+RESULTS_DIR = ASSETS / "bench"
 RESULTS_GLOB = "gpu-results*.json"
 
 _LOCK = threading.Lock()
@@ -72,6 +73,11 @@ class BenchRequest:
                            impls=self.impls, budget_s=self.budget_s, rounds=ROUNDS)  # fmt: skip
 
 
+HEADLINE = {"head_dim": 128, "dtype": "bf16", "causal": False}  # the issue's target case family
+TARGET_L = 8192
+TARGET_RATIO = 0.6  # our Triton kernel vs the best SDPA backend's TFLOP/s at L = 8,192
+
+
 @dataclass(frozen=True)
 class RecordedRun:
     """GPU results shipped in assets/bench/, recorded by benchmarks/gpu_sweep.sh on a real GPU."""
@@ -79,6 +85,24 @@ class RecordedRun:
     file: str
     meta: dict
     rows: list[dict]
+
+    def headline_rows(self) -> list[dict]:
+        """Chart rows (contestant, L, TFLOP/s) of the timed MHA records at d = 128, bf16, not causal."""
+        return [
+            {"contestant": _label(r["impl"]), "L": r["seq_len"], "TFLOP/s": r["tflops"]}
+            for r in self.rows
+            if r.get("tflops") is not None and r.get("kv_heads") == r.get("heads")
+            and all(r.get(k) == v for k, v in HEADLINE.items())
+        ]  # fmt: skip
+
+    def triton_vs_best_sdpa(self) -> float | None:
+        """Triton's TFLOP/s over the best SDPA backend's at L = 8,192 in the headline family
+        (correct records only); None when either is missing."""
+        at = [r for r in self.rows if r.get("seq_len") == TARGET_L and r.get("kv_heads") == r.get("heads")
+              and r.get("ok") and r.get("tflops") and all(r.get(k) == v for k, v in HEADLINE.items())]  # fmt: skip
+        sdpa = [r["tflops"] for r in at if r["impl"].startswith("sdpa")]
+        ours = [r["tflops"] for r in at if r["impl"] == "triton"]
+        return ours[0] / max(sdpa) if sdpa and ours else None
 
 
 @dataclass
@@ -111,10 +135,10 @@ def _facts(device: str, dtype: str) -> DeviceFacts:
     return device_facts(device, tuple(dict.fromkeys(("fp32", dtype))))
 
 
-def recorded_gpu_runs(folder: Path = ASSETS / "bench") -> list[RecordedRun]:
+def recorded_gpu_runs(folder: Path | None = None) -> list[RecordedRun]:
     """Every assets/bench/gpu-results*.json ({"meta": …, "records": […]}), newest name first."""
     runs = []
-    for path in sorted(folder.glob(RESULTS_GLOB), reverse=True):
+    for path in sorted((folder or RESULTS_DIR).glob(RESULTS_GLOB), reverse=True):
         data = json.loads(path.read_text())
         runs.append(RecordedRun(path.name, data["meta"], data["records"]))
     return runs
