@@ -53,16 +53,19 @@ def roofline(rows: list[dict], peak_flops: float | None, bandwidth: float | None
     for trace, (name, (_, xs)) in zip(fig.data, _by_contestant(rows, "FLOP/byte").items(), strict=False):
         trace.x = np.asarray(xs, dtype=np.float64)
         trace.name = name
-    fig.update_layout(xaxis={"title": {"text": "arithmetic intensity (FLOP/byte)"}, "type": "log"})
+    xs = [r["FLOP/byte"] for r in rows if r.get("FLOP/byte")]
+    ridge = peak_flops / bandwidth if peak_flops and bandwidth else 1.0
+    lo, hi = min([*xs, ridge / 4]) / 2, max([*xs, 4 * ridge]) * 2
+    fig.update_layout(
+        xaxis={"title": {"text": "arithmetic intensity (FLOP/byte)"}, "type": "log",
+               "range": [math.log10(lo), math.log10(hi)]}
+    )  # fmt: skip
     if peak_flops and bandwidth:
-        xs = [r["FLOP/byte"] for r in rows if r.get("FLOP/byte")]
-        lo, hi = min([*xs, 1.0]) / 2, max([*xs, 2 * peak_flops / bandwidth])
         grid = np.logspace(math.log10(lo), math.log10(hi), 60)
         roof = np.minimum(peak_flops, bandwidth * grid) / 1e12
         fig.add_trace(
             go.Scatter(x=grid, y=roof, mode="lines", name="roof", line={"dash": "dash", "color": "#555"})
         )
-        ridge = peak_flops / bandwidth
         fig.add_vline(
             x=ridge, line_dash="dot", line_color="#b22", annotation_text=f"ridge {ridge:,.0f} FLOP/byte"
         )

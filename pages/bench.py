@@ -155,7 +155,14 @@ st.caption(
 # -- Errors and backends ---------------------------------------------------------------------------
 if view.error_rows:
     st.subheader("Correct? And which kernel ran")
-    table(pd.DataFrame(view.error_rows), "kernel-bench.csv", key="kb_err", hide_index=True)
+    sci = st.column_config.NumberColumn(format="%.2e")
+    table(
+        pd.DataFrame(view.error_rows),
+        "kernel-bench.csv",
+        key="kb_err",
+        hide_index=True,
+        column_config={"max |err| vs fp64": sci, "allowed": sci},
+    )
     st.caption(
         '"kernel that ran" for SDPA is read from PyTorch\'s profiler (the aten op name). '
         '"unsupported" rows carry PyTorch\'s own reason.'
