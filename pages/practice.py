@@ -103,30 +103,27 @@ def show_feedback(question, fb, timer: str) -> None:
         )
 
 
-def show_progress() -> None:
+def show_progress(cards: list[str]) -> None:
     st.subheader("Progress")
     log = st.session_state.pr_log
-    rows = practice.progress(log)
-    if rows:
-        df = pd.DataFrame(
-            {
-                "card": [r.card for r in rows],
-                "tried": [r.tried for r in rows],
-                "right": [r.right for r in rows],
-                "mean time (s)": [round(r.mean_seconds, 1) for r in rows],
-                "slips made": [r.slips for r in rows],
-            }
-        )
-        table(df, "practice_by_card.csv", key="pr_progress", hide_index=True)
-        fig = figures.bars(
-            [f"card {r.card}" for r in rows],
-            {"tried": [r.tried for r in rows], "right": [r.right for r in rows]},
-            title="Answers per card",
-            y_title="questions",
-        )
-        figures.show(fig, key="pr_chart")
-    else:
-        st.caption("No answers yet this session.")
+    rows = practice.progress(log, cards)
+    fig = figures.bars(
+        [f"card {r.card}" for r in rows],
+        {"tried": [r.tried for r in rows], "right": [r.right for r in rows]},
+        title="Answers per card this session",
+        y_title="questions",
+    )
+    figures.show(fig, key="pr_chart")
+    df = pd.DataFrame(
+        {
+            "card": [r.card for r in rows],
+            "tried": [r.tried for r in rows],
+            "right": [r.right for r in rows],
+            "mean time (s)": [round(r.mean_seconds, 1) for r in rows],
+            "slips made": [r.slips for r in rows],
+        }
+    )
+    table(df, "practice_by_card.csv", key="pr_progress", hide_index=True)
     st.download_button(
         "⬇ Progress log (CSV)", to_csv(log).encode(), "practice_log.csv", "text/csv", key="pr_log_csv",
         on_click="ignore",
@@ -159,4 +156,4 @@ last = st.session_state.get("pr_feedback")
 if last is not None and last[0] == n:
     show_feedback(question, last[1], timer)
 st.button("Next question", key="pr_next", on_click=advance, shortcut="n", icon=":material/skip_next:")
-show_progress()
+show_progress(cards)

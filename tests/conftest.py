@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
+
+# Without a GPU our Triton kernel runs under Triton's interpreter. Triton reads the switch when it is
+# first imported, and other tests (FlexAttention, torch.compile) may import it before
+# attn_core.bench does: set it before any test module loads.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"

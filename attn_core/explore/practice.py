@@ -89,5 +89,9 @@ def record(
     )
 
 
-def progress(attempts: list[Attempt]) -> list[CardProgress]:
-    return summarize(attempts)
+def progress(attempts: list[Attempt], cards: list[str]) -> list[CardProgress]:
+    """Per card of the drill (and any other card in the log): tried, right, time, slips."""
+    rows = {r.card: r for r in summarize(attempts)}
+    for card in cards:
+        rows.setdefault(card, CardProgress(card, 0, 0, 0.0, ""))
+    return sorted(rows.values(), key=lambda r: (len(r.card), r.card))
