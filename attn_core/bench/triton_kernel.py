@@ -38,9 +38,9 @@ try:
 except ImportError as exc:  # CI installs it from requirements-dev.txt; a bare runtime may not
     triton = tl = None
     AVAILABLE, UNAVAILABLE_REASON = False, f"triton is not installed ({exc})"
-if AVAILABLE and INTERPRETED and (_imported_before or os.environ["TRITON_INTERPRET"] != "1"):
-    AVAILABLE = False
-    UNAVAILABLE_REASON = "no GPU, and triton was imported before TRITON_INTERPRET=1 could be set"
+_NOT_INTERPRETED = "no GPU, and triton was imported before TRITON_INTERPRET=1 could be set"
+if AVAILABLE and INTERPRETED and os.environ["TRITON_INTERPRET"] != "1":
+    AVAILABLE, UNAVAILABLE_REASON = False, _NOT_INTERPRETED
 
 MAX_HEAD_DIM = 256  # one program keeps a BLOCK_M × D accumulator in registers
 
@@ -127,6 +127,16 @@ def _config(head_dim: int, itemsize: int, interpret: bool) -> tuple[int, int, in
     return 128, 64, 8, 3
 
 
+def _interpreter_works() -> bool:
+    """Whether an earlier import of triton happened under TRITON_INTERPRET=1 (then the interpreter
+    runs our kernel): a 1 × 1 × 1 × 16 call settles it in a few milliseconds."""
+    x = torch.ones(1, 1, 1, 16)
+    try:
+        return bool(torch.allclose(triton_attention(x, x, x), x))
+    except Exception:  # the interpreter refuses kernels decorated outside it (Triton's own error types)
+        return False
+
+
 def triton_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) -> torch.Tensor:
     """softmax(Q Kᵀ / √D, causal bottom-right) V by our Triton kernel; forward only.
 
@@ -169,3 +179,7 @@ def triton_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: 
         num_warps=warps, num_stages=stages,
     )  # fmt: skip
     return o
+
+
+if AVAILABLE and INTERPRETED and _imported_before and not _interpreter_works():
+    AVAILABLE, UNAVAILABLE_REASON = False, _NOT_INTERPRETED
