@@ -57,7 +57,7 @@ _EXPORTS: dict[str, str] = {
         ],
         "leakage",
     ),
-    **dict.fromkeys(["PrecisionRow", "precision_study"], "precision"),
+    **dict.fromkeys(["PrecisionRow", "precision_study"], "experiments.precision"),
     **dict.fromkeys(["MaskView", "gallery_mask"], "mask_gallery"),
     **dict.fromkeys(["SweepConfig", "run_sweep"], "bench.runner"),
     # the cost model: numpy only

@@ -16,28 +16,58 @@ Memory traffic of the tiled kernel (per query tile of B_q rows, key tile of B_k 
 B_q·d + B_k·(d + d_v) numbers, keeps a B_q × B_k score tile and B_q·(d_v + 2) of state; the
 L × S matrix never exists. FLOPs are those of plain attention (4·L·S·d per head), not fewer.
 
-The page's one-call views over this module (walk a row, tile map, block-size sweep, split-K
-for one row) live in ``attn_core.online_views``.
+Read in order: the one-row reference (``online_update``, ``walk_blocks``), the merge of partial
+states, then the tiled kernel as two steps: ``attn_core.tile_plan`` decides which (query tile,
+key tile) pairs run and which a mask removes, and ``tile_step`` is the recurrence on one tile.
+The slips are ``attn_core.slips.online``; the page's views ``attn_core.explore.online``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
 from attn_core.attention import check_shapes, default_scale, expand_kv
+from attn_core.tile_plan import TilePlan, plan_tiles
 
 # ----------------------------------------------------------------------------------------------
 # The reference: one query row, one key block at a time
 # ----------------------------------------------------------------------------------------------
 
 
-def _safe_base(m: torch.Tensor) -> torch.Tensor:
+def safe_base(m: torch.Tensor) -> torch.Tensor:
     """The max to subtract. A row that has seen no allowed key yet has m = -inf; subtracting 0
     instead keeps e^{-inf - base} = 0 and avoids -inf - (-inf) = NaN."""
     return torch.where(torch.isinf(m) & (m < 0), torch.zeros_like(m), m)
+
+
+def rescale_factor(m_old: torch.Tensor, m_new: torch.Tensor) -> torch.Tensor:
+    """α = e^{m_old - m_new} ≤ 1, which moves the old sums onto the new base; 0 from the empty
+    state (m_old = -inf: nothing to rescale)."""
+    if not torch.isfinite(m_old):
+        return torch.zeros_like(m_old)
+    return (m_old - safe_base(m_new)).exp()
+
+
+# One block of the recurrence: (m, ℓ, u, s, V_block) → (m_new, α, ℓ_new, u_new). Scalars m, ℓ;
+# u (d_v,); s (B_k,) the block's scores; V_block (B_k, d_v). The slips swap in their own.
+BlockUpdate = Callable[
+    [torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+    tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+]
+
+
+def online_update(
+    m: torch.Tensor, l: torch.Tensor, u: torch.Tensor, s: torch.Tensor, V_block: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The correct block update (see the module docstring): returns m_n, α, ℓ_n, u_n."""
+    m_new = torch.maximum(m, s.max())
+    alpha = rescale_factor(m, m_new)
+    p = (s - safe_base(m_new)).exp()  # (B_k,) e^{s_j - m_n}, each ≤ 1
+    return m_new, alpha, alpha * l + p.sum(), alpha * u + p @ V_block
 
 
 @dataclass(frozen=True)
@@ -72,7 +102,7 @@ class OnlineTrace:
     slip: str | None = None  # which slip produced it; None = the correct recurrence
 
 
-def _trace(scores: torch.Tensor, values: torch.Tensor, block_size: int, slip: str | None) -> OnlineTrace:
+def _check_row(scores: torch.Tensor, values: torch.Tensor, block_size: int) -> None:
     if scores.ndim != 1 or values.ndim != 2 or values.shape[0] != scores.shape[0]:
         raise ValueError(
             f"one row: scores (S,) and values (S, d_v), got {tuple(scores.shape)} and {tuple(values.shape)}"
@@ -81,6 +111,19 @@ def _trace(scores: torch.Tensor, values: torch.Tensor, block_size: int, slip: st
         raise ValueError(f"block size must be at least 1, got {block_size}")
     if scores.shape[0] == 0 or not bool((scores > -math.inf).any()):
         raise ValueError("the row has no allowed key: a fully masked row has no softmax")
+
+
+def walk_blocks(
+    scores: torch.Tensor,
+    values: torch.Tensor,
+    block_size: int = 1,
+    update: BlockUpdate = online_update,
+    slip: str | None = None,
+) -> OnlineTrace:
+    """Run ``update`` over one row's key blocks from m_0 = -inf, ℓ_0 = 0, u_0 = 0, recording
+    every step. scores (S,), -inf where masked; values (S, d_v); computes in scores' dtype.
+    ``slip`` only labels the trace (the slips in ``attn_core.slips.online`` pass their id)."""
+    _check_row(scores, values, block_size)
     dtype = scores.dtype
     V = values.to(dtype)
     m = torch.tensor(-math.inf, dtype=dtype)
@@ -90,32 +133,16 @@ def _trace(scores: torch.Tensor, values: torch.Tensor, block_size: int, slip: st
     for n, c0 in enumerate(range(0, scores.shape[0], block_size)):
         c1 = min(c0 + block_size, scores.shape[0])
         s = scores[c0:c1]  # (B_k,)
-        block_max = s.max()
-        if slip == "no_max":
-            m_new = torch.tensor(0.0, dtype=dtype)  # the slip: base 0 always, so e^{s_j} can overflow
-            factor = torch.tensor(1.0, dtype=dtype)
-        else:
-            m_new = torch.maximum(m, block_max)
-            base = _safe_base(m_new)
-            if not torch.isfinite(m):  # empty state: nothing to rescale, whatever the sign
-                factor = torch.tensor(0.0, dtype=dtype)
-            elif slip == "wrong_sign":
-                factor = (base - m).exp()
-            else:
-                factor = (m - base).exp()
-        base = _safe_base(m_new)
-        p = (s - base).exp()  # (B_k,)
-        l_new = factor * l + p.sum()
-        u_new = (u if slip == "l_not_u" else factor * u) + p @ V[c0:c1]
+        m_new, alpha, l_new, u_new = update(m, l, u, s, V[c0:c1])
         steps.append(
             OnlineStep(
                 index=n,
                 start=c0,
                 stop=c1,
-                block_max=float(block_max),
+                block_max=float(s.max()),
                 m_before=float(m),
                 m_after=float(m_new),
-                rescale=float(factor),
+                rescale=float(alpha),
                 l_before=float(l),
                 l_after=float(l_new),
                 u_before=tuple(float(x) for x in u),
@@ -132,47 +159,9 @@ def online_softmax_trace(scores: torch.Tensor, values: torch.Tensor, block_size:
     scores: (S,) scaled scores of the row, -inf where masked; values: (S, d_v). Computes in the
     dtype of ``scores``. Each step records the block's key range, m before/after, the rescale
     factor e^{m_before - m_after}, ℓ and u. Bank's row with block_size=1 gives rescale 0.243 at
-    "river", ℓ = 1 → 1.243 → 1.736, output (0.576, 0.284).
+    "river", ℓ = 1 → 1.243 → 1.736, output (0.576, 0.284). The slips: ``attn_core.slips.online``.
     """
-    return _trace(scores, values, block_size, None)
-
-
-# ----------------------------------------------------------------------------------------------
-# Slips: the recurrence written wrong
-# ----------------------------------------------------------------------------------------------
-
-
-SLIPS = {
-    "l_not_u": "rescales ℓ but not u",
-    "wrong_sign": "uses e^{m_new - m_old} (wrong sign)",
-    "no_max": "no max subtraction: e^{s_j} directly",
-}
-SLIP_EXPLANATIONS = {
-    "l_not_u": "When the max rises, ℓ moves to the new base but u keeps the old one, so every value "
-    "seen before is over-weighted by e^{m_new − m_old}. Bank's row hides it: the only value seen "
-    "before river raises the max is v_the = (0, 0).",
-    "wrong_sign": "The past is multiplied by e^{m_new − m_old} ≥ 1 instead of e^{m_old − m_new} ≤ 1: "
-    "the old keys gain weight exactly when a larger score should have shrunk them.",
-    "no_max": "e^{s_j} without subtracting the running max. Exact on paper, but fp16 stops at 65,504 = "
-    "e^{11.09}: a score above 11.09 makes ℓ and u infinite and the output NaN.",
-}
-
-
-def slip_rescale_l_not_u(scores: torch.Tensor, values: torch.Tensor, block_size: int = 1) -> OnlineTrace:
-    """Slip: when the max moves, ℓ is rescaled but u keeps its old base, so the past values are
-    over-weighted by e^{m_new - m_old}. Invisible when the earlier values are zero."""
-    return _trace(scores, values, block_size, "l_not_u")
-
-
-def slip_wrong_sign_rescale(scores: torch.Tensor, values: torch.Tensor, block_size: int = 1) -> OnlineTrace:
-    """Slip: rescales the past by e^{m_new - m_old} ≥ 1 instead of e^{m_old - m_new} ≤ 1."""
-    return _trace(scores, values, block_size, "wrong_sign")
-
-
-def slip_no_max_subtraction(scores: torch.Tensor, values: torch.Tensor, block_size: int = 1) -> OnlineTrace:
-    """Slip: accumulates e^{s_j} with no running max. Exact on paper, but e^{s} overflows fp16
-    once s > 11.09 (65,504 is fp16's largest number, card 2): ℓ and u become inf, o = NaN."""
-    return _trace(scores, values, block_size, "no_max")
+    return walk_blocks(scores, values, block_size)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -207,18 +196,6 @@ class MergeResult:
     lse: torch.Tensor  # (...,) m + log ℓ
 
 
-@dataclass(frozen=True)
-class SplitMerge:
-    """Keys split at ``split``: partial a = keys [0, split), b = [split, S), merged vs direct."""
-
-    split: int
-    a: PartialState
-    b: PartialState
-    merged: MergeResult
-    direct: torch.Tensor  # (..., d_v) softmax(s) @ V over all keys at once
-    max_abs_error: float
-
-
 def partial_state(scores: torch.Tensor, values: torch.Tensor) -> PartialState:
     """(m, ℓ, u) over one set of keys: m = max_j s_j, ℓ = Σ e^{s_j - m}, u = Σ e^{s_j - m} v_j.
 
@@ -226,7 +203,7 @@ def partial_state(scores: torch.Tensor, values: torch.Tensor) -> PartialState:
     empty state (m = -inf, ℓ = 0, u = 0), which merges as a no-op.
     """
     m = scores.amax(-1)  # (...,)
-    p = (scores - _safe_base(m).unsqueeze(-1)).exp()  # (..., S)
+    p = (scores - safe_base(m).unsqueeze(-1)).exp()  # (..., S)
     return PartialState(m=m, l=p.sum(-1), u=(p.unsqueeze(-2) @ values).squeeze(-2))
 
 
@@ -240,7 +217,7 @@ def merge_partials(a: PartialState, b: PartialState) -> MergeResult:
     m_a, l_a, u_a = (_tensor(x) for x in (a.m, a.l, a.u))
     m_b, l_b, u_b = (_tensor(x) for x in (b.m, b.l, b.u))
     m = torch.maximum(m_a, m_b)
-    base = _safe_base(m)
+    base = safe_base(m)
     alpha_a, alpha_b = (m_a - base).exp(), (m_b - base).exp()  # each ≤ 1; the larger max gets 1
     l = alpha_a * l_a + alpha_b * l_b
     if u_a.ndim > m_a.ndim:  # u carries a d_v axis
@@ -251,20 +228,6 @@ def merge_partials(a: PartialState, b: PartialState) -> MergeResult:
 
 def _tensor(x: torch.Tensor | float) -> torch.Tensor:
     return x if torch.is_tensor(x) else torch.as_tensor(x, dtype=torch.float64)
-
-
-def split_merge(scores: torch.Tensor, values: torch.Tensor, split: int) -> SplitMerge:
-    """Split the keys at ``split`` (0 < split < S), compute each half's partial state, merge,
-    and compare with softmax over all keys. scores (..., S), values (..., S, d_v)."""
-    S = scores.shape[-1]
-    if not 0 < split < S:
-        raise ValueError(f"split must lie strictly between 0 and S = {S}, got {split}")
-    a = partial_state(scores[..., :split], values[..., :split, :])
-    b = partial_state(scores[..., split:], values[..., split:, :])
-    merged = merge_partials(a, b)
-    direct = (torch.softmax(scores, -1).unsqueeze(-2) @ values).squeeze(-2)  # (..., d_v)
-    err = float((merged.output - direct).abs().max())
-    return SplitMerge(split=split, a=a, b=b, merged=merged, direct=direct, max_abs_error=err)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -308,7 +271,7 @@ def _default_accum(dtype: torch.dtype) -> torch.dtype:
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
-def _tile_step(
+def tile_step(
     q_tile: torch.Tensor,
     k_tile: torch.Tensor,
     v_tile: torch.Tensor,
@@ -325,28 +288,47 @@ def _tile_step(
     if blocked is not None:
         S.masked_fill_(blocked, -math.inf)
     m_new = torch.maximum(m, S.amax(-1, keepdim=True))  # (BH, B_q, 1)
-    base = m_new if blocked is None else _safe_base(m_new)  # unmasked tiles: m_new is finite
+    base = m_new if blocked is None else safe_base(m_new)  # unmasked tiles: m_new is finite
     alpha = (m - base).exp_()  # e^{m_old - m_new}: 0 on the first tile, ≤ 1 always
     P = S.sub_(base).exp_()  # (BH, B_q, B_k) unnormalized weights, every entry ≤ 1
     acc.mul_(alpha).baddbmm_(P, v_tile)  # [u, ℓ] ← α [u, ℓ] + P [V, 1]
     return m_new
 
 
-def _block_reduce(mask2d: torch.Tensor, bq: int, bk: int, op: str, pad: bool) -> torch.Tensor:
-    """(L, S) bool → (n_q, n_k): any/all of each tile; the ragged edge is padded with ``pad``."""
-    L, S = mask2d.shape
-    n_q, n_k = -(-L // bq), -(-S // bk)
-    padded = torch.full((n_q * bq, n_k * bk), pad, dtype=torch.bool)
-    padded[:L, :S] = mask2d
-    tiles = padded.reshape(n_q, bq, n_k, bk)
-    return tiles.any(3).any(1) if op == "any" else tiles.all(3).all(1)
+# -- The recurrence over the plan ---------------------------------------------------------------
 
 
-def _causal(L: int, S: int, r0: int, r1: int, c0: int, c1: int, device: torch.device) -> torch.Tensor:
-    """Rows r0…r1-1, keys c0…c1-1 of causal_mask(L, S, 'bottom_right'), built for one tile."""
-    i = torch.arange(r0, r1, device=device).unsqueeze(-1) + (S - L)  # (B_q, 1)
-    j = torch.arange(c0, c1, device=device).unsqueeze(0)  # (1, B_k)
-    return j <= i
+def _flatten(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lead: torch.Size, scale: float, acc_dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Leading axes flattened so every tile is one batched GEMM: Q·scale (BH, L, d_k),
+    K (BH, S, d_k), and V1 (BH, S, d_v + 1): the values plus a column of ones that accumulates ℓ."""
+    L, S = q.shape[-2], k.shape[-2]
+    Q = (q.to(acc_dtype) * scale).expand(*lead, L, -1).reshape(-1, L, q.shape[-1])
+    K = k.to(acc_dtype).expand(*lead, S, -1).reshape(-1, S, k.shape[-1])
+    V = v.to(acc_dtype).expand(*lead, S, -1).reshape(-1, S, v.shape[-1])
+    return Q, K, torch.cat([V, Q.new_ones(Q.shape[0], S, 1)], -1)
+
+
+def _query_tile(
+    plan: TilePlan, i: int, Q: torch.Tensor, K: torch.Tensor, V1: torch.Tensor, s_bufs: dict, computed: set
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Query tile i over every key tile the plan runs: returns m (BH, B_q, 1), [u, ℓ] (BH, B_q, d_v + 1)."""
+    r0, r1 = plan.rows(i)
+    BH = Q.shape[0]
+    m = torch.full((BH, r1 - r0, 1), -math.inf, dtype=Q.dtype, device=Q.device)
+    acc = torch.zeros((BH, r1 - r0, V1.shape[-1]), dtype=Q.dtype, device=Q.device)  # [u, ℓ]
+    for j in range(plan.shape[1]):
+        if not plan.runs[i][j]:
+            continue  # the mask removes this tile entirely
+        c0, c1 = plan.keys(j)
+        shape = (r1 - r0, c1 - c0)
+        if shape not in s_bufs:  # score tiles, reused across the loop
+            s_bufs[shape] = torch.empty((BH, *shape), dtype=Q.dtype, device=Q.device)
+        blocked = plan.blocked(i, j, Q.device)
+        m = tile_step(Q[:, r0:r1], K[:, c0:c1], V1[:, c0:c1], blocked, m, acc, s_bufs[shape])
+        computed.add((i, j))
+    return m, acc
 
 
 def online_attention(
@@ -381,87 +363,21 @@ def online_attention(
     scale = default_scale(q.shape[-1]) if scale is None else float(scale)
     acc_dtype = accum_dtype or _default_accum(q.dtype)
     L, S, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
-
     k, v = expand_kv(k, group), expand_kv(v, group)  # (..., Hq, S, d)
     lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
 
-    # Mask bookkeeping: which tiles run (any allowed) and which need no fill (all allowed).
-    if allowed is not None:
-        allowed = torch.as_tensor(allowed, dtype=torch.bool, device=q.device)
-        if allowed.ndim < 2:  # (S,) or a scalar: one row for every query
-            allowed = allowed.reshape(1, -1)
-        if causal:
-            allowed = allowed & _causal(L, S, 0, L, 0, S, q.device)
-            causal = False
-        try:
-            full = torch.broadcast_to(allowed, (*lead, L, S))
-        except RuntimeError as exc:
-            raise ValueError(
-                f"mask of shape {tuple(allowed.shape)} does not broadcast to scores {(*lead, L, S)}"
-            ) from exc
-        row_any = full.any(-1)
-        flat = full.reshape(-1, L, S) if full.ndim > 2 else full.unsqueeze(0)
-        tile_any = _block_reduce(flat.any(0), bq, bk, "any", False)
-        tile_all = _block_reduce(flat.all(0), bq, bk, "all", True)
-    else:
-        shifted = torch.arange(L) + (S - L)  # last key each query may see under causal
-        row_any = shifted >= 0 if causal else torch.ones(L, dtype=torch.bool)
-        if causal:
-            r0 = torch.arange(0, L, bq)
-            r1 = torch.clamp(r0 + bq, max=L)
-            c0 = torch.arange(0, S, bk)
-            c1 = torch.clamp(c0 + bk, max=S)
-            # tile (i, j) has an allowed pair iff its first key ≤ the last row's horizon, and is
-            # entirely allowed iff its last key ≤ the first row's horizon
-            tile_any = c0[None, :] <= (r1[:, None] - 1 + S - L)
-            tile_all = (c1[None, :] - 1) <= (r0[:, None] + S - L)
-        else:
-            tile_any = torch.ones(-(-L // bq), -(-S // bk), dtype=torch.bool)
-            tile_all = tile_any
-    empty = ~row_any
-    if empty.any():
-        rows = sorted({int(i) for i in empty.nonzero()[:, -1].tolist()})
-        raise ValueError(f"query row(s) {rows[:8]} may attend to no key: a fully masked row has no softmax")
-
-    # Flatten the leading axes so every tile is one batched GEMM: (BH, length, width).
-    Q = (q.to(acc_dtype) * scale).expand(*lead, L, -1).reshape(-1, L, q.shape[-1])  # (BH, L, d_k)
-    K = k.to(acc_dtype).expand(*lead, S, -1).reshape(-1, S, k.shape[-1])  # (BH, S, d_k)
-    V1 = torch.cat(  # (BH, S, d_v + 1): values plus a column of ones that accumulates ℓ
-        [v.to(acc_dtype).expand(*lead, S, -1).reshape(-1, S, d_v), Q.new_ones(Q.shape[0], S, 1)], -1
-    )
-    BH = Q.shape[0]
-    out = torch.empty((BH, L, d_v), dtype=acc_dtype, device=q.device)
-    lse = torch.empty((BH, L), dtype=acc_dtype, device=q.device)
-    s_bufs: dict[tuple[int, int], torch.Tensor] = {}  # score tiles, reused across the loop
+    plan = plan_tiles(L, S, lead, bq, bk, allowed, causal, q.device)
+    Q, K, V1 = _flatten(q, k, v, lead, scale, acc_dtype)
+    out = torch.empty((Q.shape[0], L, d_v), dtype=acc_dtype, device=q.device)  # (BH, L, d_v)
+    lse = torch.empty((Q.shape[0], L), dtype=acc_dtype, device=q.device)  # (BH, L)
+    s_bufs: dict[tuple[int, int], torch.Tensor] = {}
     computed: set[tuple[int, int]] = set()
-    any_rows, all_rows = tile_any.tolist(), tile_all.tolist()
-
-    for i, r0 in enumerate(range(0, L, bq)):
-        r1 = min(r0 + bq, L)
-        m = torch.full((BH, r1 - r0, 1), -math.inf, dtype=acc_dtype, device=q.device)
-        acc = torch.zeros((BH, r1 - r0, d_v + 1), dtype=acc_dtype, device=q.device)  # [u, ℓ]
-        q_tile = Q[:, r0:r1]
-        for j, c0 in enumerate(range(0, S, bk)):
-            if not any_rows[i][j]:
-                continue  # the mask removes this tile entirely
-            c1 = min(c0 + bk, S)
-            blocked = None
-            if not all_rows[i][j]:
-                if allowed is None:
-                    tile = _causal(L, S, r0, r1, c0, c1, q.device)
-                else:  # a mask axis of size 1 broadcasts: slice only the axes it really has
-                    rows = slice(r0, r1) if allowed.shape[-2] != 1 else slice(None)
-                    cols = slice(c0, c1) if allowed.shape[-1] != 1 else slice(None)
-                    tile = allowed[..., rows, cols]
-                blocked = (~tile).expand(*lead, r1 - r0, c1 - c0).reshape(BH, r1 - r0, c1 - c0)
-            shape = (r1 - r0, c1 - c0)
-            if shape not in s_bufs:
-                s_bufs[shape] = torch.empty((BH, *shape), dtype=acc_dtype, device=q.device)
-            m = _tile_step(q_tile, K[:, c0:c1], V1[:, c0:c1], blocked, m, acc, s_bufs[shape])
-            computed.add((i, j))
+    for i in range(plan.shape[0]):
+        m, acc = _query_tile(plan, i, Q, K, V1, s_bufs, computed)
+        r0, r1 = plan.rows(i)
         l = acc[..., d_v:]  # (BH, B_q, 1)
-        out[:, r0:r1] = acc[..., :d_v] / l
-        lse[:, r0:r1] = (m + l.log()).squeeze(-1)
+        out[:, r0:r1] = acc[..., :d_v] / l  # o = u / ℓ
+        lse[:, r0:r1] = (m + l.log()).squeeze(-1)  # m + log ℓ
 
     return OnlineResult(
         output=out.reshape(*lead, L, d_v).to(q.dtype),
@@ -470,5 +386,5 @@ def online_attention(
         block_size=bk,
         query_block_size=bq,
         computed_tiles=frozenset(computed),
-        tiles_total=int(tile_any.numel()),
+        tiles_total=plan.shape[0] * plan.shape[1],
     )

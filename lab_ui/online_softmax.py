@@ -1,7 +1,8 @@
-"""Figures and widgets of the Online-softmax page: a highlighted tile, the tile grid, the player.
+"""Figures, tables and widgets of the Online-softmax page: a highlighted tile, the tile grid, the
+player, the step/merge/memory tables and the memory chart.
 
-Generic plotting over numbers that attn_core.online and attn_core.online_views computed; no
-attention math here.
+Generic plotting and formatting over numbers that attn_core.explore.online computed; no attention
+math here.
 """
 
 from __future__ import annotations
@@ -9,10 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from attn_core.units import format_bytes_binary
+from attn_core.explore.online import RowWalk
+from attn_core.memory import MemoryBill
+from attn_core.online import OnlineStep
+from attn_core.units import format_bytes_binary, format_flops
 from lab_ui import figures
 
 PLAY_SECONDS = 0.8  # one block per tick while ▶ plays
@@ -127,3 +132,152 @@ def key_range(tokens: Sequence[str], start: int, stop: int) -> str:
     """Keys start…stop-1 by name: "the, river" for a few, "k0…k9" for many."""
     names = list(tokens[start:stop])
     return ", ".join(names) if len(names) <= 4 else f"{names[0]}…{names[-1]}"
+
+
+def steps_table(steps: Sequence[OnlineStep], key_tokens: Sequence[str]) -> pd.DataFrame:
+    """One row per block walked so far: its keys, block max, m before/after, rescale, ℓ, u."""
+    return pd.DataFrame(
+        {
+            "block": [t.index + 1 for t in steps],
+            "keys": [key_range(key_tokens, t.start, t.stop) for t in steps],
+            "block max": [t.block_max for t in steps],
+            "m before": [t.m_before for t in steps],
+            "m after": [t.m_after for t in steps],
+            "rescale": [t.rescale for t in steps],
+            "ℓ": [t.l_after for t in steps],
+            "u": [fmt(t.u_after) for t in steps],
+        }
+    )
+
+
+def merge_table(rows: Sequence[dict], key_tokens: Sequence[str]) -> pd.DataFrame:
+    """The split-K partials (``SplitMerge.rows()``) with key names and vectors as text."""
+    return pd.DataFrame(
+        [
+            {
+                "partial": r["partial"],
+                "keys": key_range(key_tokens, r["start"], r["stop"]),
+                "m": r["m"],
+                "ℓ": r["ℓ"],
+                "u": fmt(r["u"]),
+                "u / ℓ": fmt(r["u / ℓ"]) if r["u / ℓ"] is not None else "— (no allowed key)",
+            }
+            for r in rows
+        ]
+    )
+
+
+def memory_chart(grid: Sequence[int], bills: Sequence[MemoryBill]) -> go.Figure:
+    """Naive vs online score memory, per layer and whole model, over context length (log-log)."""
+    fig = figures.lines(
+        list(grid),
+        {
+            "naive, per layer": [b.naive_per_layer for b in bills],
+            "online, per layer": [b.online_per_layer for b in bills],
+            "naive, whole model": [b.naive_per_model for b in bills],
+            "online, whole model": [b.online_per_model for b in bills],
+        },
+        title="Score memory vs context length",
+        x_title="T (tokens)",
+        y_title="memory",
+        log_x=True,
+        log_y=True,
+    )
+    exact_x_ticks(fig, grid)
+    binary_byte_ticks(fig, bills[0].online_per_layer, bills[-1].naive_per_model)
+    return fig
+
+
+def memory_table(grid: Sequence[int], bills: Sequence[MemoryBill]) -> pd.DataFrame:
+    """The bill at each T, in KiB/MiB/GiB and (for the CSV) in bytes."""
+    return pd.DataFrame(
+        {
+            "T": list(grid),
+            "naive per head": [format_bytes_binary(b.naive_per_head) for b in bills],
+            "naive per layer": [format_bytes_binary(b.naive_per_layer) for b in bills],
+            "naive per model": [format_bytes_binary(b.naive_per_model) for b in bills],
+            "online per layer": [format_bytes_binary(b.online_per_layer) for b in bills],
+            "online per model": [format_bytes_binary(b.online_per_model) for b in bills],
+            "naive per layer (bytes)": [b.naive_per_layer for b in bills],
+            "online per layer (bytes)": [b.online_per_layer for b in bills],
+        }
+    )
+
+
+def block_sweep_table(sweep: Sequence) -> pd.DataFrame:
+    """Tiles computed/skipped and the max error against plain attention at each block size."""
+    return pd.DataFrame(
+        {
+            "block size": [r.block_size for r in sweep],
+            "tiles computed": [r.tiles_computed for r in sweep],
+            "tiles skipped": [r.tiles_skipped for r in sweep],
+            "max |online − attention|": [r.max_abs_error for r in sweep],
+        }
+    )
+
+
+def block_sweep_chart(sweep: Sequence) -> go.Figure:
+    """Max error vs block size on log-log axes (an exact 0 is drawn at 1e-18)."""
+    sizes = [r.block_size for r in sweep]
+    errors = np.maximum([r.max_abs_error for r in sweep], 1e-18)  # 0 has no place on a log axis
+    fig = figures.lines(
+        sizes,
+        {"max |online − direct| (float64)": errors},
+        title="Error vs block size: every block size is exact up to rounding",
+        x_title="block size b",
+        y_title="max abs error",
+        log_x=True,
+        log_y=True,
+        height=320,
+    )
+    exact_x_ticks(fig, sizes)
+    fig.update_yaxes(exponentformat="power")
+    return fig
+
+
+def precision_chart(T_values: Sequence[int], curves: dict[str, Sequence[float]]) -> go.Figure:
+    """Relative error vs T, one line per (dtype, where the state is kept), log-log."""
+    T = list(T_values)
+    fig = figures.lines(
+        T, curves, title="Relative error vs T", x_title="T (keys per row)", y_title="max relative error",
+        log_x=True, log_y=True,
+    )  # fmt: skip
+    exact_x_ticks(fig, T)
+    fig.update_yaxes(exponentformat="power")
+    return fig
+
+
+def walk_heatmap(
+    walk: RowWalk, step: int, query_tokens: Sequence[str], key_tokens: Sequence[str]
+) -> go.Figure:
+    """The head's scores with the walked row dotted and, after step ≥ 1, that step's tile outlined."""
+    title = f"Scores S of head {walk.head}; query row {query_tokens[walk.row]}, tile of step {step}"
+    fig = figures.heatmap(walk.scores, key_tokens, query_tokens, title=title, colorscale="RdBu_r", zmid=0)
+    highlight_tile(
+        fig, (walk.row, walk.row + 1), (0, walk.scores.shape[1]), color="#555", width=1, dash="dot"
+    )
+    if step >= 1:
+        s = walk.trace.steps[step - 1]
+        highlight_tile(fig, walk.query_block, (s.start, s.stop))
+    return fig
+
+
+def state_metrics(s: OnlineStep) -> None:
+    """m, the rescale factor, ℓ and u after one step, as four metrics."""
+    c = st.columns(4)
+    c[0].metric("m (running max)", fmt(s.m_after))
+    c[1].metric("rescale e^(m_old − m_new)", fmt(s.rescale, 3))
+    c[2].metric("ℓ (normalizer)", fmt(s.l_after))
+    c[3].metric("u (unnormalized output)", fmt(s.u_after, 3))
+
+
+def memory_metrics(bill: MemoryBill) -> None:
+    """Naive score memory per head/layer/model, online state per layer/model, recompute FLOPs."""
+    m = st.columns(3)
+    m[0].metric("naive, per head", format_bytes_binary(bill.naive_per_head))
+    m[1].metric("naive, per layer", format_bytes_binary(bill.naive_per_layer))
+    m[2].metric(f"naive, all {bill.layers} layers", format_bytes_binary(bill.naive_per_model))
+    m = st.columns(3)
+    m[0].metric("online (fp32 lse), per layer", format_bytes_binary(bill.online_per_layer))
+    m[1].metric(f"online, all {bill.layers} layers", format_bytes_binary(bill.online_per_model))
+    m[2].metric("backward recompute, per layer", format_flops(bill.recompute_flops_per_layer))

@@ -1,4 +1,5 @@
-"""Online softmax (card 15): the tiled kernel, the one-row trace, the merge and the slips.
+"""Online softmax (card 15): the tiled kernel and its tile plan, the one-row trace, the merge, the
+slips (attn_core.slips.online) and the page's views (attn_core.explore.online).
 
 Oracles, none of them attn_core.online itself:
 - attn_core.attention (the plain float64 reference that forms the full L×S matrix) and torch's
@@ -19,8 +20,10 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from attn_core import online, online_views
+from attn_core import online
 from attn_core.attention import attention
+from attn_core.explore import online as online_views
+from attn_core.explore.online import block_size_sweep, split_merge
 from attn_core.masks import causal_mask, padding_mask, sliding_window_mask
 from attn_core.online import (
     PartialState,
@@ -28,12 +31,14 @@ from attn_core.online import (
     online_attention,
     online_softmax_trace,
     partial_state,
+)
+from attn_core.slips.online import (
+    SLIPS,
     slip_no_max_subtraction,
     slip_rescale_l_not_u,
     slip_wrong_sign_rescale,
-    split_merge,
 )
-from attn_core.online_views import block_size_sweep
+from attn_core.tile_plan import plan_tiles
 from attn_core.toy import bank_row
 
 F64 = torch.float64
@@ -140,13 +145,13 @@ def brute_force_tiles(allowed: torch.Tensor, bq: int, bk: int) -> set[tuple[int,
 )
 def test_causal_block_skipping_computes_exactly_the_tiles_it_claims(monkeypatch, L, S, bq, bk):
     calls = []
-    real_step = online._tile_step
+    real_step = online.tile_step
 
     def counting_step(*args):
         calls.append(args[1].shape[1])  # keys in the tile that really ran
         return real_step(*args)
 
-    monkeypatch.setattr(online, "_tile_step", counting_step)
+    monkeypatch.setattr(online, "tile_step", counting_step)
     q, k, v = qkv(1, 2, 2, L, S)
     r = online_attention(q, k, v, causal=True, block_size=bk, query_block_size=bq)
     expected = brute_force_tiles(causal_mask(L, S), bq, bk)
@@ -154,6 +159,35 @@ def test_causal_block_skipping_computes_exactly_the_tiles_it_claims(monkeypatch,
     assert len(calls) == r.tiles_computed == len(expected)
     assert r.tiles_computed + r.tiles_skipped == r.tiles_total == math.ceil(L / bq) * math.ceil(S / bk)
     assert (r.output - attention(q, k, v, causal_mask(L, S)).output).abs().max() <= TOL64
+
+
+def brute_force_dense(allowed: torch.Tensor, bq: int, bk: int) -> set[tuple[int, int]]:
+    """Tiles (i, j) whose every (query, key) pair is allowed."""
+    L, S = allowed.shape
+    return {
+        (i, j)
+        for i in range(math.ceil(L / bq))
+        for j in range(math.ceil(S / bk))
+        if bool(allowed[i * bq : (i + 1) * bq, j * bk : (j + 1) * bk].all())
+    }
+
+
+@pytest.mark.parametrize(("L", "S", "bq", "bk"), [(13, 29, 4, 5), (33, 97, 10, 7), (8, 8, 3, 3)])
+@pytest.mark.parametrize("kind", ["causal_flag", "causal_mask", "random", "random_and_causal"])
+def test_tile_plan_matches_a_brute_force_look_at_every_tile(L, S, bq, bk, kind):
+    """plan_tiles (closed form for the causal flag, block reductions for a mask) against looking
+    at every tile of the materialized mask."""
+    causal = kind in ("causal_flag", "random_and_causal")
+    allowed = {"causal_flag": None, "causal_mask": causal_mask(L, S)}.get(kind, random_mask(L, S))
+    if kind == "random":
+        allowed = allowed | causal_mask(L, S)  # keep every row non-empty
+    plan = plan_tiles(L, S, (1,), bq, bk, allowed, causal)
+    truth = causal_mask(L, S) if allowed is None else allowed & (causal_mask(L, S) if causal else True)
+    runs = {(i, j) for i, r in enumerate(plan.runs) for j, ok in enumerate(r) if ok}
+    dense = {(i, j) for i, r in enumerate(plan.dense) for j, ok in enumerate(r) if ok}
+    assert runs == brute_force_tiles(truth, bq, bk)
+    assert dense == brute_force_dense(truth, bq, bk)
+    assert plan.shape == (math.ceil(L / bq), math.ceil(S / bk))
 
 
 def test_square_causal_skips_the_upper_triangle_of_tiles():
@@ -343,6 +377,20 @@ def rising_row(dtype=F64):
         [[1.0, 2.0], [0.5, -1.0], [2.0, 0.0], [-1.0, 1.0], [0.0, 3.0], [1.0, 1.0]], dtype=dtype
     )
     return scores, values
+
+
+def test_slip_registry_runs_the_slip_functions():
+    """The page dispatches on these ids; each entry's fn is the slip, and every slip walks the
+    same blocks as the correct trace (same key ranges) while its output differs on a rising row."""
+    assert set(SLIPS) == {"l_not_u", "wrong_sign", "no_max"}
+    scores, values = rising_row(torch.float16)  # e^4 fits fp16: no_max stays finite here
+    direct = torch.softmax(scores.double(), -1) @ values.double()
+    for slip_id, slip in SLIPS.items():
+        trace = slip.fn(scores, values, 2)
+        assert trace.slip == slip_id and slip.label and slip.note
+        assert [(s.start, s.stop) for s in trace.steps] == [(0, 2), (2, 4), (4, 6)]
+        if slip_id != "no_max":  # no_max is exact on paper; it fails only past fp16's range
+            assert (trace.output.double() - direct).abs().max() > 0.1
 
 
 def test_slip_rescale_l_not_u_fails():

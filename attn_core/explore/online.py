@@ -1,8 +1,9 @@
-"""What the Online-softmax page shows, one call per view (card 15).
+"""What the Online-softmax page shows, one call per section (cards 2, 12 and 15).
 
-Each view runs the code of ``attn_core.online`` (the one-row recurrence, the tiled kernel, the
-merge) on the page's input and sets it beside an independent oracle (torch SDPA in float64,
-plain ``attention``). Mask convention: boolean, True = may attend.
+Each section runs the code of ``attn_core.online`` (the one-row recurrence, the tiled kernel, the
+merge), its slips or the precision study on the page's input and sets it beside an independent
+oracle (torch SDPA in float64, plain ``attention``, ``torch.softmax``), with the tolerance from
+``attn_core.oracle``. Mask convention: boolean, True = may attend.
 """
 
 from __future__ import annotations
@@ -13,14 +14,29 @@ from dataclasses import dataclass
 
 import torch
 
+from attn_core import memory
 from attn_core.attention import attention, check_shapes, expand_kv
 from attn_core.dtypes import DTYPES as TRACE_DTYPES
+from attn_core.dtypes import UNIT_ROUNDOFF
+from attn_core.experiments.precision import precision_study
 from attn_core.limits import LIMITS
 from attn_core.masks import causal_mask
-from attn_core.online import SLIPS, OnlineTrace, SplitMerge, _trace, online_attention, split_merge
-from attn_core.oracle import TRACE_TOL, max_abs_diff, sdpa_reference
+from attn_core.memory import MemoryBill
+from attn_core.models import ModelShape, load_preset
+from attn_core.online import (
+    MergeResult,
+    OnlineTrace,
+    PartialState,
+    merge_partials,
+    online_attention,
+    online_softmax_trace,
+    partial_state,
+)
+from attn_core.oracle import MATCH_TOL, SDPA_TOL, TRACE_TOL, max_abs_diff, sdpa_reference
+from attn_core.slips.online import SLIPS
 
 MAX_TILES = LIMITS.online_tiles
+PRECISION_T = (64, 256, 1024, 4096)  # keys per row of the precision section: 4 × 6 runs, each 16 rows, d = 64
 
 
 # ----------------------------------------------------------------------------------------------
@@ -87,8 +103,9 @@ def walk_row(
     group = check_shapes(q, k, v)
     scores = full.scores[0, head]  # (L, S)
     values = expand_kv(v, group)[0, head]  # (S, d_v)
-    trace = _trace(
-        (scores[row] * logit_scale).to(TRACE_DTYPES[dtype]), values.to(TRACE_DTYPES[dtype]), block_size, slip
+    walk = online_softmax_trace if slip is None else SLIPS[slip].fn
+    trace = walk(
+        (scores[row] * logit_scale).to(TRACE_DTYPES[dtype]), values.to(TRACE_DTYPES[dtype]), block_size
     )
 
     mask_row = None
@@ -166,6 +183,7 @@ class TileView:
     tiles_skipped: int
     tiles_total: int
     max_abs_diff: float  # vs torch SDPA (float64)
+    tolerance: float  # SDPA_TOL: both sides float64, summation order differs
     lse_max_abs_diff: float  # lse vs torch.logsumexp of the masked scores
     sweep: tuple[BlockSweepRow, ...]  # error and tiles at every block size of the ladder
 
@@ -216,14 +234,60 @@ def tile_view(
         tiles_skipped=r.tiles_skipped,
         tiles_total=r.tiles_total,
         max_abs_diff=max_abs_diff(r.output, reference),
+        tolerance=SDPA_TOL,
         lse_max_abs_diff=max_abs_diff(r.lse, torch.logsumexp(scores, -1)),
         sweep=block_size_sweep(q, k, v, allowed, block_sizes=ladder, scale=scale),
     )
 
 
 # ----------------------------------------------------------------------------------------------
-# Split-K for one row
+# Merging partial states: Drill 11, and split-K for one row
 # ----------------------------------------------------------------------------------------------
+
+
+def drill_11() -> MergeResult:
+    """Drill 11: (m, ℓ, u) = (3, 1.1353, 2.1353) ⊕ (5, 1.0498, 4.1494) → o = 3.6881, lse 5.1852."""
+    return merge_partials(PartialState(3.0, 1.1353, 2.1353), PartialState(5.0, 1.0498, 4.1494))
+
+
+@dataclass(frozen=True)
+class SplitMerge:
+    """Keys split at ``split``: partial a = keys [0, split), b = [split, S), merged vs direct."""
+
+    split: int
+    a: PartialState
+    b: PartialState
+    merged: MergeResult
+    direct: torch.Tensor  # (..., d_v) softmax(s) @ V over all keys at once
+    max_abs_error: float  # max |merged − direct|
+    tolerance: float = MATCH_TOL  # two float64 sums of the same row, in different orders
+
+    keys: int = 0  # S
+
+    def rows(self) -> list[dict]:
+        """One row per partial (a, b, merged) of a one-row split: its key range [start, stop),
+        m, ℓ, u and u / ℓ (None for a half with no allowed key: ℓ = 0)."""
+        named = (("a", 0, self.split, self.a), ("b", self.split, self.keys, self.b))
+        named += (("merged", 0, self.keys, self.merged.state),)
+        return [
+            {"partial": name, "start": start, "stop": stop, "m": float(p.m), "ℓ": float(p.l),
+             "u": p.u.tolist(), "u / ℓ": p.output.tolist() if float(p.l) > 0 else None}
+            for name, start, stop, p in named
+        ]  # fmt: skip
+
+
+def split_merge(scores: torch.Tensor, values: torch.Tensor, split: int) -> SplitMerge:
+    """Split the keys at ``split`` (0 < split < S), compute each half's partial state, merge,
+    and compare with softmax over all keys. scores (..., S), values (..., S, d_v)."""
+    S = scores.shape[-1]
+    if not 0 < split < S:
+        raise ValueError(f"split must lie strictly between 0 and S = {S}, got {split}")
+    a = partial_state(scores[..., :split], values[..., :split, :])
+    b = partial_state(scores[..., split:], values[..., split:, :])
+    merged = merge_partials(a, b)
+    direct = (torch.softmax(scores, -1).unsqueeze(-2) @ values).squeeze(-2)  # (..., d_v)
+    err = float((merged.output - direct).abs().max())
+    return SplitMerge(split=split, a=a, b=b, merged=merged, direct=direct, max_abs_error=err, keys=S)
 
 
 def row_split_merge(
@@ -246,3 +310,74 @@ def row_split_merge(
         raise ValueError(f"head {head} / row {row} outside {H} heads × {L} rows")
     values = expand_kv(v, check_shapes(q, k, v))[0, head]  # (S, d_v)
     return split_merge(full.scores[0, head, row], values, split)
+
+
+# ----------------------------------------------------------------------------------------------
+# Precision per dtype (cards 2 and 15)
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PrecisionView:
+    """The precision study as a table (one dict per run) and one error curve per (dtype, state)."""
+
+    T_values: tuple[int, ...]
+    rows: list[dict]  # T (keys), dtype, state in, relative error, error / unit roundoff, ...
+    curves: dict[str, list[float]]  # "float16 (state in float32)" → relative error at each T
+
+
+def precision_view(T_values: Sequence[int] = PRECISION_T) -> PrecisionView:
+    """``precision_study`` at ``T_values``, each error also in units of its dtype's unit roundoff
+    (≤ 1 means: no worse than rounding the output once)."""
+    runs = precision_study(tuple(T_values))
+    rows = [
+        {
+            "T (keys)": r.T,
+            "dtype": r.dtype,
+            "state in": r.dtype if r.accumulate == "input" else "float32",
+            "relative error": r.rel_error,
+            "error / unit roundoff": r.rel_error / UNIT_ROUNDOFF[r.dtype],
+            "input rounding (abs.)": r.input_rounding_error,
+            "finite": r.finite,
+        }
+        for r in runs
+    ]
+    curves: dict[str, list[float]] = {}
+    for r in rows:
+        curves.setdefault(f"{r['dtype']} (state in {r['state in']})", []).append(r["relative error"])
+    return PrecisionView(tuple(T_values), rows, curves)
+
+
+# ----------------------------------------------------------------------------------------------
+# The memory bill of a real model (card 12)
+# ----------------------------------------------------------------------------------------------
+
+MEMORY_DTYPES = {"fp16": 2, "bf16": 2, "fp32": 4}  # b, bytes per stored attention weight
+MAX_BATCH = 4096  # sequences; the Cost page's batch cap (one home once attn_core.cost exists)
+MAX_T = memory.MAX_T  # tokens
+
+
+@dataclass(frozen=True)
+class MemoryView:
+    """Card 12's bill at the chosen T, and the same bill over a grid of T for the plot."""
+
+    model: ModelShape
+    bill: MemoryBill
+    grid: tuple[int, ...]  # 512 … 131,072 and the chosen T
+    sweep: tuple[MemoryBill, ...]  # one bill per grid point
+
+
+def memory_view(model: str, T: int, dtype: str = "fp16", batch: int = 1) -> MemoryView:
+    """Naive (every T × T weight matrix stored) vs online (one fp32 logsumexp per row) for a
+    preset ``model`` at context ``T``, weights stored as ``dtype`` (a ``MEMORY_DTYPES`` name)."""
+    shape = load_preset(model)
+    kw = dict(
+        layers=shape.n_layers,
+        heads=shape.n_heads,
+        d_model=shape.d_model,
+        bytes_per_value=MEMORY_DTYPES[dtype],
+        batch=int(batch),
+    )
+    bill = memory.memory_bill(int(T), **kw)
+    grid = tuple(sorted({1 << n for n in range(9, 18)} | {int(T)}))
+    return MemoryView(shape, bill, grid, memory.memory_sweep(grid, **kw))
