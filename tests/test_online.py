@@ -129,14 +129,16 @@ def test_causal_flag_equals_causal_mask_and_leading_axes_broadcast():
         assert r2.computed_tiles == r.computed_tiles
 
 
-def brute_force_tiles(allowed: torch.Tensor, bq: int, bk: int) -> set[tuple[int, int]]:
-    """Tiles (i, j) holding at least one allowed (query, key) pair, by looking at every tile."""
+def brute_force_tiles(allowed: torch.Tensor, bq: int, bk: int, every: bool = False) -> set[tuple[int, int]]:
+    """Tiles (i, j) holding at least one allowed (query, key) pair (``every``: only allowed
+    pairs), by looking at every tile."""
     L, S = allowed.shape
+    test = torch.all if every else torch.any
     return {
         (i, j)
         for i in range(math.ceil(L / bq))
         for j in range(math.ceil(S / bk))
-        if bool(allowed[i * bq : (i + 1) * bq, j * bk : (j + 1) * bk].any())
+        if bool(test(allowed[i * bq : (i + 1) * bq, j * bk : (j + 1) * bk]))
     }
 
 
@@ -161,17 +163,6 @@ def test_causal_block_skipping_computes_exactly_the_tiles_it_claims(monkeypatch,
     assert (r.output - attention(q, k, v, causal_mask(L, S)).output).abs().max() <= TOL64
 
 
-def brute_force_dense(allowed: torch.Tensor, bq: int, bk: int) -> set[tuple[int, int]]:
-    """Tiles (i, j) whose every (query, key) pair is allowed."""
-    L, S = allowed.shape
-    return {
-        (i, j)
-        for i in range(math.ceil(L / bq))
-        for j in range(math.ceil(S / bk))
-        if bool(allowed[i * bq : (i + 1) * bq, j * bk : (j + 1) * bk].all())
-    }
-
-
 @pytest.mark.parametrize(("L", "S", "bq", "bk"), [(13, 29, 4, 5), (33, 97, 10, 7), (8, 8, 3, 3)])
 @pytest.mark.parametrize("kind", ["causal_flag", "causal_mask", "random", "random_and_causal"])
 def test_tile_plan_matches_a_brute_force_look_at_every_tile(L, S, bq, bk, kind):
@@ -186,7 +177,7 @@ def test_tile_plan_matches_a_brute_force_look_at_every_tile(L, S, bq, bk, kind):
     runs = {(i, j) for i, r in enumerate(plan.runs) for j, ok in enumerate(r) if ok}
     dense = {(i, j) for i, r in enumerate(plan.dense) for j, ok in enumerate(r) if ok}
     assert runs == brute_force_tiles(truth, bq, bk)
-    assert dense == brute_force_dense(truth, bq, bk)
+    assert dense == brute_force_tiles(truth, bq, bk, every=True)
     assert plan.shape == (math.ceil(L / bq), math.ceil(S / bk))
 
 
