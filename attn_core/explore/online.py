@@ -66,6 +66,24 @@ class RowWalk:
         return start, min(start + self.block_size, self.scores.shape[0])
 
 
+def _check_head_row(scores: torch.Tensor, head: int, row: int) -> None:
+    H, L = scores.shape[-3], scores.shape[-2]
+    if not (0 <= head < H and 0 <= row < L):
+        raise ValueError(f"head {head} / row {row} outside {H} heads × {L} rows")
+
+
+def _sdpa_row(q, k, values, allowed, head: int, row: int, scale: float) -> torch.Tensor:
+    """The oracle for one row: torch SDPA in float64 on query ``row`` of ``head`` (batch 0).
+    k (1, Hq, S, d_k) already GQA-expanded; values (S, d_v) of that head. Returns (d_v,)."""
+    mask_row = None
+    if allowed is not None:
+        shape = (*q.shape[:-1], k.shape[-2])  # (1, Hq, L, S)
+        mask_row = torch.broadcast_to(torch.as_tensor(allowed, dtype=torch.bool), shape)
+        mask_row = mask_row[:1, head : head + 1, row : row + 1]  # (1, 1, 1, S)
+    q_row, k_head = q[:1, head : head + 1, row : row + 1], k[:1, head : head + 1]
+    return sdpa_reference(q_row, k_head, values[None, None], mask_row, scale=scale)[0, 0, 0]
+
+
 def walk_row(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -95,9 +113,7 @@ def walk_row(
     if not (math.isfinite(logit_scale) and logit_scale > 0):
         raise ValueError(f"the logit scale must be a positive number, got {logit_scale}")
     full = attention(q, k, v, allowed, scale=scale)  # validates shapes and fully masked rows
-    H, L = full.scores.shape[-3], full.scores.shape[-2]
-    if not (0 <= head < H and 0 <= row < L):
-        raise ValueError(f"head {head} / row {row} outside {H} heads × {L} rows")
+    _check_head_row(full.scores, head, row)
     if block_size < 1:
         raise ValueError(f"block size must be at least 1, got {block_size}")
     group = check_shapes(q, k, v)
@@ -108,17 +124,7 @@ def walk_row(
         (scores[row] * logit_scale).to(TRACE_DTYPES[dtype]), values.to(TRACE_DTYPES[dtype]), block_size
     )
 
-    mask_row = None
-    if allowed is not None:
-        mask_row = torch.broadcast_to(torch.as_tensor(allowed, dtype=torch.bool), full.scores.shape)
-        mask_row = mask_row[:1, head : head + 1, row : row + 1]  # (1, 1, 1, S)
-    direct = sdpa_reference(
-        q[:1, head : head + 1, row : row + 1],
-        expand_kv(k, group)[:1, head : head + 1],
-        values[None, None],
-        mask_row,
-        scale=full.scale * logit_scale,
-    )[0, 0, 0]  # (d_v,)
+    direct = _sdpa_row(q, expand_kv(k, group), values, allowed, head, row, full.scale * logit_scale)
     return RowWalk(
         scores=scores,
         head=head,
@@ -305,9 +311,7 @@ def row_split_merge(
     on "device b", partial states merged and compared with softmax over all keys. Shapes and
     mask as ``walk_row``; a half with no allowed key is the empty state and merges as a no-op."""
     full = attention(q, k, v, allowed, scale=scale)
-    H, L = full.scores.shape[-3], full.scores.shape[-2]
-    if not (0 <= head < H and 0 <= row < L):
-        raise ValueError(f"head {head} / row {row} outside {H} heads × {L} rows")
+    _check_head_row(full.scores, head, row)
     values = expand_kv(v, check_shapes(q, k, v))[0, head]  # (S, d_v)
     return split_merge(full.scores[0, head, row], values, split)
 
