@@ -58,24 +58,25 @@ _EXPORTS: dict[str, str] = {
         "leakage",
     ),
     **dict.fromkeys(["PrecisionRow", "precision_study"], "experiments.precision"),
-    **dict.fromkeys(["MaskView", "gallery_mask"], "mask_gallery"),
+    **dict.fromkeys(["MaskView", "gallery_mask"], "explore.masks"),
     **dict.fromkeys(["SweepConfig", "run_sweep"], "bench.runner"),
     # the cost model: numpy only
     **dict.fromkeys(
         [
+            "AttentionParams",
             "CostReport",
             "attention_params",
             "cost_report",
             "crossover_seq_len",
-            "kv_cache_bytes",
-            "kv_cache_bytes_per_token",
             "layer_flops",
+            "model_params",
         ],
-        "costs",
+        "cost",
     ),
-    **dict.fromkeys(["GPU", "list_gpus", "load_gpu"], "gpus"),
-    **dict.fromkeys(["MemoryBill", "memory_bill", "naive_score_bytes"], "memory"),
-    **dict.fromkeys(["ConfigError", "ModelShape", "from_hf_config", "list_presets", "load_preset"], "models"),
+    **dict.fromkeys(["kv_cache_bytes", "kv_cache_bytes_per_token", "serving_capacity"], "cost"),
+    **dict.fromkeys(["GPU", "list_gpus", "load_gpu"], "cost"),
+    **dict.fromkeys(["MemoryBill", "memory_bill", "naive_score_bytes"], "cost"),
+    **dict.fromkeys(["ConfigError", "ModelShape", "from_hf_config", "list_presets", "load_preset"], "cost"),
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,8 +1,8 @@
-"""``python -m attn_core``: see attn_core/cli.py for the commands."""
+"""``python -m attn_core``: the cost commands (attn_core/cost/cli.py) and the kernel bench."""
 
 import sys
 
-from attn_core.cli import main
+from attn_core.cost.cli import main
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["bench"]:  # the kernel bench (imports torch): attn_core/bench/cli.py

@@ -1,4 +1,4 @@
-"""How long a 10,000-point sweep over T takes in attn_core.costs (issue 6: "milliseconds").
+"""How long a 10,000-point sweep over T takes in attn_core.cost (issue 6: "milliseconds").
 
 Times, per preset, the vectorized calls a cost page makes for one chart set: FLOPs (full and
 causal), KV-cache bytes, score memory (naive and online) and serving capacity over T = 1…N.
@@ -15,15 +15,15 @@ import time
 
 import numpy as np
 
-from attn_core.costs import (
+from attn_core.cost import (
     kv_cache_bytes,
     layer_flops,
     score_bytes_naive,
     score_bytes_online,
     serving_capacity,
 )
-from attn_core.gpus import load_gpu
-from attn_core.models import list_presets, load_preset
+from attn_core.cost.gpus import load_gpu
+from attn_core.cost.shapes import list_presets, load_preset
 
 
 def sweep_once(name: str, T: np.ndarray) -> None:

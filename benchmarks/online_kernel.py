@@ -40,9 +40,9 @@ import torch
 import torch.nn.functional as F
 
 from attn_core.attention import attention
+from attn_core.cost.units import format_bytes_binary
 from attn_core.masks import causal_mask
 from attn_core.online import online_attention
-from attn_core.units import format_bytes_binary
 
 B, H, D = 1, 8, 64
 

@@ -1,6 +1,6 @@
 """Chart builders for cost curves over T: stacked shares and log-log lines with marked points.
 
-Generic (x values, named series, labelled marks); the numbers come from attn_core.costs.
+Generic (x values, named series, labelled marks); the numbers come from attn_core.cost.
 Figures are built from plain dicts in one go (faster than trace-by-trace plotly calls).
 """
 

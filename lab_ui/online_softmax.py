@@ -14,10 +14,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from attn_core.cost.memory import MemoryBill
+from attn_core.cost.units import format_bytes_binary, format_flops
 from attn_core.explore.online import RowWalk
-from attn_core.memory import MemoryBill
 from attn_core.online import OnlineStep
-from attn_core.units import format_bytes_binary, format_flops
 from lab_ui import figures
 
 PLAY_SECONDS = 0.8  # one block per tick while ▶ plays

@@ -5,10 +5,11 @@ import inspect
 import pandas as pd
 import streamlit as st
 
-from attn_core import costs, memory
-from attn_core.gpus import list_gpus, load_gpu
-from attn_core.models import MAX_INT, list_presets, load_preset, parse_config_bytes, parse_config_text
-from attn_core.units import (
+from attn_core import cost as costs
+from attn_core.cost import memory
+from attn_core.cost.gpus import list_gpus, load_gpu
+from attn_core.cost.shapes import MAX_INT, list_presets, load_preset, parse_config_bytes, parse_config_text
+from attn_core.cost.units import (
     format_bytes,
     format_bytes_binary,
     format_bytes_decimal,
@@ -375,7 +376,7 @@ SHOW = {
 }
 SHOW[section]()
 
-with st.expander("Show the code (attn_core.costs)"):
+with st.expander("Show the code (attn_core.cost)"):
     for fn in (
         costs.kv_cache_bytes_per_token,
         costs.layer_flops,

@@ -7,11 +7,11 @@ import pandas as pd
 import streamlit as st
 
 from attn_core import online
+from attn_core.cost.shapes import list_presets
+from attn_core.cost.units import format_flops
 from attn_core.explore import online as explore
 from attn_core.explore.inputs import QKV, InputKind
-from attn_core.models import list_presets
 from attn_core.slips.online import SLIPS
-from attn_core.units import format_flops
 from lab_ui import figures, state
 from lab_ui import online_softmax as ui
 from lab_ui.inputs import mask_picker, qkv_picker

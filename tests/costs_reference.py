@@ -1,6 +1,6 @@
 """An independent oracle for the cost tests: a real torch transformer built on the meta device.
 
-Nothing here imports attn_core.costs. Parameter counts come from ``nn.Module.parameters()``,
+Nothing here imports attn_core.cost. Parameter counts come from ``nn.Module.parameters()``,
 FLOPs from ``torch.utils.flop_counter.FlopCounterMode`` (which counts a matmul as 2mnk, the
 card 11 convention), bytes from ``numel() * element_size()`` of tensors of the real shape. The
 meta device allocates nothing, so Llama 2 70B's 69 billion weights cost no memory.

@@ -3,7 +3,7 @@
 Oracle: the spec's check numbers (cards 11–14) for the JSON values; the contract in issue 6 for
 field names and exit codes. A few runs go through a real subprocess (the contract is about the
 process: JSON on stdout, a one-line error and exit 2); the rest call main() in-process, which is
-exactly what `python -m attn_core` runs (each subprocess pays a torch import).
+exactly what `python -m attn_core` runs. Two subprocess runs prove the CLI never imports torch.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from attn_core.cli import main
-from attn_core.models import list_presets, load_preset_config
+from attn_core.cost.cli import main
+from attn_core.cost.shapes import list_presets, load_preset_config
 
 ROOT = Path(__file__).resolve().parents[1]
 GiB = 2**30
@@ -148,3 +148,21 @@ def test_malformed_config_subprocess(tmp_path):
     p = run("cost", "--config", _malformed(tmp_path, '{"n_embd": 64}'), "--seq-len", "8", "--json")
     assert p.returncode == 2 and p.stdout == "" and p.stderr.count("\n") == 1
     assert "n_layer" in p.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["models"], ["cost", "--model", "llama-2-7b", "--seq-len", "4096", "--gpu", "a100-80gb", "--json"]],
+)
+def test_the_cost_cli_never_imports_torch(argv):
+    """The cost model is numpy only: `python -m attn_core cost …` must not pay for importing torch."""
+    code = (
+        "import runpy, sys\n"
+        f"sys.argv = ['attn_core', *{argv!r}]\n"
+        "try:\n    runpy.run_module('attn_core', run_name='__main__')\n"
+        "except SystemExit as e:\n    assert not e.code, e.code\n"
+        "print('TORCH_IMPORTED', 'torch' in sys.modules, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "TORCH_IMPORTED False" in done.stderr

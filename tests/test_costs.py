@@ -1,6 +1,6 @@
 """Cost model (cards 9, 11–14 and seed 000's KV-cache section): every spec number to the digit.
 
-Oracles, none of them attn_core.costs itself:
+Oracles, none of them attn_core.cost itself:
 - the spec's check numbers (the cards' and seed 000's), written here as the spec writes them;
 - a real torch model of the same shape on the meta device: FlopCounterMode for FLOPs (2mnk per
   matmul, card 11's rule), numel · element_size for cache and score bytes (tests/costs_reference.py);
@@ -20,7 +20,7 @@ from costs_reference import cache_tensor_bytes, count_decode_attention, count_la
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attn_core.costs import (
+from attn_core.cost import (
     attention_pairs,
     attention_params,
     bytes_per_value,
@@ -37,10 +37,10 @@ from attn_core.costs import (
     serving_capacity,
     weight_bytes,
 )
-from attn_core.gpus import list_gpus, load_gpu
+from attn_core.cost.gpus import list_gpus, load_gpu
+from attn_core.cost.shapes import ModelShape, from_hf_config, list_presets, load_preset
+from attn_core.cost.units import format_bytes_binary, format_flops, format_percent, format_seconds
 from attn_core.masks import causal_mask, sliding_window_mask
-from attn_core.models import ModelShape, from_hf_config, list_presets, load_preset
-from attn_core.units import format_bytes_binary, format_flops, format_percent, format_seconds
 
 KiB, MiB, GiB, TiB = 2**10, 2**20, 2**30, 2**40
 L7, L70, L3, GPT2 = (load_preset(n) for n in ("llama-2-7b", "llama-2-70b", "llama-3-8b", "gpt2"))
@@ -399,7 +399,7 @@ def test_cost_report_bundles_the_same_numbers():
 
 def test_from_hf_config_roundtrip_costs():
     """A pasted config of Llama 2 7B gives the same cache as the preset (names don't matter)."""
-    from attn_core.models import load_preset_config
+    from attn_core.cost.shapes import load_preset_config
 
     pasted = from_hf_config(load_preset_config("llama-2-7b"))
     assert kv_cache_bytes(pasted, 4096) == 2 * GiB and weight_bytes(pasted) == 13_476_831_232
@@ -407,7 +407,7 @@ def test_from_hf_config_roundtrip_costs():
 
 # -- Page tables and sweeps ---------------------------------------------------------------------------
 def test_kv_head_variants_reproduce_card14():
-    from attn_core.costs import kv_head_variants
+    from attn_core.cost import kv_head_variants
 
     rows = {r.kind: r for r in kv_head_variants(L70, 4096, A100, n_gpus=2)}
     assert [rows[k].kv_bytes_per_token for k in ("MHA", "GQA", "MQA")] == [2560 * KiB, 320 * KiB, 40 * KiB]
@@ -422,7 +422,7 @@ def test_kv_head_variants_reproduce_card14():
 
 
 def test_cost_sweep_columns_match_scalars():
-    from attn_core.costs import cost_sweep, sweep_grid
+    from attn_core.cost import cost_sweep, sweep_grid
 
     grid = sweep_grid(4096, extra=(24_704.0, 49_407.0, None))
     assert {4096, 24_704, 49_407} <= set(grid.tolist()) and grid[0] == 1 and grid.max() == 4 * 49_407
@@ -436,7 +436,7 @@ def test_cost_sweep_columns_match_scalars():
 
 
 def test_recompute_flops_are_one_more_qk():
-    from attn_core.costs import recompute_flops
+    from attn_core.cost.flops import recompute_flops
 
     # Card 12: rebuilding P repeats S = QKᵀ, 2T²d per layer, half the forward quadratic part.
     assert recompute_flops(L7, 4096) == 2 * 4096**2 * 4096
@@ -445,7 +445,7 @@ def test_recompute_flops_are_one_more_qk():
 
 
 def test_sweep_column_groups():
-    from attn_core.costs import cost_sweep
+    from attn_core.cost import cost_sweep
 
     sweep = cost_sweep(L7, [1, 4096])
     assert list(sweep.columns("kv")) == ["T (tokens)", "KV cache (B)"]

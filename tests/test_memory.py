@@ -2,7 +2,7 @@
 
 Oracles: the spec's check numbers (written as the card writes them) and the byte size of a real
 torch tensor of the stated shape on the meta device (numel · element_size, nothing allocated).
-Model shapes come from the project's presets (assets/models/*.json via attn_core.models).
+Model shapes come from the project's presets (assets/models/*.json via attn_core.cost.shapes).
 """
 
 from __future__ import annotations
@@ -10,10 +10,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attn_core.costs import score_bytes_naive, score_bytes_online
-from attn_core.memory import memory_bill, memory_sweep, naive_score_bytes, online_state_bytes, recompute_flops
-from attn_core.models import load_preset
-from attn_core.units import format_bytes_binary
+from attn_core.cost import score_bytes_naive, score_bytes_online
+from attn_core.cost.memory import (
+    memory_bill,
+    memory_sweep,
+    naive_score_bytes,
+    online_state_bytes,
+    recompute_flops,
+)
+from attn_core.cost.shapes import load_preset
+from attn_core.cost.units import format_bytes_binary
 
 KiB, MiB, GiB, TiB = 2**10, 2**20, 2**30, 2**40
 
@@ -73,7 +79,7 @@ def test_quadratic_vs_linear_growth_and_batch():
 
 
 def test_agrees_with_the_cost_model():
-    """attn_core.costs (the cost pages) computes the same card from a ModelShape."""
+    """attn_core.cost (the cost pages) computes the same card from a ModelShape."""
     shape = load_preset("llama-2-7b")
     for T in (1, 77, 4096, 131_072):
         assert naive_score_bytes(T, shape.n_heads) == score_bytes_naive(shape, T)

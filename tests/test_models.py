@@ -14,8 +14,8 @@ import json
 import pytest
 from costs_reference import count_params
 
-from attn_core.costs import model_params, weight_bytes
-from attn_core.models import (
+from attn_core.cost import model_params, weight_bytes
+from attn_core.cost.shapes import (
     ConfigError,
     ModelShape,
     from_hf_config,

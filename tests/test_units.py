@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attn_core.units import (
+from attn_core.cost.units import (
     format_bytes,
     format_bytes_binary,
     format_bytes_decimal,

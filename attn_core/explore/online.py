@@ -14,15 +14,15 @@ from dataclasses import dataclass
 
 import torch
 
-from attn_core import memory
 from attn_core.attention import attention, check_shapes, expand_kv
+from attn_core.cost import memory
+from attn_core.cost.memory import MemoryBill
+from attn_core.cost.shapes import ModelShape, load_preset
 from attn_core.dtypes import DTYPES as TRACE_DTYPES
 from attn_core.dtypes import UNIT_ROUNDOFF
 from attn_core.experiments.precision import precision_study
 from attn_core.limits import LIMITS
 from attn_core.masks import causal_mask
-from attn_core.memory import MemoryBill
-from attn_core.models import ModelShape, load_preset
 from attn_core.online import (
     MergeResult,
     OnlineTrace,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-MODELS_DIR = Path(__file__).resolve().parent.parent / "assets" / "models"
+MODELS_DIR = Path(__file__).resolve().parents[2] / "assets" / "models"
 
 MlpKind = Literal["gated", "plain"]
 NormKind = Literal["rms", "layer"]

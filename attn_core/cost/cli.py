@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from attn_core.costs import DTYPE_BYTES, CostReport, cost_report, model_params
-from attn_core.gpus import list_gpus, load_gpu
-from attn_core.models import (
+from attn_core.cost.flops import model_params
+from attn_core.cost.gpus import list_gpus, load_gpu
+from attn_core.cost.report import CostReport, cost_report
+from attn_core.cost.shapes import (
     MAX_CONFIG_BYTES,
     MAX_INT,
     ConfigError,
@@ -27,7 +28,8 @@ from attn_core.models import (
     load_preset,
     parse_config_bytes,
 )
-from attn_core.units import (
+from attn_core.cost.tokens import DTYPE_BYTES
+from attn_core.cost.units import (
     format_bytes,
     format_bytes_binary,
     format_count,

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-GPUS_FILE = Path(__file__).resolve().parent.parent / "assets" / "gpus.json"
+GPUS_FILE = Path(__file__).resolve().parents[2] / "assets" / "gpus.json"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,271 @@
+"""One what-if, everything at once (the CLI's and the page's single call), and the page's tables and
+sweeps: MHA/GQA/MQA variants and cost curves over T."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from attn_core.cost.flops import (
+    AttentionParams,
+    LayerFlops,
+    attention_params,
+    crossover_seq_len,
+    layer_flops,
+    score_bytes_naive,
+    score_bytes_online,
+    weight_bytes,
+)
+from attn_core.cost.gpus import GPU
+from attn_core.cost.serving import (
+    DecodeBound,
+    ServingCapacity,
+    decode_intensity,
+    decode_lower_bound,
+    kv_cache_bytes,
+    kv_cache_bytes_per_token,
+    serving_capacity,
+)
+from attn_core.cost.shapes import ModelShape
+from attn_core.cost.tokens import _tokens, bytes_per_value
+
+
+# -- One what-if, everything at once (the CLI's and the page's single call) ------------------
+@dataclass(frozen=True)
+class CostReport:
+    """Every cost of one configuration; ``to_json()`` is the CLI's ``--json`` contract."""
+
+    model: ModelShape
+    seq_len: int
+    batch: int
+    dtype: str  # weights and activations
+    kv_dtype: str  # the KV cache
+    causal: bool
+    kv_cache_bytes_per_token: int
+    kv_cache_bytes: int
+    attention_params: AttentionParams
+    flops: LayerFlops
+    crossover_seq_len: float | None
+    score_bytes_naive_per_layer: int
+    score_bytes_online_per_layer: int
+    weight_bytes: int
+    decode_intensity: float
+    gpu: GPU | None = None
+    n_gpus: int = 1
+    serving: ServingCapacity | None = None
+    decode: DecodeBound | None = None
+
+    @property
+    def beyond_max_context(self) -> bool:
+        """T exceeds the context the model was trained for (the numbers still hold as arithmetic)."""
+        return self.model.max_context is not None and self.seq_len > self.model.max_context
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON-ready dict: ints stay exact ints, T* is an int when integral, null if never."""
+        T_star = self.crossover_seq_len
+        if T_star is not None and float(T_star).is_integer():
+            T_star = int(T_star)
+        out: dict[str, Any] = {
+            "model": self.model.name,
+            "seq_len": self.seq_len,
+            "batch": self.batch,
+            "dtype": self.dtype,
+            "kv_dtype": self.kv_dtype,
+            "causal": self.causal,
+            "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token,
+            "kv_cache_bytes": self.kv_cache_bytes,
+            "attention_params_per_layer": self.attention_params.total,
+            "flops_per_layer": {
+                "projections": self.flops.projections,
+                "attention": self.flops.attention,
+                "mlp": self.flops.mlp,
+                "total": self.flops.total,
+            },
+            "attention_flop_share": self.flops.attention_share,
+            "crossover_seq_len": T_star,
+            "score_bytes_naive_per_layer": self.score_bytes_naive_per_layer,
+            "score_bytes_online_per_layer": self.score_bytes_online_per_layer,
+            "weight_bytes": self.weight_bytes,
+            "decode_attention_intensity_flop_per_byte": self.decode_intensity,
+            "beyond_max_context": self.beyond_max_context,
+        }
+        if self.gpu is not None and self.serving is not None and self.decode is not None:
+            out.update(
+                gpu=self.gpu.name,
+                n_gpus=self.n_gpus,
+                max_sequences=self.serving.max_sequences,
+                max_sequences_is_upper_bound=True,
+                decode_ms_per_token_lower_bound=1e3 * self.decode.seconds_per_step,
+                decode_tokens_per_s_upper_bound=self.decode.tokens_per_s,
+                ridge_flop_per_byte=self.gpu.ridge_flop_per_byte,
+            )
+        return out
+
+
+def cost_report(
+    shape: ModelShape,
+    T: int,
+    batch: int = 1,
+    dtype: str = "fp16",
+    causal: bool = False,
+    gpu: GPU | None = None,
+    n_gpus: int = 1,
+    kv_dtype: str | None = None,
+) -> CostReport:
+    """All of cards 9, 11–14 for one model at one T (scalar T only; use the functions above
+    for sweeps). ``dtype`` sizes weights and scores, ``kv_dtype`` (default: dtype) the cache."""
+    T = _tokens(T, minimum=1)
+    if not isinstance(T, int):
+        raise ValueError("cost_report takes one sequence length; sweep with layer_flops/kv_cache_bytes")
+    batch = _tokens(batch, "batch", 1)
+    kv_dtype = dtype if kv_dtype is None else kv_dtype
+    b, b_kv = bytes_per_value(dtype), bytes_per_value(kv_dtype)
+    serving = decode = None
+    if gpu is not None:
+        serving = serving_capacity(shape, gpu, T, n_gpus, b, b_kv)
+        decode = decode_lower_bound(shape, gpu, T, batch, n_gpus, b, b_kv)
+    return CostReport(
+        model=shape,
+        seq_len=T,
+        batch=batch,
+        dtype=dtype,
+        kv_dtype=kv_dtype,
+        causal=causal,
+        kv_cache_bytes_per_token=kv_cache_bytes_per_token(shape, b_kv),
+        kv_cache_bytes=kv_cache_bytes(shape, T, batch, b_kv),
+        attention_params=attention_params(shape),
+        flops=layer_flops(shape, T, batch, causal),
+        crossover_seq_len=crossover_seq_len(shape, causal),
+        score_bytes_naive_per_layer=score_bytes_naive(shape, T, batch, b),
+        score_bytes_online_per_layer=score_bytes_online(shape, T, batch),
+        weight_bytes=weight_bytes(shape, b),
+        decode_intensity=decode_intensity(shape, b_kv),
+        gpu=gpu,
+        n_gpus=n_gpus,
+        serving=serving,
+        decode=decode,
+    )
+
+
+# -- Tables and sweeps for the cost page -----------------------------------------------------
+@dataclass(frozen=True)
+class KVHeadVariant:
+    """One row of the MHA / GQA / MQA comparison for the same model (card 14)."""
+
+    n_kv_heads: int
+    kind: str  # "MHA", "GQA" or "MQA"
+    kv_bytes_per_token: int
+    kv_bytes_per_sequence: int
+    cache_ratio_to_mha: float  # h / H_kv: how many times smaller than MHA's cache
+    attention_params_per_layer: int
+    decode_intensity: float  # FLOP per byte of decode attention
+    max_sequences: int | None  # with the model's own weights held fixed (cache-only what-if)
+    decode_ms_lower_bound: float | None
+
+
+def kv_head_variants(
+    shape: ModelShape,
+    T: int,
+    gpu: GPU | None = None,
+    n_gpus: int = 1,
+    batch: int = 1,
+    weight_bytes_per_param: int = 2,
+    kv_bytes_per_value: int = 2,
+) -> list[KVHeadVariant]:
+    """The same model with H_kv = h (MHA), its own H_kv, a middle GQA group and 1 (MQA).
+
+    Query heads, FLOPs and — to isolate the cache — the weight bytes stay those of the model
+    as configured, as in card 14's serving comparison (16 GQA vs 2 MHA sequences)."""
+    h = shape.n_heads
+    divisors = [g for g in range(1, h + 1) if h % g == 0]
+    middle = divisors[len(divisors) // 2]  # a representative GQA group count
+    counts = sorted({h, shape.n_kv_heads, middle, 1}, reverse=True)
+    weights = weight_bytes(shape, weight_bytes_per_param)
+    rows = []
+    for n_kv in counts:
+        variant = shape.with_kv_heads(n_kv)
+        serving = decode = None
+        if gpu is not None:
+            serving = serving_capacity(
+                variant, gpu, T, n_gpus, weight_bytes_per_param, kv_bytes_per_value, weights
+            )
+            kv = kv_cache_bytes(variant, T, batch, kv_bytes_per_value)
+            decode = DecodeBound(weights, kv, n_gpus * gpu.bandwidth_bytes_per_s, batch)
+        rows.append(
+            KVHeadVariant(
+                n_kv_heads=n_kv,
+                kind=variant.attention_kind,
+                kv_bytes_per_token=kv_cache_bytes_per_token(variant, kv_bytes_per_value),
+                kv_bytes_per_sequence=kv_cache_bytes(variant, T, 1, kv_bytes_per_value),
+                cache_ratio_to_mha=h / n_kv,
+                attention_params_per_layer=attention_params(variant).total,
+                decode_intensity=decode_intensity(variant, kv_bytes_per_value),
+                max_sequences=None if serving is None else serving.max_sequences,
+                decode_ms_lower_bound=None if decode is None else 1e3 * decode.seconds_per_step,
+            )
+        )
+    return rows
+
+
+def sweep_grid(T: int, points: int = 121, extra: tuple[float | None, ...] = ()) -> np.ndarray:
+    """Log-spaced whole T from 1 to 4·max(T, extra…), with T and the extra points included
+    (so a chart's markers sit exactly on its curve). At most points + len(extra) + 1 values."""
+    top = 4 * max([T, *[int(x) for x in extra if x is not None]])
+    grid = np.unique(np.geomspace(1, top, points).round())
+    marks = [T, *[round(x) for x in extra if x is not None and x >= 1]]
+    return np.unique(np.r_[grid, marks]).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class CostSweep:
+    """Costs over a grid of T (arrays, float64), for the page's charts and CSV downloads."""
+
+    seq_len: np.ndarray
+    full: LayerFlops
+    causal: LayerFlops
+    kv_cache_bytes: np.ndarray  # all B sequences
+    score_bytes_naive_per_layer: np.ndarray
+    score_bytes_online_per_layer: np.ndarray
+
+    def columns(self, group: str | None = None) -> dict[str, np.ndarray]:
+        """Named columns (units in the names) for a DataFrame / CSV: all of them, or one group
+        ('flops', 'kv' or 'scores') after the T column."""
+        groups = {
+            "flops": {
+                "projections (FLOP)": self.full.projections,
+                "attention, all pairs (FLOP)": self.full.attention,
+                "attention, causal pairs (FLOP)": self.causal.attention,
+                "mlp (FLOP)": self.full.mlp,
+                "attention share, all pairs": self.full.attention_share,
+                "attention share, causal": self.causal.attention_share,
+            },
+            "kv": {"KV cache (B)": self.kv_cache_bytes},
+            "scores": {
+                "scores naive per layer (B)": self.score_bytes_naive_per_layer,
+                "scores online per layer (B)": self.score_bytes_online_per_layer,
+            },
+        }
+        if group is not None and group not in groups:
+            raise ValueError(f"group must be one of {', '.join(groups)}, not {group!r}")
+        chosen = groups.values() if group is None else [groups[group]]
+        out = {"T (tokens)": self.seq_len}
+        for cols in chosen:
+            out |= cols
+        return out
+
+
+def cost_sweep(
+    shape: ModelShape, T: Any, batch: int = 1, bytes_per_value: int = 2, kv_bytes_per_value: int = 2
+) -> CostSweep:
+    """Every T-dependent cost over an array of T, vectorized (10,000 points: about a millisecond)."""
+    T = _tokens(np.atleast_1d(np.asarray(T)), minimum=1)
+    return CostSweep(
+        seq_len=T,
+        full=layer_flops(shape, T, batch, causal=False),
+        causal=layer_flops(shape, T, batch, causal=True),
+        kv_cache_bytes=kv_cache_bytes(shape, T, batch, kv_bytes_per_value),
+        score_bytes_naive_per_layer=score_bytes_naive(shape, T, batch, bytes_per_value),
+        score_bytes_online_per_layer=score_bytes_online(shape, T, batch),
+    )

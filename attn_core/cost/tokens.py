@@ -1,0 +1,43 @@
+"""Token counts as exact ints or float64 sweeps, and bytes per number: what every cost formula takes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+Tokens = int | np.ndarray
+
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}  # b, bytes per number
+
+
+def bytes_per_value(dtype: str) -> int:
+    """b for a dtype name: fp32 4, fp16/bf16 2, int8 1."""
+    if dtype not in DTYPE_BYTES:
+        raise ValueError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPE_BYTES)}")
+    return DTYPE_BYTES[dtype]
+
+
+def _tokens(value: Any, name: str = "T", minimum: int = 0) -> Tokens:
+    """A count of tokens as an exact int (scalar) or a float64 array (sweep); rejects negatives."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a whole number, got {value!r}")
+    if isinstance(value, int | np.integer):
+        if value < minimum:
+            raise ValueError(f"{name} must be at least {minimum}, got {value}")
+        return int(value)
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim == 0:
+        if not float(arr).is_integer():
+            raise ValueError(f"{name} must be a whole number, got {value!r}")
+        return _tokens(int(arr), name, minimum)
+    if not np.all(np.isfinite(arr)) or np.any(arr < minimum) or np.any(arr != np.floor(arr)):
+        raise ValueError(f"every {name} must be a whole number ≥ {minimum}")
+    return arr
+
+
+def _minimum(a: Tokens, b: int | None) -> Tokens:
+    """min(a, b) for an int or an array; b = None means no cap."""
+    if b is None:
+        return a
+    return np.minimum(a, b) if isinstance(a, np.ndarray) else min(a, b)
