@@ -44,19 +44,14 @@ _EXPORTS: dict[str, str] = {
     ),
     **dict.fromkeys(["gershgorin_bound", "jacobian_spectrum", "softmax_jacobian", "softmax_jvp"], "jacobian"),
     **dict.fromkeys(["FiniteDifferences", "finite_differences"], "finite_diff"),
-    **dict.fromkeys(["ConventionsReport", "compare_conventions", "convert"], "conventions"),
-    **dict.fromkeys(["BosShare", "PermutationReport", "bos_share", "permutation_test"], "equivariance"),
+    **dict.fromkeys(["ConventionsReport", "compare_conventions", "convert"], "experiments.conventions"),
     **dict.fromkeys(
-        [
-            "CachedBlockReport",
-            "DecodeReport",
-            "PerturbationReport",
-            "cached_block",
-            "decode_with_kv_cache",
-            "perturbation_experiment",
-        ],
-        "leakage",
+        ["BosShare", "PermutationReport", "bos_share", "permutation_test"], "experiments.equivariance"
     ),
+    **dict.fromkeys(
+        ["CachedBlockReport", "DecodeReport", "cached_block", "decode_with_kv_cache"], "experiments.decoding"
+    ),
+    **dict.fromkeys(["PerturbationReport", "perturbation_experiment"], "experiments.perturbation"),
     **dict.fromkeys(["PrecisionRow", "precision_study"], "experiments.precision"),
     **dict.fromkeys(["MaskView", "gallery_mask"], "explore.masks"),
     **dict.fromkeys(["SweepConfig", "run_sweep"], "bench.runner"),

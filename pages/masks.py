@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from attn_core import conventions, equivariance, leakage
+from attn_core.experiments import conventions, decoding, equivariance, fully_masked, mask_slips, perturbation
 from attn_core.explore import inputs
 from attn_core.explore import masks as mask_gallery
 from attn_core.limits import LIMITS
@@ -17,7 +17,7 @@ from lab_ui.widgets import attempt, format_diff, oracle_badge, table
 MAX_T = LIMITS.experiment_tokens
 MAX_GALLERY = LIMITS.gallery_len
 METHOD_COLORS = dict(
-    zip(leakage.METHODS, ("#2e7d32", "#ef6c00", "#66bb6a", "#6a1b9a", "#757575"), strict=True)
+    zip(perturbation.METHODS, ("#2e7d32", "#ef6c00", "#66bb6a", "#6a1b9a", "#757575"), strict=True)
 )
 SECTIONS = (
     "Mask gallery",
@@ -137,11 +137,11 @@ def gallery() -> None:
             icon="⚠️",
         )
     if kind.startswith("causal") and L == S:
-        count = leakage.causal_pair_count(S)
+        count = decoding.causal_pair_count(S)
         st.caption(
             f"Causal T × T: T(T + 1)/2 = {count.allowed_pairs:,} of T² = {count.total_pairs:,} pairs, "
             f"(T + 1)/2T = {count.fraction:.6g}. At T = 4,096 that is "
-            f"{leakage.causal_pair_count(4096).fraction:.6f}: a kernel saves about half the work only if "
+            f"{decoding.causal_pair_count(4096).fraction:.6f}: a kernel saves about half the work only if "
             "it skips the masked blocks."
         )
 
@@ -164,7 +164,7 @@ def change_the_future() -> None:
     with c3:
         size = state.slider("size of the change", 0.1, 10.0, 3.0, key="mk_size", step=0.1)
     report = attempt(
-        leakage.perturbation_experiment, qkv.q, qkv.k, qkv.v, t, kind=kind, magnitude=size, seed=seed + 1
+        perturbation.perturbation_experiment, qkv.q, qkv.k, qkv.v, t, kind=kind, magnitude=size, seed=seed + 1
     )
     if report is None:
         return
@@ -222,7 +222,7 @@ def change_the_future() -> None:
 # --------------------------------------------------------------------------- fully masked rows
 @st.cache_data(show_spinner=False)
 def api_measurements() -> pd.DataFrame:
-    rows = leakage.measure_fully_masked_apis()
+    rows = fully_masked.measure_fully_masked_apis()
     return pd.DataFrame(
         {
             "API": [r.api for r in rows],
@@ -233,14 +233,14 @@ def api_measurements() -> pd.DataFrame:
     )
 
 
-def fully_masked() -> None:
+def fully_masked_rows() -> None:
     st.subheader("Fully masked rows: 0/0 across fills and dtypes")
     c1, c2 = st.columns(2)
     with c1:
         S = state.slider("keys S in the row", 2, 16, 5, key="mk_fmS")
     with c2:
         spread = state.selectbox("score spread", (1.0, 10.0, 30.0, 100.0), key="mk_spread")
-    cases = attempt(leakage.fully_masked_table, S, float(spread), seed)
+    cases = attempt(fully_masked.fully_masked_table, S, float(spread), seed)
     if cases is None:
         return
     df = pd.DataFrame(
@@ -276,7 +276,7 @@ def fully_masked() -> None:
 def cached_decoding() -> None:
     st.subheader("Cached decoding: P cached keys, L new queries")
     P = state.slider("cached prefix P", 0, T - 1, T // 2, key="mk_P")
-    r = attempt(leakage.cached_block, qkv.q, qkv.k, qkv.v, P)
+    r = attempt(decoding.cached_block, qkv.q, qkv.k, qkv.v, P)
     if r is None:
         return
     left, right = st.columns(2)
@@ -295,7 +295,7 @@ def cached_decoding() -> None:
         )
     st.markdown("**Token-by-token decoding with a KV cache**")
     prefill = state.slider("prefill (tokens processed as one causal block)", 1, T, 1, key="mk_prefill")
-    dec = attempt(leakage.decode_with_kv_cache, qkv.q, qkv.k, qkv.v, prefill)
+    dec = attempt(decoding.decode_with_kv_cache, qkv.q, qkv.k, qkv.v, prefill)
     if dec is None:
         return
     oracle_badge("the full causal pass", dec.max_abs_diff, MATCH_TOL)
@@ -445,7 +445,7 @@ def slips_section() -> None:
     slip = state.selectbox("slip", SLIPS, key="mk_slip")
     if slip == SLIPS[0]:
         t = min(2, T - 2)
-        r = leakage.zeroing_slip(qkv.q, qkv.k, qkv.v, t)
+        r = mask_slips.zeroing_slip(qkv.q, qkv.k, qkv.v, t)
         left, right = st.columns(2)
         labels = [f"k{j}" for j in range(T)], [f"q{i}" for i in range(T)]
         with left:
@@ -460,7 +460,7 @@ def slips_section() -> None:
             f"to **{r.leak.max_leak:.3g}**: the future leaks through the normalizer."
         )
     elif slip in SLIPS[1:3]:
-        r = leakage.triu_slip(qkv.q, qkv.k, qkv.v)
+        r = mask_slips.triu_slip(qkv.q, qkv.k, qkv.v)
         left, right = st.columns(2)
         with left:
             mask_figure(r.wrong_allowed, "✗ blocked = triu(ones, 0): the diagonal too", key="mk_s1a")
@@ -482,7 +482,7 @@ def slips_section() -> None:
         )
     else:
         P = T // 2
-        r = leakage.cached_block(qkv.q, qkv.k, qkv.v, P)
+        r = decoding.cached_block(qkv.q, qkv.k, qkv.v, P)
         left, right = st.columns(2)
         with left:
             mask_figure(r.bottom_right, "✓ bottom-right", P, key="mk_s3a")
@@ -501,7 +501,7 @@ if qkv is None:
 {
     "Mask gallery": gallery,
     "Change the future": change_the_future,
-    "Fully masked rows": fully_masked,
+    "Fully masked rows": fully_masked_rows,
     "Cached decoding": cached_decoding,
     "Conventions": conventions_section,
     "Permutations": permutations,

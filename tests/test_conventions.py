@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attn_core import conventions as cv
+from attn_core.experiments import conventions as cv
 from attn_core.masks import causal_mask, sliding_window_mask
 
 F64 = torch.float64

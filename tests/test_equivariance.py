@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attn_core import equivariance as eq
+from attn_core.experiments import equivariance as eq
 
 F64 = torch.float64
 # float64: permuting a softmax row only reorders its sum (~T · 2^-53 ≈ 1e-15 for T ≤ 32); the spec

@@ -15,7 +15,7 @@ from apptest_helpers import badges, metric
 from conftest import ARTIFACTS, wait_idle
 from playwright.sync_api import expect
 
-from attn_core import leakage
+from attn_core.experiments import perturbation
 from attn_core.explore import inputs
 
 PAGE = "pages/masks.py"
@@ -108,21 +108,21 @@ def test_change_the_future_matches_sdpa(app):
     at = open_section(app, "Change the future")
     ok(at)
     df = at.dataframe[0].value.set_index("method")
-    assert df.loc[leakage.CORRECT, "verdict"] == "no leak: exactly 0"
+    assert df.loc[perturbation.CORRECT, "verdict"] == "no leak: exactly 0"
     assert df.loc["zero weights after softmax", "verdict"] == "leaks"
     assert df.loc["no mask", "verdict"] == "leaks"
     assert df.loc["zero weights after softmax", "row sum furthest from 1"] < 1 - 1e-6
     # Oracle: SDPA (is_causal) on the page's tokens before and after the same change (t = 2, size 3).
     qkv = page_tokens()
     changed = list(range(3, 8))
-    q2, k2, v2 = leakage.perturbed_inputs(qkv.q, qkv.k, qkv.v, changed, magnitude=3.0, seed=1)
+    q2, k2, v2 = perturbation.perturbed_inputs(qkv.q, qkv.k, qkv.v, changed, magnitude=3.0, seed=1)
 
     def sdpa(q, k, v):
         return F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=0.0)
 
     expected = (sdpa(q2, k2, v2) - sdpa(qkv.q, qkv.k, qkv.v)).abs().amax(-1)[0, 0].numpy()
     traces = {t["name"]: t for t in chart(at, 0)["data"]}
-    correct = trace_y(traces[leakage.CORRECT])
+    correct = trace_y(traces[perturbation.CORRECT])
     assert np.all(correct[:3] == 0)
     assert np.allclose(correct, expected, atol=TOL, rtol=0)
     leak = traces["leak: a row that must not move did"]  # leaking rows are marked
