@@ -150,6 +150,11 @@ class BosShare:
     unmasked: torch.Tensor  # (T,) o_t without a mask: 1/T everywhere — no position signal
     expected: torch.Tensor  # (T,) 1/t
 
+    @property
+    def max_gap(self) -> float:
+        """max_t |o_t − 1/t| under the causal mask: 0 up to rounding."""
+        return float((self.causal - self.expected).abs().max())
+
 
 def bos_share(T: int) -> BosShare:
     """Card 7, step 7: q = k = 0 makes every score equal, so position t spreads 1/t over the t keys it
