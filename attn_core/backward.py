@@ -47,7 +47,7 @@ def _sum_to(x: torch.Tensor, shape: torch.Size) -> torch.Tensor:
     return x.sum(dim=stretched, keepdim=True) if stretched else x
 
 
-def _reduce_gqa(x: torch.Tensor, group: int) -> torch.Tensor:
+def reduce_gqa(x: torch.Tensor, group: int) -> torch.Tensor:
     """(..., Hq, S, d) -> (..., Hkv, S, d): add the contributions of each KV head's query group."""
     if group == 1:
         return x
@@ -93,8 +93,8 @@ def attention_backward(
     dK = (dS.transpose(-2, -1) @ q) * fwd.scale  # (..., Hq, S, d_k)
     return BackwardResult(
         dq=_sum_to(dQ, q.shape),
-        dk=_sum_to(_reduce_gqa(dK, group), k.shape),
-        dv=_sum_to(_reduce_gqa(dV, group), v.shape),
+        dk=_sum_to(reduce_gqa(dK, group), k.shape),
+        dv=_sum_to(reduce_gqa(dV, group), v.shape),
         dscores=dS,
         dweights=dP,
         D=D,

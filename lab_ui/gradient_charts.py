@@ -6,7 +6,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+import streamlit as st
 
+from lab_ui import figures
 from lab_ui.figures import font_size
 
 
@@ -75,3 +77,29 @@ def saturation(
         "annotations": annotations,
     }
     return go.Figure({"data": traces, "layout": layout})
+
+
+def backward_heatmaps(back, qkv, head: int) -> None:
+    """dS and dQ of query head ``head`` on the left, dK and dV of its KV head on the right."""
+    group = qkv.heads // qkv.k.shape[-3]
+    kv = head // group
+    q_tok, k_tok = qkv.query_tokens, qkv.key_tokens
+    suffix = f" (KV head {kv})" if group > 1 else ""
+    coords = [str(c) for c in range(qkv.q.shape[-1])]
+    panels = (
+        (back.dscores[0, head], k_tok, q_tok, "dS = ∂L/∂S", "key", "query", "gr_dS"),
+        (back.dk[0, kv], coords, k_tok, f"dK{suffix}", "d_k coordinate", "key", "gr_dK"),
+        (back.dq[0, head], coords, q_tok, "dQ", "d_k coordinate", "query", "gr_dQ"),
+        (back.dv[0, kv], list(qkv.value_names), k_tok, f"dV{suffix}", "value coordinate", "key", "gr_dV"),
+    )
+    cols = st.columns(2)
+    for n, (z, x, y, title, x_title, y_title, key) in enumerate(panels):
+        with cols[n % 2]:
+            fig = figures.heatmap(
+                z, x, y, title=title, x_title=x_title, y_title=y_title, colorscale="RdBu_r", zmid=0
+            )
+            figures.show(fig, key=key)
+    if group > 1:
+        st.caption(
+            f"GQA: KV head {kv} is shared by {group} query heads; its dK and dV add their contributions."
+        )

@@ -5,22 +5,15 @@ import inspect
 import pandas as pd
 import streamlit as st
 
-from attn_core import gradients
 from attn_core.backward import attention_backward
-from attn_core.gradients import JACOBIAN_MAX_KEYS, UPSTREAM_KINDS
+from attn_core.explore import gradient_slips, gradients
+from attn_core.explore.gradients import JACOBIAN_MAX_KEYS, UPSTREAM_KINDS
+from attn_core.explore.inputs import InputKind
 from attn_core.limits import LIMITS
-from attn_core.oracle import Check
-from attn_core.toy import VALUE_AXES
 from lab_ui import figures, gradient_charts, state
 from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
 from lab_ui.page import header
-from lab_ui.widgets import attempt, check_badge, format_diff, oracle_badge, slip_columns, slip_picker, table
-
-
-def number_format(df: pd.DataFrame, fmt: str) -> dict:
-    """Display format for every numeric column (the CSV keeps full float64 precision)."""
-    return {c: st.column_config.NumberColumn(format=fmt) for c in df.columns if df[c].dtype.kind == "f"}
-
+from lab_ui.widgets import attempt, check_badge, oracle_badge, slip_columns, slip_picker, table
 
 SECTIONS = ("Softmax Jacobian", "Backward pass", "One row, one key", "Slips")
 
@@ -33,71 +26,22 @@ header(
     "The loss is L = ⟨O, G⟩ for the upstream gradient G = ∂L/∂O you choose.",
 )
 
-# Finite differences cost 2 forward passes per coordinate and ε: run them only where they are shown.
-section = state.radio("Section", SECTIONS, key="gr_section", horizontal=True, label_visibility="collapsed")
 
-with st.sidebar:
-    st.header("Inputs (shared with the Playground)")
-    qkv = qkv_picker()
-    ex = None
-    if qkv is not None:
-        scale = scale_picker(qkv.q.shape[-1])
-        mask = mask_picker(qkv.L, qkv.S)
-        st.header("Gradient")
-        head = state.slider("head", 0, qkv.heads - 1, 0, key="gr_head") if qkv.heads > 1 else 0
-        row = state.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="gr_row") if qkv.L > 1 else 0
-        kind = state.selectbox("upstream gradient G = ∂L/∂O", UPSTREAM_KINDS, key="gr_G")
-        out_shape = (1, qkv.heads, qkv.L, qkv.v.shape[-1])
-        seed, text = 0, ""
-        if kind == UPSTREAM_KINDS[1]:
-            seed = int(state.number("G seed", 0, 2**31 - 1, 0, key="gr_seed", step=1))
-        elif kind == UPSTREAM_KINDS[2]:
-            st.caption(f"L × d_v = {qkv.L} × {qkv.v.shape[-1]}: one row per query, used for every head.")
-            text = state.text_area("G", key="gr_Gtext", default="-1, 0", height=90)
-        G = attempt(gradients.build_upstream, kind, out_shape, seed=seed, text=text)
-        temperature = state.slider(
-            "temperature τ for the Jacobian (p = softmax(s/τ))", 0.02, 20.0, 1.0, key="gr_tau", step=0.01
-        )
-        lr = state.slider("descent step size η", 0.05, 5.0, 1.0, key="gr_lr", step=0.05)
-        if scale is not None and mask is not None and G is not None:
-            ex = attempt(
-                gradients.explore_gradients,
-                qkv,
-                mask.allowed,
-                scale,
-                G,
-                head=head,
-                row=row,
-                temperature=temperature,
-                lr=lr,
-                run_finite_differences=section == SECTIONS[1],
-            )
+def number_format(df: pd.DataFrame, fmt: str) -> dict:
+    """Display format for every numeric column (the CSV keeps full float64 precision)."""
+    return {c: st.column_config.NumberColumn(format=fmt) for c in df.columns if df[c].dtype.kind == "f"}
 
-if qkv is None or ex is None:
-    st.info("Fix the input marked in the sidebar; the page updates as soon as it is valid.")
-    st.stop()
 
-back = ex.backward
-q_tok, k_tok = qkv.query_tokens, qkv.key_tokens
-row_keys = [k_tok[j] for j in ex.reading.keys]
-group = qkv.heads // qkv.k.shape[-3]
-value_names = (
-    list(VALUE_AXES) if qkv.description.startswith("toy") else [str(c) for c in range(qkv.v.shape[-1])]
-)
+def show_table(data: dict, file_name: str, key: str, fmt: str) -> None:
+    df = pd.DataFrame(data)
+    table(df, file_name, key=key, hide_index=True, column_config=number_format(df, fmt))
 
-c = st.columns(5)
-c[0].metric("query row", q_tok[row])
-c[1].metric("allowed keys T", len(row_keys))
-c[2].metric("loss L = ⟨O, G⟩", f"{ex.loss:.6g}")
-c[3].metric("scale", f"{back.forward.scale:.6g}")
-c[4].metric("Q, K, V coordinates", f"{ex.coordinates:,}")
 
-if section == SECTIONS[0]:
-    st.subheader(f"J = ∂p/∂s for query {q_tok[row]} at τ = {ex.temperature:g}")
-    st.caption(
-        "p = softmax(s/τ) over the row's allowed keys; τ = 1 is the current attention. Entry (i, j) is "
-        "how fast weight i moves when score j is nudged: p_i(δ_ij − p_j)."
-    )
+def jacobian(ex) -> None:
+    q_name, row_keys = ex.qkv.query_tokens[ex.row], ex.row_key_names
+    st.subheader(f"J = ∂p/∂s for query {q_name} at τ = {ex.temperature:g}")
+    st.caption("p = softmax(s/τ) over the row's allowed keys; τ = 1 is the current attention. Entry (i, j) is how "
+               "fast weight i moves when score j is nudged: p_i(δ_ij − p_j).")  # fmt: skip
     m = st.columns(4)
     m[0].metric("λ_max(J)", f"{ex.lambda_max:.4g}")
     m[1].metric("Gershgorin 2·max p(1−p)", f"{ex.gershgorin:.4g}")
@@ -105,245 +49,147 @@ if section == SECTIONS[0]:
     m[3].metric("‖J‖_F", f"{ex.frobenius:.4g}")
     spec = ex.spectrum
     if spec is None:
-        st.info(
-            f"This row has {len(row_keys)} allowed keys: J and its full spectrum are drawn for rows of up "
-            f"to {JACOBIAN_MAX_KEYS} keys (a dense eigendecomposition is O(T³)). λ_max, ‖J‖_F and the "
-            "bound above are computed in O(T) without forming J."
-        )
+        st.info(f"This row has {len(row_keys)} allowed keys: J and its full spectrum are drawn for rows of up to "
+                f"{JACOBIAN_MAX_KEYS} keys (a dense eigendecomposition is O(T³)). λ_max, ‖J‖_F and the bound above "
+                "are computed in O(T) without forming J.")  # fmt: skip
     else:
         left, right = st.columns([3, 2])
         with left:
-            figures.show(
-                figures.heatmap(
-                    spec.jacobian,
-                    row_keys,
-                    row_keys,
-                    title="J = diag(p) − ppᵀ",
-                    x_title="score nudged (j)",
-                    y_title="weight that moves (i)",
-                    colorscale="RdBu_r",
-                    zmid=0,
-                ),
-                key="gr_J",
-            )
+            fig = figures.heatmap(spec.jacobian, row_keys, row_keys, title="J = diag(p) − ppᵀ", colorscale="RdBu_r",
+                                  x_title="score nudged (j)", y_title="weight that moves (i)", zmid=0)  # fmt: skip
+            figures.show(fig, key="gr_J")
         with right:
-            eig = pd.DataFrame(
-                {
-                    "eigenvalue": spec.eigenvalues.tolist(),
-                    "|cos(eigenvector, 1)|": spec.ones_alignment.tolist(),
-                }
-            )
-            table(
-                eig,
-                "jacobian_eigenvalues.csv",
-                key="gr_eig",
-                hide_index=True,
-                column_config=number_format(eig, "%.4g"),
-            )
-            st.caption(
-                "The smallest eigenvalue is 0 and its eigenvector is the all-ones direction "
-                "(|cos| = 1): raising every score by the same amount moves no weight."
-            )
+            eig = {
+                "eigenvalue": spec.eigenvalues.tolist(),
+                "|cos(eigenvector, 1)|": spec.ones_alignment.tolist(),
+            }
+            show_table(eig, "jacobian_eigenvalues.csv", "gr_eig", "%.4g")
+            st.caption("The smallest eigenvalue is 0 and its eigenvector is the all-ones direction (|cos| = 1): "
+                       "raising every score by the same amount moves no weight.")  # fmt: skip
     for check in ex.jacobian_checks:
         check_badge(check)
     sweep = ex.sweep
-    fig = gradient_charts.saturation(
-        sweep.temperatures,
-        {"λ_max(J)": sweep.lambda_max, "‖J‖_F": sweep.frobenius, "max weight": sweep.max_weight},
-        current=ex.temperature,
-        title="Saturation: as τ → 0 the row turns one-hot and J → 0",
-    )
+    series = {"λ_max(J)": sweep.lambda_max, "‖J‖_F": sweep.frobenius, "max weight": sweep.max_weight}
+    fig = gradient_charts.saturation(sweep.temperatures, series, current=ex.temperature,
+                                     title="Saturation: as τ → 0 the row turns one-hot and J → 0")  # fmt: skip
     figures.show(fig, key="gr_sweep")
-    st.caption(
-        f"At τ = {float(sweep.temperatures[0]):g}: λ_max = {float(sweep.lambda_max[0]):.3g}; at "
-        f"τ = {float(sweep.temperatures[-1]):g}: λ_max = {float(sweep.lambda_max[-1]):.4g} (uniform over "
-        f"T keys gives 1/T = {1 / len(row_keys):.4g}). A saturated row passes almost no gradient to its scores."
-    )
+    st.caption(f"At τ = {float(sweep.temperatures[0]):g}: λ_max = {float(sweep.lambda_max[0]):.3g}; at "
+               f"τ = {float(sweep.temperatures[-1]):g}: λ_max = {float(sweep.lambda_max[-1]):.4g} (uniform over T keys "
+               f"gives 1/T = {1 / len(row_keys):.4g}). A saturated row passes almost no gradient to its scores.")  # fmt: skip
 
-elif section == SECTIONS[1]:
+
+def backward_pass(ex) -> None:
     st.subheader("Manual backward vs autograd vs finite differences")
     auto = ex.agreement[0]
     oracle_badge("torch autograd through SDPA (float64)", auto.worst, auto.tolerance)
-    rows = [
-        {
-            "oracle": a.oracle,
-            "max |Δ| dQ": a.dq,
-            "max |Δ| dK": a.dk,
-            "max |Δ| dV": a.dv,
-            "tolerance": a.tolerance,
-            "agrees": "✓" if a.passed else "✗",
-        }
-        for a in ex.agreement
-    ]
-    agree = pd.DataFrame(rows)
-    table(
-        agree,
-        "gradient_agreement.csv",
-        key="gr_agree",
-        hide_index=True,
-        column_config=number_format(agree, "%.1e"),
-    )
+    show_table(ex.agreement_table(), "gradient_agreement.csv", "gr_agree", "%.1e")
     if ex.finite is not None:
-        st.caption(
-            f"Finite differences: (L(θ+ε) − L(θ−ε))/2ε for each of the {ex.coordinates:,} "
-            f"coordinates and each ε, {ex.finite.forward_passes:,} forward passes. Their tolerance is the "
-            "predicted error 10·ε²/6·|∂³L| (truncation, shrinks with ε) + 2δ/ε (rounding of each loss, "
-            "grows as ε shrinks), with |∂³L| estimated from the two largest ε."
-        )
+        st.caption(f"Finite differences: (L(θ+ε) − L(θ−ε))/2ε for each of the {ex.coordinates:,} coordinates and "
+                   f"each ε, {ex.finite.forward_passes:,} forward passes. Their tolerance is the predicted error "
+                   "10·ε²/6·|∂³L| (truncation, shrinks with ε) + 2δ/ε (rounding of each loss, grows as ε shrinks), "
+                   "with |∂³L| estimated from the two largest ε.")  # fmt: skip
     else:
-        st.warning(
-            f"{ex.finite_note} Cap: {LIMITS.fd_coordinates:,} coordinates in Q, K, V and "
-            f"{LIMITS.fd_work:,} score entries × coordinates (2 forward passes per coordinate and ε)."
-        )
+        st.warning(f"{ex.finite_note} Cap: {LIMITS.fd_coordinates:,} coordinates in Q, K, V and {LIMITS.fd_work:,} "
+                   "score entries × coordinates (2 forward passes per coordinate and ε).")  # fmt: skip
     for check in ex.checks:
         check_badge(check)
-    kv = head // group
-    left, right = st.columns(2)
-    with left:
-        figures.show(
-            figures.heatmap(
-                back.dscores[0, head], k_tok, q_tok, title="dS = ∂L/∂S", colorscale="RdBu_r", zmid=0
-            ),
-            key="gr_dS",
-        )
-        figures.show(
-            figures.heatmap(
-                back.dq[0, head],
-                [str(c) for c in range(qkv.q.shape[-1])],
-                q_tok,
-                title="dQ",
-                x_title="d_k coordinate",
-                colorscale="RdBu_r",
-                zmid=0,
-            ),
-            key="gr_dQ",
-        )
-    with right:
-        figures.show(
-            figures.heatmap(
-                back.dk[0, kv],
-                [str(c) for c in range(qkv.k.shape[-1])],
-                k_tok,
-                title=f"dK (KV head {kv})" if group > 1 else "dK",
-                x_title="d_k coordinate",
-                y_title="key",
-                colorscale="RdBu_r",
-                zmid=0,
-            ),
-            key="gr_dK",
-        )
-        figures.show(
-            figures.heatmap(
-                back.dv[0, kv],
-                value_names,
-                k_tok,
-                title=f"dV (KV head {kv})" if group > 1 else "dV",
-                x_title="value coordinate",
-                y_title="key",
-                colorscale="RdBu_r",
-                zmid=0,
-            ),
-            key="gr_dV",
-        )
-    if group > 1:
-        st.caption(
-            f"GQA: KV head {kv} is shared by {group} query heads; its dK and dV add their contributions."
-        )
+    gradient_charts.backward_heatmaps(ex.backward, ex.qkv, ex.head)
     with st.expander("Show the code (attn_core.attention_backward)"):
         st.code(inspect.getsource(attention_backward), language="python")
 
-elif section == SECTIONS[2]:
-    r = ex.reading
-    st.subheader(f"∂L/∂s_j = p_j (gᵀv_j − gᵀo) for query {q_tok[row]}")
-    st.caption(
-        "g is this row's upstream gradient, o its output. A key's score gradient is its weight times how "
-        "much its value beats the row's average output: it is large only where the key has weight and "
-        "its value differs from the average. The entries sum to 0."
-    )
-    reading = pd.DataFrame(
-        {
-            "key": row_keys,
-            "p_j": r.p.tolist(),
-            "gᵀv_j": r.g_dot_v.tolist(),
-            "gᵀo": [r.g_dot_o] * len(row_keys),
-            "∂L/∂s_j": r.dscore.tolist(),
-        }
-    )
-    table(
-        reading,
-        "score_gradient_by_key.csv",
-        key="gr_reading",
-        hide_index=True,
-        column_config=number_format(reading, "%.4f"),
-    )
-    check_badge(
-        Check(
-            "equals row of dS from the matrix lines",
-            r.dscore_gap <= ex.tolerance,
-            f"max |Δ| = {format_diff(r.dscore_gap)}",
-        )
-    )
-    s = ex.step
-    st.subheader(f"One gradient-descent step on q_{q_tok[row]} (η = {s.lr:g})")
-    st.caption(
-        "q ← q − η ∂L/∂q with the keys held fixed. Descent moves each score against its gradient: a key "
-        "with ∂L/∂s_j < 0 gains score, one with ∂L/∂s_j > 0 loses it (not the other way round)."
-    )
-    step = pd.DataFrame(
-        {
-            "key": row_keys,
-            "∂L/∂s_j": r.dscore.tolist(),
-            "score before": s.scores_before.tolist(),
-            "score after": s.scores_after.tolist(),
-            "Δ score": s.score_change.tolist(),
-            "weight after": s.weights_after.tolist(),
-        }
-    )
-    table(step, "descent_step.csv", key="gr_step", hide_index=True, column_config=number_format(step, "%.4f"))
-    m = st.columns(3)
-    m[0].metric("∂L/∂q", ", ".join(f"{x:.3f}" for x in back.dq[0, head, row].tolist()))
-    m[1].metric("row loss gᵀo before", f"{s.loss_before:.6g}")
-    m[2].metric(
-        "after the step",
-        f"{s.loss_after:.6g}",
-        delta=f"{s.loss_after - s.loss_before:.3g}",
-        delta_color="inverse",
-    )
-    if qkv.description.startswith("toy") and kind == UPSTREAM_KINDS[0]:
-        st.caption(
-            "Toy, g = (−1, 0): the loss falls as bank reads more geography. River's score gradient is "
-            "negative, so the step raises river's score and lowers bank's own; bank's output moves towards "
-            "river's value (1, 0)."
-        )
 
-else:
+def one_row(ex, toy_g: bool) -> None:
+    q_name, s = ex.qkv.query_tokens[ex.row], ex.step
+    st.subheader(f"∂L/∂s_j = p_j (gᵀv_j − gᵀo) for query {q_name}")
+    st.caption("g is this row's upstream gradient, o its output. A key's score gradient is its weight times how much "
+               "its value beats the row's average output: it is large only where the key has weight and its value "
+               "differs from the average. The entries sum to 0.")  # fmt: skip
+    show_table(ex.reading_table(), "score_gradient_by_key.csv", "gr_reading", "%.4f")
+    check_badge(ex.reading_check)
+    st.subheader(f"One gradient-descent step on q_{q_name} (η = {s.lr:g})")
+    st.caption("q ← q − η ∂L/∂q with the keys held fixed. Descent moves each score against its gradient: a key with "
+               "∂L/∂s_j < 0 gains score, one with ∂L/∂s_j > 0 loses it (not the other way round).")  # fmt: skip
+    show_table(ex.step_table(), "descent_step.csv", "gr_step", "%.4f")
+    m = st.columns(3)
+    m[0].metric("∂L/∂q", ", ".join(f"{x:.3f}" for x in ex.backward.dq[0, ex.head, ex.row].tolist()))
+    m[1].metric("row loss gᵀo before", f"{s.loss_before:.6g}")
+    m[2].metric("after the step", f"{s.loss_after:.6g}", delta=f"{s.loss_after - s.loss_before:.3g}",
+                delta_color="inverse")  # fmt: skip
+    if toy_g:
+        st.caption("Toy, g = (−1, 0): the loss falls as bank reads more geography. River's score gradient is "
+                   "negative, so the step raises river's score and lowers bank's own; bank's output moves towards "
+                   "river's value (1, 0).")  # fmt: skip
+
+
+def slips(ex) -> None:
     st.subheader("Slips in the backward pass, each failing its check")
-    slip = slip_picker(gradients.GRADIENT_SLIP_NOTES, key="gr_slip")
+    slip = slip_picker(gradient_slips.GRADIENT_SLIP_NOTES, key="gr_slip")
     if slip is None:
         st.caption("Turn on the toggle to put a slip beside the right answer.")
         for check in ex.checks:
             check_badge(check)
-    else:
-        outcome = gradients.gradient_slip_outcome(ex, slip)
+        return
+    outcome = gradient_slips.gradient_slip_outcome(ex, slip)
+    q_tok, k_tok, head = ex.qkv.query_tokens, ex.qkv.key_tokens, ex.head
 
-        def show_right() -> None:
-            figures.show(
-                figures.heatmap(back.dscores[0, head], k_tok, q_tok, title="dS", colorscale="RdBu_r", zmid=0),
-                key="gr_slip_right",
-            )
-            for check in (ex.checks[1], *ex.autograd_checks):
+    def side(dscores, title: str, checks, key: str):
+        def show() -> None:
+            fig = figures.heatmap(dscores[0, head], k_tok, q_tok, title=title, colorscale="RdBu_r", zmid=0)
+            figures.show(fig, key=key)
+            for check in checks:
                 check_badge(check)
 
-        def show_wrong() -> None:
-            figures.show(
-                figures.heatmap(
-                    outcome.dscores[0, head], k_tok, q_tok, title="the slip's dS", colorscale="RdBu_r", zmid=0
-                ),
-                key="gr_slip_wrong",
-            )
-            for check in outcome.checks:
-                check_badge(check)
+        return show
 
-        slip_columns(show_right, show_wrong, slip)
-        if outcome.hidden:
-            st.warning(f"Every check passes here. {outcome.hidden}")
+    slip_columns(side(ex.backward.dscores, "dS", (ex.checks[1], *ex.autograd_checks), "gr_slip_right"),
+                 side(outcome.dscores, "the slip's dS", outcome.checks, "gr_slip_wrong"), slip)  # fmt: skip
+    if outcome.hidden:
+        st.warning(f"Every check passes here. {outcome.hidden}")
+
+
+# Finite differences cost 2 forward passes per coordinate and ε: run them only where they are shown.
+section = state.radio("Section", SECTIONS, key="gr_section", horizontal=True, label_visibility="collapsed")
+with st.sidebar:
+    st.header("Inputs (shared with the Playground)")
+    qkv = qkv_picker()
+    ex = kind = None
+    if qkv is not None:
+        scale = scale_picker(qkv.q.shape[-1])
+        mask = mask_picker(qkv.L, qkv.S)
+        st.header("Gradient")
+        head = state.slider("head", 0, qkv.heads - 1, 0, key="gr_head") if qkv.heads > 1 else 0
+        row = state.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="gr_row") if qkv.L > 1 else 0
+        kind = state.selectbox("upstream gradient G = ∂L/∂O", UPSTREAM_KINDS, key="gr_G")
+        seed, text = 0, ""
+        if kind == UPSTREAM_KINDS[1]:
+            seed = int(state.number("G seed", 0, 2**31 - 1, 0, key="gr_seed", step=1))
+        elif kind == UPSTREAM_KINDS[2]:
+            st.caption(f"L × d_v = {qkv.L} × {qkv.v.shape[-1]}: one row per query, used for every head.")
+            text = state.text_area("G", key="gr_Gtext", default="-1, 0", height=90)
+        G = attempt(
+            gradients.build_upstream, kind, (1, qkv.heads, qkv.L, qkv.v.shape[-1]), seed=seed, text=text
+        )
+        tau = state.slider(
+            "temperature τ for the Jacobian (p = softmax(s/τ))", 0.02, 20.0, 1.0, key="gr_tau", step=0.01
+        )
+        lr = state.slider("descent step size η", 0.05, 5.0, 1.0, key="gr_lr", step=0.05)
+        if scale is not None and mask is not None and G is not None:
+            ex = attempt(gradients.explore_gradients, qkv, mask.allowed, scale, G, head=head, row=row,
+                         temperature=tau, lr=lr, run_finite_differences=section == SECTIONS[1])  # fmt: skip
+if qkv is None or ex is None:
+    st.info("Fix the input marked in the sidebar; the page updates as soon as it is valid.")
+    st.stop()
+
+c = st.columns(5)
+c[0].metric("query row", qkv.query_tokens[ex.row])
+c[1].metric("allowed keys T", len(ex.reading.keys))
+c[2].metric("loss L = ⟨O, G⟩", f"{ex.loss:.6g}")
+c[3].metric("scale", f"{ex.backward.forward.scale:.6g}")
+c[4].metric("Q, K, V coordinates", f"{ex.coordinates:,}")
+toy_g = qkv.kind is InputKind.TOY and kind == UPSTREAM_KINDS[0]
+{
+    SECTIONS[0]: lambda: jacobian(ex),
+    SECTIONS[1]: lambda: backward_pass(ex),
+    SECTIONS[2]: lambda: one_row(ex, toy_g),
+    SECTIONS[3]: lambda: slips(ex),
+}[section]()

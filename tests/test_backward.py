@@ -26,8 +26,9 @@ from attn_core.backward import (
     slip_forget_scale,
     slip_transpose_dv,
 )
+from attn_core.explore.gradient_slips import gradient_slip_outcome
+from attn_core.explore.gradients import UPSTREAM_KINDS, build_upstream, explore_gradients
 from attn_core.explore.inputs import random_qkv, toy_bank
-from attn_core.gradients import UPSTREAM_KINDS, build_upstream, explore_gradients, gradient_slip_outcome
 from attn_core.masks import causal_mask, padding_mask, sliding_window_mask
 
 F64 = torch.float64

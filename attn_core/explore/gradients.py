@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.attention import check_shapes, expand_kv, stable_softmax
-from attn_core.backward import GRADIENT_SLIPS, BackwardResult, attention_backward
+from attn_core.backward import BackwardResult, attention_backward
 from attn_core.explore.inputs import QKV, parse_matrix
 from attn_core.finite_diff import (
     FiniteDifferences,
@@ -171,6 +171,47 @@ class GradientExploration:
     reading: RowReading
     step: QueryStep
     tolerance: float
+
+    @property
+    def row_key_names(self) -> list[str]:
+        return [self.qkv.key_tokens[j] for j in self.reading.keys]
+
+    @property
+    def reading_check(self) -> Check:
+        """The per-key formula against the dS row from the matrix lines."""
+        gap = self.reading.dscore_gap
+        return Check("equals row of dS from the matrix lines", gap <= self.tolerance, f"max |Δ| = {gap:.1e}")
+
+    def agreement_table(self) -> dict[str, list]:
+        return {
+            "oracle": [a.oracle for a in self.agreement],
+            "max |Δ| dQ": [a.dq for a in self.agreement],
+            "max |Δ| dK": [a.dk for a in self.agreement],
+            "max |Δ| dV": [a.dv for a in self.agreement],
+            "tolerance": [a.tolerance for a in self.agreement],
+            "agrees": ["✓" if a.passed else "✗" for a in self.agreement],
+        }
+
+    def reading_table(self) -> dict[str, list]:
+        r = self.reading
+        return {
+            "key": self.row_key_names,
+            "p_j": r.p.tolist(),
+            "gᵀv_j": r.g_dot_v.tolist(),
+            "gᵀo": [r.g_dot_o] * len(r.keys),
+            "∂L/∂s_j": r.dscore.tolist(),
+        }
+
+    def step_table(self) -> dict[str, list]:
+        s = self.step
+        return {
+            "key": self.row_key_names,
+            "∂L/∂s_j": self.reading.dscore.tolist(),
+            "score before": s.scores_before.tolist(),
+            "score after": s.scores_after.tolist(),
+            "Δ score": s.score_change.tolist(),
+            "weight after": s.weights_after.tolist(),
+        }
 
 
 def _row_keys(allowed: torch.Tensor | None, head: int, row: int, S: int) -> torch.Tensor:
@@ -347,74 +388,3 @@ def _dscore_rows_check(dS: torch.Tensor, tol: float) -> Check:
 
 
 # --- slips ----------------------------------------------------------------------------------------
-
-GRADIENT_SLIP_NOTES = {
-    "drop the −rowsum term": "dS = P ⊙ dP, as if softmax acted entry by entry. Raising every score of a "
-    "row by the same amount changes nothing, so the true dS rows sum to 0; these do not.",
-    "forget the scale in dQ and dK": "dQ = dS K and dK = dSᵀ Q without the scale: both come out 1/scale "
-    "(√d_k for the default scale) times too big. With scale = 1 the slip is invisible.",
-    "dV = dO Pᵀ": "dO Pᵀ multiplies (L × d_v) by (S × L): it runs only when d_v = S, and then gives an L × L "
-    "matrix where dV is S × d_v. The right order is Pᵀ dO.",
-    "keep only the Jacobian's diagonal": "J ≈ diag(p(1 − p)), softmax treated like a sigmoid. The dropped "
-    "off-diagonal −p_i p_j terms are what make each row of J sum to 0.",
-}
-
-
-@dataclass(frozen=True)
-class GradientSlipOutcome:
-    name: str
-    note: str
-    dscores: torch.Tensor  # (1, Hq, L, S) the slip's dS
-    checks: list[Check]  # the same checks the right answer passes
-    hidden: str  # "" when a check fails; otherwise why this input cannot expose the slip
-
-
-def gradient_slip_outcome(ex: GradientExploration, name: str) -> GradientSlipOutcome:
-    """Run one backward slip on the explored input and check it like the right answer."""
-    if name not in GRADIENT_SLIPS:
-        raise ValueError(f"unknown slip {name!r}; choose one of {list(GRADIENT_SLIPS)}")
-    qkv, G = ex.qkv, ex.grad_output
-    slip = GRADIENT_SLIPS[name](qkv.q, qkv.k, qkv.v, G, ex.allowed, scale=ex.backward.forward.scale)
-    group = check_shapes(qkv.q, qkv.k, qkv.v)
-    dq, dk, dv = ex.autograd
-    dv_x = expand_kv(dv, group)  # the slip's dV is per query head (before the group sum)
-    checks = [_dscore_rows_check(slip.dscores, ex.tolerance)]
-    checks.append(_match("dQ matches autograd", slip.dq, dq, ex.tolerance))
-    # A KV head's gradient is the sum over its query group: compare group sums.
-    checks.append(_match("dK matches autograd", _group_sum(slip.dk, group), dk, ex.tolerance))
-    if slip.dv is None:
-        checks.append(Check("dV matches autograd", False, slip.error))
-    elif slip.dv.shape != dv_x.shape:
-        checks.append(
-            Check(
-                "dV matches autograd", False, f"shape {tuple(slip.dv.shape)} instead of {tuple(dv_x.shape)}"
-            )
-        )
-    else:
-        checks.append(_match("dV matches autograd", _group_sum(slip.dv, group), dv, ex.tolerance))
-    hidden = "" if not all(c.passed for c in checks) else _why_hidden(name, ex)
-    return GradientSlipOutcome(name, GRADIENT_SLIP_NOTES[name], slip.dscores, checks, hidden)
-
-
-def _why_hidden(name: str, ex: GradientExploration) -> str:
-    """Every check passed: say which property of this input makes the slip harmless here."""
-    P = ex.backward.forward.weights
-    if name == "forget the scale in dQ and dK" and ex.backward.forward.scale == 1.0:
-        return "With scale = 1 forgetting the scale changes nothing. Pick another scale to see it fail."
-    if name == "keep only the Jacobian's diagonal" and float((P * (1 - P)).amax()) <= ex.tolerance:
-        return (
-            "Every row here is one-hot (one allowed key, or saturated): the off-diagonal −p_i p_j terms "
-            "are 0, so the diagonal is the whole Jacobian. Use more keys or a higher temperature."
-        )
-    if float(ex.grad_output.abs().max()) == 0 or float(ex.backward.dscores.abs().max()) <= ex.tolerance:
-        return "dS is 0 on this input (G = 0, or every row one-hot), so no backward slip can show."
-    return "This input happens not to expose the slip; try another seed or G."
-
-
-def _group_sum(x: torch.Tensor, group: int) -> torch.Tensor:
-    return x if group == 1 else x.unflatten(-3, (x.shape[-3] // group, group)).sum(-3)
-
-
-def _match(name: str, got: torch.Tensor, want: torch.Tensor, tol: float) -> Check:
-    diff = max_abs_diff(got, want)
-    return Check(name, diff <= tol, f"max |Δ| = {diff:.1e}")
