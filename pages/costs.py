@@ -8,25 +8,21 @@ import streamlit as st
 from attn_core import cost as costs
 from attn_core.cost import memory
 from attn_core.cost.gpus import list_gpus, load_gpu
-from attn_core.cost.shapes import MAX_INT, list_presets, load_preset, parse_config_bytes, parse_config_text
+from attn_core.cost.limits import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN
+from attn_core.cost.shapes import list_presets, load_preset, parse_config_bytes, parse_config_text
 from attn_core.cost.units import (
     format_bytes,
     format_bytes_binary,
-    format_bytes_decimal,
-    format_count,
-    format_count_short,
     format_flops,
-    format_percent,
     format_rate,
     format_seconds,
 )
+from attn_core.explore import costs as explore
 from lab_ui import cost_charts, figures, state
 from lab_ui.page import header
 from lab_ui.widgets import attempt, table
 
-MAX_T = MAX_INT  # 16,777,216 tokens: every number here is O(1) in T, the charts use ~240 points
-MAX_BATCH = 4096
-MAX_GPUS = 64
+MAX_T = MAX_SEQ_LEN
 DTYPES = ["fp16", "bf16", "fp32", "int8"]  # b = 2, 2, 4, 1 bytes per number
 SOURCES = ("preset", "paste or upload config.json")
 SECTIONS = ("FLOPs", "KV cache & GQA", "Serving & decode", "Score memory", "How it's asked")
@@ -45,8 +41,7 @@ with st.sidebar:
     source = state.radio("Shape from", SOURCES, key="co_src")
     shape = None
     if source == SOURCES[0]:
-        name = state.selectbox("Preset", list_presets(), key="co_model", default="llama-2-7b")
-        shape = load_preset(name)
+        shape = load_preset(state.selectbox("Preset", list_presets(), key="co_model", default="llama-2-7b"))
     else:
         st.caption("A Hugging Face config.json (≤ 1 MiB). An uploaded file wins over pasted text.")
         upload = st.file_uploader("Upload config.json", type=["json"], key="co_upload")
@@ -65,11 +60,8 @@ with st.sidebar:
     dtype = state.selectbox("weights & scores dtype", DTYPES, key="co_dtype")
     kv_choice = state.selectbox("KV cache dtype", ["same as weights", *DTYPES], key="co_kvdtype")
     kv_dtype = dtype if kv_choice == "same as weights" else kv_choice
-    causal = state.toggle(
-        "causal: count only allowed pairs",
-        key="co_causal",
-        help="Realized only by a kernel that skips masked blocks.",
-    )
+    causal = state.toggle("causal: count only allowed pairs", key="co_causal",
+                          help="Realized only by a kernel that skips masked blocks.")  # fmt: skip
     gpu_name = state.selectbox("GPU", list_gpus(), key="co_gpu")
     n_gpus = int(state.number("GPUs (weights and cache sharded)", 1, MAX_GPUS, 1, key="co_ngpu", step=1))
 
@@ -83,24 +75,10 @@ if shape is None or report is None:
 
 s, r, f = report.model, report, report.flops
 b, b_kv = costs.bytes_per_value(dtype), costs.bytes_per_value(kv_dtype)
-params = costs.model_params(s)
-
-# -- The model's shape card -----------------------------------------------------------------------
-extras = [
-    f"sliding window {s.sliding_window:,} (caps the cache)" if s.sliding_window else "no sliding window",
-    f"trained context {s.max_context:,}" if s.max_context else "context not stated",
-    "biases on the projections" if s.attention_bias else "no projection biases",
-    "tied embeddings" if s.tie_embeddings else "untied embeddings",
-]
+card, extras = explore.model_card(r, dtype)
 with st.container(border=True):
-    st.markdown(
-        f"**{s.name}** — **{s.attention_kind}**: L = {s.n_layers} layers · d = {s.d_model:,} · "
-        f"h = {s.n_heads} query heads · H_kv = {s.n_kv_heads} KV heads (group G = {s.group_size}) · "
-        f"d_h = {s.head_dim} · d_ff = {s.d_ff:,} ({s.mlp_kind} MLP, {s.mlp_matrices} matrices) · "
-        f"**{format_count_short(params.total, 2)} parameters** ({params.total:,}) = "
-        f"**{format_bytes_decimal(r.weight_bytes)}** of {dtype} weights ({format_bytes_binary(r.weight_bytes)})"
-    )
-    st.caption(" · ".join(extras) + (f" · from {s.source}" if s.source else ""))
+    st.markdown(card)
+    st.caption(extras)
 if r.beyond_max_context:
     st.warning(
         f"T = {T:,} is beyond this model's trained context of {s.max_context:,} tokens: the numbers are "
@@ -113,35 +91,8 @@ if r.serving.free_bytes < 0:
         f"({format_bytes(r.serving.memory_bytes)}): no sequence fits, and the decode bound describes a setup "
         "that cannot run. Add GPUs in the sidebar or pick a smaller dtype."
     )
-T_star = r.crossover_seq_len
-T_star_text = "never" if T_star is None else f"{T_star:,.0f}"
-c = st.columns(6)
-c[0].metric(
-    "KV cache / token",
-    format_bytes_binary(r.kv_cache_bytes_per_token),
-    help=f"{r.kv_cache_bytes_per_token:,} B",
-)
-c[1].metric(
-    "KV cache, B × T",
-    format_bytes_binary(r.kv_cache_bytes),
-    help=f"{batch} × {T:,} tokens: {r.kv_cache_bytes:,} B",
-)
-c[2].metric(
-    "attention FLOPs",
-    format_percent(f.attention_share),
-    help="share of a layer's FLOPs, " + ("causal pairs" if causal else "all pairs"),
-)
-c[3].metric(
-    "crossover T*" + (" (causal)" if causal else ""),
-    T_star_text,
-    help="where the quadratic part equals the rest",
-)
-c[4].metric(
-    "seqs that fit (≤)",
-    f"{r.serving.max_sequences:,}",
-    help="An upper bound: activations, fragmentation and the framework also take memory.",
-)
-c[5].metric("decode step (≥)", format_seconds(r.decode.seconds_per_step), help=f"≤ {r.decode.tokens_per_s:,.1f} tokens/s over the batch")  # fmt: skip
+for col, (label, value, meaning) in zip(st.columns(6), explore.headline(r), strict=True):
+    col.metric(label, value, help=meaning)
 
 section = state.radio("Section", SECTIONS, key="co_section", horizontal=True, label_visibility="collapsed")
 T_full, T_causal = costs.crossover_seq_len(s), costs.crossover_seq_len(s, causal=True)
@@ -159,30 +110,10 @@ def sweep_table(group: str, what: str) -> None:
 
 # -- FLOPs ----------------------------------------------------------------------------------------
 def show_flops() -> None:
-    full, masked = costs.layer_flops(s, T, batch), costs.layer_flops(s, T, batch, causal=True)
-    rows = [("projections Q, K, V, O", full.projections, masked.projections),
-            ("attention QKᵀ and PV", full.attention, masked.attention),
-            ("MLP", full.mlp, masked.mlp), ("total", full.total, masked.total)]  # fmt: skip
-    unit = "TFLOP" if full.total >= 1e14 else "GFLOP" if full.total >= 1e8 else "MFLOP"
-    df = pd.DataFrame(
-        {
-            "part": [p for p, _, _ in rows],
-            "all pairs (FLOP)": [format_count(x) for _, x, _ in rows],
-            f"all pairs ({unit})": [format_flops(x, 1, unit) for _, x, _ in rows],
-            "share": [format_percent(x) for x in full.shares()],
-            "causal (FLOP)": [format_count(y) for _, _, y in rows],
-            f"causal ({unit})": [format_flops(y, 1, unit) for _, _, y in rows],
-            "share, causal": [format_percent(y) for y in masked.shares()],
-        }
-    )
+    flops, caption = explore.flops_table(s, T, batch)
     st.markdown(f"**FLOPs of one layer's forward pass, {batch} sequence(s) of {T:,} tokens**")
-    table(df, "flops_per_layer.csv", key="co_flops", hide_index=True)
-    per = full.per_token()
-    st.caption(
-        f"Per token: projections {format_count_short(per.projections)} + MLP {format_count_short(per.mlp)} "
-        f"(constant) + attention {format_count_short(per.attention)} (grows with T: 4·h·d_h·T). Causal counts "
-        "only allowed pairs — a saving only a kernel that skips masked blocks realizes."
-    )
+    table(pd.DataFrame(flops), "flops_per_layer.csv", key="co_flops", hide_index=True)
+    st.caption(caption)
     shown, other = (sweep.causal, sweep.full) if causal else (sweep.full, sweep.causal)
     other_name = "all pairs" if causal else "causal"
     fig = cost_charts.stacked_shares(
@@ -221,21 +152,7 @@ def show_kv_cache() -> None:
     if free <= 0:
         st.warning(f"The {format_bytes(r.weight_bytes)} of weights alone exceed {format_bytes(memory)}.")
     st.markdown(f"**MHA vs GQA vs MQA for {s.name}** — same query heads, same weights, only H_kv changes")
-    variants = costs.kv_head_variants(s, T, gpu, n_gpus, batch, b, b_kv)
-    df = pd.DataFrame(
-        {
-            "H_kv": [v.n_kv_heads for v in variants],
-            "kind": [v.kind + (" (this model)" if v.n_kv_heads == s.n_kv_heads else "") for v in variants],
-            "KV per token": [format_bytes_binary(v.kv_bytes_per_token) for v in variants],
-            "KV per token (B)": [v.kv_bytes_per_token for v in variants],
-            f"KV per {T:,}-token sequence": [format_bytes_binary(v.kv_bytes_per_sequence) for v in variants],
-            "cache ÷ MHA's": [f"1/{v.cache_ratio_to_mha:g}" for v in variants],
-            "attention params per layer": [format_count(v.attention_params_per_layer) for v in variants],
-            "decode FLOP/byte": [f"{v.decode_intensity:g}" for v in variants],
-            "sequences that fit (≤)": [v.max_sequences for v in variants],
-            "decode step (≥, ms)": [f"{v.decode_ms_lower_bound:.2f}" for v in variants],
-        }
-    )
+    df = pd.DataFrame(explore.variants_table(s, T, gpu, n_gpus, batch, b, b_kv))
     table(df, "kv_heads_comparison.csv", key="co_variants", hide_index=True)
     st.caption(
         "Sequences that fit keep the weights of the model as configured (card 14's cache-only comparison); "
@@ -260,25 +177,8 @@ def show_serving() -> None:
         f"cache(s) ({format_seconds(d.kv_seconds)}) at "
         f"{format_rate(n_gpus * gpu.bandwidth_bytes_per_s, 'B/s', prefix='G')}."
     )
-    ridge = gpu.ridge_flop_per_byte
-    verdict = "memory-bound: GQA helps by reading less" if r.decode_intensity < ridge else "compute-bound"
-    st.markdown(f"Decode attention does **{r.decode_intensity:g} FLOP/byte** against the {gpu.label}'s ridge of "
-                f"**{ridge:.0f} FLOP/byte** → {verdict}.")  # fmt: skip
-    reports = [
-        costs.cost_report(s, T, batch, dtype, causal, load_gpu(g), n_gpus, kv_dtype) for g in list_gpus()
-    ]
-    df = pd.DataFrame(
-        {
-            "GPU": [x.gpu.label for x in reports],
-            "memory (vendor GB)": [format_count(x.gpu.memory_bytes / 1e9) for x in reports],
-            "bandwidth": [format_rate(x.gpu.bandwidth_bytes_per_s, "B/s", prefix="G") for x in reports],
-            "bf16 dense": [format_rate(x.gpu.bf16_flops_per_s, "FLOP/s") for x in reports],
-            "ridge (FLOP/byte)": [f"{x.gpu.ridge_flop_per_byte:.0f}" for x in reports],
-            "sequences that fit (≤)": [x.serving.max_sequences for x in reports],
-            "decode step (≥, ms)": [f"{1e3 * x.decode.seconds_per_step:.2f}" for x in reports],
-            "tokens/s (≤)": [f"{x.decode.tokens_per_s:,.1f}" for x in reports],
-        }
-    )
+    st.markdown(explore.decode_verdict(r))
+    df = pd.DataFrame(explore.gpu_table(r, dtype, causal, kv_dtype))
     st.markdown(f"**Every GPU preset, {n_gpus} of each**")
     table(df, "serving_by_gpu.csv", key="co_gpus", hide_index=True)
     st.caption(
@@ -289,8 +189,7 @@ def show_serving() -> None:
 
 # -- Score memory ---------------------------------------------------------------------------------
 def show_score_memory() -> None:
-    bill = memory.memory_bill(T, layers=s.n_layers, heads=s.n_heads, d_model=s.q_width, bytes_per_value=b,
-                              batch=batch)  # fmt: skip
+    bill = memory.model_memory_bill(s, T, b, batch)
     c = st.columns(5)
     c[0].metric(
         "naive, per head",
@@ -326,42 +225,7 @@ def show_score_memory() -> None:
 
 # -- How it's asked -------------------------------------------------------------------------------
 def show_how_its_asked() -> None:
-    ratio_full = costs.doubling_ratio(s, T)
-    ratio_causal = costs.doubling_ratio(s, T, causal=True)
-    share = costs.layer_flops(s, T).attention_share
-    mha = s.with_kv_heads(s.n_heads)
-    variants = costs.kv_head_variants(s, T, kv_bytes_per_value=b_kv)  # MHA, …, MQA
-    bill = memory.memory_bill(T, layers=s.n_layers, heads=s.n_heads, d_model=s.q_width, bytes_per_value=b)
-    qa = [
-        ("“Doubling the context quadruples the cost.” True for this model?",
-         f"No at T = {T:,}: only the quadratic part quadruples, and it is {format_percent(share)} of a layer's "
-         f"FLOPs. Going to {2 * T:,} multiplies a layer's FLOPs by {ratio_full:.2f} (causal: {ratio_causal:.2f}). "
-         f"The quadratic part overtakes the rest at T* = {T_full:,.0f} (all pairs)."),
-        (f"How much KV cache for a {T:,}-token conversation, and how many fit on {n_gpus} × {gpu.label}?",
-         f"{format_bytes_binary(r.kv_cache_bytes_per_token)} per token (2·L·H_kv·d_h·b = 2·{s.n_layers}·"
-         f"{s.n_kv_heads}·{s.head_dim}·{b_kv}), {format_bytes_binary(costs.kv_cache_bytes(s, T, 1, b_kv))} per sequence, "
-         f"at most {r.serving.max_sequences:,} sequences beside {format_bytes(r.weight_bytes)} of weights."),
-        ("Why doesn't adding heads add attention parameters?",
-         f"With h·d_h = d the projections hold 4d² = {format_count(costs.attention_params(mha, bias=False).total)} "
-         "weights whatever h is; "
-         f"this model has {format_count(costs.attention_params(s).total)} per layer"
-         f"{' (GQA shrinks K and V)' if s.n_kv_heads < s.n_heads else ''}."),
-        ("Should we retrain this model with GQA to serve long contexts?",
-         f"The cache shrinks by h/H_kv: with {s.n_heads} query heads, MHA needs "
-         f"{format_bytes_binary(variants[0].kv_bytes_per_token)} per token, {variants[-1].kind} with "
-         f"H_kv = {variants[-1].n_kv_heads} needs {format_bytes_binary(variants[-1].kv_bytes_per_token)}, and this "
-         f"model ({s.attention_kind}, H_kv = {s.n_kv_heads}) {format_bytes_binary(r.kv_cache_bytes_per_token)}. "
-         f"Decode attention does h/H_kv = {r.decode_intensity:g} FLOP/byte, "
-         f"{'below' if r.decode_intensity < gpu.ridge_flop_per_byte else 'above'} the {gpu.label}'s ridge of "
-         f"{gpu.ridge_flop_per_byte:.0f}, so reading fewer bytes is what speeds decoding up; GQA leaves the "
-         "FLOPs unchanged. Uptraining an MHA checkpoint to GQA costs about 5% of its pre-training compute."),
-        (f"Training at {T:,} tokens runs out of memory at batch 1. Where did it go?",
-         f"Keeping P costs {format_bytes_binary(bill.naive_per_head)} per head, {format_bytes_binary(bill.naive_per_layer)} "
-         f"per layer and {format_bytes_binary(bill.naive_per_model)} for all {s.n_layers} layers; the online softmax "
-         f"keeps {format_bytes_binary(bill.online_per_layer)} per layer instead. At inference the KV cache ({format_bytes_binary(costs.kv_cache_bytes(s, T, 1, b_kv))} "
-         "per sequence) is the O(T) bill, not this O(T²) one."),
-    ]  # fmt: skip
-    for question, answer in qa:
+    for question, answer in explore.how_its_asked(r, b, b_kv):
         with st.container(border=True):
             st.markdown(f"**{question}**")
             st.markdown(answer)

@@ -18,10 +18,10 @@ from typing import NoReturn
 
 from attn_core.cost.flops import model_params
 from attn_core.cost.gpus import list_gpus, load_gpu
+from attn_core.cost.limits import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN
 from attn_core.cost.report import CostReport, cost_report
 from attn_core.cost.shapes import (
     MAX_CONFIG_BYTES,
-    MAX_INT,
     ConfigError,
     ModelShape,
     list_presets,
@@ -39,10 +39,6 @@ from attn_core.cost.units import (
     format_rate,
     format_seconds,
 )
-
-MAX_SEQ_LEN = MAX_INT  # 16,777,216 tokens
-MAX_BATCH = 65_536
-MAX_GPUS = 1_024
 
 
 class UsageError(Exception):

@@ -112,3 +112,17 @@ def memory_sweep(
         )
         for T in T_values
     )
+
+
+def model_memory_bill(shape, T: int, bytes_per_value: int = 2, batch: int = 1) -> MemoryBill:
+    """Card 12's bill for a model shape (a `ModelShape`): its layers, its h query heads and the
+    recompute width h·d_h. Every page that shows the bill calls this one."""
+    return memory_bill(
+        int(T), layers=shape.n_layers, heads=shape.n_heads, d_model=shape.q_width,
+        bytes_per_value=bytes_per_value, batch=int(batch),
+    )  # fmt: skip
+
+
+def model_memory_sweep(shape, grid, bytes_per_value: int = 2, batch: int = 1) -> list[MemoryBill]:
+    """`model_memory_bill` at every T of ``grid``."""
+    return [model_memory_bill(shape, T, bytes_per_value, batch) for T in grid]

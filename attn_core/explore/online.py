@@ -375,13 +375,7 @@ def memory_view(model: str, T: int, dtype: str = "fp16", batch: int = 1) -> Memo
     """Naive (every T × T weight matrix stored) vs online (one fp32 logsumexp per row) for a
     preset ``model`` at context ``T``, weights stored as ``dtype`` (a ``MEMORY_DTYPES`` name)."""
     shape = load_preset(model)
-    kw = dict(
-        layers=shape.n_layers,
-        heads=shape.n_heads,
-        d_model=shape.d_model,
-        bytes_per_value=MEMORY_DTYPES[dtype],
-        batch=int(batch),
-    )
-    bill = memory.memory_bill(int(T), **kw)
+    b = MEMORY_DTYPES[dtype]
+    bill = memory.model_memory_bill(shape, T, b, batch)
     grid = tuple(sorted({1 << n for n in range(9, 18)} | {int(T)}))
-    return MemoryView(shape, bill, grid, memory.memory_sweep(grid, **kw))
+    return MemoryView(shape, bill, grid, tuple(memory.model_memory_sweep(shape, grid, b, batch)))

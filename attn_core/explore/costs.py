@@ -1,0 +1,177 @@
+"""What the Cost calculator page shows, computed from one report (cards 9, 11–14).
+
+Tables come back as {column: values} with the units written into the numbers; the "how it's
+asked" answers are worked out here from the model's own numbers. Numpy only, like the cost model.
+"""
+
+from __future__ import annotations
+
+from attn_core.cost import memory
+from attn_core.cost.flops import (
+    attention_params,
+    crossover_seq_len,
+    doubling_ratio,
+    layer_flops,
+    model_params,
+)
+from attn_core.cost.gpus import GPU, list_gpus, load_gpu
+from attn_core.cost.report import CostReport, cost_report, kv_head_variants
+from attn_core.cost.serving import kv_cache_bytes
+from attn_core.cost.shapes import ModelShape
+from attn_core.cost.units import (
+    format_bytes,
+    format_bytes_binary,
+    format_bytes_decimal,
+    format_count,
+    format_count_short,
+    format_flops,
+    format_percent,
+    format_rate,
+    format_seconds,
+)
+
+
+def model_card(r: CostReport, dtype: str) -> tuple[str, str]:
+    """The model's shape in one line of markdown, and a caption of its extras."""
+    s = r.model
+    params = model_params(s)
+    line = (
+        f"**{s.name}** — **{s.attention_kind}**: L = {s.n_layers} layers · d = {s.d_model:,} · h = {s.n_heads} query "
+        f"heads · H_kv = {s.n_kv_heads} KV heads (group G = {s.group_size}) · d_h = {s.head_dim} · d_ff = {s.d_ff:,} "
+        f"({s.mlp_kind} MLP, {s.mlp_matrices} matrices) · **{format_count_short(params.total, 2)} parameters** "
+        f"({params.total:,}) = **{format_bytes_decimal(r.weight_bytes)}** of {dtype} weights "
+        f"({format_bytes_binary(r.weight_bytes)})"
+    )
+    extras = [
+        f"sliding window {s.sliding_window:,} (caps the cache)" if s.sliding_window else "no sliding window",
+        f"trained context {s.max_context:,}" if s.max_context else "context not stated",
+        "biases on the projections" if s.attention_bias else "no projection biases",
+        "tied embeddings" if s.tie_embeddings else "untied embeddings",
+    ]
+    return line, " · ".join(extras) + (f" · from {s.source}" if s.source else "")
+
+
+def flops_table(s: ModelShape, T: int, batch: int) -> tuple[dict[str, list], str]:
+    """One layer's forward FLOPs split into projections / attention / MLP, all pairs and causal."""
+    full, masked = layer_flops(s, T, batch), layer_flops(s, T, batch, causal=True)
+    parts = ("projections Q, K, V, O", "attention QKᵀ and PV", "MLP", "total")
+    rows = [(full.projections, masked.projections), (full.attention, masked.attention), (full.mlp, masked.mlp),
+            (full.total, masked.total)]  # fmt: skip
+    unit = "TFLOP" if full.total >= 1e14 else "GFLOP" if full.total >= 1e8 else "MFLOP"
+    table = {
+        "part": list(parts),
+        "all pairs (FLOP)": [format_count(x) for x, _ in rows],
+        f"all pairs ({unit})": [format_flops(x, 1, unit) for x, _ in rows],
+        "share": [format_percent(x) for x in full.shares()],
+        "causal (FLOP)": [format_count(y) for _, y in rows],
+        f"causal ({unit})": [format_flops(y, 1, unit) for _, y in rows],
+        "share, causal": [format_percent(y) for y in masked.shares()],
+    }
+    per = full.per_token()
+    caption = (
+        f"Per token: projections {format_count_short(per.projections)} + MLP {format_count_short(per.mlp)} "
+        f"(constant) + attention {format_count_short(per.attention)} (grows with T: 4·h·d_h·T). Causal counts only "
+        "allowed pairs — a saving only a kernel that skips masked blocks realizes."
+    )
+    return table, caption
+
+
+def variants_table(
+    s: ModelShape, T: int, gpu: GPU, n_gpus: int, batch: int, b: int, b_kv: int
+) -> dict[str, list]:
+    """MHA vs GQA vs MQA for this model: only H_kv changes (card 14)."""
+    variants = kv_head_variants(s, T, gpu, n_gpus, batch, b, b_kv)
+    return {
+        "H_kv": [v.n_kv_heads for v in variants],
+        "kind": [v.kind + (" (this model)" if v.n_kv_heads == s.n_kv_heads else "") for v in variants],
+        "KV per token": [format_bytes_binary(v.kv_bytes_per_token) for v in variants],
+        "KV per token (B)": [v.kv_bytes_per_token for v in variants],
+        f"KV per {T:,}-token sequence": [format_bytes_binary(v.kv_bytes_per_sequence) for v in variants],
+        "cache ÷ MHA's": [f"1/{v.cache_ratio_to_mha:g}" for v in variants],
+        "attention params per layer": [format_count(v.attention_params_per_layer) for v in variants],
+        "decode FLOP/byte": [f"{v.decode_intensity:g}" for v in variants],
+        "sequences that fit (≤)": [v.max_sequences for v in variants],
+        "decode step (≥, ms)": [f"{v.decode_ms_lower_bound:.2f}" for v in variants],
+    }
+
+
+def decode_verdict(r: CostReport) -> str:
+    """Decode attention's intensity against the GPU's ridge, in one line of markdown."""
+    ridge = r.gpu.ridge_flop_per_byte
+    verdict = "memory-bound: GQA helps by reading less" if r.decode_intensity < ridge else "compute-bound"
+    return (f"Decode attention does **{r.decode_intensity:g} FLOP/byte** against the {r.gpu.label}'s ridge of "
+            f"**{ridge:.0f} FLOP/byte** → {verdict}.")  # fmt: skip
+
+
+def gpu_table(r: CostReport, dtype: str, causal: bool, kv_dtype: str) -> dict[str, list]:
+    """The same what-if on every GPU preset, as many of each as the report uses."""
+    s, T, batch, n = r.model, r.seq_len, r.batch, r.n_gpus
+    reports = [cost_report(s, T, batch, dtype, causal, load_gpu(g), n, kv_dtype) for g in list_gpus()]
+    return {
+        "GPU": [x.gpu.label for x in reports],
+        "memory (vendor GB)": [format_count(x.gpu.memory_bytes / 1e9) for x in reports],
+        "bandwidth": [format_rate(x.gpu.bandwidth_bytes_per_s, "B/s", prefix="G") for x in reports],
+        "bf16 dense": [format_rate(x.gpu.bf16_flops_per_s, "FLOP/s") for x in reports],
+        "ridge (FLOP/byte)": [f"{x.gpu.ridge_flop_per_byte:.0f}" for x in reports],
+        "sequences that fit (≤)": [x.serving.max_sequences for x in reports],
+        "decode step (≥, ms)": [f"{1e3 * x.decode.seconds_per_step:.2f}" for x in reports],
+        "tokens/s (≤)": [f"{x.decode.tokens_per_s:,.1f}" for x in reports],
+    }
+
+
+def how_its_asked(r: CostReport, b: int, b_kv: int) -> list[tuple[str, str]]:
+    """The interview questions of cards 11–14, answered with this model's numbers."""
+    s, T, gpu, n_gpus = r.model, r.seq_len, r.gpu, r.n_gpus
+    share = layer_flops(s, T).attention_share
+    variants = kv_head_variants(s, T, kv_bytes_per_value=b_kv)  # MHA, …, MQA
+    bill = memory.model_memory_bill(s, T, b)
+    per_seq = format_bytes_binary(kv_cache_bytes(s, T, 1, b_kv))
+    T_full = crossover_seq_len(s)
+    T_star = "never" if T_full is None else f"{T_full:,.0f}"
+    mha_params = attention_params(s.with_kv_heads(s.n_heads), bias=False).total
+    side = "below" if r.decode_intensity < gpu.ridge_flop_per_byte else "above"
+    return [
+        ("“Doubling the context quadruples the cost.” True for this model?",
+         f"No at T = {T:,}: only the quadratic part quadruples, and it is {format_percent(share)} of a layer's FLOPs. "
+         f"Going to {2 * T:,} multiplies a layer's FLOPs by {doubling_ratio(s, T):.2f} (causal: "
+         f"{doubling_ratio(s, T, causal=True):.2f}). The quadratic part overtakes the rest at T* = {T_star} (all pairs)."),
+        (f"How much KV cache for a {T:,}-token conversation, and how many fit on {n_gpus} × {gpu.label}?",
+         f"{format_bytes_binary(r.kv_cache_bytes_per_token)} per token (2·L·H_kv·d_h·b = 2·{s.n_layers}·{s.n_kv_heads}·"
+         f"{s.head_dim}·{b_kv}), {per_seq} per sequence, at most {r.serving.max_sequences:,} sequences beside "
+         f"{format_bytes(r.weight_bytes)} of weights."),
+        ("Why doesn't adding heads add attention parameters?",
+         f"With h·d_h = d the projections hold 4d² = {format_count(mha_params)} weights whatever h is; this model has "
+         f"{format_count(attention_params(s).total)} per layer{' (GQA shrinks K and V)' if s.n_kv_heads < s.n_heads else ''}."),
+        ("Should we retrain this model with GQA to serve long contexts?",
+         f"The cache shrinks by h/H_kv: with {s.n_heads} query heads, MHA needs {format_bytes_binary(variants[0].kv_bytes_per_token)} "
+         f"per token, {variants[-1].kind} with H_kv = {variants[-1].n_kv_heads} needs "
+         f"{format_bytes_binary(variants[-1].kv_bytes_per_token)}, and this model ({s.attention_kind}, H_kv = "
+         f"{s.n_kv_heads}) {format_bytes_binary(r.kv_cache_bytes_per_token)}. Decode attention does h/H_kv = "
+         f"{r.decode_intensity:g} FLOP/byte, {side} the {gpu.label}'s ridge of {gpu.ridge_flop_per_byte:.0f}, so reading "
+         "fewer bytes is what speeds decoding up; GQA leaves the FLOPs unchanged. Uptraining an MHA checkpoint to "
+         "GQA costs about 5% of its pre-training compute."),
+        (f"Training at {T:,} tokens runs out of memory at batch 1. Where did it go?",
+         f"Keeping P costs {format_bytes_binary(bill.naive_per_head)} per head, {format_bytes_binary(bill.naive_per_layer)} "
+         f"per layer and {format_bytes_binary(bill.naive_per_model)} for all {s.n_layers} layers; the online softmax "
+         f"keeps {format_bytes_binary(bill.online_per_layer)} per layer instead. At inference the KV cache ({per_seq} "
+         "per sequence) is the O(T) bill, not this O(T²) one."),
+    ]  # fmt: skip
+
+
+def headline(r: CostReport) -> list[tuple[str, str, str]]:
+    """The six numbers across the top of the page: (label, value, what it means)."""
+    T_star = r.crossover_seq_len
+    causal = " (causal)" if r.causal else ""
+    return [
+        ("KV cache / token", format_bytes_binary(r.kv_cache_bytes_per_token), f"{r.kv_cache_bytes_per_token:,} B"),
+        ("KV cache, B × T", format_bytes_binary(r.kv_cache_bytes),
+         f"{r.batch} × {r.seq_len:,} tokens: {r.kv_cache_bytes:,} B"),
+        ("attention FLOPs", format_percent(r.flops.attention_share),
+         "share of a layer's FLOPs, " + ("causal pairs" if r.causal else "all pairs")),
+        ("crossover T*" + causal, "never" if T_star is None else f"{T_star:,.0f}",
+         "where the quadratic part equals the rest"),
+        ("seqs that fit (≤)", f"{r.serving.max_sequences:,}",
+         "An upper bound: activations, fragmentation and the framework also take memory."),
+        ("decode step (≥)", format_seconds(r.decode.seconds_per_step),
+         f"≤ {r.decode.tokens_per_s:,.1f} tokens/s over the batch"),
+    ]  # fmt: skip
