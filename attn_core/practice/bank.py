@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from attn_core.practice import cards_cost, cards_math
+from attn_core.practice import cards_cost, cards_masks, cards_math
 from attn_core.practice.question import CardDrill, Difficulty, Question
 
 DRILLS: dict[str, CardDrill] = {
-    d.card: d for d in sorted((*cards_math.DRILLS, *cards_cost.DRILLS), key=lambda d: int(d.card))
+    d.card: d
+    for d in sorted((*cards_math.DRILLS, *cards_masks.DRILLS, *cards_cost.DRILLS), key=lambda d: int(d.card))
 }
 
 

@@ -1,5 +1,5 @@
-"""Drills for the derivation cards: shapes (1), softmax (2), the Jacobian (4), backprop (5),
-causal masks (6) and the online-softmax merge (15). Each answer comes from the card's own function."""
+"""Drills for the derivation cards: shapes (1), softmax (2), the Jacobian (4), backprop (5) and the
+online-softmax merge (15). Each answer comes from the card's own function."""
 
 from __future__ import annotations
 
@@ -8,14 +8,11 @@ import math
 import numpy as np
 import torch
 
-import attn_core
 from attn_core import toy
 from attn_core.attention import attention, stable_softmax
 from attn_core.backward import attention_backward
 from attn_core.jacobian import jacobian_spectrum
-from attn_core.masks import causal_mask
 from attn_core.online import PartialState, merge_partials
-from attn_core.oracle import MATCH_TOL
 from attn_core.practice.question import AnswerKind, CardDrill, Difficulty, PageLink, Question, fmt, vec
 
 F64 = torch.float64
@@ -233,102 +230,6 @@ def backward_row(rng: np.random.Generator, difficulty: Difficulty) -> Question:
     return _backward_question(scores, values, g, int(rng.integers(0, S)))
 
 
-# -- card 6: the causal mask -------------------------------------------------------------------------
-def _causal_question(T: int) -> Question:
-    allowed = int(causal_mask(T, T).sum())
-    return Question(
-        card="6",
-        title="Causal mask correctness",
-        prompt=f"A causal mask over T = {T:,} tokens: how many (query, key) pairs may attend?",
-        inputs={"T": T},
-        answer_kind=AnswerKind.NUMBER,
-        answer=float(allowed),
-        steps=(
-            "Query i sees keys 0 … i: i + 1 of them. Summing over i = 0 … T − 1 gives T(T + 1)/2.",
-            f"T(T + 1)/2 = {T:,} × {T + 1:,} / 2 = {allowed:,}, a fraction (T + 1)/2T = {allowed / T**2:.4f} of T².",
-        ),
-        slips={
-            "blocked the diagonal too (triu(ones, 0))": float(T * (T - 1) // 2),
-            "counted every pair (no mask)": float(T * T),
-        },
-        link=PageLink(
-            "masks",
-            {
-                "mk_section": "Mask gallery",
-                "mk_kind": "causal (top-left)",
-                "mk_gL": str(min(T, 64)),
-                "mk_gS": str(min(T, 64)),
-            },
-            "Mask gallery",
-        ),
-        rel_tol=0.0,
-        hint="a whole number, e.g. 15",
-    )
-
-
-def causal_pairs(rng: np.random.Generator, difficulty: Difficulty) -> Question:
-    top = {Difficulty.EASY: 12, Difficulty.MEDIUM: 200, Difficulty.HARD: 2048}[difficulty]
-    return _causal_question(int(rng.integers(3, top + 1)))
-
-
-# -- card 7: permutation equivariance ------------------------------------------------------------------
-MOVED, SAME, DIFFERENT = (
-    "the old outputs, moved along with their tokens",
-    "the old outputs, in the old order",
-    "different vectors",
-)
-
-
-def _permutation_question(
-    T: int, perm: tuple[int, ...], causal: bool, positions: bool, seed: int
-) -> Question:
-    X = torch.randn(T, 8, generator=torch.Generator().manual_seed(seed), dtype=F64)
-    report = attn_core.permutation_test(X, perm, causal=causal, positions=positions, seed=seed)
-    answer = MOVED if report.equivariance_error <= MATCH_TOL else DIFFERENT
-    setting = " and ".join(
-        [w for w, on in (("a causal mask", causal), ("sinusoidal positions added to X", positions)) if on]
-    )
-    slips = {"confused equivariance with invariance: the outputs move, they do not stay put": SAME}
-    if answer == DIFFERENT:
-        slips[f"forgot that {setting} ties each output to its position"] = MOVED
-    return Question(
-        card="7",
-        title="Permutation equivariance without positions",
-        prompt=(
-            f"One self-attention layer over {T} tokens, {setting or 'no mask and no positional information'}. "
-            f"Reorder the input tokens as {perm} (new position n holds old token perm[n]). What comes out?"
-        ),
-        inputs={"T": T, "perm": perm, "causal": causal, "positions": positions},
-        answer_kind=AnswerKind.CHOICE,
-        answer=answer,
-        choices=(MOVED, SAME, DIFFERENT),
-        steps=(
-            "Without a mask or positions, each score depends only on the two tokens' vectors, so permuting "
-            "the tokens permutes the rows and columns of S and P together: Attn(ΠX) = Π Attn(X).",
-            "A causal mask depends on positions (j ≤ i), and so do added position vectors: either breaks it.",
-            f"Measured here: max |Attn(ΠX) − Π Attn(X)| = {report.equivariance_error:.2g}.",
-        ),
-        slips=slips,
-        link=PageLink(
-            "masks",
-            {"mk_section": "Permutations", "mk_causal": str(causal), "mk_pos": str(positions)},
-            "Permutations",
-        ),
-        hint="pick one",
-    )
-
-
-def permutation(rng: np.random.Generator, difficulty: Difficulty) -> Question:
-    T = int(rng.integers(3, 7))
-    perm = tuple(int(i) for i in rng.permutation(T))
-    while perm == tuple(range(T)):
-        perm = tuple(int(i) for i in rng.permutation(T))
-    causal, positions = (
-        (False, False) if difficulty is Difficulty.EASY else tuple(bool(b) for b in rng.integers(0, 2, 2))
-    )
-    return _permutation_question(T, perm, causal, positions, int(rng.integers(1000)))
-
-
 # -- card 15: merging two online-softmax states ------------------------------------------------------
 def _merge_question(a: tuple[float, float, float], b: tuple[float, float, float]) -> Question:
     merged = merge_partials(PartialState(*a), PartialState(*b))
@@ -411,13 +312,6 @@ DRILLS = (
         lambda: _backward_question(
             tuple(s / math.sqrt(2) for s in _bank_scores()), toy.bank_row().v.tolist(), (-1.0, 0.0), 1
         ),
-    ),
-    CardDrill("6", "Causal mask correctness", causal_pairs, lambda: _causal_question(5)),
-    CardDrill(
-        "7",
-        "Permutation equivariance",
-        permutation,
-        lambda: _permutation_question(5, (4, 3, 2, 1, 0), False, False, 0),
     ),
     CardDrill(
         "15",
