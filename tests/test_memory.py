@@ -78,12 +78,13 @@ def test_quadratic_vs_linear_growth_and_batch():
     assert online_state_bytes(4096, 32, batch=8) == 4 * MiB
 
 
-def test_agrees_with_the_cost_model():
-    """attn_core.cost (the cost pages) computes the same card from a ModelShape."""
-    shape = load_preset("llama-2-7b")
+def test_the_cost_model_sizes_a_preset_by_the_card():
+    """attn_core.cost's per-shape functions against card 12's formulas written out here: h·T²·b
+    bytes to keep P (b = 2 for fp16) and h·T·4 bytes of fp32 logsumexp, per layer."""
+    shape = load_preset("llama-2-7b")  # h = 32
     for T in (1, 77, 4096, 131_072):
-        assert naive_score_bytes(T, shape.n_heads) == score_bytes_naive(shape, T)
-        assert online_state_bytes(T, shape.n_heads) == score_bytes_online(shape, T)
+        assert score_bytes_naive(shape, T) == 32 * T * T * 2
+        assert score_bytes_online(shape, T) == 32 * T * 4
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, 1 << 25])
