@@ -54,7 +54,7 @@ def reduce_gqa(x: torch.Tensor, group: int) -> torch.Tensor:
     return x.unflatten(-3, (x.shape[-3] // group, group)).sum(-3)  # (..., Hkv, group, S, d) -> sum
 
 
-def _check_grad_output(grad_output: torch.Tensor, output: torch.Tensor) -> torch.Tensor:
+def check_grad_output(grad_output: torch.Tensor, output: torch.Tensor) -> torch.Tensor:
     grad_output = torch.as_tensor(grad_output, dtype=output.dtype)
     if grad_output.shape != output.shape:
         raise ValueError(
@@ -81,7 +81,7 @@ def attention_backward(
     """
     group = check_shapes(q, k, v)
     fwd = attention(q, k, v, allowed, scale=scale)
-    dO = _check_grad_output(grad_output, fwd.output)
+    dO = check_grad_output(grad_output, fwd.output)
     K, V = expand_kv(k, group), expand_kv(v, group)  # (..., Hq, S, d)
     P, O = fwd.weights, fwd.output
     dV = P.transpose(-2, -1) @ dO  # (..., Hq, S, d_v)
@@ -198,93 +198,3 @@ def cross_attention_gradients(
         dw_v=_weight_grad(source, back.dv),
         attention=back,
     )
-
-
-# --- slips (card 5 "Common slip", card 4's diagonal-only Jacobian) ------------------------------
-
-
-@dataclass(frozen=True)
-class SlipGradients:
-    """What a slipped backward pass returns in place of dQ, dK, dV, dS (GQA-expanded heads)."""
-
-    dq: torch.Tensor  # (..., Hq, L, d_k)
-    dk: torch.Tensor  # (..., Hq, S, d_k)
-    dv: torch.Tensor | None  # (..., Hq, S, d_v) normally; None when the slip cannot even multiply
-    dscores: torch.Tensor  # (..., Hq, L, S)
-    error: str  # "" or why the slipped formula fails outright (a shape mismatch)
-
-
-def _slip(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    grad_output: torch.Tensor,
-    allowed: torch.Tensor | None,
-    scale: float | None,
-    *,
-    keep_rowsum: bool = True,
-    diagonal_only: bool = False,
-    use_scale: bool = True,
-    transpose_dv: bool = False,
-) -> SlipGradients:
-    group = check_shapes(q, k, v)
-    fwd = attention(q, k, v, allowed, scale=scale)
-    dO = _check_grad_output(grad_output, fwd.output)
-    K, V = expand_kv(k, group), expand_kv(v, group)
-    P = fwd.weights
-    dP = dO @ V.transpose(-2, -1)  # (..., Hq, L, S)
-    if diagonal_only:
-        dS = P * (1 - P) * dP  # J ≈ diag(p(1 − p)), as if softmax were an elementwise sigmoid
-    elif keep_rowsum:
-        dS = P * (dP - (P * dP).sum(-1, keepdim=True))
-    else:
-        dS = P * dP  # the −rowsum(P ⊙ dP) term dropped
-    factor = fwd.scale if use_scale else 1.0
-    dV, error = None, ""
-    if transpose_dv:
-        try:
-            dV = dO @ P.transpose(-2, -1)  # (L, d_v)(S, L): multiplies only when d_v = S, gives (L, L)
-        except RuntimeError:
-            error = (
-                f"dO Pᵀ multiplies (L, d_v) = {tuple(dO.shape[-2:])} by (S, L) = "
-                f"{tuple(P.shape[-2:][::-1])}: the inner sizes differ, so it does not even run"
-            )
-    else:
-        dV = P.transpose(-2, -1) @ dO
-    return SlipGradients(
-        dq=(dS @ K) * factor,
-        dk=(dS.transpose(-2, -1) @ q) * factor,
-        dv=dV,
-        dscores=dS,
-        error=error,
-    )
-
-
-def slip_drop_rowsum(q, k, v, grad_output, allowed=None, *, scale=None) -> SlipGradients:
-    """dS = P ⊙ dP: the −rowsum(P ⊙ dP) term dropped, as if softmax were elementwise.
-    The rows of dS stop summing to 0, so a uniform shift of the scores seems to change the loss."""
-    return _slip(q, k, v, grad_output, allowed, scale, keep_rowsum=False)
-
-
-def slip_forget_scale(q, k, v, grad_output, allowed=None, *, scale=None) -> SlipGradients:
-    """dQ = dS K, dK = dSᵀ Q without the scale: both gradients come out 1/scale (√d_k) times too big.
-    Invisible when the scale is 1, which is why tests with scale 1 miss it."""
-    return _slip(q, k, v, grad_output, allowed, scale, use_scale=False)
-
-
-def slip_transpose_dv(q, k, v, grad_output, allowed=None, *, scale=None) -> SlipGradients:
-    """dV = dO Pᵀ instead of Pᵀ dO: a shape error unless d_v = S, and then an (L, L) matrix."""
-    return _slip(q, k, v, grad_output, allowed, scale, transpose_dv=True)
-
-
-def slip_diagonal_jacobian(q, k, v, grad_output, allowed=None, *, scale=None) -> SlipGradients:
-    """Keep only the Jacobian's diagonal p(1 − p) (card 4's slip): dS = P ⊙ (1 − P) ⊙ dP."""
-    return _slip(q, k, v, grad_output, allowed, scale, diagonal_only=True)
-
-
-GRADIENT_SLIPS = {
-    "drop the −rowsum term": slip_drop_rowsum,
-    "forget the scale in dQ and dK": slip_forget_scale,
-    "dV = dO Pᵀ": slip_transpose_dv,
-    "keep only the Jacobian's diagonal": slip_diagonal_jacobian,
-}

@@ -45,13 +45,8 @@ def slip_picker(slips: Mapping[str, Slip], key: str) -> str | None:
     chosen id, or None."""
     if not state.toggle("Show a common slip beside the right answer", key=f"{key}_on"):
         return None
-
-    # (A plain {name: note} dict is still accepted while pages move to registries.)
-    def label(i: str) -> str:
-        return slips[i].label if isinstance(slips[i], Slip) else i
-
-    slip_id = state.selectbox("Slip", list(slips), key=f"{key}_which", format_func=label)
-    st.caption(slips[slip_id].note if isinstance(slips[slip_id], Slip) else slips[slip_id])
+    slip_id = state.selectbox("Slip", list(slips), key=f"{key}_which", format_func=lambda i: slips[i].label)
+    st.caption(slips[slip_id].note)
     return slip_id
 
 

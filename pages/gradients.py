@@ -10,6 +10,7 @@ from attn_core.explore import gradient_slips, gradients
 from attn_core.explore.gradients import JACOBIAN_MAX_KEYS, UPSTREAM_KINDS
 from attn_core.explore.inputs import InputKind
 from attn_core.limits import LIMITS
+from attn_core.slips.backward import SLIPS
 from lab_ui import figures, gradient_charts, state
 from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
 from lab_ui.page import header
@@ -123,7 +124,7 @@ def one_row(ex, toy_g: bool) -> None:
 
 def slips(ex) -> None:
     st.subheader("Slips in the backward pass, each failing its check")
-    slip = slip_picker(gradient_slips.GRADIENT_SLIP_NOTES, key="gr_slip")
+    slip = slip_picker(SLIPS, key="gr_slip")
     if slip is None:
         st.caption("Turn on the toggle to put a slip beside the right answer.")
         for check in ex.checks:
@@ -142,7 +143,7 @@ def slips(ex) -> None:
         return show
 
     slip_columns(side(ex.backward.dscores, "dS", (ex.checks[1], *ex.autograd_checks), "gr_slip_right"),
-                 side(outcome.dscores, "the slip's dS", outcome.checks, "gr_slip_wrong"), slip)  # fmt: skip
+                 side(outcome.dscores, "the slip's dS", outcome.checks, "gr_slip_wrong"), SLIPS[slip].label)  # fmt: skip
     if outcome.hidden:
         st.warning(f"Every check passes here. {outcome.hidden}")
 

@@ -16,21 +16,19 @@ import torch
 import torch.nn.functional as F
 
 from attn_core import toy
-from attn_core.backward import (
-    GRADIENT_SLIPS,
-    attention_backward,
-    cross_attention_gradients,
-    self_attention_gradients,
-    slip_diagonal_jacobian,
-    slip_drop_rowsum,
-    slip_forget_scale,
-    slip_transpose_dv,
-)
+from attn_core.backward import attention_backward, cross_attention_gradients, self_attention_gradients
 from attn_core.explore.gradient_slips import gradient_slip_outcome
 from attn_core.explore.gradients import UPSTREAM_KINDS, build_upstream, explore_gradients
 from attn_core.explore.inputs import random_qkv, toy_bank
 from attn_core.masks import causal_mask, padding_mask, sliding_window_mask
 from attn_core.oracle import sdpa_reference
+from attn_core.slips.backward import (
+    SLIPS,
+    slip_diagonal_jacobian,
+    slip_drop_rowsum,
+    slip_forget_scale,
+    slip_transpose_dv,
+)
 
 F64 = torch.float64
 TOL = 1e-12  # argued in the module docstring
@@ -209,8 +207,8 @@ def test_every_registered_slip_is_caught_on_the_toy():
     t = toy.bank_row()
     g = torch.tensor([[-1.0, 0.0]], dtype=F64)
     dq, dk, dv = sdpa_autograd(t.q, t.k, t.v, g)
-    for name, slip_fn in GRADIENT_SLIPS.items():
-        slip = slip_fn(t.q, t.k, t.v, g)
+    for name, registered in SLIPS.items():
+        slip = registered.fn(t.q, t.k, t.v, g)
         misses = [(slip.dq - dq).abs().max() > WRONG, (slip.dk - dk).abs().max() > WRONG]
         misses.append(slip.dv is None or slip.dv.shape != dv.shape or (slip.dv - dv).abs().max() > WRONG)
         assert any(misses), name
@@ -246,7 +244,7 @@ def test_explore_every_slip_fails_a_check_and_the_caps_skip_finite_differences()
     assert all(a.passed for a in ex.agreement) and all(c.passed for c in ex.checks)
     assert ex.reading.keys == (0, 1, 2)  # bottom-right causal: query 0 sits at position 2
     assert ex.reading.dscore_gap <= TOL
-    for name in GRADIENT_SLIPS:
+    for name in SLIPS:
         outcome = gradient_slip_outcome(ex, name)
         assert not all(c.passed for c in outcome.checks), name
     big = random_qkv(64, 64, 8, 8, seed=0)  # 1,536 coordinates: above the finite-difference cap
@@ -267,6 +265,6 @@ def test_a_slip_the_input_cannot_expose_is_explained():
     """One key per row: p = 1, so the diagonal-only Jacobian is exact and every check passes."""
     qkv = random_qkv(1, 1, 2, 2, seed=4)
     ex = explore_gradients(qkv, None, 0.7, build_upstream(UPSTREAM_KINDS[1], (1, 1, 1, 2)))
-    outcome = gradient_slip_outcome(ex, "keep only the Jacobian's diagonal")
+    outcome = gradient_slip_outcome(ex, "diagonal_jacobian")
     assert all(c.passed for c in outcome.checks) and "one-hot" in outcome.hidden
-    assert gradient_slip_outcome(ex, "drop the −rowsum term").hidden == ""  # dS = dP ≠ 0 still fails
+    assert gradient_slip_outcome(ex, "drop_rowsum").hidden == ""  # dS = dP ≠ 0 still fails

@@ -12,12 +12,7 @@ from test_page_playground import heatmap_z
 
 PAGE = "pages/gradients.py"
 F64 = torch.float64
-SLIPS = [
-    "drop the −rowsum term",
-    "forget the scale in dQ and dK",
-    "dV = dO Pᵀ",
-    "keep only the Jacobian's diagonal",
-]
+SLIPS = ["drop_rowsum", "forget_scale", "transpose_dv", "diagonal_jacobian"]  # ids of slips.backward.SLIPS
 
 
 def section(at, name: str):

@@ -8,20 +8,10 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.attention import check_shapes, expand_kv
-from attn_core.backward import GRADIENT_SLIPS, reduce_gqa
+from attn_core.backward import reduce_gqa
 from attn_core.explore.gradients import GradientExploration, _dscore_rows_check
 from attn_core.oracle import Check, max_abs_diff
-
-GRADIENT_SLIP_NOTES = {
-    "drop the −rowsum term": "dS = P ⊙ dP, as if softmax acted entry by entry. Raising every score of a "
-    "row by the same amount changes nothing, so the true dS rows sum to 0; these do not.",
-    "forget the scale in dQ and dK": "dQ = dS K and dK = dSᵀ Q without the scale: both come out 1/scale "
-    "(√d_k for the default scale) times too big. With scale = 1 the slip is invisible.",
-    "dV = dO Pᵀ": "dO Pᵀ multiplies (L × d_v) by (S × L): it runs only when d_v = S, and then gives an L × L "
-    "matrix where dV is S × d_v. The right order is Pᵀ dO.",
-    "keep only the Jacobian's diagonal": "J ≈ diag(p(1 − p)), softmax treated like a sigmoid. The dropped "
-    "off-diagonal −p_i p_j terms are what make each row of J sum to 0.",
-}
+from attn_core.slips.backward import SLIPS
 
 
 @dataclass(frozen=True)
@@ -35,10 +25,10 @@ class GradientSlipOutcome:
 
 def gradient_slip_outcome(ex: GradientExploration, name: str) -> GradientSlipOutcome:
     """Run one backward slip on the explored input and check it like the right answer."""
-    if name not in GRADIENT_SLIPS:
-        raise ValueError(f"unknown slip {name!r}; choose one of {list(GRADIENT_SLIPS)}")
+    if name not in SLIPS:
+        raise ValueError(f"unknown slip {name!r}; choose one of {', '.join(SLIPS)}")
     qkv, G = ex.qkv, ex.grad_output
-    slip = GRADIENT_SLIPS[name](qkv.q, qkv.k, qkv.v, G, ex.allowed, scale=ex.backward.forward.scale)
+    slip = SLIPS[name].fn(qkv.q, qkv.k, qkv.v, G, ex.allowed, scale=ex.backward.forward.scale)
     group = check_shapes(qkv.q, qkv.k, qkv.v)
     dq, dk, dv = ex.autograd
     dv_x = expand_kv(dv, group)  # the slip's dV is per query head (before the group sum)
@@ -57,15 +47,15 @@ def gradient_slip_outcome(ex: GradientExploration, name: str) -> GradientSlipOut
     else:
         checks.append(_match("dV matches autograd", reduce_gqa(slip.dv, group), dv, ex.tolerance))
     hidden = "" if not all(c.passed for c in checks) else _why_hidden(name, ex)
-    return GradientSlipOutcome(name, GRADIENT_SLIP_NOTES[name], slip.dscores, checks, hidden)
+    return GradientSlipOutcome(name, SLIPS[name].note, slip.dscores, checks, hidden)
 
 
 def _why_hidden(name: str, ex: GradientExploration) -> str:
     """Every check passed: say which property of this input makes the slip harmless here."""
     P = ex.backward.forward.weights
-    if name == "forget the scale in dQ and dK" and ex.backward.forward.scale == 1.0:
+    if name == "forget_scale" and ex.backward.forward.scale == 1.0:
         return "With scale = 1 forgetting the scale changes nothing. Pick another scale to see it fail."
-    if name == "keep only the Jacobian's diagonal" and float((P * (1 - P)).amax()) <= ex.tolerance:
+    if name == "diagonal_jacobian" and float((P * (1 - P)).amax()) <= ex.tolerance:
         return (
             "Every row here is one-hot (one allowed key, or saturated): the off-diagonal −p_i p_j terms "
             "are 0, so the diagonal is the whole Jacobian. Use more keys or a higher temperature."
