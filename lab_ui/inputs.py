@@ -25,7 +25,8 @@ def _divisors(n: int) -> list[int]:
 
 def qkv_picker(prefix: str = "in") -> QKV | None:
     """Widgets for the input source; returns the QKV, or None after showing what is wrong."""
-    source = state.radio("Q, K, V from", tuple(InputKind), key=f"{prefix}_src")
+    # Plain strings as options (Streamlit coerces Enum options on every rerun); the kind from its value.
+    source = InputKind(state.radio("Q, K, V from", [k.value for k in InputKind], key=f"{prefix}_src"))
     if source is InputKind.TOY:
         st.caption("q_bank = (2, −1); keys and values of *the*, *river*, *bank* (d_k = 2).")
         return inputs.toy_bank()
@@ -66,7 +67,7 @@ def qkv_picker(prefix: str = "in") -> QKV | None:
 
 def scale_picker(d_k: int, prefix: str = "in") -> float | None:
     """The factor multiplying Q Kᵀ; returns None after an error message."""
-    kind = state.selectbox("scale", tuple(ScaleKind), key=f"{prefix}_scale")
+    kind = ScaleKind(state.selectbox("scale", [k.value for k in ScaleKind], key=f"{prefix}_scale"))
     temperature = 1.0
     if kind is ScaleKind.TEMPERATURE:
         temperature = state.slider(
@@ -83,7 +84,7 @@ class MaskChoice:
 
 def mask_picker(L: int, S: int, prefix: str = "in") -> MaskChoice | None:
     """Mask kind plus its parameter; returns None after an error message."""
-    kind = state.selectbox("mask", PICKER_MASKS, key=f"{prefix}_mask")
+    kind = MaskKind(state.selectbox("mask", [k.value for k in PICKER_MASKS], key=f"{prefix}_mask"))
     window, valid = 1, S
     if kind is MaskKind.CAUSAL_BOTTOM_RIGHT:
         st.caption(f"The first P = S − L = {S - L} keys are a cached prefix; query i sits at position P + i.")

@@ -81,7 +81,9 @@ def output_heatmap(values: torch.Tensor, tokens: list[str], title: str, key: str
 
 def gallery_picker() -> MaskView | None:
     """The gallery's widgets (kind, sizes and the kind's parameter); the mask, or None after a message."""
-    kind = state.selectbox("mask kind", GALLERY_KINDS, key="mk_kind")
+    kind = state.selectbox(
+        "mask kind", [str(k) for k in GALLERY_KINDS], key="mk_kind"
+    )  # plain strings: no Enum coercion
     L, S, window, valid, lengths, prefix, grid = 6, 6, 3, 6, (), 0, ""
     if kind == PAINTED:
         st.caption(
@@ -96,18 +98,18 @@ def gallery_picker() -> MaskView | None:
     with c2:
         S = state.slider("S (keys)", 1, cap, 6, key="mk_gS")
     st.caption(f"Caps: L, S ≤ {cap}. Query i sits at absolute position i + (S − L) = i + {S - L}.")
-    if kind is MaskKind.SLIDING_WINDOW:
+    if kind == MaskKind.SLIDING_WINDOW:
         window = state.slider("window (keys each query sees)", 1, max(S, 2), min(3, S), key="mk_win")
-    elif kind is MaskKind.PADDING:
+    elif kind == MaskKind.PADDING:
         valid = state.slider("real (non-padding) keys", 1, max(S, 2), S, key="mk_valid")
-    elif kind is MaskKind.DOCUMENT:
+    elif kind == MaskKind.DOCUMENT:
         text = state.text_area(
             "document lengths (must add up to S)", key="mk_docs", default="2, 3, 1", height=68
         )
         lengths = attempt(parse_lengths, text)
         if lengths is None:
             return None
-    elif kind is MaskKind.PREFIX_LM:
+    elif kind == MaskKind.PREFIX_LM:
         prefix = state.slider("prefix (bidirectional) length", 0, S, min(2, S), key="mk_prefix")
     return attempt(
         gallery_mask, kind, L, S, window=window, valid_keys=valid, doc_lengths=lengths, prefix=prefix
