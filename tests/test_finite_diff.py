@@ -14,10 +14,11 @@ import torch
 import torch.nn.functional as F
 
 from attn_core import toy
-from attn_core.backward import attention_backward, slip_drop_rowsum
+from attn_core.backward import attention_backward
 from attn_core.finite_diff import DEFAULT_EPS, finite_differences
 from attn_core.limits import LIMITS
 from attn_core.masks import causal_mask
+from attn_core.slips.backward import slip_drop_rowsum
 
 F64 = torch.float64
 FD_TOL = 1e-7  # argued in the module docstring
