@@ -18,7 +18,7 @@ META = torch.device("meta")
 class RefBlock(nn.Module):
     """One pre-norm decoder block: attention with GQA (K/V heads repeated per group), then MLP."""
 
-    def __init__(self, d, h, h_kv, d_h, d_ff, gated, attn_bias, mlp_bias, layer_norm):
+    def __init__(self, d, h, h_kv, d_h, d_ff, gated, attn_bias, mlp_bias, layer_norm, out_bias=None):
         super().__init__()
         Norm = nn.LayerNorm if layer_norm else nn.RMSNorm
         self.h, self.h_kv, self.d_h, self.gated = h, h_kv, d_h, gated
@@ -26,7 +26,7 @@ class RefBlock(nn.Module):
         self.q = nn.Linear(d, h * d_h, bias=attn_bias)
         self.k = nn.Linear(d, h_kv * d_h, bias=attn_bias)
         self.v = nn.Linear(d, h_kv * d_h, bias=attn_bias)
-        self.o = nn.Linear(h * d_h, d, bias=attn_bias)
+        self.o = nn.Linear(h * d_h, d, bias=attn_bias if out_bias is None else out_bias)  # Qwen2: none
         self.up = nn.Linear(d, d_ff, bias=mlp_bias)
         self.gate = nn.Linear(d, d_ff, bias=mlp_bias) if gated else None
         self.down = nn.Linear(d_ff, d, bias=mlp_bias)
@@ -62,7 +62,8 @@ class RefModel(nn.Module):
         self.pos = nn.Embedding(fields["max_context"], d) if fields["learned_positions"] else None
         self.blocks = nn.ModuleList(
             RefBlock(d, fields["n_heads"], fields["n_kv_heads"], fields["head_dim"], fields["d_ff"],
-                     fields["mlp_kind"] == "gated", fields["attention_bias"], fields["mlp_bias"], layer_norm)
+                     fields["mlp_kind"] == "gated", fields["attention_bias"], fields["mlp_bias"], layer_norm,
+                     fields.get("output_bias"))
             for _ in range(fields["n_layers"])
         )  # fmt: skip
         self.norm = nn.LayerNorm(d) if layer_norm else nn.RMSNorm(d)
@@ -77,7 +78,7 @@ def ref_block(fields: dict) -> RefBlock:
         return RefBlock(
             fields["d_model"], fields["n_heads"], fields["n_kv_heads"], fields["head_dim"], fields["d_ff"],
             fields["mlp_kind"] == "gated", fields["attention_bias"], fields["mlp_bias"],
-            fields["norm_kind"] == "layer",
+            fields["norm_kind"] == "layer", fields.get("output_bias"),
         )  # fmt: skip
 
 

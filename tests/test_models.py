@@ -14,7 +14,7 @@ import json
 import pytest
 from costs_reference import count_params
 
-from attn_core.cost import model_params, weight_bytes
+from attn_core.cost import attention_params, model_params, weight_bytes
 from attn_core.cost.shapes import (
     ConfigError,
     ModelShape,
@@ -32,6 +32,7 @@ PUBLISHED = {
     "llama-2-70b": (80, 8192, 64, 8, 128, 28672, "gated", 32000, None, 4096),
     "llama-3-8b": (32, 4096, 32, 8, 128, 14336, "gated", 128256, None, 8192),
     "mistral-7b": (32, 4096, 32, 8, 128, 14336, "gated", 32000, 4096, 32768),
+    "qwen2.5-7b": (28, 3584, 28, 4, 128, 18944, "gated", 152064, None, 131072),  # window off in its config
     # seed 000's hypothetical: N = 80 layers, 64 KV heads of d = 128 (MHA), or 8 KV heads.
     "seed-80l-mha": (80, 8192, 64, 64, 128, 28672, "gated", 32000, None, 32768),
     "seed-80l-gqa8": (80, 8192, 64, 8, 128, 28672, "gated", 32000, None, 32768),
@@ -42,6 +43,7 @@ PUBLISHED = {
 # the counts the model publishers report (Hugging Face model cards / safetensors metadata).
 PUBLISHED_PARAMS = {
     "gpt2": 124_439_808,
+    "qwen2.5-7b": 7_615_616_512,
     "llama-2-7b": 13_476_831_232 // 2,
     "llama-2-70b": (2 * 80 * 10**9 - 22_046_703_616) // 2,
     "llama-3-8b": 8_030_261_248,
@@ -214,3 +216,14 @@ def test_shape_validation_rejects_non_integers():
         ModelShape(**(fields | {"n_layers": 2.0}))
     with pytest.raises(ConfigError, match="mlp_kind"):
         ModelShape(**(fields | {"mlp_kind": "swiglu"}))
+
+
+def test_qwen2_biases_on_q_k_v_but_not_o():
+    """Qwen2.5-7B's published parameter count (its Hugging Face model card: 7,615,616,512) is the
+    oracle; it needs the q, k, v biases (28 layers × (3,584 + 2 × 512)) and no bias on o or the MLP."""
+    shape = load_preset("qwen2.5-7b")
+    assert model_params(shape).total == 7_615_616_512
+    d, kv = 3584, 4 * 128
+    assert attention_params(shape).biases == d + 2 * kv  # q, k, v; none on o
+    assert attention_params(shape, bias=False).biases == 0
+    assert attention_params(load_preset("gpt2")).biases == 4 * 768  # GPT-2 keeps all four

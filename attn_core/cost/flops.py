@@ -26,13 +26,15 @@ class AttentionParams:
 
 def attention_params(shape: ModelShape, bias: bool | None = None) -> AttentionParams:
     """2·d·h·d_h + 2·d·H_kv·d_h weights (= 4d² for MHA, 2d² + 2d·H_kv·d_h for GQA) and, with
-    biases, h·d_h + 2·H_kv·d_h + d more (= 4d for MHA). ``bias=None`` takes the model's own.
+    biases, h·d_h + 2·H_kv·d_h on Q, K, V and d on O (= 4d for MHA; Qwen2 has no O bias).
+    ``bias=None`` takes the model's own; True or False sets all four.
 
     Card 9: 67,108,864 for Llama 2 7B whatever h is; GPT-2 small with biases 2,362,368."""
     d, q_width, kv_width = shape.d_model, shape.q_width, shape.kv_width
     weights = d * q_width + 2 * d * kv_width + q_width * d
-    with_bias = shape.attention_bias if bias is None else bias
-    biases = q_width + 2 * kv_width + d if with_bias else 0
+    qkv = shape.attention_bias if bias is None else bias
+    out = (shape.attention_bias if shape.output_bias is None else shape.output_bias) if bias is None else bias
+    biases = (q_width + 2 * kv_width if qkv else 0) + (d if out else 0)
     return AttentionParams(weights=weights, biases=biases)
 
 

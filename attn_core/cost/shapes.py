@@ -36,6 +36,8 @@ PLAIN_MODEL_TYPES = frozenset(
 LEARNED_POSITION_TYPES = frozenset({"gpt2", "gpt_bigcode", "opt", "bert"})
 # Architectures whose linear layers carry biases unless the config says otherwise.
 BIASED_MODEL_TYPES = frozenset({"gpt2", "gpt_bigcode", "gpt_neox", "opt", "bloom"})
+# Qwen2 / Qwen2.5 put biases on q, k and v only: not on o, not in the MLP (their configs do not say so).
+QKV_BIAS_MODEL_TYPES = frozenset({"qwen2"})
 # Activations that, with no model_type to go by, mean a gated MLP (LLaMA's SwiGLU convention).
 GATED_ACTIVATIONS = frozenset({"silu", "swish", "swiglu", "geglu"})
 
@@ -77,7 +79,8 @@ class ModelShape:
     d_ff: int  # feed-forward hidden width
     mlp_kind: MlpKind  # "gated": 3 matrices d×d_ff (SwiGLU); "plain": 2 matrices
     vocab_size: int
-    attention_bias: bool = False  # biases on Q, K, V and O projections
+    attention_bias: bool = False  # biases on the Q, K and V projections (and on O unless output_bias says no)
+    output_bias: bool | None = None  # bias on the O projection; None: the same as attention_bias
     mlp_bias: bool = False  # biases on the feed-forward matrices
     norm_kind: NormKind = "rms"  # RMSNorm: d weights; LayerNorm: d weights + d biases
     tie_embeddings: bool = False  # output head shares the token-embedding matrix
@@ -232,6 +235,7 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
     if window is not None:
         window = _int(config, ("sliding_window",), "sliding window")
     biased = model_type in BIASED_MODEL_TYPES
+    qkv_only = model_type in QKV_BIAS_MODEL_TYPES
     layer_norm = "rms_norm_eps" not in config and (
         "layer_norm_epsilon" in config or "layer_norm_eps" in config
     )
@@ -246,7 +250,10 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
         d_ff=d_ff,
         mlp_kind=_mlp_kind(config, model_type),
         vocab_size=vocab_size,
-        attention_bias=_bool(config, ("attention_bias", "bias", "use_bias", "add_qkv_bias"), biased),
+        attention_bias=_bool(
+            config, ("attention_bias", "bias", "use_bias", "add_qkv_bias"), biased or qkv_only
+        ),
+        output_bias=False if qkv_only else None,
         mlp_bias=_bool(config, ("mlp_bias", "bias", "use_bias"), biased),
         norm_kind=norm_kind,
         tie_embeddings=_bool(config, ("tie_word_embeddings",), True),
