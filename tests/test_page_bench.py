@@ -109,9 +109,10 @@ def test_recorded_gpu_results_are_shown_with_their_labels(app, tmp_path, monkeyp
     chart(at, "Recorded GPU throughput")
 
 
-def test_a_second_visitor_sees_busy_and_the_last_results(app):
+def test_a_second_visitor_sees_busy_and_the_last_results(app, monkeypatch):
     from attn_core.explore import bench
 
+    monkeypatch.setattr(bench, "UNWIND_WAIT_S", 0.1)  # how long a run waits for a stopped sweep to unwind
     at = tiny(app(PAGE))
     with bench._LOCK:  # another session's sweep holds the bench
         at.button(key="kb_run").click().run()

@@ -40,6 +40,7 @@ RESULTS_DIR = ASSETS / "bench"
 RESULTS_GLOB = "gpu-results*.json"
 
 _LOCK = threading.Lock()
+UNWIND_WAIT_S = 10.0  # longer than one timing call of the largest allowed case on a 2-core CPU
 _LAST: list[Record] = []  # the last sweep's records on this server, shown to everyone
 
 
@@ -190,7 +191,9 @@ def kernels_page(
         return _view(facts, previous if previous is not None else _LAST, error=str(exc))
     if not run:
         return _view(facts, previous if previous is not None else _LAST)
-    if not _LOCK.acquire(blocking=False):
+    # A sweep that was just stopped releases the bench when its current timing call returns (Streamlit
+    # interrupts a script only between calls): wait that long before telling the visitor it is busy.
+    if not _LOCK.acquire(timeout=UNWIND_WAIT_S):
         return _view(facts, previous or _LAST, busy=True)
     expected = len(config.seq_lens) * len(config.impls)
     records: list[Record] = []
