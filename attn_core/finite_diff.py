@@ -113,40 +113,14 @@ def finite_differences(
         raise ValueError(f"G has shape {tuple(G.shape)} but O has {tuple(base.output.shape)}")
     shapes = (q.shape, k.shape, v.shape)
     theta = torch.cat([q.reshape(-1), k.reshape(-1), v.reshape(-1)])  # (N,)
-    N = theta.numel()
-    per_copy = max(1, finite_difference_cost(q, k, v)[1] // N)
+    per_copy = max(1, finite_difference_cost(q, k, v)[1] // theta.numel())
     chunk = max(1, LIMITS.fd_chunk_entries // per_copy)
-
-    estimates = []
-    for e in eps:
-        grad = torch.empty(N, dtype=f64)
-        for start in range(0, N, chunk):
-            idx = torch.arange(start, min(start + chunk, N))
-            plus = theta.repeat(len(idx), 1)  # (c, N)
-            minus = plus.clone()
-            rows = torch.arange(len(idx))
-            plus[rows, idx] += e
-            minus[rows, idx] -= e
-            h = plus[rows, idx] - minus[rows, idx]  # the step actually taken (≈ 2ε, exact in binary)
-            both = _losses(torch.cat([plus, minus]), shapes, G, allowed, scale)  # (2c,)
-            grad[idx] = (both[: len(idx)] - both[len(idx) :]) / h
-        estimates.append(grad)
-
-    # |∂³L| from the two largest ε: FD(ε) ≈ ∂L + ε²/6 · ∂³L, so their gap is (ε₁² − ε₂²)/6 · ∂³L.
-    order = sorted(range(len(eps)), key=lambda i: -eps[i])
-    if len(eps) >= 2 and eps[order[0]] != eps[order[1]]:
-        e1, e2 = eps[order[0]], eps[order[1]]
-        gap = float((estimates[order[0]] - estimates[order[1]]).abs().max())
-        third = 6 * gap / (e1**2 - e2**2)
-    else:
-        third = 0.0
-    # One loss: each o is a length-S average of length-d_k dot products (d_k + 2S + d_v roundings
-    # deep), then numel(O) products o·g are summed pairwise (log₂ numel(O) levels). Each rounding
-    # is at most u relative, so δ ≲ chain · u · Σ|O ⊙ G| (first-order worst case).
-    chain = q.shape[-1] + 2 * k.shape[-2] + v.shape[-1] + math.ceil(math.log2(base.output.numel() + 1))
-    delta = chain * UNIT_ROUNDOFF["float64"] * float((base.output * G).abs().sum())
+    estimates = [_central_differences(theta, e, chunk, shapes, G, allowed, scale) for e in eps]
+    third = _third_derivative(eps, estimates)
+    delta = _loss_rounding(q, k, v, base.output, G)
     # Two losses enter each difference: rounding contributes ≤ 2δ / 2ε = δ/ε, doubled for the step.
     bound = tuple(SAFETY * e**2 / 6 * third + 2 * delta / e for e in eps)
+    N = theta.numel()
 
     nq, nk = q.numel(), k.numel()
     return FiniteDifferences(
@@ -160,3 +134,40 @@ def finite_differences(
         rounding=delta,
         bound=bound,
     )
+
+
+def _central_differences(theta, e: float, chunk: int, shapes, G, allowed, scale) -> torch.Tensor:
+    """(L(θ + ε·e_i) − L(θ − ε·e_i)) / h for every coordinate i, `chunk` perturbed copies per batch."""
+    N = theta.numel()
+    grad = torch.empty(N, dtype=theta.dtype)
+    for start in range(0, N, chunk):
+        idx = torch.arange(start, min(start + chunk, N))
+        plus = theta.repeat(len(idx), 1)  # (c, N)
+        minus = plus.clone()
+        rows = torch.arange(len(idx))
+        plus[rows, idx] += e
+        minus[rows, idx] -= e
+        h = plus[rows, idx] - minus[rows, idx]  # the step actually taken (≈ 2ε, exact in binary)
+        both = _losses(torch.cat([plus, minus]), shapes, G, allowed, scale)  # (2c,)
+        grad[idx] = (both[: len(idx)] - both[len(idx) :]) / h
+    return grad
+
+
+def _third_derivative(eps: tuple[float, ...], estimates: list[torch.Tensor]) -> float:
+    """|∂³L| from the two largest ε: FD(ε) ≈ ∂L + ε²/6 · ∂³L, so their gap is (ε₁² − ε₂²)/6 · ∂³L."""
+    order = sorted(range(len(eps)), key=lambda i: -eps[i])
+    if len(eps) < 2 or eps[order[0]] == eps[order[1]]:
+        return 0.0
+    e1, e2 = eps[order[0]], eps[order[1]]
+    gap = float((estimates[order[0]] - estimates[order[1]]).abs().max())
+    return 6 * gap / (e1**2 - e2**2)
+
+
+def _loss_rounding(q, k, v, O: torch.Tensor, G: torch.Tensor) -> float:
+    """δ, the rounding in one float64 loss L = Σ O ⊙ G.
+
+    Each o is a length-S average of length-d_k dot products (d_k + 2S + d_v roundings deep), then
+    numel(O) products o·g are summed pairwise (log₂ numel(O) levels). Each rounding is at most u
+    relative, so δ ≲ chain · u · Σ|O ⊙ G| (first-order worst case)."""
+    chain = q.shape[-1] + 2 * k.shape[-2] + v.shape[-1] + math.ceil(math.log2(O.numel() + 1))
+    return chain * UNIT_ROUNDOFF["float64"] * float((O * G).abs().sum())
