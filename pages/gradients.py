@@ -7,7 +7,7 @@ import streamlit as st
 
 from attn_core.backward import attention_backward
 from attn_core.explore import gradient_slips, gradients
-from attn_core.explore.gradients import JACOBIAN_MAX_KEYS, UPSTREAM_KINDS
+from attn_core.explore.gradients import JACOBIAN_MAX_KEYS, UPSTREAM_KINDS, Upstream
 from attn_core.explore.inputs import InputKind
 from attn_core.limits import LIMITS
 from attn_core.slips.backward import SLIPS
@@ -162,9 +162,9 @@ with st.sidebar:
         row = state.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="gr_row") if qkv.L > 1 else 0
         kind = state.selectbox("upstream gradient G = ∂L/∂O", UPSTREAM_KINDS, key="gr_G")
         seed, text = 0, ""
-        if kind == UPSTREAM_KINDS[1]:
+        if kind == Upstream.RANDOM:
             seed = int(state.number("G seed", 0, 2**31 - 1, 0, key="gr_seed", step=1))
-        elif kind == UPSTREAM_KINDS[2]:
+        elif kind == Upstream.TYPED:
             st.caption(f"L × d_v = {qkv.L} × {qkv.v.shape[-1]}: one row per query, used for every head.")
             text = state.text_area("G", key="gr_Gtext", default="-1, 0", height=90)
         G = attempt(
@@ -187,7 +187,7 @@ c[1].metric("allowed keys T", len(ex.reading.keys))
 c[2].metric("loss L = ⟨O, G⟩", f"{ex.loss:.6g}")
 c[3].metric("scale", f"{ex.backward.forward.scale:.6g}")
 c[4].metric("Q, K, V coordinates", f"{ex.coordinates:,}")
-toy_g = qkv.kind is InputKind.TOY and kind == UPSTREAM_KINDS[0]
+toy_g = qkv.kind is InputKind.TOY and kind == Upstream.TOY
 {
     SECTIONS[0]: lambda: jacobian(ex),
     SECTIONS[1]: lambda: backward_pass(ex),

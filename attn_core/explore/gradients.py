@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import StrEnum
 
 import torch
 
@@ -39,24 +40,37 @@ F64 = torch.float64
 # a dense eigendecomposition costs O(T³) (~100 ms at T = 512 here) and a 512 × 512 heatmap is ~1 MB.
 # λ_max, ‖J‖_F and the Gershgorin bound are O(T) and shown for every row.
 JACOBIAN_MAX_KEYS = LIMITS.jacobian_keys
-UPSTREAM_KINDS = ("toy: g = (−1, 0, …) on every row", "random (seeded)", "typed")
+
+
+class Upstream(StrEnum):
+    """The upstream gradient G = ∂L/∂O; values are the widget labels (and URL values)."""
+
+    TOY = "toy: g = (−1, 0, …) on every row"
+    RANDOM = "random (seeded)"
+    TYPED = "typed"
+
+
+UPSTREAM_KINDS = tuple(u.value for u in Upstream)
 
 
 def build_upstream(
-    kind: str, output_shape: tuple[int, ...], *, seed: int = 0, text: str = ""
+    kind: Upstream | str, output_shape: tuple[int, ...], *, seed: int = 0, text: str = ""
 ) -> torch.Tensor:
     """G = ∂L/∂O with O's shape (1, Hq, L, d_v); the loss is L = ⟨O, G⟩.
 
     toy: −1 on the first value coordinate of every row (the chapter's g = (−1, 0): the loss falls as
     the output reads more of value axis 0, geography in the toy); random: seeded N(0, 1); typed: an
     L × d_v matrix (one row per query), used for every head. Raises ValueError on a bad shape."""
-    if kind == UPSTREAM_KINDS[0]:
+    if kind not in UPSTREAM_KINDS:
+        raise ValueError(f"unknown upstream gradient {kind!r}; choose one of {UPSTREAM_KINDS}")
+    kind = Upstream(kind)
+    if kind is Upstream.TOY:
         G = torch.zeros(output_shape, dtype=F64)
         G[..., 0] = -1.0
         return G
-    if kind == UPSTREAM_KINDS[1]:
+    if kind is Upstream.RANDOM:
         return torch.randn(output_shape, generator=torch.Generator().manual_seed(int(seed)), dtype=F64)
-    if kind == UPSTREAM_KINDS[2]:
+    if kind is Upstream.TYPED:
         G = parse_matrix(text, "G")
         L, d_v = output_shape[-2:]
         if tuple(G.shape) != (L, d_v):
