@@ -60,9 +60,7 @@ def build_upstream(
 
     toy: −1 on the first value coordinate of every row (the chapter's g = (−1, 0): the loss falls as
     the output reads more of value axis 0, geography in the toy); random: seeded N(0, 1); typed: an
-    L × d_v matrix (one row per query), used for every head. Raises ValueError on a bad shape."""
-    if kind not in UPSTREAM_KINDS:
-        raise ValueError(f"unknown upstream gradient {kind!r}; choose one of {UPSTREAM_KINDS}")
+    L × d_v matrix (one row per query), used for every head. ValueError on a bad shape or kind."""
     kind = Upstream(kind)
     if kind is Upstream.TOY:
         G = torch.zeros(output_shape, dtype=F64)
@@ -70,15 +68,13 @@ def build_upstream(
         return G
     if kind is Upstream.RANDOM:
         return torch.randn(output_shape, generator=torch.Generator().manual_seed(int(seed)), dtype=F64)
-    if kind is Upstream.TYPED:
-        G = parse_matrix(text, "G")
-        L, d_v = output_shape[-2:]
-        if tuple(G.shape) != (L, d_v):
-            raise ValueError(
-                f"G must be L × d_v = {L} × {d_v} (one row per query), got {G.shape[0]} × {G.shape[1]}"
-            )
-        return torch.broadcast_to(G, output_shape).clone()
-    raise ValueError(f"unknown upstream gradient {kind!r}; choose one of {UPSTREAM_KINDS}")
+    G = parse_matrix(text, "G")  # Upstream.TYPED
+    L, d_v = output_shape[-2:]
+    if tuple(G.shape) != (L, d_v):
+        raise ValueError(
+            f"G must be L × d_v = {L} × {d_v} (one row per query), got {G.shape[0]} × {G.shape[1]}"
+        )
+    return torch.broadcast_to(G, output_shape).clone()
 
 
 def sdpa_autograd(
