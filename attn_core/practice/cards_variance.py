@@ -235,8 +235,9 @@ def two_keys_question(d_k: int, rule: str) -> Question:
         steps=(
             "With two keys, max p > 0.99 exactly when |s₁ − s₂| > ln 99 = 4.595.",
             "Given q, the gap α qᵀ(k₁ − k₂) is normal with variance 2α²‖q‖²; with ‖q‖² ≈ d_k its sd is α√(2 d_k).",
-            f"sd = {sd:.4f}; P = 2Φ(−ln 99 / sd) = 2Φ({-LN99 / sd:.4f}) = {fmt(answer)}. Averaging over ‖q‖² ~ χ²_{{d_k}} "
-            "instead gives the exact value, close to this one.",
+            f"sd = {sd:.4f}; P = 2Φ(−ln 99 / sd) = 2Φ({-LN99 / sd:.4f}) = {fmt(answer)}.",
+            "Averaging the tail over ‖q‖² ~ χ²_{d_k} instead gives the exact value; at d_k = 128 the card has "
+            "0.773 (unscaled) and 0.00135 (scaled) against this approximation's 0.774 and 0.00116.",
         ),
         slips={
             "took one tail (Φ, not 2Φ)": answer / 2,
