@@ -358,3 +358,38 @@ def test_stated_answers_accepted_and_slips_finite():
             assert q.judge(typed(q.answer)).correct
             for value in q.slips.values():
                 assert np.all(np.isfinite(np.asarray(value, dtype=float))), (card, q.prompt)
+
+
+# -- on the Practice page ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("card", THEORY_CARDS)
+def test_practice_page_answers_a_theory_card_right_then_with_a_slip(app, card):
+    from attn_core.explore.practice import next_question
+
+    at = app("pages/practice.py")
+    at.session_state["pr_seed"] = 2026
+    at.multiselect(key="pr_cards").set_value([card]).run()
+
+    def answer(n: int, text: str):
+        at.text_input(key=f"pr_answer_{n}").set_value(text)
+        next(b for b in at.button if b.label == "Check").click().run()
+        assert not at.exception, at.exception
+
+    q = next_question([card], "medium", 2026, 0)
+    assert any(m.value == q.prompt for m in at.markdown)
+    answer(0, typed(q.answer))
+    assert at.success[0].value.startswith("Right")
+
+    # the first question with a slip apart from its answer, answered with that slip
+    def apart(question) -> list:
+        return [v for v in question.slips.values() if not question.close(v, question.answer)]
+
+    n = next(n for n in range(1, 50) if apart(next_question([card], "medium", 2026, n)))
+    for _ in range(n):
+        next(b for b in at.button if b.label == "Next question").click().run()
+    q = next_question([card], "medium", 2026, n)
+    value = apart(q)[0]
+    answer(n, typed(value))
+    assert at.error[0].value.startswith("Not quite")
+    assert q.judge(typed(value)).slip in at.warning[0].value
+    row = next(d.value for d in at.dataframe if "tried" in d.value.columns).iloc[0]
+    assert (row["card"], row["tried"], row["right"]) == (card, 2, 1)
