@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from attn_core.practice import bank, cards_collapse, cards_one_head, cards_sinks, cards_variance
+from attn_core.practice import bank, cards_alignment_sinks, cards_collapse, cards_one_head, cards_variance
 from attn_core.practice.question import AnswerKind, Difficulty
 
 THEORY_CARDS = ("3", "8", "10", "16", "17", "18")
@@ -23,9 +23,9 @@ WORKED = {
     "3": cards_variance.WORKED,
     "8": cards_one_head.WORKED["8"],
     "10": cards_one_head.WORKED["10"],
-    "16": cards_sinks.WORKED["16"],
+    "16": cards_alignment_sinks.WORKED["16"],
     "17": cards_collapse.WORKED,
-    "18": cards_sinks.WORKED["18"],
+    "18": cards_alignment_sinks.WORKED["18"],
 }
 # Each worked example's answer as the spec prints it (string: its digits set the tolerance).
 SPEC = {
@@ -310,7 +310,7 @@ def test_card17_bound_is_the_recursion_unrolled():
 
 # -- wrong answers and formats ----------------------------------------------------------------------------
 def test_named_wrong_answers():
-    share = cards_sinks.sink_share_question(1024, 5.0)
+    share = cards_alignment_sinks.sink_share_question(1024, 5.0)
     for text in ("12.7", "12.7%", " 12.67 % ", "12.669"):
         assert share.judge(text).correct, text
     as_fraction = share.judge("0.127")

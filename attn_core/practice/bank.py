@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from attn_core.practice import (
+    cards_alignment_sinks,
     cards_collapse,
     cards_cost,
     cards_masks,
     cards_math,
     cards_one_head,
-    cards_sinks,
     cards_variance,
 )
 from attn_core.practice.question import CardDrill, Difficulty, Question
@@ -23,7 +23,7 @@ DRILLS: dict[str, CardDrill] = {
             *cards_masks.DRILLS,
             *cards_cost.DRILLS,
             *cards_variance.DRILLS,
-            *cards_sinks.DRILLS,
+            *cards_alignment_sinks.DRILLS,
             *cards_one_head.DRILLS,
             *cards_collapse.DRILLS,
         ),
