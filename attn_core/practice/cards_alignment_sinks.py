@@ -189,22 +189,19 @@ def _w(rng: np.random.Generator, difficulty: Difficulty) -> float:
 def sinks(rng: np.random.Generator, difficulty: Difficulty) -> Question:
     kind = int(rng.integers(4))
     T = _T(rng, difficulty)
+    # Keep shares and caps at most 98% (advantage ≤ ln(T − 1) + 3.9): above that a 0.5% tolerance
+    # would accept "100%" and the question stops asking anything.
+    a_max = math.log(T - 1) + 3.9
     if kind == 0:
         return sink_advantage_question(T, _w(rng, difficulty))
     if kind == 1:
-        return sink_share_question(
-            T,
-            float(rng.integers(1, 12))
-            if difficulty is Difficulty.EASY
-            else round(float(rng.uniform(0.5, 12)), 1),
-        )
+        if difficulty is Difficulty.EASY:
+            return sink_share_question(T, float(rng.integers(1, int(a_max) + 1)))
+        return sink_share_question(T, round(float(rng.uniform(0.5, a_max)), 1))
     if kind == 2:
-        return qk_norm_cap_question(
-            T,
-            float(rng.choice([1, 2, 3, 5, 8]))
-            if difficulty is not Difficulty.HARD
-            else round(float(rng.uniform(0.1, 8)), 2),
-        )
+        if difficulty is Difficulty.HARD:
+            return qk_norm_cap_question(T, round(float(rng.uniform(0.1, a_max / 2)), 2))
+        return qk_norm_cap_question(T, float(rng.choice([g for g in (0.5, 1, 2, 3, 4, 5) if g <= a_max / 2])))
     return qk_norm_gain_question(T, _w(rng, difficulty))
 
 
