@@ -226,7 +226,7 @@ def two_keys_question(d_k: int, rule: str) -> Question:
         card="3",
         title="Two keys: how often a row saturates",
         prompt=(
-            f"Two keys, d_k = {d_k}, unit-variance independent q, k₁, k₂, scale α = {rule}. Replacing ‖q‖² by its mean "
+            f"Two keys, d_k = {d_k}, unit-variance independent q, k₁, k₂, {'no scale (α = 1)' if rule == 'none (1)' else f'scale α = {rule}'}. Replacing ‖q‖² by its mean "
             "d_k (the Gaussian approximation), what is the probability that the top weight exceeds 0.99?"
         ),
         inputs={"d_k": d_k, "rule": rule},
