@@ -288,7 +288,8 @@ def test_card10_top_keys_by_brute_force():
 # -- card 17 --------------------------------------------------------------------------------------------
 def test_card17_uniform_head_against_simulation():
     # 2,000 rows of T values, averaged uniformly. The sample variance of normal means has relative SE
-    # √(2/N) = 3.2%; five SEs: 16%. The nearest slip (σ_v for σ_v², σ_v ∈ {0.5, 2, 3, 0.1}) is off ≥ 2× where σ_v ≠ 1.
+    # √(2/N) = 3.2%; five SEs: 16%. The nearest slip (σ_v for σ_v², σ_v ∈ {0.5, 2, 3, 0.1}) is off ≥ 2×
+    # where σ_v ≠ 1.
     gen = torch.Generator().manual_seed(17)
     for q in kind("17", "A uniform head", 6):
         T, s = q.inputs["T"], q.inputs["sigma_v"]

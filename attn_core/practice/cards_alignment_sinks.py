@@ -42,8 +42,10 @@ def alignment_question(d_k: int, rho: float, rule: str, ask: str) -> Question:
         card="16",
         title="When 1/√d_k is wrong: alignment and μP's 1/d_k",
         prompt=(
-            f"q has d_k = {d_k} standard-normal components and the key is aligned with it: k = ρq + √(1 − ρ²) z with "
-            f"ρ = {fmt(rho)} and z standard normal, independent of q. What is the {'mean' if ask == 'mean' else 'standard deviation'} "
+            f"q has d_k = {d_k} standard-normal components and the key is aligned with it: k = ρq + √(1 − "
+            "ρ²) z with "
+            f"ρ = {fmt(rho)} and z standard normal, independent of q. What is the "
+            f"{'mean' if ask == 'mean' else 'standard deviation'} "
             f"of the logit α q·k with α = {rule}?"
         ),
         inputs={"d_k": d_k, "rho": rho, "rule": rule, "ask": ask},
@@ -51,9 +53,11 @@ def alignment_question(d_k: int, rho: float, rule: str, ask: str) -> Question:
         answer=mean if ask == "mean" else sd,
         steps=(
             "Mean: E[q·k] = ρ E‖q‖² + √(1 − ρ²) E[q·z] = ρ d_k.",
-            "Variance: ‖q‖² is χ²_{d_k} with variance 2d_k; q·z has variance d_k; the two are uncorrelated (flip z's sign), "
+            "Variance: ‖q‖² is χ²_{d_k} with variance 2d_k; q·z has variance d_k; the two are uncorrelated "
+            "(flip z's sign), "
             "so Var(q·k) = ρ² · 2d_k + (1 − ρ²) d_k = d_k(1 + ρ²).",
-            f"With α = {rule} = {fmt(alpha, 5)}: mean α ρ d_k = {fmt(mean)}, sd α √(d_k(1 + ρ²)) = {fmt(sd)}. "
+            f"With α = {rule} = {fmt(alpha, 5)}: mean α ρ d_k = {fmt(mean)}, sd α √(d_k(1 + ρ²)) = "
+            f"{fmt(sd)}. "
             "Under 1/√d_k the mean grows like √d_k while the noise stays put; under 1/d_k the mean stays ρ.",
         ),
         slips=slips,
@@ -81,14 +85,19 @@ def sink_advantage_question(T: int, w: float) -> Question:
     return Question(
         card="18",
         title="Attention sinks: the logit needed to park mass",
-        prompt=f"A row over T = {T:,} keys. By how much must a sink's logit beat each of the other T − 1 (equal) logits for the sink to take {fmt(100 * w)}% of the weight?",
+        prompt=(
+            f"A row over T = {T:,} keys. By how much must a sink's logit beat each of the other T − 1 "
+            f"(equal) logits for the sink to take {fmt(100 * w)}% of the weight?"
+        ),
         inputs={"T": T, "w": w},
         answer_kind=AnswerKind.NUMBER,
         answer=a,
         steps=(
-            "Shift invariance: set the other T − 1 logits to 0 and the sink's to a, so w = e^a / (e^a + T − 1).",
+            "Shift invariance: set the other T − 1 logits to 0 and the sink's to a, so w = e^a / (e^a + T "
+            "− 1).",
             "Solve: w e^a + w(T − 1) = e^a ⇒ e^a = w(T − 1)/(1 − w) ⇒ a = ln(w(T − 1)/(1 − w)).",
-            f"a = ln({fmt(w)} × {T - 1:,} / {fmt(1 - w)}) = {a:.4f}: it grows only like ln T, so a sink is cheap.",
+            f"a = ln({fmt(w)} × {T - 1:,} / {fmt(1 - w)}) = {a:.4f}: it grows only like ln T, so a sink is "
+            "cheap.",
         ),
         slips={
             "forgot the other keys (ln(w/(1 − w)))": math.log(w / (1 - w)),
@@ -107,14 +116,19 @@ def sink_share_question(T: int, a: float) -> Question:
     return Question(
         card="18",
         title="Attention sinks: the share a logit advantage buys",
-        prompt=f"A sink's logit beats each of the other keys of a T = {T:,} row by a = {fmt(a)}. What percentage of the row's weight does it take?",
+        prompt=(
+            f"A sink's logit beats each of the other keys of a T = {T:,} row by a = {fmt(a)}. What "
+            "percentage of the row's weight does it take?"
+        ),
         inputs={"T": T, "a": a},
         answer_kind=AnswerKind.NUMBER,
         answer=100 * w,
         unit="%",
         steps=(
-            "Set the other T − 1 logits to 0 (shift invariance) and the sink's to a: w = e^a / (e^a + T − 1).",
-            f"e^a = {fmt(math.exp(a))}; w = {fmt(math.exp(a))} / ({fmt(math.exp(a))} + {T - 1:,}) = {100 * w:.4g}%.",
+            "Set the other T − 1 logits to 0 (shift invariance) and the sink's to a: w = e^a / (e^a + T − "
+            "1).",
+            f"e^a = {fmt(math.exp(a))}; w = {fmt(math.exp(a))} / ({fmt(math.exp(a))} + {T - 1:,}) = "
+            f"{100 * w:.4g}%.",
         ),
         slips={
             "gave a fraction, not a percentage": w,
@@ -132,15 +146,18 @@ def qk_norm_cap_question(T: int, g: float, shown_g: str | None = None) -> Questi
         card="18",
         title="QK-norm caps every weight",
         prompt=(
-            f"QK-norm: every logit is g q̂·k̂ with unit-length q̂, k̂ and gain g = {shown_g or fmt(g)}. Over T = {T:,} keys, "
+            f"QK-norm: every logit is g q̂·k̂ with unit-length q̂, k̂ and gain g = {shown_g or fmt(g)}. "
+            f"Over T = {T:,} keys, "
             "what is the largest weight any key can get?"
         ),
         inputs={"T": T, "g": g},
         answer_kind=AnswerKind.NUMBER,
         answer=cap,
         steps=(
-            "Unit vectors put every logit in [−g, g]. A weight is largest when its own logit is g and all T − 1 others are −g.",
-            f"max p = e^g / (e^g + (T − 1) e^{{−g}}) = {fmt(math.exp(g))} / ({fmt(math.exp(g))} + {T - 1:,} × {fmt(math.exp(-g))}) "
+            "Unit vectors put every logit in [−g, g]. A weight is largest when its own logit is g and all "
+            "T − 1 others are −g.",
+            f"max p = e^g / (e^g + (T − 1) e^{{−g}}) = {fmt(math.exp(g))} / ({fmt(math.exp(g))} + {T - 1:,} "
+            f"× {fmt(math.exp(-g))}) "
             f"= {fmt(cap)}.",
         ),
         slips={
@@ -157,12 +174,16 @@ def qk_norm_gain_question(T: int, w: float) -> Question:
     return Question(
         card="18",
         title="The QK-norm gain a sharp head needs",
-        prompt=f"With QK-norm over T = {T:,} keys, what is the smallest gain g that lets one key take {fmt(100 * w)}% of a row?",
+        prompt=(
+            f"With QK-norm over T = {T:,} keys, what is the smallest gain g that lets one key take "
+            f"{fmt(100 * w)}% of a row?"
+        ),
         inputs={"T": T, "w": w},
         answer_kind=AnswerKind.NUMBER,
         answer=g,
         steps=(
-            "The cap is e^g / (e^g + (T − 1)e^{−g}) = e^{2g} / (e^{2g} + T − 1): a sink with advantage a = 2g.",
+            "The cap is e^g / (e^g + (T − 1)e^{−g}) = e^{2g} / (e^{2g} + T − 1): a sink with advantage a = "
+            "2g.",
             f"Set it to w: 2g = ln(w(T − 1)/(1 − w)) = {2 * g:.4f}, so g = {g:.4f}.",
         ),
         slips={
@@ -175,9 +196,15 @@ def qk_norm_gain_question(T: int, w: float) -> Question:
     )
 
 
+KEYS = {  # row lengths: within the Scaling page's 4,096 simulated keys, so its link loads them
+    Difficulty.EASY: (128, 1024, 4096),
+    Difficulty.MEDIUM: (16, 128, 512, 1024, 2048, 4096),
+    Difficulty.HARD: (8, 24, 100, 777, 3000, 4095),
+}
+
+
 def _T(rng: np.random.Generator, difficulty: Difficulty) -> int:
-    return int(rng.choice({Difficulty.EASY: [128, 1024, 4096], Difficulty.MEDIUM: [16, 128, 512, 1024, 4096, 8192],
-                           Difficulty.HARD: [8, 24, 100, 777, 3000, 32768]}[difficulty]))  # fmt: skip
+    return int(rng.choice(KEYS[difficulty]))
 
 
 def _w(rng: np.random.Generator, difficulty: Difficulty) -> float:

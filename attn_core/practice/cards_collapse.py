@@ -23,7 +23,8 @@ def uniform_question(T: int, sigma_v: float) -> Question:
         card="17",
         title="A uniform head averages the values",
         prompt=(
-            f"A head puts weight 1/T on each of T = {T:,} values whose coordinates are independent with standard "
+            f"A head puts weight 1/T on each of T = {T:,} values whose coordinates are independent with "
+            "standard "
             f"deviation σ_v = {fmt(sigma_v)}. What is the variance of one output coordinate?"
         ),
         inputs={"T": T, "sigma_v": sigma_v},
@@ -31,7 +32,8 @@ def uniform_question(T: int, sigma_v: float) -> Question:
         answer=answer,
         steps=(
             "Var((1/T) Σ v_j) = (1/T²) Σ Var(v_j) = T σ_v² / T² = σ_v²/T: independent variances add.",
-            f"{fmt(sigma_v**2)} / {T:,} = {fmt(answer)}: the mean is the most diluted summary, not the best one.",
+            f"{fmt(sigma_v**2)} / {T:,} = {fmt(answer)}: the mean is the most diluted summary, not the best "
+            "one.",
         ),
         slips={
             "used σ_v where σ_v² belongs": sigma_v / T,
@@ -60,7 +62,8 @@ def collapse_bound_question(C: float, r0: float, L: int) -> Question:
         card="17",
         title="Rank collapse is doubly exponential",
         prompt=(
-            f"A stack of pure attention layers obeys r_{{l+1}} ≤ C r_l³ with C = {fmt(C)}, starting from r_0 = {fmt(r0)}. "
+            f"A stack of pure attention layers obeys r_{{l+1}} ≤ C r_l³ with C = {fmt(C)}, starting from "
+            f"r_0 = {fmt(r0)}. "
             f"What bound does that give on r_{L}, the distance from 'all tokens identical' after {L} layers?"
         ),
         inputs={"C": C, "r0": r0, "L": L},
@@ -93,7 +96,8 @@ def cubic_ratio_question(r: float, r_next: float, layer: int) -> Question:
         card="17",
         title="Reading a cubic collapse off the measurements",
         prompt=(
-            f"A pure-attention stack measures r_{layer} = {fmt(r)} and r_{layer + 1} = {fmt(r_next)}. If the layer "
+            f"A pure-attention stack measures r_{layer} = {fmt(r)} and r_{layer + 1} = {fmt(r_next)}. If "
+            "the layer "
             f"obeys r_{{l+1}} ≈ C r_l³, what is its C, r_{layer + 1}/r_{layer}³?"
         ),
         inputs={"r": r, "r_next": r_next, "layer": layer},
@@ -101,7 +105,8 @@ def cubic_ratio_question(r: float, r_next: float, layer: int) -> Question:
         answer=ratio,
         steps=(
             "The logit's cross term is O(r²) and multiplies a residual O(r): the output residual is O(r³).",
-            f"{fmt(r_next)} / {fmt(r)}³ = {fmt(r_next)} / {fmt(r**3)} = {fmt(ratio)}: of order 1, as a cubic law predicts.",
+            f"{fmt(r_next)} / {fmt(r)}³ = {fmt(r_next)} / {fmt(r**3)} = {fmt(ratio)}: of order 1, as a "
+            "cubic law predicts.",
         ),
         slips={"took the plain ratio r_{l+1}/r_l": r_next / r, "divided by r_l², not r_l³": r_next / r**2},
         link=link(COLLAPSE),

@@ -55,7 +55,8 @@ def nw_question(x: float, points: tuple[float, ...], values: tuple[float, ...], 
             "The weights κ_j / Σκ are a softmax of log κ_j = −(x − x_j)²/2λ² = x x_j/λ² − x²/2λ² − x_j²/2λ².",
             "The x²/2λ² term is the same for every key and cancels: attention at temperature λ² with the "
             "per-key bias −x_j²/2λ².",
-            f"Logits x x_j/λ² − x_j²/2λ² = {vec(logits)}; their softmax weighs y into f̂({fmt(x)}) = {answer:.4f}.",
+            f"Logits x x_j/λ² − x_j²/2λ² = {vec(logits)}; their softmax weighs y into f̂({fmt(x)}) = "
+            f"{answer:.4f}.",
         ),
         slips={
             "dropped the key-length bias (plain attention at temperature λ²)": _plain(
@@ -84,15 +85,19 @@ def bias_question(key: tuple[float, ...], lam: float) -> Question:
         card="8",
         title="The key-length bias of a Gaussian kernel",
         prompt=(
-            f"Written as dot-product attention at temperature λ² = {fmt(lam**2)} (bandwidth λ = {fmt(lam)}), a "
-            f"Gaussian-kernel smoother adds a per-key bias to each logit. What is it for the key k = {vec(key)}?"
+            f"Written as dot-product attention at temperature λ² = {fmt(lam**2)} (bandwidth λ = "
+            f"{fmt(lam)}), a "
+            "Gaussian-kernel smoother adds a per-key bias to each logit. What is it for the key k = "
+            f"{vec(key)}?"
         ),
         inputs={"key": key, "lambda": lam},
         answer_kind=AnswerKind.NUMBER,
         answer=answer,
         steps=(
-            "−‖q − k‖²/2λ² = qᵀk/λ² − ‖q‖²/2λ² − ‖k‖²/2λ²; the query term cancels in the softmax, the key term stays.",
-            f"‖k‖² = {fmt(sq)}; the bias is −{fmt(sq)} / (2 × {fmt(lam**2)}) = {fmt(answer)}. Equal-length keys "
+            "−‖q − k‖²/2λ² = qᵀk/λ² − ‖q‖²/2λ² − ‖k‖²/2λ²; the query term cancels in the softmax, the key "
+            "term stays.",
+            f"‖k‖² = {fmt(sq)}; the bias is −{fmt(sq)} / (2 × {fmt(lam**2)}) = {fmt(answer)}. Equal-length "
+            "keys "
             "(QK-norm) make it a constant, and then the smoother is plain attention.",
         ),
         slips={
@@ -132,7 +137,10 @@ def bandwidth_question(d_k: int | None = None, gain: float | None = None, shown:
     return Question(
         card="8",
         title="The bandwidth inside plain attention",
-        prompt=f"All keys have the same length. Read as a Gaussian kernel smoother, {setting} has what bandwidth λ?",
+        prompt=(
+            f"All keys have the same length. Read as a Gaussian kernel smoother, {setting} has what "
+            "bandwidth λ?"
+        ),
         inputs={"d_k": d_k, "gain": gain},
         answer_kind=AnswerKind.NUMBER,
         answer=lam,
@@ -141,7 +149,7 @@ def bandwidth_question(d_k: int | None = None, gain: float | None = None, shown:
             work + ".",
         ),
         slips=slips,
-        link=link(KERNEL, lam=f"{lam:.4g}"),
+        link=link(KERNEL),  # the page's λ slider stops at 3; this is about the identity, not one λ
         hint="a bandwidth, e.g. 3.36",
     )
 
@@ -174,16 +182,19 @@ def rank_question(T: int, d_k: int, which: str) -> Question:
         card="10",
         title="The rank bound",
         prompt=(
-            f"Self-attention over T = {T} tokens with d_k = {d_k}; Q and K have generic (random Gaussian) entries. "
+            f"Self-attention over T = {T} tokens with d_k = {d_k}; Q and K have generic (random Gaussian) "
+            "entries. "
             f"What is the rank of {RANK_OF[which]}?"
         ),
         inputs={"T": T, "d_k": d_k, "which": which},
         answer_kind=AnswerKind.NUMBER,
         answer=float(answer),
         steps=(
-            "QKᵀ = Σ_c Q_{·c} K_{·c}ᵀ, a sum of d_k rank-1 outer products: rank(S) ≤ d_k (= d_k when generic).",
+            "QKᵀ = Σ_c Q_{·c} K_{·c}ᵀ, a sum of d_k rank-1 outer products: rank(S) ≤ d_k (= d_k when "
+            "generic).",
             "log P = S − ℓ1ᵀ, with ℓ the row logsumexps: one more rank-1 term, so rank(log P) ≤ d_k + 1.",
-            f"The exponential is nonlinear, so P itself is generically full rank. Here: S {d_k}, log P {d_k + 1}, P {T}.",
+            f"The exponential is nonlinear, so P itself is generically full rank. Here: S {d_k}, log P "
+            f"{d_k + 1}, P {T}.",
         ),
         slips=slips,
         link=link(RANK, T=T, dk=d_k),
@@ -208,14 +219,19 @@ def top_key_question(keys: tuple[float, ...], q: float) -> Question:
     return Question(
         card="10",
         title="Which key a d_k = 1 head selects",
-        prompt=f"A head with d_k = 1: the keys are k = {vec(keys)} and the query is q = {fmt(q)}. Which key (0-based) gets the largest weight?",
+        prompt=(
+            f"A head with d_k = 1: the keys are k = {vec(keys)} and the query is q = {fmt(q)}. Which key "
+            "(0-based) gets the largest weight?"
+        ),
         inputs={"keys": keys, "q": q},
         answer_kind=AnswerKind.NUMBER,
         answer=float(answer),
         steps=(
             "At d_k = 1 each score is a product, s_j = q k_j (times a positive scale).",
-            "A positive query is maximised by the largest key, a negative one by the smallest; nearness does not enter.",
-            f"q = {fmt(q)} is {'positive' if q > 0 else 'negative'}, so key {answer} (k = {fmt(keys[answer])}) wins.",
+            "A positive query is maximised by the largest key, a negative one by the smallest; nearness "
+            "does not enter.",
+            f"q = {fmt(q)} is {'positive' if q > 0 else 'negative'}, so key {answer} (k = "
+            f"{fmt(keys[answer])}) wins.",
         ),
         slips=slips,
         link=link(SELECT),
@@ -230,13 +246,17 @@ def winners_question(keys: tuple[float, ...]) -> Question:
     return Question(
         card="10",
         title="The keys a d_k = 1 head can ever select",
-        prompt=f"A head with d_k = 1 and keys k = {vec(keys)}. Over every possible query, which keys (0-based) can be the top key?",
+        prompt=(
+            f"A head with d_k = 1 and keys k = {vec(keys)}. Over every possible query, which keys (0-based) "
+            "can be the top key?"
+        ),
         inputs={"keys": keys},
         answer_kind=AnswerKind.VECTOR,
         answer=answer,
         steps=(
             "s_j = q k_j: q > 0 selects argmax k, q < 0 selects argmin k, q = 0 gives a uniform row.",
-            f"argmin k = {int(np.argmin(k))}, argmax k = {int(np.argmax(k))}: at most two keys, however many queries. "
+            f"argmin k = {int(np.argmin(k))}, argmax k = {int(np.argmax(k))}: at most two keys, however "
+            "many queries. "
             "At d_k = 2, keys on a circle can all win.",
         ),
         slips={

@@ -1,10 +1,13 @@
 """Where the theory drills (cards 3, 8, 10, 16, 17, 18) link to, in one place.
 
-The Scaling page (cards 3, 16, 18) and the "one head" page (cards 8, 10, 17) are built on another
-branch (issue 10). A drill's `PageLink` names the page's url_path, the section to open and the drawn
-numbers as URL keys (sc_… and oh_…); the Practice page shows the link only once the page is in
-`lab_ui.nav.PAGES`, so until then the feedback simply has no link. If the pages settle on other
-keys or section names, this module is the one to change.
+The Scaling page (cards 3, 16, 18) and the "What one head can express" page (cards 8, 10, 17) come
+from the issue-10 branch. A drill's `PageLink` names the page's url_path, the section to open and the
+drawn numbers under the pages' own widget keys (sc_… and oh_…, as those pages define them). The
+Practice page shows a link only once its page is in `lab_ui.nav.PAGES`, so without the pages the
+feedback simply has no link. A number outside a widget's range would open at the page's default,
+as any stale URL value does (lab_ui.state), so the drills draw within the pages' ranges: at most
+4,096 keys for the Scaling page (its simulated row). If the pages rename a key or a section, this
+module is the one to change.
 """
 
 from __future__ import annotations
