@@ -70,6 +70,12 @@ SPEC_NUMBERS = {
     "13": 512,  # card 13: 512 KiB per token for Llama 2 7B in fp16
     "14": 8,  # card 14: Llama 2 70B's 64 heads over 8 KV heads
     "15": 3.6881,  # card 15 / Drill 11: the merged output
+    "3": 128,  # card 3: Var(q·k) = d_k at d_k = 128 (sd 11.3)
+    "8": 3.36,  # card 8: plain 1/√d_k attention is a Gaussian smoother with λ = d_k^{1/4} (128 → 3.36)
+    "10": 64,  # card 10: at T = 64, d_k = 8 the weight matrix has rank 64 (the scores 8)
+    "16": 11.3,  # card 16: fully aligned, q·k/√d_k has mean √128 = 11.3
+    "17": 2.44e-4,  # card 17: a uniform head over 4,096 unit-variance values
+    "18": 9.13,  # card 18: a sink needs advantage ln(9 × 1,023) = 9.13 for 90% at T = 1,024
 }
 
 

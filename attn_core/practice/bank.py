@@ -4,12 +4,31 @@ from __future__ import annotations
 
 import numpy as np
 
-from attn_core.practice import cards_cost, cards_masks, cards_math
+from attn_core.practice import (
+    cards_alignment_sinks,
+    cards_collapse,
+    cards_cost,
+    cards_masks,
+    cards_math,
+    cards_one_head,
+    cards_variance,
+)
 from attn_core.practice.question import CardDrill, Difficulty, Question
 
 DRILLS: dict[str, CardDrill] = {
     d.card: d
-    for d in sorted((*cards_math.DRILLS, *cards_masks.DRILLS, *cards_cost.DRILLS), key=lambda d: int(d.card))
+    for d in sorted(
+        (
+            *cards_math.DRILLS,
+            *cards_masks.DRILLS,
+            *cards_cost.DRILLS,
+            *cards_variance.DRILLS,
+            *cards_alignment_sinks.DRILLS,
+            *cards_one_head.DRILLS,
+            *cards_collapse.DRILLS,
+        ),
+        key=lambda d: int(d.card),
+    )
 }
 
 

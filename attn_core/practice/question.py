@@ -145,3 +145,19 @@ def fmt(x: float, digits: int = 4) -> str:
 
 def vec(values) -> str:
     return "(" + ", ".join(fmt(float(v), 4) for v in values) + ")"
+
+
+Maker = Callable[[np.random.Generator, Difficulty], Question]
+
+
+def pick_variant(
+    rng: np.random.Generator,
+    difficulty: Difficulty,
+    makers: tuple[Maker, ...],
+    worked: tuple[Callable[[], Question], ...] = (),
+) -> Question:
+    """One of a card's kinds of question, fresh numbers drawn by ``makers[i]``. At EASY, one draw in
+    four is one of the card's own worked examples (its printed check numbers), so they come up too."""
+    if worked and difficulty is Difficulty.EASY and rng.random() < 0.25:
+        return worked[int(rng.integers(len(worked)))]()
+    return makers[int(rng.integers(len(makers)))](rng, difficulty)
