@@ -155,6 +155,16 @@ def _watch() -> None:
         st.rerun(scope="app")
 
 
+@st.fragment(run_every=POLL_S)
+def _publisher(url_path: str) -> None:
+    """Presenters: publish what changed in fragment-only reruns (the Online page's player steps
+    its slider in a fragment, after which app.py's after_page does not run). An unchanged view
+    costs one JSON dump and no version."""
+    room = _room()
+    if room is not None and room["role"] == "present":
+        _publish(url_path)
+
+
 def _start() -> None:
     try:
         room_id, secret = rooms.store().create()
@@ -209,3 +219,5 @@ def sidebar(page) -> None:
             )
     if room is not None and room["role"] == "follow" and room["following"]:
         _watch()  # only followers poll: everyone else pays nothing
+    elif room is not None and room["role"] == "present":
+        _publisher(page.url_path)
