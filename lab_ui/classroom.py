@@ -109,7 +109,8 @@ def after_page(page) -> None:
     if room is None:
         return
     if room["role"] == "present":
-        _publish(page.url_path)
+        with st.sidebar:  # publishes now, after the page's widgets, and then every POLL_S
+            _publisher(page.url_path)
     elif room["following"] and room["seen"] >= 0:
         now = current_values()
         if any(now.get(k, v) != v for k, v in room["applied"].items()):
@@ -219,5 +220,4 @@ def sidebar(page) -> None:
             )
     if room is not None and room["role"] == "follow" and room["following"]:
         _watch()  # only followers poll: everyone else pays nothing
-    elif room is not None and room["role"] == "present":
-        _publisher(page.url_path)
+
