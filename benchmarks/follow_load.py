@@ -5,7 +5,8 @@ Playground, presses "Start a room", reads the room id from its sidebar, and then
 L slider every ``--every`` seconds. Each follower opens the student link (``?room=ID``) and,
 like a browser, answers the server's ``auto_rerun`` message by asking for the polling fragment
 every interval; when the room's version moved, that fragment reruns the whole app, whose deltas
-carry the presenter's L. A follower's delay for one change is the time from the presenter
+carry the presenter's L; where the server pushes (lab_ui.push), the rerun comes unasked, and the
+poll is only a safety net. A follower's delay for one change is the time from the presenter
 sending it to the follower having received the run that shows it.
 
 Usage: .venv/bin/python benchmarks/follow_load.py [--followers 60] [--changes 15] [--every 3]
@@ -44,6 +45,7 @@ class Client(serve_load.Session):
         self.markdown: list[str] = []
         self.fragment_id = ""
         self.interval_s = 1.0
+        self.shown: dict[str, float] = {}
 
     def _read(self, fwd: ForwardMsg, kind: str | None) -> None:
         if kind == "auto_rerun":
@@ -54,26 +56,21 @@ class Client(serve_load.Session):
             self.markdown.append(fwd.delta.new_element.markdown.body)
 
     def value(self, key: str) -> float:
+        """The widget's value as the browser would show it: a run that sets it from the server
+        (set_value) moves it; a run that does not leaves the browser's value where it was."""
         _, w = self.find_widget(key)
-        return (list(w.value) if w.set_value else list(w.default))[0]
+        if w.set_value or key not in self.shown:
+            self.shown[key] = (list(w.value) if w.set_value else list(w.default))[0]
+        return self.shown[key]
 
-    async def poll(self, timeout: float) -> None:
+    async def send_poll(self) -> None:
         """What the browser's run_every timer sends: a rerun of the fragment alone."""
         msg = BackMsg()
         msg.rerun_script.query_string = self.query_string
         msg.rerun_script.page_script_hash = self.page_script_hash
         msg.rerun_script.fragment_id = self.fragment_id
+        msg.rerun_script.is_auto_rerun = True
         await self.ws.send(msg.SerializeToString())
-        async with asyncio.timeout(timeout):
-            while True:
-                fwd = ForwardMsg()
-                fwd.ParseFromString(await self.ws.recv())
-                kind = fwd.WhichOneof("type")
-                if kind == "script_finished":
-                    if fwd.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
-                        continue
-                    return
-                self._read(fwd, kind)
 
 
 @dataclass
@@ -89,7 +86,9 @@ class Shared:
 
 
 async def _open(url: str, page: str, stats: serve_load.SessionStats, query: str = "") -> Client:
-    ws = await connect(url, subprotocols=["streamlit"], max_size=serve_load.MAX_FRAME_BYTES, open_timeout=None)
+    ws = await connect(
+        url, subprotocols=["streamlit"], max_size=serve_load.MAX_FRAME_BYTES, open_timeout=None
+    )
     client = Client(ws, page, stats)
     client.query_string = query
     await client.rerun([], 60)
@@ -104,8 +103,8 @@ async def presenter(url: str, shared: Shared, changes: int, every: float, ready:
     room = next(m.group(1) for text in client.markdown if (m := ROOM.search(text)))
     ready.set_result(room)
     await asyncio.sleep(every)
+    changed, back = serve_load.widget_states_for(*client.find_widget(KEY))  # L+1 and L, alternately
     for i in range(changes):
-        changed, back = serve_load.widget_states_for(*client.find_widget(KEY))
         state = changed if i % 2 == 0 else back
         target = state.double_array_value.data[0]
         shared.changes.append(Change(time.perf_counter(), target))
@@ -115,16 +114,38 @@ async def presenter(url: str, shared: Shared, changes: int, every: float, ready:
     await client.ws.close()
 
 
-async def follower(url: str, room: str, shared: Shared, delays: list[float], stats: serve_load.SessionStats) -> int:
-    """Follow until the presenter is done; returns how many changes this follower never saw."""
+async def follower(
+    url: str, room: str, shared: Shared, delays: list[float], stats: serve_load.SessionStats
+) -> int:
+    """Follow until the presenter is done; returns how many changes this follower never saw.
+
+    Like a browser, it reads whatever the server sends (a server that pushes reruns sends them
+    unasked) and, on its own timer, asks for the polling fragment every interval."""
     client = await _open(url, "playground", stats, query=f"room={room}")
     seen = 0
+
+    async def poll_timer() -> None:
+        while True:
+            await asyncio.sleep(client.interval_s)
+            await client.send_poll()
+
+    timer = asyncio.create_task(poll_timer())
     try:
         while not shared.done or seen < len(shared.changes):
-            await asyncio.sleep(client.interval_s)
             if shared.done and time.perf_counter() - shared.changes[-1].sent > 10:
                 break
-            await client.poll(60)
+            try:
+                async with asyncio.timeout(1):
+                    fwd = ForwardMsg()
+                    fwd.ParseFromString(await client.ws.recv())
+            except TimeoutError:
+                continue
+            kind = fwd.WhichOneof("type")
+            if kind != "script_finished":
+                client._read(fwd, kind)
+                continue
+            if fwd.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                continue
             now, value = time.perf_counter(), client.value(KEY)
             while seen < len(shared.changes) and value == shared.changes[seen].value:
                 if seen == len(shared.changes) - 1 or shared.changes[seen + 1].value != value:
@@ -135,6 +156,7 @@ async def follower(url: str, room: str, shared: Shared, delays: list[float], sta
     except Exception as exc:  # record and go on: one bad session must not stop the run
         stats.errors.append(f"{type(exc).__name__}: {exc}")
     finally:
+        timer.cancel()
         with contextlib.suppress(Exception):
             await client.ws.close()
     return len(shared.changes) - seen

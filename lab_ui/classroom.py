@@ -20,11 +20,13 @@ from typing import Any
 
 import streamlit as st
 
-from lab_ui import rooms
+from lab_ui import push, rooms
 from lab_ui.state import KEEP_PREFIX
 
 ROOM_PARAM = "room"  # the student link's query parameter
-POLL_S = 1.0  # followers' version check; the 1.5 s p95 target leaves half a second for the rerun
+POLL_S = 1.0  # followers' version check when the server cannot push (lab_ui.push)
+SAFETY_POLL_S = 3.0  # with push, polling only guards against a lost wake-up
+rooms.on_change(push.wake)
 _ROOM = "_classroom"  # session key: {"id", "role", "secret"?, "seen", "following", "applied"}
 _ERROR = "_classroom_error"  # a message for the next run's sidebar
 PRIVATE_KEYS = frozenset({"projector"})  # each screen keeps its own projector mode
@@ -62,6 +64,13 @@ def _apply(values: Mapping[str, Any]) -> None:
         st.session_state[name] = value
 
 
+def _session_id() -> str:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else ""
+
+
 def _join_from_link() -> None:
     room_id = st.query_params.get(ROOM_PARAM)
     room = _room()
@@ -83,10 +92,14 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> None:
     if room["role"] == "present":
         return
     st.query_params[ROOM_PARAM] = room["id"]  # a reload keeps following
+    session_id = _session_id()
     if not room["following"]:
+        push.unregister(session_id)
         return
+    push.register(room["id"], session_id)
     snap = rooms.store().snapshot(room["id"])
     if snap is None:
+        push.unregister(session_id)
         st.session_state[_ROOM] = None
         st.session_state[_ERROR] = "The presenter has ended the room. You keep the last view."
         del st.query_params[ROOM_PARAM]
@@ -146,9 +159,14 @@ def qr_png(text: str) -> bytes:
     return out.getvalue()
 
 
-@st.fragment(run_every=POLL_S)
 def _watch() -> None:
-    """Followers: rerun the app only when the room's version moved (a cheap check each second)."""
+    """Followers: rerun the app only when the room's version moved (a cheap check, each second
+    where the server cannot push, every few seconds where it can)."""
+    interval = SAFETY_POLL_S if push.available() else POLL_S
+    st.fragment(_check_version, run_every=interval)()
+
+
+def _check_version() -> None:
     room = _room()
     if room is None or room["role"] != "follow" or not room["following"]:
         return
@@ -220,4 +238,3 @@ def sidebar(page) -> None:
             )
     if room is not None and room["role"] == "follow" and room["following"]:
         _watch()  # only followers poll: everyone else pays nothing
-

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import os
 import re
 import secrets
@@ -32,6 +33,26 @@ IDLE_TTL_S = 3 * 3600  # a room nobody published to for 3 hours is gone
 MAX_PAYLOAD_BYTES = 64 * 1024  # a view is a page name and a few dozen widget values
 ROOM_ID = re.compile(r"^[a-z2-9]{6}$")  # what a room id looks like in a link
 _ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"  # no 0/o, 1/l: ids are read off a projector
+
+
+_LOG = logging.getLogger(__name__)
+_listeners: list[Callable[[str], None]] = []
+
+
+def on_change(callback: Callable[[str], None]) -> None:
+    """Call ``callback(room_id)`` whenever a room's version moves or the room ends, in whichever
+    process (replica) it happened. Callbacks must be quick; they run on the publisher's thread
+    (memory) or on the store's listener thread (Redis)."""
+    if callback not in _listeners:
+        _listeners.append(callback)
+
+
+def _notify(room_id: str) -> None:
+    for callback in list(_listeners):
+        try:
+            callback(room_id)
+        except Exception:  # a listener's failure must never fail the presenter's run
+            _LOG.exception("room listener failed")
 
 
 class RoomError(ValueError):
@@ -137,9 +158,13 @@ class MemoryRooms:
                 raise RoomError(f"room {room_id!r} has ended or expired")
             _check_secret(room["digest"], secret)
             room["touched"] = self._clock()
-            if text != room["text"]:
+            changed = text != room["text"]
+            if changed:
                 room["text"], room["version"] = text, room["version"] + 1
-            return room["version"]
+            version = room["version"]
+        if changed:
+            _notify(room_id)
+        return version
 
     def version(self, room_id: str) -> int | None:
         with self._lock:
@@ -154,9 +179,11 @@ class MemoryRooms:
     def close(self, room_id: str, secret: str) -> None:
         with self._lock:
             room = self._live(room_id)
-            if room is not None:
-                _check_secret(room["digest"], secret)
-                del self._rooms[room_id]
+            if room is None:
+                return
+            _check_secret(room["digest"], secret)
+            del self._rooms[room_id]
+        _notify(room_id)
 
     def __len__(self) -> int:
         with self._lock:
@@ -171,12 +198,29 @@ class RedisRooms:
     same version for different views."""
 
     PREFIX = "attn_lab:room:"
+    CHANNEL = "attn_lab:room-changed"  # every replica hears every room's changes
 
     def __init__(self, url: str, max_rooms: int = MAX_ROOMS, ttl_s: int = IDLE_TTL_S):
         import redis  # only where Redis is configured
 
         self._r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=2)
         self._max, self._ttl = max_rooms, int(ttl_s)
+        self._url = url
+        threading.Thread(target=self._listen, name="rooms-redis-listener", daemon=True).start()
+
+    def _listen(self) -> None:
+        """Relay the channel to this process's listeners; reconnect after a Redis restart."""
+        import redis
+
+        while True:
+            try:
+                pubsub = redis.Redis.from_url(self._url, decode_responses=True).pubsub()
+                pubsub.subscribe(self.CHANNEL)
+                for message in pubsub.listen():
+                    if message["type"] == "message":
+                        _notify(message["data"])
+            except redis.RedisError:
+                time.sleep(1)
 
     def _key(self, room_id: str) -> str:
         return self.PREFIX + room_id
@@ -213,6 +257,8 @@ class RedisRooms:
                         version += 1
                         pipe.hset(key, mapping={"version": version, "text": text})
                     pipe.expire(key, self._ttl)
+                    if text != old:
+                        pipe.publish(self.CHANNEL, room_id)
                     pipe.execute()
                     return version
                 except redis.WatchError:
@@ -231,6 +277,7 @@ class RedisRooms:
         if digest is not None:
             _check_secret(digest, secret)
             self._r.delete(self._key(room_id))
+            self._r.publish(self.CHANNEL, room_id)
 
 
 ROOMS_ENV = "ATTN_LAB_ROOMS"
