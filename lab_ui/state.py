@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import streamlit as st
 
 T = TypeVar("T")
-_KEEP = "_keep_"
+KEEP_PREFIX = "_keep_"  # session key prefix of every URL-synced value (lab_ui.classroom shares them)
 
 
 def _seed(key: str, default: T, parse: Callable[[str], T], valid: Callable[[T], bool]) -> None:
@@ -33,8 +33,8 @@ def _seed(key: str, default: T, parse: Callable[[str], T], valid: Callable[[T], 
         st.session_state[key] = st.session_state[key]
         return
     candidates: list[Any] = []
-    if _KEEP + key in st.session_state:
-        candidates.append(st.session_state[_KEEP + key])
+    if KEEP_PREFIX + key in st.session_state:
+        candidates.append(st.session_state[KEEP_PREFIX + key])
     raw = st.query_params.get(key)
     if raw is not None:
         with contextlib.suppress(TypeError, ValueError):
@@ -43,7 +43,7 @@ def _seed(key: str, default: T, parse: Callable[[str], T], valid: Callable[[T], 
 
 
 def _publish(key: str, value: Any, default: Any) -> None:
-    st.session_state[_KEEP + key] = value
+    st.session_state[KEEP_PREFIX + key] = value
     if value == default:
         if key in st.query_params:
             del st.query_params[key]

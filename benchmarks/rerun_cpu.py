@@ -1,0 +1,85 @@
+"""Server CPU per interaction, per page: what one student's click costs the server.
+
+For each page, one websocket session (serve_load.py's client) on a fresh real server changes the
+page's most common control back and forth; the server process's CPU time over those reruns,
+divided by their number, is the cost of one interaction. One session at a time, so nothing else
+competes; the figure is CPU, not latency, and so it holds on a busy machine too.
+
+Usage: .venv/bin/python benchmarks/rerun_cpu.py [--reruns 40] [--only PAGE]
+Prints one line per page: `page key: X ms CPU per interaction (N reruns)`, then the median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from websockets.asyncio.client import connect
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import serve_load  # a sibling script, not a package
+
+# (url path, query string that sets the page up, user key of the control a student changes most)
+INTERACTIONS = [
+    ("playground", "", "in_scale"),
+    ("masks", "", "mk_gL"),
+    ("gradients", "", "gr_tau"),
+    ("online_softmax", "", "os_step"),
+    ("bench", "", "kb_causal"),
+    ("costs", "", "co_causal"),
+]
+IDLE_CPU_S_PER_S = 0.0  # an idle server's own CPU (none measurable: no file watcher, no GC)
+
+
+async def measure(server: serve_load.Server, page: str, query: str, key: str, reruns: int) -> float:
+    """Mean CPU milliseconds of the server per rerun (one session, nothing else running).
+
+    /proc counts CPU in 10 ms ticks, so the total over all reruns is divided, never one rerun's."""
+    ws = await connect(server.ws, subprotocols=["streamlit"], max_size=serve_load.MAX_FRAME_BYTES)
+    try:
+        session = serve_load.Session(ws, page, serve_load.SessionStats())
+        session.query_string = query
+        await session.rerun([], 120)
+        changed, back = serve_load.widget_states_for(*session.find_widget(key))
+        for i in range(3):  # warm up: caches, first-use imports
+            await session.rerun([changed if i % 2 == 0 else back], 60)
+        await asyncio.sleep(0.2)
+        before = serve_load.cpu_seconds(server.proc.pid)
+        for i in range(reruns):
+            await session.rerun([changed if i % 2 == 0 else back], 60)
+        await asyncio.sleep(0.2)  # the server's post-run bookkeeping belongs to the last rerun
+        idle = 0.4 * IDLE_CPU_S_PER_S
+        total = serve_load.cpu_seconds(server.proc.pid) - before - idle
+        if session.stats.exceptions or session.stats.errors:
+            raise RuntimeError(f"{page}: {session.stats.exceptions or session.stats.errors}")
+        return total * 1000 / reruns
+    finally:
+        await ws.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--reruns", type=int, default=40)
+    parser.add_argument("--only", default="")
+    args = parser.parse_args()
+    medians = []
+    with serve_load.serve() as server:
+        for page, query, key in INTERACTIONS:
+            if args.only and args.only not in page:
+                continue
+            start = time.monotonic()
+            medians.append(asyncio.run(measure(server, page, query, key, args.reruns)))
+            print(
+                f"{page} {key}: {medians[-1]:.1f} ms CPU per interaction "
+                f"({args.reruns} reruns, {time.monotonic() - start:.0f} s)"
+            )
+    print(f"median over pages {statistics.median(medians):.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

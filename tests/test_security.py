@@ -1,0 +1,108 @@
+"""Nothing a browser sends can run code or inject markup; the server's guards are on.
+
+The scans read every Python file the app serves (app.py, pages/, lab_ui/, attn_core/) as a syntax
+tree, so a new page or module is covered the day it is added."""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVED = sorted([ROOT / "app.py", *(p for d in ("pages", "lab_ui", "attn_core") for p in (ROOT / d).rglob("*.py"))])
+CONFIG = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+
+
+def _calls(path: Path):
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Call):
+            yield node
+
+
+def _name(func: ast.expr) -> str:
+    """'eval', 'pickle.loads', 'st.markdown', 'torch.load', … (the dotted call target)."""
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if isinstance(func, ast.Name):
+        parts.append(func.id)
+    return ".".join(reversed(parts))
+
+
+def test_the_scan_sees_the_whole_app():
+    names = {p.relative_to(ROOT).as_posix() for p in SERVED}
+    assert {"app.py", "pages/playground.py", "lab_ui/state.py", "attn_core/attention.py"} <= names
+    assert len(SERVED) > 60
+
+
+@pytest.mark.parametrize("path", SERVED, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_code_execution_or_unpickling(path):
+    for call in _calls(path):
+        name = _name(call.func)
+        assert name not in {"eval", "exec", "compile", "__import__"}, f"{path.name}:{call.lineno} calls {name}"
+        assert not name.startswith(("pickle.", "marshal.", "shelve.", "dill.")), f"{path.name}:{call.lineno}"
+        assert name not in {"yaml.load", "yaml.unsafe_load", "os.system"}, f"{path.name}:{call.lineno}"
+        if name in {"torch.load", "load"} and any(k.arg == "weights_only" for k in call.keywords):
+            kw = next(k for k in call.keywords if k.arg == "weights_only")
+            assert isinstance(kw.value, ast.Constant) and kw.value.value is True, f"{path.name}:{call.lineno}"
+        elif name == "torch.load":
+            pytest.fail(f"{path.name}:{call.lineno}: torch.load without weights_only=True unpickles")
+        for kw in call.keywords:
+            if kw.arg == "shell":
+                assert isinstance(kw.value, ast.Constant) and kw.value.value is False, f"{path.name}:{call.lineno}"
+
+
+@pytest.mark.parametrize("path", SERVED, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_raw_html_only_from_constants(path):
+    """unsafe_allow_html (and st.html) may only ever show text written in the source: no
+    f-string, variable or call can bring a user's text into raw HTML."""
+    for call in _calls(path):
+        raw = any(k.arg == "unsafe_allow_html" and not (isinstance(k.value, ast.Constant) and not k.value.value)
+                  for k in call.keywords) or _name(call.func) in {"st.html", "components.html"}  # fmt: skip
+        if raw:
+            assert call.args and all(isinstance(a, ast.Constant) for a in call.args), (
+                f"{path.name}:{call.lineno}: raw HTML built from something that is not a constant"
+            )
+
+
+def test_server_guards_are_on_in_the_config():
+    server = CONFIG["server"]
+    assert server["enableXsrfProtection"] is True
+    assert server["enableCORS"] is True
+    assert server["maxUploadSize"] == 1  # MiB: the only upload is a config.json
+    assert server["maxMessageSize"] <= 50  # MiB a websocket message may carry
+    assert server["address"] == "127.0.0.1"  # behind nginx, never on every interface by default
+
+
+def test_the_streamlit_loader_reads_those_values(monkeypatch):
+    """The config file is the one Streamlit uses (not a look-alike that it ignores)."""
+    from streamlit import config
+
+    monkeypatch.chdir(ROOT)
+    config._config_options = None
+    try:
+        config.get_config_options(force_reparse=True)
+        assert config.get_option("server.enableXsrfProtection") is True
+        assert config.get_option("server.maxUploadSize") == 1
+    finally:
+        config.get_config_options(force_reparse=True)
+
+
+def test_xsrf_blocks_an_upload_without_the_token(server_url):
+    """A cross-site form cannot post a file: the live server refuses an upload that lacks the
+    XSRF cookie and header (Tornado's check), whatever the session id."""
+    request = urllib.request.Request(
+        f"{server_url}/_stcore/upload_file/some-session/some-file",
+        data=b"--x\r\nContent-Disposition: form-data; name=file; filename=c.json\r\n\r\n{}\r\n--x--\r\n",
+        method="PUT",
+        headers={"Content-Type": "multipart/form-data; boundary=x", "Origin": "https://evil.example"},
+    )
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(request, timeout=10)
+    assert err.value.code == 403
