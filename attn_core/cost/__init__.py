@@ -1,26 +1,34 @@
 """The cost model: what attention costs for a real model, numpy only (never torch).
 
-Shapes from presets or a Hugging Face ``config.json`` (`shapes`), parameters, FLOPs and the
-crossover (`flops`), the KV cache and serving (`serving`), score memory naive vs online
+Shapes from presets or a Hugging Face ``config.json`` (`shapes`; experts, MLA and per-layer attention
+types in `arch`), parameters total and active (`params`), FLOPs per layer and for the whole
+model, and the crossover (`flops`), the KV cache and serving (`serving`), score memory naive vs online
 (`memory`), GPUs (`gpus`), units (`units`), one what-if report (`report`) and the command line
 (`cli`). It imports nothing else of attn_core, so ``python -m attn_core cost …`` stays fast.
 """
 
+from attn_core.cost.arch import MLA, MoE
 from attn_core.cost.flops import (
-    AttentionParams,
     LayerFlops,
-    ParamCount,
+    PrefillFlops,
     attention_pairs,
-    attention_params,
     crossover_seq_len,
     doubling_ratio,
     layer_flops,
-    model_params,
+    pair_flops,
+    prefill_flops,
     score_bytes_naive,
     score_bytes_online,
+)
+from attn_core.cost.params import (
+    AttentionParams,
+    ParamCount,
+    attention_params,
+    decode_weight_bytes,
+    model_params,
     weight_bytes,
 )
-from attn_core.cost.gpus import GPU, GPUS_FILE, list_gpus, load_gpu
+from attn_core.cost.gpus import GPU, GPUS_FILE, custom_gpu, list_gpus, load_gpu
 from attn_core.cost.memory import (
     LSE_BYTES,
     MAX_T,
@@ -78,7 +86,7 @@ from attn_core.cost.shapes import (
     parse_config_bytes,
     parse_config_text,
 )
-from attn_core.cost.tokens import DTYPE_BYTES, bytes_per_value
+from attn_core.cost.tokens import DTYPE_BYTES, WEIGHT_BITS, bytes_per_value, weight_bytes_per_param
 from attn_core.cost.units import (
     BINARY_UNITS,
     COUNT_SUFFIXES,
@@ -132,7 +140,11 @@ __all__ = [
     "LayerFlops",
     "MemoryBill",
     "ModelShape",
+    "MLA",
+    "MoE",
     "ParamCount",
+    "PrefillFlops",
+    "WEIGHT_BITS",
     "ServingCapacity",
     "attention_pairs",
     "attention_params",
@@ -141,6 +153,8 @@ __all__ = [
     "cost_report",
     "cost_sweep",
     "crossover_seq_len",
+    "custom_gpu",
+    "decode_weight_bytes",
     "decode_intensity",
     "decode_lower_bound",
     "doubling_ratio",
@@ -168,6 +182,8 @@ __all__ = [
     "model_params",
     "naive_score_bytes",
     "online_state_bytes",
+    "pair_flops",
+    "prefill_flops",
     "parse_config_bytes",
     "parse_config_text",
     "recompute_flops",
@@ -176,4 +192,5 @@ __all__ = [
     "serving_capacity",
     "sweep_grid",
     "weight_bytes",
+    "weight_bytes_per_param",
 ]

@@ -9,15 +9,13 @@ from typing import Any
 import numpy as np
 
 from attn_core.cost.flops import (
-    AttentionParams,
     LayerFlops,
-    attention_params,
     crossover_seq_len,
     layer_flops,
     score_bytes_naive,
     score_bytes_online,
-    weight_bytes,
 )
+from attn_core.cost.params import AttentionParams, attention_params, decode_weight_bytes, weight_bytes
 from attn_core.cost.gpus import GPU
 from attn_core.cost.serving import (
     DecodeBound,
@@ -192,7 +190,8 @@ def kv_head_variants(
                 variant, gpu, T, n_gpus, weight_bytes_per_param, kv_bytes_per_value, weights
             )
             kv = kv_cache_bytes(variant, T, batch, kv_bytes_per_value)
-            decode = DecodeBound(weights, kv, n_gpus * gpu.bandwidth_bytes_per_s, batch)
+            read = decode_weight_bytes(shape, batch, weight_bytes_per_param)
+            decode = DecodeBound(read, kv, n_gpus * gpu.bandwidth_bytes_per_s, batch, weights)
         rows.append(
             KVHeadVariant(
                 n_kv_heads=n_kv,

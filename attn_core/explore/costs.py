@@ -7,13 +7,8 @@ asked" answers are worked out here from the model's own numbers. Numpy only, lik
 from __future__ import annotations
 
 from attn_core.cost import memory
-from attn_core.cost.flops import (
-    attention_params,
-    crossover_seq_len,
-    doubling_ratio,
-    layer_flops,
-    model_params,
-)
+from attn_core.cost.flops import crossover_seq_len, doubling_ratio, layer_flops
+from attn_core.cost.params import attention_params, model_params
 from attn_core.cost.gpus import GPU, list_gpus, load_gpu
 from attn_core.cost.report import CostReport, cost_report, kv_head_variants
 from attn_core.cost.serving import kv_cache_bytes
