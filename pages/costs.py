@@ -22,7 +22,6 @@ from lab_ui import cost_charts, figures, state
 from lab_ui.page import header
 from lab_ui.widgets import attempt, table
 
-MAX_T = MAX_SEQ_LEN
 DTYPES = ["fp16", "bf16", "fp32", "int8"]  # b = 2, 2, 4, 1 bytes per number
 SOURCES = ("preset", "paste or upload config.json")
 SECTIONS = ("FLOPs", "KV cache & GQA", "Serving & decode", "Score memory", "How it's asked")
@@ -54,15 +53,15 @@ with st.sidebar:
             st.info("Upload or paste a config.json to size it.")
 
     st.header("What-if")
-    st.caption(f"Caps: T ≤ {MAX_T:,} tokens, batch ≤ {MAX_BATCH:,}, GPUs ≤ {MAX_GPUS}.")
-    T = int(state.number("T (tokens in the sequence)", 1, MAX_T, 4096, key="co_T", step=1024))
+    st.caption(f"Caps: T ≤ {MAX_SEQ_LEN:,} tokens, batch ≤ {MAX_BATCH:,}, GPUs ≤ {MAX_GPUS}.")
+    T = int(state.number("T (tokens in the sequence)", 1, MAX_SEQ_LEN, 4096, key="co_T", step=1024))
     batch = int(state.number("batch B (sequences)", 1, MAX_BATCH, 1, key="co_B", step=1))
     dtype = state.selectbox("weights & scores dtype", DTYPES, key="co_dtype")
     kv_choice = state.selectbox("KV cache dtype", ["same as weights", *DTYPES], key="co_kvdtype")
     kv_dtype = dtype if kv_choice == "same as weights" else kv_choice
     causal = state.toggle("causal: count only allowed pairs", key="co_causal",
                           help="Realized only by a kernel that skips masked blocks.")  # fmt: skip
-    gpu_name = state.selectbox("GPU", list_gpus(), key="co_gpu")
+    gpu_name = state.selectbox("GPU", list_gpus(), key="co_gpu", default="a100-80gb")
     n_gpus = int(state.number("GPUs (weights and cache sharded)", 1, MAX_GPUS, 1, key="co_ngpu", step=1))
 
 report = None
@@ -93,6 +92,7 @@ if r.serving.free_bytes < 0:
     )
 for col, (label, value, meaning) in zip(st.columns(6), explore.headline(r), strict=True):
     col.metric(label, value, help=meaning)
+st.caption(explore.card_conventions(r))
 
 section = state.radio("Section", SECTIONS, key="co_section", horizontal=True, label_visibility="collapsed")
 T_full, T_causal = costs.crossover_seq_len(s), costs.crossover_seq_len(s, causal=True)
@@ -173,7 +173,7 @@ def show_serving() -> None:
     st.markdown(
         f"⌊({n_gpus} × {format_bytes(gpu.memory_bytes)} − {format_bytes(r.weight_bytes)} of weights) ÷ "
         f"{format_bytes_binary(r.serving.kv_bytes_per_sequence)} per sequence⌋ = **{r.serving.max_sequences:,}**. "
-        f"Each decode step reads every weight once ({format_seconds(d.weight_seconds)}) and all {batch} "
+        f"Each decode step reads the weights it uses once ({format_seconds(d.weight_seconds)}) and all {batch} "
         f"cache(s) ({format_seconds(d.kv_seconds)}) at "
         f"{format_rate(n_gpus * gpu.bandwidth_bytes_per_s, 'B/s', prefix='G')}."
     )

@@ -42,9 +42,14 @@ def test_cost_json_llama2_7b_on_a100():
     assert j["crossover_seq_len"] == 24_704
     assert j["score_bytes_naive_per_layer"] == 1 * GiB
     assert j["score_bytes_online_per_layer"] == 512 * 1024
-    assert j["max_sequences"] == 30
-    # 6.61 + 1.05 ms (card 13 rounds each to 2 decimals, so the sum is good to ±0.01 ms).
-    assert j["decode_ms_per_token_lower_bound"] == pytest.approx(7.66, abs=0.01)
+    # Fits: the 81,920 MiB an A100 80GB reports; card 13's 80·10^9 B convention gives its 30.
+    assert j["max_sequences"] == (81_920 * 2**20 - 13_476_831_232) // (2 * GiB) == 33
+    assert j["max_sequences_card13_convention"] == (80 * 10**9 - 13_476_831_232) // (2 * GiB) == 30
+    # Card 13: 6.61 + 1.05 ms (each rounded to 2 decimals, so the sum is good to ±0.01 ms). The true
+    # bound reads one of the 32,000 rows of the untied embedding table: 6.48 + 1.05 ms.
+    assert j["decode_ms_per_token_card13"] == pytest.approx(7.66, abs=0.01)
+    weights_read = (6_738_415_616 - 32_000 * 4096 + 4096) * 2
+    assert j["decode_ms_per_token_lower_bound"] == pytest.approx(1e3 * (weights_read + 2 * GiB) / 2.039e12)
 
 
 def test_cost_json_causal_batch_and_int8(capsys):
@@ -65,7 +70,8 @@ def test_cost_json_llama2_70b_two_gpus(capsys):
     assert main(["cost", "--model", "llama-2-70b", "--seq-len", "4096", "--gpu", "a100-80gb",
                  "--n-gpus", "2", "--json"]) == 0  # fmt: skip
     j = json.loads(capsys.readouterr().out)
-    assert j["max_sequences"] == 16 and j["kv_cache_bytes_per_token"] == 320 * 1024
+    assert j["max_sequences_card13_convention"] == 16 and j["kv_cache_bytes_per_token"] == 320 * 1024
+    assert j["max_sequences"] == (2 * 81_920 * 2**20 - 137_953_296_384) // (1.25 * GiB) == 25
     assert j["decode_attention_intensity_flop_per_byte"] == 8
 
 
@@ -112,7 +118,7 @@ def _malformed(tmp_path: Path, text: str) -> str:
         (["cost", "--model", "gpt2", "--seq-len", "ten"], "--seq-len"),
         (["cost", "--model", "gpt2", "--seq-len", "99999999999"], "--seq-len"),
         (["cost", "--model", "gpt2", "--seq-len", "8", "--batch", "0"], "--batch"),
-        (["cost", "--model", "gpt2", "--seq-len", "8", "--dtype", "fp8"], "--dtype"),
+        (["cost", "--model", "gpt2", "--seq-len", "8", "--dtype", "fp6"], "--dtype"),
         (["cost", "--model", "gpt2", "--seq-len", "8", "--gpu", "v100"], "--gpu"),
         (["cost", "--model", "gpt2", "--seq-len", "8", "--n-gpus", "2"], "--gpu"),
         (["cost", "--model", "gpt2", "--config", "x.json", "--seq-len", "8"], "not allowed"),

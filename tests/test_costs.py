@@ -299,7 +299,9 @@ def test_card14_serving_gqa_vs_mha():
     assert gqa.free_bytes == 22_046_703_616 and gqa.kv_bytes_per_sequence == 1.25 * GiB
     assert gqa.max_sequences == 16
     # Cache-only what-if: same weights, 64 KV heads.
-    mha = serving_capacity(L70.with_kv_heads(64), A100, 4096, n_gpus=2, weights=gqa.weight_bytes, memory="vendor")
+    mha = serving_capacity(
+        L70.with_kv_heads(64), A100, 4096, n_gpus=2, weights=gqa.weight_bytes, memory="vendor"
+    )
     assert mha.kv_bytes_per_sequence == 10 * GiB and mha.max_sequences == 2
     # 2 × 80 GiB as reported: ⌊(171,798,691,840 − 137,953,296,384) / 1.25 GiB⌋ = 25.
     assert serving_capacity(L70, A100, 4096, n_gpus=2).max_sequences == 25
@@ -356,11 +358,19 @@ def test_gpu_presets():
     assert list_gpus() == ["a100-40gb", "a100-80gb", "b200", "h100-pcie", "h100-sxm", "h200", "l4", "l40s",
                            "mi300x", "rtx-4090"]  # fmt: skip
     h200 = load_gpu("h200")
-    assert (h200.vendor_memory_bytes, h200.bandwidth_bytes_per_s, h200.bf16_flops_per_s) == (141e9, 4.8e12, 989e12)
+    assert (h200.vendor_memory_bytes, h200.bandwidth_bytes_per_s, h200.bf16_flops_per_s) == (
+        141e9,
+        4.8e12,
+        989e12,
+    )
     assert round(h200.memory_bytes / 2**30, 1) == 140.4  # "an H200 reports about 140 GiB" (issue 12)
     # nvidia-smi totals quoted in issue 12: 81,559 MiB (H100 80GB), 81,920 MiB (A100 80GB).
     assert load_gpu("h100-sxm").memory_bytes == 81_559 * 2**20 and A100.memory_bytes == 81_920 * 2**20
-    assert (A100.bandwidth_bytes_per_s, A100.bf16_flops_per_s, A100.vendor_memory_bytes) == (2039e9, 312e12, 80e9)
+    assert (A100.bandwidth_bytes_per_s, A100.bf16_flops_per_s, A100.vendor_memory_bytes) == (
+        2039e9,
+        312e12,
+        80e9,
+    )
     for name in list_gpus():
         gpu = load_gpu(name)
         assert gpu.source and gpu.memory_source  # every number has a source
@@ -407,8 +417,9 @@ def test_cache_ratio_is_h_over_hkv(L, h_kv, group, d_h, T, B, b):
 
 
 def test_bad_inputs():
+    assert bytes_per_value("fp8") == 1  # issue 12 adds fp8
     with pytest.raises(ValueError, match="dtype"):
-        bytes_per_value("fp8")
+        bytes_per_value("fp6")
     with pytest.raises(ValueError, match="T"):
         kv_cache_bytes(L7, -1)
     with pytest.raises(ValueError, match="whole"):
@@ -427,7 +438,9 @@ def test_cost_report_bundles_the_same_numbers():
     assert j["crossover_seq_len"] == 24_704 and isinstance(j["crossover_seq_len"], int)
     assert j["max_sequences"] == 33  # the 80 GiB the device reports; card 13's 80·10^9 B gives 30
     assert j["max_sequences_card13_convention"] == 30
-    assert j["decode_ms_per_token_lower_bound"] == pytest.approx(6.48 + 1.05, abs=0.01)  # 2 decimals, as the card
+    assert j["decode_ms_per_token_lower_bound"] == pytest.approx(
+        6.48 + 1.05, abs=0.01
+    )  # 2 decimals, as the card
     assert j["decode_ms_per_token_card13"] == pytest.approx(6.61 + 1.05, abs=0.01)
     assert not r.beyond_max_context and cost_report(L3, 131_072).beyond_max_context
     int8 = cost_report(L7, 4096, dtype="fp16", kv_dtype="int8").to_json()
@@ -450,7 +463,14 @@ def test_kv_head_variants_reproduce_card14():
     assert [rows[k].kv_bytes_per_token for k in ("MHA", "GQA", "MQA")] == [2560 * KiB, 320 * KiB, 40 * KiB]
     assert [rows[k].attention_params_per_layer for k in ("MHA", "GQA", "MQA")] == [
         268_435_456, 150_994_944, 136_314_880]  # fmt: skip
-    assert (rows["MHA"].max_sequences, rows["GQA"].max_sequences) == (2, 16)  # same weights, card 14
+    # Same weights, card 14's 2 × 80·10⁹ B: (2, 16); the 2 × 81,920 MiB the devices report hold more.
+    assert (rows["MHA"].max_sequences_card14, rows["GQA"].max_sequences_card14) == (2, 16)
+    free = 2 * 81_920 * 2**20 - 137_953_296_384
+    assert (
+        (rows["MHA"].max_sequences, rows["GQA"].max_sequences)
+        == (free // (10 * GiB), free // (1.25 * GiB))
+        == (3, 25)
+    )
     assert (rows["MHA"].decode_intensity, rows["GQA"].decode_intensity) == (1, 8)
     assert rows["GQA"].cache_ratio_to_mha == 8
     without_gpu = kv_head_variants(L7, 4096)

@@ -183,7 +183,7 @@ def test_missing_key_is_named(key, named):
         ({"sliding_window": "4k"}, "sliding_window"),
         ({"tie_word_embeddings": "no"}, "tie_word_embeddings"),
         ({"num_attention_heads": 48}, "head_dim"),  # 4096 / 48 is not whole
-        ({"num_local_experts": 8}, "mixture-of-experts"),
+        ({"num_local_experts": 8}, "'num_local_experts'"),  # no expert layout for model_type llama
     ],
 )
 def test_malformed_values_are_rejected_with_the_key(patch, named):

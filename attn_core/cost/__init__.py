@@ -7,7 +7,7 @@ model, and the crossover (`flops`), the KV cache and serving (`serving`), score 
 (`cli`). It imports nothing else of attn_core, so ``python -m attn_core cost …`` stays fast.
 """
 
-from attn_core.cost.arch import MLA, MoE
+from attn_core.cost.arch import EXPERT_KEYS, MLA, MoE
 from attn_core.cost.flops import (
     LayerFlops,
     PrefillFlops,
@@ -20,14 +20,6 @@ from attn_core.cost.flops import (
     score_bytes_naive,
     score_bytes_online,
 )
-from attn_core.cost.params import (
-    AttentionParams,
-    ParamCount,
-    attention_params,
-    decode_weight_bytes,
-    model_params,
-    weight_bytes,
-)
 from attn_core.cost.gpus import GPU, GPUS_FILE, custom_gpu, list_gpus, load_gpu
 from attn_core.cost.memory import (
     LSE_BYTES,
@@ -38,6 +30,14 @@ from attn_core.cost.memory import (
     naive_score_bytes,
     online_state_bytes,
     recompute_flops,
+)
+from attn_core.cost.params import (
+    AttentionParams,
+    ParamCount,
+    attention_params,
+    decode_weight_bytes,
+    model_params,
+    weight_bytes,
 )
 from attn_core.cost.report import (
     CostReport,
@@ -62,7 +62,6 @@ from attn_core.cost.shapes import (
     ACT_KEYS,
     BIASED_MODEL_TYPES,
     CONTEXT_KEYS,
-    EXPERT_KEYS,
     FF_KEYS,
     GATED_ACTIVATIONS,
     GATED_MODEL_TYPES,
@@ -127,9 +126,11 @@ __all__ = [
     "MAX_CONFIG_BYTES",
     "MAX_INT",
     "MAX_T",
+    "MLA",
     "MODELS_DIR",
     "PLAIN_MODEL_TYPES",
     "VOCAB_KEYS",
+    "WEIGHT_BITS",
     "WIDTH_KEYS",
     "AttentionParams",
     "ConfigError",
@@ -139,12 +140,10 @@ __all__ = [
     "KVHeadVariant",
     "LayerFlops",
     "MemoryBill",
-    "ModelShape",
-    "MLA",
     "MoE",
+    "ModelShape",
     "ParamCount",
     "PrefillFlops",
-    "WEIGHT_BITS",
     "ServingCapacity",
     "attention_pairs",
     "attention_params",
@@ -154,9 +153,9 @@ __all__ = [
     "cost_sweep",
     "crossover_seq_len",
     "custom_gpu",
-    "decode_weight_bytes",
     "decode_intensity",
     "decode_lower_bound",
+    "decode_weight_bytes",
     "doubling_ratio",
     "format_bytes",
     "format_bytes_binary",
@@ -183,9 +182,9 @@ __all__ = [
     "naive_score_bytes",
     "online_state_bytes",
     "pair_flops",
-    "prefill_flops",
     "parse_config_bytes",
     "parse_config_text",
+    "prefill_flops",
     "recompute_flops",
     "score_bytes_naive",
     "score_bytes_online",

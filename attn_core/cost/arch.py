@@ -23,7 +23,9 @@ HF_LAYER_TYPES: dict[str, LayerKind] = {
     "chunked_attention": "chunked",
 }
 # Model types whose layers keep a fixed-size recurrent state instead of (or beside) a KV cache.
-STATE_SPACE_MODEL_TYPES = frozenset({"mamba", "mamba2", "falcon_mamba", "jamba", "zamba", "zamba2", "nemotron_h"})
+STATE_SPACE_MODEL_TYPES = frozenset(
+    {"mamba", "mamba2", "falcon_mamba", "jamba", "zamba", "zamba2", "nemotron_h"}
+)
 EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_top_k")
 # Expert layouts we know, by model_type: where the expert width lives and which layers are dense.
@@ -105,7 +107,9 @@ def layer_kinds(config: Mapping[str, Any], model_type: str, n_layers: int) -> tu
     types = config.get("layer_types")
     if types is not None:
         if not isinstance(types, list) or len(types) != n_layers:
-            raise ConfigError(f"config key 'layer_types' must list one type for each of the {n_layers} layers")
+            raise ConfigError(
+                f"config key 'layer_types' must list one type for each of the {n_layers} layers"
+            )
         unknown = sorted({t for t in types if t not in HF_LAYER_TYPES}, key=str)
         if unknown:
             raise ConfigError(

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from attn_core.cost.params import model_params
 from attn_core.cost.gpus import list_gpus, load_gpu
 from attn_core.cost.limits import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN
+from attn_core.cost.params import model_params
 from attn_core.cost.report import CostReport, cost_report
 from attn_core.cost.shapes import (
     MAX_CONFIG_BYTES,

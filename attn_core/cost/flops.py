@@ -45,7 +45,9 @@ def pair_flops(shape: ModelShape, absorbed: bool = False) -> int:
 
 
 # -- Query–key pairs per attention pattern ----------------------------------------------------
-def attention_pairs(T: Any, causal: bool = False, window: int | None = None, chunk: int | None = None) -> Tokens:
+def attention_pairs(
+    T: Any, causal: bool = False, window: int | None = None, chunk: int | None = None
+) -> Tokens:
     """Query–key pairs a kernel must compute for T queries over T keys.
 
     Full: T². Causal: T(T + 1)/2 — realized only by a kernel that skips masked blocks.

@@ -31,7 +31,9 @@ def whole(key: str, value: Any, minimum: int = 1) -> int:
     if not ok:
         raise ConfigError(f"config key {key!r} must be a finite whole number, got {value!r}")
     if not minimum <= int(value) <= MAX_INT:
-        raise ConfigError(f"config key {key!r} must be a whole number from {minimum} to {MAX_INT:,}, got {value!r}")
+        raise ConfigError(
+            f"config key {key!r} must be a whole number from {minimum} to {MAX_INT:,}, got {value!r}"
+        )
     return int(value)
 
 

@@ -39,7 +39,12 @@ def _mla_weights(shape: ModelShape) -> tuple[int, int, int]:
     KV up: r_kv·h·(d_nope + d_v); O: h·d_v·d. Biases, if any, on the down maps and O."""
     m, d, h = shape.mla, shape.d_model, shape.n_heads
     q = d * m.q_lora_rank + m.q_lora_rank * h * m.qk_head_dim if m.q_lora_rank else d * h * m.qk_head_dim
-    weights = q + d * m.cache_width + m.kv_lora_rank * h * (m.qk_nope_head_dim + m.v_head_dim) + h * m.v_head_dim * d
+    weights = (
+        q
+        + d * m.cache_width
+        + m.kv_lora_rank * h * (m.qk_nope_head_dim + m.v_head_dim)
+        + h * m.v_head_dim * d
+    )
     biases = (m.q_lora_rank or 0) + m.cache_width + d if shape.attention_bias else 0
     return weights, biases, (m.q_lora_rank or 0) + m.kv_lora_rank
 
@@ -117,7 +122,15 @@ class ParamCount:
 
     @property
     def total(self) -> int:
-        return self.embeddings + self.positions + self.attention + self.mlp + self.experts + self.norms + self.lm_head
+        return (
+            self.embeddings
+            + self.positions
+            + self.attention
+            + self.mlp
+            + self.experts
+            + self.norms
+            + self.lm_head
+        )
 
     @property
     def active(self) -> int:
@@ -153,7 +166,9 @@ def model_params(shape: ModelShape) -> ParamCount:
     )
 
 
-def weight_bytes(shape: ModelShape, bytes_per_param: float = 2, expert_bytes_per_param: float | None = None) -> int:
+def weight_bytes(
+    shape: ModelShape, bytes_per_param: float = 2, expert_bytes_per_param: float | None = None
+) -> int:
     """Bytes of all weights: ⌈params × b⌉ (fp16: 2 × parameter count; int4 at group 64 with
     fp16 scales: 4.25 bits = 0.53125 B). ``expert_bytes_per_param`` sizes the routed experts
     apart (gpt-oss ships them in MXFP4 and the rest in bf16)."""

@@ -15,8 +15,8 @@ from attn_core.cost.flops import (
     score_bytes_naive,
     score_bytes_online,
 )
-from attn_core.cost.params import AttentionParams, attention_params, decode_weight_bytes, weight_bytes
 from attn_core.cost.gpus import GPU
+from attn_core.cost.params import AttentionParams, attention_params, decode_weight_bytes, weight_bytes
 from attn_core.cost.serving import (
     DecodeBound,
     ServingCapacity,
@@ -52,8 +52,9 @@ class CostReport:
     decode_intensity: float
     gpu: GPU | None = None
     n_gpus: int = 1
-    serving: ServingCapacity | None = None
+    serving: ServingCapacity | None = None  # memory as the device reports it
     decode: DecodeBound | None = None
+    serving_card13: ServingCapacity | None = None  # cards 13/14's convention: vendor GB (80·10⁹ B)
 
     @property
     def beyond_max_context(self) -> bool:
@@ -95,7 +96,11 @@ class CostReport:
                 n_gpus=self.n_gpus,
                 max_sequences=self.serving.max_sequences,
                 max_sequences_is_upper_bound=True,
+                gpu_memory_bytes=self.serving.memory_bytes,
+                max_sequences_card13_convention=self.serving_card13.max_sequences,
+                gpu_memory_bytes_card13_convention=self.serving_card13.memory_bytes,
                 decode_ms_per_token_lower_bound=1e3 * self.decode.seconds_per_step,
+                decode_ms_per_token_card13=1e3 * self.decode.card13_seconds_per_step,
                 decode_tokens_per_s_upper_bound=self.decode.tokens_per_s,
                 ridge_flop_per_byte=self.gpu.ridge_flop_per_byte,
             )
@@ -120,9 +125,10 @@ def cost_report(
     batch = _tokens(batch, "batch", 1)
     kv_dtype = dtype if kv_dtype is None else kv_dtype
     b, b_kv = bytes_per_value(dtype), bytes_per_value(kv_dtype)
-    serving = decode = None
+    serving = decode = card13 = None
     if gpu is not None:
         serving = serving_capacity(shape, gpu, T, n_gpus, b, b_kv)
+        card13 = serving_capacity(shape, gpu, T, n_gpus, b, b_kv, memory="vendor")
         decode = decode_lower_bound(shape, gpu, T, batch, n_gpus, b, b_kv)
     return CostReport(
         model=shape,
@@ -144,6 +150,7 @@ def cost_report(
         n_gpus=n_gpus,
         serving=serving,
         decode=decode,
+        serving_card13=card13,
     )
 
 
@@ -160,6 +167,7 @@ class KVHeadVariant:
     attention_params_per_layer: int
     decode_intensity: float  # FLOP per byte of decode attention
     max_sequences: int | None  # with the model's own weights held fixed (cache-only what-if)
+    max_sequences_card14: int | None  # the same under card 14's vendor GB (80·10⁹ B per GPU)
     decode_ms_lower_bound: float | None
 
 
@@ -184,11 +192,10 @@ def kv_head_variants(
     rows = []
     for n_kv in counts:
         variant = shape.with_kv_heads(n_kv)
-        serving = decode = None
+        serving = decode = card14 = None
         if gpu is not None:
-            serving = serving_capacity(
-                variant, gpu, T, n_gpus, weight_bytes_per_param, kv_bytes_per_value, weights
-            )
+            args = (variant, gpu, T, n_gpus, weight_bytes_per_param, kv_bytes_per_value, weights)
+            serving, card14 = serving_capacity(*args), serving_capacity(*args, memory="vendor")
             kv = kv_cache_bytes(variant, T, batch, kv_bytes_per_value)
             read = decode_weight_bytes(shape, batch, weight_bytes_per_param)
             decode = DecodeBound(read, kv, n_gpus * gpu.bandwidth_bytes_per_s, batch, weights)
@@ -202,6 +209,7 @@ def kv_head_variants(
                 attention_params_per_layer=attention_params(variant).total,
                 decode_intensity=decode_intensity(variant, kv_bytes_per_value),
                 max_sequences=None if serving is None else serving.max_sequences,
+                max_sequences_card14=None if card14 is None else card14.max_sequences,
                 decode_ms_lower_bound=None if decode is None else 1e3 * decode.seconds_per_step,
             )
         )

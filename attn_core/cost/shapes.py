@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from attn_core.cost.arch import (
-    EXPERT_KEYS,
     LAYER_KINDS,
     MLA,
     LayerKind,
@@ -142,7 +141,9 @@ class ModelShape:
         if kinds is None:
             return
         if len(kinds) != self.n_layers or any(k not in LAYER_KINDS for k in kinds):
-            raise ConfigError(f"layer_types must give one of {LAYER_KINDS} for each of the {self.n_layers} layers")
+            raise ConfigError(
+                f"layer_types must give one of {LAYER_KINDS} for each of the {self.n_layers} layers"
+            )
         if "sliding" in kinds and self.sliding_window is None:
             raise ConfigError("layer_types has sliding layers but the config has no 'sliding_window'")
         if "chunked" in kinds and self.attention_chunk_size is None:
@@ -259,7 +260,9 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
     chunk = config.get("attention_chunk_size")
     biased = model_type in BIASED_MODEL_TYPES
     qkv_only = model_type in QKV_BIAS_MODEL_TYPES
-    layer_norm = "rms_norm_eps" not in config and ("layer_norm_epsilon" in config or "layer_norm_eps" in config)
+    layer_norm = "rms_norm_eps" not in config and (
+        "layer_norm_epsilon" in config or "layer_norm_eps" in config
+    )
     return ModelShape(
         name=name or str(config.get("_name_or_path") or model_type or "custom model"),
         n_layers=n_layers,
@@ -270,7 +273,9 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
         d_ff=d_ff,
         mlp_kind=_mlp_kind(config, model_type),
         vocab_size=read_int(config, VOCAB_KEYS, "vocabulary size"),
-        attention_bias=read_bool(config, ("attention_bias", "bias", "use_bias", "add_qkv_bias"), biased or qkv_only),
+        attention_bias=read_bool(
+            config, ("attention_bias", "bias", "use_bias", "add_qkv_bias"), biased or qkv_only
+        ),
         output_bias=False if qkv_only else None,
         mlp_bias=read_bool(config, ("mlp_bias", "bias", "use_bias"), biased),
         norm_kind="layer" if layer_norm else "rms",
@@ -286,7 +291,9 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
         qk_norm=model_type in QK_NORM_MODEL_TYPES,
         norms_per_layer=4 if model_type in FOUR_NORM_MODEL_TYPES else 2,
         quantization=read_quantization(config),
-        nextn_layers_left_out=read_int(config, ("num_nextn_predict_layers",), "MTP layers", default=0, minimum=0),
+        nextn_layers_left_out=read_int(
+            config, ("num_nextn_predict_layers",), "MTP layers", default=0, minimum=0
+        ),
     )
 
 

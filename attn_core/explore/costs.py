@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from attn_core.cost import memory
 from attn_core.cost.flops import crossover_seq_len, doubling_ratio, layer_flops
-from attn_core.cost.params import attention_params, model_params
 from attn_core.cost.gpus import GPU, list_gpus, load_gpu
+from attn_core.cost.params import attention_params, model_params
 from attn_core.cost.report import CostReport, cost_report, kv_head_variants
 from attn_core.cost.serving import kv_cache_bytes
 from attn_core.cost.shapes import ModelShape
@@ -86,6 +86,7 @@ def variants_table(
         "attention params per layer": [format_count(v.attention_params_per_layer) for v in variants],
         "decode FLOP/byte": [f"{v.decode_intensity:g}" for v in variants],
         "sequences that fit (≤)": [v.max_sequences for v in variants],
+        "fit, card 14's 80×10⁹ B/GPU (≤)": [v.max_sequences_card14 for v in variants],
         "decode step (≥, ms)": [f"{v.decode_ms_lower_bound:.2f}" for v in variants],
     }
 
@@ -104,11 +105,13 @@ def gpu_table(r: CostReport, dtype: str, causal: bool, kv_dtype: str) -> dict[st
     reports = [cost_report(s, T, batch, dtype, causal, load_gpu(g), n, kv_dtype) for g in list_gpus()]
     return {
         "GPU": [x.gpu.label for x in reports],
-        "memory (vendor GB)": [format_count(x.gpu.memory_bytes / 1e9) for x in reports],
+        "memory reported": [format_bytes_binary(x.gpu.memory_bytes) for x in reports],
+        "vendor label": [format_bytes_decimal(x.gpu.vendor_memory_bytes, 0) for x in reports],
         "bandwidth": [format_rate(x.gpu.bandwidth_bytes_per_s, "B/s", prefix="G") for x in reports],
         "bf16 dense": [format_rate(x.gpu.bf16_flops_per_s, "FLOP/s") for x in reports],
         "ridge (FLOP/byte)": [f"{x.gpu.ridge_flop_per_byte:.0f}" for x in reports],
         "sequences that fit (≤)": [x.serving.max_sequences for x in reports],
+        "fit at the vendor label (≤)": [x.serving_card13.max_sequences for x in reports],
         "decode step (≥, ms)": [f"{1e3 * x.decode.seconds_per_step:.2f}" for x in reports],
         "tokens/s (≤)": [f"{x.decode.tokens_per_s:,.1f}" for x in reports],
     }
@@ -133,7 +136,9 @@ def how_its_asked(r: CostReport, b: int, b_kv: int) -> list[tuple[str, str]]:
         (f"How much KV cache for a {T:,}-token conversation, and how many fit on {n_gpus} × {gpu.label}?",
          f"{format_bytes_binary(r.kv_cache_bytes_per_token)} per token (2·L·H_kv·d_h·b = 2·{s.n_layers}·{s.n_kv_heads}·"
          f"{s.head_dim}·{b_kv}), {per_seq} per sequence, at most {r.serving.max_sequences:,} sequences beside "
-         f"{format_bytes(r.weight_bytes)} of weights."),
+         f"{format_bytes(r.weight_bytes)} of weights in the {format_bytes_binary(r.serving.memory_bytes)} the "
+         f"device reports ({r.serving_card13.max_sequences:,} in the vendor's "
+         f"{format_bytes_decimal(r.serving_card13.memory_bytes)}, card 13's convention)."),
         ("Why doesn't adding heads add attention parameters?",
          f"With h·d_h = d the projections hold 4d² = {format_count(mha_params)} weights whatever h is; this model has "
          f"{format_count(attention_params(s).total)} per layer{' (GQA shrinks K and V)' if s.n_kv_heads < s.n_heads else ''}."),
@@ -170,3 +175,20 @@ def headline(r: CostReport) -> list[tuple[str, str, str]]:
         ("decode step (≥)", format_seconds(r.decode.seconds_per_step),
          f"≤ {r.decode.tokens_per_s:,.1f} tokens/s over the batch"),
     ]  # fmt: skip
+
+
+def card_conventions(r: CostReport) -> str:
+    """Cards 13 and 14 as quoted (vendor GB, every weight read) beside what this page uses."""
+    g, d, n = r.gpu, r.decode, r.n_gpus
+    card_weights = d.card13_seconds_per_step - d.kv_seconds
+    return (
+        f"**As the cards count it:** {n} × {format_bytes_decimal(g.vendor_memory_bytes)} (vendor GB, 10⁹ B) → "
+        f"**{r.serving_card13.max_sequences:,}** sequences; a decode step reads every weight, "
+        f"**{format_seconds(card_weights)}** + {format_seconds(d.kv_seconds)} of cache = "
+        f"{format_seconds(d.card13_seconds_per_step)}. **This page:** the {format_bytes_binary(g.memory_bytes)} "
+        f"the device reports ({g.memory_source}) → {r.serving.max_sequences:,} sequences, and a step reads only "
+        f"the weights it uses (an untied embedding table only for its {r.batch:,} row(s), the top-k experts) → "
+        f"{format_seconds(d.weight_seconds)} + {format_seconds(d.kv_seconds)}. The label is decimal GB, the "
+        "device counts binary GiB (2³⁰ B, 7.4% more per unit) of its real stack, so the label's figure is not an "
+        "upper bound; the true decode floor is below the card's."
+    )
