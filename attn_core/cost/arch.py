@@ -30,9 +30,11 @@ EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_
 TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_top_k")
 # Expert layouts we know, by model_type: where the expert width lives and which layers are dense.
 MOE_MODEL_TYPES = frozenset(
-    {"mixtral", "gpt_oss", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "kimi_k2"}
+    {"mixtral", "gpt_oss", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "kimi_k2", "llama4_text"}
 )
 DEEPSEEK_TYPES = frozenset({"deepseek_v2", "deepseek_v3", "kimi_k2"})
+# Expert width = intermediate_size (Llama 4's dense layers use intermediate_size_mlp instead).
+OWN_WIDTH_TYPES = frozenset({"mixtral", "gpt_oss", "llama4_text"})
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,12 @@ def _dense_layers(config: Mapping[str, Any], model_type: str, n_layers: int) -> 
         only = set(read_int_list(config, "mlp_only_layers"))
         step = read_int(config, ("decoder_sparse_step",), "sparse step", default=1)
         return tuple(i for i in range(n_layers) if i in only or (i + 1) % step)
+    if model_type == "llama4_text":  # MoE iff listed in moe_layers (else every interleave-th layer)
+        if config.get("moe_layers") is not None:
+            moe = set(read_int_list(config, "moe_layers"))
+            return tuple(i for i in range(n_layers) if i not in moe)
+        step = read_int(config, ("interleave_moe_layer_step",), "MoE interleave step", default=1)
+        return tuple(i for i in range(n_layers) if (i + 1) % step)
     return ()
 
 
@@ -172,12 +180,14 @@ def read_moe(config: Mapping[str, Any], model_type: str, n_layers: int, d_ff: in
             f"config key {key!r} = {value!r}: the expert layout of model_type {model_type or '(none)'!r} is "
             f"not known (known: {', '.join(sorted(MOE_MODEL_TYPES))})"
         )
-    own_width = model_type in ("mixtral", "gpt_oss")  # experts as wide as intermediate_size
-    expert_d_ff = d_ff if own_width else read_int(config, ("moe_intermediate_size",), "expert width")
+    width_key = "intermediate_size" if model_type in OWN_WIDTH_TYPES else "moe_intermediate_size"
+    expert_d_ff = read_int(config, (width_key,), "expert width")
     n_shared, shared_d_ff = 0, 0
     if model_type in DEEPSEEK_TYPES:
         n_shared = read_int(config, ("n_shared_experts",), "shared experts", default=0, minimum=0)
         shared_d_ff = expert_d_ff
+    elif model_type == "llama4_text":  # one shared expert as wide as a routed one
+        n_shared, shared_d_ff = 1, expert_d_ff
     elif model_type == "qwen2_moe":
         shared_d_ff = read_int(config, ("shared_expert_intermediate_size",), "shared expert width", 0, 0)
         n_shared = 1 if shared_d_ff else 0

@@ -245,12 +245,17 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
     n_kv_heads = read_int(config, KV_HEAD_KEYS, "KV-head count", default=n_heads)
     if config.get("multi_query") is True:  # GPT-BigCode / Falcon spell MQA as a flag
         n_kv_heads = 1
-    if first(config, HEAD_DIM_KEYS)[0] is None and d_model % n_heads:
+    if first(config, HEAD_DIM_KEYS)[0] is None and d_model % n_heads and config.get("kv_lora_rank") is None:
         raise ConfigError(
             f"no 'head_dim' and the width {d_model} is not divisible by {n_heads} heads: add 'head_dim'"
         )
-    head_dim = read_int(config, HEAD_DIM_KEYS, "head width", default=d_model // n_heads)
-    d_ff = read_int(config, FF_KEYS, "feed-forward width", default=4 * d_model)
+    mla = read_mla(config)
+    if mla is not None:  # MLA: a query/key head is d_nope + d_rope wide, whatever d / h is
+        head_dim = mla.qk_head_dim
+    else:
+        head_dim = read_int(config, HEAD_DIM_KEYS, "head width", default=d_model // n_heads)
+    ff_keys = ("intermediate_size_mlp", *FF_KEYS) if model_type == "llama4_text" else FF_KEYS  # dense layers
+    d_ff = read_int(config, ff_keys, "feed-forward width", default=4 * d_model)
     kinds = layer_kinds(config, model_type, n_layers)
     window = config.get("sliding_window")
     if config.get("use_sliding_window") is False:  # Qwen2 ships a window it does not use
@@ -286,7 +291,7 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
         layer_types=kinds,
         attention_chunk_size=None if chunk is None else read_int(config, ("attention_chunk_size",), "chunk"),
         moe=read_moe(config, model_type, n_layers, d_ff),
-        mla=read_mla(config),
+        mla=mla,
         attention_sinks=read_sinks(config, model_type),
         qk_norm=model_type in QK_NORM_MODEL_TYPES,
         norms_per_layer=4 if model_type in FOUR_NORM_MODEL_TYPES else 2,
