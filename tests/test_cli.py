@@ -9,6 +9,7 @@ exactly what `python -m attn_core` runs. Two subprocess runs prove the CLI never
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -172,3 +173,128 @@ def test_the_cost_cli_never_imports_torch(argv):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "TORCH_IMPORTED False" in done.stderr
+
+
+# -- Issue 12: whole-model keys, dtypes, custom GPUs, absurd requests ---------------------------------
+def test_deepseek_v3_whole_model_json(capsys):
+    """MLA cache by hand: 61 layers × (512 + 64) numbers × 1 B (fp8) × 131,072 tokens; parameters as
+    the DeepSeek-V3 report counts them (671B, 37B active, within 2%); the fp8 weights fit on 8 H200s."""
+    argv = ["cost", "--model", "deepseek-v3", "--seq-len", "131072", "--gpu", "h200", "--n-gpus", "8",
+            "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--gen-len", "10", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert j["kv_cache_bytes"] == 61 * (512 + 64) * 131_072
+    assert j["params"] == pytest.approx(671e9, rel=0.02) and j["active_params"] == pytest.approx(
+        37e9, rel=0.02
+    )
+    assert j["weight_bytes"] == j["params"] and j["bits_per_weight"] == 8  # fp8: one byte per weight
+    assert j["nextn_layers_left_out"] == 1 and j["quantization_config"].startswith("fp8")
+    assert j["max_sequences"] > 0 and j["times_are"] == "lower bounds"
+    assert j["prefill_flops"] == sum(
+        v for k, v in j["prefill_flops_breakdown"].items() if k != "attention_mla_absorbed"
+    )
+    # TTFT ≥ both roofline terms; the first decode step reads at least the 37B active weights' bytes.
+    assert j["ttft_ms_lower_bound"] >= 1e3 * j["prefill_flops"] / (8 * 989e12) * (1 - 1e-12)
+    assert j["decode_ms_lower_bound"] >= 1e3 * (36e9 + j["kv_cache_bytes"]) / (8 * 4.8e12)
+
+
+def test_efficiency_turns_bounds_into_estimates(capsys):
+    base = [
+        "cost",
+        "--model",
+        "llama-2-7b",
+        "--seq-len",
+        "4096",
+        "--gpu",
+        "a100-80gb",
+        "--gen-len",
+        "4",
+        "--json",
+    ]
+    assert main(base) == 0
+    bound = json.loads(capsys.readouterr().out)
+    assert main([*base, "--efficiency", "0.5"]) == 0
+    est = json.loads(capsys.readouterr().out)
+    assert (
+        est["times_are"].startswith("estimates")
+        and est["ttft_ms_estimate"] == 2 * bound["ttft_ms_lower_bound"]
+    )
+    assert est["decode_ms_lower_bound"] == bound["decode_ms_lower_bound"]  # the bound itself stays
+    # End to end, by hand: 4 steps over caches of 4,096 … 4,099 tokens (512 KiB each), weights each step.
+    weights_read = (6_738_415_616 - 32_000 * 4096 + 4096) * 2
+    decode = sum(weights_read + 524_288 * t for t in range(4096, 4100)) / 2.039e12
+    assert bound["end_to_end_ms_lower_bound"] == pytest.approx(bound["ttft_ms_lower_bound"] + 1e3 * decode)
+
+
+def test_int4_weights_state_their_bits(capsys):
+    assert (
+        main(["cost", "--model", "llama-2-7b", "--seq-len", "8", "--weight-dtype", "int4-g64", "--json"]) == 0
+    )
+    j = json.loads(capsys.readouterr().out)
+    assert j["bits_per_weight"] == 4 + 16 / 64 == 4.25  # int4 plus one fp16 scale per 64 weights
+    assert j["weight_bytes"] == math.ceil(6_738_415_616 * 4.25 / 8)
+
+
+def test_custom_gpu_flags(capsys):
+    argv = ["cost", "--model", "llama-2-7b", "--seq-len", "4096", "--gpu-mem-gib", "80", "--gpu-tflops", "312",
+            "--gpu-bandwidth-gbs", "2039", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert j["gpu"] == "custom" and j["max_sequences"] == (80 * GiB - 13_476_831_232) // (2 * GiB)
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["--gpu-mem-gib", "80"], "all three"),
+        (
+            ["--gpu", "h200", "--gpu-mem-gib", "80", "--gpu-tflops", "1", "--gpu-bandwidth-gbs", "1"],
+            "alternatives",
+        ),
+        (["--gpu-mem-gib", "nan"], "--gpu-mem-gib"),
+        (["--gpu", "h200", "--efficiency", "1.5"], "--efficiency"),
+        (["--gpu", "h200", "--efficiency", "0"], "--efficiency"),
+        (["--weight-dtype", "int3"], "--weight-dtype"),
+    ],
+)
+def test_bad_issue12_arguments_exit_2(extra, named, capsys):
+    assert main(["cost", "--model", "gpt2", "--seq-len", "8", *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and named in err
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [("Infinity", "num_hidden_layers"), ("NaN", "num_hidden_layers"), ("1e309", "num_hidden_layers"),
+     ('"32"', "num_hidden_layers")],
+)  # fmt: skip
+def test_non_finite_config_values_are_one_line(tmp_path, value, named):
+    text = json.dumps(load_preset_config("llama-2-7b")).replace(
+        '"num_hidden_layers": 32', f'"num_hidden_layers": {value}'
+    )
+    p = run("cost", "--config", _malformed(tmp_path, text), "--seq-len", "8")
+    assert (
+        p.returncode == 2 and p.stderr.count("\n") == 1 and named in p.stderr and "Traceback" not in p.stderr
+    )
+
+
+def test_absurd_requests_answer_and_say_so(capsys):
+    assert (
+        main(["cost", "--model", "llama-2-70b", "--seq-len", "16777216", "--batch", "65536", "--json"]) == 0
+    )
+    j = json.loads(capsys.readouterr().out)
+    assert j["kv_cache_over_a_petabyte"] and j["beyond_max_context"]
+    assert j["kv_cache_bytes"] == 327_680 * 16_777_216 * 65_536  # 320 KiB per token
+    assert main(["cost", "--model", "llama-2-70b", "--seq-len", "16777216", "--batch", "65536"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(x.startswith("note: the KV cache") and "past a petabyte" in x for x in lines)
+    assert any(x.startswith("note: T is beyond") for x in lines)
+
+
+def test_nested_config_file(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(load_preset_config("gemma-3-27b")))
+    assert main(["cost", "--config", str(path), "--seq-len", "32768", "--json"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert j["layer_types"] == {"sliding": 52, "full": 10}
+    assert j["kv_cache_bytes"] == 2 * 16 * 128 * 2 * (10 * 32_768 + 52 * 1024)
