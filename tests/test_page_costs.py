@@ -48,7 +48,8 @@ def test_defaults_show_card13_and_card11_numbers(app):
     flops = table_with(at, "all pairs (GFLOP)")
     assert flops["all pairs (GFLOP)"].tolist()[:3] == ["549.8 GFLOP", "274.9 GFLOP", "1,108.1 GFLOP"]
     assert flops["share"].iloc[1] == "14.2%" and flops["share, causal"].iloc[1] == "7.66%"
-    assert len(at.get("plotly_chart")) == 1  # stacked breakdown, the other mode's share dashed
+    # The layer strip (32 full layers) and the stacked breakdown, the other mode's share dashed.
+    assert len(at.get("plotly_chart")) == 2
 
 
 def test_causal_toggle_moves_the_crossover(app):
@@ -211,7 +212,14 @@ def test_weights_that_do_not_fit(app):
 
 
 def chart_layouts(at) -> list[dict]:
-    return [json.loads(c.proto.spec)["layout"] for c in at.get("plotly_chart")]
+    """Every chart's layout except the model card's layer strip."""
+    layouts = [json.loads(c.proto.spec)["layout"] for c in at.get("plotly_chart")]
+    return [x for x in layouts if x["title"]["text"] != "Attention type of each layer"]
+
+
+def chart_data(at, title: str) -> list[dict]:
+    return next(json.loads(c.proto.spec)["data"] for c in at.get("plotly_chart")
+                if json.loads(c.proto.spec)["layout"]["title"]["text"] == title)  # fmt: skip
 
 
 def test_charts_mark_the_crossovers_and_gpu_memory(app):
@@ -224,3 +232,81 @@ def test_charts_mark_the_crossovers_and_gpu_memory(app):
     # 2 × the 80 GiB an A100 80GB reports, and what the 137.95 GB of weights leave, in GiB.
     free = 2 * 81_920 * 2**20 - 137_953_296_384
     assert lines_y == [free / 2**30, 160.0]  # same float division, exact JSON round trip
+
+
+# -- Issue 12: the whole model ------------------------------------------------------------------------
+def strip_counts(at) -> dict[str, int]:
+    """Layer cells per attention type, read from the strip's traces."""
+    return {t["name"].split(" ")[0]: len(t["x"]) for t in chart_data(at, "Attention type of each layer")}
+
+
+def test_moe_preset_whole_model(app):
+    """Mixtral: 46.7B held, 12.9B run per token (Mistral AI's counts); 6 of 8 experts idle per layer."""
+    at = section(app(PAGE, co_model="mixtral-8x7b"), "Whole model")
+    assert at.error.len == 0 and strip_counts(at) == {"full": 32}
+    df = table_with(at, "active per token")
+    row = df.set_index("part").loc["total / active"]
+    assert row["total (short)"] == "46.7B"
+    active = int(row["active per token"].replace(",", ""))
+    assert (
+        active
+        == int(df.set_index("part").loc["total / active", "total"].replace(",", ""))
+        - 32 * 6 * 3 * 4096 * 14336
+    )
+    assert round(active / 1e9, 1) == 12.9
+    assert any("8 routed experts" in m.value and "top-2" in m.value for m in at.markdown)
+    # Held vs run: the stacked bars sum to the same two totals.
+    bars = chart_data(at, "Parameters: held vs run per token")
+    assert round(sum(t["y"][1] for t in bars), 3) == round(active / 1e9, 3)
+    assert len(at.get("download_button")) == len(at.dataframe)  # every table has its CSV
+    badges = [m.value for m in at.markdown if "badge[" in m.value]
+    assert len(badges) == 2 and all("✓" in b for b in badges)
+
+
+def test_deepseek_mla_and_gpt_oss_layer_types(app):
+    at = section(app(PAGE, co_model="deepseek-v3", co_T=131_072), "Whole model")
+    assert strip_counts(at) == {"MLA": 61}
+    text = " ".join(m.value for m in [*at.markdown, *at.caption])
+    assert "512 + 64 = 576 numbers per token per layer" in text and "absorbed" in text
+    assert metric(at, "KV cache, B × T") == "8.58 GiB"  # 61 · 576 · 2 B · 131,072 = 9,210,691,584 B
+    section(at, "KV cache & GQA")
+    assert any("MLA caches one latent" in i.value for i in at.info)
+    at = section(app(PAGE, co_model="gpt-oss-120b"), "Whole model")
+    assert strip_counts(at) == {"full": 18, "sliding": 18}
+    rows = table_with(at, "layer type").set_index("layer type")
+    assert (
+        rows.loc["sliding", "cached at T = 4,096"] == "128"
+        and rows.loc["full", "cached at T = 4,096"] == "4,096"
+    )
+
+
+def test_pasted_nested_config(app):
+    """Gemma 3 as shipped: the language model under text_config; five sliding layers per global one."""
+    from attn_core.cost.shapes import load_preset_config
+
+    at = app(PAGE, co_src="paste or upload config.json")
+    at.text_area(key="co_paste").set_value(json.dumps(load_preset_config("gemma-3-27b"))).run()
+    assert not at.exception and at.error.len == 0
+    assert strip_counts(at) == {"full": 10, "sliding": 52}
+    # 2·16·128·2 B per token per layer × (10 layers × 4,096 + 52 layers × 1,024).
+    assert metric(at, "KV cache, B × T") == "736 MiB" and 8192 * (10 * 4096 + 52 * 1024) == 736 * 2**20
+
+
+def test_time_bounds_and_efficiency(app):
+    at = section(app(PAGE, co_N=4), "Whole model")
+    times = table_with(at, "lower bound").set_index("quantity")
+    weights_read = (6_738_415_616 - 32_000 * 4096 + 4096) * 2
+    assert (
+        times.loc["decode step at P", "lower bound"]
+        == "7.53 ms"
+        == f"{1e3 * (weights_read + 2**31) / 2.039e12:.3g} ms"
+    )
+    at.number_input(key="co_eff").set_value(0.5).run()
+    times = table_with(at, "estimate at 0.5 of peak").set_index("quantity")
+    assert times.loc["decode step at P", "estimate at 0.5 of peak"] == "15.1 ms"
+
+
+def test_malformed_nested_value_names_the_key(app):
+    at = app(PAGE, co_src="paste or upload config.json")
+    at.text_area(key="co_paste").set_value('{"text_config": {"num_hidden_layers": Infinity}}').run()
+    assert not at.exception and any("'num_hidden_layers'" in e.value for e in at.error)

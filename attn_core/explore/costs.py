@@ -192,3 +192,53 @@ def card_conventions(r: CostReport) -> str:
         "device counts binary GiB (2³⁰ B, 7.4% more per unit) of its real stack, so the label's figure is not an "
         "upper bound; the true decode floor is below the card's."
     )
+
+
+def warnings(r: CostReport) -> list[str]:
+    """Absurd or impossible requests: still answered, and said so."""
+    out, s, g = [], r.model, r.gpu
+    if r.beyond_max_context:
+        out.append(f"T = {r.seq_len:,} is beyond this model's trained context of {s.max_context:,} tokens: the "
+                   "numbers are what the arithmetic gives, not a claim the model works there.")  # fmt: skip
+    if r.kv_cache_over_a_petabyte:
+        out.append(f"The KV cache asked for, {format_bytes(r.kv_cache_bytes)}, is past a petabyte.")
+    if r.serving.free_bytes < 0:
+        out.append(f"{format_bytes(r.weight_bytes)} of weights do not fit in {r.n_gpus} × {g.label} "
+                   f"({format_bytes(r.serving.memory_bytes)}): no sequence fits, and the decode bound describes a "
+                   "setup that cannot run. Add GPUs in the sidebar or pick a smaller dtype.")  # fmt: skip
+    return out
+
+
+def serving_metrics(r: CostReport) -> list[tuple[str, str, str]]:
+    d = r.decode
+    return [
+        ("sequences of T that fit (upper bound)", f"{r.serving.max_sequences:,}",
+         f"card 13's vendor-GB convention: {r.serving_card13.max_sequences:,}"),
+        ("decode step, lower bound", format_seconds(d.seconds_per_step),
+         f"card 13 reads every weight: {format_seconds(d.card13_seconds_per_step)}"),
+        ("tokens/s, upper bound", f"{d.tokens_per_s:,.1f}", "B / decode step"),
+        ("decode attention FLOP/byte", f"{r.decode_intensity:g}", "2h / (b·H_kv) = h / H_kv at b = 2"),
+    ]  # fmt: skip
+
+
+def serving_sum(r: CostReport) -> str:
+    """The serving arithmetic, written out with this setup's numbers."""
+    d, g, n = r.decode, r.gpu, r.n_gpus
+    return (
+        f"⌊({n} × {format_bytes(g.memory_bytes)} − {format_bytes(r.weight_bytes)} of weights) ÷ "
+        f"{format_bytes_binary(r.serving.kv_bytes_per_sequence)} per sequence⌋ = **{r.serving.max_sequences:,}**. "
+        f"Each decode step reads the weights it uses once ({format_seconds(d.weight_seconds)}) and all {r.batch} "
+        f"cache(s) ({format_seconds(d.kv_seconds)}) at {format_rate(n * g.bandwidth_bytes_per_s, 'B/s', prefix='G')}."
+    )
+
+
+def score_metrics(s: ModelShape, bill) -> list[tuple[str, str, str]]:
+    """Card 12's five numbers: naive per head / layer / model, online per layer / model."""
+    return [
+        ("naive, per head", format_bytes_binary(bill.naive_per_head), f"B·T²·b = {bill.naive_per_head:,} B"),
+        ("naive, per layer", format_bytes_binary(bill.naive_per_layer), f"B·h·T²·b = {bill.naive_per_layer:,} B"),
+        (f"naive, {s.n_layers} layers", format_bytes_binary(bill.naive_per_model), f"{bill.naive_per_model:,} B"),
+        ("online, per layer", format_bytes_binary(bill.online_per_layer),
+         f"B·h·T·4 = {bill.online_per_layer:,} B (fp32 lse)"),
+        (f"online, {s.n_layers} layers", format_bytes_binary(bill.online_per_model), f"{bill.online_per_model:,} B"),
+    ]  # fmt: skip
