@@ -133,11 +133,11 @@ def layer_strip(cells: Sequence[str], *, title: str, height: int = 150) -> go.Fi
         "title": {"text": title},
         "font": {"size": font_size()},
         "height": height,
-        "margin": {"l": 20, "r": 20, "t": 40, "b": 30},
+        "margin": {"l": 20, "r": 20, "t": 60, "b": 30},
         "barmode": "overlay",
         "xaxis": {"title": {"text": "layer"}, "range": [-0.5, len(cells) - 0.5]},
         "yaxis": {"visible": False, "range": [0, 1]},
-        "legend": {"orientation": "h", "y": 1.25, "x": 1, "xanchor": "right"},
+        "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"},
     }
     return go.Figure({"data": traces, "layout": layout})
 

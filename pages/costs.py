@@ -109,10 +109,14 @@ def sweep_table(group: str, what: str) -> None:
 
 # -- Whole model ----------------------------------------------------------------------------------
 def show_whole() -> None:
-    P = int(state.number("prompt P (tokens)", 1, MAX_SEQ_LEN, 4096, key="co_P", step=1024))
-    N = int(state.number("generated tokens N", 0, MAX_GEN_LEN, 256, key="co_N", step=64))
-    eff = float(state.number("efficiency: achieved fraction of peak (1 = the bound)", 0.01, 1.0, 1.0,
-                             key="co_eff", step=0.05))  # fmt: skip
+    c = st.columns(3)
+    with c[0]:
+        P = int(state.number("prompt P (tokens)", 1, MAX_SEQ_LEN, 4096, key="co_P", step=1024))
+    with c[1]:
+        N = int(state.number("generated tokens N", 0, MAX_GEN_LEN, 256, key="co_N", step=64))
+    with c[2]:
+        eff = float(state.number("efficiency (fraction of peak)", 0.01, 1.0, 1.0, key="co_eff", step=0.05,
+                                 help="1 = the bounds; below 1, each bound ÷ efficiency, labelled an estimate"))  # fmt: skip
     parts, total, active = whole.param_parts(r)
     figures.show(cost_charts.total_vs_active(parts, total, active, title="Parameters: held vs run per token"),
                  key="co_params")  # fmt: skip

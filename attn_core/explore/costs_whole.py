@@ -55,7 +55,7 @@ def params_rows(r: CostReport) -> dict[str, list]:
         (
             "embedding table",
             p.embeddings + p.positions,
-            (0 if p.lm_head else p.embeddings, "indexed, not multiplied"),
+            (p.embeddings + p.positions, "counted active, as Mixtral's 12.9B is (a token reads one row)"),
         ),
         ("attention (all layers)", p.attention, (p.attention, "")),
         ("dense MLPs, shared experts, routers", p.mlp, (p.mlp, "")),
