@@ -227,3 +227,52 @@ def test_unknown_moe_layout_is_refused():
 def test_quantization_is_reported_not_applied():
     s = load_preset("gpt-oss-120b")
     assert s.quantization.startswith("mxfp4") and math.isfinite(model_params(s).total)
+
+
+# -- Layouts the presets do not cover: small configs against the Hugging Face classes -------------------
+def hf_count(model_type: str, cfg: dict) -> int:
+    conf = transformers.AutoConfig.for_model(model_type, **cfg)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(conf)
+    return sum(p.numel() for p in model.parameters())
+
+
+def test_qwen_moe_dense_layers_mixed_in():
+    """mlp_only_layers and decoder_sparse_step: layers 0 and 1 dense by list, odd-numbered steps dense."""
+    cfg = dict(hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_attention_heads=4,
+               num_key_value_heads=2, head_dim=16, num_hidden_layers=6, num_experts=8, num_experts_per_tok=2,
+               vocab_size=100, mlp_only_layers=[0, 1], decoder_sparse_step=2, tie_word_embeddings=False)  # fmt: skip
+    s = from_hf_config(cfg | {"model_type": "qwen3_moe"})
+    assert s.moe.dense_layers == (0, 1, 2, 4)  # MoE iff not listed and (i + 1) % 2 == 0: layers 3 and 5
+    p = model_params(s)
+    assert p.total == hf_count("qwen3_moe", cfg)
+    assert p.active == p.total - 2 * (8 - 2) * 3 * 64 * 32  # two MoE layers, 6 idle experts each
+
+
+def test_gemma2_alternates_sliding_and_global():
+    """Gemma 2: even layers slide (window W), odd layers attend globally; 4 norms per layer."""
+    cfg = dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+               num_hidden_layers=6, vocab_size=100, sliding_window=8, max_position_embeddings=256)  # fmt: skip
+    s = from_hf_config(cfg | {"model_type": "gemma2"})
+    assert s.layer_kinds == ("sliding", "full") * 3
+    assert model_params(s).total == hf_count("gemma2", cfg)
+    for T in (1, 8, 9, 100):
+        assert kv_cache_bytes(s, T) == 2 * 2 * 16 * 2 * (3 * T + 3 * min(T, 8))
+
+
+def test_ttft_and_decode_bounds_by_hand():
+    """Llama 2 7B on one A100 at P = 4,096, causal. TTFT = max(FLOPs / 312 TFLOP/s, bytes / 2,039 GB/s):
+    FLOPs = 32 layers × (per-token 2·(4d² + 3·d·d_ff)·P + 4d·P(P + 1)/2) + 2·d·V·P; bytes = the fp16
+    weights less the V − P embedding rows no token looks up, plus the 2 GiB of cache written. The first
+    decode step reads one embedding row, the rest of the weights and the 2 GiB cache."""
+    from attn_core.cost import load_gpu
+    from attn_core.cost.whole import timing
+
+    d, d_ff, V, P = 4096, 11008, 32000, 4096
+    t = timing(load_preset("llama-2-7b"), load_gpu("a100-80gb"), P, gen_len=0, causal=True)
+    flops = 32 * (2 * (4 * d * d + 3 * d * d_ff) * P + 4 * d * P * (P + 1) // 2) + 2 * d * V * P
+    assert t.prefill.total == flops
+    read = (6_738_415_616 - (V - P) * d) * 2 + 2 * GiB
+    assert t.ttft_s == max(flops / 312e12, read / 2.039e12) and t.ttft_bound == "compute"
+    assert t.decode_step_s == ((6_738_415_616 - V * d + d) * 2 + 2 * GiB) / 2.039e12
+    assert t.tokens_per_s == 0  # nothing generated

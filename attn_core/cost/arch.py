@@ -170,7 +170,7 @@ def _dense_layers(config: Mapping[str, Any], model_type: str, n_layers: int) -> 
     return ()
 
 
-def read_moe(config: Mapping[str, Any], model_type: str, n_layers: int, d_ff: int) -> MoE | None:
+def read_moe(config: Mapping[str, Any], model_type: str, n_layers: int) -> MoE | None:
     """The expert layout, or None for a dense model (no expert count, or one expert)."""
     key, value = first(config, EXPERT_KEYS)
     if key is None or whole(key, value, minimum=0) <= 1:

@@ -290,7 +290,7 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
         max_context=read_int(config, CONTEXT_KEYS, "context", default=0) or None,
         layer_types=kinds,
         attention_chunk_size=None if chunk is None else read_int(config, ("attention_chunk_size",), "chunk"),
-        moe=read_moe(config, model_type, n_layers, d_ff),
+        moe=read_moe(config, model_type, n_layers),
         mla=mla,
         attention_sinks=read_sinks(config, model_type),
         qk_norm=model_type in QK_NORM_MODEL_TYPES,
