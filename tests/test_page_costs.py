@@ -271,6 +271,10 @@ def test_deepseek_mla_and_gpt_oss_layer_types(app):
     assert metric(at, "KV cache, B × T") == "8.58 GiB"  # 61 · 576 · 2 B · 131,072 = 9,210,691,584 B
     section(at, "KV cache & GQA")
     assert any("MLA caches one latent" in i.value for i in at.info)
+    section(at, "How it's asked")
+    text = " ".join(m.value for m in at.markdown)
+    assert "68.62 KiB per token (L·(r_kv + d_rope)·b = 61·(512 + 64)·2)" in text  # 70,272 B
+    assert "128 × (192 + 128) = 40,960" in text
     at = section(app(PAGE, co_model="gpt-oss-120b"), "Whole model")
     assert strip_counts(at) == {"full": 18, "sliding": 18}
     rows = table_with(at, "layer type").set_index("layer type")

@@ -117,6 +117,24 @@ def gpu_table(r: CostReport, dtype: str, causal: bool, kv_dtype: str) -> dict[st
     }
 
 
+def kv_formula(s: ModelShape, b_kv: int) -> str:
+    """The per-token cache formula with this model's numbers (before any window or chunk caps it)."""
+    capped = "; windows and chunks cap some layers' tokens" if set(s.layer_kinds) != {"full"} else ""
+    if s.mla is not None:
+        return f"L·(r_kv + d_rope)·b = {s.n_layers}·({s.mla.kv_lora_rank} + {s.mla.qk_rope_head_dim})·{b_kv}{capped}"
+    return f"2·L·H_kv·d_h·b = 2·{s.n_layers}·{s.n_kv_heads}·{s.head_dim}·{b_kv}{capped}"
+
+
+def mla_answer(r: CostReport) -> str:
+    m, s = r.model.mla, r.model
+    return (
+        f"It already caches less than GQA could: MLA keeps {m.cache_width} numbers per token per layer, where "
+        f"per-head K and V would be {s.n_heads} × ({m.qk_head_dim} + {m.v_head_dim}) = "
+        f"{s.n_heads * (m.qk_head_dim + m.v_head_dim):,}. Decoding in the absorbed form does "
+        f"{r.decode_intensity:.0f} FLOP/byte against the {r.gpu.label}'s ridge of {r.gpu.ridge_flop_per_byte:.0f}."
+    )
+
+
 def how_its_asked(r: CostReport, b: int, b_kv: int) -> list[tuple[str, str]]:
     """The interview questions of cards 11–14, answered with this model's numbers."""
     s, T, gpu, n_gpus = r.model, r.seq_len, r.gpu, r.n_gpus
@@ -134,15 +152,14 @@ def how_its_asked(r: CostReport, b: int, b_kv: int) -> list[tuple[str, str]]:
          f"Going to {2 * T:,} multiplies a layer's FLOPs by {doubling_ratio(s, T):.2f} (causal: "
          f"{doubling_ratio(s, T, causal=True):.2f}). The quadratic part overtakes the rest at T* = {T_star} (all pairs)."),
         (f"How much KV cache for a {T:,}-token conversation, and how many fit on {n_gpus} × {gpu.label}?",
-         f"{format_bytes_binary(r.kv_cache_bytes_per_token)} per token (2·L·H_kv·d_h·b = 2·{s.n_layers}·{s.n_kv_heads}·"
-         f"{s.head_dim}·{b_kv}), {per_seq} per sequence, at most {r.serving.max_sequences:,} sequences beside "
+         f"{format_bytes_binary(r.kv_cache_bytes_per_token)} per token ({kv_formula(s, b_kv)}), {per_seq} per sequence, at most {r.serving.max_sequences:,} sequences beside "
          f"{format_bytes(r.weight_bytes)} of weights in the {format_bytes_binary(r.serving.memory_bytes)} the "
          f"device reports ({r.serving_card13.max_sequences:,} in the vendor's "
          f"{format_bytes_decimal(r.serving_card13.memory_bytes)}, card 13's convention)."),
         ("Why doesn't adding heads add attention parameters?",
          f"With h·d_h = d the projections hold 4d² = {format_count(mha_params)} weights whatever h is; this model has "
          f"{format_count(attention_params(s).total)} per layer{' (GQA shrinks K and V)' if s.n_kv_heads < s.n_heads else ''}."),
-        ("Should we retrain this model with GQA to serve long contexts?",
+        ("Should we retrain this model with GQA to serve long contexts?", mla_answer(r) if s.mla else
          f"The cache shrinks by h/H_kv: with {s.n_heads} query heads, MHA needs {format_bytes_binary(variants[0].kv_bytes_per_token)} "
          f"per token, {variants[-1].kind} with H_kv = {variants[-1].n_kv_heads} needs "
          f"{format_bytes_binary(variants[-1].kv_bytes_per_token)}, and this model ({s.attention_kind}, H_kv = "
