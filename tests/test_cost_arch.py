@@ -276,3 +276,27 @@ def test_ttft_and_decode_bounds_by_hand():
     assert t.ttft_s == max(flops / 312e12, read / 2.039e12) and t.ttft_bound == "compute"
     assert t.decode_step_s == ((6_738_415_616 - V * d + d) * 2 + 2 * GiB) / 2.039e12
     assert t.tokens_per_s == 0  # nothing generated
+
+
+def test_llama4_interleaved_moe_layers():
+    """Maverick's layout: every 2nd layer MoE (16 experts + 1 shared, width intermediate_size), the others
+    dense of width intermediate_size_mlp; chunked attention on 3 of 4 layers."""
+    cfg = dict(hidden_size=64, intermediate_size=32, intermediate_size_mlp=96, num_attention_heads=4,
+               num_key_value_heads=2, head_dim=16, num_hidden_layers=4, num_local_experts=4, num_experts_per_tok=1,
+               vocab_size=100, interleave_moe_layer_step=2, attention_chunk_size=8, no_rope_layers=[1, 1, 1, 0],
+               tie_word_embeddings=False)  # fmt: skip
+    s = from_hf_config(cfg | {"model_type": "llama4_text"})
+    assert s.moe.dense_layers == (0, 2) and s.d_ff == 96 and s.moe.expert_d_ff == 32
+    assert s.layer_kinds == (
+        "chunked",
+        "chunked",
+        "chunked",
+        "full",
+    )  # RoPE layers chunk, NoPE ones are global
+    with pytest.raises(ConfigError, match="attention_chunk_size"):  # which layers chunk? never guessed
+        from_hf_config(
+            {k: v for k, v in cfg.items() if k != "no_rope_layers"} | {"model_type": "llama4_text"}
+        )
+    p = model_params(s)
+    assert p.total == hf_count("llama4_text", cfg)
+    assert p.active == p.total - 2 * 3 * 3 * 64 * 32  # two MoE layers, 3 idle experts each
