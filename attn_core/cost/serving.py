@@ -31,7 +31,9 @@ def kv_cache_bytes_per_token(shape: ModelShape, bytes_per_value: int = 2) -> int
 
 def layer_cached_tokens(shape: ModelShape, T: Any, kind: str, use_window: bool = True) -> Tokens:
     """Tokens one layer holds per sequence after T: full T, sliding min(T, W) (a rolling buffer),
-    chunked min(T, C) (only the current chunk, in a chunk-sized buffer)."""
+    chunked min(T, C). A chunked layer needs only the current chunk, (T − 1) mod C + 1 tokens, but
+    its buffer holds C and every sequence fills it at the end of each chunk, so a cache sized
+    to fit (the "fits" answers) counts the full buffer once T ≥ C."""
     T = _tokens(T)
     if not use_window or kind == "full":
         return T
