@@ -177,9 +177,9 @@ def test_how_its_asked_answers_for_the_chosen_model(app):
 
 
 @pytest.mark.parametrize(
-    "name", ["FLOPs", "KV cache & GQA", "Serving & decode", "Score memory", "How it's asked"]
+    "name", ["Whole model", "FLOPs", "KV cache & GQA", "Serving & decode", "Score memory", "How it's asked"]
 )
-@pytest.mark.parametrize("model", ["gpt2", "mistral-7b", "seed-80l-mha"])
+@pytest.mark.parametrize("model", ["gpt2", "mistral-7b", "seed-80l-mha", "llama-4-scout"])
 def test_every_section_renders_with_csv(app, name, model):
     at = section(app(PAGE, co_model=model, co_causal="true"), name)
     assert at.error.len == 0
