@@ -185,7 +185,8 @@ def _whole_lines(r: CostReport) -> list[str]:
         kind = f"estimates at {t.efficiency:g} of peak" if t.is_estimate else "lower bounds"
         lines += [
             f"Time on {r.n_gpus} × {r.gpu.label} ({kind}; bf16 peak, perfect tensor parallelism)",
-            f"  time to first token, P = {t.prompt_len:,}  {format_seconds(t.ttft_s)} ({t.ttft_bound}-bound)",
+            f"  time to first token, P = {t.prompt_len:,}  {format_seconds(t.ttft_s)} ({t.ttft_bound}-bound, "
+            "causal pairs)",
             f"  decode step at P                 {format_seconds(t.decode_step_s)}",
         ]
         if t.gen_len:

@@ -204,7 +204,9 @@ def cost_report(
         card13 = serving_capacity(shape, gpu, T, n_gpus, b_w, b_kv, memory="vendor")
         decode = decode_lower_bound(shape, gpu, T, batch, n_gpus, b_w, b_kv)
         P = T if prompt_len is None else _tokens(prompt_len, "--prompt-len", 1)
-        times = timing(shape, gpu, P, gen_len, batch, n_gpus, b_w, b_kv, causal, efficiency)
+        times = timing(
+            shape, gpu, P, gen_len, batch, n_gpus, b_w, b_kv, efficiency=efficiency
+        )  # causal pairs
     return CostReport(
         model=shape,
         seq_len=T,

@@ -3,7 +3,9 @@ on a GPU setup — time to first token, one decode step, a prompt of P tokens pl
 
 Conventions, stated once and shown wherever these numbers are:
 - FLOPs: matrix products only, 2 per multiply-add (`flops.prefill_flops`); norms, softmax and
-  rotary are excluded. Peak is the GPU's dense bf16 rate, whatever the weight dtype.
+  rotary are excluded. Time to first token counts the causal pairs each layer's pattern allows:
+  the fewest a decoder must compute, so the bound stays a bound. Peak is the GPU's dense bf16
+  rate, whatever the weight dtype.
 - Bytes a pass must read, at least: the active weights (top-k experts per MoE layer, the fewest any
   batch can touch; an untied embedding table only for the rows looked up) and the KV cache.
 - Tensor parallelism over n GPUs is perfect: FLOP/s and bandwidth add, nothing is replicated.

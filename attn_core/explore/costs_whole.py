@@ -163,7 +163,7 @@ def whole_checks(r: CostReport) -> list[tuple[str, float]]:
 def whole_timing(r: CostReport, prompt_len: int, gen_len: int, efficiency: float) -> Timing:
     """The report's model on its GPUs, dtypes and batch: prefill P tokens, then generate N."""
     b_w, b_kv = weight_bytes_per_param(r.weight_dtype), bytes_per_value(r.kv_dtype)
-    return timing(r.model, r.gpu, prompt_len, gen_len, r.batch, r.n_gpus, b_w, b_kv, r.causal, efficiency)
+    return timing(r.model, r.gpu, prompt_len, gen_len, r.batch, r.n_gpus, b_w, b_kv, efficiency=efficiency)
 
 
 def param_parts(r: CostReport) -> tuple[list[str], list[int], list[int]]:
@@ -180,7 +180,9 @@ def param_parts(r: CostReport) -> tuple[list[str], list[int], list[int]]:
 def times_caption(t: Timing) -> str:
     kind = f"estimates: each bound ÷ {t.efficiency:g}" if t.is_estimate else "lower bounds (efficiency 1)"
     return (
-        f"{kind.capitalize()}. TTFT = max(prefill FLOPs / peak, bytes read / bandwidth): the active weights once "
+        f"{kind.capitalize()}. TTFT = max(prefill FLOPs / peak, bytes read / bandwidth), the FLOPs with the causal "
+        f"pairs each layer allows (the fewest a decoder must compute, whatever the causal toggle), the bytes "
+        f"the active weights once "
         f"and the cache written. A decode step reads the active weights (top-k experts; an untied embedding table "
         f"only for its {t.batch:,} row(s)) and every cached token; step i reads a cache of P + i tokens. "
         f"{t.batch * t.gen_len:,} tokens in {format_seconds(t.total_s)}: {t.tokens_per_s:,.1f} tokens/s."
