@@ -71,7 +71,7 @@ def params_rows(r: CostReport) -> dict[str, list]:
     ]
     pub = r.params.published
     if pub is not None:
-        roles.append((f"published ({pub[2]})", pub[0], (pub[1], "")))
+        roles.append(("published", pub[0], (pub[1], pub[2])))
     return {
         "part": [name for name, _, _ in roles],
         "total": ["–" if t is None else format_count(t) for _, t, _ in roles],
