@@ -300,3 +300,16 @@ def test_nested_config_file(tmp_path, capsys):
     j = json.loads(capsys.readouterr().out)
     assert j["layer_types"] == {"sliding": 52, "full": 10}
     assert j["kv_cache_bytes"] == 2 * 16 * 128 * 2 * (10 * 32_768 + 52 * 1024)
+
+
+def test_gpt_oss_on_one_h200_with_mxfp4_experts(capsys):
+    """What fits on one H200 with gpt-oss-120b as shipped: experts in MXFP4 (4 bits + one 8-bit scale per
+    32 = 4.25 bits), everything else bf16. Experts: 36 layers × 128 × (3·2,880² + 2·2,880 + 2,880)."""
+    argv = ["cost", "--model", "gpt-oss-120b", "--seq-len", "131072", "--gpu", "h200", "--weight-dtype", "bf16",
+            "--expert-dtype", "mxfp4", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    j = json.loads(capsys.readouterr().out)
+    experts = 36 * 128 * (3 * 2880**2 + 2 * 2880 + 2880)
+    assert j["weight_bytes"] == math.ceil((116_829_156_672 - experts) * 2 + experts * 4.25 / 8)
+    per_seq = 2 * 8 * 64 * 2 * (18 * 131_072 + 18 * 128)  # 18 full layers, 18 sliding (window 128)
+    assert j["max_sequences"] == (143_771 * 2**20 - j["weight_bytes"]) // per_seq == 17

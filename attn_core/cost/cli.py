@@ -2,7 +2,7 @@
 
 Public contract (keep it):
     python -m attn_core cost (--model NAME | --config PATH) --seq-len T [--batch B]
-        [--dtype fp32|fp16|bf16|fp8|int8] [--weight-dtype D] [--kv-dtype D] [--causal]
+        [--dtype fp32|fp16|bf16|fp8|int8] [--weight-dtype D] [--expert-dtype D] [--kv-dtype D] [--causal]
         [--gpu NAME | --gpu-mem-gib G --gpu-tflops F --gpu-bandwidth-gbs W] [--n-gpus N]
         [--prompt-len P] [--gen-len N] [--efficiency E] [--json]
     python -m attn_core models [--json]
@@ -96,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--dtype", choices=list(DTYPE_BYTES), default="fp16", help="weights, activations, cache"
     )
     cost.add_argument("--weight-dtype", choices=list(WEIGHT_BITS), help="weights only (default: --dtype)")
+    cost.add_argument("--expert-dtype", choices=list(WEIGHT_BITS), help="routed experts (default: weights)")
     cost.add_argument("--kv-dtype", choices=list(DTYPE_BYTES), help="cache only (default: --dtype)")
     cost.add_argument("--causal", action="store_true", help="count only allowed query–key pairs")
     cost.add_argument("--gpu", choices=list_gpus(), help="add serving capacity and time bounds")
@@ -159,7 +160,12 @@ def _whole_lines(r: CostReport) -> list[str]:
         f"Parameters  total {p.total:,} ({format_count_short(p.total, 2)}), active per token {p.active:,} "
         f"({format_count_short(p.active, 2)}); without the input embeddings {format_count_short(p.active_without_embeddings, 2)}"
         + published,
-        f"  weights {r.weight_dtype}: {8 * weight_bytes_per_param(r.weight_dtype):g} bits per weight (scales included)",
+        f"  weights {r.weight_dtype}: {8 * weight_bytes_per_param(r.weight_dtype):g} bits per weight (scales included)"
+        + (
+            f"; routed experts {r.expert_dtype}: {8 * weight_bytes_per_param(r.expert_dtype):g}"
+            if r.expert_dtype != r.weight_dtype
+            else ""
+        ),
     ]
     if r.params.nextn_layers_left_out:
         lines.append(
@@ -311,7 +317,7 @@ def _run(args: argparse.Namespace) -> str:
         raise UsageError(f"--efficiency must be a fraction of peak in (0, 1], got {args.efficiency:g}")
     report = cost_report(
         shape, args.seq_len, args.batch, args.dtype, args.causal, gpu, args.n_gpus, args.kv_dtype,
-        weight_dtype=args.weight_dtype, prompt_len=args.prompt_len, gen_len=args.gen_len,
+        weight_dtype=args.weight_dtype, expert_dtype=args.expert_dtype, prompt_len=args.prompt_len, gen_len=args.gen_len,
         efficiency=args.efficiency, preset=args.model,
     )  # fmt: skip
     return json.dumps(report.to_json(), indent=2) if args.json else format_report(report)

@@ -62,6 +62,7 @@ class CostReport:
     decode: DecodeBound | None = None
     serving_card13: ServingCapacity | None = None  # cards 13/14's convention: vendor GB (80·10⁹ B)
     weight_dtype: str = ""  # the weights (default: dtype); may be int4 with group scales
+    expert_dtype: str = ""  # the routed experts (default: weight_dtype)
     params: Parameters | None = None
     prefill: PrefillFlops | None = None  # the whole model, forward, B prompts of T tokens
     timing: Timing | None = None  # with a GPU: TTFT, decode and end-to-end bounds
@@ -129,6 +130,8 @@ class CostReport:
         out: dict[str, Any] = {
             "weight_dtype": self.weight_dtype,
             "bits_per_weight": 8 * weight_bytes_per_param(self.weight_dtype),
+            "expert_dtype": self.expert_dtype,
+            "bits_per_expert_weight": 8 * weight_bytes_per_param(self.expert_dtype),
             "params": p.total,
             "active_params": p.active,
             "active_params_without_embeddings": p.active_without_embeddings,
@@ -182,6 +185,7 @@ def cost_report(
     kv_dtype: str | None = None,
     *,
     weight_dtype: str | None = None,
+    expert_dtype: str | None = None,
     prompt_len: int | None = None,
     gen_len: int = 0,
     efficiency: float = 1.0,
@@ -189,7 +193,8 @@ def cost_report(
 ) -> CostReport:
     """All of cards 9, 11–14 for one model at one T (scalar T only; use the functions above
     for sweeps), and the whole model's answers (issue 12). ``dtype`` is the default for weights,
-    activations and cache; ``weight_dtype`` and ``kv_dtype`` override it. With a GPU: TTFT at
+    activations and cache; ``weight_dtype`` and ``kv_dtype`` override it, and ``expert_dtype``
+    (default: the weights') sizes the routed experts apart (gpt-oss ships them in MXFP4). With a GPU: TTFT at
     ``prompt_len`` (default T) and ``gen_len`` decode steps, divided by ``efficiency``."""
     T = _tokens(T, minimum=1)
     if not isinstance(T, int):
@@ -197,16 +202,19 @@ def cost_report(
     batch = _tokens(batch, "batch", 1)
     kv_dtype = dtype if kv_dtype is None else kv_dtype
     weight_dtype = dtype if weight_dtype is None else weight_dtype
+    expert_dtype = weight_dtype if expert_dtype is None else expert_dtype
     b, b_kv, b_w = bytes_per_value(dtype), bytes_per_value(kv_dtype), weight_bytes_per_param(weight_dtype)
+    b_e = weight_bytes_per_param(expert_dtype)
+    w = weight_bytes(shape, b_w, b_e)
     serving = decode = card13 = times = None
     if gpu is not None:
-        serving = serving_capacity(shape, gpu, T, n_gpus, b_w, b_kv)
-        card13 = serving_capacity(shape, gpu, T, n_gpus, b_w, b_kv, memory="vendor")
-        decode = decode_lower_bound(shape, gpu, T, batch, n_gpus, b_w, b_kv)
+        serving = serving_capacity(shape, gpu, T, n_gpus, b_w, b_kv, weights=w)
+        card13 = serving_capacity(shape, gpu, T, n_gpus, b_w, b_kv, weights=w, memory="vendor")
+        decode = decode_lower_bound(shape, gpu, T, batch, n_gpus, b_w, b_kv, b_e)
         P = T if prompt_len is None else _tokens(prompt_len, "--prompt-len", 1)
         times = timing(
-            shape, gpu, P, gen_len, batch, n_gpus, b_w, b_kv, efficiency=efficiency
-        )  # causal pairs
+            shape, gpu, P, gen_len, batch, n_gpus, b_w, b_kv, efficiency=efficiency, expert_bytes=b_e
+        )
     return CostReport(
         model=shape,
         seq_len=T,
@@ -221,7 +229,7 @@ def cost_report(
         crossover_seq_len=crossover_seq_len(shape, causal),
         score_bytes_naive_per_layer=score_bytes_naive(shape, T, batch, b),
         score_bytes_online_per_layer=score_bytes_online(shape, T, batch),
-        weight_bytes=weight_bytes(shape, b_w),
+        weight_bytes=w,
         decode_intensity=decode_intensity(shape, b_kv),
         gpu=gpu,
         n_gpus=n_gpus,
@@ -229,6 +237,7 @@ def cost_report(
         decode=decode,
         serving_card13=card13,
         weight_dtype=weight_dtype,
+        expert_dtype=expert_dtype,
         params=parameters(shape, preset),
         prefill=prefill_flops(shape, T, batch, causal),
         timing=times,

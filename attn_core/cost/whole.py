@@ -110,12 +110,13 @@ def timing(
     kv_bytes_per_value: int = 2,
     causal: bool = True,
     efficiency: float = 1.0,
+    expert_bytes: float | None = None,
 ) -> Timing:
     """The bounds of `Timing` for this model on n_gpus × gpu (see the module's conventions).
 
     Prefill reads the active weights once (an untied table for its B·P rows) and writes the cache
     of B·P tokens. Decode step i (i = 0 … N − 1) reads the active weights and a cache of P + i
-    tokens per sequence. Card 13's example, Llama 2 7B on one A100 at P = 4,096: the first step
+    tokens per sequence. ``expert_bytes`` sizes the routed experts apart. Card 13's example, Llama 2 7B on one A100 at P = 4,096: the first step
     is (13,214,695,424 + 2 GiB) / 2,039 GB/s = 7.53 ms."""
     efficiency = check_efficiency(efficiency)
     if not 0 <= gen_len <= MAX_GEN_LEN:
@@ -128,11 +129,11 @@ def timing(
         batch=batch,
         efficiency=efficiency,
         prefill=prefill_flops(shape, prompt_len, batch, causal),
-        prefill_bytes=decode_weight_bytes(shape, batch * prompt_len, weight_bytes_per_param)
+        prefill_bytes=decode_weight_bytes(shape, batch * prompt_len, weight_bytes_per_param, expert_bytes)
         + kv_cache_bytes(shape, prompt_len, batch, kv_bytes_per_value),
         flops_per_s=n_gpus * gpu.bf16_flops_per_s,
         bandwidth_bytes_per_s=n_gpus * gpu.bandwidth_bytes_per_s,
-        decode_weight_bytes=decode_weight_bytes(shape, batch, weight_bytes_per_param),
+        decode_weight_bytes=decode_weight_bytes(shape, batch, weight_bytes_per_param, expert_bytes),
         first_step_kv_bytes=kv_cache_bytes(shape, prompt_len, batch, kv_bytes_per_value),
         decode_kv_bytes_total=kv_total,
     )

@@ -163,7 +163,9 @@ def whole_checks(r: CostReport) -> list[tuple[str, float]]:
 def whole_timing(r: CostReport, prompt_len: int, gen_len: int, efficiency: float) -> Timing:
     """The report's model on its GPUs, dtypes and batch: prefill P tokens, then generate N."""
     b_w, b_kv = weight_bytes_per_param(r.weight_dtype), bytes_per_value(r.kv_dtype)
-    return timing(r.model, r.gpu, prompt_len, gen_len, r.batch, r.n_gpus, b_w, b_kv, efficiency=efficiency)
+    b_e = weight_bytes_per_param(r.expert_dtype)
+    return timing(r.model, r.gpu, prompt_len, gen_len, r.batch, r.n_gpus, b_w, b_kv, efficiency=efficiency,
+                  expert_bytes=b_e)  # fmt: skip
 
 
 def param_parts(r: CostReport) -> tuple[list[str], list[int], list[int]]:
