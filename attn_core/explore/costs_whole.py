@@ -120,7 +120,7 @@ def prefill_rows(r: CostReport) -> tuple[dict[str, list], str]:
     parts = [("projections (all layers)", f.projections), ("attention pairs", f.attention), ("MLP / active experts",
              f.mlp), ("output head 2·d·V per token", f.lm_head), ("total", f.total)]  # fmt: skip
     table = {"part": [p for p, _ in parts], "FLOP": [format_count(x) for _, x in parts],
-             "": [format_flops(x) for _, x in parts], "share": [format_percent(x / f.total) for _, x in parts]}  # fmt: skip
+             "scaled": [format_flops(x) for _, x in parts], "share": [format_percent(x / f.total) for _, x in parts]}  # fmt: skip
     note = "Matrix products only, 2 FLOPs per multiply-add; norms, softmax and rotary excluded."
     if r.model.mla is not None:
         note += (f" MLA attention is counted naive (K and V expanded per head): {format_flops(f.attention)}; with the "
