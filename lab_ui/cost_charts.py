@@ -110,3 +110,53 @@ def log_lines(
     return go.Figure(
         {"data": traces, "layout": _layout(title, x_title, y_title, True, height, x_marks, y_marks)}
     )
+
+
+LAYER_COLOURS = {
+    "full": "#1f77b4",
+    "sliding": "#2ca02c",
+    "chunked": "#ff7f0e",
+    "MLA": "#9467bd",
+    "linear": "#7f7f7f",
+}
+
+
+def layer_strip(cells: Sequence[str], *, title: str, height: int = 150) -> go.Figure:
+    """One cell per layer, coloured by its attention type (full / sliding / chunked / MLA / linear)."""
+    traces = [
+        {"type": "bar", "x": [i for i, c in enumerate(cells) if c == kind], "y": [1] * cells.count(kind),
+         "name": f"{kind} ({cells.count(kind)})", "marker": {"color": colour}, "width": 0.9,
+         "hovertemplate": f"layer %{{x}}: {kind}<extra></extra>"}
+        for kind, colour in LAYER_COLOURS.items() if kind in cells
+    ]  # fmt: skip
+    layout = {
+        "title": {"text": title},
+        "font": {"size": font_size()},
+        "height": height,
+        "margin": {"l": 20, "r": 20, "t": 60, "b": 30},
+        "barmode": "overlay",
+        "xaxis": {"title": {"text": "layer"}, "range": [-0.5, len(cells) - 0.5]},
+        "yaxis": {"visible": False, "range": [0, 1]},
+        "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"},
+    }
+    return go.Figure({"data": traces, "layout": layout})
+
+
+def total_vs_active(
+    parts: Sequence[str], total: Sequence[float], active: Sequence[float], *, title: str
+) -> go.Figure:
+    """Stacked bars of parameters by part: everything the model holds beside what a token runs."""
+    traces = [
+        {"type": "bar", "x": ["total", "active per token"], "y": [t / 1e9, a / 1e9], "name": part,
+         "hovertemplate": f"{part}: %{{y:.3f}}B<extra></extra>"}
+        for part, t, a in zip(parts, total, active, strict=True)
+    ]  # fmt: skip
+    layout = {
+        "title": {"text": title},
+        "font": {"size": font_size()},
+        "height": 360,
+        "barmode": "stack",
+        "yaxis": {"title": {"text": "parameters (billions)"}},
+        "legend": {"orientation": "h", "y": -0.2},
+    }
+    return go.Figure({"data": traces, "layout": layout})

@@ -1,4 +1,5 @@
-"""Cost calculator: FLOPs, memory, KV cache, GQA, serving budget and decode speed (cards 9, 11–14)."""
+"""Cost calculator: FLOPs, memory, KV cache, GQA, serving budget and decode speed (cards 9, 11–14), and
+the whole model (issue 12): total vs active parameters, MoE, MLA, per-layer attention types, time bounds."""
 
 import inspect
 
@@ -14,18 +15,18 @@ from attn_core.cost.units import (
     format_bytes,
     format_bytes_binary,
     format_flops,
-    format_rate,
-    format_seconds,
 )
+from attn_core.cost.whole import MAX_GEN_LEN
 from attn_core.explore import costs as explore
+from attn_core.explore import costs_whole as whole
 from lab_ui import cost_charts, figures, state
 from lab_ui.page import header
-from lab_ui.widgets import attempt, table
+from lab_ui.widgets import attempt, oracle_badge, table
 
-MAX_T = MAX_SEQ_LEN
-DTYPES = ["fp16", "bf16", "fp32", "int8"]  # b = 2, 2, 4, 1 bytes per number
+DTYPES = ["fp16", "bf16", "fp32", "fp8", "int8"]  # b = 2, 2, 4, 1, 1 bytes per number
+WEIGHT_DTYPES = ["same as activations", *costs.WEIGHT_BITS]  # adds int4 with group scales, MXFP4
 SOURCES = ("preset", "paste or upload config.json")
-SECTIONS = ("FLOPs", "KV cache & GQA", "Serving & decode", "Score memory", "How it's asked")
+SECTIONS = ("Whole model", "FLOPs", "KV cache & GQA", "Serving & decode", "Score memory", "How it's asked")
 
 header(
     "Cost calculator",
@@ -39,9 +40,10 @@ header(
 with st.sidebar:
     st.header("Model")
     source = state.radio("Shape from", SOURCES, key="co_src")
-    shape = None
+    shape = preset = None
     if source == SOURCES[0]:
-        shape = load_preset(state.selectbox("Preset", list_presets(), key="co_model", default="llama-2-7b"))
+        preset = state.selectbox("Preset", list_presets(), key="co_model", default="llama-2-7b")
+        shape = load_preset(preset)
     else:
         st.caption("A Hugging Face config.json (≤ 1 MiB). An uploaded file wins over pasted text.")
         upload = st.file_uploader("Upload config.json", type=["json"], key="co_upload")
@@ -54,47 +56,44 @@ with st.sidebar:
             st.info("Upload or paste a config.json to size it.")
 
     st.header("What-if")
-    st.caption(f"Caps: T ≤ {MAX_T:,} tokens, batch ≤ {MAX_BATCH:,}, GPUs ≤ {MAX_GPUS}.")
-    T = int(state.number("T (tokens in the sequence)", 1, MAX_T, 4096, key="co_T", step=1024))
+    st.caption(f"Caps: T ≤ {MAX_SEQ_LEN:,} tokens, batch ≤ {MAX_BATCH:,}, GPUs ≤ {MAX_GPUS}.")
+    T = int(state.number("T (tokens in the sequence)", 1, MAX_SEQ_LEN, 4096, key="co_T", step=1024))
     batch = int(state.number("batch B (sequences)", 1, MAX_BATCH, 1, key="co_B", step=1))
-    dtype = state.selectbox("weights & scores dtype", DTYPES, key="co_dtype")
-    kv_choice = state.selectbox("KV cache dtype", ["same as weights", *DTYPES], key="co_kvdtype")
-    kv_dtype = dtype if kv_choice == "same as weights" else kv_choice
+    dtype = state.selectbox("activations & scores dtype", DTYPES, key="co_dtype")
+    w_choice = state.selectbox("weights dtype", WEIGHT_DTYPES, key="co_wdtype")
+    weight_dtype = dtype if w_choice == WEIGHT_DTYPES[0] else w_choice
+    kv_choice = state.selectbox("KV cache dtype", ["same as activations", *DTYPES], key="co_kvdtype")
+    kv_dtype = dtype if kv_choice == "same as activations" else kv_choice
     causal = state.toggle("causal: count only allowed pairs", key="co_causal",
                           help="Realized only by a kernel that skips masked blocks.")  # fmt: skip
-    gpu_name = state.selectbox("GPU", list_gpus(), key="co_gpu")
+    gpu_name = state.selectbox("GPU", list_gpus(), key="co_gpu", default="a100-80gb")
     n_gpus = int(state.number("GPUs (weights and cache sharded)", 1, MAX_GPUS, 1, key="co_ngpu", step=1))
 
 report = None
 if shape is not None:
     gpu = load_gpu(gpu_name)
-    report = attempt(costs.cost_report, shape, T, batch, dtype, causal, gpu, n_gpus, kv_dtype)
+    report = attempt(costs.cost_report, shape, T, batch, dtype, causal, gpu, n_gpus, kv_dtype,
+                     weight_dtype=weight_dtype, preset=preset)  # fmt: skip
 if shape is None or report is None:
     st.info("Fix the model in the sidebar; the page updates as soon as the config can be sized.")
     st.stop()
 
 s, r, f = report.model, report, report.flops
 b, b_kv = costs.bytes_per_value(dtype), costs.bytes_per_value(kv_dtype)
-card, extras = explore.model_card(r, dtype)
+card, extras = explore.model_card(r, weight_dtype)
 with st.container(border=True):
     st.markdown(card)
     st.caption(extras)
-if r.beyond_max_context:
-    st.warning(
-        f"T = {T:,} is beyond this model's trained context of {s.max_context:,} tokens: the numbers are "
-        "what the arithmetic gives, not a claim the model works there."
-    )
-
-if r.serving.free_bytes < 0:
-    st.warning(
-        f"{format_bytes(r.weight_bytes)} of weights do not fit in {n_gpus} × {gpu.label} "
-        f"({format_bytes(r.serving.memory_bytes)}): no sequence fits, and the decode bound describes a setup "
-        "that cannot run. Add GPUs in the sidebar or pick a smaller dtype."
-    )
+    strip = cost_charts.layer_strip(whole.layer_cells(s), title="Attention type of each layer")
+    figures.show(strip, key="co_strip")
+for warning in explore.warnings(r):
+    st.warning(warning)
 for col, (label, value, meaning) in zip(st.columns(6), explore.headline(r), strict=True):
     col.metric(label, value, help=meaning)
+st.caption(explore.card_conventions(r))
 
-section = state.radio("Section", SECTIONS, key="co_section", horizontal=True, label_visibility="collapsed")
+section = state.radio("Section", SECTIONS, key="co_section", default="FLOPs", horizontal=True,
+                      label_visibility="collapsed")  # fmt: skip
 T_full, T_causal = costs.crossover_seq_len(s), costs.crossover_seq_len(s, causal=True)
 grid = costs.sweep_grid(T, extra=(T_full, T_causal))
 sweep = costs.cost_sweep(s, grid, batch, b, b_kv)
@@ -106,6 +105,39 @@ def sweep_table(group: str, what: str) -> None:
         table(
             pd.DataFrame(sweep.columns(group)), f"{group}_vs_T.csv", key=f"co_sweep_{group}", hide_index=True
         )
+
+
+# -- Whole model ----------------------------------------------------------------------------------
+def show_whole() -> None:
+    c = st.columns(3)
+    with c[0]:
+        P = int(state.number("prompt P (tokens)", 1, MAX_SEQ_LEN, 4096, key="co_P", step=1024))
+    with c[1]:
+        N = int(state.number("generated tokens N", 0, MAX_GEN_LEN, 256, key="co_N", step=64))
+    with c[2]:
+        eff = float(state.number("efficiency (fraction of peak)", 0.01, 1.0, 1.0, key="co_eff", step=0.05,
+                                 help="1 = the bounds; below 1, each bound ÷ efficiency, labelled an estimate"))  # fmt: skip
+    parts, total, active = whole.param_parts(r)
+    figures.show(cost_charts.total_vs_active(parts, total, active, title="Parameters: held vs run per token"),
+                 key="co_params")  # fmt: skip
+    table(pd.DataFrame(whole.params_rows(r)), "parameters.csv", key="co_ptable", hide_index=True)
+    for note in whole.architecture_notes(s):
+        st.markdown(note)
+    st.markdown(f"**Attention by layer type** (KV cache at T = {T:,}, {kv_dtype})")
+    table(pd.DataFrame(whole.layer_type_rows(s, T, b_kv, batch)), "layer_types.csv", key="co_ltable",
+          hide_index=True)  # fmt: skip
+    rows, note = whole.prefill_rows(r)
+    st.markdown(
+        f"**Prefill FLOPs, whole model, {batch} × {T:,} tokens ({'causal' if causal else 'all pairs'})**"
+    )
+    table(pd.DataFrame(rows), "prefill_flops.csv", key="co_prefill", hide_index=True)
+    st.caption(note)
+    t = whole.whole_timing(r, P, N, eff)
+    st.markdown(f"**Time on {n_gpus} × {gpu.label}**, bf16 peak, perfect tensor parallelism")
+    table(pd.DataFrame(whole.times_rows(t)), "time_bounds.csv", key="co_times", hide_index=True)
+    st.caption(whole.times_caption(t))
+    for oracle, diff in whole.whole_checks(r):
+        oracle_badge(oracle, diff, 0)
 
 
 # -- FLOPs ----------------------------------------------------------------------------------------
@@ -143,7 +175,7 @@ def show_kv_cache() -> None:
         grid,
         {f"KV cache, B = {batch} ({kv_dtype})": sweep.kv_cache_bytes / 2**30},
         title="KV cache vs T, with GPU memory", x_title="T (tokens)", y_title="GiB",
-        x_marks=[(T, f"T = {T:,}"), (s.sliding_window, "window")],
+        x_marks=[(T, f"T = {T:,}"), (s.sliding_window, "window full"), (s.attention_chunk_size, "chunk full")],
         y_marks=[(memory / 2**30, f"{n_gpus} × {gpu.label}: {format_bytes(memory)}"),
                  (free / 2**30, f"left after weights: {format_bytes_binary(max(free, 0))}")],
     )  # fmt: skip
@@ -151,63 +183,34 @@ def show_kv_cache() -> None:
     sweep_table("kv", "KV cache bytes")
     if free <= 0:
         st.warning(f"The {format_bytes(r.weight_bytes)} of weights alone exceed {format_bytes(memory)}.")
+    if s.mla is not None:
+        st.info("MLA caches one latent per token per layer, not per-head K and V: H_kv has no meaning here.")
+        return
     st.markdown(f"**MHA vs GQA vs MQA for {s.name}** — same query heads, same weights, only H_kv changes")
     df = pd.DataFrame(explore.variants_table(s, T, gpu, n_gpus, batch, b, b_kv))
     table(df, "kv_heads_comparison.csv", key="co_variants", hide_index=True)
-    st.caption(
-        "Sequences that fit keep the weights of the model as configured (card 14's cache-only comparison); "
-        "a real MHA model would also have larger K and V projections."
-    )
+    st.caption("Sequences that fit keep the weights of the model as configured (card 14's cache-only "
+               "comparison); a real MHA model would also have larger K and V projections.")  # fmt: skip
 
 
 # -- Serving & decode ----------------------------------------------------------------------------
 def show_serving() -> None:
-    d = r.decode
-    c = st.columns(4)
-    c[0].metric("sequences of T that fit (upper bound)", f"{r.serving.max_sequences:,}")
-    c[1].metric("decode step, lower bound", format_seconds(d.seconds_per_step))
-    c[2].metric("tokens/s, upper bound", f"{d.tokens_per_s:,.1f}")
-    c[3].metric(
-        "decode attention FLOP/byte", f"{r.decode_intensity:g}", help="2h / (b·H_kv) = h / H_kv at b = 2"
-    )
-    st.markdown(
-        f"⌊({n_gpus} × {format_bytes(gpu.memory_bytes)} − {format_bytes(r.weight_bytes)} of weights) ÷ "
-        f"{format_bytes_binary(r.serving.kv_bytes_per_sequence)} per sequence⌋ = **{r.serving.max_sequences:,}**. "
-        f"Each decode step reads every weight once ({format_seconds(d.weight_seconds)}) and all {batch} "
-        f"cache(s) ({format_seconds(d.kv_seconds)}) at "
-        f"{format_rate(n_gpus * gpu.bandwidth_bytes_per_s, 'B/s', prefix='G')}."
-    )
+    for col, (label, value, meaning) in zip(st.columns(4), explore.serving_metrics(r), strict=True):
+        col.metric(label, value, help=meaning)
+    st.markdown(explore.serving_sum(r))
     st.markdown(explore.decode_verdict(r))
     df = pd.DataFrame(explore.gpu_table(r, dtype, causal, kv_dtype))
     st.markdown(f"**Every GPU preset, {n_gpus} of each**")
     table(df, "serving_by_gpu.csv", key="co_gpus", hide_index=True)
-    st.caption(
-        "Bounds, not predictions: real serving also holds activations and allocator slack, and real kernels "
-        "reach a fraction of peak bandwidth. Multi-GPU assumes perfect sharding."
-    )
+    st.caption("Bounds, not predictions: real serving also holds activations and allocator slack, and real "
+               "kernels reach a fraction of peak bandwidth. Multi-GPU assumes perfect sharding.")  # fmt: skip
 
 
 # -- Score memory ---------------------------------------------------------------------------------
 def show_score_memory() -> None:
     bill = memory.model_memory_bill(s, T, b, batch)
-    c = st.columns(5)
-    c[0].metric(
-        "naive, per head",
-        format_bytes_binary(bill.naive_per_head),
-        help=f"B·T²·b = {bill.naive_per_head:,} B",
-    )
-    c[1].metric(
-        "naive, per layer",
-        format_bytes_binary(bill.naive_per_layer),
-        help=f"B·h·T²·b = {bill.naive_per_layer:,} B",
-    )
-    c[2].metric(f"naive, {s.n_layers} layers", format_bytes_binary(bill.naive_per_model))
-    c[3].metric(
-        "online, per layer",
-        format_bytes_binary(bill.online_per_layer),
-        help=f"B·h·T·4 = {bill.online_per_layer:,} B (fp32 lse)",
-    )
-    c[4].metric(f"online, {s.n_layers} layers", format_bytes_binary(bill.online_per_model))  # fmt: skip
+    for col, (label, value, meaning) in zip(st.columns(5), explore.score_metrics(s, bill), strict=True):
+        col.metric(label, value, help=meaning)
     fig = cost_charts.log_lines(
         grid,
         {"naive: keep P (B·h·T²·b)": sweep.score_bytes_naive_per_layer / 2**30,
@@ -232,6 +235,7 @@ def show_how_its_asked() -> None:
 
 
 SHOW = {
+    "Whole model": show_whole,
     "FLOPs": show_flops,
     "KV cache & GQA": show_kv_cache,
     "Serving & decode": show_serving,
@@ -241,10 +245,5 @@ SHOW = {
 SHOW[section]()
 
 with st.expander("Show the code (attn_core.cost)"):
-    for fn in (
-        costs.kv_cache_bytes_per_token,
-        costs.layer_flops,
-        costs.crossover_seq_len,
-        costs.serving_capacity,
-    ):
+    for fn in (costs.kv_cache_bytes, costs.layer_flops, costs.crossover_seq_len, costs.serving_capacity):
         st.code(inspect.getsource(fn), language="python")

@@ -9,6 +9,7 @@ exactly what `python -m attn_core` runs. Two subprocess runs prove the CLI never
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -42,9 +43,14 @@ def test_cost_json_llama2_7b_on_a100():
     assert j["crossover_seq_len"] == 24_704
     assert j["score_bytes_naive_per_layer"] == 1 * GiB
     assert j["score_bytes_online_per_layer"] == 512 * 1024
-    assert j["max_sequences"] == 30
-    # 6.61 + 1.05 ms (card 13 rounds each to 2 decimals, so the sum is good to ±0.01 ms).
-    assert j["decode_ms_per_token_lower_bound"] == pytest.approx(7.66, abs=0.01)
+    # Fits: the 81,920 MiB an A100 80GB reports; card 13's 80·10^9 B convention gives its 30.
+    assert j["max_sequences"] == (81_920 * 2**20 - 13_476_831_232) // (2 * GiB) == 33
+    assert j["max_sequences_card13_convention"] == (80 * 10**9 - 13_476_831_232) // (2 * GiB) == 30
+    # Card 13: 6.61 + 1.05 ms (each rounded to 2 decimals, so the sum is good to ±0.01 ms). The true
+    # bound reads one of the 32,000 rows of the untied embedding table: 6.48 + 1.05 ms.
+    assert j["decode_ms_per_token_card13"] == pytest.approx(7.66, abs=0.01)
+    weights_read = (6_738_415_616 - 32_000 * 4096 + 4096) * 2
+    assert j["decode_ms_per_token_lower_bound"] == pytest.approx(1e3 * (weights_read + 2 * GiB) / 2.039e12)
 
 
 def test_cost_json_causal_batch_and_int8(capsys):
@@ -65,7 +71,8 @@ def test_cost_json_llama2_70b_two_gpus(capsys):
     assert main(["cost", "--model", "llama-2-70b", "--seq-len", "4096", "--gpu", "a100-80gb",
                  "--n-gpus", "2", "--json"]) == 0  # fmt: skip
     j = json.loads(capsys.readouterr().out)
-    assert j["max_sequences"] == 16 and j["kv_cache_bytes_per_token"] == 320 * 1024
+    assert j["max_sequences_card13_convention"] == 16 and j["kv_cache_bytes_per_token"] == 320 * 1024
+    assert j["max_sequences"] == (2 * 81_920 * 2**20 - 137_953_296_384) // (1.25 * GiB) == 25
     assert j["decode_attention_intensity_flop_per_byte"] == 8
 
 
@@ -112,7 +119,7 @@ def _malformed(tmp_path: Path, text: str) -> str:
         (["cost", "--model", "gpt2", "--seq-len", "ten"], "--seq-len"),
         (["cost", "--model", "gpt2", "--seq-len", "99999999999"], "--seq-len"),
         (["cost", "--model", "gpt2", "--seq-len", "8", "--batch", "0"], "--batch"),
-        (["cost", "--model", "gpt2", "--seq-len", "8", "--dtype", "fp8"], "--dtype"),
+        (["cost", "--model", "gpt2", "--seq-len", "8", "--dtype", "fp6"], "--dtype"),
         (["cost", "--model", "gpt2", "--seq-len", "8", "--gpu", "v100"], "--gpu"),
         (["cost", "--model", "gpt2", "--seq-len", "8", "--n-gpus", "2"], "--gpu"),
         (["cost", "--model", "gpt2", "--config", "x.json", "--seq-len", "8"], "not allowed"),
@@ -166,3 +173,143 @@ def test_the_cost_cli_never_imports_torch(argv):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "TORCH_IMPORTED False" in done.stderr
+
+
+# -- Issue 12: whole-model keys, dtypes, custom GPUs, absurd requests ---------------------------------
+def test_deepseek_v3_whole_model_json(capsys):
+    """MLA cache by hand: 61 layers × (512 + 64) numbers × 1 B (fp8) × 131,072 tokens; parameters as
+    the DeepSeek-V3 report counts them (671B, 37B active, within 2%); the fp8 weights fit on 8 H200s."""
+    argv = ["cost", "--model", "deepseek-v3", "--seq-len", "131072", "--gpu", "h200", "--n-gpus", "8",
+            "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--gen-len", "10", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert j["kv_cache_bytes"] == 61 * (512 + 64) * 131_072
+    assert j["params"] == pytest.approx(671e9, rel=0.02) and j["active_params"] == pytest.approx(
+        37e9, rel=0.02
+    )
+    assert j["weight_bytes"] == j["params"] and j["bits_per_weight"] == 8  # fp8: one byte per weight
+    assert j["nextn_layers_left_out"] == 1 and j["quantization_config"].startswith("fp8")
+    assert j["max_sequences"] > 0 and j["times_are"] == "lower bounds"
+    assert j["prefill_flops"] == sum(
+        v for k, v in j["prefill_flops_breakdown"].items() if k != "attention_mla_absorbed"
+    )
+    # TTFT ≥ both roofline terms; the first decode step reads at least the 37B active weights' bytes.
+    # TTFT counts causal pairs (the fewest a decoder computes): above the linear FLOPs alone, below all pairs.
+    linear = j["prefill_flops"] - j["prefill_flops_breakdown"]["attention"]
+    assert 1e3 * linear / (8 * 989e12) < j["ttft_ms_lower_bound"] < 1e3 * j["prefill_flops"] / (8 * 989e12)
+    assert j["decode_ms_lower_bound"] >= 1e3 * (36e9 + j["kv_cache_bytes"]) / (8 * 4.8e12)
+
+
+def test_efficiency_turns_bounds_into_estimates(capsys):
+    base = [
+        "cost",
+        "--model",
+        "llama-2-7b",
+        "--seq-len",
+        "4096",
+        "--gpu",
+        "a100-80gb",
+        "--gen-len",
+        "4",
+        "--json",
+    ]
+    assert main(base) == 0
+    bound = json.loads(capsys.readouterr().out)
+    assert main([*base, "--efficiency", "0.5"]) == 0
+    est = json.loads(capsys.readouterr().out)
+    assert (
+        est["times_are"].startswith("estimates")
+        and est["ttft_ms_estimate"] == 2 * bound["ttft_ms_lower_bound"]
+    )
+    assert est["decode_ms_lower_bound"] == bound["decode_ms_lower_bound"]  # the bound itself stays
+    # End to end, by hand: 4 steps over caches of 4,096 … 4,099 tokens (512 KiB each), weights each step.
+    weights_read = (6_738_415_616 - 32_000 * 4096 + 4096) * 2
+    decode = sum(weights_read + 524_288 * t for t in range(4096, 4100)) / 2.039e12
+    assert bound["end_to_end_ms_lower_bound"] == pytest.approx(bound["ttft_ms_lower_bound"] + 1e3 * decode)
+
+
+def test_int4_weights_state_their_bits(capsys):
+    assert (
+        main(["cost", "--model", "llama-2-7b", "--seq-len", "8", "--weight-dtype", "int4-g64", "--json"]) == 0
+    )
+    j = json.loads(capsys.readouterr().out)
+    assert j["bits_per_weight"] == 4 + 16 / 64 == 4.25  # int4 plus one fp16 scale per 64 weights
+    assert j["weight_bytes"] == math.ceil(6_738_415_616 * 4.25 / 8)
+
+
+def test_custom_gpu_flags(capsys):
+    argv = ["cost", "--model", "llama-2-7b", "--seq-len", "4096", "--gpu-mem-gib", "80", "--gpu-tflops", "312",
+            "--gpu-bandwidth-gbs", "2039", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert j["gpu"] == "custom" and j["max_sequences"] == (80 * GiB - 13_476_831_232) // (2 * GiB)
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["--gpu-mem-gib", "80"], "all three"),
+        (
+            ["--gpu", "h200", "--gpu-mem-gib", "80", "--gpu-tflops", "1", "--gpu-bandwidth-gbs", "1"],
+            "alternatives",
+        ),
+        (["--gpu-mem-gib", "nan"], "--gpu-mem-gib"),
+        (["--gpu", "h200", "--efficiency", "1.5"], "--efficiency"),
+        (["--gpu", "h200", "--efficiency", "0"], "--efficiency"),
+        (["--weight-dtype", "int3"], "--weight-dtype"),
+    ],
+)
+def test_bad_issue12_arguments_exit_2(extra, named, capsys):
+    assert main(["cost", "--model", "gpt2", "--seq-len", "8", *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and named in err
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [("Infinity", "num_hidden_layers"), ("NaN", "num_hidden_layers"), ("1e309", "num_hidden_layers"),
+     ('"32"', "num_hidden_layers")],
+)  # fmt: skip
+def test_non_finite_config_values_are_one_line(tmp_path, value, named):
+    text = json.dumps(load_preset_config("llama-2-7b")).replace(
+        '"num_hidden_layers": 32', f'"num_hidden_layers": {value}'
+    )
+    p = run("cost", "--config", _malformed(tmp_path, text), "--seq-len", "8")
+    assert (
+        p.returncode == 2 and p.stderr.count("\n") == 1 and named in p.stderr and "Traceback" not in p.stderr
+    )
+
+
+def test_absurd_requests_answer_and_say_so(capsys):
+    assert (
+        main(["cost", "--model", "llama-2-70b", "--seq-len", "16777216", "--batch", "65536", "--json"]) == 0
+    )
+    j = json.loads(capsys.readouterr().out)
+    assert j["kv_cache_over_a_petabyte"] and j["beyond_max_context"]
+    assert j["kv_cache_bytes"] == 327_680 * 16_777_216 * 65_536  # 320 KiB per token
+    assert main(["cost", "--model", "llama-2-70b", "--seq-len", "16777216", "--batch", "65536"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any(x.startswith("note: the KV cache") and "past a petabyte" in x for x in lines)
+    assert any(x.startswith("note: T is beyond") for x in lines)
+
+
+def test_nested_config_file(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(load_preset_config("gemma-3-27b")))
+    assert main(["cost", "--config", str(path), "--seq-len", "32768", "--json"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert j["layer_types"] == {"sliding": 52, "full": 10}
+    assert j["kv_cache_bytes"] == 2 * 16 * 128 * 2 * (10 * 32_768 + 52 * 1024)
+
+
+def test_gpt_oss_on_one_h200_with_mxfp4_experts(capsys):
+    """What fits on one H200 with gpt-oss-120b as shipped: experts in MXFP4 (4 bits + one 8-bit scale per
+    32 = 4.25 bits), everything else bf16. Experts: 36 layers × 128 × (3·2,880² + 2·2,880 + 2,880)."""
+    argv = ["cost", "--model", "gpt-oss-120b", "--seq-len", "131072", "--gpu", "h200", "--weight-dtype", "bf16",
+            "--expert-dtype", "mxfp4", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    j = json.loads(capsys.readouterr().out)
+    experts = 36 * 128 * (3 * 2880**2 + 2 * 2880 + 2880)
+    assert j["weight_bytes"] == math.ceil((116_829_156_672 - experts) * 2 + experts * 4.25 / 8)
+    per_seq = 2 * 8 * 64 * 2 * (18 * 131_072 + 18 * 128)  # 18 full layers, 18 sliding (window 128)
+    assert j["max_sequences"] == (143_771 * 2**20 - j["weight_bytes"]) // per_seq == 17

@@ -37,7 +37,7 @@ from attn_core.cost import (
     serving_capacity,
     weight_bytes,
 )
-from attn_core.cost.gpus import list_gpus, load_gpu
+from attn_core.cost.gpus import custom_gpu, list_gpus, load_gpu
 from attn_core.cost.shapes import ModelShape, from_hf_config, list_presets, load_preset
 from attn_core.cost.units import format_bytes_binary, format_flops, format_percent, format_seconds
 from attn_core.masks import causal_mask, sliding_window_mask
@@ -127,7 +127,16 @@ def test_card9_params():
     assert 1 - attention_params(L70).total / attention_params(L70.with_kv_heads(64)).total == 0.4375
 
 
-@pytest.mark.parametrize("name", sorted(list_presets()))
+# The reference block is plain (GQA) attention; MLA, sinks and QK-norms are checked against the
+# Hugging Face modules in tests/test_cost_arch.py.
+PLAIN_ATTENTION = [
+    n
+    for n, s in ((n, load_preset(n)) for n in list_presets())
+    if not (s.mla or s.attention_sinks or s.qk_norm)
+]
+
+
+@pytest.mark.parametrize("name", PLAIN_ATTENTION)
 def test_attention_params_equal_the_real_modules(name):
     from costs_reference import ref_block
 
@@ -284,25 +293,34 @@ def test_score_bytes_equal_the_real_tensors(T, batch):
 
 # -- Cards 13 and 14: serving, decode, intensity ---------------------------------------------------
 def test_card13_serving_budget():
-    s = serving_capacity(L7, A100, 4096)
+    # Card 13's convention: vendor GB (80·10^9 B) over GiB-sized caches.
+    s = serving_capacity(L7, A100, 4096, memory="vendor")
     assert s.weight_bytes == 13_476_831_232
     assert s.max_sequences == (80 * 10**9 - 13_476_831_232) // (2 * 2**30) == 30
+    # What the device reports (nvidia-smi: 81,920 MiB on an A100 80GB) holds three more.
+    device = serving_capacity(L7, A100, 4096)
+    assert device.memory_bytes == 81_920 * 2**20 and device.memory_convention == "device"
+    assert device.max_sequences == (81_920 * 2**20 - 13_476_831_232) // (2 * 2**30) == 33
 
 
 def test_card14_serving_gqa_vs_mha():
-    gqa = serving_capacity(L70, A100, 4096, n_gpus=2)
+    gqa = serving_capacity(L70, A100, 4096, n_gpus=2, memory="vendor")
     assert gqa.free_bytes == 22_046_703_616 and gqa.kv_bytes_per_sequence == 1.25 * GiB
     assert gqa.max_sequences == 16
     # Cache-only what-if: same weights, 64 KV heads.
-    mha = serving_capacity(L70.with_kv_heads(64), A100, 4096, n_gpus=2, weights=gqa.weight_bytes)
+    mha = serving_capacity(
+        L70.with_kv_heads(64), A100, 4096, n_gpus=2, weights=gqa.weight_bytes, memory="vendor"
+    )
     assert mha.kv_bytes_per_sequence == 10 * GiB and mha.max_sequences == 2
+    # 2 × 80 GiB as reported: ⌊(171,798,691,840 − 137,953,296,384) / 1.25 GiB⌋ = 25.
+    assert serving_capacity(L70, A100, 4096, n_gpus=2).max_sequences == 25
 
 
 def test_serving_is_floor_and_zero_when_weights_do_not_fit():
-    s = serving_capacity(L70, A100, 4096)  # 137.95 GB of weights on one 80 GB card
+    s = serving_capacity(L70, A100, 4096)  # 137.95 GB of weights on one 80 GiB card
     assert s.free_bytes < 0 and s.max_sequences == 0
     T = np.array([1, 100, 4096, 131_072])
-    arr = serving_capacity(L7, A100, T)
+    arr = serving_capacity(L7, A100, T, memory="vendor")
     for t, n in zip(T, arr.max_sequences, strict=True):
         per_seq = 524_288 * int(t)
         assert n * per_seq <= 80 * 10**9 - 13_476_831_232 < (n + 1) * per_seq
@@ -310,13 +328,25 @@ def test_serving_is_floor_and_zero_when_weights_do_not_fit():
 
 def test_card13_decode_bound():
     d = decode_lower_bound(L7, A100, 4096)
-    assert (format_seconds(d.weight_seconds), format_seconds(d.kv_seconds)) == ("6.61 ms", "1.05 ms")
-    assert math.floor(d.tokens_per_s) == 130  # "≤ 130 tokens/s"
-    assert math.floor(1 / d.weight_seconds) == 151  # weights alone: at most 151 tokens/s
-    # Batch 8 reads the weights once for 8 tokens: more tokens/s, longer steps.
+    # Card 13 reads every weight: 6.61 ms of weights + 1.05 ms of cache, at most 130 tokens/s.
+    assert format_seconds(d.kv_seconds) == "1.05 ms"
+    assert format_seconds(d.card13_seconds_per_step - d.kv_seconds) == "6.61 ms"
+    assert math.floor(1 / d.card13_seconds_per_step) == 130  # "≤ 130 tokens/s"
+    # Issue 12, fix 2: a step reads 1 of the 32,000 rows of Llama 2's untied embedding table.
+    # Hand count: (6,738,415,616 − 32,000·4,096 + 4,096) parameters × 2 bytes.
+    assert d.weight_bytes == (6_738_415_616 - 32_000 * 4096 + 4096) * 2 == 13_214_695_424
+    assert format_seconds(d.weight_seconds) == "6.48 ms"
+    # Batch 8 reads the weights once for 8 tokens (and 8 embedding rows): more tokens/s, longer steps.
     d8 = decode_lower_bound(L7, A100, 4096, batch=8)
-    assert d8.seconds_per_step == pytest.approx((13_476_831_232 + 8 * 2 * GiB) / 2.039e12, rel=1e-15)
+    expected = ((6_738_415_616 - 32_000 * 4096 + 8 * 4096) * 2 + 8 * 2 * GiB) / 2.039e12
+    assert d8.seconds_per_step == pytest.approx(expected, rel=1e-15)  # float division order only
     assert d8.tokens_per_s > d.tokens_per_s
+
+
+def test_decode_bound_reads_a_tied_table_whole():
+    """GPT-2 ties its embeddings to the head: the head reads the whole table, nothing is skipped."""
+    d = decode_lower_bound(GPT2, A100, 512)
+    assert d.weight_bytes == d.card13_weight_bytes == 124_439_808 * 2
 
 
 def test_card14_intensity_and_ridge():
@@ -334,12 +364,36 @@ def test_intensity_equals_counted_flops_over_cache_bytes(name):
 
 
 def test_gpu_presets():
-    assert list_gpus() == ["a100-80gb", "h100-sxm", "h200"]
+    assert list_gpus() == ["a100-40gb", "a100-80gb", "b200", "h100-pcie", "h100-sxm", "h200", "l4", "l40s",
+                           "mi300x", "rtx-4090"]  # fmt: skip
     h200 = load_gpu("h200")
-    assert (h200.memory_bytes, h200.bandwidth_bytes_per_s, h200.bf16_flops_per_s) == (141e9, 4.8e12, 989e12)
-    assert (A100.bandwidth_bytes_per_s, A100.bf16_flops_per_s) == (2039e9, 312e12)
+    assert (h200.vendor_memory_bytes, h200.bandwidth_bytes_per_s, h200.bf16_flops_per_s) == (
+        141e9,
+        4.8e12,
+        989e12,
+    )
+    assert round(h200.memory_bytes / 2**30, 1) == 140.4  # "an H200 reports about 140 GiB" (issue 12)
+    # nvidia-smi totals quoted in issue 12: 81,559 MiB (H100 80GB), 81,920 MiB (A100 80GB).
+    assert load_gpu("h100-sxm").memory_bytes == 81_559 * 2**20 and A100.memory_bytes == 81_920 * 2**20
+    assert (A100.bandwidth_bytes_per_s, A100.bf16_flops_per_s, A100.vendor_memory_bytes) == (
+        2039e9,
+        312e12,
+        80e9,
+    )
+    for name in list_gpus():
+        gpu = load_gpu(name)
+        assert gpu.source and gpu.memory_source  # every number has a source
+        assert gpu.memory("vendor") == gpu.vendor_memory_bytes and gpu.memory() == gpu.memory_bytes
     with pytest.raises(ValueError, match="a100-80gb"):
         load_gpu("v100")
+
+
+def test_custom_gpu():
+    g = custom_gpu(80, 312, 2039)
+    assert (g.memory_bytes, g.bf16_flops_per_s, g.bandwidth_bytes_per_s) == (80 * 2**30, 312e12, 2039e9)
+    for bad in (0, -1, float("nan"), float("inf"), "80"):
+        with pytest.raises(ValueError, match="--gpu-mem-gib"):
+            custom_gpu(bad, 312, 2039)
 
 
 # -- Vectorization: arrays agree with exact scalars -------------------------------------------------
@@ -372,8 +426,9 @@ def test_cache_ratio_is_h_over_hkv(L, h_kv, group, d_h, T, B, b):
 
 
 def test_bad_inputs():
+    assert bytes_per_value("fp8") == 1  # issue 12 adds fp8
     with pytest.raises(ValueError, match="dtype"):
-        bytes_per_value("fp8")
+        bytes_per_value("fp6")
     with pytest.raises(ValueError, match="T"):
         kv_cache_bytes(L7, -1)
     with pytest.raises(ValueError, match="whole"):
@@ -390,8 +445,12 @@ def test_cost_report_bundles_the_same_numbers():
     assert j["kv_cache_bytes_per_token"] == 524_288 and j["kv_cache_bytes"] == 2 * GiB
     assert j["attention_params_per_layer"] == 67_108_864
     assert j["crossover_seq_len"] == 24_704 and isinstance(j["crossover_seq_len"], int)
-    assert j["max_sequences"] == 30
-    assert j["decode_ms_per_token_lower_bound"] == pytest.approx(6.61 + 1.05, abs=0.01)  # spec's 2 decimals
+    assert j["max_sequences"] == 33  # the 80 GiB the device reports; card 13's 80·10^9 B gives 30
+    assert j["max_sequences_card13_convention"] == 30
+    assert j["decode_ms_per_token_lower_bound"] == pytest.approx(
+        6.48 + 1.05, abs=0.01
+    )  # 2 decimals, as the card
+    assert j["decode_ms_per_token_card13"] == pytest.approx(6.61 + 1.05, abs=0.01)
     assert not r.beyond_max_context and cost_report(L3, 131_072).beyond_max_context
     int8 = cost_report(L7, 4096, dtype="fp16", kv_dtype="int8").to_json()
     assert int8["kv_cache_bytes_per_token"] == 256 * KiB and int8["weight_bytes"] == 13_476_831_232
@@ -413,7 +472,14 @@ def test_kv_head_variants_reproduce_card14():
     assert [rows[k].kv_bytes_per_token for k in ("MHA", "GQA", "MQA")] == [2560 * KiB, 320 * KiB, 40 * KiB]
     assert [rows[k].attention_params_per_layer for k in ("MHA", "GQA", "MQA")] == [
         268_435_456, 150_994_944, 136_314_880]  # fmt: skip
-    assert (rows["MHA"].max_sequences, rows["GQA"].max_sequences) == (2, 16)  # same weights, card 14
+    # Same weights, card 14's 2 × 80·10⁹ B: (2, 16); the 2 × 81,920 MiB the devices report hold more.
+    assert (rows["MHA"].max_sequences_card14, rows["GQA"].max_sequences_card14) == (2, 16)
+    free = 2 * 81_920 * 2**20 - 137_953_296_384
+    assert (
+        (rows["MHA"].max_sequences, rows["GQA"].max_sequences)
+        == (free // (10 * GiB), free // (1.25 * GiB))
+        == (3, 25)
+    )
     assert (rows["MHA"].decode_intensity, rows["GQA"].decode_intensity) == (1, 8)
     assert rows["GQA"].cache_ratio_to_mha == 8
     without_gpu = kv_head_variants(L7, 4096)

@@ -37,13 +37,19 @@ def test_defaults_show_card13_and_card11_numbers(app):
     assert "**13.48 GB** of fp16 weights" in shape_card(at)
     assert metric(at, "attention FLOPs") == "14.2%"
     assert metric(at, "crossover T*") == "24,704"
-    assert metric(at, "seqs that fit (≤)") == "30"
-    assert metric(at, "decode step (≥)") == "7.66 ms"  # 6.61 + 1.05 ms
+    # Fits: the 81,920 MiB an A100 80GB reports; a step reads 1 of the 32,000 embedding rows (issue 12).
+    assert metric(at, "seqs that fit (≤)") == str((81_920 * 2**20 - 13_476_831_232) // 2**31) == "33"
+    weights_read = (6_738_415_616 - 32_000 * 4096 + 4096) * 2
+    assert metric(at, "decode step (≥)") == f"{1e3 * (weights_read + 2**31) / 2.039e12:.3g} ms" == "7.53 ms"
+    # Card 13 as quoted, beside it: 80·10^9 B holds 30 sequences; reading every weight takes 6.61 ms.
+    note = next(c.value for c in at.caption if "As the cards count it" in c.value)
+    assert "**30** sequences" in note and "**6.61 ms** + 1.05 ms" in note and "81,920 MiB" in note
     assert "h = 32 query heads · H_kv = 32 KV heads" in shape_card(at)
     flops = table_with(at, "all pairs (GFLOP)")
     assert flops["all pairs (GFLOP)"].tolist()[:3] == ["549.8 GFLOP", "274.9 GFLOP", "1,108.1 GFLOP"]
     assert flops["share"].iloc[1] == "14.2%" and flops["share, causal"].iloc[1] == "7.66%"
-    assert len(at.get("plotly_chart")) == 1  # stacked breakdown, the other mode's share dashed
+    # The layer strip (32 full layers) and the stacked breakdown, the other mode's share dashed.
+    assert len(at.get("plotly_chart")) == 2
 
 
 def test_causal_toggle_moves_the_crossover(app):
@@ -66,7 +72,11 @@ def test_llama2_70b_gqa_vs_mha_on_two_gpus(app):
     by_kind = {k.split(" ")[0]: row for k, (_, row) in zip(df["kind"], df.iterrows(), strict=True)}
     assert by_kind["MHA"]["KV per token"] == "2.5 MiB"  # 2,560 KiB
     assert by_kind["GQA"]["KV per token"] == "320 KiB" and by_kind["MQA"]["KV per token"] == "40 KiB"
-    assert (by_kind["GQA"]["sequences that fit (≤)"], by_kind["MHA"]["sequences that fit (≤)"]) == (16, 2)
+    card14 = "fit, card 14's 80×10⁹ B/GPU (≤)"
+    assert (by_kind["GQA"][card14], by_kind["MHA"][card14]) == (16, 2)
+    free = 2 * 81_920 * 2**20 - 137_953_296_384  # 2 × the memory an A100 80GB reports, less the weights
+    fits = (by_kind["GQA"]["sequences that fit (≤)"], by_kind["MHA"]["sequences that fit (≤)"])
+    assert fits == (free // (1.25 * 2**30), free // (10 * 2**30)) == (25, 3)
     assert by_kind["GQA"]["attention params per layer"] == "150,994,944"
     assert by_kind["MHA"]["attention params per layer"] == "268,435,456"
     assert by_kind["MQA"]["attention params per layer"] == "136,314,880"
@@ -93,7 +103,7 @@ def test_uploaded_config_is_sized(app):
         (b'{"n_layer": 12, "n_embd": 768', "not valid JSON"),
         (b"\xff\xfe\x00binary", "not UTF-8"),
         (json.dumps({k: v for k, v in GPT2_CONFIG.items() if k != "n_head"}).encode(), "num_attention_heads"),
-        (json.dumps(GPT2_CONFIG | {"num_local_experts": 8}).encode(), "mixture-of-experts"),
+        (json.dumps(GPT2_CONFIG | {"num_local_experts": 8}).encode(), "'num_local_experts'"),
     ],
 )
 def test_malformed_upload_is_reported_and_page_survives(app, content, message):
@@ -141,14 +151,16 @@ def test_score_memory_card12(app):
 
 def test_serving_section(app):
     at = section(app(PAGE), "Serving & decode")
-    assert metric(at, "tokens/s, upper bound") == "130.5"
+    weights_read = (6_738_415_616 - 32_000 * 4096 + 4096) * 2
+    assert metric(at, "tokens/s, upper bound") == f"{2.039e12 / (weights_read + 2**31):,.1f}" == "132.7"
     assert metric(at, "decode attention FLOP/byte") == "1"
     df = table_with(at, "ridge (FLOP/byte)")
-    a100 = df[df["GPU"].str.contains("A100")].iloc[0]
-    assert (a100["sequences that fit (≤)"], a100["ridge (FLOP/byte)"], a100["bandwidth"]) == (
-        30,
+    a100 = df[df["GPU"].str.contains("A100 80GB")].iloc[0]
+    assert (a100["sequences that fit (≤)"], a100["fit at the vendor label (≤)"]) == (33, 30)
+    assert (a100["ridge (FLOP/byte)"], a100["bandwidth"], a100["memory reported"]) == (
         "153",
         "2,039 GB/s",
+        "80 GiB",
     )
     assert any("153 FLOP/byte" in m.value and "memory-bound" in m.value for m in at.markdown)
 
@@ -159,13 +171,15 @@ def test_how_its_asked_answers_for_the_chosen_model(app):
     # Card 11: the quadratic part is 14.2% at 4K; doubling T multiplies FLOPs by
     # (2·(549.8 + 1,108.1) + 4·274.9) / 1,932.8 = 2.28, not 4.
     assert "14.2%" in text and "by 2.28" in text and "24,704" in text
-    assert "512 KiB per token" in text and "at most 30 sequences" in text
+    assert (
+        "512 KiB per token" in text and "at most 33 sequences" in text and "(30 in the vendor's 80 GB" in text
+    )
 
 
 @pytest.mark.parametrize(
-    "name", ["FLOPs", "KV cache & GQA", "Serving & decode", "Score memory", "How it's asked"]
+    "name", ["Whole model", "FLOPs", "KV cache & GQA", "Serving & decode", "Score memory", "How it's asked"]
 )
-@pytest.mark.parametrize("model", ["gpt2", "mistral-7b", "seed-80l-mha"])
+@pytest.mark.parametrize("model", ["gpt2", "mistral-7b", "seed-80l-mha", "llama-4-scout"])
 def test_every_section_renders_with_csv(app, name, model):
     at = section(app(PAGE, co_model=model, co_causal="true"), name)
     assert at.error.len == 0
@@ -194,11 +208,18 @@ def test_weights_that_do_not_fit(app):
     assert any("weights alone exceed" in w.value for w in at.warning)
     assert any("do not fit in 1 × NVIDIA A100" in w.value for w in at.warning)
     at.number_input(key="co_ngpu").set_value(2).run()
-    assert at.warning.len == 0 and metric(at, "seqs that fit (≤)") == "16"
+    assert at.warning.len == 0 and metric(at, "seqs that fit (≤)") == "25"  # card 14's 16 at 2 × 80·10⁹ B
 
 
 def chart_layouts(at) -> list[dict]:
-    return [json.loads(c.proto.spec)["layout"] for c in at.get("plotly_chart")]
+    """Every chart's layout except the model card's layer strip."""
+    layouts = [json.loads(c.proto.spec)["layout"] for c in at.get("plotly_chart")]
+    return [x for x in layouts if x["title"]["text"] != "Attention type of each layer"]
+
+
+def chart_data(at, title: str) -> list[dict]:
+    return next(json.loads(c.proto.spec)["data"] for c in at.get("plotly_chart")
+                if json.loads(c.proto.spec)["layout"]["title"]["text"] == title)  # fmt: skip
 
 
 def test_charts_mark_the_crossovers_and_gpu_memory(app):
@@ -208,5 +229,88 @@ def test_charts_mark_the_crossovers_and_gpu_memory(app):
     at = section(app(PAGE, co_model="llama-2-70b", co_ngpu=2), "KV cache & GQA")
     (kv,) = chart_layouts(at)
     lines_y = sorted(sh["y0"] for sh in kv["shapes"] if sh["xref"] == "paper")
-    # 2 × 80 GB, and what the 137.95 GB of weights leave (card 14: 22,046,703,616 B), in GiB.
-    assert lines_y == [22_046_703_616 / 2**30, 160e9 / 2**30]  # same float division, exact JSON round trip
+    # 2 × the 80 GiB an A100 80GB reports, and what the 137.95 GB of weights leave, in GiB.
+    free = 2 * 81_920 * 2**20 - 137_953_296_384
+    assert lines_y == [free / 2**30, 160.0]  # same float division, exact JSON round trip
+
+
+# -- Issue 12: the whole model ------------------------------------------------------------------------
+def strip_counts(at) -> dict[str, int]:
+    """Layer cells per attention type, read from the strip's traces."""
+    return {t["name"].split(" ")[0]: len(t["x"]) for t in chart_data(at, "Attention type of each layer")}
+
+
+def test_moe_preset_whole_model(app):
+    """Mixtral: 46.7B held, 12.9B run per token (Mistral AI's counts); 6 of 8 experts idle per layer."""
+    at = section(app(PAGE, co_model="mixtral-8x7b"), "Whole model")
+    assert at.error.len == 0 and strip_counts(at) == {"full": 32}
+    df = table_with(at, "active per token")
+    row = df.set_index("part").loc["total / active"]
+    assert row["total (short)"] == "46.7B"
+    active = int(row["active per token"].replace(",", ""))
+    assert (
+        active
+        == int(df.set_index("part").loc["total / active", "total"].replace(",", ""))
+        - 32 * 6 * 3 * 4096 * 14336
+    )
+    assert round(active / 1e9, 1) == 12.9
+    assert any("8 routed experts" in m.value and "top-2" in m.value for m in at.markdown)
+    # Held vs run: the stacked bars sum to the same two totals.
+    bars = chart_data(at, "Parameters: held vs run per token")
+    assert round(sum(t["y"][1] for t in bars), 3) == round(active / 1e9, 3)
+    assert len(at.get("download_button")) == len(at.dataframe)  # every table has its CSV
+    badges = [m.value for m in at.markdown if "badge[" in m.value]
+    assert len(badges) == 2 and all("✓" in b for b in badges)
+
+
+def test_deepseek_mla_and_gpt_oss_layer_types(app):
+    at = section(app(PAGE, co_model="deepseek-v3", co_T=131_072), "Whole model")
+    assert strip_counts(at) == {"MLA": 61}
+    text = " ".join(m.value for m in [*at.markdown, *at.caption])
+    assert "512 + 64 = 576 numbers per token per layer" in text and "absorbed" in text
+    assert metric(at, "KV cache, B × T") == "8.58 GiB"  # 61 · 576 · 2 B · 131,072 = 9,210,691,584 B
+    section(at, "KV cache & GQA")
+    assert any("MLA caches one latent" in i.value for i in at.info)
+    section(at, "How it's asked")
+    text = " ".join(m.value for m in at.markdown)
+    assert "68.62 KiB per token (L·(r_kv + d_rope)·b = 61·(512 + 64)·2)" in text  # 70,272 B
+    assert "128 × (192 + 128) = 40,960" in text
+    at = section(app(PAGE, co_model="gpt-oss-120b"), "Whole model")
+    assert strip_counts(at) == {"full": 18, "sliding": 18}
+    rows = table_with(at, "layer type").set_index("layer type")
+    assert (
+        rows.loc["sliding", "cached at T = 4,096"] == "128"
+        and rows.loc["full", "cached at T = 4,096"] == "4,096"
+    )
+
+
+def test_pasted_nested_config(app):
+    """Gemma 3 as shipped: the language model under text_config; five sliding layers per global one."""
+    from attn_core.cost.shapes import load_preset_config
+
+    at = app(PAGE, co_src="paste or upload config.json")
+    at.text_area(key="co_paste").set_value(json.dumps(load_preset_config("gemma-3-27b"))).run()
+    assert not at.exception and at.error.len == 0
+    assert strip_counts(at) == {"full": 10, "sliding": 52}
+    # 2·16·128·2 B per token per layer × (10 layers × 4,096 + 52 layers × 1,024).
+    assert metric(at, "KV cache, B × T") == "736 MiB" and 8192 * (10 * 4096 + 52 * 1024) == 736 * 2**20
+
+
+def test_time_bounds_and_efficiency(app):
+    at = section(app(PAGE, co_N=4), "Whole model")
+    times = table_with(at, "lower bound").set_index("quantity")
+    weights_read = (6_738_415_616 - 32_000 * 4096 + 4096) * 2
+    assert (
+        times.loc["decode step at P", "lower bound"]
+        == "7.53 ms"
+        == f"{1e3 * (weights_read + 2**31) / 2.039e12:.3g} ms"
+    )
+    at.number_input(key="co_eff").set_value(0.5).run()
+    times = table_with(at, "estimate at 0.5 of peak").set_index("quantity")
+    assert times.loc["decode step at P", "estimate at 0.5 of peak"] == "15.1 ms"
+
+
+def test_malformed_nested_value_names_the_key(app):
+    at = app(PAGE, co_src="paste or upload config.json")
+    at.text_area(key="co_paste").set_value('{"text_config": {"num_hidden_layers": Infinity}}').run()
+    assert not at.exception and any("'num_hidden_layers'" in e.value for e in at.error)

@@ -1,26 +1,26 @@
 """The cost model: what attention costs for a real model, numpy only (never torch).
 
-Shapes from presets or a Hugging Face ``config.json`` (`shapes`), parameters, FLOPs and the
-crossover (`flops`), the KV cache and serving (`serving`), score memory naive vs online
+Shapes from presets or a Hugging Face ``config.json`` (`shapes`; experts, MLA and per-layer attention
+types in `arch`), parameters total and active (`params`), FLOPs per layer and for the whole
+model, and the crossover (`flops`), the KV cache and serving (`serving`), score memory naive vs online
 (`memory`), GPUs (`gpus`), units (`units`), one what-if report (`report`) and the command line
 (`cli`). It imports nothing else of attn_core, so ``python -m attn_core cost …`` stays fast.
 """
 
+from attn_core.cost.arch import EXPERT_KEYS, MLA, MoE
 from attn_core.cost.flops import (
-    AttentionParams,
     LayerFlops,
-    ParamCount,
+    PrefillFlops,
     attention_pairs,
-    attention_params,
     crossover_seq_len,
     doubling_ratio,
     layer_flops,
-    model_params,
+    pair_flops,
+    prefill_flops,
     score_bytes_naive,
     score_bytes_online,
-    weight_bytes,
 )
-from attn_core.cost.gpus import GPU, GPUS_FILE, list_gpus, load_gpu
+from attn_core.cost.gpus import GPU, GPUS_FILE, custom_gpu, list_gpus, load_gpu
 from attn_core.cost.memory import (
     LSE_BYTES,
     MAX_T,
@@ -30,6 +30,14 @@ from attn_core.cost.memory import (
     naive_score_bytes,
     online_state_bytes,
     recompute_flops,
+)
+from attn_core.cost.params import (
+    AttentionParams,
+    ParamCount,
+    attention_params,
+    decode_weight_bytes,
+    model_params,
+    weight_bytes,
 )
 from attn_core.cost.report import (
     CostReport,
@@ -54,7 +62,6 @@ from attn_core.cost.shapes import (
     ACT_KEYS,
     BIASED_MODEL_TYPES,
     CONTEXT_KEYS,
-    EXPERT_KEYS,
     FF_KEYS,
     GATED_ACTIVATIONS,
     GATED_MODEL_TYPES,
@@ -78,7 +85,7 @@ from attn_core.cost.shapes import (
     parse_config_bytes,
     parse_config_text,
 )
-from attn_core.cost.tokens import DTYPE_BYTES, bytes_per_value
+from attn_core.cost.tokens import DTYPE_BYTES, WEIGHT_BITS, bytes_per_value, weight_bytes_per_param
 from attn_core.cost.units import (
     BINARY_UNITS,
     COUNT_SUFFIXES,
@@ -119,9 +126,11 @@ __all__ = [
     "MAX_CONFIG_BYTES",
     "MAX_INT",
     "MAX_T",
+    "MLA",
     "MODELS_DIR",
     "PLAIN_MODEL_TYPES",
     "VOCAB_KEYS",
+    "WEIGHT_BITS",
     "WIDTH_KEYS",
     "AttentionParams",
     "ConfigError",
@@ -131,8 +140,10 @@ __all__ = [
     "KVHeadVariant",
     "LayerFlops",
     "MemoryBill",
+    "MoE",
     "ModelShape",
     "ParamCount",
+    "PrefillFlops",
     "ServingCapacity",
     "attention_pairs",
     "attention_params",
@@ -141,8 +152,10 @@ __all__ = [
     "cost_report",
     "cost_sweep",
     "crossover_seq_len",
+    "custom_gpu",
     "decode_intensity",
     "decode_lower_bound",
+    "decode_weight_bytes",
     "doubling_ratio",
     "format_bytes",
     "format_bytes_binary",
@@ -168,12 +181,15 @@ __all__ = [
     "model_params",
     "naive_score_bytes",
     "online_state_bytes",
+    "pair_flops",
     "parse_config_bytes",
     "parse_config_text",
+    "prefill_flops",
     "recompute_flops",
     "score_bytes_naive",
     "score_bytes_online",
     "serving_capacity",
     "sweep_grid",
     "weight_bytes",
+    "weight_bytes_per_param",
 ]

@@ -2,7 +2,9 @@
 
 Public contract (keep it):
     python -m attn_core cost (--model NAME | --config PATH) --seq-len T [--batch B]
-        [--dtype fp16|bf16|fp32|int8] [--causal] [--gpu NAME] [--json]
+        [--dtype fp32|fp16|bf16|fp8|int8] [--weight-dtype D] [--expert-dtype D] [--kv-dtype D] [--causal]
+        [--gpu NAME | --gpu-mem-gib G --gpu-tflops F --gpu-bandwidth-gbs W] [--n-gpus N]
+        [--prompt-len P] [--gen-len N] [--efficiency E] [--json]
     python -m attn_core models [--json]
 Bad arguments or configs print one line to stderr and exit 2.
 """
@@ -12,13 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from attn_core.cost.flops import model_params
-from attn_core.cost.gpus import list_gpus, load_gpu
+from attn_core.cost.gpus import GPU, custom_gpu, list_gpus, load_gpu
 from attn_core.cost.limits import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN
+from attn_core.cost.params import model_params
 from attn_core.cost.report import CostReport, cost_report
 from attn_core.cost.shapes import (
     MAX_CONFIG_BYTES,
@@ -28,17 +31,18 @@ from attn_core.cost.shapes import (
     load_preset,
     parse_config_bytes,
 )
-from attn_core.cost.tokens import DTYPE_BYTES
+from attn_core.cost.tokens import DTYPE_BYTES, WEIGHT_BITS, weight_bytes_per_param
 from attn_core.cost.units import (
     format_bytes,
     format_bytes_binary,
-    format_count,
+    format_bytes_decimal,
     format_count_short,
     format_flops,
     format_percent,
     format_rate,
     format_seconds,
 )
+from attn_core.cost.whole import MAX_GEN_LEN
 
 
 class UsageError(Exception):
@@ -65,6 +69,19 @@ def _bounded_int(lo: int, hi: int):
     return parse
 
 
+def _positive_float(flag: str):
+    def parse(text: str) -> float:
+        try:
+            value = float(text.replace(",", "").replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not 0 < value < 1e7:  # rejects nan, inf, 0 and negatives
+            raise argparse.ArgumentTypeError(f"{flag} must be a positive finite number, got {text!r}")
+        return value
+
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m attn_core", description="Attention Lab command line.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{cost,models,gpus}")
@@ -75,11 +92,22 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--config", type=Path, help="path to a Hugging Face config.json")
     cost.add_argument("--seq-len", type=_bounded_int(1, MAX_SEQ_LEN), required=True, help="tokens T")
     cost.add_argument("--batch", type=_bounded_int(1, MAX_BATCH), default=1, help="sequences B")
-    cost.add_argument("--dtype", choices=list(DTYPE_BYTES), default="fp16", help="weights, scores, cache")
+    cost.add_argument(
+        "--dtype", choices=list(DTYPE_BYTES), default="fp16", help="weights, activations, cache"
+    )
+    cost.add_argument("--weight-dtype", choices=list(WEIGHT_BITS), help="weights only (default: --dtype)")
+    cost.add_argument("--expert-dtype", choices=list(WEIGHT_BITS), help="routed experts (default: weights)")
     cost.add_argument("--kv-dtype", choices=list(DTYPE_BYTES), help="cache only (default: --dtype)")
     cost.add_argument("--causal", action="store_true", help="count only allowed query–key pairs")
-    cost.add_argument("--gpu", choices=list_gpus(), help="add serving capacity and decode bound")
-    cost.add_argument("--n-gpus", type=_bounded_int(1, MAX_GPUS), default=1, help="GPUs (with --gpu)")
+    cost.add_argument("--gpu", choices=list_gpus(), help="add serving capacity and time bounds")
+    for flag, what in (("--gpu-mem-gib", "memory, GiB"), ("--gpu-tflops", "dense TFLOP/s"),
+                       ("--gpu-bandwidth-gbs", "bandwidth, GB/s")):  # fmt: skip
+        cost.add_argument(flag, type=_positive_float(flag), help=f"your own GPU: {what} (all three)")
+    cost.add_argument("--n-gpus", type=_bounded_int(1, MAX_GPUS), default=1, help="GPUs, tensor-parallel")
+    cost.add_argument("--prompt-len", type=_bounded_int(1, MAX_SEQ_LEN), help="prompt P (default: T)")
+    cost.add_argument("--gen-len", type=_bounded_int(0, MAX_GEN_LEN), default=0, help="tokens generated N")
+    cost.add_argument("--efficiency", type=_positive_float("--efficiency"), default=1.0,
+                      help="achieved fraction of peak (default 1.0: the bounds)")  # fmt: skip
     cost.add_argument("--json", action="store_true", help="one JSON object instead of a table")
 
     models = sub.add_parser("models", help="list the model presets")
@@ -108,10 +136,70 @@ def _load_shape(args: argparse.Namespace) -> ModelShape:
 
 def _shape_line(s: ModelShape) -> str:
     window = f", sliding window {s.sliding_window:,}" if s.sliding_window else ""
+    chunk = f", chunks of {s.attention_chunk_size:,}" if s.attention_chunk_size else ""
+    kinds = Counter(s.layer_kinds)
+    layers = ", layers: " + " + ".join(f"{n} {k}" for k, n in kinds.items()) if len(kinds) > 1 else ""
+    mla = f", MLA cache r_kv {s.mla.kv_lora_rank} + d_rope {s.mla.qk_rope_head_dim}" if s.mla else ""
+    m = s.moe
+    moe = (f", MoE {m.n_experts} experts (top-{m.top_k}, {m.n_shared} shared, {len(m.dense_layers)} dense layers)"
+           if m else "")  # fmt: skip
     return (
         f"{s.name}: {s.attention_kind}, L={s.n_layers}, d={s.d_model:,}, h={s.n_heads}, "
-        f"H_kv={s.n_kv_heads}, d_h={s.head_dim}, d_ff={s.d_ff:,} ({s.mlp_kind} MLP){window}"
+        f"H_kv={s.n_kv_heads}, d_h={s.head_dim}, d_ff={s.d_ff:,} ({s.mlp_kind} MLP){window}{chunk}{layers}{mla}{moe}"
     )
+
+
+def _whole_lines(r: CostReport) -> list[str]:
+    """Issue 12's whole-model answers: parameters, prefill, time bounds (or estimates)."""
+    p, f, s = r.params.count, r.prefill, r.model
+    pub = r.params.published
+    published = "" if pub is None else f"   (published: {format_count_short(pub[0], 2)}" + (
+        f" / {format_count_short(pub[1], 2)} active" if pub[1] else "") + f"; {pub[2]})"  # fmt: skip
+    lines = [
+        "",
+        f"Parameters  total {p.total:,} ({format_count_short(p.total, 2)}), active per token {p.active:,} "
+        f"({format_count_short(p.active, 2)}); without the input embeddings {format_count_short(p.active_without_embeddings, 2)}"
+        + published,
+        f"  weights {r.weight_dtype}: {8 * weight_bytes_per_param(r.weight_dtype):g} bits per weight (scales included)"
+        + (
+            f"; routed experts {r.expert_dtype}: {8 * weight_bytes_per_param(r.expert_dtype):g}"
+            if r.expert_dtype != r.weight_dtype
+            else ""
+        ),
+    ]
+    if r.params.nextn_layers_left_out:
+        lines.append(
+            f"  {r.params.nextn_layers_left_out} next-token-prediction layer(s) left out: not the served model"
+        )
+    if s.quantization:
+        lines.append(f"  the config's quantization_config ({s.quantization}) is reported, not applied")
+    if s.attention_sinks:
+        lines.append(
+            "  attention sinks: one learned logit per query head per layer (softmax mass with no value)"
+        )
+    lines += [
+        f"Prefill FLOPs, whole model, B × T  {format_flops(f.total)} = projections {format_flops(f.projections)} + "
+        f"attention {format_flops(f.attention)} + MLP {format_flops(f.mlp)} + head {format_flops(f.lm_head)}",
+        "  (matrix products only, 2 per multiply-add; norms, softmax and rotary excluded)",
+    ]
+    if s.mla:
+        lines.append(
+            f"  MLA attention counted naive; with the up-projections absorbed: {format_flops(f.attention_absorbed)}"
+        )
+    t = r.timing
+    if t is not None:
+        kind = f"estimates at {t.efficiency:g} of peak" if t.is_estimate else "lower bounds"
+        lines += [
+            f"Time on {r.n_gpus} × {r.gpu.label} ({kind}; bf16 peak, perfect tensor parallelism)",
+            f"  time to first token, P = {t.prompt_len:,}  {format_seconds(t.ttft_s)} ({t.ttft_bound}-bound, "
+            "causal pairs)",
+            f"  decode step at P                 {format_seconds(t.decode_step_s)}",
+        ]
+        if t.gen_len:
+            lines.append(
+                f"  P + {t.gen_len:,} generated tokens   {format_seconds(t.total_s)}, {t.tokens_per_s:,.1f} tokens/s"
+            )
+    return lines
 
 
 def format_report(r: CostReport) -> str:
@@ -125,10 +213,13 @@ def format_report(r: CostReport) -> str:
     )
     lines = [
         _shape_line(r.model),
-        f"T = {r.seq_len:,} tokens, batch {r.batch:,}, weights {r.dtype}, KV cache {r.kv_dtype}",
+        f"T = {r.seq_len:,} tokens, batch {r.batch:,}, weights {r.weight_dtype}, activations {r.dtype}, "
+        f"KV cache {r.kv_dtype}",
     ]
     if r.beyond_max_context:
         lines.append(f"note: T is beyond the model's trained context of {r.model.max_context:,} tokens")
+    if r.kv_cache_over_a_petabyte:
+        lines.append(f"note: the KV cache ({format_bytes(r.kv_cache_bytes)}) is past a petabyte")
     lines += [
         "",
         "KV cache",
@@ -157,11 +248,16 @@ def format_report(r: CostReport) -> str:
             "",
             f"{r.n_gpus} × {g.label}: {format_rate(g.bandwidth_bytes_per_s, 'B/s', prefix='G')}, "
             f"{format_rate(g.bf16_flops_per_s, 'FLOP/s')} bf16, ridge {g.ridge_flop_per_byte:.0f} FLOP/byte",
-            f"  sequences of T that fit beside the weights (upper bound)  {r.serving.max_sequences:,}",
+            f"  sequences of T that fit beside the weights (upper bound)  {r.serving.max_sequences:,} in the "
+            f"{format_bytes_binary(r.serving.memory_bytes)} the device reports",
+            f"    card 13's convention, {format_bytes_decimal(r.serving_card13.memory_bytes)} (vendor GB, 10^9 B): "
+            f"{r.serving_card13.max_sequences:,}",
             f"  decode time per step (lower bound)  {format_seconds(d.weight_seconds)} weights + "
             f"{format_seconds(d.kv_seconds)} cache = {format_seconds(d.seconds_per_step)}",
             f"  tokens/s over the batch of {r.batch:,} (upper bound)  {d.tokens_per_s:,.1f}",
+            f"    card 13 reads every weight: {format_seconds(d.card13_seconds_per_step)} per step",
         ]
+    lines += _whole_lines(r)
     return "\n".join(lines)
 
 
@@ -169,8 +265,23 @@ def _models_rows() -> list[dict]:
     rows = []
     for name in list_presets():
         s = load_preset(name)
-        rows.append(s.summary() | {"name": name, "params": model_params(s).total})
+        p = model_params(s)
+        rows.append(s.summary() | {"name": name, "params": p.total, "active_params": p.active})
     return rows
+
+
+def _gpu(args: argparse.Namespace) -> GPU | None:
+    """A preset, or your own from all three --gpu-* numbers."""
+    own = (args.gpu_mem_gib, args.gpu_tflops, args.gpu_bandwidth_gbs)
+    if any(v is not None for v in own):
+        if args.gpu is not None:
+            raise UsageError("--gpu and --gpu-mem-gib/--gpu-tflops/--gpu-bandwidth-gbs are alternatives")
+        if None in own:
+            raise UsageError(
+                "your own GPU needs all three of --gpu-mem-gib, --gpu-tflops, --gpu-bandwidth-gbs"
+            )
+        return custom_gpu(*own)
+    return load_gpu(args.gpu) if args.gpu else None
 
 
 def _run(args: argparse.Namespace) -> str:
@@ -178,13 +289,11 @@ def _run(args: argparse.Namespace) -> str:
         rows = _models_rows()
         if args.json:
             return json.dumps(rows, indent=2)
-        header = (
-            f"{'name':<15}{'kind':<5}{'L':>4}{'d':>7}{'h':>4}{'H_kv':>5}{'d_h':>5}{'d_ff':>7}  mlp    params"
-        )
+        header = f"{'name':<15}{'kind':<5}{'L':>4}{'d':>7}{'h':>4}{'H_kv':>5}{'d_h':>5}{'d_ff':>7}  mlp    params  active"
         body = [
             f"{r['name']:<15}{r['attention_kind']:<5}{r['n_layers']:>4}{r['d_model']:>7}{r['n_heads']:>4}"
             f"{r['n_kv_heads']:>5}{r['head_dim']:>5}{r['d_ff']:>7}  {r['mlp_kind']:<6} "
-            f"{format_count_short(r['params'], 2)}"
+            f"{format_count_short(r['params'], 2):>7} {format_count_short(r['active_params'], 2):>7}"
             for r in rows
         ]
         return "\n".join([header, *body])
@@ -195,17 +304,22 @@ def _run(args: argparse.Namespace) -> str:
                 [g.__dict__ | {"ridge_flop_per_byte": g.ridge_flop_per_byte} for g in gpus], indent=2
             )
         return "\n".join(
-            f"{g.name:<11}{g.label}: {format_count(g.memory_bytes / 1e9)} GB, "
+            f"{g.name:<11}{g.label}: {format_bytes_binary(g.memory_bytes)} reported "
+            f"({format_bytes_decimal(g.vendor_memory_bytes)} label), "
             f"{format_rate(g.bandwidth_bytes_per_s, 'B/s', prefix='G')}, {format_rate(g.bf16_flops_per_s, 'FLOP/s')}"
             for g in gpus
         )
     shape = _load_shape(args)
-    if args.n_gpus != 1 and args.gpu is None:
+    gpu = _gpu(args)
+    if args.n_gpus != 1 and gpu is None:
         raise UsageError("--n-gpus needs --gpu")
-    gpu = load_gpu(args.gpu) if args.gpu else None
+    if args.efficiency > 1:
+        raise UsageError(f"--efficiency must be a fraction of peak in (0, 1], got {args.efficiency:g}")
     report = cost_report(
-        shape, args.seq_len, args.batch, args.dtype, args.causal, gpu, args.n_gpus, args.kv_dtype
-    )
+        shape, args.seq_len, args.batch, args.dtype, args.causal, gpu, args.n_gpus, args.kv_dtype,
+        weight_dtype=args.weight_dtype, expert_dtype=args.expert_dtype, prompt_len=args.prompt_len, gen_len=args.gen_len,
+        efficiency=args.efficiency, preset=args.model,
+    )  # fmt: skip
     return json.dumps(report.to_json(), indent=2) if args.json else format_report(report)
 
 

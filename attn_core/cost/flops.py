@@ -1,100 +1,81 @@
-"""Parameters (card 9), FLOPs per layer and the crossover T* (card 11), and score memory, naive vs
-online (card 12)."""
+"""FLOPs per layer and for the whole model, the crossover T* (card 11), and score memory, naive vs
+online (card 12). Parameters (card 9) live in `attn_core.cost.params`.
+
+Convention: 2 FLOPs per multiply-add, matrix products only (norms, softmax, rotary and the
+router's top-k are left out). A weight matrix costs 2 FLOPs per weight per token, so the
+projection and MLP FLOPs are twice the weights `params` counts: one home for both formulas.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 from attn_core.cost import memory
+from attn_core.cost.params import attention_params, mlp_matrix_weights
 from attn_core.cost.shapes import ModelShape
 from attn_core.cost.tokens import Tokens, _minimum, _tokens
 
 
-# -- Card 9: parameters ----------------------------------------------------------------------
-@dataclass(frozen=True)
-class AttentionParams:
-    """Attention parameters of one layer (card 9)."""
-
-    weights: int  # W_Q d×h·d_h, W_K and W_V d×H_kv·d_h, W_O h·d_h×d
-    biases: int  # h·d_h + 2·H_kv·d_h + d when the projections carry biases, else 0
-
-    @property
-    def total(self) -> int:
-        return self.weights + self.biases
+# -- Per-token pieces: each formula once ------------------------------------------------------
+def projection_flops_per_token(shape: ModelShape) -> int:
+    """2 × the attention weights: 2d(2h·d_h + 2H_kv·d_h) = 8d² for MHA (card 11). MLA counts its
+    four low-rank maps, the same whether or not the up-projections are absorbed."""
+    return 2 * attention_params(shape, bias=False).weights
 
 
-def attention_params(shape: ModelShape, bias: bool | None = None) -> AttentionParams:
-    """2·d·h·d_h + 2·d·H_kv·d_h weights (= 4d² for MHA, 2d² + 2d·H_kv·d_h for GQA) and, with
-    biases, h·d_h + 2·H_kv·d_h on Q, K, V and d on O (= 4d for MHA; Qwen2 has no O bias).
-    ``bias=None`` takes the model's own; True or False sets all four.
-
-    Card 9: 67,108,864 for Llama 2 7B whatever h is; GPT-2 small with biases 2,362,368."""
-    d, q_width, kv_width = shape.d_model, shape.q_width, shape.kv_width
-    weights = d * q_width + 2 * d * kv_width + q_width * d
-    qkv = shape.attention_bias if bias is None else bias
-    out = (shape.attention_bias if shape.output_bias is None else shape.output_bias) if bias is None else bias
-    biases = (q_width + 2 * kv_width if qkv else 0) + (d if out else 0)
-    return AttentionParams(weights=weights, biases=biases)
+def mlp_flops_per_token(shape: ModelShape, layer: int | None = None) -> int:
+    """2 × the MLP weights a token multiplies: 6d·d_ff gated, 4d·d_ff plain; an MoE layer counts
+    its top-k routed and its shared experts and the router. ``layer`` None: the last layer."""
+    layer = shape.n_layers - 1 if layer is None else layer
+    return 2 * mlp_matrix_weights(shape, shape.is_moe_layer(layer))
 
 
-@dataclass(frozen=True)
-class ParamCount:
-    """All weights of the model, by where they sit."""
-
-    embeddings: int  # token table, vocab × d
-    positions: int  # learned position table, max_context × d (0 with RoPE)
-    attention: int  # all layers, biases included
-    mlp: int  # all layers, biases included
-    norms: int  # two per layer plus the final one
-    lm_head: int  # vocab × d, 0 when tied to the embeddings
-
-    @property
-    def total(self) -> int:
-        return self.embeddings + self.positions + self.attention + self.mlp + self.norms + self.lm_head
+def pair_flops(shape: ModelShape, absorbed: bool = False) -> int:
+    """FLOPs per allowed query–key pair per layer: QKᵀ and PV over h heads, 2h(d_qk + d_v)
+    (= 4·h·d_h with per-head K and V). MLA naive (K, V expanded per head): 2h(d_nope + d_rope +
+    d_v); absorbed (queries and outputs mapped into the latent): 2h(2·r_kv + d_rope)."""
+    h, m = shape.n_heads, shape.mla
+    if m is None:
+        return 4 * shape.q_width
+    if absorbed:
+        return 2 * h * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
+    return 2 * h * (m.qk_head_dim + m.v_head_dim)
 
 
-def model_params(shape: ModelShape) -> ParamCount:
-    """Parameter count of a decoder-only transformer of this shape (pre-norm blocks).
-
-    Exact for the shipped presets (Llama 2 7B: 6,738,415,616, whose fp16 bytes are card 13's
-    13,476,831,232); for other architectures it counts embeddings, attention, MLP and norms
-    and misses extras such as QK-norm weights."""
-    d, L = shape.d_model, shape.n_layers
-    mlp_bias = (shape.mlp_matrices - 1) * shape.d_ff + d if shape.mlp_bias else 0
-    mlp = shape.mlp_matrices * d * shape.d_ff + mlp_bias
-    norm = d if shape.norm_kind == "rms" else 2 * d
-    return ParamCount(
-        embeddings=shape.vocab_size * d,
-        positions=(shape.max_context or 0) * d if shape.learned_positions else 0,
-        attention=L * attention_params(shape).total,
-        mlp=L * mlp,
-        norms=(2 * L + 1) * norm,
-        lm_head=0 if shape.tie_embeddings else shape.vocab_size * d,
-    )
-
-
-def weight_bytes(shape: ModelShape, bytes_per_param: int = 2) -> int:
-    """Bytes of all weights at b bytes each (fp16: 2 × parameter count)."""
-    return model_params(shape).total * bytes_per_param
-
-
-# -- Card 11: FLOPs and the crossover ---------------------------------------------------------
-def attention_pairs(T: Any, causal: bool = False, window: int | None = None) -> Tokens:
+# -- Query–key pairs per attention pattern ----------------------------------------------------
+def attention_pairs(
+    T: Any, causal: bool = False, window: int | None = None, chunk: int | None = None
+) -> Tokens:
     """Query–key pairs a kernel must compute for T queries over T keys.
 
     Full: T². Causal: T(T + 1)/2 — realized only by a kernel that skips masked blocks.
     Causal with window W (each query sees at most W keys, itself included):
-    W'(W' + 1)/2 + (T − W')·W with W' = min(T, W). ``window`` is ignored when not causal."""
+    W'(W' + 1)/2 + (T − W')·W with W' = min(T, W). Causal in chunks of C (a query sees the
+    earlier keys of its own chunk): n·C(C + 1)/2 + r(r + 1)/2 with T = n·C + r.
+    ``window`` and ``chunk`` are ignored when not causal: such a kernel computes every pair."""
     T = _tokens(T)
     if not causal:
         return T * T
+    if chunk is not None:
+        n = T // chunk
+        r = T - n * chunk
+        return n * (chunk * (chunk + 1) // 2) + r * (r + 1) // 2
     if window is None:
         return T * (T + 1) // 2
     Tw = _minimum(T, window)
     return Tw * (Tw + 1) // 2 + (T - Tw) * window
 
 
+def layer_pairs(shape: ModelShape, T: Any, causal: bool, kind: str, use_window: bool = True) -> Tokens:
+    """Pairs one layer of attention pattern ``kind`` ('full', 'sliding', 'chunked') computes."""
+    window = shape.sliding_window if kind == "sliding" and use_window else None
+    chunk = shape.attention_chunk_size if kind == "chunked" and use_window else None
+    return attention_pairs(T, causal, window, chunk)
+
+
+# -- Card 11: one layer, the crossover --------------------------------------------------------
 @dataclass(frozen=True)
 class LayerFlops:
     """Forward FLOPs of one layer for B sequences of T tokens (2 FLOPs per multiply-add)."""
@@ -104,7 +85,7 @@ class LayerFlops:
     causal: bool
     projections: Tokens  # Q, K, V, O: 2Td(2h·d_h + 2H_kv·d_h) = 8Td² for MHA
     attention: Tokens  # QKᵀ and PV: 4·h·d_h per pair = 4T²d (full)
-    mlp: Tokens  # 6Td·d_ff gated, 4Td·d_ff plain
+    mlp: Tokens  # 6Td·d_ff gated, 4Td·d_ff plain (MoE: the active experts)
 
     @property
     def total(self) -> Tokens:
@@ -126,48 +107,43 @@ class LayerFlops:
                           self.attention / n, self.mlp / n)  # fmt: skip
 
 
-def _linear_flops_per_token(shape: ModelShape) -> int:
-    """FLOPs per token of everything that is linear in T: projections + MLP."""
-    d = shape.d_model
-    projections = 2 * d * (2 * shape.q_width + 2 * shape.kv_width)
-    mlp = 2 * shape.mlp_matrices * d * shape.d_ff
-    return projections + mlp
-
-
 def layer_flops(
-    shape: ModelShape, T: Any, batch: int = 1, causal: bool = False, use_window: bool = True
-) -> LayerFlops:
-    """FLOPs per layer, forward, split into projections + quadratic part + MLP (card 11).
+    shape: ModelShape, T: Any, batch: int = 1, causal: bool = False, use_window: bool = True,
+    layer: int | None = None,
+) -> LayerFlops:  # fmt: skip
+    """FLOPs of one layer, forward, split into projections + quadratic part + MLP (card 11).
 
     2Td(2h·d_h + 2H_kv·d_h) + 4·h·d_h·pairs(T) + 2·m·T·d·d_ff, with m = 3 matrices (gated,
     6Td·d_ff) or 2 (plain, 4Td·d_ff), times B. Full attention counts all T² pairs; ``causal``
-    counts only allowed ones (and the sliding window's, if any) — a saving only a block-skipping
-    kernel realizes. The softmax's own exponentials are not matrix products and are left out.
+    counts only allowed ones (and the layer's window or chunk) — a saving only a block-skipping
+    kernel realizes. ``layer`` picks the layer (its pattern, dense or MoE); None: the last.
     Llama 2 7B at 4,096: 549.8 + 274.9 + 1,108.1 GFLOP."""
     T = _tokens(T)
     batch = _tokens(batch, "batch", 1)
-    d = shape.d_model
-    window = shape.sliding_window if use_window else None
-    projections = 2 * T * d * (2 * shape.q_width + 2 * shape.kv_width) * batch
-    attention = 4 * shape.q_width * attention_pairs(T, causal, window) * batch
-    mlp = 2 * shape.mlp_matrices * T * d * shape.d_ff * batch
-    return LayerFlops(T, batch, causal, projections, attention, mlp)
+    layer = shape.n_layers - 1 if layer is None else layer
+    pairs = layer_pairs(shape, T, causal, shape.layer_kinds[layer], use_window)
+    return LayerFlops(
+        T, batch, causal,
+        projections=projection_flops_per_token(shape) * T * batch,
+        attention=pair_flops(shape) * pairs * batch,
+        mlp=mlp_flops_per_token(shape, layer) * T * batch,
+    )  # fmt: skip
 
 
 def crossover_seq_len(shape: ModelShape, causal: bool = False, use_window: bool = True) -> float | None:
-    """T* where the quadratic part equals projections + MLP, solved for this architecture.
+    """T* where the quadratic part equals projections + MLP, solved for this architecture (its last layer).
 
-    With a = 4·h·d_h and C = the linear FLOPs per token (projections + MLP):
-    full a·T² = C·T gives T* = C/a (= 2d + 1.5·d_ff for MHA with a gated MLP: 24,704 for
-    Llama 2 7B); causal a·T(T+1)/2 = C·T gives T* = 2C/a − 1 (49,407). With a sliding window
-    W and T* > W the causal quadratic part grows only like a·W·T, so it catches up at
-    a·W(W−1) / (2(a·W − C)) if a·W > C and never otherwise (returns None)."""
-    a = 4 * shape.q_width
-    C = _linear_flops_per_token(shape)
+    With a = the FLOPs per pair (4·h·d_h) and C = the linear FLOPs per token (projections +
+    MLP): full a·T² = C·T gives T* = C/a (= 2d + 1.5·d_ff for MHA with a gated MLP: 24,704 for
+    Llama 2 7B); causal a·T(T+1)/2 = C·T gives T* = 2C/a − 1 (49,407). With a window W on
+    every layer and T* > W the causal quadratic part grows only like a·W·T, so it catches up
+    at a·W(W−1) / (2(a·W − C)) if a·W > C and never otherwise (returns None)."""
+    a = pair_flops(shape)
+    C = projection_flops_per_token(shape) + mlp_flops_per_token(shape)
     if not causal:
         return C / a
     T_star = 2 * C / a - 1
-    W = shape.sliding_window if use_window else None
+    W = shape.uniform_window if use_window else None
     if W is None or T_star <= W:
         return T_star
     slope = a * W - C
@@ -180,11 +156,51 @@ def doubling_ratio(shape: ModelShape, T: Any, causal: bool = False) -> Tokens:
     return layer_flops(shape, 2 * T, causal=causal).total / layer_flops(shape, T, causal=causal).total
 
 
+# -- The whole model: prefill ------------------------------------------------------------------
+@dataclass(frozen=True)
+class PrefillFlops:
+    """Forward FLOPs of the whole model over B prompts of T tokens (matrix products only)."""
+
+    seq_len: Tokens
+    batch: int
+    causal: bool
+    projections: Tokens  # every layer's Q, K, V, O (MLA: its low-rank maps)
+    attention: Tokens  # the pairs each layer's pattern allows; MLA in the naive form
+    attention_absorbed: Tokens  # MLA with the up-projections absorbed (= attention otherwise)
+    mlp: Tokens  # dense MLPs and the active experts
+    lm_head: Tokens  # 2·d·V per token
+
+    @property
+    def total(self) -> Tokens:
+        """Projections + attention (naive form) + MLP + output head."""
+        return self.projections + self.attention + self.mlp + self.lm_head
+
+
+def prefill_flops(shape: ModelShape, T: Any, batch: int = 1, causal: bool = False) -> PrefillFlops:
+    """Σ over layers of projections + pair_flops·pairs(pattern) + active MLP, plus the head's
+    2·d·V per token, times B. Norms, softmax, rotary and the embedding lookup are excluded.
+    MLA is counted naive (the cheaper form for prefill); ``attention_absorbed`` gives the other."""
+    T = _tokens(T, minimum=1)
+    batch = _tokens(batch, "batch", 1)
+    groups = Counter((kind, shape.is_moe_layer(i)) for i, kind in enumerate(shape.layer_kinds))
+    pairs = sum(n * layer_pairs(shape, T, causal, kind) for (kind, _), n in groups.items())
+    mlp = sum(n * 2 * mlp_matrix_weights(shape, moe) for (_, moe), n in groups.items())
+    tokens = T * batch
+    return PrefillFlops(
+        T, batch, causal,
+        projections=shape.n_layers * projection_flops_per_token(shape) * tokens,
+        attention=pair_flops(shape) * pairs * batch,
+        attention_absorbed=pair_flops(shape, absorbed=True) * pairs * batch,
+        mlp=mlp * tokens,
+        lm_head=2 * shape.d_model * shape.vocab_size * tokens,
+    )  # fmt: skip
+
+
 # -- Card 12: score memory, naive vs online --------------------------------------------------
 def score_bytes_naive(shape: ModelShape, T: Any, batch: int = 1, bytes_per_value: int = 2) -> Tokens:
     """B·h·T²·b bytes per layer to keep the T×T weights of every head (card 12).
     Llama 2 7B at 4,096, fp16: 1 GiB per layer. The coefficient B·h·b comes from
-    attn_core.memory (the online-softmax page's memory bill); here it is vectorized over T."""
+    attn_core.cost.memory (the bill both pages show); here it is vectorized over T."""
     T = _tokens(T)
     return memory.naive_score_bytes(1, shape.n_heads, bytes_per_value, _tokens(batch, "batch", 1)) * T * T
 
@@ -197,6 +213,6 @@ def score_bytes_online(shape: ModelShape, T: Any, batch: int = 1) -> Tokens:
 
 def recompute_flops(shape: ModelShape, T: Any, batch: int = 1) -> Tokens:
     """Extra backward FLOPs per layer of rebuilding P from the logsumexp: QKᵀ again,
-    2·T²·h·d_h·B = 2T²d, half the forward quadratic part (card 12; attn_core.memory)."""
+    2·T²·h·d_h·B = 2T²d, half the forward quadratic part (card 12; attn_core.cost.memory)."""
     T = _tokens(T)
     return memory.recompute_flops(1, shape.q_width, _tokens(batch, "batch", 1)) * T * T

@@ -3,22 +3,23 @@ sweeps: MHA/GQA/MQA variants and cost curves over T."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from attn_core.cost.flops import (
-    AttentionParams,
     LayerFlops,
-    attention_params,
+    PrefillFlops,
     crossover_seq_len,
     layer_flops,
+    prefill_flops,
     score_bytes_naive,
     score_bytes_online,
-    weight_bytes,
 )
 from attn_core.cost.gpus import GPU
+from attn_core.cost.params import AttentionParams, attention_params, decode_weight_bytes, weight_bytes
 from attn_core.cost.serving import (
     DecodeBound,
     ServingCapacity,
@@ -29,7 +30,10 @@ from attn_core.cost.serving import (
     serving_capacity,
 )
 from attn_core.cost.shapes import ModelShape
-from attn_core.cost.tokens import _tokens, bytes_per_value
+from attn_core.cost.tokens import _tokens, bytes_per_value, weight_bytes_per_param
+from attn_core.cost.whole import PETABYTE, Parameters, Timing, parameters, timing
+
+FLOPS_CONVENTION = "matrix products only, 2 FLOPs per multiply-add; norms, softmax and rotary excluded"
 
 
 # -- One what-if, everything at once (the CLI's and the page's single call) ------------------
@@ -54,8 +58,19 @@ class CostReport:
     decode_intensity: float
     gpu: GPU | None = None
     n_gpus: int = 1
-    serving: ServingCapacity | None = None
+    serving: ServingCapacity | None = None  # memory as the device reports it
     decode: DecodeBound | None = None
+    serving_card13: ServingCapacity | None = None  # cards 13/14's convention: vendor GB (80·10⁹ B)
+    weight_dtype: str = ""  # the weights (default: dtype); may be int4 with group scales
+    expert_dtype: str = ""  # the routed experts (default: weight_dtype)
+    params: Parameters | None = None
+    prefill: PrefillFlops | None = None  # the whole model, forward, B prompts of T tokens
+    timing: Timing | None = None  # with a GPU: TTFT, decode and end-to-end bounds
+
+    @property
+    def kv_cache_over_a_petabyte(self) -> bool:
+        """An absurd request: it still answers, and says so."""
+        return self.kv_cache_bytes > PETABYTE
 
     @property
     def beyond_max_context(self) -> bool:
@@ -90,17 +105,72 @@ class CostReport:
             "weight_bytes": self.weight_bytes,
             "decode_attention_intensity_flop_per_byte": self.decode_intensity,
             "beyond_max_context": self.beyond_max_context,
+            "kv_cache_over_a_petabyte": self.kv_cache_over_a_petabyte,
         }
+        out |= self._whole_json()
         if self.gpu is not None and self.serving is not None and self.decode is not None:
             out.update(
                 gpu=self.gpu.name,
                 n_gpus=self.n_gpus,
                 max_sequences=self.serving.max_sequences,
                 max_sequences_is_upper_bound=True,
+                gpu_memory_bytes=self.serving.memory_bytes,
+                max_sequences_card13_convention=self.serving_card13.max_sequences,
+                gpu_memory_bytes_card13_convention=self.serving_card13.memory_bytes,
                 decode_ms_per_token_lower_bound=1e3 * self.decode.seconds_per_step,
+                decode_ms_per_token_card13=1e3 * self.decode.card13_seconds_per_step,
                 decode_tokens_per_s_upper_bound=self.decode.tokens_per_s,
                 ridge_flop_per_byte=self.gpu.ridge_flop_per_byte,
             )
+        return out
+
+    def _whole_json(self) -> dict[str, Any]:
+        """Issue 12's keys: parameters, prefill FLOPs, and with a GPU the TTFT/decode/end-to-end bounds."""
+        p, f = self.params.count, self.prefill
+        out: dict[str, Any] = {
+            "weight_dtype": self.weight_dtype,
+            "bits_per_weight": 8 * weight_bytes_per_param(self.weight_dtype),
+            "expert_dtype": self.expert_dtype,
+            "bits_per_expert_weight": 8 * weight_bytes_per_param(self.expert_dtype),
+            "params": p.total,
+            "active_params": p.active,
+            "active_params_without_embeddings": p.active_without_embeddings,
+            "published_params": None if self.params.published is None else self.params.published[0],
+            "published_active_params": None if self.params.published is None else self.params.published[1],
+            "nextn_layers_left_out": self.params.nextn_layers_left_out,
+            "attention_kind": self.model.attention_kind,
+            "layer_types": dict(Counter(self.model.layer_kinds)),
+            "quantization_config": self.model.quantization,
+            "prefill_flops": f.total,
+            "prefill_flops_breakdown": {
+                "projections": f.projections,
+                "attention": f.attention,
+                "attention_mla_absorbed": f.attention_absorbed,
+                "mlp": f.mlp,
+                "lm_head": f.lm_head,
+            },
+            "flops_convention": FLOPS_CONVENTION,
+        }
+        t = self.timing
+        if t is not None:
+            out |= {
+                "efficiency": t.efficiency,
+                "times_are": "estimates (bound / efficiency)" if t.is_estimate else "lower bounds",
+                "ttft_ms_lower_bound": 1e3 * t.ttft_s * t.efficiency,
+                "decode_ms_lower_bound": 1e3 * t.decode_step_s * t.efficiency,
+                "ttft_bound_by": t.ttft_bound,
+                "prompt_len": t.prompt_len,
+                "gen_len": t.gen_len,
+                "end_to_end_ms_lower_bound": 1e3 * t.total_s * t.efficiency,
+                "end_to_end_tokens_per_s_upper_bound": t.tokens_per_s / t.efficiency,
+            }
+            if t.is_estimate:
+                out |= {
+                    "ttft_ms_estimate": 1e3 * t.ttft_s,
+                    "decode_ms_estimate": 1e3 * t.decode_step_s,
+                    "end_to_end_ms_estimate": 1e3 * t.total_s,
+                    "end_to_end_tokens_per_s_estimate": t.tokens_per_s,
+                }
         return out
 
 
@@ -113,19 +183,38 @@ def cost_report(
     gpu: GPU | None = None,
     n_gpus: int = 1,
     kv_dtype: str | None = None,
+    *,
+    weight_dtype: str | None = None,
+    expert_dtype: str | None = None,
+    prompt_len: int | None = None,
+    gen_len: int = 0,
+    efficiency: float = 1.0,
+    preset: str | None = None,
 ) -> CostReport:
     """All of cards 9, 11–14 for one model at one T (scalar T only; use the functions above
-    for sweeps). ``dtype`` sizes weights and scores, ``kv_dtype`` (default: dtype) the cache."""
+    for sweeps), and the whole model's answers (issue 12). ``dtype`` is the default for weights,
+    activations and cache; ``weight_dtype`` and ``kv_dtype`` override it, and ``expert_dtype``
+    (default: the weights') sizes the routed experts apart (gpt-oss ships them in MXFP4). With a GPU: TTFT at
+    ``prompt_len`` (default T) and ``gen_len`` decode steps, divided by ``efficiency``."""
     T = _tokens(T, minimum=1)
     if not isinstance(T, int):
         raise ValueError("cost_report takes one sequence length; sweep with layer_flops/kv_cache_bytes")
     batch = _tokens(batch, "batch", 1)
     kv_dtype = dtype if kv_dtype is None else kv_dtype
-    b, b_kv = bytes_per_value(dtype), bytes_per_value(kv_dtype)
-    serving = decode = None
+    weight_dtype = dtype if weight_dtype is None else weight_dtype
+    expert_dtype = weight_dtype if expert_dtype is None else expert_dtype
+    b, b_kv, b_w = bytes_per_value(dtype), bytes_per_value(kv_dtype), weight_bytes_per_param(weight_dtype)
+    b_e = weight_bytes_per_param(expert_dtype)
+    w = weight_bytes(shape, b_w, b_e)
+    serving = decode = card13 = times = None
     if gpu is not None:
-        serving = serving_capacity(shape, gpu, T, n_gpus, b, b_kv)
-        decode = decode_lower_bound(shape, gpu, T, batch, n_gpus, b, b_kv)
+        serving = serving_capacity(shape, gpu, T, n_gpus, b_w, b_kv, weights=w)
+        card13 = serving_capacity(shape, gpu, T, n_gpus, b_w, b_kv, weights=w, memory="vendor")
+        decode = decode_lower_bound(shape, gpu, T, batch, n_gpus, b_w, b_kv, b_e)
+        P = T if prompt_len is None else _tokens(prompt_len, "--prompt-len", 1)
+        times = timing(
+            shape, gpu, P, gen_len, batch, n_gpus, b_w, b_kv, efficiency=efficiency, expert_bytes=b_e
+        )
     return CostReport(
         model=shape,
         seq_len=T,
@@ -140,12 +229,18 @@ def cost_report(
         crossover_seq_len=crossover_seq_len(shape, causal),
         score_bytes_naive_per_layer=score_bytes_naive(shape, T, batch, b),
         score_bytes_online_per_layer=score_bytes_online(shape, T, batch),
-        weight_bytes=weight_bytes(shape, b),
+        weight_bytes=w,
         decode_intensity=decode_intensity(shape, b_kv),
         gpu=gpu,
         n_gpus=n_gpus,
         serving=serving,
         decode=decode,
+        serving_card13=card13,
+        weight_dtype=weight_dtype,
+        expert_dtype=expert_dtype,
+        params=parameters(shape, preset),
+        prefill=prefill_flops(shape, T, batch, causal),
+        timing=times,
     )
 
 
@@ -162,6 +257,7 @@ class KVHeadVariant:
     attention_params_per_layer: int
     decode_intensity: float  # FLOP per byte of decode attention
     max_sequences: int | None  # with the model's own weights held fixed (cache-only what-if)
+    max_sequences_card14: int | None  # the same under card 14's vendor GB (80·10⁹ B per GPU)
     decode_ms_lower_bound: float | None
 
 
@@ -186,13 +282,13 @@ def kv_head_variants(
     rows = []
     for n_kv in counts:
         variant = shape.with_kv_heads(n_kv)
-        serving = decode = None
+        serving = decode = card14 = None
         if gpu is not None:
-            serving = serving_capacity(
-                variant, gpu, T, n_gpus, weight_bytes_per_param, kv_bytes_per_value, weights
-            )
+            args = (variant, gpu, T, n_gpus, weight_bytes_per_param, kv_bytes_per_value, weights)
+            serving, card14 = serving_capacity(*args), serving_capacity(*args, memory="vendor")
             kv = kv_cache_bytes(variant, T, batch, kv_bytes_per_value)
-            decode = DecodeBound(weights, kv, n_gpus * gpu.bandwidth_bytes_per_s, batch)
+            read = decode_weight_bytes(shape, batch, weight_bytes_per_param)
+            decode = DecodeBound(read, kv, n_gpus * gpu.bandwidth_bytes_per_s, batch, weights)
         rows.append(
             KVHeadVariant(
                 n_kv_heads=n_kv,
@@ -203,6 +299,7 @@ def kv_head_variants(
                 attention_params_per_layer=attention_params(variant).total,
                 decode_intensity=decode_intensity(variant, kv_bytes_per_value),
                 max_sequences=None if serving is None else serving.max_sequences,
+                max_sequences_card14=None if card14 is None else card14.max_sequences,
                 decode_ms_lower_bound=None if decode is None else 1e3 * decode.seconds_per_step,
             )
         )

@@ -3,37 +3,59 @@ and decode intensity (cards 13 and 14)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from attn_core.cost.flops import weight_bytes
-from attn_core.cost.gpus import GPU
+from attn_core.cost.flops import pair_flops
+from attn_core.cost.gpus import GPU, MemoryConvention
+from attn_core.cost.params import decode_weight_bytes, weight_bytes
 from attn_core.cost.shapes import ModelShape
 from attn_core.cost.tokens import Tokens, _minimum, _tokens
 
 
 # -- Card 13: KV cache -----------------------------------------------------------------------
-def kv_cache_bytes_per_token(shape: ModelShape, bytes_per_value: int = 2) -> int:
-    """2 · L · H_kv · d_h · b: a key and a value per layer per KV head (card 13).
+def kv_bytes_per_token_per_layer(shape: ModelShape, bytes_per_value: int = 2) -> int:
+    """One layer's cache for one token: a key and a value per KV head, 2·H_kv·d_h·b; with MLA
+    one latent and one shared rotary key, (r_kv + d_rope)·b (DeepSeek-V3: 576·b)."""
+    if shape.mla is not None:
+        return shape.mla.cache_width * bytes_per_value
+    return 2 * shape.n_kv_heads * shape.head_dim * bytes_per_value
 
-    Uses H_kv, never h — sizing the cache with query heads is card 13's slip."""
-    return 2 * shape.n_layers * shape.n_kv_heads * shape.head_dim * bytes_per_value
+
+def kv_cache_bytes_per_token(shape: ModelShape, bytes_per_value: int = 2) -> int:
+    """2 · L · H_kv · d_h · b: a key and a value per layer per KV head (card 13), before any
+    window or chunk caps it. Uses H_kv, never h — sizing the cache with query heads is card 13's slip."""
+    return shape.n_layers * kv_bytes_per_token_per_layer(shape, bytes_per_value)
+
+
+def layer_cached_tokens(shape: ModelShape, T: Any, kind: str, use_window: bool = True) -> Tokens:
+    """Tokens one layer holds per sequence after T: full T, sliding min(T, W) (a rolling buffer),
+    chunked min(T, C). A chunked layer needs only the current chunk, (T − 1) mod C + 1 tokens, but
+    its buffer holds C and every sequence fills it at the end of each chunk, so a cache sized
+    to fit (the "fits" answers) counts the full buffer once T ≥ C."""
+    T = _tokens(T)
+    if not use_window or kind == "full":
+        return T
+    return _minimum(T, shape.sliding_window if kind == "sliding" else shape.attention_chunk_size)
 
 
 def cached_tokens(shape: ModelShape, T: Any, use_window: bool = True) -> Tokens:
-    """Tokens actually held per sequence: min(T, W) with a sliding window W (rolling buffer)."""
-    T = _tokens(T)
-    return _minimum(T, shape.sliding_window if use_window else None)
+    """Token-layers held per sequence: Σ over layers of each layer's cached tokens (L·T when
+    every layer is full, L·min(T, W) with Mistral's window on every layer)."""
+    counts = Counter(shape.layer_kinds)
+    return sum(n * layer_cached_tokens(shape, T, kind, use_window) for kind, n in counts.items())
 
 
 def kv_cache_bytes(
     shape: ModelShape, T: Any, batch: int = 1, bytes_per_value: int = 2, use_window: bool = True
 ) -> Tokens:
-    """2 · L · H_kv · d_h · b · T · B bytes, T capped at the sliding window if any (card 13).
+    """Σ_layers per-layer bytes × cached tokens × B: 2·L·H_kv·d_h·b·T·B when every layer is
+    full (card 13), honouring each layer's window or chunk, and MLA's latent.
 
     Llama 2 7B, fp16: 524,288 B = 512 KiB per token; × 4,096 = 2 GiB; × 8 sequences = 16 GiB."""
     batch = _tokens(batch, "batch", 1)
-    return kv_cache_bytes_per_token(shape, bytes_per_value) * cached_tokens(shape, T, use_window) * batch
+    return kv_bytes_per_token_per_layer(shape, bytes_per_value) * cached_tokens(shape, T, use_window) * batch
 
 
 # -- Cards 13 and 14: serving capacity, decode bound, intensity ------------------------------
@@ -42,7 +64,8 @@ class ServingCapacity:
     """How many sequences of T tokens fit beside the weights — an UPPER bound: activations,
     fragmentation, the framework and the CUDA context all take memory this ignores."""
 
-    memory_bytes: int  # n_gpus × GPU memory (vendor GB)
+    memory_bytes: int  # n_gpus × GPU memory, under the convention below
+    memory_convention: MemoryConvention  # "device" (reported) or "vendor" (cards 13/14)
     weight_bytes: int
     free_bytes: int  # memory − weights (negative: the weights alone do not fit)
     kv_bytes_per_sequence: Tokens
@@ -54,33 +77,38 @@ def serving_capacity(
     gpu: GPU,
     T: Any,
     n_gpus: int = 1,
-    weight_bytes_per_param: int = 2,
+    weight_bytes_per_param: float = 2,
     kv_bytes_per_value: int = 2,
     weights: int | None = None,
+    memory: MemoryConvention = "device",
 ) -> ServingCapacity:
-    """⌊(n_gpus · memory − weight bytes) / KV bytes per sequence⌋ (card 13).
+    """⌊(n_gpus · memory − weight bytes) / KV bytes per sequence⌋ (card 13). Tensor-parallel
+    sharding is assumed perfect: weights and caches split evenly, nothing replicated.
 
-    Llama 2 7B on 80 GB at 4,096 tokens: ⌊(80·10^9 − 13,476,831,232) / 2 GiB⌋ = 30.
+    ``memory='vendor'`` is card 13's convention: Llama 2 7B on 80 GB at 4,096 tokens,
+    ⌊(80·10^9 − 13,476,831,232) / 2 GiB⌋ = 30. The default, the memory the device reports
+    (81,920 MiB on an A100 80GB), gives 33.
     ``weights`` overrides the weight bytes, for card 14's cache-only what-if (MHA vs GQA with
     the same weights: Llama 2 70B on 2 × 80 GB fits 16 GQA sequences, 2 MHA)."""
     T = _tokens(T, minimum=1)
     n_gpus = _tokens(n_gpus, "n_gpus", 1)
-    memory = n_gpus * gpu.memory_bytes
+    total = n_gpus * gpu.memory(memory)
     w = weight_bytes(shape, weight_bytes_per_param) if weights is None else int(weights)
     per_seq = kv_cache_bytes(shape, T, 1, kv_bytes_per_value)
-    free = memory - w
+    free = total - w
     max_seq = max(free, 0) // per_seq
-    return ServingCapacity(memory, w, free, per_seq, max_seq)
+    return ServingCapacity(total, memory, w, free, per_seq, max_seq)
 
 
 @dataclass(frozen=True)
 class DecodeBound:
-    """Bandwidth floor on one decode step: every weight and the whole cache are read once."""
+    """Bandwidth floor on one decode step: the weights a step must read and the whole cache, once."""
 
-    weight_bytes: int
+    weight_bytes: int  # active weights, the untied embedding table only for its B rows
     kv_bytes: Tokens  # all B sequences' caches
     bandwidth_bytes_per_s: int  # n_gpus × per-GPU bandwidth
     batch: int
+    card13_weight_bytes: int | None = None  # every weight, as card 13 counts (None: the same)
 
     @property
     def weight_seconds(self) -> float:
@@ -92,13 +120,20 @@ class DecodeBound:
 
     @property
     def seconds_per_step(self) -> Tokens:
-        """t_token ≥ (weight bytes + KV bytes) / bandwidth — a LOWER bound on time per step."""
+        """t_token ≥ (weight bytes read + KV bytes) / bandwidth — a LOWER bound on time per step."""
         return self.weight_seconds + self.kv_seconds
 
     @property
     def tokens_per_s(self) -> Tokens:
         """B / t_step — an UPPER bound on generated tokens per second (all sequences)."""
         return self.batch / self.seconds_per_step
+
+    @property
+    def card13_seconds_per_step(self) -> Tokens:
+        """Card 13's figure, which reads every weight (the whole embedding table, every expert):
+        above the true bound by the unread bytes (6.61 + 1.05 ms for Llama 2 7B on an A100)."""
+        w = self.weight_bytes if self.card13_weight_bytes is None else self.card13_weight_bytes
+        return (w + self.kv_bytes) / self.bandwidth_bytes_per_s
 
 
 def decode_lower_bound(
@@ -107,20 +142,24 @@ def decode_lower_bound(
     T: Any,
     batch: int = 1,
     n_gpus: int = 1,
-    weight_bytes_per_param: int = 2,
+    weight_bytes_per_param: float = 2,
     kv_bytes_per_value: int = 2,
+    expert_bytes_per_param: float | None = None,
 ) -> DecodeBound:
-    """Memory-bandwidth floor on decoding one token per sequence with T cached (card 13).
+    """Memory-bandwidth floor on decoding one token per sequence with T cached (cards 13, 14).
 
-    Llama 2 7B on an A100 (2,039 GB/s), batch 1, 4K: 6.61 ms weights + 1.05 ms cache, so at
-    most 130 tokens/s. Multi-GPU assumes perfect sharding (bandwidths add)."""
+    Reads the active weights (`params.decode_weight_bytes`: B rows of an untied embedding
+    table, top-k experts) and every cached token. Llama 2 7B on an A100 (2,039 GB/s), batch 1,
+    4K: 6.48 ms weights + 1.05 ms cache; card 13 reads the whole table: 6.61 + 1.05 ms, at most
+    130 tokens/s. Multi-GPU assumes perfect sharding (bandwidths add)."""
     batch = _tokens(batch, "batch", 1)
     n_gpus = _tokens(n_gpus, "n_gpus", 1)
     return DecodeBound(
-        weight_bytes=weight_bytes(shape, weight_bytes_per_param),
+        weight_bytes=decode_weight_bytes(shape, batch, weight_bytes_per_param, expert_bytes_per_param),
         kv_bytes=kv_cache_bytes(shape, T, batch, kv_bytes_per_value),
         bandwidth_bytes_per_s=n_gpus * gpu.bandwidth_bytes_per_s,
         batch=batch,
+        card13_weight_bytes=weight_bytes(shape, weight_bytes_per_param, expert_bytes_per_param),
     )
 
 
@@ -128,5 +167,6 @@ def decode_intensity(shape: ModelShape, bytes_per_value: int = 2) -> float:
     """FLOPs per byte of decode attention: h·4T·d_h / (H_kv·2T·d_h·b) = 2h / (b·H_kv) (card 14).
 
     = h / H_kv at b = 2: 1 for Llama 2 7B, 4 for Llama 3 8B, 8 for Llama 2 70B — far below an
-    A100's ridge of 153, so decode attention is bound by memory traffic."""
-    return 2 * shape.n_heads / (bytes_per_value * shape.n_kv_heads)
+    A100's ridge of 153, so decode attention is bound by memory traffic. MLA decodes in the
+    absorbed form: 2h(2·r_kv + d_rope) / ((r_kv + d_rope)·b), 242 for DeepSeek-V3 in bf16."""
+    return pair_flops(shape, absorbed=True) / kv_bytes_per_token_per_layer(shape, bytes_per_value)

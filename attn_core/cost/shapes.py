@@ -13,11 +13,27 @@ Presets live in ``assets/models/<name>.json`` (Hugging Face config.json form);
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from attn_core.cost.arch import (
+    LAYER_KINDS,
+    MLA,
+    LayerKind,
+    MoE,
+    layer_kinds,
+    read_mla,
+    read_moe,
+    read_quantization,
+    read_sinks,
+    refuse_state_layers,
+    unwrap_text_config,
+)
+from attn_core.cost.keys import MAX_INT, ConfigError, first, read_bool, read_int
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "assets" / "models"
 
@@ -26,8 +42,10 @@ NormKind = Literal["rms", "layer"]
 
 # Architectures whose feed-forward network is gated (SwiGLU/GeGLU: gate, up and down matrices).
 GATED_MODEL_TYPES = frozenset(
-    {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi3", "olmo", "olmo2", "granite"}
-)
+    {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text", "phi3", "olmo",
+     "olmo2", "granite", "llama4", "llama4_text", "mixtral", "gpt_oss", "qwen2_moe", "qwen3_moe",
+     "deepseek_v2", "deepseek_v3", "kimi_k2"}
+)  # fmt: skip
 # Architectures with a plain two-matrix MLP (up, activation, down).
 PLAIN_MODEL_TYPES = frozenset(
     {"gpt2", "gpt_neox", "gptj", "opt", "falcon", "bloom", "phi", "gpt_bigcode", "starcoder2"}
@@ -37,7 +55,11 @@ LEARNED_POSITION_TYPES = frozenset({"gpt2", "gpt_bigcode", "opt", "bert"})
 # Architectures whose linear layers carry biases unless the config says otherwise.
 BIASED_MODEL_TYPES = frozenset({"gpt2", "gpt_bigcode", "gpt_neox", "opt", "bloom"})
 # Qwen2 / Qwen2.5 put biases on q, k and v only: not on o, not in the MLP (their configs do not say so).
-QKV_BIAS_MODEL_TYPES = frozenset({"qwen2"})
+QKV_BIAS_MODEL_TYPES = frozenset({"qwen2", "qwen2_moe"})
+# QK-norm: a d_h-wide RMSNorm on every query and key head (2·d_h weights per layer).
+QK_NORM_MODEL_TYPES = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text"})
+# Gemma 2 and 3 norm before and after both attention and MLP: four norms per layer.
+FOUR_NORM_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text"})
 # Activations that, with no model_type to go by, mean a gated MLP (LLaMA's SwiGLU convention).
 GATED_ACTIVATIONS = frozenset({"silu", "swish", "swiglu", "geglu"})
 
@@ -51,14 +73,8 @@ FF_KEYS = ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size", "hidden
 VOCAB_KEYS = ("vocab_size", "n_vocab", "padded_vocab_size")
 CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "seq_length")
 ACT_KEYS = ("hidden_act", "activation_function", "hidden_activation")
-EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 
 MAX_CONFIG_BYTES = 1 << 20  # a config.json is a few KiB; anything over 1 MiB is not one
-MAX_INT = 1 << 24  # sanity cap (16,777,216) on any width, count or length read from a config
-
-
-class ConfigError(ValueError):
-    """A config that cannot be sized; the message names the key that is missing or wrong."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +104,15 @@ class ModelShape:
     sliding_window: int | None = None  # each query sees at most this many keys (incl. itself)
     max_context: int | None = None  # trained context length (positions), if the config says
     source: str = ""  # where the numbers came from
+    layer_types: tuple[LayerKind, ...] | None = None  # per layer; None: all alike (see layer_kinds)
+    attention_chunk_size: int | None = None  # chunked layers attend within chunks of this many tokens
+    moe: MoE | None = None  # mixture-of-experts MLP (arch.MoE); None: one dense MLP per layer
+    mla: MLA | None = None  # multi-head latent attention (arch.MLA); None: per-head K and V
+    attention_sinks: bool = False  # one learned sink logit per query head per layer (gpt-oss)
+    qk_norm: bool = False  # a d_h-wide norm on queries and keys (Qwen3, Gemma 3)
+    norms_per_layer: int = 2  # pre-attention and pre-MLP; Gemma 2/3 add two post-norms
+    quantization: str | None = None  # the config's quantization_config: reported, never applied
+    nextn_layers_left_out: int = 0  # DeepSeek's next-token-prediction layers: not the served model
 
     def __post_init__(self) -> None:
         for field in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size"):
@@ -109,6 +134,20 @@ class ModelShape:
                 raise ConfigError(f"{field} must be a positive integer or absent, got {value!r}")
         if self.learned_positions and self.max_context is None:
             raise ConfigError("learned position embeddings need a max context (n_positions)")
+        self._check_layer_types()
+
+    def _check_layer_types(self) -> None:
+        kinds = self.layer_types
+        if kinds is None:
+            return
+        if len(kinds) != self.n_layers or any(k not in LAYER_KINDS for k in kinds):
+            raise ConfigError(
+                f"layer_types must give one of {LAYER_KINDS} for each of the {self.n_layers} layers"
+            )
+        if "sliding" in kinds and self.sliding_window is None:
+            raise ConfigError("layer_types has sliding layers but the config has no 'sliding_window'")
+        if "chunked" in kinds and self.attention_chunk_size is None:
+            raise ConfigError("layer_types has chunked layers but the config has no 'attention_chunk_size'")
 
     # -- derived quantities, all in one place ------------------------------------------------
     @property
@@ -117,8 +156,27 @@ class ModelShape:
         return self.n_heads // self.n_kv_heads
 
     @property
+    def layer_kinds(self) -> tuple[LayerKind, ...]:
+        """Each layer's attention pattern: 'full', 'sliding' (the last W keys) or 'chunked'
+        (keys of the query's own chunk). Without layer_types: all sliding if there is a window."""
+        if self.layer_types is not None:
+            return self.layer_types
+        return ("sliding" if self.sliding_window else "full",) * self.n_layers
+
+    @property
+    def uniform_window(self) -> int | None:
+        """The window when EVERY layer slides (Mistral), else None: the per-layer formulas of
+        cards 11 and 13 apply a window only when all layers share it."""
+        return self.sliding_window if set(self.layer_kinds) == {"sliding"} else None
+
+    def is_moe_layer(self, layer: int) -> bool:
+        return self.moe is not None and layer not in self.moe.dense_layers
+
+    @property
     def attention_kind(self) -> str:
-        """'MHA' (H_kv = h), 'MQA' (H_kv = 1) or 'GQA' (in between)."""
+        """'MLA' (a cached latent), 'MHA' (H_kv = h), 'MQA' (H_kv = 1) or 'GQA' (in between)."""
+        if self.mla is not None:
+            return "MLA"
         if self.n_kv_heads == self.n_heads:
             return "MHA"
         return "MQA" if self.n_kv_heads == 1 else "GQA"
@@ -145,39 +203,9 @@ class ModelShape:
     def summary(self) -> dict[str, Any]:
         """The shape as a flat dict of plain values (for tables and JSON)."""
         row = dataclasses.asdict(self)
+        row["layer_types"] = list(self.layer_kinds)
         row.update(attention_kind=self.attention_kind, group_size=self.group_size)
         return row
-
-
-def _first(config: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str | None, Any]:
-    """(key, value) of the first alias present with a non-null value, else (None, None)."""
-    for key in keys:
-        if config.get(key) is not None:
-            return key, config[key]
-    return None, None
-
-
-def _int(config: Mapping[str, Any], keys: tuple[str, ...], what: str, default: int | None = None) -> int:
-    key, value = _first(config, keys)
-    if key is None:
-        if default is not None:
-            return default
-        names = " or ".join(repr(k) for k in keys[:2])
-        raise ConfigError(f"config has no {what}: expected key {names}")
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
-        raise ConfigError(f"config key {key!r} must be a whole number, got {value!r}")
-    if not 1 <= int(value) <= MAX_INT:
-        raise ConfigError(f"config key {key!r} must be a whole number from 1 to {MAX_INT:,}, got {value!r}")
-    return int(value)
-
-
-def _bool(config: Mapping[str, Any], keys: tuple[str, ...], default: bool) -> bool:
-    key, value = _first(config, keys)
-    if key is None:
-        return default
-    if not isinstance(value, bool):
-        raise ConfigError(f"config key {key!r} must be true or false, got {value!r}")
-    return value
 
 
 def _mlp_kind(config: Mapping[str, Any], model_type: str) -> MlpKind:
@@ -192,7 +220,7 @@ def _mlp_kind(config: Mapping[str, Any], model_type: str) -> MlpKind:
         return "gated"
     if model_type in PLAIN_MODEL_TYPES:
         return "plain"
-    _, act = _first(config, ACT_KEYS)
+    _, act = first(config, ACT_KEYS)
     return "gated" if str(act).lower() in GATED_ACTIVATIONS else "plain"
 
 
@@ -200,46 +228,46 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
     """Build a ModelShape from a Hugging Face ``config.json`` dict.
 
     Accepts the common aliases (``num_hidden_layers``/``n_layer``, ``hidden_size``/``n_embd``,
-    ``num_attention_heads``/``n_head``, ``intermediate_size``/``n_inner``, …). Defaults follow
-    the Hugging Face classes: no ``num_key_value_heads`` → MHA; no ``head_dim`` → d / h; no
-    ``intermediate_size`` → 4d; no ``tie_word_embeddings`` → tied. Raises ConfigError naming
-    the missing or malformed key; mixture-of-experts configs are refused (one MLP per layer is
-    assumed everywhere).
+    ``num_attention_heads``/``n_head``, ``intermediate_size``/``n_inner``, …) and a language
+    model nested under ``text_config``. Defaults follow the Hugging Face classes: no
+    ``num_key_value_heads`` → MHA; no ``head_dim`` → d / h; no ``intermediate_size`` → 4d; no
+    ``tie_word_embeddings`` → tied. Experts, MLA, per-layer attention types and sinks come from
+    `attn_core.cost.arch`. Raises ConfigError naming the missing or malformed key.
     """
     if not isinstance(config, Mapping):
         raise ConfigError(f"a config must be a JSON object, got {type(config).__name__}")
+    config = unwrap_text_config(config)
     model_type = str(config.get("model_type") or "").lower()
-    expert_key, experts = _first(config, EXPERT_KEYS)
-    if expert_key is not None and experts != 1:
-        raise ConfigError(
-            f"config key {expert_key!r} = {experts!r}: mixture-of-experts models are not supported "
-            "(the cost formulas assume one feed-forward network per layer)"
-        )
-    n_layers = _int(config, LAYER_KEYS, "layer count")
-    d_model = _int(config, WIDTH_KEYS, "model width")
-    n_heads = _int(config, HEAD_KEYS, "attention-head count")
-    n_kv_heads = _int(config, KV_HEAD_KEYS, "KV-head count", default=n_heads)
+    refuse_state_layers(config, model_type)
+    n_layers = read_int(config, LAYER_KEYS, "layer count")
+    d_model = read_int(config, WIDTH_KEYS, "model width")
+    n_heads = read_int(config, HEAD_KEYS, "attention-head count")
+    n_kv_heads = read_int(config, KV_HEAD_KEYS, "KV-head count", default=n_heads)
     if config.get("multi_query") is True:  # GPT-BigCode / Falcon spell MQA as a flag
         n_kv_heads = 1
-    if _first(config, HEAD_DIM_KEYS)[0] is None and d_model % n_heads:
+    if first(config, HEAD_DIM_KEYS)[0] is None and d_model % n_heads and config.get("kv_lora_rank") is None:
         raise ConfigError(
             f"no 'head_dim' and the width {d_model} is not divisible by {n_heads} heads: add 'head_dim'"
         )
-    head_dim = _int(config, HEAD_DIM_KEYS, "head width", default=d_model // n_heads)
-    d_ff = _int(config, FF_KEYS, "feed-forward width", default=4 * d_model)
-    vocab_size = _int(config, VOCAB_KEYS, "vocabulary size")
-    max_context = _int(config, CONTEXT_KEYS, "context", default=0) or None
+    mla = read_mla(config)
+    if mla is not None:  # MLA: a query/key head is d_nope + d_rope wide, whatever d / h is
+        head_dim = mla.qk_head_dim
+    else:
+        head_dim = read_int(config, HEAD_DIM_KEYS, "head width", default=d_model // n_heads)
+    ff_keys = ("intermediate_size_mlp", *FF_KEYS) if model_type == "llama4_text" else FF_KEYS  # dense layers
+    d_ff = read_int(config, ff_keys, "feed-forward width", default=4 * d_model)
+    kinds = layer_kinds(config, model_type, n_layers)
     window = config.get("sliding_window")
     if config.get("use_sliding_window") is False:  # Qwen2 ships a window it does not use
         window = None
     if window is not None:
-        window = _int(config, ("sliding_window",), "sliding window")
+        window = read_int(config, ("sliding_window",), "sliding window")
+    chunk = config.get("attention_chunk_size")
     biased = model_type in BIASED_MODEL_TYPES
     qkv_only = model_type in QKV_BIAS_MODEL_TYPES
     layer_norm = "rms_norm_eps" not in config and (
         "layer_norm_epsilon" in config or "layer_norm_eps" in config
     )
-    norm_kind: NormKind = "layer" if layer_norm else "rms"
     return ModelShape(
         name=name or str(config.get("_name_or_path") or model_type or "custom model"),
         n_layers=n_layers,
@@ -249,17 +277,28 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
         head_dim=head_dim,
         d_ff=d_ff,
         mlp_kind=_mlp_kind(config, model_type),
-        vocab_size=vocab_size,
-        attention_bias=_bool(
+        vocab_size=read_int(config, VOCAB_KEYS, "vocabulary size"),
+        attention_bias=read_bool(
             config, ("attention_bias", "bias", "use_bias", "add_qkv_bias"), biased or qkv_only
         ),
         output_bias=False if qkv_only else None,
-        mlp_bias=_bool(config, ("mlp_bias", "bias", "use_bias"), biased),
-        norm_kind=norm_kind,
-        tie_embeddings=_bool(config, ("tie_word_embeddings",), True),
+        mlp_bias=read_bool(config, ("mlp_bias", "bias", "use_bias"), biased),
+        norm_kind="layer" if layer_norm else "rms",
+        tie_embeddings=read_bool(config, ("tie_word_embeddings",), True),
         learned_positions=model_type in LEARNED_POSITION_TYPES,
-        sliding_window=window,
-        max_context=max_context,
+        sliding_window=window if kinds is None or "sliding" in kinds else None,
+        max_context=read_int(config, CONTEXT_KEYS, "context", default=0) or None,
+        layer_types=kinds,
+        attention_chunk_size=None if chunk is None else read_int(config, ("attention_chunk_size",), "chunk"),
+        moe=read_moe(config, model_type, n_layers),
+        mla=mla,
+        attention_sinks=read_sinks(config, model_type),
+        qk_norm=model_type in QK_NORM_MODEL_TYPES,
+        norms_per_layer=4 if model_type in FOUR_NORM_MODEL_TYPES else 2,
+        quantization=read_quantization(config),
+        nextn_layers_left_out=read_int(
+            config, ("num_nextn_predict_layers",), "MTP layers", default=0, minimum=0
+        ),
     )
 
 
@@ -292,19 +331,26 @@ def parse_config_bytes(data: bytes, name: str | None = None) -> ModelShape:
     return parse_config_text(text, name=name)
 
 
+@functools.cache
+def _preset_texts() -> dict[str, str]:
+    """Every preset file's text, read once per process."""
+    return {p.stem: p.read_text() for p in sorted(MODELS_DIR.glob("*.json"))}
+
+
 def list_presets() -> list[str]:
     """Names of the shipped presets (file stems under assets/models/), sorted."""
-    return sorted(p.stem for p in MODELS_DIR.glob("*.json"))
+    return list(_preset_texts())
 
 
 def load_preset_config(name: str) -> dict[str, Any]:
-    """The raw config.json dict of a preset."""
-    if name not in list_presets():
+    """The raw config.json dict of a preset (a fresh copy: callers may change it)."""
+    if name not in _preset_texts():
         raise ConfigError(f"unknown model {name!r}; presets: {', '.join(list_presets())}")
-    return json.loads((MODELS_DIR / f"{name}.json").read_text())
+    return json.loads(_preset_texts()[name])
 
 
+@functools.cache
 def load_preset(name: str) -> ModelShape:
-    """A shipped preset by name (see ``list_presets()``), e.g. 'llama-2-7b'."""
+    """A shipped preset by name (see ``list_presets()``), e.g. 'llama-2-7b'. Cached: shapes are frozen."""
     shape = from_hf_config(load_preset_config(name), name=name)
     return dataclasses.replace(shape, source=f"assets/models/{name}.json")

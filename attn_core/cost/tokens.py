@@ -1,4 +1,8 @@
-"""Token counts as exact ints or float64 sweeps, and bytes per number: what every cost formula takes."""
+"""Token counts as exact ints or float64 sweeps, and bytes per number: what every cost formula takes.
+
+Activations and the KV cache take whole bytes per number (DTYPE_BYTES). Weights may also be
+quantized in groups, each group sharing a scale: their bits per weight include the scales
+(WEIGHT_BITS; int4 at group 64 with fp16 scales is 4 + 16/64 = 4.25 bits)."""
 
 from __future__ import annotations
 
@@ -8,14 +12,28 @@ import numpy as np
 
 Tokens = int | np.ndarray
 
-DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1}  # b, bytes per number
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}  # b, bytes per number
+# Bits per weight, scales included: int4 in groups of g weights with one fp16 scale each is
+# 4 + 16/g; MXFP4 (OCP microscaling) groups 32 fp4 values under one 8-bit power-of-two scale.
+WEIGHT_BITS = {name: 8.0 * b for name, b in DTYPE_BYTES.items()} | {
+    "int4-g64": 4 + 16 / 64,  # 4.25
+    "int4-g128": 4 + 16 / 128,  # 4.125
+    "mxfp4": 4 + 8 / 32,  # 4.25
+}
 
 
 def bytes_per_value(dtype: str) -> int:
-    """b for a dtype name: fp32 4, fp16/bf16 2, int8 1."""
+    """b for a dtype name: fp32 4, fp16/bf16 2, fp8/int8 1."""
     if dtype not in DTYPE_BYTES:
         raise ValueError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPE_BYTES)}")
     return DTYPE_BYTES[dtype]
+
+
+def weight_bytes_per_param(dtype: str) -> float:
+    """Bytes per weight, scales included: fp16 2, int4-g64 0.53125 (4.25 bits), mxfp4 0.53125."""
+    if dtype not in WEIGHT_BITS:
+        raise ValueError(f"unknown weight dtype {dtype!r}; choose one of {', '.join(WEIGHT_BITS)}")
+    return WEIGHT_BITS[dtype] / 8
 
 
 def _tokens(value: Any, name: str = "T", minimum: int = 0) -> Tokens:

@@ -7,14 +7,9 @@ asked" answers are worked out here from the model's own numbers. Numpy only, lik
 from __future__ import annotations
 
 from attn_core.cost import memory
-from attn_core.cost.flops import (
-    attention_params,
-    crossover_seq_len,
-    doubling_ratio,
-    layer_flops,
-    model_params,
-)
+from attn_core.cost.flops import crossover_seq_len, doubling_ratio, layer_flops
 from attn_core.cost.gpus import GPU, list_gpus, load_gpu
+from attn_core.cost.params import attention_params, model_params
 from attn_core.cost.report import CostReport, cost_report, kv_head_variants
 from attn_core.cost.serving import kv_cache_bytes
 from attn_core.cost.shapes import ModelShape
@@ -91,6 +86,7 @@ def variants_table(
         "attention params per layer": [format_count(v.attention_params_per_layer) for v in variants],
         "decode FLOP/byte": [f"{v.decode_intensity:g}" for v in variants],
         "sequences that fit (≤)": [v.max_sequences for v in variants],
+        "fit, card 14's 80×10⁹ B/GPU (≤)": [v.max_sequences_card14 for v in variants],
         "decode step (≥, ms)": [f"{v.decode_ms_lower_bound:.2f}" for v in variants],
     }
 
@@ -109,14 +105,34 @@ def gpu_table(r: CostReport, dtype: str, causal: bool, kv_dtype: str) -> dict[st
     reports = [cost_report(s, T, batch, dtype, causal, load_gpu(g), n, kv_dtype) for g in list_gpus()]
     return {
         "GPU": [x.gpu.label for x in reports],
-        "memory (vendor GB)": [format_count(x.gpu.memory_bytes / 1e9) for x in reports],
+        "memory reported": [format_bytes_binary(x.gpu.memory_bytes) for x in reports],
+        "vendor label": [format_bytes_decimal(x.gpu.vendor_memory_bytes, 0) for x in reports],
         "bandwidth": [format_rate(x.gpu.bandwidth_bytes_per_s, "B/s", prefix="G") for x in reports],
         "bf16 dense": [format_rate(x.gpu.bf16_flops_per_s, "FLOP/s") for x in reports],
         "ridge (FLOP/byte)": [f"{x.gpu.ridge_flop_per_byte:.0f}" for x in reports],
         "sequences that fit (≤)": [x.serving.max_sequences for x in reports],
+        "fit at the vendor label (≤)": [x.serving_card13.max_sequences for x in reports],
         "decode step (≥, ms)": [f"{1e3 * x.decode.seconds_per_step:.2f}" for x in reports],
         "tokens/s (≤)": [f"{x.decode.tokens_per_s:,.1f}" for x in reports],
     }
+
+
+def kv_formula(s: ModelShape, b_kv: int) -> str:
+    """The per-token cache formula with this model's numbers (before any window or chunk caps it)."""
+    capped = "; windows and chunks cap some layers' tokens" if set(s.layer_kinds) != {"full"} else ""
+    if s.mla is not None:
+        return f"L·(r_kv + d_rope)·b = {s.n_layers}·({s.mla.kv_lora_rank} + {s.mla.qk_rope_head_dim})·{b_kv}{capped}"
+    return f"2·L·H_kv·d_h·b = 2·{s.n_layers}·{s.n_kv_heads}·{s.head_dim}·{b_kv}{capped}"
+
+
+def mla_answer(r: CostReport) -> str:
+    m, s = r.model.mla, r.model
+    return (
+        f"It already caches less than GQA could: MLA keeps {m.cache_width} numbers per token per layer, where "
+        f"per-head K and V would be {s.n_heads} × ({m.qk_head_dim} + {m.v_head_dim}) = "
+        f"{s.n_heads * (m.qk_head_dim + m.v_head_dim):,}. Decoding in the absorbed form does "
+        f"{r.decode_intensity:.0f} FLOP/byte against the {r.gpu.label}'s ridge of {r.gpu.ridge_flop_per_byte:.0f}."
+    )
 
 
 def how_its_asked(r: CostReport, b: int, b_kv: int) -> list[tuple[str, str]]:
@@ -136,13 +152,14 @@ def how_its_asked(r: CostReport, b: int, b_kv: int) -> list[tuple[str, str]]:
          f"Going to {2 * T:,} multiplies a layer's FLOPs by {doubling_ratio(s, T):.2f} (causal: "
          f"{doubling_ratio(s, T, causal=True):.2f}). The quadratic part overtakes the rest at T* = {T_star} (all pairs)."),
         (f"How much KV cache for a {T:,}-token conversation, and how many fit on {n_gpus} × {gpu.label}?",
-         f"{format_bytes_binary(r.kv_cache_bytes_per_token)} per token (2·L·H_kv·d_h·b = 2·{s.n_layers}·{s.n_kv_heads}·"
-         f"{s.head_dim}·{b_kv}), {per_seq} per sequence, at most {r.serving.max_sequences:,} sequences beside "
-         f"{format_bytes(r.weight_bytes)} of weights."),
+         f"{format_bytes_binary(r.kv_cache_bytes_per_token)} per token ({kv_formula(s, b_kv)}), {per_seq} per sequence, at most {r.serving.max_sequences:,} sequences beside "
+         f"{format_bytes(r.weight_bytes)} of weights in the {format_bytes_binary(r.serving.memory_bytes)} the "
+         f"device reports ({r.serving_card13.max_sequences:,} in the vendor's "
+         f"{format_bytes_decimal(r.serving_card13.memory_bytes)}, card 13's convention)."),
         ("Why doesn't adding heads add attention parameters?",
          f"With h·d_h = d the projections hold 4d² = {format_count(mha_params)} weights whatever h is; this model has "
          f"{format_count(attention_params(s).total)} per layer{' (GQA shrinks K and V)' if s.n_kv_heads < s.n_heads else ''}."),
-        ("Should we retrain this model with GQA to serve long contexts?",
+        ("Should we retrain this model with GQA to serve long contexts?", mla_answer(r) if s.mla else
          f"The cache shrinks by h/H_kv: with {s.n_heads} query heads, MHA needs {format_bytes_binary(variants[0].kv_bytes_per_token)} "
          f"per token, {variants[-1].kind} with H_kv = {variants[-1].n_kv_heads} needs "
          f"{format_bytes_binary(variants[-1].kv_bytes_per_token)}, and this model ({s.attention_kind}, H_kv = "
@@ -174,4 +191,71 @@ def headline(r: CostReport) -> list[tuple[str, str, str]]:
          "An upper bound: activations, fragmentation and the framework also take memory."),
         ("decode step (≥)", format_seconds(r.decode.seconds_per_step),
          f"≤ {r.decode.tokens_per_s:,.1f} tokens/s over the batch"),
+    ]  # fmt: skip
+
+
+def card_conventions(r: CostReport) -> str:
+    """Cards 13 and 14 as quoted (vendor GB, every weight read) beside what this page uses."""
+    g, d, n = r.gpu, r.decode, r.n_gpus
+    card_weights = d.card13_seconds_per_step - d.kv_seconds
+    return (
+        f"**As the cards count it:** {n} × {format_bytes_decimal(g.vendor_memory_bytes)} (vendor GB, 10⁹ B) → "
+        f"**{r.serving_card13.max_sequences:,}** sequences; a decode step reads every weight, "
+        f"**{format_seconds(card_weights)}** + {format_seconds(d.kv_seconds)} of cache = "
+        f"{format_seconds(d.card13_seconds_per_step)}. **This page:** the {format_bytes_binary(g.memory_bytes)} "
+        f"the device reports ({g.memory_source}) → {r.serving.max_sequences:,} sequences, and a step reads only "
+        f"the weights it uses (an untied embedding table only for its {r.batch:,} row(s), the top-k experts) → "
+        f"{format_seconds(d.weight_seconds)} + {format_seconds(d.kv_seconds)}. The label is decimal GB, the "
+        "device counts binary GiB (2³⁰ B, 7.4% more per unit) of its real stack, so the label's figure is not an "
+        "upper bound; the true decode floor is below the card's."
+    )
+
+
+def warnings(r: CostReport) -> list[str]:
+    """Absurd or impossible requests: still answered, and said so."""
+    out, s, g = [], r.model, r.gpu
+    if r.beyond_max_context:
+        out.append(f"T = {r.seq_len:,} is beyond this model's trained context of {s.max_context:,} tokens: the "
+                   "numbers are what the arithmetic gives, not a claim the model works there.")  # fmt: skip
+    if r.kv_cache_over_a_petabyte:
+        out.append(f"The KV cache asked for, {format_bytes(r.kv_cache_bytes)}, is past a petabyte.")
+    if r.serving.free_bytes < 0:
+        out.append(f"{format_bytes(r.weight_bytes)} of weights do not fit in {r.n_gpus} × {g.label} "
+                   f"({format_bytes(r.serving.memory_bytes)}): no sequence fits, and the decode bound describes a "
+                   "setup that cannot run. Add GPUs in the sidebar or pick a smaller dtype.")  # fmt: skip
+    return out
+
+
+def serving_metrics(r: CostReport) -> list[tuple[str, str, str]]:
+    d = r.decode
+    return [
+        ("sequences of T that fit (upper bound)", f"{r.serving.max_sequences:,}",
+         f"card 13's vendor-GB convention: {r.serving_card13.max_sequences:,}"),
+        ("decode step, lower bound", format_seconds(d.seconds_per_step),
+         f"card 13 reads every weight: {format_seconds(d.card13_seconds_per_step)}"),
+        ("tokens/s, upper bound", f"{d.tokens_per_s:,.1f}", "B / decode step"),
+        ("decode attention FLOP/byte", f"{r.decode_intensity:g}", "2h / (b·H_kv) = h / H_kv at b = 2"),
+    ]  # fmt: skip
+
+
+def serving_sum(r: CostReport) -> str:
+    """The serving arithmetic, written out with this setup's numbers."""
+    d, g, n = r.decode, r.gpu, r.n_gpus
+    return (
+        f"⌊({n} × {format_bytes(g.memory_bytes)} − {format_bytes(r.weight_bytes)} of weights) ÷ "
+        f"{format_bytes_binary(r.serving.kv_bytes_per_sequence)} per sequence⌋ = **{r.serving.max_sequences:,}**. "
+        f"Each decode step reads the weights it uses once ({format_seconds(d.weight_seconds)}) and all {r.batch} "
+        f"cache(s) ({format_seconds(d.kv_seconds)}) at {format_rate(n * g.bandwidth_bytes_per_s, 'B/s', prefix='G')}."
+    )
+
+
+def score_metrics(s: ModelShape, bill) -> list[tuple[str, str, str]]:
+    """Card 12's five numbers: naive per head / layer / model, online per layer / model."""
+    return [
+        ("naive, per head", format_bytes_binary(bill.naive_per_head), f"B·T²·b = {bill.naive_per_head:,} B"),
+        ("naive, per layer", format_bytes_binary(bill.naive_per_layer), f"B·h·T²·b = {bill.naive_per_layer:,} B"),
+        (f"naive, {s.n_layers} layers", format_bytes_binary(bill.naive_per_model), f"{bill.naive_per_model:,} B"),
+        ("online, per layer", format_bytes_binary(bill.online_per_layer),
+         f"B·h·T·4 = {bill.online_per_layer:,} B (fp32 lse)"),
+        (f"online, {s.n_layers} layers", format_bytes_binary(bill.online_per_model), f"{bill.online_per_model:,} B"),
     ]  # fmt: skip

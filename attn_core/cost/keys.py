@@ -1,0 +1,69 @@
+"""Reading a Hugging Face config.json safely: the first alias present, whole numbers only, and one
+error type whose message names the key (a silent guess is never acceptable)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+MAX_INT = 1 << 24  # sanity cap (16,777,216) on any width, count or length read from a config
+
+
+class ConfigError(ValueError):
+    """A config that cannot be sized; the message names the key that is missing or wrong."""
+
+
+def first(config: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str | None, Any]:
+    """(key, value) of the first alias present with a non-null value, else (None, None)."""
+    for key in keys:
+        if config.get(key) is not None:
+            return key, config[key]
+    return None, None
+
+
+def whole(key: str, value: Any, minimum: int = 1) -> int:
+    """``value`` as an int from ``minimum`` to MAX_INT; ConfigError naming ``key`` otherwise
+    (strings, booleans, fractions, NaN, ±Infinity and 1e309 — which JSON reads as Infinity)."""
+    ok = not isinstance(value, bool) and isinstance(value, int | float)
+    if ok and isinstance(value, float):
+        ok = math.isfinite(value) and value.is_integer()
+    if not ok:
+        raise ConfigError(f"config key {key!r} must be a finite whole number, got {value!r}")
+    if not minimum <= int(value) <= MAX_INT:
+        raise ConfigError(
+            f"config key {key!r} must be a whole number from {minimum} to {MAX_INT:,}, got {value!r}"
+        )
+    return int(value)
+
+
+def read_int(
+    config: Mapping[str, Any], keys: tuple[str, ...], what: str, default: int | None = None, minimum: int = 1
+) -> int:
+    """The first alias of ``keys`` as a whole number; ``default`` if none is present, else ConfigError."""
+    key, value = first(config, keys)
+    if key is None:
+        if default is not None:
+            return default
+        names = " or ".join(repr(k) for k in keys[:2])
+        raise ConfigError(f"config has no {what}: expected key {names}")
+    return whole(key, value, minimum)
+
+
+def read_bool(config: Mapping[str, Any], keys: tuple[str, ...], default: bool) -> bool:
+    key, value = first(config, keys)
+    if key is None:
+        return default
+    if not isinstance(value, bool):
+        raise ConfigError(f"config key {key!r} must be true or false, got {value!r}")
+    return value
+
+
+def read_int_list(config: Mapping[str, Any], key: str, minimum: int = 0) -> list[int]:
+    """A list of whole numbers (absent or null: empty)."""
+    value = config.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConfigError(f"config key {key!r} must be a list of whole numbers, got {value!r}")
+    return [whole(key, v, minimum) for v in value]

@@ -1,0 +1,191 @@
+"""Parameters (card 9): attention, MLP or experts, norms and embeddings, total and active per token,
+and their bytes at a weight dtype.
+
+Counting conventions (each test states which it checks):
+- total: every weight the served model holds; DeepSeek's next-token-prediction layers are left
+  out (``ModelShape.nextn_layers_left_out`` says how many).
+- active: what one token runs through: everything outside the routed experts (attention,
+  dense MLPs, shared experts, routers, norms, the embedding table and the head) plus top-k
+  routed experts per MoE layer. This is how Mixtral's 12.9B is counted.
+- active without embeddings: the same minus the input embedding table (untied models only),
+  how gpt-oss's model card counts its 5.1B.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from attn_core.cost.shapes import ModelShape
+
+
+@dataclass(frozen=True)
+class AttentionParams:
+    """Attention parameters of one layer (card 9)."""
+
+    weights: int  # W_Q d×h·d_h, W_K and W_V d×H_kv·d_h, W_O h·d_h×d (MLA: its four low-rank maps)
+    biases: int  # h·d_h + 2·H_kv·d_h + d when the projections carry biases, else 0
+    extra: int = 0  # sink logits (h), QK-norm weights (2·d_h), MLA's latent norms (r_q + r_kv)
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.biases + self.extra
+
+
+def _mla_weights(shape: ModelShape) -> tuple[int, int, int]:
+    """(weights, biases, latent-norm weights) of one MLA layer.
+
+    Q: d·r_q + r_q·h·d_qk (or d·h·d_qk without q_lora_rank); KV down: d·(r_kv + d_rope);
+    KV up: r_kv·h·(d_nope + d_v); O: h·d_v·d. Biases, if any, on the down maps and O."""
+    m, d, h = shape.mla, shape.d_model, shape.n_heads
+    q = d * m.q_lora_rank + m.q_lora_rank * h * m.qk_head_dim if m.q_lora_rank else d * h * m.qk_head_dim
+    weights = (
+        q
+        + d * m.cache_width
+        + m.kv_lora_rank * h * (m.qk_nope_head_dim + m.v_head_dim)
+        + h * m.v_head_dim * d
+    )
+    biases = (m.q_lora_rank or 0) + m.cache_width + d if shape.attention_bias else 0
+    return weights, biases, (m.q_lora_rank or 0) + m.kv_lora_rank
+
+
+def attention_params(shape: ModelShape, bias: bool | None = None) -> AttentionParams:
+    """2·d·h·d_h + 2·d·H_kv·d_h weights (= 4d² for MHA, 2d² + 2d·H_kv·d_h for GQA) and, with
+    biases, h·d_h + 2·H_kv·d_h on Q, K, V and d on O (= 4d for MHA; Qwen2 has no O bias).
+    ``bias=None`` takes the model's own; True or False sets all four. MLA: see `_mla_weights`.
+
+    Card 9: 67,108,864 for Llama 2 7B whatever h is; GPT-2 small with biases 2,362,368."""
+    extra = (shape.n_heads if shape.attention_sinks else 0) + (2 * shape.head_dim if shape.qk_norm else 0)
+    if shape.mla is not None:
+        weights, biases, norms = _mla_weights(shape)
+        return AttentionParams(weights, biases if bias is not False else 0, extra + norms)
+    d, q_width, kv_width = shape.d_model, shape.q_width, shape.kv_width
+    weights = d * q_width + 2 * d * kv_width + q_width * d
+    qkv = shape.attention_bias if bias is None else bias
+    out = (shape.attention_bias if shape.output_bias is None else shape.output_bias) if bias is None else bias
+    biases = (q_width + 2 * kv_width if qkv else 0) + (d if out else 0)
+    return AttentionParams(weights=weights, biases=biases, extra=extra)
+
+
+def expert_params(shape: ModelShape, d_ff: int, bias: bool = False) -> int:
+    """One gated expert (SwiGLU): 3·d·d_ff weights, plus 2·d_ff + d biases (gpt-oss)."""
+    return 3 * shape.d_model * d_ff + (2 * d_ff + shape.d_model if bias else 0)
+
+
+def mlp_matrix_weights(shape: ModelShape, moe_layer: bool) -> int:
+    """Matrix weights one token multiplies in one layer's feed-forward part (no biases): a dense
+    MLP's m·d·d_ff (m = 3 gated, 2 plain); an MoE layer's k routed + n_shared shared experts,
+    the d·E router and Qwen2-MoE's d → 1 shared gate. FLOPs per token are twice this."""
+    if not moe_layer:
+        return shape.mlp_matrices * shape.d_model * shape.d_ff
+    m = shape.moe
+    experts = m.top_k * expert_params(shape, m.expert_d_ff) + m.n_shared * expert_params(shape, m.shared_d_ff)
+    return experts + shape.d_model * (m.n_experts + (1 if m.shared_gate else 0))
+
+
+def dense_mlp_params(shape: ModelShape) -> int:
+    """A dense MLP: m·d·d_ff weights (m = 3 gated, 2 plain), plus (m − 1)·d_ff + d biases."""
+    biases = (shape.mlp_matrices - 1) * shape.d_ff + shape.d_model if shape.mlp_bias else 0
+    return mlp_matrix_weights(shape, moe_layer=False) + biases
+
+
+@dataclass(frozen=True)
+class MoELayerParams:
+    """One MoE layer's feed-forward parameters, by role."""
+
+    routed: int  # all E routed experts
+    routed_active: int  # the top-k a token runs
+    always: int  # shared experts + router (+ its bias) + shared gate: run for every token
+
+
+def moe_layer_params(shape: ModelShape) -> MoELayerParams:
+    """E·expert + k·expert (active) and n_shared·shared + d·E router (+E bias) + d (shared gate)."""
+    m, d = shape.moe, shape.d_model
+    one = expert_params(shape, m.expert_d_ff, m.expert_bias)
+    always = m.n_shared * expert_params(shape, m.shared_d_ff) + d * m.n_experts
+    always += (m.n_experts if m.router_bias else 0) + (d if m.shared_gate else 0)
+    return MoELayerParams(routed=m.n_experts * one, routed_active=m.top_k * one, always=always)
+
+
+@dataclass(frozen=True)
+class ParamCount:
+    """All weights of the model, by where they sit."""
+
+    embeddings: int  # token table, vocab × d
+    positions: int  # learned position table, max_context × d (0 with RoPE)
+    attention: int  # all layers, biases, sinks and QK-norms included
+    mlp: int  # dense MLPs, shared experts and routers: run for every token
+    experts: int  # all routed experts (0 for a dense model)
+    experts_active: int  # the top-k routed experts a token runs, over all MoE layers
+    norms: int  # per layer (2, Gemma: 4) plus the final one
+    lm_head: int  # vocab × d, 0 when tied to the embeddings
+
+    @property
+    def total(self) -> int:
+        return (
+            self.embeddings
+            + self.positions
+            + self.attention
+            + self.mlp
+            + self.experts
+            + self.norms
+            + self.lm_head
+        )
+
+    @property
+    def active(self) -> int:
+        """Parameters one token runs through: total − routed experts + its top-k (Mixtral's 12.9B)."""
+        return self.total - self.experts + self.experts_active
+
+    @property
+    def active_without_embeddings(self) -> int:
+        """Active minus the input embedding table (and positions), which a token only indexes;
+        a tied table is the output head and stays (gpt-oss's 5.1B)."""
+        return self.active - self.positions - (0 if self.lm_head == 0 else self.embeddings)
+
+
+def model_params(shape: ModelShape) -> ParamCount:
+    """Parameter count of a decoder-only transformer of this shape (pre-norm blocks).
+
+    Exact for the shipped presets (Llama 2 7B: 6,738,415,616, whose fp16 bytes are card 13's
+    13,476,831,232; DeepSeek-V3 671.0B total; gpt-oss-120b 116.8B). Counts embeddings,
+    attention, MLPs, experts, routers and norms, and misses extras no shipped preset has."""
+    d, L = shape.d_model, shape.n_layers
+    n_moe = sum(shape.is_moe_layer(i) for i in range(L))
+    moe = moe_layer_params(shape) if n_moe else MoELayerParams(0, 0, 0)
+    norm = d if shape.norm_kind == "rms" else 2 * d
+    return ParamCount(
+        embeddings=shape.vocab_size * d,
+        positions=(shape.max_context or 0) * d if shape.learned_positions else 0,
+        attention=L * attention_params(shape).total,
+        mlp=(L - n_moe) * dense_mlp_params(shape) + n_moe * moe.always,
+        experts=n_moe * moe.routed,
+        experts_active=n_moe * moe.routed_active,
+        norms=(shape.norms_per_layer * L + 1) * norm,
+        lm_head=0 if shape.tie_embeddings else shape.vocab_size * d,
+    )
+
+
+def weight_bytes(
+    shape: ModelShape, bytes_per_param: float = 2, expert_bytes_per_param: float | None = None
+) -> int:
+    """Bytes of all weights: ⌈params × b⌉ (fp16: 2 × parameter count; int4 at group 64 with
+    fp16 scales: 4.25 bits = 0.53125 B). ``expert_bytes_per_param`` sizes the routed experts
+    apart (gpt-oss ships them in MXFP4 and the rest in bf16)."""
+    p = model_params(shape)
+    b_e = bytes_per_param if expert_bytes_per_param is None else expert_bytes_per_param
+    return math.ceil((p.total - p.experts) * bytes_per_param + p.experts * b_e)
+
+
+def decode_weight_bytes(
+    shape: ModelShape, batch: int = 1, bytes_per_param: float = 2, expert_bytes_per_param: float | None = None
+) -> int:
+    """Weights one decode step must read, at least: the active weights (top-k experts per MoE
+    layer: the fewest any batch can touch), with an untied embedding table read only for the
+    B rows it looks up. Card 13 reads the whole table; this is the tighter, true lower bound."""
+    p = model_params(shape)
+    b_e = bytes_per_param if expert_bytes_per_param is None else expert_bytes_per_param
+    rest = p.active - p.experts_active
+    if p.lm_head:  # untied: of the input table only B rows are read
+        rest += min(batch, shape.vocab_size) * shape.d_model - p.embeddings
+    return math.ceil(rest * bytes_per_param + p.experts_active * b_e)

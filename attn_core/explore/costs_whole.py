@@ -1,0 +1,191 @@
+"""The Cost page's whole-model section (issue 12): parameters held vs run, attention by layer type,
+experts and MLA in words, prefill FLOPs and the time bounds, each with an independent re-count.
+Numpy only, like the cost model."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from attn_core.cost.flops import layer_flops
+from attn_core.cost.report import CostReport
+from attn_core.cost.serving import kv_bytes_per_token_per_layer
+from attn_core.cost.shapes import ModelShape
+from attn_core.cost.tokens import bytes_per_value, weight_bytes_per_param
+from attn_core.cost.units import (
+    format_bytes_binary,
+    format_count,
+    format_count_short,
+    format_flops,
+    format_percent,
+    format_seconds,
+)
+from attn_core.cost.whole import Timing, timing
+
+# -- Issue 12: the whole model (parameters, layer types, MoE, MLA, prefill and time bounds) -----------
+LAYER_TYPES = ("full", "sliding", "chunked", "MLA", "linear")  # the strip's colours, in this order
+
+
+def layer_cells(s: ModelShape) -> list[str]:
+    """Each layer's attention type for the model card's strip (MLA layers attend to all keys)."""
+    return ["MLA" if s.mla is not None and k == "full" else k for k in s.layer_kinds]
+
+
+def layer_type_rows(s: ModelShape, T: int, b_kv: int, batch: int) -> dict[str, list]:
+    """Per attention type: layers, span, tokens each keeps at T, bytes per token per layer, cache."""
+    per_token = kv_bytes_per_token_per_layer(s, b_kv)
+    rows: dict[str, list] = {"layer type": [], "layers": [], "span (tokens)": [], f"cached at T = {T:,}": [],
+                             "per token per layer": [], "cache, all B": []}  # fmt: skip
+    for kind, n in Counter(s.layer_kinds).items():
+        span = {"full": None, "sliding": s.sliding_window, "chunked": s.attention_chunk_size}[kind]
+        kept = min(T, span) if span else T
+        rows["layer type"].append(f"{kind}{' (MLA latent)' if s.mla else ''}")
+        rows["layers"].append(n)
+        rows["span (tokens)"].append("all" if span is None else f"{span:,}")
+        rows[f"cached at T = {T:,}"].append(f"{kept:,}")
+        rows["per token per layer"].append(f"{per_token:,} B")
+        rows["cache, all B"].append(format_bytes_binary(n * kept * per_token * batch))
+    return rows
+
+
+def params_rows(r: CostReport) -> dict[str, list]:
+    """Parameters by role, total and what one token runs (active)."""
+    p = r.params.count
+    routed_active = (p.experts_active, "top-k per MoE layer")
+    roles = [
+        (
+            "embedding table",
+            p.embeddings + p.positions,
+            (p.embeddings + p.positions, "counted active, as Mixtral's 12.9B is (a token reads one row)"),
+        ),
+        ("attention (all layers)", p.attention, (p.attention, "")),
+        ("dense MLPs, shared experts, routers", p.mlp, (p.mlp, "")),
+        ("routed experts", p.experts, routed_active if p.experts else (0, "")),
+        ("norms", p.norms, (p.norms, "")),
+        ("output head", p.lm_head, (p.lm_head, "tied to the embeddings" if not p.lm_head else "")),
+        ("total / active", p.total, (p.active, "")),
+        (
+            "active without the input embeddings",
+            None,
+            (p.active_without_embeddings, "as some model cards count"),
+        ),
+    ]
+    pub = r.params.published
+    if pub is not None:
+        roles.append(("published", pub[0], (pub[1], pub[2])))
+    return {
+        "part": [name for name, _, _ in roles],
+        "total": ["–" if t is None else format_count(t) for _, t, _ in roles],
+        "total (short)": ["–" if t is None else format_count_short(t, 2) for _, t, _ in roles],
+        "active per token": ["–" if a is None else format_count(a) for _, _, (a, _) in roles],
+        "note": [note for _, _, (_, note) in roles],
+    }
+
+
+def architecture_notes(s: ModelShape) -> list[str]:
+    """One line each for the experts, MLA, sinks, quantization and left-out layers."""
+    notes = []
+    if s.moe is not None:
+        m = s.moe
+        notes.append(
+            f"**Mixture of experts:** {m.n_experts} routed experts of width {m.expert_d_ff:,}, top-{m.top_k} per "
+            f"token, {m.n_shared} shared; {s.n_layers - len(m.dense_layers)} MoE layers, {len(m.dense_layers)} dense "
+            f"(width {s.d_ff:,}). The router is {s.d_model:,} × {m.n_experts} weights per MoE layer "
+            f"({2 * s.d_model * m.n_experts:,} FLOPs per token). FLOPs count the active experts; memory holds all."
+        )
+    if s.mla is not None:
+        m = s.mla
+        mha = s.n_heads * (m.qk_head_dim + m.v_head_dim)
+        notes.append(
+            f"**Multi-head latent attention:** queries through rank {m.q_lora_rank or 'none (full)'}, keys and "
+            f"values through rank {m.kv_lora_rank}. The cache holds r_kv + d_rope = {m.kv_lora_rank} + "
+            f"{m.qk_rope_head_dim} = {m.cache_width} numbers per token per layer, against {mha:,} for per-head K "
+            f"and V ({s.n_heads} heads × ({m.qk_head_dim} + {m.v_head_dim}))."
+        )
+    if s.attention_sinks:
+        notes.append("**Attention sinks:** one learned logit per query head per layer joins the softmax with no "
+                     "value: a head can put weight on nothing.")  # fmt: skip
+    if s.quantization:
+        notes.append(
+            f"**quantization_config:** {s.quantization} — reported; the sizes use the dtypes chosen here."
+        )
+    if s.nextn_layers_left_out:
+        notes.append(f"**{s.nextn_layers_left_out} next-token-prediction layer(s)** left out of every count: "
+                     "not part of the served model.")  # fmt: skip
+    return notes
+
+
+def prefill_rows(r: CostReport) -> tuple[dict[str, list], str]:
+    """The whole model's forward FLOPs by part, and which MLA form is counted."""
+    f = r.prefill
+    parts = [("projections (all layers)", f.projections), ("attention pairs", f.attention), ("MLP / active experts",
+             f.mlp), ("output head 2·d·V per token", f.lm_head), ("total", f.total)]  # fmt: skip
+    table = {"part": [p for p, _ in parts], "FLOP": [format_count(x) for _, x in parts],
+             "scaled": [format_flops(x) for _, x in parts], "share": [format_percent(x / f.total) for _, x in parts]}  # fmt: skip
+    note = "Matrix products only, 2 FLOPs per multiply-add; norms, softmax and rotary excluded."
+    if r.model.mla is not None:
+        note += (f" MLA attention is counted naive (K and V expanded per head): {format_flops(f.attention)}; with the "
+                 f"up-projections absorbed into the queries and outputs it is {format_flops(f.attention_absorbed)}"
+                 " (the decode form: it reads only the latent).")  # fmt: skip
+    return table, note
+
+
+def times_rows(t: Timing) -> dict[str, list]:
+    """TTFT, one decode step and the end-to-end time: bound, and the estimate at the efficiency."""
+    rows = [
+        ("prefill compute (FLOPs / peak)", t.ttft_compute_s),
+        ("prefill memory (bytes / bandwidth)", t.ttft_memory_s),
+        (f"time to first token ({t.ttft_bound}-bound)", t.ttft_s * t.efficiency),
+        ("decode step at P", t.decode_step_s * t.efficiency),
+        (f"P + {t.gen_len:,} generated tokens", t.total_s * t.efficiency),
+    ]
+    table = {"quantity": [q for q, _ in rows], "lower bound": [format_seconds(x) for _, x in rows]}
+    if t.is_estimate:
+        table[f"estimate at {t.efficiency:g} of peak"] = [format_seconds(x / t.efficiency) for _, x in rows]
+    return table
+
+
+def whole_checks(r: CostReport) -> list[tuple[str, float]]:
+    """(independent route, |Δ|) for the whole-model figures: prefill as Σ over layers of card 11's
+    per-layer FLOPs plus the head; the cache as Σ over layers of bytes × min(T, span)."""
+    s, T, B = r.model, r.seq_len, r.batch
+    by_layer = sum(layer_flops(s, T, B, r.causal, layer=i).total for i in range(s.n_layers))
+    prefill = by_layer + 2 * s.d_model * s.vocab_size * T * B
+    spans = {"full": T, "sliding": s.sliding_window, "chunked": s.attention_chunk_size}
+    kv = (
+        sum(min(T, spans[k]) for k in s.layer_kinds)
+        * kv_bytes_per_token_per_layer(s, bytes_per_value(r.kv_dtype))
+        * B
+    )
+    return [("Σ per-layer FLOPs (card 11) + head", abs(prefill - r.prefill.total)),
+            ("Σ per-layer cached tokens × bytes", abs(kv - r.kv_cache_bytes))]  # fmt: skip
+
+
+def whole_timing(r: CostReport, prompt_len: int, gen_len: int, efficiency: float) -> Timing:
+    """The report's model on its GPUs, dtypes and batch: prefill P tokens, then generate N."""
+    b_w, b_kv = weight_bytes_per_param(r.weight_dtype), bytes_per_value(r.kv_dtype)
+    b_e = weight_bytes_per_param(r.expert_dtype)
+    return timing(r.model, r.gpu, prompt_len, gen_len, r.batch, r.n_gpus, b_w, b_kv, efficiency=efficiency,
+                  expert_bytes=b_e)  # fmt: skip
+
+
+def param_parts(r: CostReport) -> tuple[list[str], list[int], list[int]]:
+    """(part, total, active) for the held-vs-run chart; the actives sum to ParamCount.active."""
+    p = r.params.count
+    rows = [("embeddings", p.embeddings + p.positions, p.embeddings + p.positions),
+            ("attention", p.attention, p.attention), ("dense MLP, shared experts, routers", p.mlp, p.mlp),
+            ("routed experts", p.experts, p.experts_active), ("norms", p.norms, p.norms),
+            ("output head", p.lm_head, p.lm_head)]  # fmt: skip
+    rows = [row for row in rows if row[1]]
+    return [x for x, _, _ in rows], [t for _, t, _ in rows], [a for _, _, a in rows]
+
+
+def times_caption(t: Timing) -> str:
+    kind = f"estimates: each bound ÷ {t.efficiency:g}" if t.is_estimate else "lower bounds (efficiency 1)"
+    return (
+        f"{kind.capitalize()}. TTFT = max(prefill FLOPs / peak, bytes read / bandwidth), the FLOPs with the causal "
+        f"pairs each layer allows (the fewest a decoder must compute, whatever the causal toggle), the bytes "
+        f"the active weights once "
+        f"and the cache written. A decode step reads the active weights (top-k experts; an untied embedding table "
+        f"only for its {t.batch:,} row(s)) and every cached token; step i reads a cache of P + i tokens. "
+        f"{t.batch * t.gen_len:,} tokens in {format_seconds(t.total_s)}: {t.tokens_per_s:,.1f} tokens/s."
+    )
