@@ -2,7 +2,7 @@
 the lesson's two circuits; card 9's heads sum).
 
 `explore(section, inputs)` returns a frozen dataclass of ready-to-draw numbers with the verdicts
-decided (``Check``) against tolerances from ``attn_core.theory.tolerances``.
+decided (``Check``) against tolerances from ``attn_core.oracle``.
 """
 
 from __future__ import annotations
@@ -10,17 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from attn_core.oracle import Check
+from attn_core.limits import THEORY, check_range
+from attn_core.oracle import IDENTITY_TOL, SE_MULTIPLE, SLOPE_TOL, Check
 from attn_core.theory import circuits, collapse, kernel_smoothing, rank
 from attn_core.theory.kernel_smoothing import check_bandwidth
-from attn_core.theory.limits import THEORY, check_size
 from attn_core.theory.scaling import check_d_k
-from attn_core.theory.tolerances import IDENTITY_TOL, SE_MULTIPLE
 
-# The cubic law holds up to O(r²) corrections: over inputs with ‖R‖ ≤ 0.1 they move the fitted
-# log-log slope by ≲ 0.01 per decade; 0.05 leaves room for that and rejects a quadratic (2) or a
-# linear (1) rate by a wide margin.
-SLOPE_TOL = 0.05
 NW_POINTS = 40  # card 8's 40 noisy sine points
 NW_GRID = 200  # query points along the curve
 ONE_DIM_TRIALS = 2000  # card 10's 2,000 random instances
@@ -58,12 +53,12 @@ class ExpressivityInputs:
 def validate(x: ExpressivityInputs) -> ExpressivityInputs:
     """Every input checked with the message a page shows next to its widget (ValueError)."""
     check_bandwidth(x.bandwidth)
-    check_size("T", x.T, 2, THEORY.max_tokens)
+    check_range("T", x.T, 2, THEORY.max_tokens)
     check_d_k(x.d_k)
-    check_size("keys on the circle", x.circle_keys, 2, CIRCLE_QUERIES)
-    check_size("layers", x.layers, 1, THEORY.max_layers)
-    check_size("width", x.width, 2, THEORY.max_width)
-    check_size("stacks", x.stacks, 1, THEORY.max_stacks)
+    check_range("keys on the circle", x.circle_keys, 2, CIRCLE_QUERIES)
+    check_range("layers", x.layers, 1, THEORY.max_layers)
+    check_range("width", x.width, 2, THEORY.max_width)
+    check_range("stacks", x.stacks, 1, THEORY.max_stacks)
     if x.width % x.heads:
         raise ValueError(f"width {x.width} is not a multiple of h = {x.heads} heads")
     return x

@@ -2,8 +2,8 @@
 
 `explore(section, inputs)` runs the section's seeded simulations and closed forms and returns a
 frozen dataclass of ready-to-draw numbers, the verdicts already decided (``Check``), every
-tolerance from ``attn_core.theory.tolerances``. Sizes are fixed here (named constants) under the
-caps of ``attn_core.theory.limits``.
+tolerance from ``attn_core.oracle``. Sizes are fixed here (named constants) under the
+caps of ``attn_core.limits.THEORY``.
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ from enum import StrEnum
 
 import torch
 
-from attn_core.oracle import Check
+from attn_core.limits import THEORY, check_range
+from attn_core.oracle import IDENTITY_TOL, SE_MULTIPLE, Check
 from attn_core.slips.scaling import SLIPS
 from attn_core.theory import alignment, scaling, sinks
-from attn_core.theory.limits import THEORY, check_size
 from attn_core.theory.scaling import ScaleRule
-from attn_core.theory.tolerances import IDENTITY_TOL, SE_MULTIPLE
 
 PAIRS = 4000  # (q, k) pairs of the histogram: the variance's SE is ~2.3% of it
 TABLE_PAIRS = 1000  # pairs per width in the d_k table (8, 32, 128, 512: 1.4M entries)
@@ -28,7 +27,7 @@ ROWS = 64  # softmax rows per scale rule in the row table (a median of 64 rows)
 CURVE_ROWS = 8  # rows per σ on the entropy curve
 CURVE_SIGMAS = torch.linspace(0.0, 6.0, 25, dtype=torch.float64)
 TWO_KEY_WIDTHS = tuple(2**i for i in range(11))  # 1 … 1,024
-TWO_KEY_DRAWS = 600  # draws per width and scale (3 · 600 · 2,047 entries)
+TWO_KEY_DRAWS = 400  # draws per width, shared by both scales (3 · 400 · 2,047 entries); SE ≤ 2.5%
 # nats: where ln T − σ²/2 is said to "break". At T = 4,096 one row's entropy has sd ≈ 0.02 nats at
 # σ = 1, so a 0.1 gap is 5 sd of a single row (more for the median of 8) and 1% of ln T.
 APPROX_GAP = 0.1
@@ -68,7 +67,7 @@ def validate(inputs: ScalingInputs) -> ScalingInputs:
     scaling.check_d_k(inputs.d_k)
     scaling.check_sigma("σ_q", inputs.sigma_q)
     scaling.check_sigma("σ_k", inputs.sigma_k)
-    check_size("T (keys)", inputs.T, 2, THEORY.max_keys)
+    check_range("T (keys)", inputs.T, 2, THEORY.max_keys)
     alignment.check_rho(inputs.rho)
     sinks.check_weight(inputs.target_weight)
     return inputs
@@ -212,14 +211,13 @@ class TwoKeysView:
 def explore_two_keys(x: ScalingInputs) -> TwoKeysView:
     widths = [d for d in TWO_KEY_WIDTHS if d <= THEORY.max_d_k]
     rules = {ScaleRule.NONE.value: lambda d: 1.0, ScaleRule.SQRT.value: lambda d: d**-0.5}
+    gaps = [scaling.two_key_gaps(d, TWO_KEY_DRAWS, x.seed + i) for i, d in enumerate(widths)]
     exact, gauss, sim, se = {}, {}, {}, {}
     fails = []
     for name, alpha in rules.items():
         exact[name] = [scaling.two_key_exact(d, alpha(d)) for d in widths]
         gauss[name] = [scaling.two_key_gaussian(d, alpha(d)) for d in widths]
-        runs = [
-            scaling.two_key_simulated(d, alpha(d), TWO_KEY_DRAWS, x.seed + i) for i, d in enumerate(widths)
-        ]
+        runs = [scaling.two_key_share(g, alpha(d)) for g, d in zip(gaps, widths, strict=True)]
         sim[name], se[name] = [r.share for r in runs], [r.standard_error for r in runs]
         fails += [
             d

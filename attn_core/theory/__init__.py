@@ -2,8 +2,8 @@
 
 Each module is one derivation turned into code that a page can run live: the closed form from the
 card, and a seeded, vectorized simulation of the same quantity with a bounded size (caps in
-``theory.limits``), both returned as small dataclasses for a page to plot. Tolerances that judge a
-simulation against its closed form live in ``theory.tolerances`` with their argument.
+``attn_core.limits.THEORY``), both returned as small dataclasses for a page to plot. Tolerances that
+judge a simulation against its closed form live in ``attn_core.oracle`` with their argument.
 
 - ``scaling``: Var(q·k) = d_k σ_q² σ_k², row entropy ≈ ln T − σ²/2, the exact two-key tail (card 3).
 - ``alignment``: aligned keys k = ρq + √(1−ρ²)z and μP's 1/d_k (card 16).

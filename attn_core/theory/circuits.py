@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.attention import attention
-from attn_core.theory.limits import THEORY, check_size
+from attn_core.limits import THEORY, check_range
 from attn_core.theory.scaling import F64, generator
 
 
@@ -54,9 +54,9 @@ def change_of_basis(
     T: int = 8, d: int = 16, d_k: int = 4, *, orthogonal: bool = False, seed: int = 0
 ) -> BasisChange:
     """One random head, then W_Q R, W_K R^{−T} (right), W_Q R, W_K R (the slip) and W_V R, R^{−1} W_O."""
-    check_size("T", T, 1, THEORY.max_tokens)
-    check_size("d", d, 1, THEORY.max_width)
-    check_size("d_k", d_k, 1, d)
+    check_range("T", T, 1, THEORY.max_tokens)
+    check_range("d", d, 1, THEORY.max_width)
+    check_range("d_k", d_k, 1, d)
     g = generator(seed)
     X = torch.randn(T, d, generator=g, dtype=F64)
     W_Q, W_K, W_V = torch.randn(3, d, d_k, generator=g, dtype=F64) / math.sqrt(d)
@@ -83,8 +83,8 @@ class HeadsSum:
 
 def heads_sum(T: int = 8, d: int = 16, heads: int = 4, seed: int = 0) -> HeadsSum:
     """h heads of width d/h on one X (T, d); the two readings of the output projection."""
-    check_size("heads", heads, 1, d)
-    check_size("T", T, 1, THEORY.max_tokens)
+    check_range("heads", heads, 1, d)
+    check_range("T", T, 1, THEORY.max_tokens)
     if d % heads:
         raise ValueError(f"d = {d} is not a multiple of h = {heads}")
     d_h = d // heads

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.attention import stable_softmax
-from attn_core.theory.limits import THEORY, check_size
+from attn_core.limits import THEORY, check_range
+from attn_core.oracle import COLLAPSE_FLOOR
 from attn_core.theory.scaling import F64, check_sigma, generator
-from attn_core.theory.tolerances import COLLAPSE_FLOOR
 
 
 def uniform_head_variance(T: int, sigma_v: float = 1.0) -> float:
@@ -36,8 +36,8 @@ class UniformHeadSample:
 
 def uniform_head_sample(T: int, trials: int, sigma_v: float = 1.0, seed: int = 0) -> UniformHeadSample:
     """`trials` rows of T values ~ N(0, σ_v²) averaged with uniform weights softmax(0) = 1/T."""
-    check_size("T", T, 1, THEORY.max_keys)
-    check_size("trials", trials, 2, THEORY.max_trials)
+    check_range("T", T, 1, THEORY.max_keys)
+    check_range("trials", trials, 2, THEORY.max_trials)
     if trials * T > THEORY.max_entries:
         raise ValueError(f"{trials:,} trials × T = {T:,} is over the cap of {THEORY.max_entries:,} values")
     v = check_sigma("σ_v", sigma_v) * torch.randn(trials, T, generator=generator(seed), dtype=F64)
@@ -80,10 +80,10 @@ def collapse_curves(
 ) -> CollapseCurves:
     """Random stacks of single-head attention layers on X ~ N(0, I) (tokens, width), with and
     without residual connections (no feed-forward, no normalization)."""
-    check_size("tokens", tokens, 2, THEORY.max_tokens)
-    check_size("width", width, 1, THEORY.max_width)
-    check_size("layers", layers, 1, THEORY.max_layers)
-    check_size("stacks", stacks, 1, THEORY.max_stacks)
+    check_range("tokens", tokens, 2, THEORY.max_tokens)
+    check_range("width", width, 1, THEORY.max_width)
+    check_range("layers", layers, 1, THEORY.max_layers)
+    check_range("stacks", stacks, 1, THEORY.max_stacks)
     g = generator(seed)
     X0 = torch.randn(stacks, tokens, width, generator=g, dtype=F64)
     W_QK, W_V = random_weights(stacks, layers, width, g)
@@ -114,8 +114,8 @@ def cubic_rate(
 ) -> CubicRate:
     """X = 1x̄ᵀ + ε R for ε over `decades` (log10): shrink the input residual 10× and the output
     residual of a pure attention layer shrinks 10³."""
-    check_size("tokens", tokens, 2, THEORY.max_tokens)
-    check_size("width", width, 1, THEORY.max_width)
+    check_range("tokens", tokens, 2, THEORY.max_tokens)
+    check_range("width", width, 1, THEORY.max_width)
     g = generator(seed)
     mean_row = torch.randn(1, width, generator=g, dtype=F64)
     R = torch.randn(tokens, width, generator=g, dtype=F64)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.attention import stable_softmax
-from attn_core.theory.limits import THEORY, check_size
+from attn_core.limits import THEORY, check_range
 from attn_core.theory.scaling import F64, generator
 
 
@@ -80,8 +80,8 @@ def smooth_sine(
     n: int = 40, bandwidth: float = 0.5, noise: float = 0.3, grid: int = 200, seed: int = 0
 ) -> SmoothingResult:
     """Card 8's check: n noisy sine points, bandwidth λ; NW vs attention with and without the bias."""
-    check_size("points", n, 2, THEORY.max_points)
-    check_size("grid points", grid, 2, THEORY.max_points)
+    check_range("points", n, 2, THEORY.max_points)
+    check_range("grid points", grid, 2, THEORY.max_points)
     check_bandwidth(bandwidth)
     x, y = noisy_sine(n, noise, seed)
     xs = torch.linspace(0, 2 * math.pi, grid, dtype=F64)

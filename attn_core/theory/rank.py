@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.attention import stable_softmax
-from attn_core.theory.limits import THEORY, check_size
+from attn_core.limits import THEORY, check_range
+from attn_core.oracle import RANK_EPS
 from attn_core.theory.scaling import F64, check_d_k, generator
-from attn_core.theory.tolerances import RANK_EPS
 
 
 def numerical_rank(singular_values: torch.Tensor, shape: tuple[int, int]) -> int:
@@ -39,7 +39,7 @@ class RankStudy:
 
 def rank_study(T: int, d_k: int, seed: int = 0) -> RankStudy:
     """Q, K ~ N(0, I) of shapes (T, d_k); S = QKᵀ/√d_k, P = softmax(S), log P (float64)."""
-    check_size("T", T, 2, THEORY.max_tokens)
+    check_range("T", T, 2, THEORY.max_tokens)
     check_d_k(d_k)
     g = generator(seed)
     Q, K = torch.randn(2, T, d_k, generator=g, dtype=F64)
@@ -68,8 +68,8 @@ class OneDimHead:
 
 def one_dim_head(trials: int = 2000, T: int = 16, seed: int = 0) -> OneDimHead:
     """`trials` instances of T scalar queries and keys ~ N(0, 1); s_ij = q_i k_j; top key per row."""
-    check_size("trials", trials, 1, THEORY.max_trials)
-    check_size("T", T, 2, THEORY.max_tokens)
+    check_range("trials", trials, 1, THEORY.max_trials)
+    check_range("T", T, 2, THEORY.max_tokens)
     if trials * T * T > THEORY.max_entries:
         raise ValueError(
             f"{trials:,} trials × T² = {T * T:,} is over the cap of {THEORY.max_entries:,} scores"
@@ -100,8 +100,8 @@ class CircleHead:
 def circle_head(n_keys: int = 12, n_queries: int = 360) -> CircleHead:
     """Keys at angles 2πj/n on the unit circle; queries at m evenly spaced angles (offset by half a
     step so no query is equidistant from two keys)."""
-    check_size("keys", n_keys, 2, THEORY.max_tokens)
-    check_size("queries", n_queries, n_keys, THEORY.max_points)
+    check_range("keys", n_keys, 2, THEORY.max_tokens)
+    check_range("queries", n_queries, n_keys, THEORY.max_points)
     ka = 2 * math.pi * torch.arange(n_keys, dtype=F64) / n_keys
     qa = 2 * math.pi * (torch.arange(n_queries, dtype=F64) + 0.5) / n_queries
     K = torch.stack([ka.cos(), ka.sin()], -1)  # (n, 2)

@@ -19,8 +19,8 @@ import torch
 
 from attn_core.attention import stable_softmax
 from attn_core.jacobian import jacobian_frobenius
+from attn_core.limits import THEORY, check_range
 from attn_core.stats import row_entropy
-from attn_core.theory.limits import THEORY, check_size
 
 F64 = torch.float64
 SATURATED = 0.99  # a row "above 0.99" puts more than this on one key (card 3, step 8)
@@ -43,7 +43,7 @@ def scale_of(rule: ScaleRule | str, d_k: int) -> float:
 def check_d_k(d_k: int) -> int:
     if d_k < 1:
         raise ValueError(f"d_k = {d_k}: queries and keys need at least one component")
-    return check_size("d_k", d_k, 1, THEORY.max_d_k)
+    return check_range("d_k", d_k, 1, THEORY.max_d_k)
 
 
 def check_sigma(name: str, sigma: float) -> float:
@@ -96,7 +96,7 @@ def score_sample(q: torch.Tensor, k: torch.Tensor, scale: float) -> ScoreSample:
 
 
 def check_pairs(n: int, d_k: int) -> None:
-    check_size("pairs", n, 2, THEORY.max_pairs)
+    check_range("pairs", n, 2, THEORY.max_pairs)
     if n * d_k > THEORY.max_entries:
         raise ValueError(f"{n:,} pairs × d_k = {d_k} is over the cap of {THEORY.max_entries:,} entries")
 
@@ -116,8 +116,8 @@ def breakdown_sigma(T: int) -> float:
 
 
 def check_rows(rows: int, T: int) -> None:
-    check_size("rows", rows, 1, THEORY.max_rows)
-    check_size("T (keys)", T, 2, THEORY.max_keys)
+    check_range("rows", rows, 1, THEORY.max_rows)
+    check_range("T (keys)", T, 2, THEORY.max_keys)
     if rows * T > THEORY.max_entries:
         raise ValueError(f"{rows:,} rows × T = {T:,} is over the cap of {THEORY.max_entries:,} entries")
 
@@ -230,13 +230,25 @@ class TwoKeySimulation:
     n: int
 
 
+def two_key_gaps(d_k: int, n: int, seed: int) -> torch.Tensor:
+    """n draws of q, k₁, k₂ ~ N(0, I_{d_k}) (real vectors, no distributional shortcut) -> the
+    unscaled score gaps q·(k₁ − k₂), (n,). One draw serves every scale α."""
+    check_d_k(d_k)
+    check_pairs(3 * n, d_k)
+    q, k1, k2 = torch.randn(3, n, d_k, generator=generator(seed), dtype=F64)
+    return (q * (k1 - k2)).sum(-1)
+
+
+def two_key_share(gaps: torch.Tensor, scale: float) -> TwoKeySimulation:
+    """The share of gaps with |α gap| > ln 99, i.e. of two-key rows whose top weight exceeds 0.99."""
+    n = gaps.numel()
+    share = float(((scale * gaps).abs() > gap_threshold()).double().mean())
+    return TwoKeySimulation(share, math.sqrt(max(share * (1 - share), 1.0 / n) / n), n)
+
+
 def two_key_simulated(d_k: int, scale: float, n: int, seed: int) -> TwoKeySimulation:
     """n draws of q, k₁, k₂ ~ N(0, I_{d_k}); the share with |α q·(k₁ − k₂)| > ln 99."""
-    check_pairs(3 * n, d_k)
-    g = generator(seed)
-    q, k1, k2 = torch.randn(3, n, d_k, generator=g, dtype=F64)
-    share = float(((scale * (q * (k1 - k2)).sum(-1)).abs() > gap_threshold()).double().mean())
-    return TwoKeySimulation(share, math.sqrt(max(share * (1 - share), 1.0 / n) / n), n)
+    return two_key_share(two_key_gaps(d_k, n, seed), scale)
 
 
 def tied_moments(d_k: int, sigma: float, scale: float) -> tuple[float, float]:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.attention import stable_softmax
+from attn_core.limits import THEORY, check_range
 from attn_core.masks import causal_mask, sliding_window_mask
-from attn_core.theory.limits import THEORY, check_size
 from attn_core.theory.scaling import F64, generator
 
 STREAMING_SINKS = 4  # StreamingLLM keeps the first four tokens (Xiao et al., 2023)
@@ -117,8 +117,8 @@ def eviction_experiment(
     """Run one seeded sequence of T tokens through a local head whose sink (token 0, value 0) takes
     share w, under a full cache, a sliding window of `window` tokens, and StreamingLLM's sinks +
     window; compare every row t ≥ window with the full cache's output."""
-    check_size("T (tokens)", T, 8, THEORY.max_tokens)
-    check_size("window", window, STREAMING_SINKS + 1, T - 1)
+    check_range("T (tokens)", T, 8, THEORY.max_tokens)
+    check_range("window", window, STREAMING_SINKS + 1, T - 1)
     check_weight(w)
     g = generator(seed)
     s = _local_head_scores(T, d, slope, noise, w, g)
