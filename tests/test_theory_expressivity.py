@@ -62,7 +62,11 @@ def test_equal_length_keys_make_plain_attention_exact():
     assert eq.circle <= IDENTITY_TOL and eq.random_3d <= IDENTITY_TOL
     # and with keys of different lengths it is not (the same 3-D case, lengths varied)
     g = torch.Generator().manual_seed(3)
-    k, q, v = torch.randn(30, 3, generator=g, dtype=F64), torch.randn(20, 3, generator=g, dtype=F64), torch.randn(30, 2, generator=g, dtype=F64)
+    k, q, v = (
+        torch.randn(30, 3, generator=g, dtype=F64),
+        torch.randn(20, 3, generator=g, dtype=F64),
+        torch.randn(30, 2, generator=g, dtype=F64),
+    )
     plain = kernel_smoothing.kernel_attention(q, k, v, 0.5, key_bias=False)
     assert (kernel_smoothing.nadaraya_watson(q, k, v, 0.5) - plain).abs().max() > 1e-3
 

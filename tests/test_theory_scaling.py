@@ -47,13 +47,17 @@ def median_interval(x: torch.Tensor) -> tuple[float, float]:
 # ------------------------------------------------------------------------- variance (card 3)
 
 
-@pytest.mark.parametrize(("d_k", "sigma_q", "sigma_k", "spec_theory"), [(128, 1.0, 1.0, 128), (64, 1.5, 0.5, 36)])
+@pytest.mark.parametrize(
+    ("d_k", "sigma_q", "sigma_k", "spec_theory"), [(128, 1.0, 1.0, 128), (64, 1.5, 0.5, 36)]
+)
 def test_variance_of_a_dot_product(d_k, sigma_q, sigma_k, spec_theory):
     assert d_k * sigma_q**2 * sigma_k**2 == spec_theory  # the closed form, written here
     assert scaling.variance_theory(d_k, sigma_q, sigma_k, 1.0) == spec_theory
     assert scaling.variance_theory(d_k, sigma_q, sigma_k, d_k**-0.5) == pytest.approx(sigma_q**2 * sigma_k**2)
     q, k = scaling.sample_qk(20_000, d_k, sigma_q, sigma_k, seed=3)
-    assert q.std().item() == pytest.approx(sigma_q, rel=0.01) and k.std().item() == pytest.approx(sigma_k, rel=0.01)
+    assert q.std().item() == pytest.approx(sigma_q, rel=0.01) and k.std().item() == pytest.approx(
+        sigma_k, rel=0.01
+    )
     sample = scaling.score_sample(q, k, 1.0)
     s = (q * k).sum(-1).numpy()
     assert sample.variance == pytest.approx(np.var(s, ddof=1), rel=1e-12)
@@ -246,7 +250,9 @@ def test_alignment_spec_numbers():
     assert half.sd == pytest.approx(math.sqrt(1.25), rel=1e-15)  # √(1 + ρ²), written here
     lin = alignment.aligned_moments(d, 0.5, 1 / d)
     assert lin.mean == pytest.approx(0.5) and lin.sd == pytest.approx(math.sqrt(1.25 / d))
-    assert alignment.init_entropy_approximation(4096, d, "1/d_k") == pytest.approx(8.314, abs=half_unit("8.314"))
+    assert alignment.init_entropy_approximation(4096, d, "1/d_k") == pytest.approx(
+        8.314, abs=half_unit("8.314")
+    )
     assert math.log(4096) == pytest.approx(8.318, abs=half_unit("8.318"))
 
 
