@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+import torch
+
 from attn_core.limits import THEORY, check_range
 from attn_core.oracle import IDENTITY_TOL, SE_MULTIPLE, SLOPE_TOL, Check
 from attn_core.theory import circuits, collapse, kernel_smoothing, rank
@@ -55,7 +57,7 @@ def validate(x: ExpressivityInputs) -> ExpressivityInputs:
     check_bandwidth(x.bandwidth)
     check_range("T", x.T, 2, THEORY.max_tokens)
     check_d_k(x.d_k)
-    check_range("keys on the circle", x.circle_keys, 2, CIRCLE_QUERIES)
+    check_range("keys on the circle", x.circle_keys, 2, min(CIRCLE_QUERIES, THEORY.max_tokens))
     check_range("layers", x.layers, 1, THEORY.max_layers)
     check_range("width", x.width, 2, THEORY.max_width)
     check_range("stacks", x.stacks, 1, THEORY.max_stacks)
@@ -109,6 +111,7 @@ def explore_rank(x: ExpressivityInputs) -> RankView:
 class SelectView:
     one_dim: rank.OneDimHead
     circle: rank.CircleHead
+    counts: dict[str, list[int]]  # "d_k = 2" / "d_k = 1 (first coordinate)" -> queries won per key
     checks: list[Check]
 
 
@@ -121,7 +124,12 @@ def explore_select(x: ExpressivityInputs) -> SelectView:
         Check("d_k = 2: every key on the circle can win", circ.selectable_2d == x.circle_keys,
               f"{circ.selectable_2d} of {x.circle_keys} keys (a d_k = 1 head: {circ.selectable_1d})"),
     ]  # fmt: skip
-    return SelectView(one, circ, checks)
+    n = x.circle_keys
+    counts = {
+        "d_k = 2": torch.bincount(circ.top_2d, minlength=n).tolist(),
+        "d_k = 1 (first coordinate only)": torch.bincount(circ.top_1d, minlength=n).tolist(),
+    }
+    return SelectView(one, circ, counts, checks)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ TWO_KEY_DRAWS = 400  # draws per width, shared by both scales (3 · 400 · 2,047
 # σ = 1, so a 0.1 gap is 5 sd of a single row (more for the median of 8) and 1% of ln T.
 APPROX_GAP = 0.1
 SINK_TABLE_T = (128, 1024, 4096)  # card 18's sequence lengths
+CAP_MAX_GAIN = 10.0  # the cap curves run over g ∈ [0, 10]: at T = 4,096 the cap reaches 0.9 at 5.26
+CAP_POINTS = 101
 
 
 class Section(StrEnum):
@@ -245,7 +247,8 @@ class AlignmentView:
 
 def explore_alignment(x: ScalingInputs) -> AlignmentView:
     rules = (ScaleRule.SQRT, ScaleRule.LINEAR)
-    samples = {r: alignment.aligned_sample(x.d_k, x.rho, r, PAIRS, x.seed) for r in rules}
+    n = min(PAIRS, THEORY.max_entries // (2 * x.d_k))  # 2n·d_k draws stay under the cap at d_k = 1,024
+    samples = {r: alignment.aligned_sample(x.d_k, x.rho, r, n, x.seed) for r in rules}
     checks = []
     for r, s in samples.items():
         checks.append(_within(f"{r.value}: mean", s.mean, s.theory.mean, s.mean_se))
@@ -276,6 +279,8 @@ class SinksView:
     usual_cap: float
     usual_bandwidth: float
     table: list[dict]  # card 18's T = 128, 1,024, 4,096
+    gains: list[float]  # g from 0 to CAP_MAX_GAIN
+    caps: dict[str, list[float]]  # "T = …" -> the cap at each gain, for card 18's T and the user's
     eviction: sinks.EvictionResult
     checks: list[Check]
 
@@ -306,10 +311,12 @@ def explore_sinks(x: ScalingInputs) -> SinksView:
         for t in SINK_TABLE_T
     ]  # fmt: skip
     eviction = sinks.eviction_experiment(x.tokens, x.window, x.target_weight, seed=x.seed)
+    gains = [CAP_MAX_GAIN * i / (CAP_POINTS - 1) for i in range(CAP_POINTS)]
+    caps = {f"T = {t:,}": [sinks.qk_norm_cap(g, t) for g in gains] for t in sorted({*SINK_TABLE_T, x.T})}
     return SinksView(
         x.T, a, sinks.sink_weight(x.advantage, x.T), sinks.qk_norm_cap(x.gain, x.T), g_target,
         sinks.kernel_bandwidth(x.gain), usual, sinks.qk_norm_cap(usual, x.T), sinks.kernel_bandwidth(usual),
-        table, eviction, _softmax_round_trips(x, a, g_target),
+        table, gains, caps, eviction, _softmax_round_trips(x, a, g_target),
     )  # fmt: skip
 
 

@@ -1,0 +1,191 @@
+"""Figures of the two theory pages (Scaling; What one head can express) that lab_ui.figures does
+not cover. Each builder takes plain numbers from attn_core.explore and returns one go.Figure,
+built as one dict (fast, and a title AppTests can find)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from lab_ui.figures import _base_layout
+
+HIST_BINS = 60
+
+
+def _np(x) -> np.ndarray:
+    return np.asarray(x.detach() if hasattr(x, "detach") else x, dtype=np.float64)
+
+
+def _vline(x: float, dash: str = "dash", text: str = "") -> tuple[dict, list[dict]]:
+    shape = {"type": "line", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1, "line": {"dash": dash}}
+    notes = (
+        [{"x": x, "y": 1, "yref": "paper", "text": text, "showarrow": False, "yanchor": "bottom"}]
+        if text
+        else []
+    )
+    return shape, notes
+
+
+def _figure(traces: list[dict], title: str, x_title: str, y_title: str, *, log_x=False, log_y=False,
+            height=400, shapes=(), annotations=()) -> go.Figure:  # fmt: skip
+    layout = {
+        **_base_layout(title, height),
+        "xaxis": {"title": {"text": x_title}, "type": "log" if log_x else "linear"},
+        "yaxis": {"title": {"text": y_title}, "type": "log" if log_y else "linear"},
+        "legend": {"orientation": "h", "y": -0.25},
+        "shapes": list(shapes),
+        "annotations": list(annotations),
+    }
+    return go.Figure({"data": traces, "layout": layout})
+
+
+def logit_histograms(
+    scores: dict[str, Sequence[float]], variances: dict[str, float], title: str
+) -> go.Figure:
+    """One density histogram per scale rule with the normal density N(0, theoretical variance)."""
+    traces = []
+    for name, s in scores.items():
+        s = _np(s)
+        traces.append({"type": "histogram", "x": s, "histnorm": "probability density", "name": f"{name} (simulated)",
+                       "opacity": 0.5, "nbinsx": HIST_BINS})  # fmt: skip
+        sd = max(variances[name], 1e-300) ** 0.5
+        x = np.linspace(-4 * sd, 4 * sd, 161)
+        pdf = np.exp(-(x**2) / (2 * sd**2)) / (sd * np.sqrt(2 * np.pi))
+        traces.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": pdf,
+                "mode": "lines",
+                "name": f"{name}: N(0, {variances[name]:.4g})",
+            }
+        )
+    layout_fig = _figure(traces, title, "logit α q·k", "density")
+    layout_fig.update_layout(barmode="overlay")
+    return layout_fig
+
+
+def entropy_curve(
+    sigmas, simulated, approximation, breakdown: float, max_entropy: float, title: str
+) -> go.Figure:
+    """Median row entropy against the logit spread σ, ln T − σ²/2, ln T, and √(2 ln T) marked."""
+    x = _np(sigmas)
+    traces = [
+        {"type": "scatter", "x": x, "y": _np(simulated), "mode": "lines+markers", "name": "simulated median H"},
+        {"type": "scatter", "x": x, "y": _np(approximation), "mode": "lines", "name": "ln T − σ²/2",
+         "line": {"dash": "dot"}},
+        {"type": "scatter", "x": x, "y": np.exp(_np(simulated)), "mode": "lines", "name": "effective keys e^H",
+         "yaxis": "y2"},
+    ]  # fmt: skip
+    shape, notes = _vline(breakdown, text=f"√(2 ln T) = {breakdown:.2f}")
+    fig = _figure(traces, title, "logit spread σ", "entropy H (nats)", shapes=[shape], annotations=notes)
+    fig.update_layout(yaxis={"range": [min(0.0, float(_np(approximation).min())), max_entropy * 1.05]},
+                      yaxis2={"title": {"text": "effective keys e^H"}, "overlaying": "y", "side": "right",
+                              "type": "log"})  # fmt: skip
+    return fig
+
+
+def two_key_curves(widths, exact: dict, gaussian: dict, simulated: dict, se: dict, title: str) -> go.Figure:
+    """P(max p > 0.99) over two keys against d_k: exact integral, Gaussian approximation, simulation ± 2 SE."""
+    x = _np(widths)
+    traces = []
+    for name in exact:
+        traces.append(
+            {"type": "scatter", "x": x, "y": _np(exact[name]), "mode": "lines", "name": f"{name}: exact"}
+        )
+        traces.append({"type": "scatter", "x": x, "y": _np(gaussian[name]), "mode": "lines",
+                       "name": f"{name}: Gaussian approx.", "line": {"dash": "dot"}})  # fmt: skip
+        traces.append({"type": "scatter", "x": x, "y": _np(simulated[name]), "mode": "markers",
+                       "name": f"{name}: simulated ± 2 SE", "error_y": {"type": "data", "array": 2 * _np(se[name])}})  # fmt: skip
+    return _figure(traces, title, "d_k", "P(max p > 0.99)", log_x=True)
+
+
+def alignment_plot(
+    d_ks, by_rule: dict[str, tuple[Sequence[float], Sequence[float]]], current: int, title: str
+) -> go.Figure:
+    """Mean ± sd of the scaled logit against d_k for each rule (rule -> (means, sds))."""
+    x = _np(d_ks)
+    traces = []
+    for name, (mean, sd) in by_rule.items():
+        m, s = _np(mean), _np(sd)
+        traces.append({"type": "scatter", "x": x, "y": m, "mode": "lines+markers", "name": f"{name}: mean",
+                       "error_y": {"type": "data", "array": s}})  # fmt: skip
+    shape, notes = _vline(current, text=f"d_k = {current}")
+    return _figure(traces, title, "d_k", "α q·k: mean ± sd", log_x=True, shapes=[shape], annotations=notes)
+
+
+def cap_curves(gains, caps: dict[str, Sequence[float]], target: float, title: str) -> go.Figure:
+    """The QK-norm cap against the gain g for several T, with the target weight as a dotted line."""
+    x = _np(gains)
+    traces = [
+        {"type": "scatter", "x": x, "y": _np(c), "mode": "lines", "name": name} for name, c in caps.items()
+    ]
+    shape = {
+        "type": "line",
+        "xref": "paper",
+        "x0": 0,
+        "x1": 1,
+        "y0": target,
+        "y1": target,
+        "line": {"dash": "dot"},
+    }
+    return _figure(traces, title, "gain g", "largest possible weight", shapes=[shape])
+
+
+def eviction_chart(positions, errors: dict[str, Sequence[float]], title: str) -> go.Figure:
+    """Relative output error per query position for each cache policy (log y; zeros clipped)."""
+    x = _np(positions)
+    traces = [{"type": "scatter", "x": x, "y": np.maximum(_np(e), 1e-17), "mode": "lines", "name": name}
+              for name, e in errors.items()]  # fmt: skip
+    return _figure(traces, title, "query position t", "‖o − o_full‖ / ‖o_full‖", log_y=True)
+
+
+def smoothing_chart(x, y, grid, curves: dict[str, Sequence[float]], title: str) -> go.Figure:
+    """The noisy points and each smoother over the grid."""
+    traces = [{"type": "scatter", "x": _np(x), "y": _np(y), "mode": "markers", "name": "noisy points"}]
+    dashes = ("solid", "dash", "dot", "dashdot")
+    for i, (name, c) in enumerate(curves.items()):
+        traces.append({"type": "scatter", "x": _np(grid), "y": _np(c), "mode": "lines", "name": name,
+                       "line": {"dash": dashes[i % len(dashes)]}})  # fmt: skip
+    return _figure(traces, title, "x (query / key position)", "f̂(x)")
+
+
+def singular_values(values: dict[str, Sequence[float]], d_k: int, title: str) -> go.Figure:
+    """Singular values by index (log y) for each matrix, with d_k marked."""
+    traces = []
+    for name, s in values.items():
+        s = _np(s)
+        traces.append({"type": "scatter", "x": np.arange(1, s.size + 1), "y": np.maximum(s, 1e-300),
+                       "mode": "lines+markers", "name": name})  # fmt: skip
+    shape, notes = _vline(d_k + 0.5, text=f"d_k = {d_k}")
+    return _figure(traces, title, "index", "singular value", log_y=True, shapes=[shape], annotations=notes)
+
+
+def selection_bars(counts: dict[str, Sequence[int]], title: str) -> go.Figure:
+    """How many queries pick each key as their top key, per head."""
+    traces = [{"type": "bar", "x": [str(j) for j in range(len(c))], "y": list(c), "name": name}
+              for name, c in counts.items()]  # fmt: skip
+    fig = _figure(
+        traces, title, "key j (on the circle, angle 30°·j for 12 keys)", "queries whose top key is j"
+    )
+    fig.update_layout(barmode="group", xaxis={"type": "category"})
+    return fig
+
+
+def collapse_chart(layers, curves: dict[str, Sequence[float]], title: str) -> go.Figure:
+    """Distance from rank 1 by depth (log y), one line per stack kind."""
+    traces = [{"type": "scatter", "x": list(layers), "y": np.maximum(_np(c), 1e-17), "mode": "lines+markers",
+               "name": name} for name, c in curves.items()]  # fmt: skip
+    return _figure(traces, title, "layer l (0 = input)", "r_l = ‖X − 1x̄ᵀ‖_F / ‖X‖_F", log_y=True)
+
+
+def identity_bars(diffs: dict[str, float], tol: float, title: str) -> go.Figure:
+    """max |Δ| per identity on a log axis, with the tolerance as a dotted line."""
+    names = list(diffs)
+    y = [max(diffs[n], 1e-18) for n in names]
+    colors = ["seagreen" if d <= tol else "crimson" for d in diffs.values()]
+    traces = [{"type": "bar", "x": names, "y": y, "marker": {"color": colors}, "name": "max |Δ|"}]
+    shape = {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": tol, "y1": tol, "line": {"dash": "dot"}}
+    return _figure(traces, title, "", "max |Δ|", log_y=True, shapes=[shape], height=440)
