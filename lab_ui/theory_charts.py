@@ -18,10 +18,12 @@ def _np(x) -> np.ndarray:
     return np.asarray(x.detach() if hasattr(x, "detach") else x, dtype=np.float64)
 
 
-def _vline(x: float, dash: str = "dash", text: str = "") -> tuple[dict, list[dict]]:
+def _vline(x: float, dash: str = "dash", text: str = "", log_x: bool = False) -> tuple[dict, list[dict]]:
+    """A vertical line at x and its label (plotly places annotations on a log axis by log10 x)."""
     shape = {"type": "line", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1, "line": {"dash": dash}}
+    at = float(np.log10(x)) if log_x else x
     notes = (
-        [{"x": x, "y": 1, "yref": "paper", "text": text, "showarrow": False, "yanchor": "bottom"}]
+        [{"x": at, "y": 1, "yref": "paper", "text": text, "showarrow": False, "yanchor": "bottom"}]
         if text
         else []
     )
@@ -41,50 +43,44 @@ def _figure(traces: list[dict], title: str, x_title: str, y_title: str, *, log_x
     return go.Figure({"data": traces, "layout": layout})
 
 
-def logit_histograms(
-    scores: dict[str, Sequence[float]], variances: dict[str, float], title: str
-) -> go.Figure:
-    """One density histogram per scale rule with the normal density N(0, theoretical variance)."""
-    traces = []
-    for name, s in scores.items():
-        s = _np(s)
-        traces.append({"type": "histogram", "x": s, "histnorm": "probability density", "name": f"{name} (simulated)",
-                       "opacity": 0.5, "nbinsx": HIST_BINS})  # fmt: skip
-        sd = max(variances[name], 1e-300) ** 0.5
-        x = np.linspace(-4 * sd, 4 * sd, 161)
-        pdf = np.exp(-(x**2) / (2 * sd**2)) / (sd * np.sqrt(2 * np.pi))
-        traces.append(
-            {
-                "type": "scatter",
-                "x": x,
-                "y": pdf,
-                "mode": "lines",
-                "name": f"{name}: N(0, {variances[name]:.4g})",
-            }
-        )
-    layout_fig = _figure(traces, title, "logit α q·k", "density")
-    layout_fig.update_layout(barmode="overlay")
-    return layout_fig
+def logit_histogram(scores: Sequence[float], variance: float, title: str) -> go.Figure:
+    """A density histogram of simulated logits with the normal density N(0, theoretical variance)."""
+    sd = max(variance, 1e-300) ** 0.5
+    x = np.linspace(-4 * sd, 4 * sd, 161)
+    pdf = np.exp(-(x**2) / (2 * sd**2)) / (sd * np.sqrt(2 * np.pi))
+    traces = [
+        {"type": "histogram", "x": _np(scores), "histnorm": "probability density", "name": "simulated",
+         "opacity": 0.6, "nbinsx": HIST_BINS},
+        {"type": "scatter", "x": x, "y": pdf, "mode": "lines", "name": "N(0, theory)"},
+    ]  # fmt: skip
+    return _figure(traces, title, "logit α q·k", "density", height=330)
 
 
 def entropy_curve(
     sigmas, simulated, approximation, breakdown: float, max_entropy: float, title: str
 ) -> go.Figure:
-    """Median row entropy against the logit spread σ, ln T − σ²/2, ln T, and √(2 ln T) marked."""
+    """Median row entropy against the logit spread σ, ln T − σ²/2, and √(2 ln T) marked."""
     x = _np(sigmas)
     traces = [
         {"type": "scatter", "x": x, "y": _np(simulated), "mode": "lines+markers", "name": "simulated median H"},
         {"type": "scatter", "x": x, "y": _np(approximation), "mode": "lines", "name": "ln T − σ²/2",
          "line": {"dash": "dot"}},
-        {"type": "scatter", "x": x, "y": np.exp(_np(simulated)), "mode": "lines", "name": "effective keys e^H",
-         "yaxis": "y2"},
     ]  # fmt: skip
     shape, notes = _vline(breakdown, text=f"√(2 ln T) = {breakdown:.2f}")
     fig = _figure(traces, title, "logit spread σ", "entropy H (nats)", shapes=[shape], annotations=notes)
-    fig.update_layout(yaxis={"range": [min(0.0, float(_np(approximation).min())), max_entropy * 1.05]},
-                      yaxis2={"title": {"text": "effective keys e^H"}, "overlaying": "y", "side": "right",
-                              "type": "log"})  # fmt: skip
+    fig.update_layout(yaxis={"range": [0.0, max_entropy * 1.05]})
     return fig
+
+
+def effective_keys_curve(sigmas, simulated, breakdown: float, title: str) -> go.Figure:
+    """e^H of the simulated median entropy against σ (log y), with √(2 ln T) marked."""
+    x = _np(sigmas)
+    traces = [
+        {"type": "scatter", "x": x, "y": np.exp(_np(simulated)), "mode": "lines+markers", "name": "e^H"}
+    ]
+    shape, notes = _vline(breakdown, text=f"√(2 ln T) = {breakdown:.2f}")
+    return _figure(traces, title, "logit spread σ", "effective keys e^H", log_y=True, shapes=[shape],
+                   annotations=notes, height=320)  # fmt: skip
 
 
 def two_key_curves(widths, exact: dict, gaussian: dict, simulated: dict, se: dict, title: str) -> go.Figure:
@@ -99,7 +95,7 @@ def two_key_curves(widths, exact: dict, gaussian: dict, simulated: dict, se: dic
                        "name": f"{name}: Gaussian approx.", "line": {"dash": "dot"}})  # fmt: skip
         traces.append({"type": "scatter", "x": x, "y": _np(simulated[name]), "mode": "markers",
                        "name": f"{name}: simulated ± 2 SE", "error_y": {"type": "data", "array": 2 * _np(se[name])}})  # fmt: skip
-    return _figure(traces, title, "d_k", "P(max p > 0.99)", log_x=True)
+    return _figure(traces, title, "d_k", "P(max p > 0.99)", log_x=True, log_y=True)
 
 
 def alignment_plot(
@@ -112,7 +108,7 @@ def alignment_plot(
         m, s = _np(mean), _np(sd)
         traces.append({"type": "scatter", "x": x, "y": m, "mode": "lines+markers", "name": f"{name}: mean",
                        "error_y": {"type": "data", "array": s}})  # fmt: skip
-    shape, notes = _vline(current, text=f"d_k = {current}")
+    shape, notes = _vline(current, text=f"d_k = {current}", log_x=True)
     return _figure(traces, title, "d_k", "α q·k: mean ± sd", log_x=True, shapes=[shape], annotations=notes)
 
 
@@ -167,9 +163,7 @@ def selection_bars(counts: dict[str, Sequence[int]], title: str) -> go.Figure:
     """How many queries pick each key as their top key, per head."""
     traces = [{"type": "bar", "x": [str(j) for j in range(len(c))], "y": list(c), "name": name}
               for name, c in counts.items()]  # fmt: skip
-    fig = _figure(
-        traces, title, "key j (on the circle, angle 30°·j for 12 keys)", "queries whose top key is j"
-    )
+    fig = _figure(traces, title, "key j (at angle 360°·j / n on the circle)", "queries whose top key is j")
     fig.update_layout(barmode="group", xaxis={"type": "category"})
     return fig
 
@@ -188,4 +182,6 @@ def identity_bars(diffs: dict[str, float], tol: float, title: str) -> go.Figure:
     colors = ["seagreen" if d <= tol else "crimson" for d in diffs.values()]
     traces = [{"type": "bar", "x": names, "y": y, "marker": {"color": colors}, "name": "max |Δ|"}]
     shape = {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": tol, "y1": tol, "line": {"dash": "dot"}}
-    return _figure(traces, title, "", "max |Δ|", log_y=True, shapes=[shape], height=440)
+    fig = _figure(traces, title, "", "max |Δ|", log_y=True, shapes=[shape], height=440)
+    fig.update_layout(xaxis={"type": "category"}, showlegend=False)
+    return fig

@@ -43,11 +43,16 @@ def variance(x: ScalingInputs) -> None:
     view = attempt(run, Section.VARIANCE, replace(x, slip=slip))
     if view is None:
         return
-    names = {r.value: r for r in ScaleRule}
-    fig = charts.logit_histograms({n: view.by_rule[r] for n, r in names.items()},
-                                  {n: view.theory_by_rule[r] for n, r in names.items()},
-                                  f"Logits of {explore.PAIRS:,} independent (q, k) pairs, d_k = {x.d_k}")  # fmt: skip
-    figures.show(fig, key="sc_hist")
+    st.markdown(
+        f"**Logits of {explore.PAIRS:,} independent (q, k) pairs at d_k = {x.d_k}, under each scale**"
+    )
+    for col, rule in zip(st.columns(3), ScaleRule, strict=True):
+        title = f"{rule.value}: Var = {view.theory_by_rule[rule]:.4g}"
+        with col:
+            figures.show(
+                charts.logit_histogram(view.by_rule[rule], view.theory_by_rule[rule], title),
+                key=f"sc_hist_{rule.name}",
+            )
     c = st.columns(3)
     c[0].metric("Var(q·k) simulated", f"{view.raw.variance:.4g}")
     c[1].metric("d_k σ_q² σ_k² (theory)", f"{theory.variance_theory(x.d_k, x.sigma_q, x.sigma_k, 1.0):.4g}")
@@ -80,6 +85,9 @@ def entropy(x: ScalingInputs) -> None:
                                view.breakdown, view.curve.max_entropy,
                                f"Entropy of a row of T = {x.T:,} logits N(0, σ²)")  # fmt: skip
     figures.show(fig, key="sc_entropy")
+    fig = charts.effective_keys_curve(view.curve.sigmas, view.curve.simulated, view.breakdown,
+                                      "Effective keys e^H: T when uniform, 1 when one-hot")  # fmt: skip
+    figures.show(fig, key="sc_keys")
     c = st.columns(3)
     c[0].metric("ln T − 1/2 (σ = 1)", f"{view.approximation_at_1:.4f} nats")
     c[1].metric("breakdown √(2 ln T)", f"{view.breakdown:.2f}")
@@ -112,7 +120,7 @@ def two_keys(x: ScalingInputs) -> None:
     fmt_table(rows, "scaling_two_keys.csv", "sc_two")
     for check in view.checks:
         check_badge(check)
-    st.caption(f"Simulated: {explore.TWO_KEY_DRAWS} draws of real q, k₁, k₂ per width. Card 3 at d_k = 128: "
+    st.caption(f"Simulated: {explore.TWO_KEY_DRAWS} draws of real q, k₁, k₂ per width (a share of 0 has no point on the log axis). Card 3 at d_k = 128: "
                "exact 0.773 / 0.00135, Gaussian 0.774 / 0.00116.")  # fmt: skip
 
 

@@ -102,7 +102,12 @@ def explore_rank(x: ExpressivityInputs) -> RankView:
     checks = [
         Check("rank(QKᵀ) ≤ d_k", r["S"] <= b["S"], f"rank {r['S']} (bound {b['S']})"),
         Check("rank(log P) ≤ d_k + 1", r["log P"] <= b["log P"], f"rank {r['log P']} (bound {b['log P']})"),
-        Check("P itself is not low-rank", r["P"] > b["S"], f"rank(P) = {r['P']} of T = {x.T}"),
+        Check(
+            "P itself is not low-rank",
+            r["P"] > b["S"] or x.d_k >= x.T,
+            f"rank(P) = {r['P']} of T = {x.T}"
+            + (" (d_k ≥ T: no low-rank bound to beat)" if x.d_k >= x.T else ""),
+        ),
     ]
     return RankView(study, checks)
 
