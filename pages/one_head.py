@@ -17,7 +17,8 @@ from lab_ui import theory_charts as charts
 from lab_ui.page import header
 from lab_ui.widgets import attempt, check_badge, slip_columns, table
 
-MAX_STACKS = 32  # stacks in the collapse median on this page: 32 × 24 layers stays near 0.1 s
+MAX_STACKS = 16  # stacks × layers × width² bound a collapse rerun: 16 × 24 × 64² stays near 0.1 s
+MAX_WIDTH = 64
 MAX_LAYERS = 24
 MAX_RANK_T = 128  # a T × T SVD of three matrices per rerun
 
@@ -154,7 +155,7 @@ with st.sidebar:
     d_k = state.slider("d_k (rank study)", 1, MAX_RANK_T, 8, key="oh_dk")
     circle = state.slider("keys on the circle", 2, 36, 12, key="oh_circle")
     layers = state.slider("layers", 1, MAX_LAYERS, 12, key="oh_layers")
-    width = state.number("width d (collapse, circuits)", 2, 128, 64, key="oh_width", step=1)
+    width = state.number("width d (collapse, circuits)", 2, MAX_WIDTH, 64, key="oh_width", step=1)
     heads = state.number("heads h (must divide d)", 1, 16, 4, key="oh_heads", step=1)
     stacks = state.slider("random stacks", 1, MAX_STACKS, 8, key="oh_stacks")
     seed = state.number("seed", 0, 10_000, 0, key="oh_seed", step=1)

@@ -54,15 +54,18 @@ def residual_distance(X: torch.Tensor) -> torch.Tensor:
     return (X - X.mean(-2, keepdim=True)).norm(dim=(-2, -1)) / X.norm(dim=(-2, -1))
 
 
-def attention_layer(X: torch.Tensor, W_QK: torch.Tensor, W_V: torch.Tensor) -> torch.Tensor:
-    """softmax(X W_QK Xᵀ) X W_V for X (..., T, d), W_QK = W_Q W_Kᵀ/√d_k (..., d, d)."""
-    return stable_softmax(X @ W_QK @ X.transpose(-2, -1)) @ X @ W_V
+def attention_layer(X: torch.Tensor, W_Q: torch.Tensor, W_K: torch.Tensor, W_V: torch.Tensor) -> torch.Tensor:
+    """softmax((X W_Q)(X W_K)ᵀ/√d) X W_V for X (..., T, d) and weights (..., d, d), no mask.
+
+    The scores go through X W_Q and X W_K (2·T·d² multiply-adds) rather than W_Q W_Kᵀ (d³)."""
+    d = W_Q.shape[-1]
+    S = (X @ W_Q) @ (X @ W_K).transpose(-2, -1) / math.sqrt(d)  # (..., T, T)
+    return stable_softmax(S) @ X @ W_V
 
 
-def random_weights(stacks: int, layers: int, d: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """W_QK = W_Q W_Kᵀ/√d and W_V with N(0, 1/d) entries: (stacks, layers, d, d) each."""
-    W_Q, W_K, W_V = torch.randn(3, stacks, layers, d, d, generator=g, dtype=F64) / math.sqrt(d)
-    return W_Q @ W_K.transpose(-2, -1) / math.sqrt(d), W_V
+def random_weights(stacks: int, layers: int, d: int, g: torch.Generator) -> torch.Tensor:
+    """W_Q, W_K, W_V with N(0, 1/d) entries: (3, stacks, layers, d, d)."""
+    return torch.randn(3, stacks, layers, d, d, generator=g, dtype=F64) / math.sqrt(d)
 
 
 @dataclass(frozen=True)
@@ -86,12 +89,13 @@ def collapse_curves(
     check_range("stacks", stacks, 1, THEORY.max_stacks)
     g = generator(seed)
     X0 = torch.randn(stacks, tokens, width, generator=g, dtype=F64)
-    W_QK, W_V = random_weights(stacks, layers, width, g)
+    W_Q, W_K, W_V = random_weights(stacks, layers, width, g)
     pure, res = [residual_distance(X0)], [residual_distance(X0)]
     Xp, Xr = X0, X0
     for layer in range(layers):
-        Xp = attention_layer(Xp, W_QK[:, layer], W_V[:, layer])
-        Xr = Xr + attention_layer(Xr, W_QK[:, layer], W_V[:, layer])
+        weights = (W_Q[:, layer], W_K[:, layer], W_V[:, layer])
+        Xp = attention_layer(Xp, *weights)
+        Xr = Xr + attention_layer(Xr, *weights)
         pure.append(residual_distance(Xp))
         res.append(residual_distance(Xr))
     pure_med = torch.stack(pure, -1).median(0).values  # (L + 1,)
@@ -120,10 +124,10 @@ def cubic_rate(
     mean_row = torch.randn(1, width, generator=g, dtype=F64)
     R = torch.randn(tokens, width, generator=g, dtype=F64)
     R = R - R.mean(0, keepdim=True)  # 1ᵀR = 0
-    W_QK, W_V = random_weights(1, 1, width, g)
+    W_Q, W_K, W_V = random_weights(1, 1, width, g)
     eps = torch.logspace(decades[0], decades[1], 9, dtype=F64).view(-1, 1, 1)
     X = mean_row + eps * R / R.norm()  # (n, T, d): ‖R_in‖_F = ε
-    out = attention_layer(X, W_QK[0, 0], W_V[0, 0])
+    out = attention_layer(X, W_Q[0, 0], W_K[0, 0], W_V[0, 0])
     r_out = (out - out.mean(-2, keepdim=True)).norm(dim=(-2, -1))
     x, y = eps.flatten().log10(), r_out.log10()
     slope = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
