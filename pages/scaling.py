@@ -44,7 +44,7 @@ def variance(x: ScalingInputs) -> None:
     if view is None:
         return
     st.markdown(
-        f"**Logits of {explore.PAIRS:,} independent (q, k) pairs at d_k = {x.d_k}, under each scale**"
+        f"**Logits of {explore.pairs(x.d_k):,} independent (q, k) pairs at d_k = {x.d_k}, under each scale**"
     )
     for col, rule in zip(st.columns(3), ScaleRule, strict=True):
         title = f"{rule.value}: Var = {view.theory_by_rule[rule]:.4g}"
@@ -73,7 +73,7 @@ def variance(x: ScalingInputs) -> None:
     else:
         slip_columns(right, wrong, SLIPS[slip].label)
     st.caption("The right scale for other spreads is 1/(√d_k σ_q σ_k); normalization layers keep σ near 1. "
-               "Table: 1,000 pairs per width (the lesson's 8, 32, 128 and card 3's 512).")  # fmt: skip
+               f"Table: {explore.TABLE_PAIRS:,} pairs per width (the lesson's 8, 32, 128 and card 3's 512).")  # fmt: skip
     fmt_table(view.table, "scaling_variance.csv", "sc_var")
 
 

@@ -58,29 +58,33 @@ class AlignedSample:
     theory: Moments
 
 
-def aligned_sample(d_k: int, rho: float, rule: ScaleRule | str, n: int, seed: int) -> AlignedSample:
-    """n draws of (q, z) ~ N(0, I), k = ρq + √(1−ρ²)z, and the scaled dot products α q·k."""
+def aligned_samples(
+    d_k: int, rho: float, rules: tuple[ScaleRule | str, ...], n: int, seed: int
+) -> dict[ScaleRule, AlignedSample]:
+    """n draws of (q, z) ~ N(0, I), k = ρq + √(1−ρ²)z, and the dot products α q·k under each rule
+    (one draw serves every rule)."""
     check_d_k(d_k)
     check_rho(rho)
     check_pairs(2 * n, d_k)
-    g = generator(seed)
-    q, z = torch.randn(2, n, d_k, generator=g, dtype=F64)
-    scale = scale_of(rule, d_k)
-    s = scale * (q * aligned_keys(q, z, rho)).sum(-1)  # (n,)
-    centred = s - s.mean()
-    var = float(centred.pow(2).sum() / (n - 1))
-    sd = math.sqrt(var)
-    sd_se = math.sqrt(max(float(centred.pow(4).mean()) - var**2, 0.0) / n) / (2 * sd)
-    return AlignedSample(
-        ScaleRule(rule),
-        scale,
-        s,
-        float(s.mean()),
-        sd,
-        sd / math.sqrt(n),
-        sd_se,
-        aligned_moments(d_k, rho, scale),
-    )
+    q, z = torch.randn(2, n, d_k, generator=generator(seed), dtype=F64)
+    raw = (q * aligned_keys(q, z, rho)).sum(-1)  # (n,) q·k
+    out = {}
+    for rule in map(ScaleRule, rules):
+        scale = scale_of(rule, d_k)
+        s = scale * raw
+        centred = s - s.mean()
+        var = float(centred.pow(2).sum() / (n - 1))
+        sd = math.sqrt(var)
+        sd_se = math.sqrt(max(float(centred.pow(4).mean()) - var**2, 0.0) / n) / (2 * sd)
+        out[rule] = AlignedSample(
+            rule, scale, s, float(s.mean()), sd, sd / math.sqrt(n), sd_se, aligned_moments(d_k, rho, scale)
+        )
+    return out
+
+
+def aligned_sample(d_k: int, rho: float, rule: ScaleRule | str, n: int, seed: int) -> AlignedSample:
+    """One rule of `aligned_samples`."""
+    return aligned_samples(d_k, rho, (rule,), n, seed)[ScaleRule(rule)]
 
 
 @dataclass(frozen=True)
