@@ -159,6 +159,18 @@ def singular_values(values: dict[str, Sequence[float]], d_k: int, title: str) ->
     return _figure(traces, title, "index", "singular value", log_y=True, shapes=[shape], annotations=notes)
 
 
+def one_dim_winners(q, k, top, title: str) -> go.Figure:
+    """d_k = 1: each query (x = q_i) against the key it picks (y = k at its argmax); every point
+    lands on one of the two dotted lines, max k or min k."""
+    kv = _np(k)
+    picked = kv[np.asarray(top, dtype=np.int64)]
+    traces = [{"type": "scatter", "x": _np(q), "y": picked, "mode": "markers", "name": "top key of query i",
+               "marker": {"size": 10}}]  # fmt: skip
+    shapes = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": v, "y1": v, "line": {"dash": "dot"}}
+              for v in (kv.max(), kv.min())]  # fmt: skip
+    return _figure(traces, title, "query q_i", "value k_j of its top key", shapes=shapes, height=330)
+
+
 def selection_bars(counts: dict[str, Sequence[int]], title: str) -> go.Figure:
     """How many queries pick each key as their top key, per head."""
     traces = [{"type": "bar", "x": [str(j) for j in range(len(c))], "y": list(c), "name": name}

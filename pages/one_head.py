@@ -92,6 +92,9 @@ def select(x: ExpressivityInputs) -> None:
                 help=f"{one.trials:,} random instances of {one.T} scalar queries and keys")  # fmt: skip
     m[1].metric("most distinct top keys in a trial", f"{one.most_distinct}")
     m[2].metric("d_k = 2: keys that some query picks", f"{view.circle.selectable_2d} of {x.circle_keys}")
+    fig = charts.one_dim_winners(one.example_q, one.example_k, one.example_top,
+                                 f"d_k = 1, one instance: {one.T} queries, {one.T} keys")  # fmt: skip
+    figures.show(fig, key="oh_one_dim")
     fig = charts.selection_bars(
         view.counts, f"{x.circle_keys} keys on a circle, {explore.CIRCLE_QUERIES} queries"
     )

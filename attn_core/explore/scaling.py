@@ -82,7 +82,8 @@ def validate(inputs: ScalingInputs) -> ScalingInputs:
 
 def _within(name: str, simulated: float, theory: float, se: float, unit: str = "") -> Check:
     """simulated vs closed form within SE_MULTIPLE standard errors of the simulation."""
-    z = abs(simulated - theory) / se if se > 0 else math.inf * (simulated != theory)
+    gap = abs(simulated - theory)
+    z = gap / se if se > 0 else (0.0 if gap == 0 else math.inf)
     detail = f"simulated {simulated:.4g}{unit} vs theory {theory:.4g}{unit} ({z:.1f} SE; tolerance {SE_MULTIPLE:g} SE)"
     return Check(name, z <= SE_MULTIPLE, detail)
 
