@@ -13,5 +13,6 @@ judge a simulation against its closed form live in ``attn_core.oracle`` with the
 - ``collapse``: uniform heads and rank collapse in pure attention stacks (card 17).
 - ``circuits``: the QK and OV circuits, change of basis, and the heads sum (lesson; card 9's reading).
 
-Imports torch, numpy and the math modules (attention, masks, jacobian, stats) only.
+Imports torch and the math modules (attention, masks, jacobian, stats), caps from ``limits`` and
+tolerances from ``oracle`` only.
 """
