@@ -35,7 +35,31 @@ class Limits:
 LIMITS = Limits()
 
 
-def check_range(name: str, value: int, low: int, high: int) -> None:
-    """ValueError with a message fit to show next to the widget when value is outside low…high."""
+@dataclass(frozen=True)
+class TheoryLimits:
+    """The theory pages (Scaling, What one head can express): each cap keeps one simulation to a
+    few million float64 entries (tens of milliseconds on one core)."""
+
+    max_d_k: int = 1024  # head widths studied; wider than any production head (≤ 256)
+    max_keys: int = 4096  # T of one simulated row: card 3's T = 4,096
+    max_pairs: int = 50_000  # (q, k) pairs of a variance experiment (and pairs · d_k ≤ max_entries)
+    # Entries drawn by one simulation (pairs · d_k, rows · T, …): 2^22 float64 = 32 MiB, ~30 ms.
+    max_entries: int = 2**22
+    max_rows: int = 1024  # rows of a row-statistics simulation
+    max_tokens: int = 256  # tokens of a sink / collapse / rank experiment (a T × T heatmap)
+    max_width: int = 128  # model width of those experiments
+    max_layers: int = 24  # depth of a rank-collapse stack
+    max_stacks: int = 64  # random stacks averaged in the collapse experiment
+    max_points: int = 400  # data points / query points of the Nadaraya–Watson curve
+    max_trials: int = 4096  # random instances of the d_k = 1 and uniform-head experiments
+
+
+THEORY = TheoryLimits()
+
+
+def check_range(name: str, value: int, low: int, high: int) -> int:
+    """value, or a ValueError with a message fit to show next to the widget when it is outside
+    low…high."""
     if not low <= value <= high:
         raise ValueError(f"{name} = {value} is outside the allowed range {low}…{high}")
+    return int(value)

@@ -80,6 +80,22 @@ def _practice_answer(at: AppTest, i: int) -> None:
     at.text_input(key=f"pr_answer_{at.session_state['pr_n']}").set_value(f"{100 + i} KiB")
 
 
+def _scaling_sigma(at: AppTest, i: int) -> None:
+    at.slider(key="sc_sq").set_value([1.0, 1.05][i % 2])
+
+
+def _scaling_seed(at: AppTest, i: int) -> None:
+    at.number_input(key="sc_seed").set_value(i % 2)
+
+
+def _one_head_lambda(at: AppTest, i: int) -> None:
+    at.slider(key="oh_lam").set_value([0.5, 0.55][i % 2])
+
+
+def _one_head_seed(at: AppTest, i: int) -> None:
+    at.number_input(key="oh_seed").set_value(i % 2)
+
+
 SCENARIOS: list[Scenario] = [
     Scenario("pages/playground.py", "defaults", _scale),
     Scenario(
@@ -144,6 +160,26 @@ SCENARIOS: list[Scenario] = [
             "in_dv": "64",
             "in_mask": "causal (bottom-right, cached prefix)",
             "gr_section": "Backward pass",
+        },
+    ),
+    Scenario("pages/scaling.py", "defaults", _scaling_sigma),
+    Scenario(
+        "pages/scaling.py",
+        "largest",
+        _scaling_seed,
+        {"sc_dk": "1024", "sc_T": "4096", "sc_section": "Two keys, exactly"},
+    ),
+    Scenario("pages/one_head.py", "defaults", _one_head_lambda),
+    Scenario(
+        "pages/one_head.py",
+        "largest",
+        _one_head_seed,
+        {
+            "oh_layers": "24",
+            "oh_stacks": "32",
+            "oh_width": "128",
+            "oh_heads": "16",
+            "oh_section": "Rank collapse",
         },
     ),
 ]

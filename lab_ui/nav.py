@@ -73,4 +73,20 @@ PAGES: list[PageInfo] = [
         "you made named, the worked steps, and a link to the live page with your numbers.",
         "practice",
     ),
+    PageInfo(
+        "pages/scaling.py",
+        "Scaling",
+        ":material/straighten:",
+        "Why 1/√d_k and when it is wrong: Var(q·k), row entropy and saturation, the exact two-key "
+        "probability, alignment and μP's 1/d_k, attention sinks, QK-norm and cache eviction.",
+        "scaling",
+    ),
+    PageInfo(
+        "pages/one_head.py",
+        "What one head can express",
+        ":material/hub:",
+        "Attention as kernel smoothing, the rank bound, which keys a d_k = 1 head can pick, rank "
+        "collapse by depth, and the change of basis that leaves a head unchanged.",
+        "one_head",
+    ),
 ]
