@@ -16,13 +16,16 @@ from attn_core.practice.cards_variance import draw_d_k
 from attn_core.practice.question import AnswerKind, CardDrill, Difficulty, Question, fmt, pick_variant
 from attn_core.practice.theory_links import ALIGNMENT, RULES, SINKS
 from attn_core.practice.theory_links import scaling_link as link
+from attn_core.theory import sinks as sink_theory
+from attn_core.theory.alignment import aligned_moments
 
 
 # -- card 16: aligned q and k ----------------------------------------------------------------------------
 def alignment_question(d_k: int, rho: float, rule: str, ask: str) -> Question:
     """k = ρq + √(1 − ρ²) z: E[q·k] = ρ d_k and Var(q·k) = d_k(1 + ρ²); ``ask`` is "mean" or "sd"."""
     alpha = RULES[rule](d_k)
-    mean, sd = alpha * rho * d_k, alpha * math.sqrt(d_k * (1 + rho**2))
+    moments = aligned_moments(d_k, rho, alpha)  # the Scaling page's own closed form
+    mean, sd = moments.mean, moments.sd
     other = "1/d_k" if rule == "1/√d_k" else "1/√d_k"
     slips = (
         {
@@ -81,7 +84,7 @@ def alignment(rng: np.random.Generator, difficulty: Difficulty) -> Question:
 
 # -- card 18: sinks and QK-norm ----------------------------------------------------------------------------
 def sink_advantage_question(T: int, w: float) -> Question:
-    a = math.log(w * (T - 1) / (1 - w))
+    a = sink_theory.sink_advantage(w, T)
     return Question(
         card="18",
         title="Attention sinks: the logit needed to park mass",
@@ -112,7 +115,7 @@ def sink_advantage_question(T: int, w: float) -> Question:
 
 
 def sink_share_question(T: int, a: float) -> Question:
-    w = math.exp(a) / (math.exp(a) + T - 1)
+    w = sink_theory.sink_weight(a, T)
     return Question(
         card="18",
         title="Attention sinks: the share a logit advantage buys",
@@ -141,7 +144,7 @@ def sink_share_question(T: int, a: float) -> Question:
 
 
 def qk_norm_cap_question(T: int, g: float, shown_g: str | None = None) -> Question:
-    cap = math.exp(g) / (math.exp(g) + (T - 1) * math.exp(-g))
+    cap = sink_theory.qk_norm_cap(g, T)
     return Question(
         card="18",
         title="QK-norm caps every weight",
@@ -170,7 +173,7 @@ def qk_norm_cap_question(T: int, g: float, shown_g: str | None = None) -> Questi
 
 
 def qk_norm_gain_question(T: int, w: float) -> Question:
-    g = 0.5 * math.log(w * (T - 1) / (1 - w))
+    g = sink_theory.qk_norm_gain(w, T)
     return Question(
         card="18",
         title="The QK-norm gain a sharp head needs",

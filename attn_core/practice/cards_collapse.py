@@ -14,11 +14,12 @@ import numpy as np
 from attn_core.practice.question import AnswerKind, CardDrill, Difficulty, Question, fmt, pick_variant
 from attn_core.practice.theory_links import COLLAPSE
 from attn_core.practice.theory_links import one_head_link as link
+from attn_core.theory.collapse import uniform_head_variance
 
 
 # -- card 17: uniform heads and rank collapse ---------------------------------------------------------------
 def uniform_question(T: int, sigma_v: float) -> Question:
-    answer = sigma_v**2 / T
+    answer = uniform_head_variance(T, sigma_v)  # the What-one-head page's own formula
     return Question(
         card="17",
         title="A uniform head averages the values",

@@ -23,6 +23,7 @@ from attn_core.practice.question import (
 )
 from attn_core.practice.theory_links import ENTROPY, RULES, TWO_KEYS, VARIANCE
 from attn_core.practice.theory_links import scaling_link as link
+from attn_core.theory.scaling import two_key_gaussian, variance_theory
 
 LN99 = math.log(99)  # two keys: the top weight passes 0.99 when the gap passes ln 99
 # Entropies are asked to three decimals: the 1/d_k row (8.314) and the maximum ln T (8.318) differ in
@@ -56,7 +57,7 @@ def _sigma(rng: np.random.Generator, difficulty: Difficulty) -> float:
 def variance_question(d_k: int, sigma_q: float, sigma_k: float, rule: str = "none (1)") -> Question:
     alpha = RULES[rule](d_k)
     raw = d_k * sigma_q**2 * sigma_k**2
-    var = alpha**2 * raw
+    var = variance_theory(d_k, sigma_q, sigma_k, alpha)  # the Scaling page's own closed form
     scaled = "" if rule == "none (1)" else f" after the scale α = {rule}"
     return Question(
         card="3",
@@ -240,7 +241,7 @@ def effective_keys(rng: np.random.Generator, difficulty: Difficulty) -> Question
 def two_keys_question(d_k: int, rule: str) -> Question:
     alpha = RULES[rule](d_k)
     sd = alpha * math.sqrt(2 * d_k)  # the gap α q·(k₁ − k₂) with ‖q‖² replaced by its mean d_k
-    answer = 2 * phi(-LN99 / sd)
+    answer = two_key_gaussian(d_k, alpha)  # 2Φ(−ln 99 / sd), as the Scaling page computes it
     return Question(
         card="3",
         title="Two keys: how often a row saturates",
