@@ -26,7 +26,7 @@ import torch
 from attn_core.attention import attention
 from attn_core.masks import causal_mask
 from attn_core.stats import row_entropy
-from attn_core.trained.model import Trace, TinyTransformer
+from attn_core.trained.model import TinyTransformer, Trace
 from attn_core.trained.tasks import TASKS, TaskId, repeated
 from attn_core.trained.training import EVAL_SEED, eval_loss
 

@@ -155,10 +155,12 @@ class TinyTransformer(nn.Module):
         """idx (B, T) token ids → logits (B, T, vocab_size), and the Trace when ``trace``.
 
         head_mask (n_layer, n_head): 1 keeps a head, 0 zeroes its output (ablation)."""
-        B, T = idx.size()
-        if T > self.config.block_size:
-            raise ValueError(f"sequence of {T} tokens is longer than block_size {self.config.block_size}")
-        pos = torch.arange(T, device=idx.device)
+        length = idx.size(1)
+        if length > self.config.block_size:
+            raise ValueError(
+                f"sequence of {length} tokens is longer than block_size {self.config.block_size}"
+            )
+        pos = torch.arange(length, device=idx.device)
         x = self.wte(idx) + self.wpe(pos)  # (B, T, C)
         record = Trace(residuals=[x]) if trace else None
         for layer, block in enumerate(self.h):
