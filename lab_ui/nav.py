@@ -73,4 +73,12 @@ PAGES: list[PageInfo] = [
         "you made named, the worked steps, and a link to the live page with your numbers.",
         "practice",
     ),
+    PageInfo(
+        "pages/trained_heads.py",
+        "Trained heads",
+        ":material/model_training:",
+        "A tiny transformer whose attention is attn_core's, trained live on this CPU: watch an induction "
+        "head form, read every head's scores, ablate heads, see the QK and OV circuits.",
+        "trained_heads",
+    ),
 ]
