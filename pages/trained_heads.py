@@ -81,7 +81,7 @@ def read_heads() -> None:
     st.markdown("**Head scores**")
     table(pd.DataFrame(view.rows).round(4), "head_scores.csv", key="th_scores", hide_index=True)
     st.caption(
-        "Probe: 64 held-out sequences ^ x₁…x₁₆ x₁…x₁₅ (16 distinct letters). Induction = mean weight on "
+        f"Probe: 64 held-out sequences ^ x₁…xₙ x₁…xₙ₋₁ of n = {view.period} distinct letters. Induction = mean weight on "
         "the token after the current token's first occurrence; previous-token = mean weight on t − 1; "
         "sink share = mean weight on token 0 (rows t ≥ 1, card 18); entropy in nats (card 17; a uniform row "
         f"over t + 1 keys has ln(t + 1)). Ablation Δloss: the held-out loss of {task} ({view.base_loss:.3f} "

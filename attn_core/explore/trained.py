@@ -81,6 +81,7 @@ class HeadsView:
     rows: list[dict]  # one per head: scores on the probe, on the typed text, ablation Δloss
     task: TaskId
     base_loss: float  # nats, held-out batch of the model's task
+    period: int  # the probe's repeat period
 
 
 def parse_text(text: str, block_size: int) -> torch.Tensor:
@@ -97,7 +98,7 @@ def heads_view(model: TinyTransformer, task: TaskId, text: str) -> HeadsView:
     idx = parse_text(text, model.config.block_size)
     trace = run_trace(model, idx)
     maps = torch.stack([layer.weights[0] for layer in trace.layers]).to(torch.float64)
-    probe = head_scores(model)  # the scores on 64 held-out repeated sequences (period 16)
+    probe = head_scores(model)  # on 64 held-out repeated sequences (period 16, or what fits)
     base, change = ablation(model, task)
     rows = []
     for layer in range(model.config.n_layer):
@@ -114,7 +115,9 @@ def heads_view(model: TinyTransformer, task: TaskId, text: str) -> HeadsView:
                 "entropy (your text), nats": float(mean_entropy(P)),
                 "ablation Δloss, nats": float(change[layer, head]),
             })  # fmt: skip
-    return HeadsView([VOCAB[i] for i in idx[0].tolist()], maps, map_check(trace), rows, task, base)
+    return HeadsView(
+        [VOCAB[i] for i in idx[0].tolist()], maps, map_check(trace), rows, task, base, probe.period
+    )
 
 
 def live_maps(model: TinyTransformer, text: str) -> tuple[list[str], torch.Tensor]:

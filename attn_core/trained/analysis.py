@@ -93,11 +93,16 @@ class HeadScores:
     period: int  # the probe's repeat period
 
 
-def probe_batch(batch_size: int = PROBE_BATCH, seed: int = EVAL_SEED) -> torch.Tensor:
-    """(B, 2n) held-out sequences ^ x₁…x_n x₁…x_{n−1} (n = 16 distinct letters) the scores are
-    read on."""
-    seq, _ = repeated(batch_size, PROBE_N, torch.Generator().manual_seed(seed), period=PROBE_N)
+def probe_batch(batch_size: int = PROBE_BATCH, seed: int = EVAL_SEED, period: int = PROBE_N) -> torch.Tensor:
+    """(B, 2·period) held-out sequences ^ x₁…x_n x₁…x_{n−1} (n = ``period`` distinct letters, 16 by
+    default) the scores are read on."""
+    seq, _ = repeated(batch_size, period, torch.Generator().manual_seed(seed), period=period)
     return seq[:, :-1]
+
+
+def probe_period(model: TinyTransformer) -> int:
+    """16, or the longest period whose probe fits the model's learned positions."""
+    return min(PROBE_N, model.config.block_size // 2)
 
 
 @torch.no_grad()
@@ -113,17 +118,20 @@ def stack_weights(trace: Trace) -> torch.Tensor:
     return torch.stack([layer.weights for layer in trace.layers])
 
 
-def head_scores(model: TinyTransformer, idx: torch.Tensor | None = None) -> HeadScores:
+def head_scores(
+    model: TinyTransformer, idx: torch.Tensor | None = None, period: int | None = None
+) -> HeadScores:
     """The four scores of every head, averaged over the probe sequences (default: 64 held-out
-    repeated random sequences, period 16)."""
-    idx = probe_batch() if idx is None else idx
+    repeated random sequences, period 16, or ``probe_period`` for a model with fewer positions)."""
+    period = probe_period(model) if period is None else period
+    idx = probe_batch(period=period) if idx is None else idx
     P = stack_weights(run_trace(model, idx)).to(torch.float64)  # (n_layer, B, nh, T, T)
     return HeadScores(
         previous_token=previous_token_score(P).mean(1),
-        induction=induction_score(P, PROBE_N).mean(1),
+        induction=induction_score(P, period).mean(1),
         sink=sink_share(P).mean(1),
         entropy=mean_entropy(P).mean(1),
-        period=PROBE_N,
+        period=period,
     )
 
 
