@@ -64,7 +64,12 @@ def loss_figure(
     for (name, y), dash in zip(lines.items(), ("dash", "dot", "dashdot"), strict=False):
         fig.add_hline(y=y, line_dash=dash, line_color="grey", annotation_text=f"{name} {y:.2f}")
     if phase_step is not None:
-        fig.add_vline(x=phase_step, line_color="#c62828", annotation_text=f"phase change: step {phase_step}")
+        fig.add_vline(
+            x=phase_step,
+            line_color="#c62828",
+            annotation_text=f"phase change: step {phase_step}",
+            annotation_position="bottom left",
+        )
     return fig
 
 

@@ -74,8 +74,9 @@ def read_heads() -> None:
         head_grid(view.maps, view.tokens, "Every head on your sequence (row: query, column: key)"),
         key="th_grid",
     )
-    best = max(view.rows, key=lambda r: r["induction (probe)"])["head"]
-    pick = state.selectbox("enlarge a head", head_names, key="th_head", default=best)
+    pick = state.selectbox(
+        "enlarge a head", head_names, key="th_head", default=explore.best_induction_head(model)
+    )
     layer, head = parse_head(pick)
     figures.show(one_head(view.maps[layer, head], view.tokens, f"{pick} on your sequence"), key="th_one")
     st.markdown("**Head scores**")
@@ -98,7 +99,7 @@ def ablation_and_circuits() -> None:
     m[1].metric(
         "with the chosen heads zeroed",
         f"{ab.ablated_loss:.4f} nats",
-        delta=f"{ab.ablated_loss - ab.base_loss:+.4f} nats",
+        delta=f"{ab.ablated_loss - ab.base_loss:+.4f} nats" if chosen else None,
         delta_color="inverse",
     )
     st.caption(
@@ -106,7 +107,7 @@ def ablation_and_circuits() -> None:
         "breaks every induction head at once (K-composition), while the layer-1 induction heads back each other up."
     )
     st.subheader("The two circuits of one head, over the vocabulary")
-    pick = state.selectbox("head", head_names, key="th_circ")
+    pick = state.selectbox("head", head_names, key="th_circ", default=explore.best_induction_head(model))
     cv = explore.circuit_view(model, *parse_head(pick))
     oracle_badge("the layer's own projections applied to the embeddings (float64)", cv.max_abs_diff, cv.tol)
     left, right = st.columns(2)
@@ -145,7 +146,7 @@ def train_section() -> None:
     current = st.session_state.get("th_run")
     if current is not None and not current.done:
         b[1].button(
-            "⏩ Resume", key="th_resume", on_click=st.session_state.update, args=({"th_do": "resume"},)
+            "Resume", key="th_resume", on_click=st.session_state.update, args=({"th_do": "resume"},)
         )
     b[2].button(
         "■ Stop", key="th_stop", help="Stops the run; the model trained so far stays (Resume goes on)."

@@ -127,6 +127,12 @@ def live_maps(model: TinyTransformer, text: str) -> tuple[list[str], torch.Tenso
     return [VOCAB[i] for i in idx[0].tolist()], torch.stack([layer.weights[0] for layer in trace.layers])
 
 
+def best_induction_head(model: TinyTransformer) -> str:
+    """ "L1H0"-style name of the head with the highest induction score on the probe."""
+    layer, head = divmod(int(head_scores(model).induction.argmax()), model.config.n_head)
+    return f"L{layer}H{head}"
+
+
 @dataclass(frozen=True)
 class AblationView:
     heads: list[str]
