@@ -145,9 +145,7 @@ def train_section() -> None:
     )
     current = st.session_state.get("th_run")
     if current is not None and not current.done:
-        b[1].button(
-            "Resume", key="th_resume", on_click=st.session_state.update, args=({"th_do": "resume"},)
-        )
+        b[1].button("Resume", key="th_resume", on_click=st.session_state.update, args=({"th_do": "resume"},))
     b[2].button(
         "■ Stop", key="th_stop", help="Stops the run; the model trained so far stays (Resume goes on)."
     )
