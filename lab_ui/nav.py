@@ -81,4 +81,12 @@ PAGES: list[PageInfo] = [
         "head form, read every head's scores, ablate heads, see the QK and OV circuits.",
         "trained_heads",
     ),
+    PageInfo(
+        "pages/hf_heads.py",
+        "Hugging Face heads",
+        ":material/hub:",
+        "A real causal LM's heads (Llama, Mistral, GPT-2 families; GQA, rotary, sliding window) "
+        "recomputed by attn_core and checked against the model's own probabilities; sinks, entropy, rank.",
+        "hf_heads",
+    ),
 ]

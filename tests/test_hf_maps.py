@@ -6,10 +6,9 @@ import math
 
 import pytest
 import torch
+import transformers
 
 from attn_core.hf import maps as hf
-
-transformers = pytest.importorskip("transformers", reason="part 2 needs the transformers package")
 
 T = 12
 WINDOW = 4
@@ -70,9 +69,11 @@ def test_recomputed_maps_match_the_models_own_probabilities(folder):
     blocked = ~hf.allowed_mask(T, WINDOW if name == "mistral-window" else None)
     assert all(float(P[:, blocked].abs().max()) == 0 for P in view.maps)
     assert view.sliding_window == (WINDOW if name == "mistral-window" else None)
-    # KV cache at this length: 2 (K and V) · layers · KV heads · head dim · T · 4 bytes (float32)
+    # KV cache at this length: 2 (K and V) · layers · KV heads · head dim · tokens kept · 4 bytes
+    # (float32); a sliding window keeps only its last WINDOW tokens
     kv_heads = {"gpt2": 4, "llama-gqa": 2, "mistral-window": 1}[name]
-    assert view.n_kv_heads == kv_heads and view.kv_cache_bytes == 2 * 2 * kv_heads * 8 * T * 4
+    kept = WINDOW if name == "mistral-window" else T
+    assert view.n_kv_heads == kv_heads and view.kv_cache_bytes == 2 * 2 * kv_heads * 8 * kept * 4
     assert len(view.rank_one) == 3 and all(0 < r <= 1 for r in view.rank_one)
     assert all(0 <= s <= 1 for s in view.sink_share)
 

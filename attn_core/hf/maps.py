@@ -178,7 +178,7 @@ class ModelView:
     rank_one: list[float]  # per hidden state (n_layer + 1): ‖X − 1x̄ᵀ‖_F / ‖X‖_F
     n_kv_heads: int
     head_dim: int
-    kv_cache_bytes: int  # K and V of every layer at this length, in the model's dtype
+    kv_cache_bytes: int  # K and V of every layer at this length (window-capped), in the model's dtype
     sliding_window: int | None
 
 
@@ -197,7 +197,9 @@ def recompute(model: torch.nn.Module, idx: torch.Tensor) -> ModelView:
         ent.append(float(-(rows * torch.where(rows > 0, rows.log(), 0.0)).sum(-1).mean()))
     first = records[0]
     n_kv, d = first.k.shape[1], first.k.shape[-1]
-    bytes_per = first.k.element_size()
+    T = idx.shape[1]
+    # a sliding-window layer keeps only its last `window` tokens' K and V
+    kept = sum(min(T, c.sliding_window or T) for c in records)  # token slots over all layers
     return ModelView(
         maps=maps,
         max_abs_diff=diffs,
@@ -207,7 +209,7 @@ def recompute(model: torch.nn.Module, idx: torch.Tensor) -> ModelView:
         rank_one=[float(rank_one_distance(h[0].double())) for h in hidden],
         n_kv_heads=n_kv,
         head_dim=d,
-        kv_cache_bytes=2 * len(records) * n_kv * d * idx.shape[1] * bytes_per,
+        kv_cache_bytes=2 * kept * n_kv * d * first.k.element_size(),
         sliding_window=first.sliding_window,
     )
 
