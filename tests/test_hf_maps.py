@@ -109,8 +109,12 @@ def test_caps_and_bad_input_are_explained(folder, tmp_path):
     _, path = folder
     with pytest.raises(ValueError, match="over this page's cap"):
         hf.load(str(path), max_params=1000)
-    with pytest.raises(ValueError, match="could not load"):
+    with pytest.raises(ValueError, match="there is no folder"):
         hf.load(str(tmp_path / "no-such-model"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="could not load the folder"):
+        hf.load(str(empty))
     with pytest.raises(ValueError, match="outside the vocabulary"):
         hf.parse_ids("1, 2, 64", 64)
     with pytest.raises(ValueError, match="whole numbers"):

@@ -73,4 +73,4 @@ def test_a_local_gpt2_folder_and_a_missing_one(app, tmp_path):
     assert json.loads(at.session_state["_keep_co_paste"])["n_embd"] == 16
     at = app(PAGE, hf_src="local folder or hub id")
     at.text_input(key="hf_path").input(str(tmp_path / "missing")).run()
-    assert not at.exception and "could not load" in at.error[0].value
+    assert not at.exception and "there is no folder" in at.error[0].value

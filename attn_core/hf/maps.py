@@ -15,6 +15,7 @@ its true difference rather than a pass.
 from __future__ import annotations
 
 import math
+import socket
 import sys
 import threading
 import time
@@ -42,12 +43,29 @@ class Loaded:
     over_time_cap: bool
 
 
+class OverCap(ValueError):
+    """The model is larger than the page allows."""
+
+
 def _transformers():
     try:
         import transformers
     except ImportError as exc:  # pragma: no cover - an environment without the optional package
         raise ValueError("the transformers package is not installed on this server") from exc
     return transformers
+
+
+HUB_HOST = "huggingface.co"
+HUB_PROBE_S = 3.0  # seconds to wait for the hub before treating it as unreachable
+
+
+def hub_reachable(timeout: float = HUB_PROBE_S) -> bool:
+    """One TCP connection to the hub: without it transformers retries for ~30 s before failing."""
+    try:
+        socket.create_connection((HUB_HOST, 443), timeout=timeout).close()
+    except OSError:
+        return False
+    return True
 
 
 def load(source: str, max_params: int = MAX_PARAMS) -> Loaded:
@@ -60,28 +78,35 @@ def load(source: str, max_params: int = MAX_PARAMS) -> Loaded:
     if not source:
         raise ValueError("give a local folder or a hub id")
     local = Path(source).expanduser()
+    if not local.exists() and (source.startswith(("/", ".", "~")) or source.count("/") > 1):
+        raise ValueError(f"there is no folder {local} on this server")  # a path, not an org/name id
     where = f"the folder {local}" if local.exists() else f"the hub id {source!r}"
     start = time.perf_counter()
+    # offline: only the local cache is tried (an unreachable hub fails at once instead of retrying)
+    offline = {} if local.exists() or hub_reachable() else {"local_files_only": True}
     try:
-        config = tf.AutoConfig.from_pretrained(str(local) if local.exists() else source)
+        config = tf.AutoConfig.from_pretrained(str(local) if local.exists() else source, **offline)
         with torch.device("meta"):
             shell = tf.AutoModelForCausalLM.from_config(config)
         n_params = sum(p.numel() for p in shell.parameters())
         if n_params > max_params:
-            raise ValueError(f"{n_params:,} parameters: over this page's cap of {max_params:,}")
+            raise OverCap(f"{n_params:,} parameters: over this page's cap of {max_params:,}")
         model = tf.AutoModelForCausalLM.from_pretrained(
-            str(local) if local.exists() else source, attn_implementation="eager", dtype=torch.float32
+            str(local) if local.exists() else source,
+            attn_implementation="eager",
+            dtype=torch.float32,
+            **offline,
         )
-    except ValueError:
+    except OverCap:
         raise
-    except OSError as exc:  # no such folder, no network, no such repository
+    except (OSError, ValueError) as exc:  # no config.json, unknown model type, no network, no such repo
+        hint = " (the hub is unreachable from this server; a local folder with config.json and weights works)"
         raise ValueError(
-            f"could not load {where}: {str(exc).splitlines()[0]} (the hub is unreachable from this server; "
-            "a local folder with config.json and weights works)"
+            f"could not load {where}: {str(exc).splitlines()[0]}{hint if offline else ''}"
         ) from exc
     model.eval()
     try:
-        tokenizer = tf.AutoTokenizer.from_pretrained(str(local) if local.exists() else source)
+        tokenizer = tf.AutoTokenizer.from_pretrained(str(local) if local.exists() else source, **offline)
     except (OSError, ValueError, TypeError):
         tokenizer = None
     if tokenizer is not None and len(tokenizer.get_vocab()) < 2:  # built from the model type alone
