@@ -32,11 +32,15 @@ sources = [SHIPPED] + ([YOURS] if run is not None and run.step > 0 else [])
 c1, c2 = st.columns([2, 3])
 with c1:
     source = state.radio("model", sources, key="th_model", horizontal=True)
-    ck = explore.shipped()
+    ck = attempt(explore.shipped)  # a missing or damaged asset: say so, do not crash
+    if ck is None:
+        st.stop()
     model, task = (ck.model, ck.train_config.task) if source == SHIPPED else (run.model, run.config.task)
     st.caption(
         f"{model.config.n_layer} layers × {model.config.n_head} heads, d_model {model.config.n_embd}"
-        f"{', MLPs' if model.config.mlp else ', attention-only'}, trained {len(ck.losses) if source == SHIPPED else run.step:,} steps; positions 0…{model.config.block_size - 1}; "
+        f"{', MLPs' if model.config.mlp else ', attention-only'}, "
+        f"trained {len(ck.losses) if source == SHIPPED else run.step:,} steps; "
+        f"positions 0…{model.config.block_size - 1}; "
         f"task: {TASKS[task].label}."
     )
 with c2:

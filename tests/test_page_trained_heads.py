@@ -117,3 +117,22 @@ def test_a_busy_server_says_so(app):
         explore._SLOTS.release()
     assert not at.exception
     assert "holds the server's training slot" in at.warning[0].value
+
+
+def test_one_run_per_session_and_the_slot_survives_an_interrupted_run():
+    state = explore.start_run(TaskId.COPY, "1 layer × 2 heads, d_model 32", 0, 120)
+    with explore._ACTIVE_LOCK:
+        explore._ACTIVE.add("tab-a")
+    try:
+        assert explore.run_training(state, "tab-a", lambda p: None).busy and state.step == 0
+    finally:
+        explore._ACTIVE.discard("tab-a")
+
+    def interrupted(progress):  # what a Streamlit rerun does inside the callback
+        raise RuntimeError("rerun")
+
+    with pytest.raises(RuntimeError):
+        explore.run_training(state, "tab-b", interrupted)
+    assert state.step == explore.REPORT_EVERY  # stopped at the first report; the model keeps its steps
+    out = explore.run_training(state, "tab-b", lambda p: None)  # slot and session were released
+    assert not out.busy and state.done and out.seconds > 0
