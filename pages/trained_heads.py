@@ -205,10 +205,13 @@ def train_section() -> None:
         st.caption(
             "Phase change: the 50-step mean loss first at or below "
             f"{lines['phase-change threshold']:.2f} nats — half the best loss without looking the current "
-            f"letter up ({lines['best without lookup']:.2f}), 2.45 nats below the unigram baseline "
+            f"letter up ({lines['best without lookup']:.2f}), "
+            f"{lines['unigram baseline'] - lines['phase-change threshold']:.2f} nats below the unigram baseline "
             f"ln 26 = {lines['unigram baseline']:.2f}. "
             + (f"Passed at step {phase:,}." if phase else "Not passed yet.")
-        )
+            + (" One layer cannot form an induction head: it needs a previous-token head in an earlier layer."
+               if current.model.config.n_layer == 1 else "")
+        )  # fmt: skip
     if current.step:
         st.caption("Pick **your run** under *model* above to read its heads.")
 
