@@ -11,13 +11,14 @@ from plotly.subplots import make_subplots
 from lab_ui import figures
 
 
-def head_grid(maps: torch.Tensor, tokens: list[str], title: str) -> go.Figure:
-    """maps (n_layer, n_head, T, T): one small heatmap per head, layers as rows, 0…1 shared scale."""
+def head_grid(maps: torch.Tensor, tokens: list[str], title: str, first_layer: int = 0) -> go.Figure:
+    """maps (n_layer, n_head, T, T): one small heatmap per head, layers as rows (numbered from
+    ``first_layer``), 0…1 shared scale."""
     n_layer, n_head = maps.shape[:2]
     fig = make_subplots(
         n_layer,
         n_head,
-        subplot_titles=[f"L{i}H{j}" for i in range(n_layer) for j in range(n_head)],
+        subplot_titles=[f"L{i + first_layer}H{j}" for i in range(n_layer) for j in range(n_head)],
         horizontal_spacing=0.03,
         vertical_spacing=0.08,
     )
@@ -34,7 +35,7 @@ def head_grid(maps: torch.Tensor, tokens: list[str], title: str) -> go.Figure:
                     zmax=1,
                     colorscale="Blues",
                     showscale=False,
-                    hovertemplate=f"L{i}H{j}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z:.4f}}<extra></extra>",
+                    hovertemplate=f"L{i + first_layer}H{j}<br>query %{{y}}<br>key %{{x}}<br>weight %{{z:.4f}}<extra></extra>",
                 ),
                 row=i + 1,
                 col=j + 1,

@@ -40,6 +40,7 @@ def test_demo_opens_checked_and_follows_the_layer_slider(app):
         np.testing.assert_allclose(z, ref, atol=TOL, rtol=0)
     at.slider(key="hf_layer").set_value(1).run()
     ok(at)
+    assert chart(at, "Layer 1")["layout"]["annotations"][0]["text"] == "L1H0"  # heads named by their layer
     for z, ref in zip(grid(at), own[1], strict=True):
         np.testing.assert_allclose(z, ref, atol=TOL, rtol=0)
     # 2 (K, V) · 2 layers · 2 KV heads · 16 dims · min(16 tokens, window 8) · 4 bytes
