@@ -70,6 +70,9 @@ def test_a_local_gpt2_folder_and_a_missing_one(app, tmp_path):
     own = own_maps(model, [5, 6, 7, 5, 6, 7, 5])
     for z, ref in zip(grid(at), own[0], strict=True):
         np.testing.assert_allclose(z, ref, atol=TOL, rtol=0)
+    at.text_area(key="hf_text").input(" ".join(["1"] * 65)).run()  # GPT-2 here has 64 positions
+    assert not at.exception and "give 1…64 (the model's positions)" in at.error[0].value
+    at.text_area(key="hf_text").input("5 6 7 5 6 7 5").run()
     at.button[0].click().run()  # "Open this model in the Cost calculator": the config goes with it
     assert json.loads(at.session_state["_keep_co_paste"])["n_embd"] == 16
     at = app(PAGE, hf_src="local folder or hub id")

@@ -62,12 +62,12 @@ class HFView:
 
 def tokens_of(loaded: hf.Loaded, text: str) -> tuple[torch.Tensor, list[str]]:
     """Tokenize with the model's tokenizer, or read token ids when it has none."""
-    vocab = loaded.model.config.vocab_size
+    vocab, longest = loaded.model.config.vocab_size, hf.max_positions(loaded.model.config)
     if loaded.tokenizer is None:
-        idx = hf.parse_ids(text, vocab)
+        idx = hf.parse_ids(text, vocab, longest)
         return idx, [str(i) for i in idx[0].tolist()]
     ids = loaded.tokenizer(text)["input_ids"]
-    idx = hf.check_ids(list(ids), vocab)
+    idx = hf.check_ids(list(ids), vocab, longest)
     return idx, [loaded.tokenizer.decode([i]) for i in ids]
 
 

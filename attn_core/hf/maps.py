@@ -115,19 +115,22 @@ def load(source: str, max_params: int = MAX_PARAMS) -> Loaded:
     return Loaded(model, tokenizer, source, n_params, load_s, load_s > LOAD_CAP_S)
 
 
-def parse_ids(text: str, vocab_size: int) -> torch.Tensor:
+def parse_ids(text: str, vocab_size: int, max_len: int = MAX_TOKENS) -> torch.Tensor:
     """Comma- or space-separated token ids → (1, T); ValueError naming the problem."""
     parts = text.replace(",", " ").split()
     try:
         ids = [int(p) for p in parts]
     except ValueError as exc:
         raise ValueError("token ids must be whole numbers separated by commas or spaces") from exc
-    return check_ids(ids, vocab_size)
+    return check_ids(ids, vocab_size, max_len)
 
 
-def check_ids(ids: list[int], vocab_size: int) -> torch.Tensor:
-    if not 1 <= len(ids) <= MAX_TOKENS:
-        raise ValueError(f"{len(ids)} tokens: give 1…{MAX_TOKENS}")
+def check_ids(ids: list[int], vocab_size: int, max_len: int = MAX_TOKENS) -> torch.Tensor:
+    """(1, T) ids, 1 ≤ T ≤ min(max_len, MAX_TOKENS), every id in the vocabulary; else ValueError."""
+    limit = min(max_len, MAX_TOKENS)
+    if not 1 <= len(ids) <= limit:
+        why = "this page's cap" if limit == MAX_TOKENS else "the model's positions"
+        raise ValueError(f"{len(ids)} tokens: give 1…{limit} ({why})")
     if bad := [i for i in ids if not 0 <= i < vocab_size]:
         raise ValueError(f"token ids {bad[:5]} are outside the vocabulary 0…{vocab_size - 1}")
     return torch.tensor([ids])
@@ -181,6 +184,14 @@ def allowed_mask(T: int, sliding_window: int | None) -> torch.Tensor:
     i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
     allowed = j <= i
     return allowed & (i - j < sliding_window) if sliding_window else allowed
+
+
+def max_positions(config) -> int:
+    """The longest input the model's config allows (learned or rotary positions), capped."""
+    for name in ("max_position_embeddings", "n_positions", "n_ctx"):
+        if isinstance(getattr(config, name, None), int):
+            return min(getattr(config, name), MAX_TOKENS)
+    return MAX_TOKENS
 
 
 def tolerance(c: LayerCapture) -> float:
