@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import torch
 
@@ -17,22 +17,34 @@ DEMO = "demo"
 DEMO_LABEL = "a tiny random Mistral-style model built here (GQA 4:2, rotary, sliding window 8)"
 DEMO_TEXT = "3 14 15 92 65 35 89 79 32 38 46 26 43 38 32 79"
 COST_PASTE_MAX = 4000  # the Cost calculator's paste box holds at most this many characters
-_LOCK = threading.Lock()  # one load at a time on the server: loads are the expensive part
+_LOCK = threading.Lock()  # one new load at a time on the server: loads are the expensive part
+_DEMO_LOCK = threading.Lock()
 
 
-@lru_cache(maxsize=2)
-def _load(source: str) -> hf.Loaded:
-    if source == DEMO:
-        return _demo()
-    return hf.load(source)
+_CACHE: dict[str, hf.Loaded] = {}  # the last MAX_CACHED user models, oldest first
+MAX_CACHED = 2
 
 
 def load(source: str) -> hf.Loaded:
-    """The model for ``source`` (DEMO, a local folder or a hub id); ValueError with the reason."""
+    """The model for ``source`` (DEMO, a local folder or a hub id); ValueError with the reason.
+
+    A cached model is returned without waiting; only a new load takes the lock, so a visitor
+    loading a large model never holds up visitors reading one already loaded."""
+    source = source.strip()
+    if source == DEMO:
+        return _demo()
+    if (hit := _CACHE.get(source)) is not None:
+        return hit
     with _LOCK:
-        return _load(source.strip())
+        if source not in _CACHE:
+            loaded = hf.load(source)
+            while len(_CACHE) >= MAX_CACHED:
+                _CACHE.pop(next(iter(_CACHE)))
+            _CACHE[source] = loaded
+        return _CACHE[source]
 
 
+@cache
 def _demo() -> hf.Loaded:
     """A seeded random Mistral-style model: 2 layers, 4 query heads sharing 2 KV heads, rotary
     positions, a sliding window of 8 tokens; weights N(0, 0.3²) so that its maps are not flat."""
@@ -43,7 +55,8 @@ def _demo() -> hf.Loaded:
         num_key_value_heads=2, sliding_window=8, initializer_range=0.3, max_position_embeddings=hf.MAX_TOKENS,
         attn_implementation="eager",
     )  # fmt: skip
-    with torch.random.fork_rng():  # transformers draws from the global generator: seed a private fork
+    # transformers draws from the global generator: seed a private fork, one builder at a time
+    with _DEMO_LOCK, torch.random.fork_rng():
         torch.manual_seed(0)
         model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
     return hf.Loaded(model, None, DEMO_LABEL, sum(p.numel() for p in model.parameters()), 0.0, False)
