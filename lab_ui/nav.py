@@ -89,4 +89,20 @@ PAGES: list[PageInfo] = [
         "collapse by depth, and the change of basis that leaves a head unchanged.",
         "one_head",
     ),
+    PageInfo(
+        "pages/trained_heads.py",
+        "Trained heads",
+        ":material/model_training:",
+        "A tiny transformer whose attention is attn_core's, trained live on this CPU: watch an induction "
+        "head form, read every head's scores, ablate heads, see the QK and OV circuits.",
+        "trained_heads",
+    ),
+    PageInfo(
+        "pages/hf_heads.py",
+        "Hugging Face heads",
+        ":material/smart_toy:",
+        "A real causal LM's heads (Llama, Mistral, GPT-2 families; GQA, rotary, sliding window) "
+        "recomputed by attn_core and checked against the model's own probabilities; sinks, entropy, rank.",
+        "hf_heads",
+    ),
 ]

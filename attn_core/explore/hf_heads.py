@@ -1,0 +1,111 @@
+"""The Real-model heads page in two calls: load a Hugging Face causal LM (or build the seeded
+demo), then recompute its maps on the visitor's text with attn_core and check them against the
+model's own probabilities. The load is cached per server for the last few sources."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from functools import cache
+
+import torch
+
+from attn_core.hf import maps as hf
+
+DEMO = "demo"
+DEMO_LABEL = "a tiny random Mistral-style model built here (GQA 4:2, rotary, sliding window 8)"
+DEMO_TEXT = "3 14 15 92 65 35 89 79 32 38 46 26 43 38 32 79"
+COST_PASTE_MAX = 4000  # the Cost calculator's paste box holds at most this many characters
+_LOCK = threading.Lock()  # one new load at a time on the server: loads are the expensive part
+_DEMO_LOCK = threading.Lock()
+
+
+_CACHE: dict[str, hf.Loaded] = {}  # the last MAX_CACHED user models, oldest first
+MAX_CACHED = 2
+
+
+def load(source: str) -> hf.Loaded:
+    """The model for ``source`` (DEMO, a local folder or a hub id); ValueError with the reason.
+
+    A cached model is returned without waiting; only a new load takes the lock, so a visitor
+    loading a large model never holds up visitors reading one already loaded."""
+    source = source.strip()
+    if source == DEMO:
+        return _demo()
+    if (hit := _CACHE.get(source)) is not None:
+        return hit
+    with _LOCK:
+        if source not in _CACHE:
+            loaded = hf.load(source)
+            while len(_CACHE) >= MAX_CACHED:
+                _CACHE.pop(next(iter(_CACHE)))
+            _CACHE[source] = loaded
+        return _CACHE[source]
+
+
+@cache
+def _demo() -> hf.Loaded:
+    """A seeded random Mistral-style model: 2 layers, 4 query heads sharing 2 KV heads, rotary
+    positions, a sliding window of 8 tokens; weights N(0, 0.3²) so that its maps are not flat."""
+    import transformers
+
+    config = transformers.MistralConfig(
+        vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, sliding_window=8, initializer_range=0.3, max_position_embeddings=hf.MAX_TOKENS,
+        attn_implementation="eager",
+    )  # fmt: skip
+    # transformers draws from the global generator: seed a private fork, one builder at a time
+    with _DEMO_LOCK, torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+    return hf.Loaded(model, None, DEMO_LABEL, sum(p.numel() for p in model.parameters()), 0.0, False)
+
+
+@dataclass(frozen=True)
+class HFView:
+    tokens: list[str]
+    view: hf.ModelView
+    worst_layer: int  # the layer whose max |Δ| / tolerance is largest
+    layer_rows: list[dict]
+    uniform_entropy: float  # nats: a causal head that spreads evenly, on this length
+    config_json: str | None  # compact config.json for the Cost calculator (None: too long to paste)
+    n_layers: int
+
+
+def tokens_of(loaded: hf.Loaded, text: str) -> tuple[torch.Tensor, list[str]]:
+    """Tokenize with the model's tokenizer, or read token ids when it has none."""
+    vocab, longest = loaded.model.config.vocab_size, hf.max_positions(loaded.model.config)
+    if loaded.tokenizer is None:
+        idx = hf.parse_ids(text, vocab, longest)
+        return idx, [str(i) for i in idx[0].tolist()]
+    ids = loaded.tokenizer(text)["input_ids"]
+    idx = hf.check_ids(list(ids), vocab, longest)
+    return idx, [loaded.tokenizer.decode([i]) for i in ids]
+
+
+def hf_view(loaded: hf.Loaded, text: str) -> HFView:
+    idx, tokens = tokens_of(loaded, text)
+    view = hf.recompute(loaded.model, idx)
+    ratios = [d / t for d, t in zip(view.max_abs_diff, view.tol, strict=True)]
+    rows = [
+        {
+            "layer": i,
+            "sink share": view.sink_share[i],
+            "entropy, nats": view.entropy[i],
+            "rank-1 distance after": view.rank_one[i + 1],
+            "max |Δ| vs the model": view.max_abs_diff[i],
+            "tolerance": view.tol[i],
+        }
+        for i in range(len(view.maps))
+    ]
+    config = json.dumps(loaded.model.config.to_dict(), separators=(",", ":"), default=str)
+    return HFView(
+        tokens=tokens,
+        view=view,
+        worst_layer=max(range(len(ratios)), key=ratios.__getitem__),
+        layer_rows=rows,
+        uniform_entropy=hf.uniform_entropy(len(tokens)),
+        config_json=config if len(config) <= COST_PASTE_MAX else None,
+        n_layers=len(view.maps),
+    )

@@ -1,0 +1,11 @@
+"""A Hugging Face causal LM's attention, recomputed by ``attn_core`` (issue 15, part 2).
+
+- ``maps``: load a model (a local folder, or a hub id where the hub is reachable) within caps,
+  capture every layer's queries and keys after rotary embedding as the model's own eager
+  attention receives them, recompute the weights with ``attn_core.attention`` (the model's
+  scale, causal mask, GQA grouping and sliding window) and compare them with the model's own
+  probabilities; per layer: sink share, entropy, the residual stream's distance from rank 1.
+
+``transformers`` is imported only inside the functions that need it, so importing this package
+costs nothing. Mask convention: True = may attend.
+"""

@@ -1,0 +1,216 @@
+"""What each head of a trained model does: scores on its attention patterns, ablation, circuits.
+
+The scores are functions of an attention pattern P (..., T, T) (rows = queries, causal), so they
+can be checked on hand-built patterns with known answers (tests/test_trained_analysis.py):
+
+- previous-token score: mean of P[t, t−1] over t ≥ 1 (1 for a head that always reads t − 1);
+- induction score, on a random sequence repeated with period n: mean of P[t, t − n + 1] over
+  the second copy (1 for a head that reads the token *after* the current token's earlier
+  occurrence; Olsson et al. 2022);
+- sink share: mean of P[t, 0] over t ≥ 1 (card 18; row 0 is excluded, where the causal mask
+  forces all weight onto token 0 and says nothing about what the head learned);
+- entropy: mean of H = −Σ p ln p (nats) over rows t ≥ 1 (card 17's one-hot end is H = 0).
+
+The two circuits (lesson, "two circuits"; Elhage et al. 2021), per head, over the vocabulary:
+QK = W_E W_Q W_Kᵀ W_Eᵀ / √hs (which key token a query token looks at) and
+OV = W_E W_V W_O W_U (what reading a token adds to each output logit).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from attn_core.attention import attention
+from attn_core.masks import causal_mask
+from attn_core.stats import row_entropy
+from attn_core.trained.model import TinyTransformer, Trace
+from attn_core.trained.tasks import TASKS, TaskId, repeated
+from attn_core.trained.training import EVAL_SEED, eval_loss
+
+PROBE_N = TASKS[TaskId.INDUCTION].n  # period of the repeated sequences the scores are read on
+PROBE_BATCH = 64
+FLOAT32_U = 2.0**-24  # unit roundoff of float32
+
+
+# --------------------------------------------------------------------- scores of one pattern
+
+
+def previous_token_score(P: torch.Tensor) -> torch.Tensor:
+    """mean_t P[t, t−1] over t = 1…T−1. P (..., T, T) → (...)."""
+    return P.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1)
+
+
+def induction_score(P: torch.Tensor, period: int) -> torch.Tensor:
+    """mean P[t, t − period + 1] over t = period + 1 … T − 1. P (..., T, T) → (...).
+
+    For ^ x₁…x_n x₁…x_n (T = 2n, period n): query t holds x_{t−n}, whose earlier occurrence sits
+    at t − n and the token after it at t − n + 1."""
+    T = P.shape[-1]
+    if not 1 <= period <= T - 2:
+        raise ValueError(f"period {period} leaves no repeated query in {T} positions")
+    diag = P.diagonal(offset=-(period - 1), dim1=-2, dim2=-1)  # P[i + period − 1, i], i = 0…
+    return diag[..., 2:].mean(-1)  # i ≥ 2 ⇔ t ≥ period + 1
+
+
+def sink_share(P: torch.Tensor) -> torch.Tensor:
+    """mean_t P[t, 0] over t = 1…T−1: the weight parked on the first token. (...)"""
+    return P[..., 1:, 0].mean(-1)
+
+
+def mean_entropy(P: torch.Tensor) -> torch.Tensor:
+    """mean over rows t = 1…T−1 of −Σ_j P[t, j] ln P[t, j] (nats). (...)"""
+    return row_entropy(P)[..., 1:].mean(-1)
+
+
+def sink_advantage(share: float, T: int) -> float:
+    """Card 18: the logit lead a = ln(w (T − 1) / (1 − w)) that gives a sink share w over T keys."""
+    if not 0 < share < 1:
+        return math.inf if share >= 1 else -math.inf
+    return math.log(share * (T - 1) / (1 - share))
+
+
+def rank_one_distance(x: torch.Tensor) -> torch.Tensor:
+    """‖X − 1 x̄ᵀ‖_F / ‖X‖_F per sequence: how far the tokens are from all being identical
+    (card 17's r, made scale-free). x (..., T, C) → (...)."""
+    residual = x - x.mean(-2, keepdim=True)  # R = X − 1 x̄ᵀ
+    return residual.flatten(-2).norm(dim=-1) / x.flatten(-2).norm(dim=-1)
+
+
+# --------------------------------------------------------------------------- on a model
+
+
+@dataclass(frozen=True)
+class HeadScores:
+    """Every score per (layer, head): tensors of shape (n_layer, n_head)."""
+
+    previous_token: torch.Tensor
+    induction: torch.Tensor
+    sink: torch.Tensor
+    entropy: torch.Tensor  # nats
+    period: int  # the probe's repeat period
+
+
+def probe_batch(batch_size: int = PROBE_BATCH, seed: int = EVAL_SEED, period: int = PROBE_N) -> torch.Tensor:
+    """(B, 2·period) held-out sequences ^ x₁…x_n x₁…x_{n−1} (n = ``period`` distinct letters, 16 by
+    default) the scores are read on."""
+    seq, _ = repeated(batch_size, period, torch.Generator().manual_seed(seed), period=period)
+    return seq[:, :-1]
+
+
+def probe_period(model: TinyTransformer) -> int:
+    """16, or the longest period whose probe fits the model's learned positions."""
+    return min(PROBE_N, model.config.block_size // 2)
+
+
+@torch.no_grad()
+def run_trace(model: TinyTransformer, idx: torch.Tensor) -> Trace:
+    """The model's forward on idx (B, T) with every layer's q, k, v and weights kept."""
+    model.eval()
+    _, trace = model(idx, trace=True)
+    return trace
+
+
+def stack_weights(trace: Trace) -> torch.Tensor:
+    """(n_layer, B, nh, T, T): every layer's attention weights."""
+    return torch.stack([layer.weights for layer in trace.layers])
+
+
+def head_scores(
+    model: TinyTransformer, idx: torch.Tensor | None = None, period: int | None = None
+) -> HeadScores:
+    """The four scores of every head, averaged over the probe sequences (default: 64 held-out
+    repeated random sequences, period 16, or ``probe_period`` for a model with fewer positions)."""
+    period = probe_period(model) if period is None else period
+    idx = probe_batch(period=period) if idx is None else idx
+    P = stack_weights(run_trace(model, idx)).to(torch.float64)  # (n_layer, B, nh, T, T)
+    return HeadScores(
+        previous_token=previous_token_score(P).mean(1),
+        induction=induction_score(P, period).mean(1),
+        sink=sink_share(P).mean(1),
+        entropy=mean_entropy(P).mean(1),
+        period=period,
+    )
+
+
+def ablation(model: TinyTransformer, task: TaskId) -> tuple[float, torch.Tensor]:
+    """The held-out loss of ``task`` and its change (n_layer, n_head) when each head's output is
+    zeroed alone (positive: the model needed that head)."""
+    cfg = model.config
+    base = eval_loss(model, task)
+    change = torch.zeros(cfg.n_layer, cfg.n_head, dtype=torch.float64)
+    for layer in range(cfg.n_layer):
+        for head in range(cfg.n_head):
+            mask = torch.ones(cfg.n_layer, cfg.n_head)
+            mask[layer, head] = 0.0
+            change[layer, head] = eval_loss(model, task, head_mask=mask) - base
+    return base, change
+
+
+@dataclass(frozen=True)
+class Circuits:
+    qk: torch.Tensor  # (V, V): query token × key token, the score a pure token pair gets
+    ov: torch.Tensor  # (V, V): attended token × output logit, what reading it adds
+
+
+def head_weights(model: TinyTransformer, layer: int, head: int) -> dict[str, torch.Tensor]:
+    """W_Q, W_K, W_V (C, hs) and W_O (hs, C) of one head, in the x @ W convention."""
+    cfg = model.config
+    C, hs = cfg.n_embd, cfg.head_size
+    attn = model.h[layer].attn
+    W = attn.c_attn.weight  # (3C, C): q | k | v = x @ Wᵀ
+    rows = slice(head * hs, (head + 1) * hs)
+    return {
+        "W_Q": W[:C][rows].T,
+        "W_K": W[C : 2 * C][rows].T,
+        "W_V": W[2 * C :][rows].T,
+        "W_O": attn.c_proj.weight[:, rows].T,  # (hs, C): the head's slice of the output projection
+    }
+
+
+@torch.no_grad()
+def circuits(model: TinyTransformer, layer: int, head: int) -> Circuits:
+    """QK = W_E W_Q W_Kᵀ W_Eᵀ / √hs and OV = W_E W_V W_O W_U over the whole vocabulary (V, V)."""
+    w = head_weights(model, layer, head)
+    E = model.wte.weight.to(torch.float64)  # (V, C)
+    U = model.lm_head.weight.to(torch.float64).T  # (C, V)
+    W_Q, W_K, W_V, W_O = (w[k].to(torch.float64) for k in ("W_Q", "W_K", "W_V", "W_O"))
+    qk = (E @ W_Q) @ (E @ W_K).T / math.sqrt(model.config.head_size)  # (V, V)
+    ov = E @ W_V @ W_O @ U  # (V, V)
+    return Circuits(qk=qk, ov=ov)
+
+
+def copying_share(ov: torch.Tensor) -> float:
+    """Share of tokens whose OV row raises their own logit most (1 for a pure copying head)."""
+    return float((ov.argmax(-1) == torch.arange(ov.shape[0])).double().mean())
+
+
+# ------------------------------------------------------------------------- the oracle
+
+
+@dataclass(frozen=True)
+class MapCheck:
+    max_abs_diff: float  # max |P_model − P_recomputed| over every layer, head and entry
+    tol: float  # the float32 bound it must stay under (see map_check)
+    per_layer: list[float]
+
+
+def map_check(trace: Trace) -> MapCheck:
+    """Recompute every map from the model's own q and k with ``attn_core.attention`` in float64
+    and compare with the float32 weights of the forward pass.
+
+    Tolerance: a float32 dot product of length hs is off by at most hs·u·Σ|q_c k_c| ≤
+    hs·u·‖q‖‖k‖ (u = 2⁻²⁴, Higham's γ_n); a score error δ moves a weight by at most 2·max|δ|
+    (p_j(δ_j − Σ p δ)); exp and the normalization add a few u. So tol = 2·hs·u·scale·max‖q‖·
+    max‖k‖ + 8u, computed from this trace; a wrong mask or scale is off by O(0.1)."""
+    diffs, tol = [], 8 * FLOAT32_U
+    for layer in trace.layers:
+        q, k = layer.q.to(torch.float64), layer.k.to(torch.float64)
+        T, hs = q.shape[-2], q.shape[-1]
+        ref = attention(q, k, k, causal_mask(T, T, "top_left")).weights  # v unused for the maps
+        diffs.append(float((ref - layer.weights.to(torch.float64)).abs().max()))
+        bound = 2 * hs * FLOAT32_U * hs**-0.5 * float(q.norm(dim=-1).max() * k.norm(dim=-1).max())
+        tol = max(tol, bound + 8 * FLOAT32_U)
+    return MapCheck(max_abs_diff=max(diffs), tol=tol, per_layer=diffs)

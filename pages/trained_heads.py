@@ -1,0 +1,221 @@
+"""Trained heads: a tiny transformer whose attention is attn_core.attention, trained on this
+server, and what its heads learned (issue 15, part 1)."""
+
+import uuid
+
+import pandas as pd
+import streamlit as st
+
+from attn_core.explore import trained as explore
+from attn_core.trained.tasks import TASKS, TaskId
+from lab_ui import figures, state
+from lab_ui.page import header
+from lab_ui.trained_charts import circuit, head_grid, loss_figure, one_head
+from lab_ui.widgets import attempt, oracle_badge, table
+
+SECTIONS = ("Read the heads", "Ablation & circuits", "Train")
+SHIPPED, YOURS = "shipped checkpoint", "your run"
+MAX_TEXT = 200  # characters in the sequence box (a model reads at most 64 tokens of it)
+
+header(
+    "Trained heads",
+    "A small decoder (token and learned position embeddings, causal self-attention, no LayerNorm) "
+    "whose attention **is** `attn_core.attention`: autograd runs through the lab's own function. "
+    "The page opens on a model this project trained on *repeated random letters*, where a "
+    "**previous-token head** in layer 0 and **induction heads** in layer 1 form suddenly (the "
+    "phase change). Type a sequence to see every head; train your own under **Train**. Tokens: "
+    "`^` = BOS, `|` = SEP, letters a–z.",
+)
+
+run = st.session_state.get("th_run")  # this session's TrainState, kept across reruns
+sources = [SHIPPED] + ([YOURS] if run is not None and run.step > 0 else [])
+c1, c2 = st.columns([2, 3])
+with c1:
+    source = state.radio("model", sources, key="th_model", horizontal=True)
+    ck = attempt(explore.shipped)  # a missing or damaged asset: say so, do not crash
+    if ck is None:
+        st.stop()
+    model, task = (ck.model, ck.train_config.task) if source == SHIPPED else (run.model, run.config.task)
+    st.caption(
+        f"{model.config.n_layer} layers × {model.config.n_head} heads, d_model {model.config.n_embd}"
+        f"{', MLPs' if model.config.mlp else ', attention-only'}, "
+        f"trained {len(ck.losses) if source == SHIPPED else run.step:,} steps; "
+        f"positions 0…{model.config.block_size - 1}; "
+        f"task: {TASKS[task].label}."
+    )
+with c2:
+    text = state.text_area(
+        "sequence (spaces are ignored)",
+        key="th_text",
+        default=explore.DEFAULT_TEXT,
+        max_chars=MAX_TEXT,
+        height=68,
+    )
+section = state.radio("Section", SECTIONS, key="th_section", horizontal=True, label_visibility="collapsed")
+head_names = [f"L{i}H{j}" for i in range(model.config.n_layer) for j in range(model.config.n_head)]
+
+
+def parse_head(name: str) -> tuple[int, int]:
+    layer, head = name[1:].split("H")
+    return int(layer), int(head)
+
+
+def read_heads() -> None:
+    view = attempt(explore.heads_view, model, task, text)
+    if view is None:
+        st.info("Fix the sequence above; the rest of the page keeps working (see *Ablation & circuits*).")
+        return
+    oracle_badge(
+        "attn_core.attention recomputed in float64 from the model's own q and k",
+        view.check.max_abs_diff,
+        view.check.tol,
+    )
+    st.caption(
+        f"The bound is float32's: 2·d·u·‖q‖‖k‖/√d + 8u with u = 2⁻²⁴, from this trace ({view.check.tol:.1e}); "
+        "a wrong scale or mask is off by more than 0.01."
+    )
+    figures.show(
+        head_grid(view.maps, view.tokens, "Every head on your sequence (row: query, column: key)"),
+        key="th_grid",
+    )
+    pick = state.selectbox(
+        "enlarge a head", head_names, key="th_head", default=explore.best_induction_head(model)
+    )
+    layer, head = parse_head(pick)
+    figures.show(one_head(view.maps[layer, head], view.tokens, f"{pick} on your sequence"), key="th_one")
+    st.markdown("**Head scores**")
+    table(pd.DataFrame(view.rows).round(4), "head_scores.csv", key="th_scores", hide_index=True)
+    st.caption(
+        f"Probe: 64 held-out sequences ^ x₁…xₙ x₁…xₙ₋₁ of n = {view.period} distinct letters. Induction = mean weight on "
+        "the token after the current token's first occurrence; previous-token = mean weight on t − 1; "
+        "sink share = mean weight on token 0 (rows t ≥ 1, card 18); entropy in nats (card 17; a uniform row "
+        f"over t + 1 keys has ln(t + 1)). Ablation Δloss: the held-out loss of {task} ({view.base_loss:.3f} "
+        "nats) with that head's output zeroed, minus the loss with every head."
+    )
+
+
+def ablation_and_circuits() -> None:
+    st.subheader("Ablation: zero heads, measure the loss")
+    chosen = st.multiselect("heads to zero", head_names, key="th_ablate")
+    ab = explore.ablate(model, task, chosen)
+    m = st.columns(2)
+    m[0].metric("held-out loss, all heads", f"{ab.base_loss:.4f} nats")
+    m[1].metric(
+        "with the chosen heads zeroed",
+        f"{ab.ablated_loss:.4f} nats",
+        delta=f"{ab.ablated_loss - ab.base_loss:+.4f} nats" if chosen else None,
+        delta_color="inverse",
+    )
+    st.caption(
+        f"128 held-out sequences of the {task} task. On the shipped model, zeroing the previous-token head "
+        "breaks every induction head at once (K-composition), while the layer-1 induction heads back each other up."
+    )
+    st.subheader("The two circuits of one head, over the vocabulary")
+    pick = state.selectbox("head", head_names, key="th_circ", default=explore.best_induction_head(model))
+    cv = explore.circuit_view(model, *parse_head(pick))
+    oracle_badge("the layer's own projections applied to the embeddings (float64)", cv.max_abs_diff, cv.tol)
+    left, right = st.columns(2)
+    with left:
+        fig = circuit(cv.qk, cv.labels, f"QK: E W_Q W_Kᵀ Eᵀ / √d ({pick})", "query token", "key token")
+        figures.show(fig, key="th_qk")
+    with right:
+        fig = circuit(cv.ov, cv.labels, f"OV: E W_V W_O W_U ({pick})", "attended token", "output logit")
+        figures.show(fig, key="th_ov")
+    st.caption(
+        f"QK: the score a query token gives a key token through this head, positions left out. OV: what "
+        f"reading a token adds to each output logit. Copying: {cv.copying:.0%} of tokens raise their own "
+        "logit most (a diagonal OV). In layer 1 the QK circuit alone misses the induction pattern: it reads "
+        "layer 0's output, not the raw embeddings."
+    )
+
+
+def train_section() -> None:
+    c = st.columns(4)
+    with c[0]:
+        task_ = state.selectbox("task", list(TaskId), key="th_task", format_func=lambda t: TASKS[t].label)
+    with c[1]:
+        size = state.selectbox("model size", list(explore.SIZES), key="th_size", default=explore.DEFAULT_SIZE)
+    with c[2]:
+        steps = state.slider("steps", 50, explore.MAX_RUN_STEPS, 1500, key="th_steps", step=50)
+    with c[3]:
+        seed = int(state.number("seed", 0, 10_000, 0, key="th_seed", step=1))
+    st.caption(
+        f"{TASKS[task_].how}. Caps: {explore.MAX_RUN_STEPS:,} steps, {explore.MAX_RUN_S} s per press (press "
+        f"Resume to go on), one run per visitor, {explore.MAX_CONCURRENT_RUNS} on the whole server at a time."
+    )
+    b = st.columns([1, 1, 1, 3])
+    b[0].button(
+        "▶ Train", key="th_go", type="primary", on_click=st.session_state.update, args=({"th_do": "new"},)
+    )
+    current = st.session_state.get("th_run")
+    if current is not None and not current.done:
+        b[1].button("Resume", key="th_resume", on_click=st.session_state.update, args=({"th_do": "resume"},))
+    b[2].button(
+        "■ Stop", key="th_stop", help="Stops the run; the model trained so far stays (Resume goes on)."
+    )
+    do = st.session_state.pop("th_do", None)
+    if do == "new":
+        current = attempt(explore.start_run, task_, size, seed, steps)
+        if current is None:
+            return
+        st.session_state["th_run"] = current
+    if current is None:
+        st.info("Press **▶ Train**: the default model passes the induction phase change in about 430 steps.")
+        return
+    lines = explore.thresholds(current.config.task)
+    title = f"Training loss: {current.config.task}"
+    chart, grid = st.empty(), st.empty()
+    if do is not None:
+        st.session_state.setdefault("th_session", uuid.uuid4().hex)
+        bar = st.progress(current.step / current.config.steps, text="starting…")
+
+        def on_progress(p) -> None:
+            bar.progress(p.step / p.steps, text=f"step {p.step:,} of {p.steps:,} · loss {p.loss:.3f} nats · "
+                         f"{p.elapsed_s:.1f} s")  # fmt: skip
+            fig = loss_figure(*explore.loss_curve(current.losses), lines, p.phase_change_step, title)
+            chart.plotly_chart(fig, key=f"th_live_{p.step}", config=figures.PLOT_CONFIG)
+            if p.step % explore.MAPS_EVERY == 0 and (live := attempt_maps()) is not None:
+                grid.plotly_chart(head_grid(live[1], live[0], f"Your model at step {p.step:,}"),
+                                  key=f"th_live_grid_{p.step}", config=figures.PLOT_CONFIG)  # fmt: skip
+
+        def attempt_maps():
+            try:
+                return explore.live_maps(current.model, text)
+            except ValueError:
+                return None
+
+        out = explore.run_training(current, st.session_state["th_session"], on_progress)
+        bar.empty()
+        if out.busy:
+            st.warning(
+                "Another visitor's training run holds the server's training slot: try again in a minute."
+            )
+        else:  # rerun so that the model picker above lists the run
+            st.session_state["th_note"] = (
+                f"Trained {current.step:,} of {current.config.steps:,} steps in {current.elapsed_s:.1f} s "
+                f"({out.seconds:.1f} s this press)."
+            )
+            st.rerun()
+    if note := st.session_state.pop("th_note", None):
+        st.success(note)
+    fig = loss_figure(*explore.loss_curve(current.losses), lines, current.phase_change_step, title)
+    chart.plotly_chart(fig, key="th_loss", config=figures.PLOT_CONFIG)
+    phase = current.phase_change_step
+    if current.config.task is TaskId.INDUCTION:
+        st.caption(
+            "Phase change: the 50-step mean loss first at or below "
+            f"{lines['phase-change threshold']:.2f} nats — half the best loss without looking the current "
+            f"letter up ({lines['best without lookup']:.2f}), "
+            f"{lines['unigram baseline'] - lines['phase-change threshold']:.2f} nats below the unigram baseline "
+            f"ln 26 = {lines['unigram baseline']:.2f}. "
+            + (f"Passed at step {phase:,}." if phase else "Not passed yet.")
+            + (" One layer cannot form an induction head: it needs a previous-token head in an earlier layer."
+               if current.model.config.n_layer == 1 else "")
+        )  # fmt: skip
+    if current.step:
+        st.caption("Pick **your run** under *model* above to read its heads.")
+
+
+{"Read the heads": read_heads, "Ablation & circuits": ablation_and_circuits, "Train": train_section}[
+    section
+]()

@@ -1,0 +1,80 @@
+"""AppTest of the Hugging Face heads page: the seeded demo model and a tiny GPT-2 folder written
+here (no download). Oracle: the model's own probabilities from ``output_attentions=True``."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+import transformers
+from apptest_helpers import badges, chart, metric, plotly_array
+
+from attn_core.explore import hf_heads as explore
+
+PAGE = "pages/hf_heads.py"
+TOL = 1e-5  # float32 model vs float64 recomputation drawn as float32: rounding only
+
+
+def ok(at):
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.error.len == 0, [e.value for e in at.error]
+
+
+def own_maps(model, ids):
+    with torch.no_grad():
+        return [a[0].numpy() for a in model(torch.tensor([ids]), output_attentions=True).attentions]
+
+
+def grid(at):
+    return [plotly_array(t["z"]) for t in chart(at, "Layer")["data"]]
+
+
+def test_demo_opens_checked_and_follows_the_layer_slider(app):
+    at = app(PAGE)
+    ok(at)
+    assert any("✓ matches attn_core.attention vs the model's own" in b for b in badges(at))
+    model = explore.load(explore.DEMO).model
+    ids = [int(x) for x in explore.DEMO_TEXT.split()]
+    own = own_maps(model, ids)
+    for z, ref in zip(grid(at), own[0], strict=True):
+        np.testing.assert_allclose(z, ref, atol=TOL, rtol=0)
+    at.slider(key="hf_layer").set_value(1).run()
+    ok(at)
+    assert chart(at, "Layer 1")["layout"]["annotations"][0]["text"] == "L1H0"  # heads named by their layer
+    for z, ref in zip(grid(at), own[1], strict=True):
+        np.testing.assert_allclose(z, ref, atol=TOL, rtol=0)
+    # 2 (K, V) · 2 layers · 2 KV heads · 16 dims · min(16 tokens, window 8) · 4 bytes
+    assert metric(at, "K and V of every layer for 16 tokens") == "4,096 bytes (4.0 KiB)"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"), [("1, x", "whole numbers"), ("1 2 100", "outside the vocabulary")]
+)
+def test_bad_ids_give_a_message(app, text, message):
+    at = app(PAGE)
+    at.text_area(key="hf_text").input(text).run()
+    assert not at.exception and message in at.error[0].value
+
+
+def test_a_local_gpt2_folder_and_a_missing_one(app, tmp_path):
+    config = transformers.GPT2Config(n_layer=3, n_head=2, n_embd=16, n_positions=64, vocab_size=50,
+                                     bos_token_id=0, eos_token_id=0, initializer_range=0.3)  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+    model.save_pretrained(tmp_path / "gpt2-tiny")
+    at = app(PAGE, hf_src="local folder or hub id")
+    at.text_input(key="hf_path").input(str(tmp_path / "gpt2-tiny")).run()
+    at.text_area(key="hf_text").input("5 6 7 5 6 7 5").run()
+    ok(at)
+    assert any("✓ matches" in b for b in badges(at))
+    own = own_maps(model, [5, 6, 7, 5, 6, 7, 5])
+    for z, ref in zip(grid(at), own[0], strict=True):
+        np.testing.assert_allclose(z, ref, atol=TOL, rtol=0)
+    at.text_area(key="hf_text").input(" ".join(["1"] * 65)).run()  # GPT-2 here has 64 positions
+    assert not at.exception and "give 1…64 (the model's positions)" in at.error[0].value
+    at.text_area(key="hf_text").input("5 6 7 5 6 7 5").run()
+    at.button[0].click().run()  # "Open this model in the Cost calculator": the config goes with it
+    assert json.loads(at.session_state["_keep_co_paste"])["n_embd"] == 16
+    at = app(PAGE, hf_src="local folder or hub id")
+    at.text_input(key="hf_path").input(str(tmp_path / "missing")).run()
+    assert not at.exception and "there is no folder" in at.error[0].value
