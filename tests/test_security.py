@@ -30,8 +30,7 @@ def _name(func: ast.expr) -> str:
     while isinstance(func, ast.Attribute):
         parts.append(func.attr)
         func = func.value
-    if isinstance(func, ast.Name):
-        parts.append(func.id)
+    parts.append(func.id if isinstance(func, ast.Name) else "?")  # "?.eval": a method of a value
     return ".".join(reversed(parts))
 
 
@@ -53,6 +52,10 @@ def test_no_code_execution_or_unpickling(path):
             assert isinstance(kw.value, ast.Constant) and kw.value.value is True, f"{path.name}:{call.lineno}"
         elif name == "torch.load":
             pytest.fail(f"{path.name}:{call.lineno}: torch.load without weights_only=True unpickles")
+        if name.endswith("AutoModelForCausalLM.from_pretrained"):  # weights: safetensors only
+            kw = {k.arg: k.value for k in call.keywords}
+            assert isinstance(kw.get("use_safetensors"), ast.Constant) and kw["use_safetensors"].value is True
+            assert "trust_remote_code" not in kw, f"{path.name}:{call.lineno}: remote code"
         for kw in call.keywords:
             if kw.arg == "shell":
                 assert isinstance(kw.value, ast.Constant) and kw.value.value is False, f"{path.name}:{call.lineno}"

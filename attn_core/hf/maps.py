@@ -95,6 +95,7 @@ def load(source: str, max_params: int = MAX_PARAMS) -> Loaded:
             str(local) if local.exists() else source,
             attn_implementation="eager",
             dtype=torch.float32,
+            use_safetensors=True,  # never unpickle a .bin a folder or a hub repo offers
             **offline,
         )
     except OverCap:
