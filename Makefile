@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint bench chromium
+.PHONY: run test lint bench chromium serve serve-stop nginx
 
 run: $(VENV)/.app
 	$(PY) -m streamlit run app.py --server.address 127.0.0.1 --server.port 8501
@@ -36,3 +36,15 @@ $(VENV)/.dev: requirements.txt requirements-dev.txt pyproject.toml | $(VENV)/bin
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium; }
+
+# A lecture hall: REPLICAS Streamlit processes behind nginx (README "Serving a classroom").
+# Other settings (LISTEN, BASE_PORT, UPSTREAMS, ...) pass through: see deploy/serve.sh.
+REPLICAS ?= 2
+serve: $(VENV)/.app nginx
+	REPLICAS=$(REPLICAS) PYTHON=$(PY) deploy/serve.sh start
+
+serve-stop:
+	deploy/serve.sh stop
+
+nginx:
+	@PATH="$$PATH:/usr/sbin" command -v nginx >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q nginx; }
