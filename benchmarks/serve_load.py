@@ -297,6 +297,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(after_name[11]) + int(after_name[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def machine_busy_s() -> float:
+    """CPU seconds all cores have spent busy since boot (/proc/stat: all but idle and iowait)."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
 class Meter:
     """CPU seconds and resident memory of a fixed set of processes, sampled from /proc.
 
@@ -388,6 +395,7 @@ def widget_states_for(kind: str, w) -> tuple[WidgetState, WidgetState]:
 class SessionStats:
     """What one session saw (mutable while it runs)."""
 
+    page: str = ""
     first_load_s: float | None = None
     latencies_s: list[float] = field(default_factory=list)
     exceptions: list[str] = field(default_factory=list)  # exception deltas: "Type: message"
@@ -560,9 +568,9 @@ async def run_session(url: str, cfg: LoadConfig, index: int, deadline: float) ->
 
     With cfg.reconnect a lost connection is not an error: the student reconnects, and what the
     reloaded page shows is compared with the last state the server confirmed."""
-    stats = SessionStats()
-    rng = random.Random(cfg.seed * 100_003 + index)
     page, key = cfg.assignment(index)
+    stats = SessionStats(page)
+    rng = random.Random(cfg.seed * 100_003 + index)
     source = source_address(index)
     await asyncio.sleep(rng.uniform(0, cfg.ramp_s))
     try:
@@ -643,6 +651,7 @@ class LoadResult:
     target: str = "one server"
     load_avg_start: tuple[float, float, float] = (float("nan"),) * 3
     killed: tuple[str, float] | None = None  # (which replica, seconds into the run) with --kill-one-at
+    machine_busy_s: float = float("nan")  # CPU seconds the whole machine spent (/proc/stat), all cores
 
     @property
     def latencies_s(self) -> list[float]:
@@ -730,7 +739,7 @@ async def run_load_async(target: Server | Stack, cfg: LoadConfig) -> LoadResult:
     meter = Meter(target.processes())
     meter.sample()
     rss_start = meter.rss_now_kib()
-    client0, load0 = time.process_time(), os.getloadavg()
+    client0, load0, busy0 = time.process_time(), os.getloadavg(), machine_busy_s()
     t0 = time.monotonic()
     deadline = t0 + cfg.duration_s
     sampler = asyncio.create_task(_sample(meter, deadline))
@@ -763,6 +772,7 @@ async def run_load_async(target: Server | Stack, cfg: LoadConfig) -> LoadResult:
         per_process=meter.per_label(),
         target=target.describe(),
         load_avg_start=load0,
+        machine_busy_s=machine_busy_s() - busy0,
         killed=killed[0] if killed else None,
     )
 
@@ -812,6 +822,24 @@ def report(res: LoadResult) -> str:
         f"{100 * s['client_cpu_share']:.0f}% of one core",
         f"  exception deltas {len(res.exceptions)}, errors {len(res.errors)}",
     ]
+    others = res.machine_busy_s - res.server_cpu_s - res.client_cpu_s
+    lines.insert(
+        -1,
+        f"  machine: {os.cpu_count()} cores {100 * res.machine_busy_s / res.wall_s / os.cpu_count():.0f}% busy; "
+        f"processes other than this benchmark's used {100 * others / res.wall_s:.0f}% of one core",
+    )
+    pages = dict.fromkeys(x.page for x in res.sessions)
+    if len(pages) > 1:
+        per_page = {p: [t for x in res.sessions if x.page == p for t in x.latencies_s] for p in pages}
+        lines.insert(
+            -1,
+            "  per page p50 / p95: "
+            + ", ".join(
+                f"{p} {1e3 * percentile(v, 50):.0f} / {1e3 * percentile(v, 95):.0f} ms"
+                for p, v in per_page.items()
+                if v
+            ),
+        )
     if len(res.per_process) > 1:
         lines.insert(
             -1,
