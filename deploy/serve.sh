@@ -5,7 +5,7 @@
 #
 #   deploy/serve.sh start    start REPLICAS replicas, wait for their /_stcore/health, start nginx
 #   deploy/serve.sh stop     stop nginx and every replica this run dir started
-#   deploy/serve.sh status   the pids and ports this run dir knows, and which are alive
+#   deploy/serve.sh status   which pids this run dir started are alive; /_stcore/health of each upstream and nginx
 #   deploy/serve.sh render   print the nginx config that `start` would use
 #
 # Settings (environment variables; the same files serve one machine or several):
@@ -158,10 +158,16 @@ stop() {
 }
 
 status() {
-    local f
+    local f addr
     for f in "$RUN_DIR"/nginx.pid "$RUN_DIR"/replica-*.pid; do
         [[ -e "$f" ]] || continue
         echo "$(basename "$f" .pid) pid $(cat "$f") $(alive "$f" && echo alive || echo dead)"
+    done
+    [[ -f "$RUN_DIR/nginx.conf" ]] || return 0
+    # /_stcore/health of every upstream and of the proxy, as the running config names them.
+    for addr in $(sed -n 's/^ *server \([^ ]*\) .*/\1/p; s/^ *listen \([^;]*\);/\1/p' "$RUN_DIR/nginx.conf"); do
+        [[ "$addr" == *:* ]] || addr="127.0.0.1:$addr"
+        echo "http://${addr/0.0.0.0/127.0.0.1}/_stcore/health $(healthy "${addr/0.0.0.0/127.0.0.1}" && echo ok || echo 'no answer')"
     done
 }
 

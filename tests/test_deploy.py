@@ -221,6 +221,10 @@ def test_two_replicas_behind_nginx_sticky_websocket_and_failover(tmp_path):
         assert get(proxy, "/_stcore/health", "127.0.0.5") == (200, b"ok")
         last = access_log(tmp_path)[-1]
         assert last[0] == "127.0.0.5" and last[1].split(", ")[-1] != victim
+        status = serve_sh("status", tmp_path).stdout.splitlines()
+        assert f"replica-{victim_port} pid {pids[victim_port]} dead" in status
+        assert f"http://{victim}/_stcore/health no answer" in status
+        assert f"http://127.0.0.1:{proxy}/_stcore/health ok" in status
     finally:
         stopped = serve_sh("stop", tmp_path, timeout=60)
     assert stopped.returncode == 0, stopped.stderr
