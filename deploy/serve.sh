@@ -31,6 +31,7 @@ NGINX="${NGINX:-1}"
 RUN_DIR="${RUN_DIR:-$ROOT/.run/serve}"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 HEALTH_TIMEOUT="${HEALTH_TIMEOUT:-120}"
+[[ "$PYTHON" == */* && "$PYTHON" != /* ]] && PYTHON="$PWD/$PYTHON"  # the replicas start in $ROOT
 NGINX_BIN="${NGINX_BIN:-$(PATH="$PATH:/usr/sbin:/sbin" command -v nginx || echo nginx)}"
 
 die() { echo "serve.sh: $*" >&2; exit 1; }
@@ -132,8 +133,11 @@ start() {
     if ((NGINX)); then
         mkdir -p "$RUN_DIR/tmp"
         "$NGINX_BIN" -p "$RUN_DIR/" -e "$RUN_DIR/nginx-error.log" -c "$RUN_DIR/nginx.conf"
-        # nginx writes its pid file before it returns; the pid file's name is the one stop reads.
-        [[ -s "$RUN_DIR/nginx.pid" ]] || die "nginx did not start; see $RUN_DIR/nginx-error.log"
+        # nginx checks its config and binds its port before it forks into the background (a failure
+        # exits non-zero here); the background master then writes the pid file that stop reads.
+        i=0
+        while [[ ! -s "$RUN_DIR/nginx.pid" ]] && ((i++ < 50)); do sleep 0.1; done
+        alive "$RUN_DIR/nginx.pid" || die "nginx did not start; see $RUN_DIR/nginx-error.log"
         echo "serving http://$LISTEN through nginx to: $(upstreams)"
     else
         echo "replicas up: $(upstreams)"
