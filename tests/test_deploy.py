@@ -232,3 +232,22 @@ def test_two_replicas_behind_nginx_sticky_websocket_and_failover(tmp_path):
     for p in [*replicas, proxy]:
         with socket.socket() as s:
             assert s.connect_ex(("127.0.0.1", p)) != 0, f"port {p} still answers after stop"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(150)
+@pytest.mark.skipif(NGINX is None, reason=NO_NGINX)
+def test_a_failed_start_leaves_nothing_running(tmp_path):
+    """nginx cannot bind its port (taken): start fails, and the replica it had started is stopped."""
+    base = free_ports(2)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", base + 1))
+        taken.listen()
+        res = serve_sh(
+            "start", tmp_path, timeout=130, REPLICAS="1", BASE_PORT=str(base), LISTEN=f"127.0.0.1:{base + 1}"
+        )
+    assert res.returncode != 0
+    assert "Address already in use" in res.stderr
+    assert not list(tmp_path.glob("*.pid"))
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", base)) != 0, "the replica still answers after a failed start"
