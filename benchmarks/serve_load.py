@@ -398,6 +398,7 @@ class SessionStats:
     page: str = ""
     first_load_s: float | None = None
     latencies_s: list[float] = field(default_factory=list)
+    finished_at: list[float] = field(default_factory=list)  # time.monotonic() at each rerun's end
     exceptions: list[str] = field(default_factory=list)  # exception deltas: "Type: message"
     errors: list[str] = field(default_factory=list)  # protocol problems, timeouts, missing widget
     metric_values: dict[str, set[str]] = field(default_factory=dict)  # st.metric label -> bodies
@@ -599,6 +600,7 @@ async def run_session(url: str, cfg: LoadConfig, index: int, deadline: float) ->
                         raise
                 else:
                     stats.latencies_s.append(took)
+                    stats.finished_at.append(time.monotonic())
                     confirmed, i = state, i + 1
                     continue
             if not cfg.reconnect:
@@ -654,6 +656,7 @@ class LoadResult:
     target: str = "one server"
     load_avg_start: tuple[float, float, float] = (float("nan"),) * 3
     killed: tuple[str, float] | None = None  # (which replica, seconds into the run) with --kill-one-at
+    t0: float = 0.0  # time.monotonic() when the students started
     machine_busy_s: float = float("nan")  # CPU seconds the whole machine spent (/proc/stat), all cores
 
     @property
@@ -775,6 +778,7 @@ async def run_load_async(target: Server | Stack, cfg: LoadConfig) -> LoadResult:
         per_process=meter.per_label(),
         target=target.describe(),
         load_avg_start=load0,
+        t0=t0,
         machine_busy_s=machine_busy_s() - busy0,
         killed=killed[0] if killed else None,
     )
@@ -861,6 +865,17 @@ def report(res: LoadResult) -> str:
             + (f"(p50 {percentile(back, 50):.2f} s, max {max(back):.2f} s after losing it)" if back else "")
             + f"; lost anything: {len(res.lost_anything)}",
         )
+        cut = res.t0 + res.killed[1]
+        for name, keep in (("before", lambda t: t < cut), ("after", lambda t: t >= cut)):
+            lat = [
+                d for x in res.sessions for d, t in zip(x.latencies_s, x.finished_at, strict=True) if keep(t)
+            ]
+            if lat:
+                lines.insert(
+                    -1,
+                    f"  reruns {name} the kill {len(lat)}: p50 {1e3 * percentile(lat, 50):.0f} ms, "
+                    f"p95 {1e3 * percentile(lat, 95):.0f} ms",
+                )
         for x in res.lost_anything[:3]:
             lines.append(f"    lost: {x.lost[:1] or 'never served again'}")
     for problem in sorted(set(res.exceptions + res.errors))[:5]:
