@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint bench chromium serve serve-stop nginx
+.PHONY: run test lint bench chromium serve serve-stop serve-status nginx
 
 run: $(VENV)/.app
 	$(PY) -m streamlit run app.py --server.address 127.0.0.1 --server.port 8501
@@ -45,6 +45,9 @@ serve: $(VENV)/.app nginx
 
 serve-stop:
 	deploy/serve.sh stop
+
+serve-status:
+	PYTHON=$(PY) deploy/serve.sh status
 
 nginx:
 	@PATH="$$PATH:/usr/sbin" command -v nginx >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q nginx; }

@@ -162,12 +162,14 @@ stop() {
 }
 
 status() {
-    local f addr
+    local f addr started=0
     for f in "$RUN_DIR"/nginx.pid "$RUN_DIR"/replica-*.pid; do
         [[ -e "$f" ]] || continue
+        started=1
         echo "$(basename "$f" .pid) pid $(cat "$f") $(alive "$f" && echo alive || echo dead)"
     done
-    [[ -f "$RUN_DIR/nginx.conf" ]] || return 0
+    ((started)) || { echo "nothing started (run dir $RUN_DIR)"; return 0; }
+    [[ -f "$RUN_DIR/nginx.pid" && -f "$RUN_DIR/nginx.conf" ]] || return 0
     # /_stcore/health of every upstream and of the proxy, as the running config names them.
     for addr in $(sed -n 's/^ *server \([^ ]*\) .*/\1/p; s/^ *listen \([^;]*\);/\1/p' "$RUN_DIR/nginx.conf"); do
         [[ "$addr" == *:* ]] || addr="127.0.0.1:$addr"
