@@ -1,16 +1,16 @@
 # Two commands on a fresh machine (Python 3.11):
 #   make run   — install the app's needs into .venv and serve it on http://127.0.0.1:8501
-#   make test  — install test needs too (and Debian's chromium when missing), run the whole suite
+#   make test  — install test needs too (and Debian's chromium, redis-server and nginx when missing), run the whole suite
 VENV ?= .venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint bench chromium redis
+.PHONY: run test lint bench chromium redis serve serve-stop serve-status nginx
 
 run: $(VENV)/.app
 	$(PY) -m streamlit run app.py --server.address 127.0.0.1 --server.port 8501
 
-test: $(VENV)/.dev chromium redis
+test: $(VENV)/.dev chromium redis nginx
 	$(PY) -m ruff check .
 	$(PY) -m pytest
 
@@ -40,3 +40,18 @@ chromium:
 # Classroom rooms shared by replicas live in Redis; the tests run the real server.
 redis:
 	@command -v redis-server >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q redis-server; }
+
+# A lecture hall: REPLICAS Streamlit processes behind nginx (README "Serving a classroom").
+# Other settings (LISTEN, BASE_PORT, UPSTREAMS, ...) pass through: see deploy/serve.sh.
+REPLICAS ?= 2
+serve: $(VENV)/.app nginx redis
+	REPLICAS=$(REPLICAS) PYTHON=$(PY) deploy/serve.sh start
+
+serve-stop:
+	deploy/serve.sh stop
+
+serve-status:
+	PYTHON=$(PY) deploy/serve.sh status
+
+nginx:
+	@PATH="$$PATH:/usr/sbin" command -v nginx >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q nginx; }
