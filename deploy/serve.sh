@@ -20,6 +20,9 @@
 #   RUN_DIR=.run/serve       pids, logs, the rendered config and nginx's temp files
 #   PYTHON=.venv/bin/python  the interpreter with the app installed
 #   HEALTH_TIMEOUT=120       seconds to wait for every upstream's /_stcore/health
+#   ROOMS_URL=redis://h:p/0  the Redis that holds classroom rooms for every replica (lab_ui/rooms.py);
+#                            default: a redis-server started here on REDIS_PORT (with REPLICAS > 0)
+#   REDIS_PORT=6391          port of that local Redis (loopback only, no persistence)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,6 +34,8 @@ NGINX="${NGINX:-1}"
 RUN_DIR="${RUN_DIR:-$ROOT/.run/serve}"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 HEALTH_TIMEOUT="${HEALTH_TIMEOUT:-120}"
+REDIS_PORT="${REDIS_PORT:-6391}"
+ROOMS_URL="${ROOMS_URL:-}"
 [[ "$PYTHON" == */* && "$PYTHON" != /* ]] && PYTHON="$PWD/$PYTHON"  # the replicas start in $ROOT
 NGINX_BIN="${NGINX_BIN:-$(PATH="$PATH:/usr/sbin:/sbin" command -v nginx || echo nginx)}"
 
@@ -121,6 +126,22 @@ start() {
         render >"$RUN_DIR/nginx.conf"  # fails early on bad settings, before anything starts
     fi
     trap 'stop >/dev/null 2>&1' EXIT  # a failed start leaves nothing running
+    if ((REPLICAS > 0)) && [[ -z "$ROOMS_URL" ]]; then
+        # Rooms must be shared: a presenter and their students may land on different replicas.
+        [[ "$REDIS_PORT" =~ ^[0-9]+$ ]] || die "REDIS_PORT must be a port, got '$REDIS_PORT'"
+        command -v redis-server >/dev/null || die "redis-server not found: make serve installs Debian's redis-server"
+        (cd "$RUN_DIR" && exec setsid redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" \
+            --appendonly no --dir "$RUN_DIR") >"$RUN_DIR/redis.log" 2>&1 </dev/null &
+        echo $! >"$RUN_DIR/redis.pid"
+        local n=0
+        until redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; do
+            alive "$RUN_DIR/redis.pid" || die "redis-server exited (port $REDIS_PORT taken?); its log: $RUN_DIR/redis.log"
+            ((n++ < 100)) || die "redis-server did not answer on port $REDIS_PORT in 10 s"
+            sleep 0.1
+        done
+        ROOMS_URL="redis://127.0.0.1:$REDIS_PORT/0"
+    fi
+    export ATTN_LAB_ROOMS="$ROOMS_URL"
     for ((i = 0; i < REPLICAS; i++)); do
         port=$((BASE_PORT + i))
         # The flags of `make run`; .streamlit/config.toml (read from the repo root) does the rest.
@@ -147,7 +168,7 @@ start() {
 
 stop() {
     local f pid n
-    for f in "$RUN_DIR"/nginx.pid "$RUN_DIR"/replica-*.pid; do
+    for f in "$RUN_DIR"/nginx.pid "$RUN_DIR"/replica-*.pid "$RUN_DIR"/redis.pid; do
         [[ -e "$f" ]] || continue
         pid="$(cat "$f")"
         if running "$pid"; then
@@ -163,7 +184,7 @@ stop() {
 
 status() {
     local f addr started=0
-    for f in "$RUN_DIR"/nginx.pid "$RUN_DIR"/replica-*.pid; do
+    for f in "$RUN_DIR"/nginx.pid "$RUN_DIR"/replica-*.pid "$RUN_DIR"/redis.pid; do
         [[ -e "$f" ]] || continue
         started=1
         echo "$(basename "$f" .pid) pid $(cat "$f") $(alive "$f" && echo alive || echo dead)"

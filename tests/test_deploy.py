@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from lab_ui.rooms import RedisRooms
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "deploy" / "serve.sh"
 NGINX = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/sbin")
@@ -184,15 +186,27 @@ async def open_websocket(port: int, source: str) -> str:
 @pytest.mark.timeout(150)
 @pytest.mark.skipif(NGINX is None, reason=NO_NGINX)
 def test_two_replicas_behind_nginx_sticky_websocket_and_failover(tmp_path):
-    base = free_ports(3)
-    proxy, replicas = base + 2, [base, base + 1]
-    env = {"REPLICAS": "2", "BASE_PORT": str(base), "LISTEN": f"127.0.0.1:{proxy}"}
+    base = free_ports(4)
+    proxy, replicas, redis_port = base + 2, [base, base + 1], base + 3
+    env = {
+        "REPLICAS": "2",
+        "BASE_PORT": str(base),
+        "LISTEN": f"127.0.0.1:{proxy}",
+        "REDIS_PORT": str(redis_port),
+    }
     try:
         started = serve_sh("start", tmp_path, timeout=130, **env)
         assert started.returncode == 0, started.stderr + started.stdout
         pids = {p: int((tmp_path / f"replica-{p}.pid").read_text()) for p in replicas}
         for p, pid in pids.items():  # the pid file names the streamlit process itself
             assert f"--server.port\0{p}" in Path(f"/proc/{pid}/cmdline").read_text()
+            # every replica keeps classroom rooms in the Redis started beside it
+            assert (
+                f"ATTN_LAB_ROOMS=redis://127.0.0.1:{redis_port}/0" in Path(f"/proc/{pid}/environ").read_text()
+            )
+        rooms = RedisRooms(f"redis://127.0.0.1:{redis_port}/0")
+        room_id, secret = rooms.create()
+        assert rooms.publish(room_id, secret, {"page": "masks"}) == 1
 
         status, body = get(proxy, "/", "127.0.0.1")
         assert status == 200 and body == get(replicas[0], "/", "127.0.0.1")[1]
@@ -229,7 +243,7 @@ def test_two_replicas_behind_nginx_sticky_websocket_and_failover(tmp_path):
         stopped = serve_sh("stop", tmp_path, timeout=60)
     assert stopped.returncode == 0, stopped.stderr
     assert not list(tmp_path.glob("*.pid"))
-    for p in [*replicas, proxy]:
+    for p in [*replicas, proxy, redis_port]:
         with socket.socket() as s:
             assert s.connect_ex(("127.0.0.1", p)) != 0, f"port {p} still answers after stop"
 
