@@ -9,7 +9,7 @@ carry the presenter's L; where the server pushes (lab_ui.push), the rerun comes 
 poll is only a safety net. A follower's delay for one change is the time from the presenter
 sending it to the follower having received the run that shows it.
 
-Usage: .venv/bin/python benchmarks/follow_load.py [--followers 60] [--changes 15] [--every 3]
+Usage: .venv/bin/python benchmarks/follow_load.py [--followers 60] [--changes 15] [--every 3] [--replicas N]
 Prints `follow p50/p95/max … ms`, `missed N` and `exception deltas N, errors N`.
 """
 
@@ -27,7 +27,6 @@ from pathlib import Path
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
-from websockets.asyncio.client import connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import serve_load  # a sibling script, not a package
@@ -85,10 +84,12 @@ class Shared:
     done: bool = False
 
 
-async def _open(url: str, page: str, stats: serve_load.SessionStats, query: str = "") -> Client:
-    ws = await connect(
-        url, subprotocols=["streamlit"], max_size=serve_load.MAX_FRAME_BYTES, open_timeout=None
-    )
+async def _open(
+    url: str, page: str, stats: serve_load.SessionStats, query: str = "", index: int = 0
+) -> Client:
+    """A session from its own loopback address (127.0.0.2, …), so that nginx's address hash
+    spreads followers over replicas as it would spread a classroom's laptops."""
+    ws = await serve_load.open_ws(url, serve_load.source_address(index))
     client = Client(ws, page, stats)
     client.query_string = query
     await client.rerun([], 60)
@@ -115,13 +116,13 @@ async def presenter(url: str, shared: Shared, changes: int, every: float, ready:
 
 
 async def follower(
-    url: str, room: str, shared: Shared, delays: list[float], stats: serve_load.SessionStats
+    url: str, room: str, shared: Shared, delays: list[float], stats: serve_load.SessionStats, index: int
 ) -> int:
     """Follow until the presenter is done; returns how many changes this follower never saw.
 
     Like a browser, it reads whatever the server sends (a server that pushes reruns sends them
     unasked) and, on its own timer, asks for the polling fragment every interval."""
-    client = await _open(url, "playground", stats, query=f"room={room}")
+    client = await _open(url, "playground", stats, query=f"room={room}", index=index)
     seen = 0
 
     async def poll_timer() -> None:
@@ -162,13 +163,20 @@ async def follower(
     return len(shared.changes) - seen
 
 
+async def _warm(url: str) -> None:
+    client = await _open(url, "playground", serve_load.SessionStats(), query="in_src=random")
+    await client.ws.close()
+
+
 async def run(url: str, followers: int, changes: int, every: float) -> dict:
     shared, ready = Shared(), asyncio.get_running_loop().create_future()
     lead = asyncio.create_task(presenter(url, shared, changes, every, ready))
     room = await asyncio.wait_for(ready, 120)
     delays: list[float] = []
     stats = [serve_load.SessionStats() for _ in range(followers)]
-    missed = await asyncio.gather(*(follower(url, room, shared, delays, s) for s in stats))
+    missed = await asyncio.gather(
+        *(follower(url, room, shared, delays, s, i + 1) for i, s in enumerate(stats))
+    )
     await lead
     return {
         "delays": delays,
@@ -183,13 +191,21 @@ def main() -> int:
     parser.add_argument("--followers", type=int, default=60)
     parser.add_argument("--changes", type=int, default=15)
     parser.add_argument("--every", type=float, default=3.0)
+    parser.add_argument(
+        "--replicas", type=int, default=0, help="0: one server; N: N replicas + nginx + Redis"
+    )
     args = parser.parse_args()
-    with serve_load.serve() as server:
+    target = serve_load.serve_stack(args.replicas) if args.replicas else serve_load.serve()
+    with target as server:
+        for url in getattr(server, "warm_urls", [server.ws]):  # each replica imports torch and the page once
+            asyncio.run(_warm(url))
         res = asyncio.run(run(server.ws, args.followers, args.changes, args.every))
-        cpu = serve_load.cpu_seconds(server.proc.pid)
+        pids = list(server.replica_pids().values()) if args.replicas else [server.proc.pid]
+        cpu = sum(serve_load.cpu_seconds(pid) for pid in pids)
     d = sorted(res["delays"])
     pct = (lambda q: d[min(len(d) - 1, int(q / 100 * len(d)))] * 1000) if d else (lambda q: float("nan"))
-    print(f"{args.followers} followers, {args.changes} changes every {args.every:g} s")
+    where = f"{args.replicas} replicas behind nginx" if args.replicas else "one server"
+    print(f"{args.followers} followers, {args.changes} changes every {args.every:g} s, {where}")
     print(f"follow p50 {pct(50):.0f} ms, p95 {pct(95):.0f} ms, max {pct(100):.0f} ms over {len(d)} views")
     print(f"missed {res['missed']}; server CPU {cpu:.1f} s")
     print(f"exception deltas {res['exceptions']}, errors {len(res['errors'])}")

@@ -146,7 +146,9 @@ def main() -> int:
     args = parser.parse_args()
     start = time.monotonic()
     report = fuzz(args.states, args.seed)
-    print(f"fuzz: {report.states} widget states over {len(report.pages)} pages, exceptions {len(report.failures)}")
+    print(
+        f"fuzz: {report.states} widget states over {len(report.pages)} pages, exceptions {len(report.failures)}"
+    )
     print(f"seed {args.seed}, {time.monotonic() - start:.0f} s")
     for failure in report.failures:
         print("  ", failure)

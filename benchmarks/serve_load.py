@@ -241,13 +241,14 @@ def serve_stack(replicas: int) -> Iterator[Stack]:
     """Start `replicas` Streamlit processes + nginx with deploy/serve.sh (the script `make serve`
     runs) in a private run dir on free ports; yield the stack; always stop it."""
     run_dir = Path(tempfile.mkdtemp(prefix="serve_stack_"))
-    base = free_port_run(replicas + 1)
+    base = free_port_run(replicas + 2)  # replicas, nginx, and the Redis that holds classroom rooms
     env = {k: v for k, v in os.environ.items() if k != "UPSTREAMS"}
     env.update(
         RUN_DIR=str(run_dir),
         REPLICAS=str(replicas),
         BASE_PORT=str(base),
         LISTEN=f"127.0.0.1:{base + replicas}",
+        REDIS_PORT=str(base + replicas + 1),
         PYTHON=sys.executable,
         HEALTH_TIMEOUT=str(int(HEALTH_TIMEOUT_S)),
     )

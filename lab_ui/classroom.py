@@ -124,7 +124,9 @@ def after_page(page) -> None:
     if room["role"] == "present":
         with st.sidebar:  # publishes now, after the page's widgets, and then every POLL_S
             _publisher(page.url_path)
-    elif room["following"] and room["seen"] >= 0:
+        return
+    push.finished(_session_id())  # this follower's run is done: the next one may start
+    if room["following"] and room["seen"] >= 0:
         now = current_values()
         if any(now.get(k, v) != v for k, v in room["applied"].items()):
             room["following"] = False

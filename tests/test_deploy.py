@@ -12,6 +12,7 @@ from a replica.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import http.client
 import os
 import re
@@ -216,7 +217,11 @@ def test_two_replicas_behind_nginx_sticky_websocket_and_failover(tmp_path):
         for _ in range(2):
             for src in sources:
                 assert get(proxy, "/_stcore/health", src)[0] == 200
-        assert asyncio.run(open_websocket(proxy, "127.0.0.5")) == "streamlit"
+        # In a thread of its own: Playwright's sync API (the browser tests' session fixture) keeps
+        # an event loop running on this thread, and asyncio.run refuses to start inside one.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            protocol = pool.submit(asyncio.run, open_websocket(proxy, "127.0.0.5")).result(timeout=30)
+        assert protocol == "streamlit"
         time.sleep(0.2)  # nginx logs a websocket when it closes
 
         served_by: dict[str, set[str]] = {}
