@@ -82,4 +82,3 @@ def test_ending_the_room_releases_followers(app):
     follower.run()
     assert any("ended the room" in w.value for w in follower.warning)
     assert rooms.store().version(room_id) is None
-

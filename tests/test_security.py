@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVED = sorted([ROOT / "app.py", *(p for d in ("pages", "lab_ui", "attn_core") for p in (ROOT / d).rglob("*.py"))])
+SERVED = sorted(
+    [ROOT / "app.py", *(p for d in ("pages", "lab_ui", "attn_core") for p in (ROOT / d).rglob("*.py"))]
+)
 CONFIG = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
 
 
@@ -44,7 +46,9 @@ def test_the_scan_sees_the_whole_app():
 def test_no_code_execution_or_unpickling(path):
     for call in _calls(path):
         name = _name(call.func)
-        assert name not in {"eval", "exec", "compile", "__import__"}, f"{path.name}:{call.lineno} calls {name}"
+        assert name not in {"eval", "exec", "compile", "__import__"}, (
+            f"{path.name}:{call.lineno} calls {name}"
+        )
         assert not name.startswith(("pickle.", "marshal.", "shelve.", "dill.")), f"{path.name}:{call.lineno}"
         assert name not in {"yaml.load", "yaml.unsafe_load", "os.system"}, f"{path.name}:{call.lineno}"
         if name in {"torch.load", "load"} and any(k.arg == "weights_only" for k in call.keywords):
@@ -58,7 +62,9 @@ def test_no_code_execution_or_unpickling(path):
             assert "trust_remote_code" not in kw, f"{path.name}:{call.lineno}: remote code"
         for kw in call.keywords:
             if kw.arg == "shell":
-                assert isinstance(kw.value, ast.Constant) and kw.value.value is False, f"{path.name}:{call.lineno}"
+                assert isinstance(kw.value, ast.Constant) and kw.value.value is False, (
+                    f"{path.name}:{call.lineno}"
+                )
 
 
 @pytest.mark.parametrize("path", SERVED, ids=lambda p: p.relative_to(ROOT).as_posix())
