@@ -20,7 +20,7 @@ from attn_core.cost.whole import MAX_GEN_LEN
 from attn_core.explore import costs as explore
 from attn_core.explore import costs_whole as whole
 from lab_ui import cost_charts, figures, state
-from lab_ui.page import header
+from lab_ui.page import header, run_section
 from lab_ui.widgets import attempt, oracle_badge, table
 
 DTYPES = ["fp16", "bf16", "fp32", "fp8", "int8"]  # b = 2, 2, 4, 1, 1 bytes per number
@@ -242,7 +242,7 @@ SHOW = {
     "Score memory": show_score_memory,
     "How it's asked": show_how_its_asked,
 }
-SHOW[section]()
+run_section(SHOW[section])
 
 with st.expander("Show the code (attn_core.cost)"):
     for fn in (costs.kv_cache_bytes, costs.layer_flops, costs.crossover_seq_len, costs.serving_capacity):

@@ -11,7 +11,7 @@ from attn_core.limits import LIMITS
 from attn_core.oracle import MATCH_TOL, ROUNDING_TOL
 from lab_ui import figures, state
 from lab_ui.mask_charts import gallery_picker, leak_figure, mask_figure, output_heatmap
-from lab_ui.page import header
+from lab_ui.page import header, run_section
 from lab_ui.widgets import attempt, format_diff, oracle_badge, table
 
 MAX_T, MAX_D = LIMITS.experiment_tokens, LIMITS.experiment_width
@@ -239,12 +239,14 @@ section = state.radio("Section", SECTIONS, key="mk_section", horizontal=True, la
 if qkv is None:
     st.info("Fix the input marked above; the page updates as soon as it is valid.")
     st.stop()
-{
-    "Mask gallery": gallery,
-    "Change the future": lambda: change_the_future(qkv, T, seed),
-    "Fully masked rows": lambda: fully_masked_rows(seed),
-    "Cached decoding": lambda: cached_decoding(qkv, T),
-    "Conventions": lambda: conventions(qkv, T),
-    "Permutations": lambda: permutations(seed),
-    "Slips": lambda: slips(qkv),
-}[section]()
+run_section(
+    {
+        "Mask gallery": gallery,
+        "Change the future": lambda: change_the_future(qkv, T, seed),
+        "Fully masked rows": lambda: fully_masked_rows(seed),
+        "Cached decoding": lambda: cached_decoding(qkv, T),
+        "Conventions": lambda: conventions(qkv, T),
+        "Permutations": lambda: permutations(seed),
+        "Slips": lambda: slips(qkv),
+    }[section]
+)

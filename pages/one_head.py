@@ -14,7 +14,7 @@ from attn_core.oracle import IDENTITY_TOL
 from attn_core.theory import kernel_smoothing
 from lab_ui import figures, state
 from lab_ui import theory_charts as charts
-from lab_ui.page import header
+from lab_ui.page import header, run_section
 from lab_ui.widgets import attempt, check_badge, slip_columns, table
 
 MAX_STACKS = 16  # stacks × layers × width² bound a collapse rerun: 16 × 24 × 64² stays near 0.1 s
@@ -174,13 +174,14 @@ section = state.radio(
 if not valid:
     st.info("Fix the input marked in the sidebar; the page updates as soon as it is valid.")
     st.stop()
-{
+body = {
     Section.KERNEL.value: kernel,
     Section.RANK.value: ranks,
     Section.SELECT.value: select,
     Section.COLLAPSE.value: collapse,
     Section.CIRCUITS.value: circuits,
-}[section](inputs)
+}[section]
+run_section(body, inputs)
 
 with st.expander("Show the code (attn_core.theory.kernel_smoothing: attention with the key bias)"):
     st.code(inspect.getsource(kernel_smoothing.kernel_attention), language="python")

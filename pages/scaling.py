@@ -14,7 +14,7 @@ from attn_core.slips.scaling import SLIPS
 from attn_core.theory import scaling as theory
 from lab_ui import figures, state
 from lab_ui import theory_charts as charts
-from lab_ui.page import header
+from lab_ui.page import header, run_section
 from lab_ui.widgets import attempt, check_badge, slip_columns, slip_picker, table
 
 header(
@@ -200,13 +200,14 @@ section = state.radio(
 if not valid:
     st.info("Fix the input marked in the sidebar; the page updates as soon as it is valid.")
     st.stop()
-{
+body = {
     Section.VARIANCE.value: variance,
     Section.ENTROPY.value: entropy,
     Section.TWO_KEYS.value: two_keys,
     Section.ALIGNMENT.value: aligned,
     Section.SINKS.value: sinks_section,
-}[section](inputs)
+}[section]
+run_section(body, inputs)
 
 with st.expander("Show the code (attn_core.theory.scaling: the exact two-key probability)"):
     st.code(inspect.getsource(theory.two_key_exact), language="python")
