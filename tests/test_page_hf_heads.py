@@ -56,7 +56,8 @@ def test_bad_ids_give_a_message(app, text, message):
     assert not at.exception and message in at.error[0].value
 
 
-def test_a_local_gpt2_folder_and_a_missing_one(app, tmp_path):
+def test_a_local_gpt2_folder_and_a_missing_one(app, tmp_path, monkeypatch):
+    monkeypatch.setenv(explore.MODEL_DIRS_ENV, str(tmp_path))  # the folder this server may load from
     config = transformers.GPT2Config(n_layer=3, n_head=2, n_embd=16, n_positions=64, vocab_size=50,
                                      bos_token_id=0, eos_token_id=0, initializer_range=0.3)  # fmt: skip
     torch.manual_seed(0)
@@ -78,3 +79,24 @@ def test_a_local_gpt2_folder_and_a_missing_one(app, tmp_path):
     at = app(PAGE, hf_src="local folder or hub id")
     at.text_input(key="hf_path").input(str(tmp_path / "missing")).run()
     assert not at.exception and "there is no folder" in at.error[0].value
+
+
+def test_folders_outside_the_model_roots_are_refused_alike(app, tmp_path, monkeypatch):
+    """A visitor may not load, nor probe for, folders elsewhere on the server: an existing folder
+    and a missing one get the same refusal."""
+    monkeypatch.setenv(explore.MODEL_DIRS_ENV, str(tmp_path / "models"))
+    messages = []
+    for source in (
+        "/etc",
+        "/no/such/folder",
+        str(tmp_path),
+        "../../..",
+        "~/.ssh",
+        str(tmp_path / "models/../x"),
+    ):
+        at = app(PAGE, hf_src="local folder or hub id")
+        at.text_input(key="hf_path").input(source).run()
+        assert not at.exception
+        messages.append(at.error[0].value)
+    assert all("only from folders under" in m for m in messages)
+    assert len({m for m in messages}) == 1  # the same words whether the folder exists or not

@@ -5,9 +5,11 @@ model's own probabilities. The load is cached per server for the last few source
 from __future__ import annotations
 
 import json
+import os
 import threading
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 import torch
 
@@ -19,6 +21,30 @@ DEMO_TEXT = "3 14 15 92 65 35 89 79 32 38 46 26 43 38 32 79"
 COST_PASTE_MAX = 4000  # the Cost calculator's paste box holds at most this many characters
 _LOCK = threading.Lock()  # one new load at a time on the server: loads are the expensive part
 _DEMO_LOCK = threading.Lock()
+
+
+MODEL_DIRS_ENV = "ATTN_LAB_MODEL_DIRS"  # os.pathsep-separated folders a visitor may load from
+
+
+def model_roots() -> list[Path]:
+    """The only folders whose models a visitor may load from this server: the Hugging Face cache
+    and ./models by default, or those ATTN_LAB_MODEL_DIRS names. Anything else on the disk is
+    not the visitor's to read, nor to probe for (the refusal is the same whether it exists)."""
+    named = os.environ.get(MODEL_DIRS_ENV, "")
+    roots = named.split(os.pathsep) if named else ["~/.cache/huggingface", "models"]
+    return [Path(r).expanduser().resolve() for r in roots if r]
+
+
+def check_local(source: str) -> None:
+    """ValueError unless ``source`` is a hub id or a folder under one of model_roots()."""
+    path = Path(source).expanduser()
+    looks_local = source.startswith(("/", ".", "~")) or source.count("/") > 1 or path.exists()
+    if not looks_local:
+        return  # an org/name hub id
+    resolved = path.resolve()
+    if not any(resolved == root or root in resolved.parents for root in model_roots()):
+        where = ", ".join(str(r) for r in model_roots())
+        raise ValueError(f"this server loads local models only from folders under {where} (or a hub id)")
 
 
 _CACHE: dict[str, hf.Loaded] = {}  # the last MAX_CACHED user models, oldest first
@@ -33,6 +59,7 @@ def load(source: str) -> hf.Loaded:
     source = source.strip()
     if source == DEMO:
         return _demo()
+    check_local(source)
     if (hit := _CACHE.get(source)) is not None:
         return hit
     with _LOCK:
