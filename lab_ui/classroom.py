@@ -104,14 +104,22 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> None:
         st.session_state[_ERROR] = "The presenter has ended the room. You keep the last view."
         del st.query_params[ROOM_PARAM]
         return
+    target = snap.payload.get("page")
+    elsewhere = isinstance(target, str) and target != page.url_path and target in pages_by_url
+    if snap.version == room["seen"] and elsewhere:
+        # Nothing new from the presenter, yet this run shows another page: the student clicked
+        # a page link. Going there is exploring on their own (bouncing them back would fight them).
+        room["following"] = False
+        push.unregister(session_id)
+        st.toast("You opened another page, so you are exploring on your own. **Rejoin** to follow again.")
+        return
     if snap.version != room["seen"]:
         values = snap.payload.get("values", {})
         if isinstance(values, Mapping):
             _apply(values)
             room["applied"] = dict(values)
         room["seen"] = snap.version
-    target = snap.payload.get("page")
-    if isinstance(target, str) and target != page.url_path and target in pages_by_url:
+    if elsewhere:
         st.switch_page(pages_by_url[target], query_params={ROOM_PARAM: room["id"]})
 
 

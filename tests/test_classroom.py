@@ -82,3 +82,20 @@ def test_ending_the_room_releases_followers(app):
     follower.run()
     assert any("ended the room" in w.value for w in follower.warning)
     assert rooms.store().version(room_id) is None
+
+
+def test_a_follower_who_opens_another_page_explores_there(app):
+    """A student who clicks a page link while following is not pulled back to the presenter's
+    page until they rejoin."""
+    presenter, room_id = start_room(app)
+    follower = app(room=room_id)
+    assert follower.title[0].value == "Attention Playground"
+    follower.switch_page("pages/gradients.py").run()
+    assert follower.title[0].value == "Gradients"
+    assert follower.session_state[classroom._ROOM]["following"] is False
+    presenter.radio(key="in_src").set_value("random").run()  # the presenter moves on
+    follower.run()
+    assert follower.title[0].value == "Gradients"
+    follower.button(key="classroom_rejoin").click().run()
+    assert follower.title[0].value == "Attention Playground"
+    assert follower.radio(key="in_src").value == "random"
