@@ -22,14 +22,11 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
+import serve_load  # a sibling script: `python benchmarks/…` puts this folder on sys.path
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import serve_load  # a sibling script, not a package
 
 KEY = "in_L"
 ROOM = re.compile(r"Presenting room \*\*([a-z2-9]{6})\*\*")

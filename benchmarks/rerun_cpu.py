@@ -16,12 +16,9 @@ import asyncio
 import statistics
 import sys
 import time
-from pathlib import Path
 
+import serve_load  # a sibling script: `python benchmarks/…` puts this folder on sys.path
 from websockets.asyncio.client import connect
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import serve_load  # a sibling script, not a package
 
 # (url path, query string that sets the page up, user key of the control a student changes most)
 INTERACTIONS = [

@@ -15,8 +15,6 @@ from lab_ui.page import header, run_section
 from lab_ui.widgets import attempt, format_diff, oracle_badge, table
 
 MAX_T, MAX_D = LIMITS.experiment_tokens, LIMITS.experiment_width
-SECTIONS = ("Mask gallery", "Change the future", "Fully masked rows", "Cached decoding", "Conventions",
-            "Permutations", "Slips")  # fmt: skip
 
 header(
     "Masks & leakage",
@@ -228,6 +226,16 @@ def slips(qkv) -> None:
     st.markdown(view.text)
 
 
+# The sections, in the order of the page's radio; qkv, T and seed are read when one runs.
+SHOW = {
+    "Mask gallery": gallery,
+    "Change the future": lambda: change_the_future(qkv, T, seed),
+    "Fully masked rows": lambda: fully_masked_rows(seed),
+    "Cached decoding": lambda: cached_decoding(qkv, T),
+    "Conventions": lambda: conventions(qkv, T),
+    "Permutations": lambda: permutations(seed),
+    "Slips": lambda: slips(qkv),
+}
 with st.sidebar:
     st.header("Tokens for the experiments")
     st.caption(f"Seeded random q, k, v per token (float64, one head). Caps: T ≤ {MAX_T}, d ≤ {MAX_D}.")
@@ -235,18 +243,8 @@ with st.sidebar:
     d = state.slider("d_k = d_v", 1, MAX_D, 4, key="mk_d")
     seed = int(state.number("seed", 0, 2**31 - 1, 0, key="mk_seed", step=1))
 qkv = attempt(inputs.random_qkv, T, T, d, d, 1, 1, seed)
-section = state.radio("Section", SECTIONS, key="mk_section", horizontal=True, label_visibility="collapsed")
+section = state.radio("Section", list(SHOW), key="mk_section", horizontal=True, label_visibility="collapsed")
 if qkv is None:
     st.info("Fix the input marked above; the page updates as soon as it is valid.")
     st.stop()
-run_section(
-    {
-        "Mask gallery": gallery,
-        "Change the future": lambda: change_the_future(qkv, T, seed),
-        "Fully masked rows": lambda: fully_masked_rows(seed),
-        "Cached decoding": lambda: cached_decoding(qkv, T),
-        "Conventions": lambda: conventions(qkv, T),
-        "Permutations": lambda: permutations(seed),
-        "Slips": lambda: slips(qkv),
-    }[section]
-)
+run_section(SHOW[section])
