@@ -13,6 +13,7 @@ secret lives only in the presenter's session: never in a URL, never on a followe
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 from collections.abc import Mapping
@@ -149,7 +150,6 @@ def _publish(url_path: str) -> None:
     except rooms.RoomError as err:
         st.session_state[_ROOM] = None
         st.session_state[_ERROR] = str(err)
-    room["page"] = url_path
 
 
 def student_link(room_id: str, url_path: str) -> str:
@@ -160,6 +160,7 @@ def student_link(room_id: str, url_path: str) -> str:
     return f"{base}/{url_path}?{ROOM_PARAM}={room_id}"
 
 
+@functools.lru_cache(maxsize=16)  # one link per room and page: not redrawn on every presenter rerun
 def qr_png(text: str) -> bytes:
     import qrcode
 

@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import logging
 import threading
 
-_LOG = logging.getLogger(__name__)
 _followers: dict[str, set[str]] = {}  # room id -> ids of this process's sessions following it
 _lock = threading.Lock()
 
