@@ -84,8 +84,8 @@ card, extras = explore.model_card(r, weight_dtype)
 with st.container(border=True):
     st.markdown(card)
     st.caption(extras)
-    strip = cost_charts.layer_strip(whole.layer_cells(s), title="Attention type of each layer")
-    figures.show(strip, key="co_strip")
+    if (cells := whole.layer_cells(s)) is not None:
+        figures.show(cost_charts.layer_strip(cells, title="Attention type of each layer"), key="co_strip")
 for warning in explore.warnings(r):
     st.warning(warning)
 for col, (label, value, meaning) in zip(st.columns(6), explore.headline(r), strict=True):

@@ -87,9 +87,14 @@ def test_mixtral_active_by_hand():
 def test_deepseek_v3_leaves_out_the_mtp_layer_and_has_dense_layers():
     s = load_preset("deepseek-v3")
     assert s.nextn_layers_left_out == 1 and s.n_layers == 61
-    assert s.moe.dense_layers == (0, 1, 2) and (s.moe.n_experts, s.moe.top_k, s.moe.n_shared) == (256, 8, 1)
+    assert dense_layers(s) == [0, 1, 2] and (s.moe.n_experts, s.moe.top_k, s.moe.n_shared) == (256, 8, 1)
     assert s.quantization == "fp8, fmt e4m3, weight_block_size [128, 128]"  # reported, not applied
     assert s.attention_kind == "MLA" and s.mla.cache_width == 512 + 64
+
+
+def dense_layers(s) -> list[int]:
+    """The layers without experts, found one by one (the shape itself never loops over layers)."""
+    return [i for i in range(s.n_layers) if not s.is_moe_layer(i)]
 
 
 # -- KV cache: hand derivations ---------------------------------------------------------------------
@@ -111,7 +116,7 @@ def test_gpt_oss_sliding_layers_keep_the_window(T):
 def test_gemma3_five_local_layers_per_global(T):
     """62 layers, every 6th global (indices 5, 11, …, 59: 10 layers); window 1,024; 2·16·128·2 B."""
     s = load_preset("gemma-3-27b")
-    assert [i for i, k in enumerate(s.layer_kinds) if k == "full"] == list(range(5, 62, 6))
+    assert [i for i in range(62) if s.layer_kinds[i] == "full"] == list(range(5, 62, 6))
     assert kv_cache_bytes(s, T) == 2 * 16 * 128 * 2 * (10 * T + 52 * min(T, 1024))
 
 
@@ -120,7 +125,7 @@ def test_llama4_chunked_layers_keep_one_chunk(T):
     """Scout: 3 of every 4 layers attend within chunks of 8,192 (those with RoPE), every 4th globally.
     A chunked layer holds only the current chunk, in a buffer of 8,192: min(T, 8,192) at most."""
     s = load_preset("llama-4-scout")
-    assert s.layer_kinds.count("chunked") == 36 and s.layer_kinds[3::4] == ("full",) * 12
+    assert s.kind_counts["chunked"] == 36 and s.layer_kinds.each(48)[3::4] == ("full",) * 12
     assert kv_cache_bytes(s, T) == 2 * 8 * 128 * 2 * (12 * T + 36 * min(T, 8192))
 
 
@@ -243,7 +248,7 @@ def test_qwen_moe_dense_layers_mixed_in():
                num_key_value_heads=2, head_dim=16, num_hidden_layers=6, num_experts=8, num_experts_per_tok=2,
                vocab_size=100, mlp_only_layers=[0, 1], decoder_sparse_step=2, tie_word_embeddings=False)  # fmt: skip
     s = from_hf_config(cfg | {"model_type": "qwen3_moe"})
-    assert s.moe.dense_layers == (0, 1, 2, 4)  # MoE iff not listed and (i + 1) % 2 == 0: layers 3 and 5
+    assert dense_layers(s) == [0, 1, 2, 4]  # MoE iff not listed and (i + 1) % 2 == 0: layers 3 and 5
     p = model_params(s)
     assert p.total == hf_count("qwen3_moe", cfg)
     assert p.active == p.total - 2 * (8 - 2) * 3 * 64 * 32  # two MoE layers, 6 idle experts each
@@ -254,7 +259,7 @@ def test_gemma2_alternates_sliding_and_global():
     cfg = dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
                num_hidden_layers=6, vocab_size=100, sliding_window=8, max_position_embeddings=256)  # fmt: skip
     s = from_hf_config(cfg | {"model_type": "gemma2"})
-    assert s.layer_kinds == ("sliding", "full") * 3
+    assert s.layer_kinds.each(6) == ("sliding", "full") * 3
     assert model_params(s).total == hf_count("gemma2", cfg)
     for T in (1, 8, 9, 100):
         assert kv_cache_bytes(s, T) == 2 * 2 * 16 * 2 * (3 * T + 3 * min(T, 8))
@@ -286,8 +291,8 @@ def test_llama4_interleaved_moe_layers():
                vocab_size=100, interleave_moe_layer_step=2, attention_chunk_size=8, no_rope_layers=[1, 1, 1, 0],
                tie_word_embeddings=False)  # fmt: skip
     s = from_hf_config(cfg | {"model_type": "llama4_text"})
-    assert s.moe.dense_layers == (0, 2) and s.d_ff == 96 and s.moe.expert_d_ff == 32
-    assert s.layer_kinds == (
+    assert dense_layers(s) == [0, 2] and s.d_ff == 96 and s.moe.expert_d_ff == 32
+    assert s.layer_kinds.each(4) == (
         "chunked",
         "chunked",
         "chunked",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from attn_core.cost.keys import ConfigError, first, read_bool, read_int, read_int_list, whole
+from attn_core.cost.layers import ALL, Every, LayerKinds, LayerSet
 
 LayerKind = Literal["full", "sliding", "chunked"]
 LAYER_KINDS: tuple[LayerKind, ...] = ("full", "sliding", "chunked")
@@ -49,7 +50,7 @@ class MoE:
     expert_d_ff: int  # width of one routed expert
     n_shared: int = 0  # shared experts, run for every token (DeepSeek, Qwen2-MoE)
     shared_d_ff: int = 0  # width of one shared expert
-    dense_layers: tuple[int, ...] = ()  # layer indices with a dense MLP of width d_ff instead
+    moe_layers: LayerSet = ALL  # the layers with experts; the others have a dense MLP of width d_ff
     router_bias: bool = False  # gpt-oss: a router bias; DeepSeek-V3: its score-correction bias
     expert_bias: bool = False  # gpt-oss: biases in every expert
     shared_gate: bool = False  # Qwen2-MoE: a d → 1 gate on the shared expert
@@ -101,36 +102,38 @@ def refuse_state_layers(config: Mapping[str, Any], model_type: str) -> None:
         )
 
 
-def layer_kinds(config: Mapping[str, Any], model_type: str, n_layers: int) -> tuple[LayerKind, ...] | None:
+def layer_kinds(config: Mapping[str, Any], model_type: str, n_layers: int) -> LayerKinds | None:
     """Each layer's attention pattern, or None when every layer is the same (full, or Mistral's
     window on every layer). Reads ``layer_types`` (gpt-oss, Gemma 3, Llama 4, Qwen3-Next),
     ``sliding_window_pattern`` (Gemma 3: every p-th layer global), Gemma 2's alternation and
-    Llama 4's ``no_rope_layers`` (chunked where RoPE is used, global where not)."""
+    Llama 4's ``no_rope_layers`` (chunked where RoPE is used, global where not). Patterns stay
+    rules (see `attn_core.cost.layers`): a config cannot buy work by declaring more layers."""
     types = config.get("layer_types")
     if types is not None:
         if not isinstance(types, list) or len(types) != n_layers:
             raise ConfigError(
-                f"config key 'layer_types' must list one type for each of the {n_layers} layers"
+                f"config key 'layer_types' must list one type for each of the {n_layers:,} layers"
             )
-        unknown = sorted({t for t in types if t not in HF_LAYER_TYPES}, key=str)
-        if unknown:
+        bad = [t for t in types if not isinstance(t, str) or t not in HF_LAYER_TYPES]
+        if bad:
+            shown = repr(bad[0]) if isinstance(bad[0], str) else f"a {type(bad[0]).__name__}"
             raise ConfigError(
-                f"config key 'layer_types' lists {unknown[0]!r} layers: only full, sliding and chunked "
+                f"config key 'layer_types' lists {shown[:60]}: only full, sliding and chunked "
                 "attention can be sized (linear attention keeps a fixed state this calculator does not size)"
             )
-        return tuple(HF_LAYER_TYPES[t] for t in types)
-    if config.get("sliding_window_pattern") is not None:
+        return LayerKinds(n_layers, listed=tuple(HF_LAYER_TYPES[t] for t in types))
+    if config.get("sliding_window_pattern") is not None:  # layer i global iff (i + 1) % p == 0
         p = whole("sliding_window_pattern", config["sliding_window_pattern"])
-        return tuple("full" if (i + 1) % p == 0 else "sliding" for i in range(n_layers))
+        return LayerKinds(n_layers, "sliding", "full", LayerSet(Every(p, p - 1)))
     if model_type == "gemma2":  # sliding on even layers, global on odd ones
-        return tuple("sliding" if i % 2 == 0 else "full" for i in range(n_layers))
+        return LayerKinds(n_layers, "sliding", "full", LayerSet(Every(2, 1)))
     if config.get("attention_chunk_size") is not None:
         no_rope = read_int_list(config, "no_rope_layers")
         if len(no_rope) == n_layers:
-            return tuple("chunked" if r else "full" for r in no_rope)
+            return LayerKinds(n_layers, listed=tuple("chunked" if r else "full" for r in no_rope))
         if config.get("no_rope_layer_interval") is not None:
             every = whole("no_rope_layer_interval", config["no_rope_layer_interval"])
-            return tuple("full" if (i + 1) % every == 0 else "chunked" for i in range(n_layers))
+            return LayerKinds(n_layers, "chunked", "full", LayerSet(Every(every, every - 1)))
         raise ConfigError(
             "config key 'attention_chunk_size' is set but neither 'layer_types' nor 'no_rope_layers' "
             "says which layers are chunked"
@@ -152,25 +155,24 @@ def read_mla(config: Mapping[str, Any]) -> MLA | None:
     )
 
 
-def _dense_layers(config: Mapping[str, Any], model_type: str, n_layers: int) -> tuple[int, ...]:
+def _moe_layers(config: Mapping[str, Any], model_type: str) -> LayerSet:
+    """Which layers hold experts, as a rule plus the layers a config lists (never a per-layer loop)."""
     if model_type in DEEPSEEK_TYPES:  # MoE iff i ≥ first_k_dense_replace and i % moe_layer_freq == 0
         k = read_int(config, ("first_k_dense_replace",), "dense layers", default=0, minimum=0)
         freq = read_int(config, ("moe_layer_freq",), "MoE frequency", default=1)
-        return tuple(i for i in range(n_layers) if i < k or i % freq)
+        return LayerSet(Every(freq, 0, start=k))
     if model_type in ("qwen2_moe", "qwen3_moe"):  # MoE iff not in mlp_only_layers and (i+1) % step == 0
-        only = set(read_int_list(config, "mlp_only_layers"))
         step = read_int(config, ("decoder_sparse_step",), "sparse step", default=1)
-        return tuple(i for i in range(n_layers) if i in only or (i + 1) % step)
+        return LayerSet(Every(step, step - 1), removed=frozenset(read_int_list(config, "mlp_only_layers")))
     if model_type == "llama4_text":  # MoE iff listed in moe_layers (else every interleave-th layer)
         if config.get("moe_layers") is not None:
-            moe = set(read_int_list(config, "moe_layers"))
-            return tuple(i for i in range(n_layers) if i not in moe)
+            return LayerSet.listed(read_int_list(config, "moe_layers"))
         step = read_int(config, ("interleave_moe_layer_step",), "MoE interleave step", default=1)
-        return tuple(i for i in range(n_layers) if (i + 1) % step)
-    return ()
+        return LayerSet(Every(step, step - 1))
+    return ALL
 
 
-def read_moe(config: Mapping[str, Any], model_type: str, n_layers: int) -> MoE | None:
+def read_moe(config: Mapping[str, Any], model_type: str) -> MoE | None:
     """The expert layout, or None for a dense model (no expert count, or one expert)."""
     key, value = first(config, EXPERT_KEYS)
     if key is None or whole(key, value, minimum=0) <= 1:
@@ -197,7 +199,7 @@ def read_moe(config: Mapping[str, Any], model_type: str, n_layers: int) -> MoE |
         expert_d_ff=expert_d_ff,
         n_shared=n_shared,
         shared_d_ff=shared_d_ff,
-        dense_layers=_dense_layers(config, model_type, n_layers),
+        moe_layers=_moe_layers(config, model_type),
         router_bias=model_type == "gpt_oss" or config.get("topk_method") == "noaux_tc",
         expert_bias=model_type == "gpt_oss",
         shared_gate=model_type == "qwen2_moe" and n_shared > 0,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -132,16 +131,18 @@ def _load_shape(args: argparse.Namespace) -> ModelShape:
         return parse_config_bytes(data)
     except ConfigError as exc:
         raise UsageError(f"--config {path}: {exc}") from None
+    except Exception as exc:  # a reader's bug must still end in one line, never a traceback
+        raise UsageError(f"--config {path}: cannot size it ({exc.__class__.__name__})") from None
 
 
 def _shape_line(s: ModelShape) -> str:
     window = f", sliding window {s.sliding_window:,}" if s.sliding_window else ""
     chunk = f", chunks of {s.attention_chunk_size:,}" if s.attention_chunk_size else ""
-    kinds = Counter(s.layer_kinds)
+    kinds = s.kind_counts
     layers = ", layers: " + " + ".join(f"{n} {k}" for k, n in kinds.items()) if len(kinds) > 1 else ""
     mla = f", MLA cache r_kv {s.mla.kv_lora_rank} + d_rope {s.mla.qk_rope_head_dim}" if s.mla else ""
     m = s.moe
-    moe = (f", MoE {m.n_experts} experts (top-{m.top_k}, {m.n_shared} shared, {len(m.dense_layers)} dense layers)"
+    moe = (f", MoE {m.n_experts} experts (top-{m.top_k}, {m.n_shared} shared, {s.n_layers - s.n_moe_layers:,} dense layers)"
            if m else "")  # fmt: skip
     return (
         f"{s.name}: {s.attention_kind}, L={s.n_layers}, d={s.d_model:,}, h={s.n_heads}, "
@@ -325,12 +326,21 @@ def _run(args: argparse.Namespace) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (0 ok, 2 bad arguments or config)."""
+    args = None
     try:
         args = build_parser().parse_args(argv)
         text = _run(args)
     except (UsageError, ConfigError, ValueError) as exc:
-        message = " ".join(str(exc).split())  # always exactly one line
-        print(f"python -m attn_core: error: {message}", file=sys.stderr)
-        return 2
+        return _fail(str(exc))
+    except Exception as exc:  # an unexpected failure on a valid-looking config: one line, exit 2
+        where = f"--config {args.config}: " if getattr(args, "config", None) else ""
+        return _fail(f"{where}cannot size it ({exc.__class__.__name__})")
     print(text)
     return 0
+
+
+def _fail(message: str) -> int:
+    """Print one line to stderr (whatever a file name or config holds) and return status 2."""
+    line = " ".join(message.split()).encode("utf-8", "replace").decode("utf-8")
+    print(f"python -m attn_core: error: {line}", file=sys.stderr)
+    return 2

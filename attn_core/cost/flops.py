@@ -8,7 +8,6 @@ projection and MLP FLOPs are twice the weights `params` counts: one home for bot
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,11 +24,13 @@ def projection_flops_per_token(shape: ModelShape) -> int:
     return 2 * attention_params(shape, bias=False).weights
 
 
-def mlp_flops_per_token(shape: ModelShape, layer: int | None = None) -> int:
+def mlp_flops_per_token(shape: ModelShape, layer: int | None = None, moe: bool | None = None) -> int:
     """2 × the MLP weights a token multiplies: 6d·d_ff gated, 4d·d_ff plain; an MoE layer counts
-    its top-k routed and its shared experts and the router. ``layer`` None: the last layer."""
-    layer = shape.n_layers - 1 if layer is None else layer
-    return 2 * mlp_matrix_weights(shape, shape.is_moe_layer(layer))
+    its top-k routed and its shared experts and the router. ``layer`` None: the last layer;
+    ``moe`` says the layer's kind directly."""
+    if moe is None:
+        moe = shape.is_moe_layer(shape.n_layers - 1 if layer is None else layer)
+    return 2 * mlp_matrix_weights(shape, moe)
 
 
 def pair_flops(shape: ModelShape, absorbed: bool = False) -> int:
@@ -109,7 +110,7 @@ class LayerFlops:
 
 def layer_flops(
     shape: ModelShape, T: Any, batch: int = 1, causal: bool = False, use_window: bool = True,
-    layer: int | None = None,
+    layer: int | None = None, kind: str | None = None, moe: bool | None = None,
 ) -> LayerFlops:  # fmt: skip
     """FLOPs of one layer, forward, split into projections + quadratic part + MLP (card 11).
 
@@ -117,16 +118,19 @@ def layer_flops(
     6Td·d_ff) or 2 (plain, 4Td·d_ff), times B. Full attention counts all T² pairs; ``causal``
     counts only allowed ones (and the layer's window or chunk) — a saving only a block-skipping
     kernel realizes. ``layer`` picks the layer (its pattern, dense or MoE); None: the last.
+    ``kind`` and ``moe`` name a layer's pattern and MLP directly (for sums over layer groups).
     Llama 2 7B at 4,096: 549.8 + 274.9 + 1,108.1 GFLOP."""
     T = _tokens(T)
     batch = _tokens(batch, "batch", 1)
     layer = shape.n_layers - 1 if layer is None else layer
-    pairs = layer_pairs(shape, T, causal, shape.layer_kinds[layer], use_window)
+    kind = shape.layer_kinds[layer] if kind is None else kind
+    moe = shape.is_moe_layer(layer) if moe is None else moe
+    pairs = layer_pairs(shape, T, causal, kind, use_window)
     return LayerFlops(
         T, batch, causal,
         projections=projection_flops_per_token(shape) * T * batch,
         attention=pair_flops(shape) * pairs * batch,
-        mlp=mlp_flops_per_token(shape, layer) * T * batch,
+        mlp=mlp_flops_per_token(shape, moe=moe) * T * batch,
     )  # fmt: skip
 
 
@@ -182,7 +186,7 @@ def prefill_flops(shape: ModelShape, T: Any, batch: int = 1, causal: bool = Fals
     MLA is counted naive (the cheaper form for prefill); ``attention_absorbed`` gives the other."""
     T = _tokens(T, minimum=1)
     batch = _tokens(batch, "batch", 1)
-    groups = Counter((kind, shape.is_moe_layer(i)) for i, kind in enumerate(shape.layer_kinds))
+    groups = shape.layer_census
     pairs = sum(n * layer_pairs(shape, T, causal, kind) for (kind, _), n in groups.items())
     mlp = sum(n * 2 * mlp_matrix_weights(shape, moe) for (_, moe), n in groups.items())
     tokens = T * batch

@@ -151,7 +151,7 @@ def model_params(shape: ModelShape) -> ParamCount:
     13,476,831,232; DeepSeek-V3 671.0B total; gpt-oss-120b 116.8B). Counts embeddings,
     attention, MLPs, experts, routers and norms, and misses extras no shipped preset has."""
     d, L = shape.d_model, shape.n_layers
-    n_moe = sum(shape.is_moe_layer(i) for i in range(L))
+    n_moe = shape.n_moe_layers
     moe = moe_layer_params(shape) if n_moe else MoELayerParams(0, 0, 0)
     norm = d if shape.norm_kind == "rms" else 2 * d
     return ParamCount(

@@ -3,7 +3,6 @@ sweeps: MHA/GQA/MQA variants and cost curves over T."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,7 +138,7 @@ class CostReport:
             "published_active_params": None if self.params.published is None else self.params.published[1],
             "nextn_layers_left_out": self.params.nextn_layers_left_out,
             "attention_kind": self.model.attention_kind,
-            "layer_types": dict(Counter(self.model.layer_kinds)),
+            "layer_types": dict(self.model.kind_counts),
             "quantization_config": self.model.quantization,
             "prefill_flops": f.total,
             "prefill_flops_breakdown": {

@@ -3,7 +3,6 @@ and decode intensity (cards 13 and 14)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +42,7 @@ def layer_cached_tokens(shape: ModelShape, T: Any, kind: str, use_window: bool =
 def cached_tokens(shape: ModelShape, T: Any, use_window: bool = True) -> Tokens:
     """Token-layers held per sequence: Σ over layers of each layer's cached tokens (L·T when
     every layer is full, L·min(T, W) with Mistral's window on every layer)."""
-    counts = Counter(shape.layer_kinds)
+    counts = shape.kind_counts
     return sum(n * layer_cached_tokens(shape, T, kind, use_window) for kind, n in counts.items())
 
 

@@ -34,6 +34,7 @@ from attn_core.cost.arch import (
     unwrap_text_config,
 )
 from attn_core.cost.keys import MAX_INT, ConfigError, first, read_bool, read_int
+from attn_core.cost.layers import NONE, LayerKinds
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "assets" / "models"
 
@@ -75,6 +76,15 @@ CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len"
 ACT_KEYS = ("hidden_act", "activation_function", "hidden_activation")
 
 MAX_CONFIG_BYTES = 1 << 20  # a config.json is a few KiB; anything over 1 MiB is not one
+MAX_NAME_CHARS = 80  # a model name is shown in headings, tables and the CLI: a line, not a page
+
+
+def display_name(value: Any) -> str:
+    """A config's name, safe to print and to send to a browser: lone surrogates and control
+    characters replaced, at most MAX_NAME_CHARS characters."""
+    text = str(value).encode("utf-8", "replace").decode("utf-8")
+    text = "".join(c if c.isprintable() else "\ufffd" for c in text)
+    return text if len(text) <= MAX_NAME_CHARS else text[: MAX_NAME_CHARS - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -104,7 +114,7 @@ class ModelShape:
     sliding_window: int | None = None  # each query sees at most this many keys (incl. itself)
     max_context: int | None = None  # trained context length (positions), if the config says
     source: str = ""  # where the numbers came from
-    layer_types: tuple[LayerKind, ...] | None = None  # per layer; None: all alike (see layer_kinds)
+    layer_types: LayerKinds | None = None  # per layer, by rule or list; None: all alike (see layer_kinds)
     attention_chunk_size: int | None = None  # chunked layers attend within chunks of this many tokens
     moe: MoE | None = None  # mixture-of-experts MLP (arch.MoE); None: one dense MLP per layer
     mla: MLA | None = None  # multi-head latent attention (arch.MLA); None: per-head K and V
@@ -140,13 +150,14 @@ class ModelShape:
         kinds = self.layer_types
         if kinds is None:
             return
-        if len(kinds) != self.n_layers or any(k not in LAYER_KINDS for k in kinds):
+        counts = kinds.counts()
+        if kinds.n_layers != self.n_layers or any(k not in LAYER_KINDS for k in counts):
             raise ConfigError(
-                f"layer_types must give one of {LAYER_KINDS} for each of the {self.n_layers} layers"
+                f"layer_types must give one of {LAYER_KINDS} for each of the {self.n_layers:,} layers"
             )
-        if "sliding" in kinds and self.sliding_window is None:
+        if "sliding" in counts and self.sliding_window is None:
             raise ConfigError("layer_types has sliding layers but the config has no 'sliding_window'")
-        if "chunked" in kinds and self.attention_chunk_size is None:
+        if "chunked" in counts and self.attention_chunk_size is None:
             raise ConfigError("layer_types has chunked layers but the config has no 'attention_chunk_size'")
 
     # -- derived quantities, all in one place ------------------------------------------------
@@ -156,21 +167,36 @@ class ModelShape:
         return self.n_heads // self.n_kv_heads
 
     @property
-    def layer_kinds(self) -> tuple[LayerKind, ...]:
+    def layer_kinds(self) -> LayerKinds:
         """Each layer's attention pattern: 'full', 'sliding' (the last W keys) or 'chunked'
-        (keys of the query's own chunk). Without layer_types: all sliding if there is a window."""
+        (keys of the query's own chunk). Without layer_types: all sliding if there is a window.
+        Index it (``layer_kinds[i]``) or count it; never loop over L (`attn_core.cost.layers`)."""
         if self.layer_types is not None:
             return self.layer_types
-        return ("sliding" if self.sliding_window else "full",) * self.n_layers
+        return LayerKinds.uniform(self.n_layers, "sliding" if self.sliding_window else "full")
+
+    @functools.cached_property
+    def kind_counts(self) -> dict[LayerKind, int]:
+        """Layers per attention kind, e.g. {'sliding': 52, 'full': 10} for Gemma 3 27B."""
+        return dict(self.layer_kinds.counts())
+
+    @functools.cached_property
+    def layer_census(self) -> dict[tuple[LayerKind, bool], int]:
+        """Layers per (attention kind, MoE layer or not): the groups every whole-model sum runs over."""
+        return dict(self.layer_kinds.census(self.moe.moe_layers if self.moe is not None else NONE))
+
+    @property
+    def n_moe_layers(self) -> int:
+        return sum(n for (_, moe), n in self.layer_census.items() if moe)
 
     @property
     def uniform_window(self) -> int | None:
         """The window when EVERY layer slides (Mistral), else None: the per-layer formulas of
         cards 11 and 13 apply a window only when all layers share it."""
-        return self.sliding_window if set(self.layer_kinds) == {"sliding"} else None
+        return self.sliding_window if set(self.kind_counts) == {"sliding"} else None
 
     def is_moe_layer(self, layer: int) -> bool:
-        return self.moe is not None and layer not in self.moe.dense_layers
+        return self.moe is not None and layer in self.moe.moe_layers
 
     @property
     def attention_kind(self) -> str:
@@ -202,8 +228,14 @@ class ModelShape:
 
     def summary(self) -> dict[str, Any]:
         """The shape as a flat dict of plain values (for tables and JSON)."""
-        row = dataclasses.asdict(self)
-        row["layer_types"] = list(self.layer_kinds)
+        row = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        row["layer_types"] = dict(self.kind_counts)
+        row["mla"] = None if self.mla is None else dataclasses.asdict(self.mla)
+        if self.moe is not None:  # the MoE layers as a count, not as the rule that places them
+            fields = dataclasses.fields(self.moe)
+            row["moe"] = {f.name: getattr(self.moe, f.name) for f in fields} | {
+                "moe_layers": self.n_moe_layers
+            }
         row.update(attention_kind=self.attention_kind, group_size=self.group_size)
         return row
 
@@ -269,7 +301,7 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
         "layer_norm_epsilon" in config or "layer_norm_eps" in config
     )
     return ModelShape(
-        name=name or str(config.get("_name_or_path") or model_type or "custom model"),
+        name=display_name(name or config.get("_name_or_path") or model_type or "custom model"),
         n_layers=n_layers,
         d_model=d_model,
         n_heads=n_heads,
@@ -286,11 +318,11 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
         norm_kind="layer" if layer_norm else "rms",
         tie_embeddings=read_bool(config, ("tie_word_embeddings",), True),
         learned_positions=model_type in LEARNED_POSITION_TYPES,
-        sliding_window=window if kinds is None or "sliding" in kinds else None,
+        sliding_window=window if kinds is None or "sliding" in kinds.counts() else None,
         max_context=read_int(config, CONTEXT_KEYS, "context", default=0) or None,
         layer_types=kinds,
         attention_chunk_size=None if chunk is None else read_int(config, ("attention_chunk_size",), "chunk"),
-        moe=read_moe(config, model_type, n_layers),
+        moe=read_moe(config, model_type),
         mla=mla,
         attention_sinks=read_sinks(config, model_type),
         qk_norm=model_type in QK_NORM_MODEL_TYPES,

@@ -119,7 +119,7 @@ def gpu_table(r: CostReport, dtype: str, causal: bool, kv_dtype: str) -> dict[st
 
 def kv_formula(s: ModelShape, b_kv: int) -> str:
     """The per-token cache formula with this model's numbers (before any window or chunk caps it)."""
-    capped = "; windows and chunks cap some layers' tokens" if set(s.layer_kinds) != {"full"} else ""
+    capped = "; windows and chunks cap some layers' tokens" if set(s.kind_counts) != {"full"} else ""
     if s.mla is not None:
         return f"L·(r_kv + d_rope)·b = {s.n_layers}·({s.mla.kv_lora_rank} + {s.mla.qk_rope_head_dim})·{b_kv}{capped}"
     return f"2·L·H_kv·d_h·b = 2·{s.n_layers}·{s.n_kv_heads}·{s.head_dim}·{b_kv}{capped}"

@@ -4,8 +4,6 @@ Numpy only, like the cost model."""
 
 from __future__ import annotations
 
-from collections import Counter
-
 from attn_core.cost.flops import layer_flops
 from attn_core.cost.report import CostReport
 from attn_core.cost.serving import kv_bytes_per_token_per_layer
@@ -25,9 +23,14 @@ from attn_core.cost.whole import Timing, timing
 LAYER_TYPES = ("full", "sliding", "chunked", "MLA", "linear")  # the strip's colours, in this order
 
 
-def layer_cells(s: ModelShape) -> list[str]:
-    """Each layer's attention type for the model card's strip (MLA layers attend to all keys)."""
-    return ["MLA" if s.mla is not None and k == "full" else k for k in s.layer_kinds]
+STRIP_LAYERS = 512  # more layers than this: the strip gives way to the count per type
+
+
+def layer_cells(s: ModelShape) -> list[str] | None:
+    """Each layer's attention type for the model card's strip (MLA layers attend to all keys);
+    None above STRIP_LAYERS layers, where the per-type table carries the counts."""
+    kinds = s.layer_kinds.each(STRIP_LAYERS)
+    return None if kinds is None else ["MLA" if s.mla is not None and k == "full" else k for k in kinds]
 
 
 def layer_type_rows(s: ModelShape, T: int, b_kv: int, batch: int) -> dict[str, list]:
@@ -35,7 +38,7 @@ def layer_type_rows(s: ModelShape, T: int, b_kv: int, batch: int) -> dict[str, l
     per_token = kv_bytes_per_token_per_layer(s, b_kv)
     rows: dict[str, list] = {"layer type": [], "layers": [], "span (tokens)": [], f"cached at T = {T:,}": [],
                              "per token per layer": [], "cache, all B": []}  # fmt: skip
-    for kind, n in Counter(s.layer_kinds).items():
+    for kind, n in s.kind_counts.items():
         span = {"full": None, "sliding": s.sliding_window, "chunked": s.attention_chunk_size}[kind]
         kept = min(T, span) if span else T
         rows["layer type"].append(f"{kind}{' (MLA latent)' if s.mla else ''}")
@@ -88,7 +91,7 @@ def architecture_notes(s: ModelShape) -> list[str]:
         m = s.moe
         notes.append(
             f"**Mixture of experts:** {m.n_experts} routed experts of width {m.expert_d_ff:,}, top-{m.top_k} per "
-            f"token, {m.n_shared} shared; {s.n_layers - len(m.dense_layers)} MoE layers, {len(m.dense_layers)} dense "
+            f"token, {m.n_shared} shared; {s.n_moe_layers:,} MoE layers, {s.n_layers - s.n_moe_layers:,} dense "
             f"(width {s.d_ff:,}). The router is {s.d_model:,} × {m.n_experts} weights per MoE layer "
             f"({2 * s.d_model * m.n_experts:,} FLOPs per token). FLOPs count the active experts; memory holds all."
         )
@@ -145,14 +148,18 @@ def times_rows(t: Timing) -> dict[str, list]:
 
 
 def whole_checks(r: CostReport) -> list[tuple[str, float]]:
-    """(independent route, |Δ|) for the whole-model figures: prefill as Σ over layers of card 11's
-    per-layer FLOPs plus the head; the cache as Σ over layers of bytes × min(T, span)."""
+    """(independent route, |Δ|) for the whole-model figures: prefill as Σ over layer groups of
+    count × card 11's per-layer FLOPs plus the head; the cache as Σ over kinds of count × bytes ×
+    min(T, span). Groups, not layers: a config of 16 million layers costs what one of 60 does."""
     s, T, B = r.model, r.seq_len, r.batch
-    by_layer = sum(layer_flops(s, T, B, r.causal, layer=i).total for i in range(s.n_layers))
+    by_layer = sum(
+        n * layer_flops(s, T, B, r.causal, kind=kind, moe=moe).total
+        for (kind, moe), n in s.layer_census.items()
+    )
     prefill = by_layer + 2 * s.d_model * s.vocab_size * T * B
     spans = {"full": T, "sliding": s.sliding_window, "chunked": s.attention_chunk_size}
     kv = (
-        sum(min(T, spans[k]) for k in s.layer_kinds)
+        sum(n * min(T, spans[k]) for k, n in s.kind_counts.items())
         * kv_bytes_per_token_per_layer(s, bytes_per_value(r.kv_dtype))
         * B
     )
