@@ -73,11 +73,13 @@ def test_tiny_params_equal_the_hugging_face_model(model_type):
 
 
 @pytest.mark.parametrize("name", HYBRID_PRESETS)
-def test_preset_params_within_half_a_percent_of_the_hugging_face_model(name):
+def test_preset_params_equal_the_hugging_face_model(name):
+    """The brief asks for 0.5%; the count is exact (Kimi Linear's router score-correction bias is
+    a buffer in transformers, not a parameter, and is not counted)."""
     config = load_preset_config(name)
     model, _ = hf_model(config.pop("model_type"), config)
     n = sum(p.numel() for p in model.parameters())
-    assert model_params(load_preset(name)).total == pytest.approx(n, rel=0.005)
+    assert model_params(load_preset(name)).total == n
 
 
 def cache_tensors(model_type: str, B: int = 3, T: int = 7):

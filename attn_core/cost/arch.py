@@ -417,6 +417,8 @@ def read_moe(config: Mapping[str, Any], model_type: str, kinds: LayerKinds | Non
             f"config key {key!r} = {value!r}: the expert layout of model_type {model_type or '(none)'!r} is "
             f"not known (known: {', '.join(sorted(MOE_MODEL_TYPES))})"
         )
+    if kinds is not None and kinds.listed is not None and "mlp" in kinds.listed and "moe" not in kinds.listed:
+        return None  # Nemotron-H's pattern has no 'E': the class's default experts are never built
     if config.get("moe_latent_size") is not None:
         raise ConfigError("config key 'moe_latent_size': experts in a latent space are not sized here")
     width_key = "intermediate_size" if model_type in OWN_WIDTH_TYPES else "moe_intermediate_size"

@@ -170,6 +170,8 @@ class ModelShape:
             raise ConfigError("layer_types has sliding layers but the config has no 'sliding_window'")
         if "chunked" in counts and self.attention_chunk_size is None:
             raise ConfigError("layer_types has chunked layers but the config has no 'attention_chunk_size'")
+        if not any(kind in ATTENTION_KINDS for kind in counts):
+            raise ConfigError("layer_types has no attention layer: this calculator sizes models with at least one")
         for kind in counts:
             if kind in STATE_KINDS and (self.state_mixer is None or self.state_mixer.kind != kind):
                 raise ConfigError(f"layer_types has {STATE_KIND_NAMES[kind]} layers but no mixer sizes them")
