@@ -1,5 +1,5 @@
 """Cost calculator: FLOPs, memory, KV cache, GQA, serving budget and decode speed (cards 9, 11–14), and
-the whole model (issue 12): total vs active parameters, MoE, MLA, per-layer attention types, time bounds."""
+the whole model: total vs active parameters, MoE, MLA, per-layer attention types, time bounds."""
 
 import inspect
 

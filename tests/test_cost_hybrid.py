@@ -9,15 +9,11 @@ uniform top-k routing for the expected number of experts a batch touches.
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pytest
 import torch
 
-from attn_core.cost import ConfigError, from_hf_config, kv_cache_bytes, load_preset, model_params
-from attn_core.cost.mixers import chunk_pairs
-from attn_core.cost.serving import experts_touched_expected, state_bytes
+from attn_core.cost import from_hf_config, kv_cache_bytes, load_preset, model_params
+from attn_core.cost.serving import state_bytes
 from attn_core.cost.shapes import load_preset_config
 
 transformers = pytest.importorskip("transformers", reason="the meta-device oracle needs transformers")
@@ -69,7 +65,9 @@ def ours(model_type: str, config: dict):
 def test_tiny_params_equal_the_hugging_face_model(model_type):
     """Every weight of every family, exactly: Σ numel over the real module tree."""
     model, _ = hf_model(model_type, TINY[model_type])
-    assert model_params(ours(model_type, TINY[model_type])).total == sum(p.numel() for p in model.parameters())
+    assert model_params(ours(model_type, TINY[model_type])).total == sum(
+        p.numel() for p in model.parameters()
+    )
 
 
 @pytest.mark.parametrize("name", HYBRID_PRESETS)

@@ -162,7 +162,8 @@ def crossover_seq_len(shape: ModelShape, causal: bool = False, use_window: bool 
     every layer and T* > W the causal quadratic part grows only like a·W·T, so it catches up
     at a·W(W−1) / (2(a·W − C)) if a·W > C and never otherwise (returns None)."""
     a = pair_flops(shape)
-    C = projection_flops_per_token(shape) + mlp_flops_per_token(shape, moe=shape.representative_layer[1])
+    kind, moe = shape.representative_layer
+    C = projection_flops_per_token(shape) + (mlp_flops_per_token(shape, moe=moe) if shape.has_mlp(kind) else 0)
     if not causal:
         return C / a
     T_star = 2 * C / a - 1

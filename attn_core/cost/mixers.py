@@ -85,7 +85,12 @@ class GatedDeltaNet:
 
     def params(self) -> int:
         """Matrices + conv (channels × K, no bias) + dt bias and A (H_v each) + the gated norm (d_v)."""
-        return self.matrix_weights() + self.conv_channels * self.conv_kernel + 2 * self.n_value_heads + self.value_head_dim
+        return (
+            self.matrix_weights()
+            + self.conv_channels * self.conv_kernel
+            + 2 * self.n_value_heads
+            + self.value_head_dim
+        )
 
     def core_flops(self, T: Any, decode: bool = False) -> Tokens:
         """Per sequence of T tokens, per layer: H_v heads, each token 6·d_k·d_v with the state
@@ -133,7 +138,13 @@ class KimiDeltaAttention:
 
     def params(self) -> int:
         """Matrices + conv (3H·d_h × K) + dt bias (H·d_h) + A (H) + the gated output norm (d_h)."""
-        return self.matrix_weights() + self.conv_channels * self.conv_kernel + self.width + self.n_heads + self.head_dim
+        return (
+            self.matrix_weights()
+            + self.conv_channels * self.conv_kernel
+            + self.width
+            + self.n_heads
+            + self.head_dim
+        )
 
     def core_flops(self, T: Any, decode: bool = False) -> Tokens:
         """As Gated DeltaNet with d_k = d_v = d_h: H·(6·d_h²·T + 10·d_h·pairs(T)); decode 6·d_h²·T·H."""

@@ -24,9 +24,12 @@ from attn_core.cost.serving import (
     ServingCapacity,
     decode_intensity,
     decode_lower_bound,
+    experts_touched_expected,
     kv_cache_bytes,
     kv_cache_bytes_per_token,
     serving_capacity,
+    state_bytes,
+    state_bytes_per_sequence,
 )
 from attn_core.cost.shapes import ModelShape
 from attn_core.cost.tokens import _tokens, bytes_per_value, weight_bytes_per_param
@@ -65,6 +68,9 @@ class CostReport:
     params: Parameters | None = None
     prefill: PrefillFlops | None = None  # the whole model, forward, B prompts of T tokens
     timing: Timing | None = None  # with a GPU: TTFT, decode and end-to-end bounds
+    state_dtype: str = ""  # a hybrid's recurrent states (default: kv_dtype; conv states stay at kv_dtype)
+    state_bytes: int = 0  # the fixed state of every linear/state layer, all B sequences
+    state_bytes_per_sequence: int = 0
 
     @property
     def kv_cache_over_a_petabyte(self) -> bool:
@@ -90,6 +96,10 @@ class CostReport:
             "causal": self.causal,
             "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token,
             "kv_cache_bytes": self.kv_cache_bytes,
+            "state_dtype": self.state_dtype or self.kv_dtype,
+            "state_bytes": self.state_bytes,
+            "state_bytes_per_sequence": self.state_bytes_per_sequence,
+            "experts_touched_per_layer_expected": self.experts_touched_expected,
             "attention_params_per_layer": self.attention_params.total,
             "flops_per_layer": {
                 "projections": self.flops.projections,
@@ -119,12 +129,26 @@ class CostReport:
                 decode_ms_per_token_lower_bound=1e3 * self.decode.seconds_per_step,
                 decode_ms_per_token_card13=1e3 * self.decode.card13_seconds_per_step,
                 decode_tokens_per_s_upper_bound=self.decode.tokens_per_s,
+                decode_ms_per_step_floor=1e3 * self.decode.seconds_per_step,
+                decode_tokens_per_s_floor_ceiling=self.decode.tokens_per_s,
+                decode_ms_per_step_uniform_routing=1e3 * self.decode.expected_seconds_per_step,
+                decode_tokens_per_s_uniform_routing_ceiling=self.decode.expected_tokens_per_s,
+                decode_weight_bytes_floor=self.decode.weight_bytes,
+                decode_weight_bytes_uniform_routing=self.decode.expected_weight_bytes,
                 ridge_flop_per_byte=self.gpu.ridge_flop_per_byte,
             )
         return out
 
+    @property
+    def experts_touched_expected(self) -> float | None:
+        """E·(1 − (1 − k/E)^B) routed experts per MoE layer per decode step (None: dense)."""
+        m = self.model.moe
+        if m is None or not self.model.n_moe_layers:
+            return None
+        return experts_touched_expected(m.n_experts, m.top_k, self.batch)
+
     def _whole_json(self) -> dict[str, Any]:
-        """Issue 12's keys: parameters, prefill FLOPs, and with a GPU the TTFT/decode/end-to-end bounds."""
+        """The whole-model keys: parameters, prefill FLOPs, and with a GPU the TTFT/decode/end-to-end bounds."""
         p, f = self.params.count, self.prefill
         out: dict[str, Any] = {
             "weight_dtype": self.weight_dtype,
@@ -139,6 +163,7 @@ class CostReport:
             "nextn_layers_left_out": self.params.nextn_layers_left_out,
             "attention_kind": self.model.attention_kind,
             "layer_types": dict(self.model.kind_counts),
+            "state_params": p.state_mixers,
             "quantization_config": self.model.quantization,
             "prefill_flops": f.total,
             "prefill_flops_breakdown": {
@@ -147,6 +172,8 @@ class CostReport:
                 "attention_mla_absorbed": f.attention_absorbed,
                 "mlp": f.mlp,
                 "lm_head": f.lm_head,
+                "state_projections": f.state_projections,
+                "state_core": f.state_core,
             },
             "flops_convention": FLOPS_CONVENTION,
         }
@@ -189,12 +216,15 @@ def cost_report(
     gen_len: int = 0,
     efficiency: float = 1.0,
     preset: str | None = None,
+    state_dtype: str | None = None,
 ) -> CostReport:
     """All of cards 9, 11–14 for one model at one T (scalar T only; use the functions above
-    for sweeps), and the whole model's answers (issue 12). ``dtype`` is the default for weights,
+    for sweeps), and the whole model's answers. ``dtype`` is the default for weights,
     activations and cache; ``weight_dtype`` and ``kv_dtype`` override it, and ``expert_dtype``
-    (default: the weights') sizes the routed experts apart (gpt-oss ships them in MXFP4). With a GPU: TTFT at
-    ``prompt_len`` (default T) and ``gen_len`` decode steps, divided by ``efficiency``."""
+    (default: the weights') sizes the routed experts apart (gpt-oss ships them in MXFP4). A hybrid's
+    fixed state: conv states at ``kv_dtype``, recurrent states at ``state_dtype`` (default: ``kv_dtype``;
+    transformers keeps them in fp32). With a GPU: TTFT at ``prompt_len`` (default T) and ``gen_len``
+    decode steps, divided by ``efficiency``; the decode bound as a floor and under uniform routing."""
     T = _tokens(T, minimum=1)
     if not isinstance(T, int):
         raise ValueError("cost_report takes one sequence length; sweep with layer_flops/kv_cache_bytes")
@@ -204,16 +234,21 @@ def cost_report(
     expert_dtype = weight_dtype if expert_dtype is None else expert_dtype
     b, b_kv, b_w = bytes_per_value(dtype), bytes_per_value(kv_dtype), weight_bytes_per_param(weight_dtype)
     b_e = weight_bytes_per_param(expert_dtype)
+    state_dtype = kv_dtype if state_dtype is None else state_dtype
+    b_s = bytes_per_value(state_dtype)
     w = weight_bytes(shape, b_w, b_e)
     serving = decode = card13 = times = None
     if gpu is not None:
-        serving = serving_capacity(shape, gpu, T, n_gpus, b_w, b_kv, weights=w)
-        card13 = serving_capacity(shape, gpu, T, n_gpus, b_w, b_kv, weights=w, memory="vendor")
-        decode = decode_lower_bound(shape, gpu, T, batch, n_gpus, b_w, b_kv, b_e)
+        serving = serving_capacity(shape, gpu, T, n_gpus, b_w, b_kv, weights=w, state_bytes_per_value=b_s)
+        card13 = serving_capacity(
+            shape, gpu, T, n_gpus, b_w, b_kv, weights=w, memory="vendor", state_bytes_per_value=b_s
+        )
+        decode = decode_lower_bound(shape, gpu, T, batch, n_gpus, b_w, b_kv, b_e, b_s)
         P = T if prompt_len is None else _tokens(prompt_len, "--prompt-len", 1)
         times = timing(
-            shape, gpu, P, gen_len, batch, n_gpus, b_w, b_kv, efficiency=efficiency, expert_bytes=b_e
-        )
+            shape, gpu, P, gen_len, batch, n_gpus, b_w, b_kv, efficiency=efficiency, expert_bytes=b_e,
+            state_bytes_per_value=b_s,
+        )  # fmt: skip
     return CostReport(
         model=shape,
         seq_len=T,
@@ -240,6 +275,9 @@ def cost_report(
         params=parameters(shape, preset),
         prefill=prefill_flops(shape, T, batch, causal),
         timing=times,
+        state_dtype=state_dtype,
+        state_bytes=state_bytes(shape, batch, b_kv, b_s),
+        state_bytes_per_sequence=state_bytes_per_sequence(shape, b_kv, b_s),
     )
 
 

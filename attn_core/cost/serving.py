@@ -4,10 +4,9 @@ uniform expert routing) and decode intensity (cards 13 and 14)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
-
-import math
 
 from attn_core.cost.flops import pair_flops
 from attn_core.cost.gpus import GPU, MemoryConvention

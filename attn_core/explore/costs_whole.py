@@ -1,4 +1,4 @@
-"""The Cost page's whole-model section (issue 12): parameters held vs run, attention by layer type,
+"""The Cost page's whole-model section: parameters held vs run, attention by layer type,
 experts and MLA in words, prefill FLOPs and the time bounds, each with an independent re-count.
 Numpy only, like the cost model."""
 
@@ -19,7 +19,7 @@ from attn_core.cost.units import (
 )
 from attn_core.cost.whole import Timing, timing
 
-# -- Issue 12: the whole model (parameters, layer types, MoE, MLA, prefill and time bounds) -----------
+# -- The whole model (parameters, layer types, MoE, MLA, prefill and time bounds) -----------
 LAYER_TYPES = ("full", "sliding", "chunked", "MLA", "linear")  # the strip's colours, in this order
 
 
