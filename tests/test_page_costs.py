@@ -277,10 +277,10 @@ def test_deepseek_mla_and_gpt_oss_layer_types(app):
     assert "128 × (192 + 128) = 40,960" in text
     at = section(app(PAGE, co_model="gpt-oss-120b"), "Whole model")
     assert strip_counts(at) == {"full": 18, "sliding": 18}
-    rows = table_with(at, "layer type").set_index("layer type")
+    rows = table_with(at, "layer kind").set_index("layer kind")
     assert (
-        rows.loc["sliding", "cached at T = 4,096"] == "128"
-        and rows.loc["full", "cached at T = 4,096"] == "4,096"
+        rows.loc["sliding-window attention, 18 with experts", "cached at T = 4,096"] == "128"
+        and rows.loc["full attention, 18 with experts", "cached at T = 4,096"] == "4,096"
     )
 
 

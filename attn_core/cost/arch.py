@@ -273,7 +273,9 @@ def hybrid_pattern(config: Mapping[str, Any]) -> str | None:
     if pattern is None:
         return None
     if not isinstance(pattern, str) or not pattern:
-        raise ConfigError(f"config key 'hybrid_override_pattern' must be a string like 'M-M*-', got {_name_of(pattern)}")
+        raise ConfigError(
+            f"config key 'hybrid_override_pattern' must be a string like 'M-M*-', got {_name_of(pattern)}"
+        )
     bad = next((c for c in pattern if c not in "M*-E"), None)
     if bad is not None:
         raise ConfigError(
@@ -296,7 +298,11 @@ def _kimi_kinds(config: Mapping[str, Any], n_layers: int, state: str) -> LayerKi
         return None
     full = read_int_list(nested, "full_attn_layers", minimum=1)
     linear = read_int_list(nested, "kda_layers", minimum=1)
-    if any(i > n_layers for i in full + linear) or len(set(full) | set(linear)) != n_layers or set(full) & set(linear):
+    if (
+        any(i > n_layers for i in full + linear)
+        or len(set(full) | set(linear)) != n_layers
+        or set(full) & set(linear)
+    ):
         raise ConfigError(
             f"config key 'linear_attn_config' must put each of the {n_layers:,} layers (numbered from 1) "
             "in exactly one of full_attn_layers and kda_layers"
@@ -333,7 +339,9 @@ def layer_kinds(
             p = whole("attn_layer_period", config["attn_layer_period"])
             o = read_int(config, ("attn_layer_offset",), "attention layer offset", default=0, minimum=0)
             if o >= p:
-                raise ConfigError(f"config key 'attn_layer_offset' = {o} must be below attn_layer_period = {p}")
+                raise ConfigError(
+                    f"config key 'attn_layer_offset' = {o} must be below attn_layer_period = {p}"
+                )
             return LayerKinds(n_layers, state, "full", LayerSet(Every(p, o)))
         if model_type == "kimi_linear":  # the class default: full iff i > 0 and i mod 4 = 0
             return LayerKinds(n_layers, state, "full", LayerSet(Every(4, 0, start=1)))
@@ -402,7 +410,9 @@ def _moe_layers(config: Mapping[str, Any], model_type: str, kinds: LayerKinds | 
         p = whole("expert_layer_period", config["expert_layer_period"])
         o = read_int(config, ("expert_layer_offset",), "expert layer offset", default=0, minimum=0)
         if o >= p:
-            raise ConfigError(f"config key 'expert_layer_offset' = {o} must be below expert_layer_period = {p}")
+            raise ConfigError(
+                f"config key 'expert_layer_offset' = {o} must be below expert_layer_period = {p}"
+            )
         return LayerSet(Every(p, o))
     return ALL
 

@@ -137,16 +137,22 @@ def layer_flops(
     moe = moe_default if moe is None else moe
     projections, core = mixer_flops(shape, kind, T, causal, use_window)
     mlp = mlp_flops_per_token(shape, moe=moe) * T if shape.has_mlp(kind) else 0 * T
-    return LayerFlops(T, batch, causal, projections=projections * batch, attention=core * batch, mlp=mlp * batch)
+    return LayerFlops(
+        T, batch, causal, projections=projections * batch, attention=core * batch, mlp=mlp * batch
+    )
 
 
-def mixer_flops(shape: ModelShape, kind: str, T: Any, causal: bool, use_window: bool = True) -> tuple[Tokens, Tokens]:
+def mixer_flops(
+    shape: ModelShape, kind: str, T: Any, causal: bool, use_window: bool = True
+) -> tuple[Tokens, Tokens]:
     """(projections, core) of one layer's token mixer for one sequence of T tokens: attention's
     2·weights·T and pair_flops·pairs; a linear/state mixer's 2·matrix weights·T and its chunked
     core (`mixers`); a feed-forward-only layer (Nemotron-H's '-' and 'E') has none."""
     T = _tokens(T)
     if shape.is_attention(kind):
-        return projection_flops_per_token(shape) * T, pair_flops(shape) * layer_pairs(shape, T, causal, kind, use_window)
+        return projection_flops_per_token(shape) * T, pair_flops(shape) * layer_pairs(
+            shape, T, causal, kind, use_window
+        )
     m = shape.state_mixer
     if m is not None and kind == m.kind:
         return 2 * m.matrix_weights() * T, m.core_flops(T)
@@ -163,7 +169,9 @@ def crossover_seq_len(shape: ModelShape, causal: bool = False, use_window: bool 
     at a·W(W−1) / (2(a·W − C)) if a·W > C and never otherwise (returns None)."""
     a = pair_flops(shape)
     kind, moe = shape.representative_layer
-    C = projection_flops_per_token(shape) + (mlp_flops_per_token(shape, moe=moe) if shape.has_mlp(kind) else 0)
+    C = projection_flops_per_token(shape) + (
+        mlp_flops_per_token(shape, moe=moe) if shape.has_mlp(kind) else 0
+    )
     if not causal:
         return C / a
     T_star = 2 * C / a - 1
@@ -199,7 +207,14 @@ class PrefillFlops:
     @property
     def total(self) -> Tokens:
         """Projections + attention (naive form) + linear/state mixers + MLP + output head."""
-        return self.projections + self.attention + self.state_projections + self.state_core + self.mlp + self.lm_head
+        return (
+            self.projections
+            + self.attention
+            + self.state_projections
+            + self.state_core
+            + self.mlp
+            + self.lm_head
+        )
 
 
 def prefill_flops(shape: ModelShape, T: Any, batch: int = 1, causal: bool = False) -> PrefillFlops:
@@ -211,7 +226,9 @@ def prefill_flops(shape: ModelShape, T: Any, batch: int = 1, causal: bool = Fals
     batch = _tokens(batch, "batch", 1)
     groups = shape.layer_census
     pairs = sum(n * layer_pairs(shape, T, causal, kind) for (kind, _), n in groups.items())
-    mlp = sum(n * 2 * mlp_matrix_weights(shape, moe) for (kind, moe), n in groups.items() if shape.has_mlp(kind))
+    mlp = sum(
+        n * 2 * mlp_matrix_weights(shape, moe) for (kind, moe), n in groups.items() if shape.has_mlp(kind)
+    )
     tokens = T * batch
     m, n_state = shape.state_mixer, shape.n_state_layers
     return PrefillFlops(

@@ -63,7 +63,9 @@ def kv_cache_bytes(
 
 
 # -- The fixed state of linear-attention and state-space layers -------------------------------
-def state_bytes_per_sequence(shape: ModelShape, conv_bytes: float = 2, recurrent_bytes: float | None = None) -> int:
+def state_bytes_per_sequence(
+    shape: ModelShape, conv_bytes: float = 2, recurrent_bytes: float | None = None
+) -> int:
     """Σ over linear/state layers of conv elements·b_conv + recurrent elements·b_rec for one
     sequence, whatever T is (0 for a transformer). ``recurrent_bytes`` None: the same as the conv's.
     transformers keeps the conv state at the model dtype and the recurrent state in fp32 (4 B)."""

@@ -171,12 +171,16 @@ class ModelShape:
         if "chunked" in counts and self.attention_chunk_size is None:
             raise ConfigError("layer_types has chunked layers but the config has no 'attention_chunk_size'")
         if not any(kind in ATTENTION_KINDS for kind in counts):
-            raise ConfigError("layer_types has no attention layer: this calculator sizes models with at least one")
+            raise ConfigError(
+                "layer_types has no attention layer: this calculator sizes models with at least one"
+            )
         for kind in counts:
             if kind in STATE_KINDS and (self.state_mixer is None or self.state_mixer.kind != kind):
                 raise ConfigError(f"layer_types has {STATE_KIND_NAMES[kind]} layers but no mixer sizes them")
             if kind in FFN_ONLY_KINDS and not self.one_mixer_per_layer:
-                raise ConfigError(f"layer_types has {kind!r} layers, which only a one-block-per-layer pattern has")
+                raise ConfigError(
+                    f"layer_types has {kind!r} layers, which only a one-block-per-layer pattern has"
+                )
 
     # -- derived quantities, all in one place ------------------------------------------------
     @property
@@ -364,8 +368,10 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
     chunk = config.get("attention_chunk_size")
     biased = model_type in BIASED_MODEL_TYPES
     qkv_only = model_type in QKV_BIAS_MODEL_TYPES
-    layer_norm = model_type != "nemotron_h" and "rms_norm_eps" not in config and (
-        "layer_norm_epsilon" in config or "layer_norm_eps" in config
+    layer_norm = (
+        model_type != "nemotron_h"
+        and "rms_norm_eps" not in config
+        and ("layer_norm_epsilon" in config or "layer_norm_eps" in config)
     )
     return ModelShape(
         name=display_name(name or config.get("_name_or_path") or model_type or "custom model"),
