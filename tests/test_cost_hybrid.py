@@ -9,11 +9,13 @@ uniform top-k routing for the expected number of experts a batch touches.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 from attn_core.cost import from_hf_config, kv_cache_bytes, load_preset, model_params
-from attn_core.cost.serving import state_bytes
+from attn_core.cost.mixers import chunk_pairs
+from attn_core.cost.serving import experts_touched_expected, state_bytes
 from attn_core.cost.shapes import load_preset_config
 
 transformers = pytest.importorskip("transformers", reason="the meta-device oracle needs transformers")
@@ -111,3 +113,158 @@ def test_cache_and_state_to_the_byte_as_transformers_allocates(model_type):
     assert kv_cache_bytes(s, T, B, 2) == kv
     assert state_bytes(s, B, 2, 4) == conv + rec
     assert state_bytes(s, B, 2, 0) == conv  # the conv part alone, to the byte
+
+
+def test_layer_kinds_of_the_presets_by_rule_and_by_list():
+    """Qwen3-Next: every 4th layer full (i + 1 ≡ 0 mod 4) of 48; Kimi Linear: layers 4, 8, …, 24, 27
+    (from 1) full, MoE from layer 1; Jamba: attention iff i ≡ 4 mod 8, experts iff i odd; Nemotron-H:
+    the pattern string, 24 M, 4 *, 24 -."""
+    q, k, j, n = (load_preset(name) for name in HYBRID_PRESETS)
+    assert (
+        q.kind_counts == {"gdn": 36, "full": 12} and q.layer_kinds[3] == "full" and q.layer_kinds[4] == "gdn"
+    )
+    assert q.n_moe_layers == 48 and q.attention_output_gate and q.qk_norm
+    assert (
+        k.kind_counts == {"kda": 20, "full": 7} and k.layer_kinds[26] == "full" and k.layer_kinds[3] == "full"
+    )
+    assert k.n_moe_layers == 26 and not k.is_moe_layer(0) and k.mla is not None
+    assert j.kind_counts == {"mamba": 28, "full": 4} and [
+        i for i in range(32) if j.layer_kinds[i] == "full"
+    ] == [4, 12, 20, 28]
+    assert j.n_moe_layers == 16 and j.is_moe_layer(1) and not j.is_moe_layer(4)
+    assert n.kind_counts == {"mamba2": 24, "mlp": 24, "full": 4} and n.moe is None and n.norms_per_layer == 1
+
+
+def test_one_layer_of_each_mixer_by_hand():
+    """Parameters of one linear/state layer from the published sizes, written out by hand."""
+    gdn = load_preset("qwen3-next-80b-a3b").state_mixer  # d 2048, H_k 16, H_v 32, d_k = d_v = 128, K 4
+    key, value = 16 * 128, 32 * 128
+    assert gdn.params() == (
+        2048 * (2 * key + 2 * value) + 2048 * 64 + value * 2048 + (2 * key + value) * 4 + 2 * 32 + 128
+    )
+    kda = load_preset("kimi-linear-48b-a3b").state_mixer  # d 2304, H 32, d_h 128, K 4
+    w = 32 * 128
+    assert (
+        kda.params()
+        == 3 * 2304 * w + 2 * (2304 * 128 + 128 * w) + 2304 * 32 + w * 2304 + 3 * w * 4 + w + 32 + 128
+    )
+    mamba = load_preset("jamba-1.5-mini").state_mixer  # d 4096, d_in 8192, N 16, R 256, K 4, conv bias
+    di = 8192
+    assert mamba.params() == (
+        4096 * 2 * di + di * (256 + 32) + 256 * di + di + di * 4 + di + di * 16 + di + di * 4096 + 256 + 32
+    )
+    m2 = load_preset("nemotron-h-8b").state_mixer  # d 4096, H 128, P 64, N 128, G 8, K 4
+    di, conv = 128 * 64, 128 * 64 + 2 * 8 * 128
+    assert m2.params() == 4096 * (di + conv + 128) + conv * 5 + 3 * 128 + di + di * 4096
+
+
+def test_state_per_sequence_by_hand():
+    """Conv: channels × K; recurrent: one matrix per head. Qwen3-Next at bf16 conv / fp32 state:
+    36 layers × ((2·2048 + 4096)·4·2 + 32·128·128·4) B; Nemotron-H: 24 × ((8192 + 2048)·4·2 + 128·64·128·4)."""
+    from attn_core.cost.serving import state_bytes_per_sequence
+
+    assert state_bytes_per_sequence(load_preset("qwen3-next-80b-a3b"), 2, 4) == 36 * (
+        8192 * 4 * 2 + 32 * 128 * 128 * 4
+    )
+    assert state_bytes_per_sequence(load_preset("nemotron-h-8b"), 2, 4) == 24 * (
+        10240 * 4 * 2 + 128 * 64 * 128 * 4
+    )
+    assert state_bytes_per_sequence(load_preset("jamba-1.5-mini"), 2) == 28 * (8192 * 4 + 8192 * 16) * 2
+    assert state_bytes_per_sequence(load_preset("llama-2-7b"), 2, 4) == 0
+
+
+@pytest.mark.parametrize(("T", "C"), [(1, 64), (63, 64), (64, 64), (65, 64), (200, 64), (97, 128)])
+def test_chunk_pairs_equal_a_block_mask_count(T, C):
+    """Whole C × C blocks on the diagonal (the last one r × r): count the block-diagonal mask."""
+    i = np.arange(T)
+    mask = (i[:, None] // C) == (i[None, :] // C)
+    assert chunk_pairs(T, C) == int(mask.sum())
+
+
+def test_core_flops_by_hand_and_decode_only_the_state():
+    """Gated DeltaNet at T = 100 (C = 64: one chunk and 36): 32 heads × (6·128²·100 + 2·(3·128 + 2·128)·(64² + 36²));
+    Mamba-2 decode: 4·H·P·N per token; Mamba's scan has no chunk term."""
+    gdn = load_preset("qwen3-next-80b-a3b").state_mixer
+    assert gdn.core_flops(100) == 32 * (6 * 128 * 128 * 100 + 2 * 5 * 128 * (64**2 + 36**2))
+    assert gdn.core_flops(100, decode=True) == 32 * 6 * 128 * 128 * 100
+    m2 = load_preset("nemotron-h-8b").state_mixer
+    assert m2.core_flops(1, decode=True) == 4 * 128 * 64 * 128
+    assert m2.core_flops(256) == 4 * 128 * 64 * 128 * 256 + 2 * (8 * 128 + 8192) * 2 * 128**2
+    mamba = load_preset("jamba-1.5-mini").state_mixer
+    assert mamba.core_flops(1000) == mamba.core_flops(1000, decode=True) == 4 * 8192 * 16 * 1000
+
+
+def test_prefill_flops_of_a_hybrid_by_groups():
+    """Jamba 1.5 Mini: 4 attention layers' projections and pairs, 28 Mamba layers' maps and scans,
+    16 MoE layers at top-2 and 16 dense MLPs, and the head — summed by hand."""
+    from attn_core.cost import prefill_flops
+
+    s, T = load_preset("jamba-1.5-mini"), 1000
+    f = prefill_flops(s, T)
+    d, m = 4096, s.state_mixer
+    assert f.projections == 4 * 2 * (d * 4096 + 2 * d * 1024 + 4096 * d) * T
+    assert f.attention == 4 * 4 * 4096 * T * T
+    assert f.state_projections == 28 * 2 * m.matrix_weights() * T and f.state_core == 28 * m.core_flops(T)
+    assert f.mlp == 16 * 2 * (3 * d * 14336) * T + 16 * 2 * (2 * 3 * d * 14336 + d * 16) * T
+    assert (
+        f.total
+        == f.projections + f.attention + f.state_projections + f.state_core + f.mlp + 2 * d * 65536 * T
+    )
+
+
+def test_the_cache_grows_only_in_the_attention_layers():
+    """Qwen3-Next: 12 full layers × 2 × 2 KV heads × 256 × 2 B = 24 KiB per token, whatever the 36 others."""
+    s = load_preset("qwen3-next-80b-a3b")
+    assert kv_cache_bytes(s, 1000, 3, 2) == 3 * 1000 * 12 * 2 * 2 * 256 * 2
+    k = load_preset("kimi-linear-48b-a3b")  # MLA: 7 layers × (512 + 64) numbers
+    assert kv_cache_bytes(k, 10, 1, 2) == 10 * 7 * 576 * 2
+
+
+@pytest.mark.parametrize(("E", "k", "B"), [(256, 8, 64), (512, 10, 16), (8, 2, 3), (16, 2, 1)])
+def test_expected_experts_against_a_seeded_simulation_of_uniform_routing(E, k, B):
+    """Each of B sequences picks k distinct experts uniformly; count the distinct experts touched.
+    5,000 trials (in batches of 500, to keep memory small): the count's spread is below 3 experts in
+    every case here, so the mean's standard error is below 0.05 and 0.3 is six of them."""
+    rng = np.random.default_rng(0)
+    touched = []
+    for _ in range(10):
+        picks = np.argsort(rng.random((500, B, E)), axis=-1)[..., :k]  # k distinct per sequence
+        touched += [len(np.unique(p)) for p in picks.reshape(500, -1)]
+    touched = np.array(touched)
+    assert experts_touched_expected(E, k, B) == pytest.approx(touched.mean(), abs=0.3)
+    assert experts_touched_expected(E, k, 1) == pytest.approx(k)
+
+
+def test_deepseek_v3_batch_64_floor_and_uniform_routing():
+    """8 × H200, fp8, batch 64: the floor reads top-8 experts (954 µs of weights); uniform routing
+    touches 222.4 of 256 experts per MoE layer: ≈ 15 ms of weights a step, ≈ 4,200 tokens/s."""
+    from attn_core.cost import cost_report, load_gpu
+
+    r = cost_report(load_preset("deepseek-v3"), 1, 64, "fp8", gpu=load_gpu("h200"), n_gpus=8)
+    d = r.decode
+    assert (
+        r.experts_touched_expected == pytest.approx(256 * (1 - (1 - 8 / 256) ** 64))
+        and 222 < r.experts_touched_expected < 223
+    )
+    assert d.weight_seconds == pytest.approx(954e-6, rel=0.005)
+    assert d.expected_seconds_per_step == pytest.approx(15e-3, rel=0.05)
+    assert (
+        d.expected_tokens_per_s == pytest.approx(4200, rel=0.05)
+        and d.tokens_per_s > 10 * d.expected_tokens_per_s
+    )
+    j = r.to_json()
+    assert j["decode_ms_per_step_floor"] < j["decode_ms_per_step_uniform_routing"]
+    assert j["experts_touched_per_layer_expected"] == r.experts_touched_expected and j["state_bytes"] == 0
+
+
+def test_fits_answers_hold_the_state():
+    """Sequences that fit divide the free memory by cache + state per sequence (Nemotron-H at T = 1:
+    the state dominates)."""
+    from attn_core.cost import cost_report, load_gpu
+    from attn_core.cost.serving import state_bytes_per_sequence
+
+    s, gpu = load_preset("nemotron-h-8b"), load_gpu("h200")
+    r = cost_report(s, 1, 1, "bf16", gpu=gpu, state_dtype="fp32")
+    per_seq = kv_cache_bytes(s, 1, 1, 2) + state_bytes_per_sequence(s, 2, 4)
+    assert r.serving.max_sequences == (gpu.memory_bytes - r.weight_bytes) // per_seq
+    assert r.state_bytes == state_bytes_per_sequence(s, 2, 4) and r.to_json()["state_dtype"] == "fp32"
