@@ -4,7 +4,7 @@ an uploaded and a pasted config, malformed configs and links. Oracle: the cards'
 import json
 
 import pytest
-from apptest_helpers import metric
+from apptest_helpers import metric, plotly_array
 
 PAGE = "pages/costs.py"
 
@@ -37,7 +37,7 @@ def test_defaults_show_card13_and_card11_numbers(app):
     assert "**13.48 GB** of fp16 weights" in shape_card(at)
     assert metric(at, "attention FLOPs") == "14.2%"
     assert metric(at, "crossover T*") == "24,704"
-    # Fits: the 81,920 MiB an A100 80GB reports; a step reads 1 of the 32,000 embedding rows (issue 12).
+    # Fits: the 81,920 MiB an A100 80GB reports; a step reads 1 of the 32,000 embedding rows.
     assert metric(at, "seqs that fit (≤)") == str((81_920 * 2**20 - 13_476_831_232) // 2**31) == "33"
     weights_read = (6_738_415_616 - 32_000 * 4096 + 4096) * 2
     assert metric(at, "decode step (≥)") == f"{1e3 * (weights_read + 2**31) / 2.039e12:.3g} ms" == "7.53 ms"
@@ -314,3 +314,26 @@ def test_malformed_nested_value_names_the_key(app):
     at = app(PAGE, co_src="paste or upload config.json")
     at.text_area(key="co_paste").set_value('{"text_config": {"num_hidden_layers": Infinity}}').run()
     assert not at.exception and any("'num_hidden_layers'" in e.value for e in at.error)
+
+
+def test_hybrid_preset_ledger_and_memory_chart(app):
+    """Jamba 1.5 Mini: the strip shows 28 Mamba and 4 attention layers; the ledger gives each kind's
+    count, cache per token (4 × 2 × 8 × 128 × 2 B = 16 KiB for attention, none for Mamba) and state
+    (28 × (8,192 × 4 + 8,192 × 16) × 2 B = 8.75 MiB per sequence, fp16); the memory chart sets the
+    hybrid's flat state beside its all-attention twin, whose cache grows 8 times as fast."""
+    at = section(app(PAGE, co_model="jamba-1.5-mini"), "Whole model")
+    assert at.error.len == 0 and strip_counts(at) == {"full": 4, "mamba": 28}
+    rows = table_with(at, "layer kind").set_index("layer kind")
+    # Attention on layers 4, 12, 20, 28 (even), experts on the odd layers: all 16 MoE layers are Mamba.
+    mamba, full = rows.loc["Mamba, 16 with experts"], rows.loc["full attention"]
+    assert mamba["layers"] == 28 and full["layers"] == 4
+    assert mamba["cache per token"] == "–" and full["cache per token"] == "16 KiB"
+    assert mamba["state per sequence"] == "8.75 MiB" and full["state per sequence"] == "–"
+    title = "Memory vs T: a hybrid's flat state and few-layer slope, beside all attention"
+    series = {t["name"]: plotly_array(t["y"]) for t in chart_data(at, title)}
+    state = series["jamba-1.5-mini: fixed state"]
+    assert min(state) == max(state) == pytest.approx(28 * (8192 * 4 + 8192 * 16) * 2 / 2**30)
+    ours = series["jamba-1.5-mini: cache (4 attention layers)"]
+    twin = next(y for name, y in series.items() if name.startswith("all-attention twin"))
+    assert twin[-1] > ours[-1] * 8  # 32 attention layers' cache, plus weights, against 4 layers' cache
+    assert "hybrid: 28 Mamba + 4 full attention" in next(c.value for c in at.caption if "hybrid:" in c.value)
