@@ -1,6 +1,6 @@
 """The CLI contract: `python -m attn_core cost …` / `models`, JSON fields, one-line errors, exit 2.
 
-Oracle: the spec's check numbers (cards 11–14) for the JSON values; the contract in issue 6 for
+Oracle: the spec's check numbers (cards 11–14) for the JSON values; the CLI contract for
 field names and exit codes. A few runs go through a real subprocess (the contract is about the
 process: JSON on stdout, a one-line error and exit 2); the rest call main() in-process, which is
 exactly what `python -m attn_core` runs. Two subprocess runs prove the CLI never imports torch.
@@ -175,7 +175,7 @@ def test_the_cost_cli_never_imports_torch(argv):
     assert "TORCH_IMPORTED False" in done.stderr
 
 
-# -- Issue 12: whole-model keys, dtypes, custom GPUs, absurd requests ---------------------------------
+# -- Whole-model keys, dtypes, custom GPUs, absurd requests ---------------------------------
 def test_deepseek_v3_whole_model_json(capsys):
     """MLA cache by hand: 61 layers × (512 + 64) numbers × 1 B (fp8) × 131,072 tokens; parameters as
     the DeepSeek-V3 report counts them (671B, 37B active, within 2%); the fp8 weights fit on 8 H200s."""

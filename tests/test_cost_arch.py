@@ -1,4 +1,4 @@
-"""Issue 12: mixture of experts, MLA, per-layer attention types, nested configs, whole-model prefill.
+"""Mixture of experts, MLA, per-layer attention types, nested configs, whole-model prefill.
 
 Oracles, none of them our formulas: parameter counts of the real Hugging Face model classes built
 on the meta device (``transformers.AutoModelForCausalLM.from_config``, no weights downloaded), the

@@ -234,7 +234,7 @@ def test_charts_mark_the_crossovers_and_gpu_memory(app):
     assert lines_y == [free / 2**30, 160.0]  # same float division, exact JSON round trip
 
 
-# -- Issue 12: the whole model ------------------------------------------------------------------------
+# -- The whole model ------------------------------------------------------------------------
 def strip_counts(at) -> dict[str, int]:
     """Layer cells per attention type, read from the strip's traces."""
     return {t["name"].split(" ")[0]: len(t["x"]) for t in chart_data(at, "Attention type of each layer")}
