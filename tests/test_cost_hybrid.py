@@ -268,3 +268,33 @@ def test_fits_answers_hold_the_state():
     per_seq = kv_cache_bytes(s, 1, 1, 2) + state_bytes_per_sequence(s, 2, 4)
     assert r.serving.max_sequences == (gpu.memory_bytes - r.weight_bytes) // per_seq
     assert r.state_bytes == state_bytes_per_sequence(s, 2, 4) and r.to_json()["state_dtype"] == "fp32"
+
+
+def test_cost_inputs_are_validated_once_where_built():
+    """Precision resolves its defaults (weights ← activations, experts ← weights, kv ← activations,
+    state ← kv); bad values are refused when the object is built, naming what is wrong; the long
+    argument form and the object form give the same report."""
+    from attn_core.cost import cost_report, load_gpu
+    from attn_core.cost.inputs import Hardware, Precision, Workload
+    from attn_core.cost.report import cost_report_for
+
+    p = Precision("bf16", weights="fp8", state="fp32")
+    assert (p.weights, p.experts, p.kv, p.state) == ("fp8", "fp8", "bf16", "fp32")
+    assert (p.b, p.b_weight, p.b_kv, p.b_state) == (2, 1, 2, 4)
+    for bad, named in [
+        (lambda: Precision("fp64"), "fp64"),
+        (lambda: Precision(weights="int3"), "int3"),
+        (lambda: Workload(0), "T"),
+        (lambda: Workload(8, batch=True), "batch"),
+        (lambda: Workload(8, efficiency=1.5), "--efficiency"),
+        (lambda: Workload(8, gen_len=-1), "--gen-len"),
+        (lambda: Hardware(load_gpu("h200"), 0), "--n-gpus"),
+        (lambda: Hardware("h200"), "GPU preset"),
+    ]:
+        with pytest.raises(ValueError, match=named):
+            bad()
+    shape, gpu = load_preset("jamba-1.5-mini"), load_gpu("h200")
+    long = cost_report(shape, 4096, 4, "bf16", True, gpu, 2, state_dtype="fp32", gen_len=16)
+    short = cost_report_for(shape, Workload(4096, 4, gen_len=16, causal=True), Precision("bf16", state="fp32"),
+                            Hardware(gpu, 2))  # fmt: skip
+    assert long.to_json() == short.to_json() and short.workload.prompt == 4096

@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import NoReturn
 
 from attn_core.cost.gpus import GPU, custom_gpu, list_gpus, load_gpu
+from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.limits import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN
 from attn_core.cost.mixers import STATE_KIND_NAMES
 from attn_core.cost.params import model_params
-from attn_core.cost.report import CostReport, cost_report
+from attn_core.cost.report import CostReport, cost_report_for
 from attn_core.cost.shapes import (
     MAX_CONFIG_BYTES,
     ConfigError,
@@ -348,11 +349,10 @@ def _run(args: argparse.Namespace) -> str:
         raise UsageError("--n-gpus needs --gpu")
     if args.efficiency > 1:
         raise UsageError(f"--efficiency must be a fraction of peak in (0, 1], got {args.efficiency:g}")
-    report = cost_report(
-        shape, args.seq_len, args.batch, args.dtype, args.causal, gpu, args.n_gpus, args.kv_dtype,
-        weight_dtype=args.weight_dtype, expert_dtype=args.expert_dtype, prompt_len=args.prompt_len, gen_len=args.gen_len,
-        efficiency=args.efficiency, preset=args.model, state_dtype=args.state_dtype,
-    )  # fmt: skip
+    workload = Workload(args.seq_len, args.batch, args.prompt_len, args.gen_len, args.causal, args.efficiency)
+    precision = Precision(args.dtype, args.weight_dtype, args.kv_dtype, args.expert_dtype, args.state_dtype)
+    hardware = None if gpu is None else Hardware(gpu, args.n_gpus)
+    report = cost_report_for(shape, workload, precision, hardware, preset=args.model)
     return json.dumps(report.to_json(), indent=2) if args.json else format_report(report)
 
 
