@@ -147,7 +147,7 @@ def _shape_line(s: ModelShape) -> str:
     mla = f", MLA cache r_kv {s.mla.kv_lora_rank} + d_rope {s.mla.qk_rope_head_dim}" if s.mla else ""
     mla += ", gated attention" if s.attention_output_gate else ""
     m = s.moe
-    moe = (f", MoE {m.n_experts} experts (top-{m.top_k}, {m.n_shared} shared, {s.n_layers - s.n_moe_layers:,} dense layers)"
+    moe = (f", MoE {m.n_experts} experts (top-{m.top_k}, {m.n_shared} shared, {s.n_mlp_layers - s.n_moe_layers:,} dense layers)"
            if m else "")  # fmt: skip
     return (
         f"{s.name}: {s.attention_kind}, L={s.n_layers}, d={s.d_model:,}, h={s.n_heads}, "

@@ -80,7 +80,14 @@ KV_HEAD_KEYS = ("num_key_value_heads", "num_kv_heads", "n_kv_heads", "n_head_kv"
 HEAD_DIM_KEYS = ("head_dim", "kv_channels")
 FF_KEYS = ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size", "hidden_dim")
 VOCAB_KEYS = ("vocab_size", "n_vocab", "padded_vocab_size")
-CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "seq_length")
+CONTEXT_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "n_ctx",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+)
 ACT_KEYS = ("hidden_act", "activation_function", "hidden_activation")
 
 MAX_CONFIG_BYTES = 1 << 20  # a config.json is a few KiB; anything over 1 MiB is not one

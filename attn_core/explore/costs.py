@@ -204,7 +204,10 @@ def headline(r: CostReport) -> list[tuple[str, str, str]]:
         ("seqs that fit (≤)", f"{r.serving.max_sequences:,}",
          "An upper bound: activations, fragmentation and the framework also take memory."),
         ("decode step (≥)", format_seconds(r.decode.seconds_per_step),
-         f"≤ {r.decode.tokens_per_s:,.1f} tokens/s over the batch"),
+         f"≤ {r.decode.tokens_per_s:,.1f} tokens/s over the batch"
+         + ("" if r.experts_touched_expected is None else
+            f" — the floor (top-k experts); under uniform routing {format_seconds(r.decode.expected_seconds_per_step)}"
+            f", ≤ {r.decode.expected_tokens_per_s:,.1f} tokens/s")),
     ]  # fmt: skip
 
 

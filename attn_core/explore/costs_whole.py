@@ -8,6 +8,7 @@ import numpy as np
 
 from attn_core.cost.flops import layer_flops
 from attn_core.cost.ledger import attention_twin, layer_ledger, memory_sweep_T
+from attn_core.cost.mixers import STATE_KIND_NAMES
 from attn_core.cost.params import weight_bytes
 from attn_core.cost.report import CostReport
 from attn_core.cost.serving import kv_bytes_per_token_per_layer
@@ -132,7 +133,7 @@ def architecture_notes(s: ModelShape) -> list[str]:
         m = s.moe
         notes.append(
             f"**Mixture of experts:** {m.n_experts} routed experts of width {m.expert_d_ff:,}, top-{m.top_k} per "
-            f"token, {m.n_shared} shared; {s.n_moe_layers:,} MoE layers, {s.n_layers - s.n_moe_layers:,} dense "
+            f"token, {m.n_shared} shared; {s.n_moe_layers:,} MoE layers, {s.n_mlp_layers - s.n_moe_layers:,} dense "
             f"(width {s.d_ff:,}). The router is {s.d_model:,} × {m.n_experts} weights per MoE layer "
             f"({2 * s.d_model * m.n_experts:,} FLOPs per token). FLOPs count the active experts; memory holds all."
         )
@@ -145,6 +146,24 @@ def architecture_notes(s: ModelShape) -> list[str]:
             f"{m.qk_rope_head_dim} = {m.cache_width} numbers per token per layer, against {mha:,} for per-head K "
             f"and V ({s.n_heads} heads × ({m.qk_head_dim} + {m.v_head_dim}))."
         )
+    if s.state_mixer is not None:
+        m = s.state_mixer
+        notes.append(
+            f"**{STATE_KIND_NAMES[m.kind]} layers ({s.n_state_layers:,} of {s.n_layers:,}):** no cache that grows "
+            f"with T; each keeps a conv state of {m.conv_channels:,} channels × {m.conv_kernel} columns and a "
+            f"recurrent state of {m.recurrent_state_elements():,} numbers per sequence, whatever T is. Sized as "
+            "transformers' cache allocates it (K conv columns at the cache dtype; it keeps the recurrent state in "
+            "fp32: pick fp32 as the state dtype to match). vLLM keeps K − 1 conv columns and, unless told "
+            "otherwise, the recurrent state at the model dtype. Prefill FLOPs count "
+            + (f"the chunked form (chunks of {m.chunk} tokens)" if hasattr(m, "chunk") else "the scan")
+            + "; decode only the state products."
+        )
+    if s.attention_output_gate:
+        notes.append(f"**Gated attention:** the query map is {s.d_model:,} × 2·h·d_h; its second half gates each "
+                     "head's output through a sigmoid (Qwen3-Next).")  # fmt: skip
+    if s.one_mixer_per_layer:
+        notes.append("**One block per layer** (Nemotron-H's pattern): each layer holds one mixer — Mamba-2 (M), "
+                     "attention (*) — or one feed-forward part — MLP (-), MoE (E) — after one norm.")  # fmt: skip
     if s.attention_sinks:
         notes.append("**Attention sinks:** one learned logit per query head per layer joins the softmax with no "
                      "value: a head can put weight on nothing.")  # fmt: skip
