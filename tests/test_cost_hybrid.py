@@ -298,3 +298,50 @@ def test_cost_inputs_are_validated_once_where_built():
     short = cost_report_for(shape, Workload(4096, 4, gen_len=16, causal=True), Precision("bf16", state="fp32"),
                             Hardware(gpu, 2))  # fmt: skip
     assert long.to_json() == short.to_json() and short.workload.prompt == 4096
+
+
+MIXER_MODULES = {
+    "qwen3_next": "linear_attn",
+    "kimi_linear": "self_attn",
+    "jamba": "mamba",
+    "nemotron_h": "mixer",
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(TINY))
+def test_mixer_and_attention_maps_match_torchs_flop_counter(model_type):
+    """Every nn.Linear a token runs through in the linear/state layers and in the attention layers,
+    counted by torch's FLOP counter (2mnk per matmul) over a prompt of T = 7: equal to our
+    state_projections and projections. (The chunked cores are left out: transformers' fallback pads
+    the prompt to whole chunks, which the fused kernels it stands in for do not.)"""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from attn_core.cost import prefill_flops
+
+    torch.manual_seed(0)
+    model, conf = hf_model(model_type, TINY[model_type], device="cpu")
+    T = 7
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(torch.randint(0, 64, (1, T)))
+    counts = {
+        name.split(".", 1)[1]: sum(ops.values())
+        for name, ops in counter.get_flop_counts().items()
+        if "." in name
+    }
+    s = ours(model_type, TINY[model_type])
+    state, attention = 0, 0
+    for name, module in model.named_modules():
+        if not isinstance(module, torch.nn.Linear) or ".layers." not in name:
+            continue
+        i = int(name.split(".layers.")[1].split(".")[0])
+        kind = s.layer_kinds[i]
+        inside = f".{MIXER_MODULES[model_type]}." in name or ".self_attn." in name
+        if inside and kind in ("full", "sliding", "chunked"):
+            attention += counts.get(name, 0)
+        elif inside and kind == s.state_mixer.kind:
+            state += counts.get(name, 0)
+    if model_type == "jamba":  # Jamba multiplies by dt_proj.weight directly, outside the module's call
+        m = s.state_mixer
+        state += s.n_state_layers * 2 * m.dt_rank * m.d_inner * T
+    f = prefill_flops(s, T)
+    assert state == f.state_projections and attention == f.projections
