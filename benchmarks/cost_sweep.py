@@ -54,7 +54,7 @@ def main() -> None:
             start = time.perf_counter()
             sweep_once(name, T)
             times.append(time.perf_counter() - start)
-        print(f"  {name:15} {statistics.median(times) * 1e3:7.2f} ms")
+        print(f"  {name:20} {statistics.median(times) * 1e3:7.2f} ms")
 
 
 if __name__ == "__main__":
