@@ -337,3 +337,19 @@ def test_hybrid_preset_ledger_and_memory_chart(app):
     twin = next(y for name, y in series.items() if name.startswith("all-attention twin"))
     assert twin[-1] > ours[-1] * 8  # 32 attention layers' cache, plus weights, against 4 layers' cache
     assert "hybrid: 28 Mamba + 4 full attention" in next(c.value for c in at.caption if "hybrid:" in c.value)
+
+
+@pytest.mark.parametrize("name", ["qwen3-next-80b-a3b", "kimi-linear-48b-a3b", "nemotron-h-8b"])
+def test_every_section_of_a_hybrid_runs(app, name):
+    """Each section of the page on the other hybrids: no exception, no error, and the uniform-routing
+    figure beside the floor wherever the model has experts."""
+    at = app(PAGE, co_model=name, co_B=32, co_gpu="h200", co_ngpu=2)
+    assert not at.exception and at.error.len == 0
+    for name_ in ("Whole model", "FLOPs", "KV cache & GQA", "Score memory", "How it's asked"):
+        section(at, name_)
+        assert at.error.len == 0
+    for name_ in ("Serving & decode",):
+        section(at, name_)
+        assert at.error.len == 0
+    routing = any("**uniform routing**" in m.value for m in at.markdown)
+    assert routing == (name != "nemotron-h-8b")  # Nemotron-H 8B has no experts
