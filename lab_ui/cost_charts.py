@@ -118,11 +118,18 @@ LAYER_COLOURS = {
     "chunked": "#ff7f0e",
     "MLA": "#9467bd",
     "linear": "#7f7f7f",
+    "gdn": "#8c564b",
+    "kda": "#e377c2",
+    "mamba": "#17becf",
+    "mamba2": "#bcbd22",
+    "mlp": "#c7c7c7",
+    "moe": "#7f7f7f",
 }
 
 
 def layer_strip(cells: Sequence[str], *, title: str, height: int = 150) -> go.Figure:
-    """One cell per layer, coloured by its attention type (full / sliding / chunked / MLA / linear)."""
+    """One cell per layer, coloured by its kind (full / sliding / chunked / MLA attention, Gated DeltaNet,
+    KDA, Mamba, Mamba-2, and Nemotron-H's MLP-only and MoE-only blocks)."""
     traces = [
         {"type": "bar", "x": [i for i, c in enumerate(cells) if c == kind], "y": [1] * cells.count(kind),
          "name": f"{kind} ({cells.count(kind)})", "marker": {"color": colour}, "width": 0.9,
@@ -140,6 +147,15 @@ def layer_strip(cells: Sequence[str], *, title: str, height: int = 150) -> go.Fi
         "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"},
     }
     return go.Figure({"data": traces, "layout": layout})
+
+
+def memory_vs_T(x, series: dict[str, Sequence[float]], *, T: int) -> go.Figure:
+    """A hybrid's memory against T beside its all-attention twin: the flat state and the slope of
+    the few attention layers, on log-log axes (GiB)."""
+    return log_lines(
+        x, series, title="Memory vs T: a hybrid's flat state and few-layer slope, beside all attention",
+        x_title="T (tokens)", y_title="GiB", x_marks=[(T, f"T = {T:,}")],
+    )  # fmt: skip
 
 
 def total_vs_active(

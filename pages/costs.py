@@ -1,5 +1,5 @@
 """Cost calculator: FLOPs, memory, KV cache, GQA, serving budget and decode speed (cards 9, 11–14), and
-the whole model (issue 12): total vs active parameters, MoE, MLA, per-layer attention types, time bounds."""
+the whole model: total vs active parameters, MoE, MLA, per-layer attention types, time bounds."""
 
 import inspect
 
@@ -11,11 +11,7 @@ from attn_core.cost import memory
 from attn_core.cost.gpus import list_gpus, load_gpu
 from attn_core.cost.limits import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN
 from attn_core.cost.shapes import list_presets, load_preset, parse_config_bytes, parse_config_text
-from attn_core.cost.units import (
-    format_bytes,
-    format_bytes_binary,
-    format_flops,
-)
+from attn_core.cost.units import format_bytes, format_bytes_binary, format_flops
 from attn_core.cost.whole import MAX_GEN_LEN
 from attn_core.explore import costs as explore
 from attn_core.explore import costs_whole as whole
@@ -64,6 +60,9 @@ with st.sidebar:
     weight_dtype = dtype if w_choice == WEIGHT_DTYPES[0] else w_choice
     kv_choice = state.selectbox("KV cache dtype", ["same as activations", *DTYPES], key="co_kvdtype")
     kv_dtype = dtype if kv_choice == "same as activations" else kv_choice
+    st_choice = state.selectbox("hybrids' recurrent state dtype", ["same as KV cache", *DTYPES], key="co_stdtype",
+                                help="Linear/state layers' fixed state; transformers keeps it in fp32.")  # fmt: skip
+    state_dtype = kv_dtype if st_choice == "same as KV cache" else st_choice
     causal = state.toggle("causal: count only allowed pairs", key="co_causal",
                           help="Realized only by a kernel that skips masked blocks.")  # fmt: skip
     gpu_name = state.selectbox("GPU", list_gpus(), key="co_gpu", default="a100-80gb")
@@ -73,7 +72,7 @@ report = None
 if shape is not None:
     gpu = load_gpu(gpu_name)
     report = attempt(costs.cost_report, shape, T, batch, dtype, causal, gpu, n_gpus, kv_dtype,
-                     weight_dtype=weight_dtype, preset=preset)  # fmt: skip
+                     weight_dtype=weight_dtype, preset=preset, state_dtype=state_dtype)  # fmt: skip
 if shape is None or report is None:
     st.info("Fix the model in the sidebar; the page updates as soon as the config can be sized.")
     st.stop()
@@ -123,9 +122,11 @@ def show_whole() -> None:
     table(pd.DataFrame(whole.params_rows(r)), "parameters.csv", key="co_ptable", hide_index=True)
     for note in whole.architecture_notes(s):
         st.markdown(note)
-    st.markdown(f"**Attention by layer type** (KV cache at T = {T:,}, {kv_dtype})")
-    table(pd.DataFrame(whole.layer_type_rows(s, T, b_kv, batch)), "layer_types.csv", key="co_ltable",
-          hide_index=True)  # fmt: skip
+    st.markdown(f"**Ledger by layer kind** at T = {T:,}, B = {batch} (cache {kv_dtype}, state {state_dtype})")
+    table(pd.DataFrame(whole.layer_type_rows(s, T, b_kv, batch, costs.bytes_per_value(state_dtype), causal)),
+          "layer_kinds.csv", key="co_ltable", hide_index=True)  # fmt: skip
+    if s.is_hybrid:
+        figures.show(cost_charts.memory_vs_T(grid, whole.memory_series(r, grid), T=T), key="co_hybrid_mem")
     rows, note = whole.prefill_rows(r)
     st.markdown(
         f"**Prefill FLOPs, whole model, {batch} × {T:,} tokens ({'causal' if causal else 'all pairs'})**"

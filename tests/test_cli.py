@@ -1,6 +1,6 @@
 """The CLI contract: `python -m attn_core cost …` / `models`, JSON fields, one-line errors, exit 2.
 
-Oracle: the spec's check numbers (cards 11–14) for the JSON values; the contract in issue 6 for
+Oracle: the spec's check numbers (cards 11–14) for the JSON values; the CLI contract for
 field names and exit codes. A few runs go through a real subprocess (the contract is about the
 process: JSON on stdout, a one-line error and exit 2); the rest call main() in-process, which is
 exactly what `python -m attn_core` runs. Two subprocess runs prove the CLI never imports torch.
@@ -175,7 +175,7 @@ def test_the_cost_cli_never_imports_torch(argv):
     assert "TORCH_IMPORTED False" in done.stderr
 
 
-# -- Issue 12: whole-model keys, dtypes, custom GPUs, absurd requests ---------------------------------
+# -- Whole-model keys, dtypes, custom GPUs, absurd requests ---------------------------------
 def test_deepseek_v3_whole_model_json(capsys):
     """MLA cache by hand: 61 layers × (512 + 64) numbers × 1 B (fp8) × 131,072 tokens; parameters as
     the DeepSeek-V3 report counts them (671B, 37B active, within 2%); the fp8 weights fit on 8 H200s."""
@@ -257,9 +257,10 @@ def test_custom_gpu_flags(capsys):
         (["--gpu", "h200", "--efficiency", "1.5"], "--efficiency"),
         (["--gpu", "h200", "--efficiency", "0"], "--efficiency"),
         (["--weight-dtype", "int3"], "--weight-dtype"),
+        (["--state-dtype", "fp64"], "--state-dtype"),
     ],
 )
-def test_bad_issue12_arguments_exit_2(extra, named, capsys):
+def test_bad_whole_model_arguments_exit_2(extra, named, capsys):
     assert main(["cost", "--model", "gpt2", "--seq-len", "8", *extra]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and named in err
@@ -313,3 +314,43 @@ def test_gpt_oss_on_one_h200_with_mxfp4_experts(capsys):
     assert j["weight_bytes"] == math.ceil((116_829_156_672 - experts) * 2 + experts * 4.25 / 8)
     per_seq = 2 * 8 * 64 * 2 * (18 * 131_072 + 18 * 128)  # 18 full layers, 18 sliding (window 128)
     assert j["max_sequences"] == (143_771 * 2**20 - j["weight_bytes"]) // per_seq == 17
+
+
+def test_hybrid_json_contract():
+    """Jamba 1.5 Mini at T = 8,192, batch 4, bf16 cache, fp32 recurrent state, on 2 × H200.
+    kv_cache_bytes: 4 attention layers × 2 × 8 KV heads × 128 × 2 B per token, whole batch;
+    state_bytes: 28 Mamba layers × (8,192 × 4 conv columns × 2 B + 8,192 × 16 states × 4 B), whole
+    batch, the same at any T; experts touched: 16·(1 − (1 − 2/16)^4); the fit counts the state."""
+    argv = ("cost", "--model", "jamba-1.5-mini", "--seq-len", "8192", "--batch", "4", "--dtype", "bf16",
+            "--state-dtype", "fp32", "--gpu", "h200", "--n-gpus", "2", "--json")  # fmt: skip
+    p = run(*argv)
+    assert p.returncode == 0, p.stderr
+    j = json.loads(p.stdout)
+    assert j["kv_cache_bytes"] == 4 * 8192 * 4 * 2 * 8 * 128 * 2
+    per_seq = 28 * (8192 * 4 * 2 + 8192 * 16 * 4)
+    assert j["state_bytes_per_sequence"] == per_seq and j["state_bytes"] == 4 * per_seq
+    assert j["state_dtype"] == "fp32" and j["layer_types"] == {"mamba": 28, "full": 4}
+    assert j["experts_touched_per_layer_expected"] == pytest.approx(16 * (1 - (1 - 2 / 16) ** 4))
+    free = j["gpu_memory_bytes"] - j["weight_bytes"]
+    assert j["max_sequences"] == free // (j["kv_cache_bytes"] // 4 + per_seq)
+    assert j["decode_ms_per_step_floor"] < j["decode_ms_per_step_uniform_routing"]
+    assert j["decode_tokens_per_s_uniform_routing_ceiling"] == pytest.approx(
+        4 / (j["decode_ms_per_step_uniform_routing"] / 1e3)
+    )
+    # --state-dtype changes only the recurrent part; the conv columns stay at the cache dtype.
+    q = json.loads(run(*[a if a != "fp32" else "bf16" for a in argv]).stdout)
+    assert q["state_bytes_per_sequence"] == 28 * (8192 * 4 * 2 + 8192 * 16 * 2)
+
+
+def test_a_transformer_has_no_state_and_no_experts(capsys):
+    assert main(["cost", "--model", "llama-3-8b", "--seq-len", "128", "--batch", "8", "--json"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert j["state_bytes"] == 0 and j["experts_touched_per_layer_expected"] is None
+
+
+def test_hybrid_table_says_state_and_routing(capsys):
+    argv = ["cost", "--model", "qwen3-next-80b-a3b", "--seq-len", "4096", "--batch", "32", "--gpu", "h200"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "Fixed state, 36 Gated DeltaNet layers" in out and "36 gdn + 12 full" in out
+    assert "under uniform routing 32 sequences touch" in out

@@ -1,4 +1,4 @@
-"""Issue 12: mixture of experts, MLA, per-layer attention types, nested configs, whole-model prefill.
+"""Mixture of experts, MLA, per-layer attention types, nested configs, whole-model prefill.
 
 Oracles, none of them our formulas: parameter counts of the real Hugging Face model classes built
 on the meta device (``transformers.AutoModelForCausalLM.from_config``, no weights downloaded), the
@@ -207,19 +207,29 @@ def test_unsizable_values_name_the_key(patch, named):
         from_hf_config(load_preset_config("deepseek-v3") | patch)
 
 
+GDN_SIZES = {"linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8,
+             "linear_value_head_dim": 8, "linear_conv_kernel_dim": 4}  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("config", "named"),
     [
-        ({"model_type": "jamba", "num_hidden_layers": 4}, "model_type"),
-        (
-            {"model_type": "qwen3_next", "layer_types": ["linear_attention", "full_attention"]},
-            "linear_attention",
-        ),
-        ({"model_type": "mamba2", "num_hidden_layers": 4, "ssm_state_size": 128}, "ssm_state_size"),
+        ({"model_type": "mamba2", "num_hidden_layers": 4, "ssm_state_size": 128}, "'mamba2'"),
+        ({"model_type": "zamba2"}, "'zamba2'"),
+        ({"model_type": "llama", "layer_types": ["linear_attention", "full_attention"]}, "'layer_types'"),
+        ({"model_type": "llama", "mamba_d_state": 16}, "'mamba_expand'"),
+        ({"model_type": "llama", "ssm_foo": 1}, "'ssm_foo'"),
+        ({"model_type": "llama", "hybrid_override_pattern": "M*X"}, "'X'"),
+        ({"model_type": "llama", **GDN_SIZES}, "which layers"),
+        ({"model_type": "llama", **GDN_SIZES, "layer_types": ["linear_attention"] * 2}, "no attention layer"),
+        ({"model_type": "llama", **GDN_SIZES, "full_attention_interval": 0}, "'full_attention_interval'"),
+        ({"model_type": "jamba", "attn_layer_period": 2, "attn_layer_offset": 2}, "'attn_layer_offset'"),
     ],
 )
-def test_state_space_and_linear_layers_are_refused_by_name(config, named):
-    base = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10}
+def test_unsizable_layer_kinds_are_refused_by_name(config, named):
+    """Whatever cannot be sized is refused in one line naming the key (or the model_type)."""
+    base = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 10,
+            "intermediate_size": 96}  # fmt: skip
     with pytest.raises(ConfigError, match=named):
         from_hf_config(base | config)
 

@@ -44,6 +44,18 @@ PATTERNS = {
     "gemma3 sliding pattern": SMALL | {"model_type": "gemma3_text", "sliding_window": 32,
                                        "sliding_window_pattern": 6},
     "gemma2 alternation": SMALL | {"model_type": "gemma2", "sliding_window": 32},
+    "qwen3_next attention interval": SMALL | MOE | {"model_type": "qwen3_next", "num_experts": 8,
+                                                    "full_attention_interval": 4, "linear_num_key_heads": 2,
+                                                    "linear_num_value_heads": 4, "linear_key_head_dim": 16,
+                                                    "linear_value_head_dim": 16, "shared_expert_intermediate_size": 32},
+    "jamba attention and expert periods": SMALL | {"model_type": "jamba", "num_experts": 4, "num_experts_per_tok": 2,
+                                                   "attn_layer_period": 8, "attn_layer_offset": 4,
+                                                   "expert_layer_period": 2, "expert_layer_offset": 1,
+                                                   "mamba_d_state": 8, "mamba_expand": 2, "mamba_d_conv": 4},
+    "kimi_linear default attention rule": SMALL | MOE | {"model_type": "kimi_linear", "num_experts": 8,
+                                                         "kv_lora_rank": 16, "qk_rope_head_dim": 8,
+                                                         "qk_nope_head_dim": 8, "v_head_dim": 16,
+                                                         "linear_num_heads": 2, "linear_head_dim": 16},
 }  # fmt: skip
 
 
@@ -107,6 +119,21 @@ def test_a_listed_pattern_costs_at_most_linear_work():
     assert large <= 10 * small  # quadratic work would be ~100×
 
 
+def test_a_hybrid_pattern_string_costs_at_most_linear_work():
+    """Nemotron-H's hybrid_override_pattern lists every layer in one character: work follows it, once."""
+
+    def text(L: int) -> str:
+        pattern = ("M-M-M*-E" * L)[:L]
+        return json.dumps(SMALL | MOE | {"model_type": "nemotron_h", "hybrid_override_pattern": pattern,
+                                         "n_routed_experts": 4, "moe_shared_expert_intermediate_size": 32,
+                                         "mamba_num_heads": 4, "mamba_head_dim": 16, "ssm_state_size": 8,
+                                         "n_groups": 2})  # fmt: skip
+
+    page_pass(text(400))
+    small, large = calls(page_pass, text(400)), calls(page_pass, text(4_000))
+    assert large <= 10 * small
+
+
 def test_counts_by_rule_match_a_layer_by_layer_count():
     """The oracle: visit every layer of small models with awkward periods, offsets and lists."""
     import itertools
@@ -161,6 +188,10 @@ def test_a_lone_surrogate_in_the_name_is_replaced(tmp_path):
     [
         SMALL | {"num_hidden_layers": 2, "layer_types": [{"a": 1}, "full_attention"]},
         SMALL | {"num_hidden_layers": 2, "sliding_window_pattern": {"p": 1}},
+        SMALL | {"num_hidden_layers": 2, "layer_types": ["retention", "full_attention"]},
+        SMALL | {"num_hidden_layers": 2, "layer_types": ["linear_attention", "full_attention"]},
+        SMALL | {"model_type": "nemotron_h", "hybrid_override_pattern": "M*R-"},
+        SMALL | {"model_type": "zamba2", "num_hidden_layers": 2},
         {"text_config": {"num_hidden_layers": [1]}},
         [1, 2, 3],
     ],

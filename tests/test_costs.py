@@ -332,7 +332,7 @@ def test_card13_decode_bound():
     assert format_seconds(d.kv_seconds) == "1.05 ms"
     assert format_seconds(d.card13_seconds_per_step - d.kv_seconds) == "6.61 ms"
     assert math.floor(1 / d.card13_seconds_per_step) == 130  # "≤ 130 tokens/s"
-    # Issue 12, fix 2: a step reads 1 of the 32,000 rows of Llama 2's untied embedding table.
+    # A step reads 1 of the 32,000 rows of Llama 2's untied embedding table.
     # Hand count: (6,738,415,616 − 32,000·4,096 + 4,096) parameters × 2 bytes.
     assert d.weight_bytes == (6_738_415_616 - 32_000 * 4096 + 4096) * 2 == 13_214_695_424
     assert format_seconds(d.weight_seconds) == "6.48 ms"
@@ -372,8 +372,8 @@ def test_gpu_presets():
         4.8e12,
         989e12,
     )
-    assert round(h200.memory_bytes / 2**30, 1) == 140.4  # "an H200 reports about 140 GiB" (issue 12)
-    # nvidia-smi totals quoted in issue 12: 81,559 MiB (H100 80GB), 81,920 MiB (A100 80GB).
+    assert round(h200.memory_bytes / 2**30, 1) == 140.4  # "an H200 reports about 140 GiB"
+    # nvidia-smi totals: 81,559 MiB (H100 80GB), 81,920 MiB (A100 80GB).
     assert load_gpu("h100-sxm").memory_bytes == 81_559 * 2**20 and A100.memory_bytes == 81_920 * 2**20
     assert (A100.bandwidth_bytes_per_s, A100.bf16_flops_per_s, A100.vendor_memory_bytes) == (
         2039e9,
@@ -426,7 +426,7 @@ def test_cache_ratio_is_h_over_hkv(L, h_kv, group, d_h, T, B, b):
 
 
 def test_bad_inputs():
-    assert bytes_per_value("fp8") == 1  # issue 12 adds fp8
+    assert bytes_per_value("fp8") == 1  # fp8 caches and weights
     with pytest.raises(ValueError, match="dtype"):
         bytes_per_value("fp6")
     with pytest.raises(ValueError, match="T"):

@@ -56,12 +56,14 @@ def shape_tuple(s: ModelShape) -> tuple:
             s.vocab_size, s.sliding_window, s.max_context)  # fmt: skip
 
 
-# Issue 12's presets (MoE, MLA, hybrid local/global, chunked): tested in tests/test_cost_arch.py.
+# The MoE, MLA, hybrid local/global and chunked presets: tested in tests/test_cost_arch.py.
 MODERN = {"deepseek-v3", "gemma-3-27b", "gpt-oss-120b", "llama-4-scout", "mixtral-8x7b", "qwen3-30b-a3b"}
+# Linear-attention and state-space hybrids: tested in tests/test_cost_hybrid.py.
+HYBRID = {"qwen3-next-80b-a3b", "kimi-linear-48b-a3b", "jamba-1.5-mini", "nemotron-h-8b"}
 
 
 def test_presets_are_exactly_the_shipped_set():
-    assert list_presets() == sorted(set(PUBLISHED) | MODERN)
+    assert list_presets() == sorted(set(PUBLISHED) | MODERN | HYBRID)
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))

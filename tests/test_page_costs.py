@@ -4,7 +4,7 @@ an uploaded and a pasted config, malformed configs and links. Oracle: the cards'
 import json
 
 import pytest
-from apptest_helpers import metric
+from apptest_helpers import metric, plotly_array
 
 PAGE = "pages/costs.py"
 
@@ -37,7 +37,7 @@ def test_defaults_show_card13_and_card11_numbers(app):
     assert "**13.48 GB** of fp16 weights" in shape_card(at)
     assert metric(at, "attention FLOPs") == "14.2%"
     assert metric(at, "crossover T*") == "24,704"
-    # Fits: the 81,920 MiB an A100 80GB reports; a step reads 1 of the 32,000 embedding rows (issue 12).
+    # Fits: the 81,920 MiB an A100 80GB reports; a step reads 1 of the 32,000 embedding rows.
     assert metric(at, "seqs that fit (≤)") == str((81_920 * 2**20 - 13_476_831_232) // 2**31) == "33"
     weights_read = (6_738_415_616 - 32_000 * 4096 + 4096) * 2
     assert metric(at, "decode step (≥)") == f"{1e3 * (weights_read + 2**31) / 2.039e12:.3g} ms" == "7.53 ms"
@@ -234,7 +234,7 @@ def test_charts_mark_the_crossovers_and_gpu_memory(app):
     assert lines_y == [free / 2**30, 160.0]  # same float division, exact JSON round trip
 
 
-# -- Issue 12: the whole model ------------------------------------------------------------------------
+# -- The whole model ------------------------------------------------------------------------
 def strip_counts(at) -> dict[str, int]:
     """Layer cells per attention type, read from the strip's traces."""
     return {t["name"].split(" ")[0]: len(t["x"]) for t in chart_data(at, "Attention type of each layer")}
@@ -277,10 +277,10 @@ def test_deepseek_mla_and_gpt_oss_layer_types(app):
     assert "128 × (192 + 128) = 40,960" in text
     at = section(app(PAGE, co_model="gpt-oss-120b"), "Whole model")
     assert strip_counts(at) == {"full": 18, "sliding": 18}
-    rows = table_with(at, "layer type").set_index("layer type")
+    rows = table_with(at, "layer kind").set_index("layer kind")
     assert (
-        rows.loc["sliding", "cached at T = 4,096"] == "128"
-        and rows.loc["full", "cached at T = 4,096"] == "4,096"
+        rows.loc["sliding-window attention, 18 with experts", "cached at T = 4,096"] == "128"
+        and rows.loc["full attention, 18 with experts", "cached at T = 4,096"] == "4,096"
     )
 
 
@@ -314,3 +314,40 @@ def test_malformed_nested_value_names_the_key(app):
     at = app(PAGE, co_src="paste or upload config.json")
     at.text_area(key="co_paste").set_value('{"text_config": {"num_hidden_layers": Infinity}}').run()
     assert not at.exception and any("'num_hidden_layers'" in e.value for e in at.error)
+
+
+def test_hybrid_preset_ledger_and_memory_chart(app):
+    """Jamba 1.5 Mini: the strip shows 28 Mamba and 4 attention layers; the ledger gives each kind's
+    count, cache per token (4 × 2 × 8 × 128 × 2 B = 16 KiB for attention, none for Mamba) and state
+    (28 × (8,192 × 4 + 8,192 × 16) × 2 B = 8.75 MiB per sequence, fp16); the memory chart sets the
+    hybrid's flat state beside its all-attention twin, whose cache grows 8 times as fast."""
+    at = section(app(PAGE, co_model="jamba-1.5-mini"), "Whole model")
+    assert at.error.len == 0 and strip_counts(at) == {"full": 4, "mamba": 28}
+    rows = table_with(at, "layer kind").set_index("layer kind")
+    # Attention on layers 4, 12, 20, 28 (even), experts on the odd layers: all 16 MoE layers are Mamba.
+    mamba, full = rows.loc["Mamba, 16 with experts"], rows.loc["full attention"]
+    assert mamba["layers"] == 28 and full["layers"] == 4
+    assert mamba["cache per token"] == "–" and full["cache per token"] == "16 KiB"
+    assert mamba["state per sequence"] == "8.75 MiB" and full["state per sequence"] == "–"
+    title = "Memory vs T: a hybrid's flat state and few-layer slope, beside all attention"
+    series = {t["name"]: plotly_array(t["y"]) for t in chart_data(at, title)}
+    state = series["jamba-1.5-mini: fixed state"]
+    assert min(state) == max(state) == pytest.approx(28 * (8192 * 4 + 8192 * 16) * 2 / 2**30)
+    ours = series["jamba-1.5-mini: cache (4 attention layers)"]
+    twin = next(y for name, y in series.items() if name.startswith("all-attention twin"))
+    assert twin[-1] > ours[-1] * 8  # 32 attention layers' cache, plus weights, against 4 layers' cache
+    assert "hybrid: 28 Mamba + 4 full attention" in next(c.value for c in at.caption if "hybrid:" in c.value)
+
+
+@pytest.mark.parametrize("name", ["qwen3-next-80b-a3b", "kimi-linear-48b-a3b", "nemotron-h-8b"])
+def test_every_section_of_a_hybrid_runs(app, name):
+    """Each section of the page on the other hybrids: no exception, no error, and the uniform-routing
+    figure beside the floor wherever the model has experts."""
+    at = app(PAGE, co_model=name, co_B=32, co_gpu="h200", co_ngpu=2)
+    assert not at.exception and at.error.len == 0
+    for name_ in ("Whole model", "FLOPs", "KV cache & GQA", "Score memory", "How it's asked"):
+        section(at, name_)
+        assert at.error.len == 0
+    section(at, "Serving & decode")
+    routing = any("**uniform routing**" in m.value for m in at.markdown)
+    assert routing == (name != "nemotron-h-8b")  # Nemotron-H 8B has no experts

@@ -1,10 +1,13 @@
 """The cost model: what attention costs for a real model, numpy only (never torch).
 
-Shapes from presets or a Hugging Face ``config.json`` (`shapes`; experts, MLA and per-layer attention
-types in `arch`), parameters total and active (`params`), FLOPs per layer and for the whole
-model, and the crossover (`flops`), the KV cache and serving (`serving`), score memory naive vs online
-(`memory`), GPUs (`gpus`), units (`units`), one what-if report (`report`) and the command line
-(`cli`). It imports nothing else of attn_core, so ``python -m attn_core cost …`` stays fast.
+Shapes from presets or a Hugging Face ``config.json`` (`shapes`; experts, MLA, per-layer kinds and
+the keys that name them in `arch`; layer patterns counted by rule in `layers`; linear-attention and
+state-space mixers — Gated DeltaNet, KDA, Mamba, Mamba-2 — in `mixers`), parameters total and active
+(`params`), FLOPs per layer and for the whole model, and the crossover (`flops`), the KV cache, a
+hybrid's fixed state, expert routing and serving (`serving`), the ledger by layer kind (`ledger`),
+score memory naive vs online (`memory`), GPUs (`gpus`), units (`units`), one what-if report
+(`report`) and the command line (`cli`). It imports nothing else of attn_core, so
+``python -m attn_core cost …`` stays fast.
 """
 
 from attn_core.cost.arch import EXPERT_KEYS, MLA, MoE
@@ -21,6 +24,7 @@ from attn_core.cost.flops import (
     score_bytes_online,
 )
 from attn_core.cost.gpus import GPU, GPUS_FILE, custom_gpu, list_gpus, load_gpu
+from attn_core.cost.ledger import LedgerRow, attention_twin, layer_ledger
 from attn_core.cost.memory import (
     LSE_BYTES,
     MAX_T,
@@ -54,9 +58,13 @@ from attn_core.cost.serving import (
     cached_tokens,
     decode_intensity,
     decode_lower_bound,
+    decode_weight_bytes_expected,
+    experts_touched_expected,
     kv_cache_bytes,
     kv_cache_bytes_per_token,
     serving_capacity,
+    state_bytes,
+    state_bytes_per_sequence,
 )
 from attn_core.cost.shapes import (
     ACT_KEYS,
@@ -139,6 +147,7 @@ __all__ = [
     "DecodeBound",
     "KVHeadVariant",
     "LayerFlops",
+    "LedgerRow",
     "MemoryBill",
     "MoE",
     "ModelShape",
@@ -147,6 +156,7 @@ __all__ = [
     "ServingCapacity",
     "attention_pairs",
     "attention_params",
+    "attention_twin",
     "bytes_per_value",
     "cached_tokens",
     "cost_report",
@@ -156,7 +166,9 @@ __all__ = [
     "decode_intensity",
     "decode_lower_bound",
     "decode_weight_bytes",
+    "decode_weight_bytes_expected",
     "doubling_ratio",
+    "experts_touched_expected",
     "format_bytes",
     "format_bytes_binary",
     "format_bytes_decimal",
@@ -171,6 +183,7 @@ __all__ = [
     "kv_cache_bytes_per_token",
     "kv_head_variants",
     "layer_flops",
+    "layer_ledger",
     "list_gpus",
     "list_presets",
     "load_gpu",
@@ -189,6 +202,8 @@ __all__ = [
     "score_bytes_naive",
     "score_bytes_online",
     "serving_capacity",
+    "state_bytes",
+    "state_bytes_per_sequence",
     "sweep_grid",
     "weight_bytes",
     "weight_bytes_per_param",

@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import NoReturn
 
 from attn_core.cost.gpus import GPU, custom_gpu, list_gpus, load_gpu
+from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.limits import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN
+from attn_core.cost.mixers import STATE_KIND_NAMES
 from attn_core.cost.params import model_params
-from attn_core.cost.report import CostReport, cost_report
+from attn_core.cost.report import CostReport, cost_report_for
 from attn_core.cost.shapes import (
     MAX_CONFIG_BYTES,
     ConfigError,
@@ -97,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--weight-dtype", choices=list(WEIGHT_BITS), help="weights only (default: --dtype)")
     cost.add_argument("--expert-dtype", choices=list(WEIGHT_BITS), help="routed experts (default: weights)")
     cost.add_argument("--kv-dtype", choices=list(DTYPE_BYTES), help="cache only (default: --dtype)")
+    cost.add_argument("--state-dtype", choices=list(DTYPE_BYTES),
+                      help="a hybrid's recurrent states (default: --kv-dtype; transformers keeps fp32)")  # fmt: skip
     cost.add_argument("--causal", action="store_true", help="count only allowed query–key pairs")
     cost.add_argument("--gpu", choices=list_gpus(), help="add serving capacity and time bounds")
     for flag, what in (("--gpu-mem-gib", "memory, GiB"), ("--gpu-tflops", "dense TFLOP/s"),
@@ -141,8 +145,9 @@ def _shape_line(s: ModelShape) -> str:
     kinds = s.kind_counts
     layers = ", layers: " + " + ".join(f"{n} {k}" for k, n in kinds.items()) if len(kinds) > 1 else ""
     mla = f", MLA cache r_kv {s.mla.kv_lora_rank} + d_rope {s.mla.qk_rope_head_dim}" if s.mla else ""
+    mla += ", gated attention" if s.attention_output_gate else ""
     m = s.moe
-    moe = (f", MoE {m.n_experts} experts (top-{m.top_k}, {m.n_shared} shared, {s.n_layers - s.n_moe_layers:,} dense layers)"
+    moe = (f", MoE {m.n_experts} experts (top-{m.top_k}, {m.n_shared} shared, {s.n_mlp_layers - s.n_moe_layers:,} dense layers)"
            if m else "")  # fmt: skip
     return (
         f"{s.name}: {s.attention_kind}, L={s.n_layers}, d={s.d_model:,}, h={s.n_heads}, "
@@ -151,7 +156,7 @@ def _shape_line(s: ModelShape) -> str:
 
 
 def _whole_lines(r: CostReport) -> list[str]:
-    """Issue 12's whole-model answers: parameters, prefill, time bounds (or estimates)."""
+    """The whole-model answers: parameters, prefill, time bounds (or estimates)."""
     p, f, s = r.params.count, r.prefill, r.model
     pub = r.params.published
     published = "" if pub is None else f"   (published: {format_count_short(pub[0], 2)}" + (
@@ -203,6 +208,32 @@ def _whole_lines(r: CostReport) -> list[str]:
     return lines
 
 
+def _state_lines(r: CostReport) -> list[str]:
+    """A hybrid's fixed state beside the cache that grows."""
+    if not r.state_bytes:
+        return []
+    s = r.model
+    return [
+        f"Fixed state, {s.n_state_layers:,} {STATE_KIND_NAMES[s.state_mixer.kind]} layers "
+        f"(conv {r.kv_dtype}, recurrent {r.state_dtype})",
+        f"  per sequence              {r.state_bytes_per_sequence:>22,} B  {format_bytes(r.state_bytes_per_sequence)}",
+        f"  all B sequences           {r.state_bytes:>22,} B  {format_bytes(r.state_bytes)}",
+    ]
+
+
+def _routing_lines(r: CostReport) -> list[str]:
+    """The decode step under uniform routing, beside the floor (k experts per MoE layer)."""
+    d, touched = r.decode, r.experts_touched_expected
+    if touched is None:
+        return []
+    m = r.model.moe
+    return [
+        f"  floor above: every sequence routes to the same {m.top_k} experts; under uniform routing "
+        f"{r.batch:,} sequences touch {touched:,.1f} of {m.n_experts} per MoE layer:",
+        f"    {format_seconds(d.expected_seconds_per_step)} per step, at most {d.expected_tokens_per_s:,.1f} tokens/s",
+    ]
+
+
 def format_report(r: CostReport) -> str:
     """The readable table the CLI prints without --json."""
     f = r.flops
@@ -226,6 +257,7 @@ def format_report(r: CostReport) -> str:
         "KV cache",
         f"  per token                 {r.kv_cache_bytes_per_token:>22,} B  {format_bytes(r.kv_cache_bytes_per_token)}",
         f"  all B sequences           {r.kv_cache_bytes:>22,} B  {format_bytes(r.kv_cache_bytes)}",
+        *_state_lines(r),
         f"Weights                     {r.weight_bytes:>22,} B  {format_bytes(r.weight_bytes)}",
         f"Attention params per layer  {r.attention_params.total:>22,}",
         "",
@@ -257,6 +289,7 @@ def format_report(r: CostReport) -> str:
             f"{format_seconds(d.kv_seconds)} cache = {format_seconds(d.seconds_per_step)}",
             f"  tokens/s over the batch of {r.batch:,} (upper bound)  {d.tokens_per_s:,.1f}",
             f"    card 13 reads every weight: {format_seconds(d.card13_seconds_per_step)} per step",
+            *_routing_lines(r),
         ]
     lines += _whole_lines(r)
     return "\n".join(lines)
@@ -316,11 +349,10 @@ def _run(args: argparse.Namespace) -> str:
         raise UsageError("--n-gpus needs --gpu")
     if args.efficiency > 1:
         raise UsageError(f"--efficiency must be a fraction of peak in (0, 1], got {args.efficiency:g}")
-    report = cost_report(
-        shape, args.seq_len, args.batch, args.dtype, args.causal, gpu, args.n_gpus, args.kv_dtype,
-        weight_dtype=args.weight_dtype, expert_dtype=args.expert_dtype, prompt_len=args.prompt_len, gen_len=args.gen_len,
-        efficiency=args.efficiency, preset=args.model,
-    )  # fmt: skip
+    workload = Workload(args.seq_len, args.batch, args.prompt_len, args.gen_len, args.causal, args.efficiency)
+    precision = Precision(args.dtype, args.weight_dtype, args.kv_dtype, args.expert_dtype, args.state_dtype)
+    hardware = None if gpu is None else Hardware(gpu, args.n_gpus)
+    report = cost_report_for(shape, workload, precision, hardware, preset=args.model)
     return json.dumps(report.to_json(), indent=2) if args.json else format_report(report)
 
 

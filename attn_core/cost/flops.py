@@ -70,7 +70,10 @@ def attention_pairs(
 
 
 def layer_pairs(shape: ModelShape, T: Any, causal: bool, kind: str, use_window: bool = True) -> Tokens:
-    """Pairs one layer of attention pattern ``kind`` ('full', 'sliding', 'chunked') computes."""
+    """Pairs one layer of attention pattern ``kind`` ('full', 'sliding', 'chunked') computes
+    (0 for a linear-attention, state-space or feed-forward-only layer)."""
+    if not shape.is_attention(kind):
+        return 0 * _tokens(T)
     window = shape.sliding_window if kind == "sliding" and use_window else None
     chunk = shape.attention_chunk_size if kind == "chunked" and use_window else None
     return attention_pairs(T, causal, window, chunk)
@@ -84,8 +87,8 @@ class LayerFlops:
     seq_len: Tokens
     batch: int
     causal: bool
-    projections: Tokens  # Q, K, V, O: 2Td(2h·d_h + 2H_kv·d_h) = 8Td² for MHA
-    attention: Tokens  # QKᵀ and PV: 4·h·d_h per pair = 4T²d (full)
+    projections: Tokens  # Q, K, V, O: 2Td(2h·d_h + 2H_kv·d_h) = 8Td² for MHA (a linear layer: its maps)
+    attention: Tokens  # QKᵀ and PV: 4·h·d_h per pair = 4T²d (full); a linear layer: its chunked core
     mlp: Tokens  # 6Td·d_ff gated, 4Td·d_ff plain (MoE: the active experts)
 
     @property
@@ -117,21 +120,43 @@ def layer_flops(
     2Td(2h·d_h + 2H_kv·d_h) + 4·h·d_h·pairs(T) + 2·m·T·d·d_ff, with m = 3 matrices (gated,
     6Td·d_ff) or 2 (plain, 4Td·d_ff), times B. Full attention counts all T² pairs; ``causal``
     counts only allowed ones (and the layer's window or chunk) — a saving only a block-skipping
-    kernel realizes. ``layer`` picks the layer (its pattern, dense or MoE); None: the last.
+    kernel realizes. ``layer`` picks the layer (its pattern, dense or MoE); None: the
+    representative one (`ModelShape.representative_layer`: the last layer in a transformer).
     ``kind`` and ``moe`` name a layer's pattern and MLP directly (for sums over layer groups).
+    A linear-attention or state-space layer (`attn_core.cost.mixers`) counts its maps as
+    projections and its chunked core as attention; Nemotron-H's blocks hold a mixer or an MLP.
     Llama 2 7B at 4,096: 549.8 + 274.9 + 1,108.1 GFLOP."""
     T = _tokens(T)
     batch = _tokens(batch, "batch", 1)
-    layer = shape.n_layers - 1 if layer is None else layer
-    kind = shape.layer_kinds[layer] if kind is None else kind
-    moe = shape.is_moe_layer(layer) if moe is None else moe
-    pairs = layer_pairs(shape, T, causal, kind, use_window)
+    if layer is None and kind is None:
+        kind, moe_default = shape.representative_layer
+    else:
+        layer = shape.n_layers - 1 if layer is None else layer
+        kind = shape.layer_kinds[layer] if kind is None else kind
+        moe_default = shape.is_moe_layer(layer)
+    moe = moe_default if moe is None else moe
+    projections, core = mixer_flops(shape, kind, T, causal, use_window)
+    mlp = mlp_flops_per_token(shape, moe=moe) * T if shape.has_mlp(kind) else 0 * T
     return LayerFlops(
-        T, batch, causal,
-        projections=projection_flops_per_token(shape) * T * batch,
-        attention=pair_flops(shape) * pairs * batch,
-        mlp=mlp_flops_per_token(shape, moe=moe) * T * batch,
-    )  # fmt: skip
+        T, batch, causal, projections=projections * batch, attention=core * batch, mlp=mlp * batch
+    )
+
+
+def mixer_flops(
+    shape: ModelShape, kind: str, T: Any, causal: bool, use_window: bool = True
+) -> tuple[Tokens, Tokens]:
+    """(projections, core) of one layer's token mixer for one sequence of T tokens: attention's
+    2·weights·T and pair_flops·pairs; a linear/state mixer's 2·matrix weights·T and its chunked
+    core (`mixers`); a feed-forward-only layer (Nemotron-H's '-' and 'E') has none."""
+    T = _tokens(T)
+    if shape.is_attention(kind):
+        return projection_flops_per_token(shape) * T, pair_flops(shape) * layer_pairs(
+            shape, T, causal, kind, use_window
+        )
+    m = shape.state_mixer
+    if m is not None and kind == m.kind:
+        return 2 * m.matrix_weights() * T, m.core_flops(T)
+    return 0 * T, 0 * T
 
 
 def crossover_seq_len(shape: ModelShape, causal: bool = False, use_window: bool = True) -> float | None:
@@ -143,7 +168,10 @@ def crossover_seq_len(shape: ModelShape, causal: bool = False, use_window: bool 
     every layer and T* > W the causal quadratic part grows only like a·W·T, so it catches up
     at a·W(W−1) / (2(a·W − C)) if a·W > C and never otherwise (returns None)."""
     a = pair_flops(shape)
-    C = projection_flops_per_token(shape) + mlp_flops_per_token(shape)
+    kind, moe = shape.representative_layer
+    C = projection_flops_per_token(shape) + (
+        mlp_flops_per_token(shape, moe=moe) if shape.has_mlp(kind) else 0
+    )
     if not causal:
         return C / a
     T_star = 2 * C / a - 1
@@ -168,35 +196,50 @@ class PrefillFlops:
     seq_len: Tokens
     batch: int
     causal: bool
-    projections: Tokens  # every layer's Q, K, V, O (MLA: its low-rank maps)
+    projections: Tokens  # every attention layer's Q, K, V, O (MLA: its low-rank maps)
     attention: Tokens  # the pairs each layer's pattern allows; MLA in the naive form
     attention_absorbed: Tokens  # MLA with the up-projections absorbed (= attention otherwise)
     mlp: Tokens  # dense MLPs and the active experts
     lm_head: Tokens  # 2·d·V per token
+    state_projections: Tokens = 0  # linear/state layers' maps, 2·matrix weights per token
+    state_core: Tokens = 0  # linear/state layers' chunked core (mixers.py)
 
     @property
     def total(self) -> Tokens:
-        """Projections + attention (naive form) + MLP + output head."""
-        return self.projections + self.attention + self.mlp + self.lm_head
+        """Projections + attention (naive form) + linear/state mixers + MLP + output head."""
+        return (
+            self.projections
+            + self.attention
+            + self.state_projections
+            + self.state_core
+            + self.mlp
+            + self.lm_head
+        )
 
 
 def prefill_flops(shape: ModelShape, T: Any, batch: int = 1, causal: bool = False) -> PrefillFlops:
     """Σ over layers of projections + pair_flops·pairs(pattern) + active MLP, plus the head's
     2·d·V per token, times B. Norms, softmax, rotary and the embedding lookup are excluded.
-    MLA is counted naive (the cheaper form for prefill); ``attention_absorbed`` gives the other."""
+    MLA is counted naive (the cheaper form for prefill); ``attention_absorbed`` gives the other.
+    A hybrid's linear/state layers add their maps and their chunked core (`mixers`)."""
     T = _tokens(T, minimum=1)
     batch = _tokens(batch, "batch", 1)
     groups = shape.layer_census
     pairs = sum(n * layer_pairs(shape, T, causal, kind) for (kind, _), n in groups.items())
-    mlp = sum(n * 2 * mlp_matrix_weights(shape, moe) for (_, moe), n in groups.items())
+    mlp = sum(
+        n * 2 * mlp_matrix_weights(shape, moe) for (kind, moe), n in groups.items() if shape.has_mlp(kind)
+    )
     tokens = T * batch
+    m, n_state = shape.state_mixer, shape.n_state_layers
     return PrefillFlops(
         T, batch, causal,
-        projections=shape.n_layers * projection_flops_per_token(shape) * tokens,
+        projections=shape.n_attention_layers * projection_flops_per_token(shape) * tokens,
         attention=pair_flops(shape) * pairs * batch,
         attention_absorbed=pair_flops(shape, absorbed=True) * pairs * batch,
         mlp=mlp * tokens,
         lm_head=2 * shape.d_model * shape.vocab_size * tokens,
+        state_projections=2 * m.matrix_weights() * n_state * tokens if n_state else 0,
+        state_core=n_state * m.core_flops(T) * batch if n_state else 0,
     )  # fmt: skip
 
 

@@ -7,8 +7,10 @@ same at 60 layers and at 16 million, so no config can make the cost model slow b
 layers than it lists: every count here takes time in proportion to the lists, never to L.
 
 Layers are numbered from 0. ``kind_counts`` and ``census`` are what the cost formulas sum over:
-a model's FLOPs, cache and parameters are Σ over (attention kind, MoE or dense) groups of
-count × the per-layer formula.
+a model's FLOPs, cache and parameters are Σ over (layer kind, MoE or dense) groups of
+count × the per-layer formula. A kind is an attention pattern (full, sliding, chunked), a
+linear-attention or state-space mixer (gdn, kda, mamba, mamba2) or, in Nemotron-H's pattern, a
+feed-forward-only block (mlp, moe).
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ NONE = LayerSet()  # no layer
 
 @dataclass(frozen=True)
 class LayerKinds:
-    """Each layer's attention kind: ``listed`` (one per layer, from a config's list) or, by rule,
+    """Each layer's kind: ``listed`` (one per layer, from a config's list) or, by rule,
     ``marked`` on the layers of ``marks`` and ``base`` everywhere else."""
 
     n_layers: int

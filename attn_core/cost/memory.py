@@ -115,10 +115,10 @@ def memory_sweep(
 
 
 def model_memory_bill(shape, T: int, bytes_per_value: int = 2, batch: int = 1) -> MemoryBill:
-    """Card 12's bill for a model shape (a `ModelShape`): its layers, its h query heads and the
-    recompute width h·d_h. Every page that shows the bill calls this one."""
+    """Card 12's bill for a model shape (a `ModelShape`): its attention layers, its h query heads
+    and the recompute width h·d_h. Every page that shows the bill calls this one."""
     return memory_bill(
-        int(T), layers=shape.n_layers, heads=shape.n_heads, d_model=shape.q_width,
+        int(T), layers=shape.n_attention_layers, heads=shape.n_heads, d_model=shape.q_width,
         bytes_per_value=bytes_per_value, batch=int(batch),
     )  # fmt: skip
 

@@ -60,16 +60,19 @@ def attention_params(shape: ModelShape, bias: bool | None = None) -> AttentionPa
         weights, biases, norms = _mla_weights(shape)
         return AttentionParams(weights, biases if bias is not False else 0, extra + norms)
     d, q_width, kv_width = shape.d_model, shape.q_width, shape.kv_width
-    weights = d * q_width + 2 * d * kv_width + q_width * d
+    gate = q_width if shape.attention_output_gate else 0  # gated attention: d × h·d_h more in W_Q
+    weights = d * (q_width + gate) + 2 * d * kv_width + q_width * d
     qkv = shape.attention_bias if bias is None else bias
     out = (shape.attention_bias if shape.output_bias is None else shape.output_bias) if bias is None else bias
-    biases = (q_width + 2 * kv_width if qkv else 0) + (d if out else 0)
+    biases = (q_width + gate + 2 * kv_width if qkv else 0) + (d if out else 0)
     return AttentionParams(weights=weights, biases=biases, extra=extra)
 
 
 def expert_params(shape: ModelShape, d_ff: int, bias: bool = False) -> int:
-    """One gated expert (SwiGLU): 3·d·d_ff weights, plus 2·d_ff + d biases (gpt-oss)."""
-    return 3 * shape.d_model * d_ff + (2 * d_ff + shape.d_model if bias else 0)
+    """One gated expert (SwiGLU): 3·d·d_ff weights, plus 2·d_ff + d biases (gpt-oss); a plain one
+    (Nemotron-H, ``MoE.expert_matrices`` = 2): 2·d·d_ff."""
+    m = 3 if shape.moe is None else shape.moe.expert_matrices
+    return m * shape.d_model * d_ff + ((m - 1) * d_ff + shape.d_model if bias else 0)
 
 
 def mlp_matrix_weights(shape: ModelShape, moe_layer: bool) -> int:
@@ -113,12 +116,13 @@ class ParamCount:
 
     embeddings: int  # token table, vocab × d
     positions: int  # learned position table, max_context × d (0 with RoPE)
-    attention: int  # all layers, biases, sinks and QK-norms included
+    attention: int  # all attention layers, biases, sinks and QK-norms included
     mlp: int  # dense MLPs, shared experts and routers: run for every token
     experts: int  # all routed experts (0 for a dense model)
     experts_active: int  # the top-k routed experts a token runs, over all MoE layers
-    norms: int  # per layer (2, Gemma: 4) plus the final one
+    norms: int  # per layer (2, Gemma: 4, Nemotron-H: 1) plus the final one
     lm_head: int  # vocab × d, 0 when tied to the embeddings
+    state_mixers: int = 0  # linear-attention / state-space layers (mixers.py), all of them
 
     @property
     def total(self) -> int:
@@ -126,6 +130,7 @@ class ParamCount:
             self.embeddings
             + self.positions
             + self.attention
+            + self.state_mixers
             + self.mlp
             + self.experts
             + self.norms
@@ -149,20 +154,23 @@ def model_params(shape: ModelShape) -> ParamCount:
 
     Exact for the shipped presets (Llama 2 7B: 6,738,415,616, whose fp16 bytes are card 13's
     13,476,831,232; DeepSeek-V3 671.0B total; gpt-oss-120b 116.8B). Counts embeddings,
-    attention, MLPs, experts, routers and norms, and misses extras no shipped preset has."""
+    attention, linear-attention and state-space mixers, MLPs, experts, routers and norms, summed
+    over the layer groups (`ModelShape.layer_census`), and misses extras no shipped preset has."""
     d, L = shape.d_model, shape.n_layers
     n_moe = shape.n_moe_layers
+    n_dense = shape.n_mlp_layers - n_moe
     moe = moe_layer_params(shape) if n_moe else MoELayerParams(0, 0, 0)
     norm = d if shape.norm_kind == "rms" else 2 * d
     return ParamCount(
         embeddings=shape.vocab_size * d,
         positions=(shape.max_context or 0) * d if shape.learned_positions else 0,
-        attention=L * attention_params(shape).total,
-        mlp=(L - n_moe) * dense_mlp_params(shape) + n_moe * moe.always,
+        attention=shape.n_attention_layers * attention_params(shape).total,
+        mlp=n_dense * dense_mlp_params(shape) + n_moe * moe.always,
         experts=n_moe * moe.routed,
         experts_active=n_moe * moe.routed_active,
         norms=(shape.norms_per_layer * L + 1) * norm,
         lm_head=0 if shape.tie_embeddings else shape.vocab_size * d,
+        state_mixers=shape.n_state_layers * shape.state_mixer.params() if shape.n_state_layers else 0,
     )
 
 

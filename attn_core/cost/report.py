@@ -18,20 +18,25 @@ from attn_core.cost.flops import (
     score_bytes_online,
 )
 from attn_core.cost.gpus import GPU
+from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.params import AttentionParams, attention_params, decode_weight_bytes, weight_bytes
 from attn_core.cost.serving import (
     DecodeBound,
     ServingCapacity,
     decode_intensity,
     decode_lower_bound,
+    experts_touched_expected,
     kv_cache_bytes,
     kv_cache_bytes_per_token,
     serving_capacity,
+    state_bytes,
+    state_bytes_per_sequence,
 )
 from attn_core.cost.shapes import ModelShape
-from attn_core.cost.tokens import _tokens, bytes_per_value, weight_bytes_per_param
+from attn_core.cost.tokens import _tokens, weight_bytes_per_param
 from attn_core.cost.whole import PETABYTE, Parameters, Timing, parameters, timing
 
+DEFAULT_PRECISION = Precision()  # fp16 everywhere
 FLOPS_CONVENTION = "matrix products only, 2 FLOPs per multiply-add; norms, softmax and rotary excluded"
 
 
@@ -65,6 +70,12 @@ class CostReport:
     params: Parameters | None = None
     prefill: PrefillFlops | None = None  # the whole model, forward, B prompts of T tokens
     timing: Timing | None = None  # with a GPU: TTFT, decode and end-to-end bounds
+    state_dtype: str = ""  # a hybrid's recurrent states (default: kv_dtype; conv states stay at kv_dtype)
+    state_bytes: int = 0  # the fixed state of every linear/state layer, all B sequences
+    state_bytes_per_sequence: int = 0
+    workload: Workload | None = None  # the inputs, as built (inputs.py)
+    precision: Precision | None = None
+    hardware: Hardware | None = None
 
     @property
     def kv_cache_over_a_petabyte(self) -> bool:
@@ -90,6 +101,10 @@ class CostReport:
             "causal": self.causal,
             "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token,
             "kv_cache_bytes": self.kv_cache_bytes,
+            "state_dtype": self.state_dtype or self.kv_dtype,
+            "state_bytes": self.state_bytes,
+            "state_bytes_per_sequence": self.state_bytes_per_sequence,
+            "experts_touched_per_layer_expected": self.experts_touched_expected,
             "attention_params_per_layer": self.attention_params.total,
             "flops_per_layer": {
                 "projections": self.flops.projections,
@@ -119,12 +134,26 @@ class CostReport:
                 decode_ms_per_token_lower_bound=1e3 * self.decode.seconds_per_step,
                 decode_ms_per_token_card13=1e3 * self.decode.card13_seconds_per_step,
                 decode_tokens_per_s_upper_bound=self.decode.tokens_per_s,
+                decode_ms_per_step_floor=1e3 * self.decode.seconds_per_step,
+                decode_tokens_per_s_floor_ceiling=self.decode.tokens_per_s,
+                decode_ms_per_step_uniform_routing=1e3 * self.decode.expected_seconds_per_step,
+                decode_tokens_per_s_uniform_routing_ceiling=self.decode.expected_tokens_per_s,
+                decode_weight_bytes_floor=self.decode.weight_bytes,
+                decode_weight_bytes_uniform_routing=self.decode.expected_weight_bytes,
                 ridge_flop_per_byte=self.gpu.ridge_flop_per_byte,
             )
         return out
 
+    @property
+    def experts_touched_expected(self) -> float | None:
+        """E·(1 − (1 − k/E)^B) routed experts per MoE layer per decode step (None: dense)."""
+        m = self.model.moe
+        if m is None or not self.model.n_moe_layers:
+            return None
+        return experts_touched_expected(m.n_experts, m.top_k, self.batch)
+
     def _whole_json(self) -> dict[str, Any]:
-        """Issue 12's keys: parameters, prefill FLOPs, and with a GPU the TTFT/decode/end-to-end bounds."""
+        """The whole-model keys: parameters, prefill FLOPs, and with a GPU the TTFT/decode/end-to-end bounds."""
         p, f = self.params.count, self.prefill
         out: dict[str, Any] = {
             "weight_dtype": self.weight_dtype,
@@ -139,6 +168,7 @@ class CostReport:
             "nextn_layers_left_out": self.params.nextn_layers_left_out,
             "attention_kind": self.model.attention_kind,
             "layer_types": dict(self.model.kind_counts),
+            "state_params": p.state_mixers,
             "quantization_config": self.model.quantization,
             "prefill_flops": f.total,
             "prefill_flops_breakdown": {
@@ -147,6 +177,8 @@ class CostReport:
                 "attention_mla_absorbed": f.attention_absorbed,
                 "mlp": f.mlp,
                 "lm_head": f.lm_head,
+                "state_projections": f.state_projections,
+                "state_core": f.state_core,
             },
             "flops_convention": FLOPS_CONVENTION,
         }
@@ -189,31 +221,50 @@ def cost_report(
     gen_len: int = 0,
     efficiency: float = 1.0,
     preset: str | None = None,
+    state_dtype: str | None = None,
 ) -> CostReport:
-    """All of cards 9, 11–14 for one model at one T (scalar T only; use the functions above
-    for sweeps), and the whole model's answers (issue 12). ``dtype`` is the default for weights,
-    activations and cache; ``weight_dtype`` and ``kv_dtype`` override it, and ``expert_dtype``
-    (default: the weights') sizes the routed experts apart (gpt-oss ships them in MXFP4). With a GPU: TTFT at
-    ``prompt_len`` (default T) and ``gen_len`` decode steps, divided by ``efficiency``."""
+    """`cost_report_for` with its three input objects spelled out as arguments (the older form,
+    kept for callers): ``dtype`` is the default for weights, activations and cache; ``weight_dtype``,
+    ``kv_dtype``, ``expert_dtype`` and ``state_dtype`` override it as `Precision` says."""
     T = _tokens(T, minimum=1)
     if not isinstance(T, int):
         raise ValueError("cost_report takes one sequence length; sweep with layer_flops/kv_cache_bytes")
-    batch = _tokens(batch, "batch", 1)
-    kv_dtype = dtype if kv_dtype is None else kv_dtype
-    weight_dtype = dtype if weight_dtype is None else weight_dtype
-    expert_dtype = weight_dtype if expert_dtype is None else expert_dtype
-    b, b_kv, b_w = bytes_per_value(dtype), bytes_per_value(kv_dtype), weight_bytes_per_param(weight_dtype)
-    b_e = weight_bytes_per_param(expert_dtype)
+    workload = Workload(T, _tokens(batch, "batch", 1), prompt_len, gen_len, causal, efficiency)
+    precision = Precision(dtype, weight_dtype, kv_dtype, expert_dtype, state_dtype)
+    return cost_report_for(shape, workload, precision, None if gpu is None else Hardware(gpu, n_gpus), preset)
+
+
+def cost_report_for(
+    shape: ModelShape,
+    workload: Workload,
+    precision: Precision = DEFAULT_PRECISION,
+    hardware: Hardware | None = None,
+    preset: str | None = None,
+) -> CostReport:
+    """All of cards 9, 11–14 for one model at one T (scalar T only; use the functions above
+    for sweeps), and the whole model's answers. A hybrid's fixed state: conv states at the cache
+    dtype, recurrent states at ``precision.state`` (transformers keeps them in fp32). With hardware:
+    the fits answers, TTFT at the workload's prompt and its generated tokens divided by its
+    efficiency, and the decode bound as a floor and under uniform routing. ``preset`` names the
+    preset, for its published parameter count."""
+    T, batch, causal = workload.seq_len, workload.batch, workload.causal
+    b, b_kv, b_w = precision.b, precision.b_kv, precision.b_weight
+    b_e, b_s = precision.b_expert, precision.b_state
+    gpu, n_gpus = (None, 1) if hardware is None else (hardware.gpu, hardware.n_gpus)
     w = weight_bytes(shape, b_w, b_e)
     serving = decode = card13 = times = None
     if gpu is not None:
-        serving = serving_capacity(shape, gpu, T, n_gpus, b_w, b_kv, weights=w)
-        card13 = serving_capacity(shape, gpu, T, n_gpus, b_w, b_kv, weights=w, memory="vendor")
-        decode = decode_lower_bound(shape, gpu, T, batch, n_gpus, b_w, b_kv, b_e)
-        P = T if prompt_len is None else _tokens(prompt_len, "--prompt-len", 1)
-        times = timing(
-            shape, gpu, P, gen_len, batch, n_gpus, b_w, b_kv, efficiency=efficiency, expert_bytes=b_e
+        serving = serving_capacity(shape, gpu, T, n_gpus, b_w, b_kv, weights=w, state_bytes_per_value=b_s)
+        card13 = serving_capacity(
+            shape, gpu, T, n_gpus, b_w, b_kv, weights=w, memory="vendor", state_bytes_per_value=b_s
         )
+        decode = decode_lower_bound(shape, gpu, T, batch, n_gpus, b_w, b_kv, b_e, b_s)
+        times = timing(
+            shape, gpu, workload.prompt, workload.gen_len, batch, n_gpus, b_w, b_kv,
+            efficiency=workload.efficiency, expert_bytes=b_e, state_bytes_per_value=b_s,
+        )  # fmt: skip
+    dtype, kv_dtype, state_dtype = precision.activations, precision.kv, precision.state
+    weight_dtype, expert_dtype = precision.weights, precision.experts
     return CostReport(
         model=shape,
         seq_len=T,
@@ -240,6 +291,12 @@ def cost_report(
         params=parameters(shape, preset),
         prefill=prefill_flops(shape, T, batch, causal),
         timing=times,
+        state_dtype=state_dtype,
+        state_bytes=state_bytes(shape, batch, b_kv, b_s),
+        state_bytes_per_sequence=state_bytes_per_sequence(shape, b_kv, b_s),
+        workload=workload,
+        precision=precision,
+        hardware=hardware,
     )
 
 
@@ -283,8 +340,10 @@ def kv_head_variants(
         variant = shape.with_kv_heads(n_kv)
         serving = decode = card14 = None
         if gpu is not None:
-            args = (variant, gpu, T, n_gpus, weight_bytes_per_param, kv_bytes_per_value, weights)
-            serving, card14 = serving_capacity(*args), serving_capacity(*args, memory="vendor")
+            sizes = dict(n_gpus=n_gpus, weight_bytes_per_param=weight_bytes_per_param,
+                         kv_bytes_per_value=kv_bytes_per_value, weights=weights)  # fmt: skip
+            serving = serving_capacity(variant, gpu, T, **sizes)
+            card14 = serving_capacity(variant, gpu, T, **sizes, memory="vendor")
             kv = kv_cache_bytes(variant, T, batch, kv_bytes_per_value)
             read = decode_weight_bytes(shape, batch, weight_bytes_per_param)
             decode = DecodeBound(read, kv, n_gpus * gpu.bandwidth_bytes_per_s, batch, weights)

@@ -1,14 +1,17 @@
-"""The KV cache (card 13) and what a GPU can serve: sequences that fit, the decode-time lower bound
-and decode intensity (cards 13 and 14)."""
+"""The KV cache (card 13), the fixed state of linear-attention and state-space layers, and what a GPU
+can serve: sequences that fit, the decode-time lower bound (the floor, and the expectation under
+uniform expert routing) and decode intensity (cards 13 and 14)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from attn_core.cost.flops import pair_flops
 from attn_core.cost.gpus import GPU, MemoryConvention
-from attn_core.cost.params import decode_weight_bytes, weight_bytes
+from attn_core.cost.mixers import state_bytes_per_layer
+from attn_core.cost.params import decode_weight_bytes, expert_params, weight_bytes
 from attn_core.cost.shapes import ModelShape
 from attn_core.cost.tokens import Tokens, _minimum, _tokens
 
@@ -24,8 +27,9 @@ def kv_bytes_per_token_per_layer(shape: ModelShape, bytes_per_value: int = 2) ->
 
 def kv_cache_bytes_per_token(shape: ModelShape, bytes_per_value: int = 2) -> int:
     """2 · L · H_kv · d_h · b: a key and a value per layer per KV head (card 13), before any
-    window or chunk caps it. Uses H_kv, never h — sizing the cache with query heads is card 13's slip."""
-    return shape.n_layers * kv_bytes_per_token_per_layer(shape, bytes_per_value)
+    window or chunk caps it. Uses H_kv, never h — sizing the cache with query heads is card 13's slip.
+    L counts attention layers only: a hybrid's linear and state-space layers keep a fixed state."""
+    return shape.n_attention_layers * kv_bytes_per_token_per_layer(shape, bytes_per_value)
 
 
 def layer_cached_tokens(shape: ModelShape, T: Any, kind: str, use_window: bool = True) -> Tokens:
@@ -40,9 +44,10 @@ def layer_cached_tokens(shape: ModelShape, T: Any, kind: str, use_window: bool =
 
 
 def cached_tokens(shape: ModelShape, T: Any, use_window: bool = True) -> Tokens:
-    """Token-layers held per sequence: Σ over layers of each layer's cached tokens (L·T when
-    every layer is full, L·min(T, W) with Mistral's window on every layer)."""
-    counts = shape.kind_counts
+    """Token-layers held per sequence: Σ over attention layers of each layer's cached tokens (L·T
+    when every layer is full, L·min(T, W) with Mistral's window on every layer; none for a
+    linear-attention or state-space layer)."""
+    counts = {kind: n for kind, n in shape.kind_counts.items() if shape.is_attention(kind)}
     return sum(n * layer_cached_tokens(shape, T, kind, use_window) for kind, n in counts.items())
 
 
@@ -57,6 +62,49 @@ def kv_cache_bytes(
     return kv_bytes_per_token_per_layer(shape, bytes_per_value) * cached_tokens(shape, T, use_window) * batch
 
 
+# -- The fixed state of linear-attention and state-space layers -------------------------------
+def state_bytes_per_sequence(
+    shape: ModelShape, conv_bytes: float = 2, recurrent_bytes: float | None = None
+) -> int:
+    """Σ over linear/state layers of conv elements·b_conv + recurrent elements·b_rec for one
+    sequence, whatever T is (0 for a transformer). ``recurrent_bytes`` None: the same as the conv's.
+    transformers keeps the conv state at the model dtype and the recurrent state in fp32 (4 B)."""
+    if not shape.n_state_layers:
+        return 0
+    b_rec = conv_bytes if recurrent_bytes is None else recurrent_bytes
+    return math.ceil(shape.n_state_layers * state_bytes_per_layer(shape.state_mixer, conv_bytes, b_rec))
+
+
+def state_bytes(
+    shape: ModelShape, batch: int = 1, conv_bytes: float = 2, recurrent_bytes: float | None = None
+) -> int:
+    """The whole batch's fixed state: B × `state_bytes_per_sequence`."""
+    return _tokens(batch, "batch", 1) * state_bytes_per_sequence(shape, conv_bytes, recurrent_bytes)
+
+
+# -- Mixture of experts: the experts one decode step touches ----------------------------------
+def experts_touched_expected(n_experts: int, top_k: int, batch: int) -> float:
+    """E·(1 − (1 − k/E)^B): the expected distinct routed experts one MoE layer reads in a decode
+    step of B sequences when each picks k of E uniformly (an expert is missed by one sequence
+    with probability 1 − k/E). k at B = 1; DeepSeek-V3 (E 256, k 8) at B = 64: 222.4."""
+    return n_experts * (1 - (1 - top_k / n_experts) ** batch)
+
+
+def decode_weight_bytes_expected(
+    shape: ModelShape, batch: int = 1, bytes_per_param: float = 2, expert_bytes_per_param: float | None = None
+) -> int:
+    """The floor of `params.decode_weight_bytes` with the k experts per MoE layer replaced by the
+    expected distinct experts under uniform routing (= the floor for a dense model or B = 1)."""
+    floor = decode_weight_bytes(shape, batch, bytes_per_param, expert_bytes_per_param)
+    m = shape.moe
+    if m is None or not shape.n_moe_layers:
+        return floor
+    b_e = bytes_per_param if expert_bytes_per_param is None else expert_bytes_per_param
+    extra = experts_touched_expected(m.n_experts, m.top_k, batch) - m.top_k
+    one = expert_params(shape, m.expert_d_ff, m.expert_bias)
+    return math.ceil(floor + shape.n_moe_layers * extra * one * b_e)
+
+
 # -- Cards 13 and 14: serving capacity, decode bound, intensity ------------------------------
 @dataclass(frozen=True)
 class ServingCapacity:
@@ -68,7 +116,8 @@ class ServingCapacity:
     weight_bytes: int
     free_bytes: int  # memory − weights (negative: the weights alone do not fit)
     kv_bytes_per_sequence: Tokens
-    max_sequences: Tokens  # ⌊free / per-sequence⌋, 0 when the weights do not fit
+    max_sequences: Tokens  # ⌊free / (cache + state) per sequence⌋, 0 when the weights do not fit
+    state_bytes_per_sequence: int = 0  # the fixed state of a hybrid's linear/state layers
 
 
 def serving_capacity(
@@ -80,9 +129,11 @@ def serving_capacity(
     kv_bytes_per_value: int = 2,
     weights: int | None = None,
     memory: MemoryConvention = "device",
+    state_bytes_per_value: float | None = None,
 ) -> ServingCapacity:
-    """⌊(n_gpus · memory − weight bytes) / KV bytes per sequence⌋ (card 13). Tensor-parallel
-    sharding is assumed perfect: weights and caches split evenly, nothing replicated.
+    """⌊(n_gpus · memory − weight bytes) / (KV + state bytes per sequence)⌋ (card 13). Tensor-parallel
+    sharding is assumed perfect: weights and caches split evenly, nothing replicated. A hybrid's
+    state: conv at the cache dtype, recurrent at ``state_bytes_per_value`` (default: the same).
 
     ``memory='vendor'`` is card 13's convention: Llama 2 7B on 80 GB at 4,096 tokens,
     ⌊(80·10^9 − 13,476,831,232) / 2 GiB⌋ = 30. The default, the memory the device reports
@@ -94,9 +145,10 @@ def serving_capacity(
     total = n_gpus * gpu.memory(memory)
     w = weight_bytes(shape, weight_bytes_per_param) if weights is None else int(weights)
     per_seq = kv_cache_bytes(shape, T, 1, kv_bytes_per_value)
+    state = state_bytes_per_sequence(shape, kv_bytes_per_value, state_bytes_per_value)
     free = total - w
-    max_seq = max(free, 0) // per_seq
-    return ServingCapacity(total, memory, w, free, per_seq, max_seq)
+    max_seq = max(free, 0) // (per_seq + state)
+    return ServingCapacity(total, memory, w, free, per_seq, max_seq, state)
 
 
 @dataclass(frozen=True)
@@ -108,6 +160,9 @@ class DecodeBound:
     bandwidth_bytes_per_s: int  # n_gpus × per-GPU bandwidth
     batch: int
     card13_weight_bytes: int | None = None  # every weight, as card 13 counts (None: the same)
+    state_bytes: int = 0  # all B sequences' fixed states (hybrids), read once per step
+    expected_weight_bytes: int | None = None  # under uniform expert routing (None: the floor)
+    experts_touched: float | None = None  # expected distinct routed experts per MoE layer
 
     @property
     def weight_seconds(self) -> float:
@@ -115,12 +170,26 @@ class DecodeBound:
 
     @property
     def kv_seconds(self) -> Tokens:
-        return self.kv_bytes / self.bandwidth_bytes_per_s
+        """The cache and the fixed state, read once."""
+        return (self.kv_bytes + self.state_bytes) / self.bandwidth_bytes_per_s
 
     @property
     def seconds_per_step(self) -> Tokens:
-        """t_token ≥ (weight bytes read + KV bytes) / bandwidth — a LOWER bound on time per step."""
+        """t_token ≥ (weight bytes read + KV and state bytes) / bandwidth — a LOWER bound on time
+        per step: the floor, k experts per MoE layer whatever B is."""
         return self.weight_seconds + self.kv_seconds
+
+    @property
+    def expected_seconds_per_step(self) -> Tokens:
+        """The same read with the experts B sequences are expected to touch under uniform routing:
+        for a mixture of experts at B > 1 the likelier figure (still at full bandwidth)."""
+        w = self.weight_bytes if self.expected_weight_bytes is None else self.expected_weight_bytes
+        return w / self.bandwidth_bytes_per_s + self.kv_seconds
+
+    @property
+    def expected_tokens_per_s(self) -> Tokens:
+        """B / the uniform-routing step: a ceiling on tokens/s under that routing."""
+        return self.batch / self.expected_seconds_per_step
 
     @property
     def tokens_per_s(self) -> Tokens:
@@ -132,7 +201,7 @@ class DecodeBound:
         """Card 13's figure, which reads every weight (the whole embedding table, every expert):
         above the true bound by the unread bytes (6.61 + 1.05 ms for Llama 2 7B on an A100)."""
         w = self.weight_bytes if self.card13_weight_bytes is None else self.card13_weight_bytes
-        return (w + self.kv_bytes) / self.bandwidth_bytes_per_s
+        return (w + self.kv_bytes + self.state_bytes) / self.bandwidth_bytes_per_s
 
 
 def decode_lower_bound(
@@ -144,21 +213,29 @@ def decode_lower_bound(
     weight_bytes_per_param: float = 2,
     kv_bytes_per_value: int = 2,
     expert_bytes_per_param: float | None = None,
+    state_bytes_per_value: float | None = None,
 ) -> DecodeBound:
     """Memory-bandwidth floor on decoding one token per sequence with T cached (cards 13, 14).
 
     Reads the active weights (`params.decode_weight_bytes`: B rows of an untied embedding
-    table, top-k experts) and every cached token. Llama 2 7B on an A100 (2,039 GB/s), batch 1,
+    table, top-k experts), every cached token and a hybrid's fixed state; beside the floor, the
+    weights under uniform routing (`decode_weight_bytes_expected`). Llama 2 7B on an A100 (2,039 GB/s), batch 1,
     4K: 6.48 ms weights + 1.05 ms cache; card 13 reads the whole table: 6.61 + 1.05 ms, at most
     130 tokens/s. Multi-GPU assumes perfect sharding (bandwidths add)."""
     batch = _tokens(batch, "batch", 1)
     n_gpus = _tokens(n_gpus, "n_gpus", 1)
+    m = shape.moe if shape.n_moe_layers else None
     return DecodeBound(
         weight_bytes=decode_weight_bytes(shape, batch, weight_bytes_per_param, expert_bytes_per_param),
         kv_bytes=kv_cache_bytes(shape, T, batch, kv_bytes_per_value),
         bandwidth_bytes_per_s=n_gpus * gpu.bandwidth_bytes_per_s,
         batch=batch,
         card13_weight_bytes=weight_bytes(shape, weight_bytes_per_param, expert_bytes_per_param),
+        state_bytes=state_bytes(shape, batch, kv_bytes_per_value, state_bytes_per_value),
+        expected_weight_bytes=decode_weight_bytes_expected(
+            shape, batch, weight_bytes_per_param, expert_bytes_per_param
+        ),
+        experts_touched=None if m is None else experts_touched_expected(m.n_experts, m.top_k, batch),
     )
 
 

@@ -21,20 +21,26 @@ from pathlib import Path
 from typing import Any, Literal
 
 from attn_core.cost.arch import (
+    ATTENTION_KINDS,
+    FFN_ONLY_KINDS,
     LAYER_KINDS,
     MLA,
     LayerKind,
     MoE,
+    hybrid_pattern,
     layer_kinds,
     read_mla,
     read_moe,
     read_quantization,
     read_sinks,
-    refuse_state_layers,
+    read_state_mixer,
+    refuse_unsized_models,
     unwrap_text_config,
+    with_class_defaults,
 )
 from attn_core.cost.keys import MAX_INT, ConfigError, first, read_bool, read_int
 from attn_core.cost.layers import NONE, LayerKinds
+from attn_core.cost.mixers import STATE_KIND_NAMES, STATE_KINDS, StateMixer
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "assets" / "models"
 
@@ -45,11 +51,11 @@ NormKind = Literal["rms", "layer"]
 GATED_MODEL_TYPES = frozenset(
     {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text", "phi3", "olmo",
      "olmo2", "granite", "llama4", "llama4_text", "mixtral", "gpt_oss", "qwen2_moe", "qwen3_moe",
-     "deepseek_v2", "deepseek_v3", "kimi_k2"}
+     "deepseek_v2", "deepseek_v3", "kimi_k2", "qwen3_next", "kimi_linear", "jamba"}
 )  # fmt: skip
 # Architectures with a plain two-matrix MLP (up, activation, down).
 PLAIN_MODEL_TYPES = frozenset(
-    {"gpt2", "gpt_neox", "gptj", "opt", "falcon", "bloom", "phi", "gpt_bigcode", "starcoder2"}
+    {"gpt2", "gpt_neox", "gptj", "opt", "falcon", "bloom", "phi", "gpt_bigcode", "starcoder2", "nemotron_h"}
 )
 # Architectures with learned absolute position embeddings (a max_context × d table of weights).
 LEARNED_POSITION_TYPES = frozenset({"gpt2", "gpt_bigcode", "opt", "bert"})
@@ -58,7 +64,9 @@ BIASED_MODEL_TYPES = frozenset({"gpt2", "gpt_bigcode", "gpt_neox", "opt", "bloom
 # Qwen2 / Qwen2.5 put biases on q, k and v only: not on o, not in the MLP (their configs do not say so).
 QKV_BIAS_MODEL_TYPES = frozenset({"qwen2", "qwen2_moe"})
 # QK-norm: a d_h-wide RMSNorm on every query and key head (2·d_h weights per layer).
-QK_NORM_MODEL_TYPES = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text"})
+QK_NORM_MODEL_TYPES = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "qwen3_next"})
+# Gated attention: the query map is twice as wide and its second half gates the output (Qwen3-Next).
+OUTPUT_GATE_MODEL_TYPES = frozenset({"qwen3_next"})
 # Gemma 2 and 3 norm before and after both attention and MLP: four norms per layer.
 FOUR_NORM_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text"})
 # Activations that, with no model_type to go by, mean a gated MLP (LLaMA's SwiGLU convention).
@@ -72,7 +80,14 @@ KV_HEAD_KEYS = ("num_key_value_heads", "num_kv_heads", "n_kv_heads", "n_head_kv"
 HEAD_DIM_KEYS = ("head_dim", "kv_channels")
 FF_KEYS = ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size", "hidden_dim")
 VOCAB_KEYS = ("vocab_size", "n_vocab", "padded_vocab_size")
-CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "seq_length")
+CONTEXT_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "n_ctx",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+)
 ACT_KEYS = ("hidden_act", "activation_function", "hidden_activation")
 
 MAX_CONFIG_BYTES = 1 << 20  # a config.json is a few KiB; anything over 1 MiB is not one
@@ -123,6 +138,9 @@ class ModelShape:
     norms_per_layer: int = 2  # pre-attention and pre-MLP; Gemma 2/3 add two post-norms
     quantization: str | None = None  # the config's quantization_config: reported, never applied
     nextn_layers_left_out: int = 0  # DeepSeek's next-token-prediction layers: not the served model
+    state_mixer: StateMixer | None = None  # the linear-attention / state-space layers' mixer (mixers.py)
+    attention_output_gate: bool = False  # gated attention: W_Q is d × 2h·d_h, half of it a sigmoid gate
+    one_mixer_per_layer: bool = False  # Nemotron-H: a layer is one block (M, *, - or E), not mixer + MLP
 
     def __post_init__(self) -> None:
         for field in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size"):
@@ -159,6 +177,17 @@ class ModelShape:
             raise ConfigError("layer_types has sliding layers but the config has no 'sliding_window'")
         if "chunked" in counts and self.attention_chunk_size is None:
             raise ConfigError("layer_types has chunked layers but the config has no 'attention_chunk_size'")
+        if not any(kind in ATTENTION_KINDS for kind in counts):
+            raise ConfigError(
+                "layer_types has no attention layer: this calculator sizes models with at least one"
+            )
+        for kind in counts:
+            if kind in STATE_KINDS and (self.state_mixer is None or self.state_mixer.kind != kind):
+                raise ConfigError(f"layer_types has {STATE_KIND_NAMES[kind]} layers but no mixer sizes them")
+            if kind in FFN_ONLY_KINDS and not self.one_mixer_per_layer:
+                raise ConfigError(
+                    f"layer_types has {kind!r} layers, which only a one-block-per-layer pattern has"
+                )
 
     # -- derived quantities, all in one place ------------------------------------------------
     @property
@@ -188,6 +217,50 @@ class ModelShape:
     @property
     def n_moe_layers(self) -> int:
         return sum(n for (_, moe), n in self.layer_census.items() if moe)
+
+    @staticmethod
+    def is_attention(kind: str) -> bool:
+        """Full, sliding or chunked attention: the layers whose cache grows with T."""
+        return kind in ATTENTION_KINDS
+
+    def has_mlp(self, kind: str) -> bool:
+        """Does a layer of this kind hold a feed-forward part (dense or MoE)? Every layer does,
+        except in Nemotron-H's pattern, where only '-' (mlp) and 'E' (moe) layers do."""
+        return not self.one_mixer_per_layer or kind in FFN_ONLY_KINDS
+
+    @property
+    def n_attention_layers(self) -> int:
+        """Layers of full, sliding or chunked attention (all L in a transformer)."""
+        return sum(n for kind, n in self.kind_counts.items() if kind in ATTENTION_KINDS)
+
+    @property
+    def n_state_layers(self) -> int:
+        """Linear-attention and state-space layers: a fixed state per sequence, no growing cache."""
+        return sum(n for kind, n in self.kind_counts.items() if kind in STATE_KINDS)
+
+    @property
+    def n_mlp_layers(self) -> int:
+        """Layers with a feed-forward part, dense or MoE."""
+        return sum(n for kind, n in self.kind_counts.items() if self.has_mlp(kind))
+
+    @property
+    def is_hybrid(self) -> bool:
+        return self.n_state_layers > 0
+
+    @property
+    def representative_layer(self) -> tuple[LayerKind, bool]:
+        """(kind, MoE) of the layer the per-layer figures describe: the last layer if it is an
+        attention layer (every transformer), else the attention group with the most layers."""
+        last = self.layer_kinds[self.n_layers - 1]
+        if last in ATTENTION_KINDS:
+            return last, self.is_moe_layer(self.n_layers - 1)
+        groups = [(n, moe, kind) for (kind, moe), n in self.layer_census.items() if kind in ATTENTION_KINDS]
+        if not groups:
+            return last, self.is_moe_layer(self.n_layers - 1)
+        _, moe, kind = max(groups)
+        if self.one_mixer_per_layer:  # its attention block has no MLP; say whether the model has experts
+            moe = self.n_moe_layers > 0
+        return kind, moe
 
     @property
     def uniform_window(self) -> int | None:
@@ -231,6 +304,7 @@ class ModelShape:
         row = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         row["layer_types"] = dict(self.kind_counts)
         row["mla"] = None if self.mla is None else dataclasses.asdict(self.mla)
+        row["state_mixer"] = None if self.state_mixer is None else dataclasses.asdict(self.state_mixer)
         if self.moe is not None:  # the MoE layers as a count, not as the rule that places them
             fields = dataclasses.fields(self.moe)
             row["moe"] = {f.name: getattr(self.moe, f.name) for f in fields} | {
@@ -270,9 +344,12 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
         raise ConfigError(f"a config must be a JSON object, got {type(config).__name__}")
     config = unwrap_text_config(config)
     model_type = str(config.get("model_type") or "").lower()
-    refuse_state_layers(config, model_type)
-    n_layers = read_int(config, LAYER_KEYS, "layer count")
+    refuse_unsized_models(config, model_type)
+    config = with_class_defaults(config, model_type)
+    pattern = hybrid_pattern(config)  # Nemotron-H: the pattern's length is the layer count
+    n_layers = len(pattern) if pattern else read_int(config, LAYER_KEYS, "layer count")
     d_model = read_int(config, WIDTH_KEYS, "model width")
+    mixer = read_state_mixer(config, model_type, d_model)
     n_heads = read_int(config, HEAD_KEYS, "attention-head count")
     n_kv_heads = read_int(config, KV_HEAD_KEYS, "KV-head count", default=n_heads)
     if config.get("multi_query") is True:  # GPT-BigCode / Falcon spell MQA as a flag
@@ -288,7 +365,8 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
         head_dim = read_int(config, HEAD_DIM_KEYS, "head width", default=d_model // n_heads)
     ff_keys = ("intermediate_size_mlp", *FF_KEYS) if model_type == "llama4_text" else FF_KEYS  # dense layers
     d_ff = read_int(config, ff_keys, "feed-forward width", default=4 * d_model)
-    kinds = layer_kinds(config, model_type, n_layers)
+    kinds = layer_kinds(config, model_type, n_layers, mixer)
+    one_block = kinds is not None and any(k in FFN_ONLY_KINDS for k in kinds.counts())
     window = config.get("sliding_window")
     if config.get("use_sliding_window") is False:  # Qwen2 ships a window it does not use
         window = None
@@ -297,8 +375,10 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
     chunk = config.get("attention_chunk_size")
     biased = model_type in BIASED_MODEL_TYPES
     qkv_only = model_type in QKV_BIAS_MODEL_TYPES
-    layer_norm = "rms_norm_eps" not in config and (
-        "layer_norm_epsilon" in config or "layer_norm_eps" in config
+    layer_norm = (
+        model_type != "nemotron_h"
+        and "rms_norm_eps" not in config
+        and ("layer_norm_epsilon" in config or "layer_norm_eps" in config)
     )
     return ModelShape(
         name=display_name(name or config.get("_name_or_path") or model_type or "custom model"),
@@ -322,15 +402,19 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
         max_context=read_int(config, CONTEXT_KEYS, "context", default=0) or None,
         layer_types=kinds,
         attention_chunk_size=None if chunk is None else read_int(config, ("attention_chunk_size",), "chunk"),
-        moe=read_moe(config, model_type),
+        moe=read_moe(config, model_type, kinds),
         mla=mla,
         attention_sinks=read_sinks(config, model_type),
         qk_norm=model_type in QK_NORM_MODEL_TYPES,
-        norms_per_layer=4 if model_type in FOUR_NORM_MODEL_TYPES else 2,
+        norms_per_layer=1 if one_block else 4 if model_type in FOUR_NORM_MODEL_TYPES else 2,
         quantization=read_quantization(config),
         nextn_layers_left_out=read_int(
             config, ("num_nextn_predict_layers",), "MTP layers", default=0, minimum=0
         ),
+        state_mixer=mixer if kinds is not None and any(k in STATE_KINDS for k in kinds.counts()) else None,
+        attention_output_gate=model_type in OUTPUT_GATE_MODEL_TYPES
+        or read_bool(config, ("attn_output_gate",), False),
+        one_mixer_per_layer=one_block,
     )
 
 

@@ -1,4 +1,4 @@
-"""Whole-model answers (issue 12): parameters total and active, prefill FLOPs, and the time bounds
+"""Whole-model answers: parameters total and active, prefill FLOPs, and the time bounds
 on a GPU setup — time to first token, one decode step, a prompt of P tokens plus N generated.
 
 Conventions, stated once and shown wherever these numbers are:
@@ -7,7 +7,8 @@ Conventions, stated once and shown wherever these numbers are:
   the fewest a decoder must compute, so the bound stays a bound. Peak is the GPU's dense bf16
   rate, whatever the weight dtype.
 - Bytes a pass must read, at least: the active weights (top-k experts per MoE layer, the fewest any
-  batch can touch; an untied embedding table only for the rows looked up) and the KV cache.
+  batch can touch; an untied embedding table only for the rows looked up), the KV cache and a
+  hybrid's fixed state (conv and recurrent states of its linear/state layers).
 - Tensor parallelism over n GPUs is perfect: FLOP/s and bandwidth add, nothing is replicated.
 - ``efficiency`` η (the achieved fraction of peak) turns each bound into an estimate, bound / η.
   η = 1 is the bound itself; anything else is labelled an estimate.
@@ -22,7 +23,7 @@ import numpy as np
 from attn_core.cost.flops import PrefillFlops, prefill_flops
 from attn_core.cost.gpus import GPU
 from attn_core.cost.params import ParamCount, decode_weight_bytes, model_params
-from attn_core.cost.serving import kv_cache_bytes
+from attn_core.cost.serving import kv_cache_bytes, state_bytes
 from attn_core.cost.shapes import ModelShape
 
 PETABYTE = 10**15  # a KV cache past this is flagged as absurd (it still answers)
@@ -50,8 +51,8 @@ class Timing:
     flops_per_s: int  # n_gpus × peak
     bandwidth_bytes_per_s: int  # n_gpus × bandwidth
     decode_weight_bytes: int  # read by every decode step
-    first_step_kv_bytes: int  # the cache read by the first decode step (P tokens)
-    decode_kv_bytes_total: float  # the caches read by all N steps (P, P + 1, …, P + N − 1 tokens)
+    first_step_kv_bytes: int  # the cache (and a hybrid's state) read by the first decode step (P tokens)
+    decode_kv_bytes_total: float  # the caches (and states) read by all N steps (P, …, P + N − 1 tokens)
 
     @property
     def ttft_compute_s(self) -> float:
@@ -111,6 +112,7 @@ def timing(
     causal: bool = True,
     efficiency: float = 1.0,
     expert_bytes: float | None = None,
+    state_bytes_per_value: float | None = None,
 ) -> Timing:
     """The bounds of `Timing` for this model on n_gpus × gpu (see the module's conventions).
 
@@ -122,7 +124,9 @@ def timing(
     if not 0 <= gen_len <= MAX_GEN_LEN:
         raise ValueError(f"--gen-len must be from 0 to {MAX_GEN_LEN:,}, got {gen_len!r}")
     steps = np.arange(prompt_len, prompt_len + gen_len, dtype=np.float64)
+    state = state_bytes(shape, batch, kv_bytes_per_value, state_bytes_per_value)  # the same at every T
     kv_total = float(np.sum(kv_cache_bytes(shape, steps, batch, kv_bytes_per_value))) if gen_len else 0.0
+    kv_total += gen_len * state
     return Timing(
         prompt_len=prompt_len,
         gen_len=gen_len,
@@ -130,11 +134,12 @@ def timing(
         efficiency=efficiency,
         prefill=prefill_flops(shape, prompt_len, batch, causal),
         prefill_bytes=decode_weight_bytes(shape, batch * prompt_len, weight_bytes_per_param, expert_bytes)
-        + kv_cache_bytes(shape, prompt_len, batch, kv_bytes_per_value),
+        + kv_cache_bytes(shape, prompt_len, batch, kv_bytes_per_value)
+        + state,
         flops_per_s=n_gpus * gpu.bf16_flops_per_s,
         bandwidth_bytes_per_s=n_gpus * gpu.bandwidth_bytes_per_s,
         decode_weight_bytes=decode_weight_bytes(shape, batch, weight_bytes_per_param, expert_bytes),
-        first_step_kv_bytes=kv_cache_bytes(shape, prompt_len, batch, kv_bytes_per_value),
+        first_step_kv_bytes=kv_cache_bytes(shape, prompt_len, batch, kv_bytes_per_value) + state,
         decode_kv_bytes_total=kv_total,
     )
 
@@ -162,6 +167,10 @@ PUBLISHED_PARAMS: dict[str, tuple[float, float | None, str]] = {
     "gpt-oss-120b": (116.83e9, 5.13e9, "gpt-oss model card, Table 1 (active without the input embeddings)"),
     "gemma-3-27b": (27e9, None, "Gemma 3 technical report (27B; includes the vision encoder)"),
     "llama-4-scout": (109e9, 17e9, "Llama 4 model card (109B includes the vision encoder)"),
+    "qwen3-next-80b-a3b": (80e9, 3e9, "Qwen3-Next-80B-A3B model card: 80B total, 3B activated"),
+    "kimi-linear-48b-a3b": (48e9, 3e9, "Kimi Linear report and model card: 48B total, 3B activated"),
+    "jamba-1.5-mini": (52e9, 12e9, "Jamba 1.5 model card: 52B total, 12B active"),
+    "nemotron-h-8b": (8e9, None, "Nemotron-H model card: 8B"),
 }
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from attn_core.cost import memory
 from attn_core.cost.flops import crossover_seq_len, doubling_ratio, layer_flops
 from attn_core.cost.gpus import GPU, list_gpus, load_gpu
+from attn_core.cost.ledger import KIND_LABELS
+from attn_core.cost.mixers import STATE_KIND_NAMES
 from attn_core.cost.params import attention_params, model_params
 from attn_core.cost.report import CostReport, cost_report, kv_head_variants
 from attn_core.cost.serving import kv_cache_bytes
@@ -39,11 +41,20 @@ def model_card(r: CostReport, dtype: str) -> tuple[str, str]:
     )
     extras = [
         f"sliding window {s.sliding_window:,} (caps the cache)" if s.sliding_window else "no sliding window",
+        *([hybrid_line(r)] if s.is_hybrid else []),
         f"trained context {s.max_context:,}" if s.max_context else "context not stated",
         "biases on the projections" if s.attention_bias else "no projection biases",
         "tied embeddings" if s.tie_embeddings else "untied embeddings",
     ]
     return line, " · ".join(extras) + (f" · from {s.source}" if s.source else "")
+
+
+def hybrid_line(r: CostReport) -> str:
+    """A hybrid's layers in a phrase: which kinds, how many, and its fixed state."""
+    s = r.model
+    kinds = " + ".join(f"{n:,} {KIND_LABELS.get(k, k)}" for k, n in s.kind_counts.items())
+    return (f"hybrid: {kinds}; the state of its {s.n_state_layers:,} {STATE_KIND_NAMES[s.state_mixer.kind]} layers "
+            f"is {format_bytes_binary(r.state_bytes_per_sequence)} per sequence at any T")  # fmt: skip
 
 
 def flops_table(s: ModelShape, T: int, batch: int) -> tuple[dict[str, list], str]:
@@ -119,10 +130,13 @@ def gpu_table(r: CostReport, dtype: str, causal: bool, kv_dtype: str) -> dict[st
 
 def kv_formula(s: ModelShape, b_kv: int) -> str:
     """The per-token cache formula with this model's numbers (before any window or chunk caps it)."""
-    capped = "; windows and chunks cap some layers' tokens" if set(s.kind_counts) != {"full"} else ""
+    capped = (
+        "; windows and chunks cap some layers' tokens" if {"sliding", "chunked"} & set(s.kind_counts) else ""
+    )
+    L = s.n_attention_layers  # a hybrid's linear and state-space layers cache nothing per token
     if s.mla is not None:
-        return f"L·(r_kv + d_rope)·b = {s.n_layers}·({s.mla.kv_lora_rank} + {s.mla.qk_rope_head_dim})·{b_kv}{capped}"
-    return f"2·L·H_kv·d_h·b = 2·{s.n_layers}·{s.n_kv_heads}·{s.head_dim}·{b_kv}{capped}"
+        return f"L·(r_kv + d_rope)·b = {L}·({s.mla.kv_lora_rank} + {s.mla.qk_rope_head_dim})·{b_kv}{capped}"
+    return f"2·L·H_kv·d_h·b = 2·{L}·{s.n_kv_heads}·{s.head_dim}·{b_kv}{capped}"
 
 
 def mla_answer(r: CostReport) -> str:
@@ -190,7 +204,10 @@ def headline(r: CostReport) -> list[tuple[str, str, str]]:
         ("seqs that fit (≤)", f"{r.serving.max_sequences:,}",
          "An upper bound: activations, fragmentation and the framework also take memory."),
         ("decode step (≥)", format_seconds(r.decode.seconds_per_step),
-         f"≤ {r.decode.tokens_per_s:,.1f} tokens/s over the batch"),
+         f"≤ {r.decode.tokens_per_s:,.1f} tokens/s over the batch"
+         + ("" if r.experts_touched_expected is None else
+            f" — the floor (top-k experts); under uniform routing {format_seconds(r.decode.expected_seconds_per_step)}"
+            f", ≤ {r.decode.expected_tokens_per_s:,.1f} tokens/s")),
     ]  # fmt: skip
 
 
@@ -233,7 +250,9 @@ def serving_metrics(r: CostReport) -> list[tuple[str, str, str]]:
          f"card 13's vendor-GB convention: {r.serving_card13.max_sequences:,}"),
         ("decode step, lower bound", format_seconds(d.seconds_per_step),
          f"card 13 reads every weight: {format_seconds(d.card13_seconds_per_step)}"),
-        ("tokens/s, upper bound", f"{d.tokens_per_s:,.1f}", "B / decode step"),
+        ("tokens/s, upper bound", f"{d.tokens_per_s:,.1f}", "B / decode step"
+         + ("" if r.experts_touched_expected is None else
+            f"; under uniform routing ≤ {d.expected_tokens_per_s:,.1f} ({format_seconds(d.expected_seconds_per_step)})")),
         ("decode attention FLOP/byte", f"{r.decode_intensity:g}", "2h / (b·H_kv) = h / H_kv at b = 2"),
     ]  # fmt: skip
 
@@ -241,12 +260,24 @@ def serving_metrics(r: CostReport) -> list[tuple[str, str, str]]:
 def serving_sum(r: CostReport) -> str:
     """The serving arithmetic, written out with this setup's numbers."""
     d, g, n = r.decode, r.gpu, r.n_gpus
-    return (
+    state = f" + {format_bytes_binary(r.state_bytes_per_sequence)} of fixed state" if r.state_bytes else ""
+    text = (
         f"⌊({n} × {format_bytes(g.memory_bytes)} − {format_bytes(r.weight_bytes)} of weights) ÷ "
-        f"{format_bytes_binary(r.serving.kv_bytes_per_sequence)} per sequence⌋ = **{r.serving.max_sequences:,}**. "
-        f"Each decode step reads the weights it uses once ({format_seconds(d.weight_seconds)}) and all {r.batch} "
-        f"cache(s) ({format_seconds(d.kv_seconds)}) at {format_rate(n * g.bandwidth_bytes_per_s, 'B/s', prefix='G')}."
+        f"({format_bytes_binary(r.serving.kv_bytes_per_sequence)} of cache{state}) per sequence⌋ = "
+        f"**{r.serving.max_sequences:,}**. Each decode step reads the weights it uses once "
+        f"({format_seconds(d.weight_seconds)}) and all {r.batch} cache(s){' and states' if state else ''} "
+        f"({format_seconds(d.kv_seconds)}) at {format_rate(n * g.bandwidth_bytes_per_s, 'B/s', prefix='G')}."
     )
+    if r.experts_touched_expected is not None:
+        m = r.model.moe
+        text += (
+            f" That is the **floor**: all {r.batch:,} sequences routed to the same {m.top_k} experts. Under "
+            f"**uniform routing** they touch E·(1 − (1 − k/E)^B) = {r.experts_touched_expected:,.1f} of "
+            f"{m.n_experts} experts per MoE layer: {format_bytes(d.expected_weight_bytes)} of weights, "
+            f"**{format_seconds(d.expected_seconds_per_step)}** a step, at most "
+            f"**{d.expected_tokens_per_s:,.1f}** tokens/s."
+        )
+    return text
 
 
 def score_metrics(s: ModelShape, bill) -> list[tuple[str, str, str]]:

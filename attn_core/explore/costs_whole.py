@@ -1,10 +1,15 @@
-"""The Cost page's whole-model section (issue 12): parameters held vs run, attention by layer type,
+"""The Cost page's whole-model section: parameters held vs run, attention by layer type,
 experts and MLA in words, prefill FLOPs and the time bounds, each with an independent re-count.
 Numpy only, like the cost model."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from attn_core.cost.flops import layer_flops
+from attn_core.cost.ledger import attention_twin, layer_ledger, memory_sweep_T
+from attn_core.cost.mixers import STATE_KIND_NAMES
+from attn_core.cost.params import weight_bytes
 from attn_core.cost.report import CostReport
 from attn_core.cost.serving import kv_bytes_per_token_per_layer
 from attn_core.cost.shapes import ModelShape
@@ -19,8 +24,9 @@ from attn_core.cost.units import (
 )
 from attn_core.cost.whole import Timing, timing
 
-# -- Issue 12: the whole model (parameters, layer types, MoE, MLA, prefill and time bounds) -----------
-LAYER_TYPES = ("full", "sliding", "chunked", "MLA", "linear")  # the strip's colours, in this order
+# -- The whole model (parameters, layer types, MoE, MLA, prefill and time bounds) -----------
+# The strip's colours, in this order: attention kinds, linear/state mixers, Nemotron-H's FFN-only blocks.
+LAYER_TYPES = ("full", "sliding", "chunked", "MLA", "gdn", "kda", "mamba", "mamba2", "mlp", "moe")
 
 
 STRIP_LAYERS = 512  # more layers than this: the strip gives way to the count per type
@@ -33,21 +39,52 @@ def layer_cells(s: ModelShape) -> list[str] | None:
     return None if kinds is None else ["MLA" if s.mla is not None and k == "full" else k for k in kinds]
 
 
-def layer_type_rows(s: ModelShape, T: int, b_kv: int, batch: int) -> dict[str, list]:
-    """Per attention type: layers, span, tokens each keeps at T, bytes per token per layer, cache."""
-    per_token = kv_bytes_per_token_per_layer(s, b_kv)
-    rows: dict[str, list] = {"layer type": [], "layers": [], "span (tokens)": [], f"cached at T = {T:,}": [],
-                             "per token per layer": [], "cache, all B": []}  # fmt: skip
-    for kind, n in s.kind_counts.items():
-        span = {"full": None, "sliding": s.sliding_window, "chunked": s.attention_chunk_size}[kind]
-        kept = min(T, span) if span else T
-        rows["layer type"].append(f"{kind}{' (MLA latent)' if s.mla else ''}")
-        rows["layers"].append(n)
-        rows["span (tokens)"].append("all" if span is None else f"{span:,}")
-        rows[f"cached at T = {T:,}"].append(f"{kept:,}")
-        rows["per token per layer"].append(f"{per_token:,} B")
-        rows["cache, all B"].append(format_bytes_binary(n * kept * per_token * batch))
+def layer_type_rows(
+    s: ModelShape, T: int, b_kv: int, batch: int, b_state: float | None = None, causal: bool = False
+) -> dict[str, list]:
+    """The ledger per layer kind (`attn_core.cost.ledger`): layers, span, parameters, cache per token,
+    fixed state per sequence, the cache of all B at T, and forward FLOPs at T."""
+    spans = {"full": "all", "sliding": s.sliding_window, "chunked": s.attention_chunk_size}
+    rows: dict[str, list] = {"layer kind": [], "layers": [], "span (tokens)": [], f"cached at T = {T:,}": [],
+                             "parameters": [], "cache per token": [], "state per sequence": [],
+                             f"cache, all B, T = {T:,}": [], f"FLOPs at T = {T:,}": []}  # fmt: skip
+    for row in layer_ledger(s, T, batch, b_kv, b_state, causal):
+        span = spans.get(row.kind)
+        kept = 0 if span is None else T if span == "all" else min(T, span)
+        mla = " (MLA latent)" if s.mla is not None and s.is_attention(row.kind) else ""
+        moe = f", {row.moe_layers:,} with experts" if row.moe_layers else ""
+        rows["layer kind"].append(f"{row.label}{mla}{moe}")
+        rows["layers"].append(row.layers)
+        rows["span (tokens)"].append("–" if span is None else span if span == "all" else f"{span:,}")
+        rows[f"cached at T = {T:,}"].append("–" if span is None else f"{kept:,}")
+        rows["parameters"].append(format_count_short(row.params, 2))
+        rows["cache per token"].append(
+            format_bytes_binary(row.cache_bytes_per_token) if row.cache_bytes_per_token else "–"
+        )
+        rows["state per sequence"].append(
+            format_bytes_binary(row.state_bytes_per_sequence) if row.state_bytes_per_sequence else "–"
+        )
+        rows[f"cache, all B, T = {T:,}"].append(format_bytes_binary(row.cache_bytes_per_token * kept * batch))
+        rows[f"FLOPs at T = {T:,}"].append(format_flops(row.flops))
     return rows
+
+
+def memory_series(r: CostReport, grid) -> dict[str, np.ndarray]:
+    """GiB held against T: the hybrid (weights + cache + state), its fixed state alone, and its
+    all-attention twin (the same layers with full attention in place of each linear/state layer)."""
+    b_w, b_kv = weight_bytes_per_param(r.weight_dtype), bytes_per_value(r.kv_dtype)
+    b_e, b_s = weight_bytes_per_param(r.expert_dtype), bytes_per_value(r.state_dtype or r.kv_dtype)
+    s, twin = r.model, attention_twin(r.model)
+    ours = memory_sweep_T(s, grid, r.weight_bytes, r.batch, b_kv, b_s)
+    dense = memory_sweep_T(twin, grid, weight_bytes(twin, b_w, b_e), r.batch, b_kv)
+    GiB = 2**30
+    return {
+        f"{s.name}: weights + cache + state": ours.total / GiB,
+        f"{s.name}: cache ({s.n_attention_layers} attention layers)": ours.kv_cache_bytes / GiB,
+        f"{s.name}: fixed state": np.full_like(ours.seq_len, ours.state_bytes / GiB),
+        f"all-attention twin ({s.n_layers} attention layers): weights + cache": dense.total / GiB,
+        f"{r.n_gpus} × {r.gpu.label}": np.full_like(ours.seq_len, r.serving.memory_bytes / GiB),
+    }
 
 
 def params_rows(r: CostReport) -> dict[str, list]:
@@ -60,7 +97,12 @@ def params_rows(r: CostReport) -> dict[str, list]:
             p.embeddings + p.positions,
             (p.embeddings + p.positions, "counted active, as Mixtral's 12.9B is (a token reads one row)"),
         ),
-        ("attention (all layers)", p.attention, (p.attention, "")),
+        ("attention (all attention layers)", p.attention, (p.attention, "")),
+        *(
+            [("linear-attention / state-space mixers", p.state_mixers, (p.state_mixers, ""))]
+            if p.state_mixers
+            else []
+        ),
         ("dense MLPs, shared experts, routers", p.mlp, (p.mlp, "")),
         ("routed experts", p.experts, routed_active if p.experts else (0, "")),
         ("norms", p.norms, (p.norms, "")),
@@ -91,7 +133,7 @@ def architecture_notes(s: ModelShape) -> list[str]:
         m = s.moe
         notes.append(
             f"**Mixture of experts:** {m.n_experts} routed experts of width {m.expert_d_ff:,}, top-{m.top_k} per "
-            f"token, {m.n_shared} shared; {s.n_moe_layers:,} MoE layers, {s.n_layers - s.n_moe_layers:,} dense "
+            f"token, {m.n_shared} shared; {s.n_moe_layers:,} MoE layers, {s.n_mlp_layers - s.n_moe_layers:,} dense "
             f"(width {s.d_ff:,}). The router is {s.d_model:,} × {m.n_experts} weights per MoE layer "
             f"({2 * s.d_model * m.n_experts:,} FLOPs per token). FLOPs count the active experts; memory holds all."
         )
@@ -104,6 +146,24 @@ def architecture_notes(s: ModelShape) -> list[str]:
             f"{m.qk_rope_head_dim} = {m.cache_width} numbers per token per layer, against {mha:,} for per-head K "
             f"and V ({s.n_heads} heads × ({m.qk_head_dim} + {m.v_head_dim}))."
         )
+    if s.state_mixer is not None:
+        m = s.state_mixer
+        notes.append(
+            f"**{STATE_KIND_NAMES[m.kind]} layers ({s.n_state_layers:,} of {s.n_layers:,}):** no cache that grows "
+            f"with T; each keeps a conv state of {m.conv_channels:,} channels × {m.conv_kernel} columns and a "
+            f"recurrent state of {m.recurrent_state_elements():,} numbers per sequence, whatever T is. Sized as "
+            "transformers' cache allocates it (K conv columns at the cache dtype; it keeps the recurrent state in "
+            "fp32: pick fp32 as the state dtype to match). vLLM keeps K − 1 conv columns and, unless told "
+            "otherwise, the recurrent state at the model dtype. Prefill FLOPs count "
+            + (f"the chunked form (chunks of {m.chunk} tokens)" if hasattr(m, "chunk") else "the scan")
+            + "; decode only the state products."
+        )
+    if s.attention_output_gate:
+        notes.append(f"**Gated attention:** the query map is {s.d_model:,} × 2·h·d_h; its second half gates each "
+                     "head's output through a sigmoid (Qwen3-Next).")  # fmt: skip
+    if s.one_mixer_per_layer:
+        notes.append("**One block per layer** (Nemotron-H's pattern): each layer holds one mixer — Mamba-2 (M), "
+                     "attention (*) — or one feed-forward part — MLP (-), MoE (E) — after one norm.")  # fmt: skip
     if s.attention_sinks:
         notes.append("**Attention sinks:** one learned logit per query head per layer joins the softmax with no "
                      "value: a head can put weight on nothing.")  # fmt: skip
@@ -120,8 +180,10 @@ def architecture_notes(s: ModelShape) -> list[str]:
 def prefill_rows(r: CostReport) -> tuple[dict[str, list], str]:
     """The whole model's forward FLOPs by part, and which MLA form is counted."""
     f = r.prefill
-    parts = [("projections (all layers)", f.projections), ("attention pairs", f.attention), ("MLP / active experts",
-             f.mlp), ("output head 2·d·V per token", f.lm_head), ("total", f.total)]  # fmt: skip
+    parts = [("projections (attention layers)", f.projections), ("attention pairs", f.attention),
+             ("linear/state layers: maps", f.state_projections), ("linear/state layers: chunked core", f.state_core),
+             ("MLP / active experts", f.mlp), ("output head 2·d·V per token", f.lm_head), ("total", f.total)]  # fmt: skip
+    parts = [p for p in parts if p[1] or not p[0].startswith("linear/state")]
     table = {"part": [p for p, _ in parts], "FLOP": [format_count(x) for _, x in parts],
              "scaled": [format_flops(x) for _, x in parts], "share": [format_percent(x / f.total) for _, x in parts]}  # fmt: skip
     note = "Matrix products only, 2 FLOPs per multiply-add; norms, softmax and rotary excluded."
@@ -159,7 +221,7 @@ def whole_checks(r: CostReport) -> list[tuple[str, float]]:
     prefill = by_layer + 2 * s.d_model * s.vocab_size * T * B
     spans = {"full": T, "sliding": s.sliding_window, "chunked": s.attention_chunk_size}
     kv = (
-        sum(n * min(T, spans[k]) for k, n in s.kind_counts.items())
+        sum(n * min(T, spans[k]) for k, n in s.kind_counts.items() if k in spans)
         * kv_bytes_per_token_per_layer(s, bytes_per_value(r.kv_dtype))
         * B
     )
@@ -170,16 +232,17 @@ def whole_checks(r: CostReport) -> list[tuple[str, float]]:
 def whole_timing(r: CostReport, prompt_len: int, gen_len: int, efficiency: float) -> Timing:
     """The report's model on its GPUs, dtypes and batch: prefill P tokens, then generate N."""
     b_w, b_kv = weight_bytes_per_param(r.weight_dtype), bytes_per_value(r.kv_dtype)
-    b_e = weight_bytes_per_param(r.expert_dtype)
+    b_e, b_s = weight_bytes_per_param(r.expert_dtype), bytes_per_value(r.state_dtype or r.kv_dtype)
     return timing(r.model, r.gpu, prompt_len, gen_len, r.batch, r.n_gpus, b_w, b_kv, efficiency=efficiency,
-                  expert_bytes=b_e)  # fmt: skip
+                  expert_bytes=b_e, state_bytes_per_value=b_s)  # fmt: skip
 
 
 def param_parts(r: CostReport) -> tuple[list[str], list[int], list[int]]:
     """(part, total, active) for the held-vs-run chart; the actives sum to ParamCount.active."""
     p = r.params.count
     rows = [("embeddings", p.embeddings + p.positions, p.embeddings + p.positions),
-            ("attention", p.attention, p.attention), ("dense MLP, shared experts, routers", p.mlp, p.mlp),
+            ("attention", p.attention, p.attention), ("linear/state mixers", p.state_mixers, p.state_mixers),
+            ("dense MLP, shared experts, routers", p.mlp, p.mlp),
             ("routed experts", p.experts, p.experts_active), ("norms", p.norms, p.norms),
             ("output head", p.lm_head, p.lm_head)]  # fmt: skip
     rows = [row for row in rows if row[1]]
