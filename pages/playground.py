@@ -9,7 +9,7 @@ import attn_core
 from attn_core.explore import playground
 from attn_core.explore.playground import SWEEP_KEYS
 from attn_core.slips.forward import SLIPS
-from lab_ui import figures, state
+from lab_ui import figures, state, view_cache
 from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
 from lab_ui.page import header
 from lab_ui.widgets import attempt, check_badge, oracle_badge, slip_columns, slip_picker, table
@@ -30,7 +30,7 @@ with st.sidebar:
         head = state.slider("head to view", 0, qkv.heads - 1, 0, key="pg_head") if qkv.heads > 1 else 0
         ex = None
         if scale is not None and mask is not None:
-            ex = attempt(playground.explore, qkv, mask.allowed, scale)
+            ex = attempt(view_cache.view, playground.explore, qkv, mask.allowed, scale)
 
 if qkv is None or scale is None or mask is None or ex is None:
     st.info("Fix the input marked in the sidebar; the page updates as soon as it is valid.")
