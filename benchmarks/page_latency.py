@@ -10,6 +10,9 @@ Usage: .venv/bin/python benchmarks/page_latency.py [--repeats N] [--only SUBSTRI
 
 Pages register scenarios in SCENARIOS below: one "defaults" and one "largest" each, with the
 widget change to time (a callable that takes the AppTest and alternates a value by iteration i).
+A change that alternates two values reruns states already computed once the views are cached
+(lab_ui/view_cache.py): the cost of a follower, or of a student going back. The "text"
+scenarios type a sequence never seen before on every rerun: the cost of new input.
 """
 
 from __future__ import annotations
@@ -104,8 +107,14 @@ def _trained_head(at: AppTest, i: int) -> None:
     at.selectbox(key="th_head").set_value(["L1H0", "L0H1"][i % 2])
 
 
+def _fresh_letters(i: int) -> str:
+    """Four letters that differ for every i < 26⁴: a sequence no earlier rerun has seen."""
+    return "".join(chr(97 + (i // 26**k + 7 * k) % 26) for k in range(4))
+
+
 def _trained_text(at: AppTest, i: int) -> None:
-    at.text_area(key="th_text").set_value(["^abcdabcd", "^abcdabce"][i % 2])
+    """A new sequence every time: what a student's own typing costs (nothing cached for it)."""
+    at.text_area(key="th_text").set_value("^" + _fresh_letters(i) * 3)
 
 
 def _hf_layer(at: AppTest, i: int) -> None:
@@ -113,7 +122,8 @@ def _hf_layer(at: AppTest, i: int) -> None:
 
 
 def _hf_text(at: AppTest, i: int) -> None:
-    at.text_area(key="hf_text").set_value(["3 14 15 92 65 35", "3 14 15 92 65 36"][i % 2])
+    """A new token sequence every time (ids 0…99), as above."""
+    at.text_area(key="hf_text").set_value(" ".join(str(ord(c) - 97) for c in _fresh_letters(i) * 3))
 
 
 SCENARIOS: list[Scenario] = [

@@ -92,6 +92,8 @@ def _feed(h, obj: Any, depth: int = 0) -> None:
     elif isinstance(obj, np.ndarray):
         h.update(f"{obj.dtype}{obj.shape}".encode())
         h.update(np.ascontiguousarray(obj).data if obj.size else b"")
+    elif hasattr(obj, "to_plotly_json"):  # a plotly figure: its spec
+        _feed(h, obj.to_plotly_json(), depth + 1)
     elif isinstance(obj, torch.nn.Module):
         h.update(f"{_identity(obj)}".encode())  # its parameters' versions move on every update
         h.update(",".join(str(p._version) for p in obj.parameters()).encode())
@@ -139,7 +141,9 @@ def size_of(obj: Any) -> int:
             continue
         seen.add(id(x))
         total += OBJECT_BYTES
-        if isinstance(x, torch.Tensor):
+        if hasattr(x, "to_plotly_json"):  # a figure holds its spec twice: dicts and graph objects
+            total += 2 * size_of(x.to_plotly_json())
+        elif isinstance(x, torch.Tensor):
             storage = x.untyped_storage()
             if storage.data_ptr() not in seen:
                 seen.add(storage.data_ptr())
@@ -188,8 +192,11 @@ class ViewCache:
 
     def view(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)``, computed once per distinct input content. Read-only result."""
-        name = f"{fn.__module__}.{fn.__qualname__}"
         key = fingerprint(*args, **kwargs)
+        return self.get(f"{fn.__module__}.{fn.__qualname__}", key, lambda: fn(*args, **kwargs))
+
+    def get(self, name: str, key: bytes, compute: Callable[[], T]) -> T:
+        """The value stored under ``name`` and ``key``, or ``compute()``'s, stored."""
         while True:
             with self._lock:
                 entries = self._pages.setdefault(name, OrderedDict())
@@ -204,7 +211,7 @@ class ViewCache:
                     break
             wait.wait()  # another session computes the same state: take its result (or retry)
         try:
-            value = fn(*args, **kwargs)
+            value = compute()
             self._store(name, key, value)
             return value
         finally:
@@ -254,3 +261,15 @@ CACHE = ViewCache()  # the server process's one cache, shared by every session
 def view(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)`` from the server's shared cache (see the module docstring)."""
     return CACHE.view(fn, *args, **kwargs)
+
+
+def figure(builder: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``builder(*args, **kwargs)``, a figure built from a view, from the same shared cache: hand
+    it straight to ``figures.show`` and never modify it. The key includes this session's font
+    size, which builders read from the session (projector mode)."""
+    from lab_ui.figures import font_size  # figures imports streamlit and plotly; this module need not
+
+    key = fingerprint(font_size(), *args, **kwargs)
+    return CACHE.get(
+        f"figure:{builder.__module__}.{builder.__qualname__}", key, lambda: builder(*args, **kwargs)
+    )

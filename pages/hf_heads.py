@@ -71,7 +71,9 @@ st.caption(
 layer = state.slider("layer", 0, view.n_layers - 1, 0, key="hf_layer") if view.n_layers > 1 else 0
 P = v.maps[layer]
 figures.show(
-    head_grid(P[None], view.tokens, f"Layer {layer}: every head (row: query, column: key)", layer),
+    view_cache.figure(
+        head_grid, P[None], view.tokens, f"Layer {layer}: every head (row: query, column: key)", layer
+    ),
     key="hf_grid",
 )
 head = state.slider("head", 0, P.shape[0] - 1, 0, key="hf_head") if P.shape[0] > 1 else 0

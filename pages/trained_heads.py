@@ -75,7 +75,9 @@ def read_heads() -> None:
         "a wrong scale or mask is off by more than 0.01."
     )
     figures.show(
-        head_grid(view.maps, view.tokens, "Every head on your sequence (row: query, column: key)"),
+        view_cache.figure(
+            head_grid, view.maps, view.tokens, "Every head on your sequence (row: query, column: key)"
+        ),
         key="th_grid",
     )
     pick = state.selectbox(
