@@ -251,7 +251,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--only", default="")
-    parser.add_argument("--profile", type=int, default=0, help="print the top N functions (cProfile, cumulative)")
+    parser.add_argument(
+        "--profile", type=int, default=0, help="print the top N functions (cProfile, cumulative)"
+    )
     args = parser.parse_args()
     print(f"{'page':32} {'scenario':10} {'p50 ms':>8} {'p95 ms':>8}")
     for scenario in SCENARIOS:
