@@ -11,7 +11,7 @@ pickles the result on every hit: for a 512 × 512 Playground view that is severa
 rerun, the very cost this cache removes. Sharing costs nothing, and asks one thing of the pages:
 a view is read-only (pages index it, plot it, tabulate it; they never write into it).
 ``verify()`` re-fingerprints every stored value and names any that changed since it was
-stored; the tests run every page and then call it. Streamlit's own caches cannot do the rest:
+stored (with ``check_writes`` on); the tests run every page and then call it. Streamlit's own caches cannot do the rest:
 their key hashes tensors through pickle and they have an entry cap but no byte cap.
 
 Bounds: at most ``MAX_ENTRIES`` states per view function, least recently used out first, and
@@ -177,7 +177,7 @@ def size_of(obj: Any) -> int:
 class _Entry:
     value: Any
     nbytes: int
-    digest: bytes  # fingerprint of the value when it was stored (verify() compares)
+    digest: bytes | None  # fingerprint of the value when it was stored, when checking writes
 
 
 class ViewCache:
@@ -191,6 +191,7 @@ class ViewCache:
         self._inflight: dict[tuple[str, bytes], threading.Event] = {}
         self.nbytes = 0
         self.hits = self.misses = 0
+        self.check_writes = False  # tests: fingerprint each stored value so that verify() can compare
 
     def view(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)``, computed once per distinct input content. Read-only result."""
@@ -226,7 +227,7 @@ class ViewCache:
         nbytes = size_of(value)
         if nbytes > self.max_entry_bytes:
             return
-        entry = _Entry(value, nbytes, fingerprint(value))
+        entry = _Entry(value, nbytes, fingerprint(value) if self.check_writes else None)
         with self._lock:
             entries = self._pages.setdefault(name, OrderedDict())
             entries[key] = entry
@@ -248,10 +249,11 @@ class ViewCache:
 
     def verify(self) -> list[str]:
         """Names of the views whose stored value changed since it was stored (a page wrote into
-        a shared result); empty when every view is intact."""
+        a shared result); empty when every view is intact. Only values stored while
+        ``check_writes`` was on are checked (fingerprinting a large view costs ~10 ms)."""
         with self._lock:
             stored = [(name, entry) for name, e in self._pages.items() for entry in e.values()]
-        return [name for name, entry in stored if fingerprint(entry.value) != entry.digest]
+        return [name for name, entry in stored if entry.digest and fingerprint(entry.value) != entry.digest]
 
     def clear(self) -> None:
         with self._lock:

@@ -23,7 +23,9 @@ from lab_ui.view_cache import ViewCache, fingerprint, size_of
 @pytest.fixture(autouse=True)
 def empty_cache():
     view_cache.CACHE.clear()
+    view_cache.CACHE.check_writes = True
     yield
+    view_cache.CACHE.check_writes = False
     view_cache.CACHE.clear()
 
 
@@ -150,6 +152,7 @@ def make_ones(n: int) -> torch.Tensor:
 
 def test_verify_names_a_view_a_page_wrote_into():
     cache = ViewCache()
+    cache.check_writes = True
     x = cache.view(make_ones, 3)
     cache.view(make_ones, 4)
     assert cache.verify() == []
@@ -245,5 +248,5 @@ def test_no_page_writes_into_a_shared_view(app):
         at = app(info.path)
         at.run()
         assert not at.exception, (info.path, [e.message for e in at.exception])
-    assert view_cache.CACHE.entries()
+    assert len(view_cache.CACHE.entries()) >= 8  # the views of most pages were stored and checked
     assert view_cache.CACHE.verify() == []
