@@ -91,6 +91,9 @@ def _feed(h, obj: Any, depth: int = 0) -> None:
         if t.dtype in (torch.bfloat16, torch.float16):
             t = t.view(torch.int16)
         h.update(t.numpy().data if t.numel() else b"")
+    elif isinstance(obj, np.ndarray) and obj.dtype.hasobject:  # its buffer holds pointers: walk it
+        h.update(f"{obj.shape}".encode())
+        _feed(h, obj.tolist(), depth + 1)
     elif isinstance(obj, np.ndarray):
         h.update(f"{obj.dtype}{obj.shape}".encode())
         h.update(np.ascontiguousarray(obj).data if obj.size else b"")

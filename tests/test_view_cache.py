@@ -10,6 +10,7 @@ import pickle
 import threading
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 import torch
 from apptest_helpers import chart, heatmap_z
@@ -56,6 +57,14 @@ def test_equal_content_in_distinct_objects_is_one_key():
 )
 def test_any_changed_input_is_another_key(other):
     assert fingerprint(Box(torch.arange(6.0).reshape(2, 3), "a")) != fingerprint(other)
+
+
+def test_object_arrays_are_keyed_by_their_elements_not_their_pointers():
+    a = np.array(["x", None], dtype=object)
+    key = fingerprint(a)
+    a[0] = "y"  # same buffer of pointers? no: a new pointer, but the content is what must count
+    assert fingerprint(a) != key
+    assert fingerprint(np.array(["x", None], dtype=object)) == key
 
 
 def test_numbers_of_different_types_and_argument_order_are_different_keys():
