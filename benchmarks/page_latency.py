@@ -5,16 +5,23 @@ run once to warm up, then time `at.run()` after a widget change, N times. Prints
 scenario. Targets on the 2-core dev machine: p50 ≤ 50 ms at defaults, ≤ 300 ms at the largest
 allowed sizes. Record results in benchmarks/RESULTS.md.
 
-Usage: .venv/bin/python benchmarks/page_latency.py [--repeats N] [--only SUBSTRING]
+Usage: .venv/bin/python benchmarks/page_latency.py [--repeats N] [--only SUBSTRING] [--profile TOP]
+(--profile: cProfile over the timed reruns, the TOP functions by cumulative time.)
 
 Pages register scenarios in SCENARIOS below: one "defaults" and one "largest" each, with the
 widget change to time (a callable that takes the AppTest and alternates a value by iteration i).
+A change that alternates two values reruns states already computed once the views are cached
+(lab_ui/view_cache.py): the cost of a follower, or of a student going back. The "text"
+scenarios type a sequence never seen before on every rerun: the cost of new input.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -94,6 +101,29 @@ def _one_head_lambda(at: AppTest, i: int) -> None:
 
 def _one_head_seed(at: AppTest, i: int) -> None:
     at.number_input(key="oh_seed").set_value(i % 2)
+
+
+def _trained_head(at: AppTest, i: int) -> None:
+    at.selectbox(key="th_head").set_value(["L1H0", "L0H1"][i % 2])
+
+
+def _fresh_letters(i: int) -> str:
+    """Four letters that differ for every i < 26⁴: a sequence no earlier rerun has seen."""
+    return "".join(chr(97 + (i // 26**k + 7 * k) % 26) for k in range(4))
+
+
+def _trained_text(at: AppTest, i: int) -> None:
+    """A new sequence every time: what a student's own typing costs (nothing cached for it)."""
+    at.text_area(key="th_text").set_value("^" + _fresh_letters(i) * 3)
+
+
+def _hf_layer(at: AppTest, i: int) -> None:
+    at.slider(key="hf_layer").set_value(i % 2)
+
+
+def _hf_text(at: AppTest, i: int) -> None:
+    """A new token sequence every time (ids 0…99), as above."""
+    at.text_area(key="hf_text").set_value(" ".join(str(ord(c) - 97) for c in _fresh_letters(i) * 3))
 
 
 SCENARIOS: list[Scenario] = [
@@ -182,6 +212,10 @@ SCENARIOS: list[Scenario] = [
             "oh_section": "Rank collapse",
         },
     ),
+    Scenario("pages/trained_heads.py", "defaults", _trained_head),
+    Scenario("pages/trained_heads.py", "text", _trained_text),
+    Scenario("pages/hf_heads.py", "defaults", _hf_layer),
+    Scenario("pages/hf_heads.py", "text", _hf_text),
 ]
 
 
@@ -191,7 +225,7 @@ _SHARED_CACHE = ScriptCache()
 app_test_module.ScriptCache = lambda: _SHARED_CACHE
 
 
-def measure(scenario: Scenario, repeats: int) -> list[float]:
+def measure(scenario: Scenario, repeats: int, profile: cProfile.Profile | None = None) -> list[float]:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     for key, value in scenario.query.items():
         at.query_params[key] = value
@@ -205,7 +239,10 @@ def measure(scenario: Scenario, repeats: int) -> list[float]:
     for i in range(repeats):
         scenario.change(at, i)
         start = time.perf_counter()
+        if profile is not None:  # the script runs in a new thread: profile that one
+            threading.setprofile(lambda *_: profile.enable())
         at.run()
+        threading.setprofile(None)
         times.append(time.perf_counter() - start)
     return times
 
@@ -214,15 +251,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--only", default="")
+    parser.add_argument(
+        "--profile", type=int, default=0, help="print the top N functions (cProfile, cumulative)"
+    )
     args = parser.parse_args()
     print(f"{'page':32} {'scenario':10} {'p50 ms':>8} {'p95 ms':>8}")
     for scenario in SCENARIOS:
         if args.only not in scenario.page + scenario.name:
             continue
-        times = sorted(measure(scenario, args.repeats))
+        profile = cProfile.Profile() if args.profile else None
+        times = sorted(measure(scenario, args.repeats, profile))
         p50 = statistics.median(times) * 1e3
         p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))] * 1e3
         print(f"{scenario.page:32} {scenario.name:10} {p50:8.1f} {p95:8.1f}", flush=True)
+        if profile is not None:  # times above include cProfile's overhead
+            pstats.Stats(profile).sort_stats("cumulative").print_stats(args.profile)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,13 @@ page's most common control back and forth; the server process's CPU time over th
 divided by their number, is the cost of one interaction. One session at a time, so nothing else
 competes; the figure is CPU, not latency, and so it holds on a busy machine too.
 
-Usage: .venv/bin/python benchmarks/rerun_cpu.py [--reruns 40] [--only PAGE]
+The control goes back and forth between two values, so with the shared view cache
+(lab_ui/view_cache.py) every timed rerun shows a state the server has already computed: the
+cost of a follower's rerun, or of a student going back. ``--no-view-cache`` starts the server
+with ATTN_LAB_VIEW_CACHE=0, so that every rerun computes its view and figures again: the cost of
+an interaction that reaches a state nobody has computed yet.
+
+Usage: .venv/bin/python benchmarks/rerun_cpu.py [--reruns 40] [--only PAGE] [--no-view-cache]
 Prints one line per page: `page key: X ms CPU per interaction (N reruns)`, then the median.
 """
 
@@ -13,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import time
@@ -29,6 +36,8 @@ INTERACTIONS = [
     ("bench", "", "kb_causal"),
     ("costs", "", "co_causal"),
     ("one_head", "", "oh_lam"),
+    ("trained_heads", "", "th_head"),
+    ("hf_heads", "", "hf_layer"),
 ]
 IDLE_CPU_S_PER_S = 0.0  # an idle server's own CPU (none measurable: no file watcher, no GC)
 
@@ -68,7 +77,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reruns", type=int, default=40)
     parser.add_argument("--only", default="")
+    parser.add_argument("--no-view-cache", action="store_true", help="every rerun computes its view")
     args = parser.parse_args()
+    if args.no_view_cache:
+        os.environ["ATTN_LAB_VIEW_CACHE"] = "0"  # the server inherits it
     medians = []
     with serve_load.serve() as server:
         for page, query, key in INTERACTIONS:
@@ -81,6 +93,8 @@ def main() -> int:
                 f"({args.reruns} reruns, {time.monotonic() - start:.0f} s)"
             )
     print(f"median over pages {statistics.median(medians):.1f} ms")
+    if len(medians) == len(INTERACTIONS):  # the six pages of RESULTS.md's table
+        print(f"median over the first six {statistics.median(medians[:6]):.1f} ms")
     return 0
 
 

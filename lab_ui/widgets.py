@@ -66,7 +66,7 @@ def table(df: pd.DataFrame, file_name: str, key: str, **kwargs) -> None:
     st.dataframe(df, key=f"{key}_table", **kwargs)
     st.download_button(
         "⬇ CSV",
-        df.to_csv(index=False).encode(),
+        lambda: df.to_csv(index=False).encode(),  # written on click, not on every rerun
         file_name=file_name,
         mime="text/csv",
         key=f"{key}_csv",

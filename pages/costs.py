@@ -15,7 +15,7 @@ from attn_core.cost.units import format_bytes, format_bytes_binary, format_flops
 from attn_core.cost.whole import MAX_GEN_LEN
 from attn_core.explore import costs as explore
 from attn_core.explore import costs_whole as whole
-from lab_ui import cost_charts, figures, state
+from lab_ui import cost_charts, figures, state, view_cache
 from lab_ui.page import header, run_section
 from lab_ui.widgets import attempt, oracle_badge, table
 
@@ -71,7 +71,7 @@ with st.sidebar:
 report = None
 if shape is not None:
     gpu = load_gpu(gpu_name)
-    report = attempt(costs.cost_report, shape, T, batch, dtype, causal, gpu, n_gpus, kv_dtype,
+    report = attempt(view_cache.view, costs.cost_report, shape, T, batch, dtype, causal, gpu, n_gpus, kv_dtype,
                      weight_dtype=weight_dtype, preset=preset, state_dtype=state_dtype)  # fmt: skip
 if shape is None or report is None:
     st.info("Fix the model in the sidebar; the page updates as soon as the config can be sized.")

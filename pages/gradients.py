@@ -11,7 +11,7 @@ from attn_core.explore.gradients import JACOBIAN_MAX_KEYS, UPSTREAM_KINDS, Upstr
 from attn_core.explore.inputs import InputKind
 from attn_core.limits import LIMITS
 from attn_core.slips.backward import SLIPS
-from lab_ui import figures, gradient_charts, state
+from lab_ui import figures, gradient_charts, state, view_cache
 from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
 from lab_ui.page import header
 from lab_ui.widgets import attempt, check_badge, oracle_badge, slip_columns, slip_picker, table
@@ -175,7 +175,7 @@ with st.sidebar:
         )
         lr = state.slider("descent step size η", 0.05, 5.0, 1.0, key="gr_lr", step=0.05)
         if scale is not None and mask is not None and G is not None:
-            ex = attempt(gradients.explore_gradients, qkv, mask.allowed, scale, G, head=head, row=row,
+            ex = attempt(view_cache.view, gradients.explore_gradients, qkv, mask.allowed, scale, G, head=head, row=row,
                          temperature=tau, lr=lr, run_finite_differences=section == SECTIONS[1])  # fmt: skip
 if qkv is None or ex is None:
     st.info("Fix the input marked in the sidebar; the page updates as soon as it is valid.")

@@ -6,7 +6,7 @@ import streamlit as st
 
 from attn_core.explore import hf_heads as explore
 from attn_core.hf.maps import LOAD_CAP_S, MAX_PARAMS, MAX_TOKENS
-from lab_ui import figures, state
+from lab_ui import figures, state, view_cache
 from lab_ui.page import header
 from lab_ui.trained_charts import head_grid, one_head
 from lab_ui.widgets import attempt, oracle_badge, table
@@ -51,7 +51,7 @@ st.caption(f"**{loaded.name}** · {loaded.n_params:,} parameters · loaded in {l
 label = "token ids (comma or space separated)" if loaded.tokenizer is None else "text"
 default = explore.DEMO_TEXT if loaded.tokenizer is None else "The cat sat on the mat. The cat sat on the"
 text = state.text_area(label, key="hf_text", default=default, max_chars=4000, height=68)
-view = attempt(explore.hf_view, loaded, text)
+view = attempt(view_cache.view, explore.hf_view, loaded, text)
 if view is None:
     st.info("Fix the input above; the model stays loaded.")
     st.stop()
@@ -71,7 +71,9 @@ st.caption(
 layer = state.slider("layer", 0, view.n_layers - 1, 0, key="hf_layer") if view.n_layers > 1 else 0
 P = v.maps[layer]
 figures.show(
-    head_grid(P[None], view.tokens, f"Layer {layer}: every head (row: query, column: key)", layer),
+    view_cache.figure(
+        head_grid, P[None], view.tokens, f"Layer {layer}: every head (row: query, column: key)", layer
+    ),
     key="hf_grid",
 )
 head = state.slider("head", 0, P.shape[0] - 1, 0, key="hf_head") if P.shape[0] > 1 else 0

@@ -9,7 +9,7 @@ from attn_core.explore import inputs
 from attn_core.explore import masks as explore
 from attn_core.limits import LIMITS
 from attn_core.oracle import MATCH_TOL, ROUNDING_TOL
-from lab_ui import figures, state
+from lab_ui import figures, state, view_cache
 from lab_ui.mask_charts import gallery_picker, leak_figure, mask_figure, output_heatmap
 from lab_ui.page import header, run_section
 from lab_ui.widgets import attempt, format_diff, oracle_badge, table
@@ -60,7 +60,7 @@ def change_the_future(qkv, T: int, seed: int) -> None:
             st.caption("t = 0: with T = 2 only token 1 lies in the future.")
     with c3:
         size = state.slider("size of the change", 0.1, 10.0, 3.0, key="mk_size", step=0.1)
-    view = attempt(explore.change_the_future, qkv.q, qkv.k, qkv.v, t, kind, size, seed + 1)
+    view = attempt(view_cache.view, explore.change_the_future, qkv.q, qkv.k, qkv.v, t, kind, size, seed + 1)
     if view is None:
         return
     figures.show(leak_figure(view, t), key="mk_leak_fig")
@@ -83,7 +83,7 @@ def fully_masked_rows(seed: int) -> None:
         S = state.slider("keys S in the row", 2, 16, 5, key="mk_fmS")
     with c2:
         spread = state.selectbox("score spread", (1.0, 10.0, 30.0, 100.0), key="mk_spread")
-    cases = attempt(explore.fully_masked_view, S, float(spread), seed)
+    cases = attempt(view_cache.view, explore.fully_masked_view, S, float(spread), seed)
     if cases is None:
         return
     table(pd.DataFrame(cases), "fully_masked_rows.csv", key="mk_fm", hide_index=True)
@@ -172,7 +172,7 @@ def permutations(seed: int) -> None:
         causal = state.toggle("causal mask", key="mk_causal")
     with c4:
         positions = state.toggle("add sinusoidal positions", key="mk_pos")
-    view = attempt(explore.permutations_view, words, perm_text, causal, positions, seed)
+    view = attempt(view_cache.view, explore.permutations_view, words, perm_text, causal, positions, seed)
     if view is None:
         return
     r = view.report

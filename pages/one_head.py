@@ -12,7 +12,7 @@ from attn_core.explore import expressivity as explore
 from attn_core.explore.expressivity import ExpressivityInputs, Section
 from attn_core.oracle import IDENTITY_TOL
 from attn_core.theory import kernel_smoothing
-from lab_ui import figures, state
+from lab_ui import figures, state, view_cache
 from lab_ui import theory_charts as charts
 from lab_ui.page import header, run_section
 from lab_ui.widgets import attempt, check_badge, slip_columns, table
@@ -31,9 +31,8 @@ header(
 )
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
 def run(section: str, x: ExpressivityInputs):
-    return explore.explore(section, x)
+    return view_cache.view(explore.explore, section, x)
 
 
 def show_table(rows, file_name: str, key: str, fmt: str = "%.4g") -> None:

@@ -12,7 +12,7 @@ from attn_core.cost.units import format_flops
 from attn_core.explore import online as explore
 from attn_core.explore.inputs import QKV, InputKind
 from attn_core.slips.online import SLIPS
-from lab_ui import figures, state
+from lab_ui import figures, state, view_cache
 from lab_ui import online_softmax as ui
 from lab_ui.inputs import mask_picker, qkv_picker
 from lab_ui.page import header
@@ -45,7 +45,7 @@ def step_through(qkv: QKV, allowed, head: int, row: int) -> None:
         st.caption("Bank's largest score is 1.414; ×10 makes it 14.1, past fp16's e^11.09 = 65,504.")
     args = (qkv.q, qkv.k, qkv.v, allowed)
     kw = dict(head=head, row=row, block_size=block, dtype=dtype, logit_scale=logit_scale)
-    walk = attempt(explore.walk_row, *args, **kw)
+    walk = attempt(view_cache.view, explore.walk_row, *args, **kw)
     wrong = attempt(explore.walk_row, *args, **kw, slip=slip) if slip else None
     if walk is None or (slip and wrong is None):
         return
@@ -105,7 +105,7 @@ def tiles(qkv: QKV, allowed) -> None:
         f"multiplied, never exponentiated. Cap: {explore.MAX_TILES:,} tiles per rerun (here b ≥ {smallest})."
     )
     block = state.slider("block size b", 1, max(L, S), smallest, key="os_tile_block") if max(L, S) > 1 else 1
-    view = attempt(explore.tile_view, qkv.q, qkv.k, qkv.v, allowed, block_size=block)
+    view = attempt(view_cache.view, explore.tile_view, qkv.q, qkv.k, qkv.v, allowed, block_size=block)
     if view is None:
         return
     oracle_badge("torch SDPA (float64), whole output", view.max_abs_diff, view.tolerance)

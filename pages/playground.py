@@ -9,7 +9,7 @@ import attn_core
 from attn_core.explore import playground
 from attn_core.explore.playground import SWEEP_KEYS
 from attn_core.slips.forward import SLIPS
-from lab_ui import figures, state
+from lab_ui import figures, state, view_cache
 from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
 from lab_ui.page import header
 from lab_ui.widgets import attempt, check_badge, oracle_badge, slip_columns, slip_picker, table
@@ -30,7 +30,7 @@ with st.sidebar:
         head = state.slider("head to view", 0, qkv.heads - 1, 0, key="pg_head") if qkv.heads > 1 else 0
         ex = None
         if scale is not None and mask is not None:
-            ex = attempt(playground.explore, qkv, mask.allowed, scale)
+            ex = attempt(view_cache.view, playground.explore, qkv, mask.allowed, scale)
 
 if qkv is None or scale is None or mask is None or ex is None:
     st.info("Fix the input marked in the sidebar; the page updates as soon as it is valid.")
@@ -57,18 +57,33 @@ q_tok, k_tok = qkv.query_tokens, qkv.key_tokens
 left, right = st.columns(2)
 with left:
     figures.show(
-        figures.heatmap(
-            res.scores[0, head], k_tok, q_tok, title="Scores S = QKᵀ·scale + M", colorscale="RdBu_r", zmid=0
+        view_cache.figure(
+            figures.heatmap,
+            res.scores[0, head],
+            k_tok,
+            q_tok,
+            title="Scores S = QKᵀ·scale + M",
+            colorscale="RdBu_r",
+            zmid=0,
         ),
         key="pg_scores",
     )
 with right:
     figures.show(
-        figures.heatmap(res.weights[0, head], k_tok, q_tok, title="Weights P = softmax(S)", zmin=0, zmax=1),
+        view_cache.figure(
+            figures.heatmap,
+            res.weights[0, head],
+            k_tok,
+            q_tok,
+            title="Weights P = softmax(S)",
+            zmin=0,
+            zmax=1,
+        ),
         key="pg_weights",
     )
 figures.show(
-    figures.heatmap(
+    view_cache.figure(
+        figures.heatmap,
         res.output[0, head],
         list(qkv.value_names),
         q_tok,
@@ -87,7 +102,8 @@ st.subheader("Temperature: from one-hot to uniform")
 row = state.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="pg_row") if qkv.L > 1 else 0
 sweep = ex.sweep(head, row)
 figures.show(
-    figures.lines(
+    view_cache.figure(
+        figures.lines,
         sweep.temperatures,
         {f"p({k_tok[j]})": sweep.weights[:, j] for j in range(min(qkv.S, SWEEP_KEYS))},
         title=f"softmax(s/τ) for query {q_tok[row]} (τ = 1 is the current scale)",

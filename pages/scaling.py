@@ -12,7 +12,7 @@ from attn_core.explore.scaling import ScaleRule, ScalingInputs, Section
 from attn_core.limits import THEORY
 from attn_core.slips.scaling import SLIPS
 from attn_core.theory import scaling as theory
-from lab_ui import figures, state
+from lab_ui import figures, state, view_cache
 from lab_ui import theory_charts as charts
 from lab_ui.page import header, run_section
 from lab_ui.widgets import attempt, check_badge, slip_columns, slip_picker, table
@@ -27,9 +27,8 @@ header(
 )
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
 def run(section: str, x: ScalingInputs):
-    return explore.explore(section, x)
+    return view_cache.view(explore.explore, section, x)
 
 
 def fmt_table(rows: list[dict], file_name: str, key: str, fmt: str = "%.4g") -> None:

@@ -8,7 +8,7 @@ import streamlit as st
 
 from attn_core.explore import trained as explore
 from attn_core.trained.tasks import TASKS, TaskId
-from lab_ui import figures, state
+from lab_ui import figures, state, view_cache
 from lab_ui.page import header
 from lab_ui.trained_charts import circuit, head_grid, loss_figure, one_head
 from lab_ui.widgets import attempt, oracle_badge, table
@@ -61,7 +61,7 @@ def parse_head(name: str) -> tuple[int, int]:
 
 
 def read_heads() -> None:
-    view = attempt(explore.heads_view, model, task, text)
+    view = attempt(view_cache.view, explore.heads_view, model, task, text)
     if view is None:
         st.info("Fix the sequence above; the rest of the page keeps working (see *Ablation & circuits*).")
         return
@@ -75,7 +75,9 @@ def read_heads() -> None:
         "a wrong scale or mask is off by more than 0.01."
     )
     figures.show(
-        head_grid(view.maps, view.tokens, "Every head on your sequence (row: query, column: key)"),
+        view_cache.figure(
+            head_grid, view.maps, view.tokens, "Every head on your sequence (row: query, column: key)"
+        ),
         key="th_grid",
     )
     pick = state.selectbox(
@@ -97,7 +99,7 @@ def read_heads() -> None:
 def ablation_and_circuits() -> None:
     st.subheader("Ablation: zero heads, measure the loss")
     chosen = st.multiselect("heads to zero", head_names, key="th_ablate")
-    ab = explore.ablate(model, task, chosen)
+    ab = view_cache.view(explore.ablate, model, task, chosen)
     m = st.columns(2)
     m[0].metric("held-out loss, all heads", f"{ab.base_loss:.4f} nats")
     m[1].metric(
@@ -112,7 +114,7 @@ def ablation_and_circuits() -> None:
     )
     st.subheader("The two circuits of one head, over the vocabulary")
     pick = state.selectbox("head", head_names, key="th_circ", default=explore.best_induction_head(model))
-    cv = explore.circuit_view(model, *parse_head(pick))
+    cv = view_cache.view(explore.circuit_view, model, *parse_head(pick))
     oracle_badge("the layer's own projections applied to the embeddings (float64)", cv.max_abs_diff, cv.tol)
     left, right = st.columns(2)
     with left:

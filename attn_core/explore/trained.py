@@ -32,6 +32,7 @@ from attn_core.trained.analysis import (
     run_trace,
     sink_share,
 )
+from attn_core.trained.memo import per_model
 from attn_core.trained.model import ModelConfig, TinyTransformer
 from attn_core.trained.tasks import TASKS, VOCAB, TaskId, encode, no_lookup_loss, seq_len
 from attn_core.trained.training import (
@@ -146,7 +147,13 @@ def ablate(model: TinyTransformer, task: TaskId, heads: list[str]) -> AblationVi
     for name in heads:
         layer, head = (int(x) for x in name[1:].split("H"))
         mask[layer, head] = 0.0
-    return AblationView(heads, eval_loss(model, task), eval_loss(model, task, head_mask=mask))
+    return AblationView(heads, held_out_loss(model, task), held_out_loss(model, task, mask))
+
+
+def held_out_loss(model: TinyTransformer, task: TaskId, head_mask: torch.Tensor | None = None) -> float:
+    """``eval_loss``, once per model version, task and set of zeroed heads."""
+    key = ("loss", TaskId(task), None if head_mask is None else tuple(head_mask.flatten().tolist()))
+    return per_model(model, key, lambda: eval_loss(model, task, head_mask=head_mask))
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ import torch
 from attn_core.attention import attention
 from attn_core.masks import causal_mask
 from attn_core.stats import row_entropy
+from attn_core.trained.memo import per_model
 from attn_core.trained.model import TinyTransformer, Trace
 from attn_core.trained.tasks import TASKS, TaskId, repeated
 from attn_core.trained.training import EVAL_SEED, eval_loss
@@ -122,8 +123,14 @@ def head_scores(
     model: TinyTransformer, idx: torch.Tensor | None = None, period: int | None = None
 ) -> HeadScores:
     """The four scores of every head, averaged over the probe sequences (default: 64 held-out
-    repeated random sequences, period 16, or ``probe_period`` for a model with fewer positions)."""
-    period = probe_period(model) if period is None else period
+    repeated random sequences, period 16, or ``probe_period`` for a model with fewer positions).
+    On the default probe, computed once per model version (``memo``); the result is shared."""
+    if idx is None and period is None:
+        return per_model(model, "head_scores", lambda: _head_scores(model, None, probe_period(model)))
+    return _head_scores(model, idx, probe_period(model) if period is None else period)
+
+
+def _head_scores(model: TinyTransformer, idx: torch.Tensor | None, period: int) -> HeadScores:
     idx = probe_batch(period=period) if idx is None else idx
     P = stack_weights(run_trace(model, idx)).to(torch.float64)  # (n_layer, B, nh, T, T)
     return HeadScores(
@@ -137,7 +144,11 @@ def head_scores(
 
 def ablation(model: TinyTransformer, task: TaskId) -> tuple[float, torch.Tensor]:
     """The held-out loss of ``task`` and its change (n_layer, n_head) when each head's output is
-    zeroed alone (positive: the model needed that head)."""
+    zeroed alone (positive: the model needed that head). Once per model version and task."""
+    return per_model(model, ("ablation", TaskId(task)), lambda: _ablation(model, task))
+
+
+def _ablation(model: TinyTransformer, task: TaskId) -> tuple[float, torch.Tensor]:
     cfg = model.config
     base = eval_loss(model, task)
     change = torch.zeros(cfg.n_layer, cfg.n_head, dtype=torch.float64)
