@@ -205,3 +205,29 @@ def test_stop_and_rerun_pass_through_the_net():
     assert not at.exception and at.error.len == 0
     assert "Fix the thing" in at.info[0].value
     assert not any(m.value == "not reached" for m in at.markdown)
+
+
+# -- numbers and labels from a link ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("page", "query", "key", "default"),
+    [
+        ("pages/playground.py", {"in_src": "random", "in_seed": "1e400"}, "in_seed", 0),
+        ("pages/online_softmax.py", {"os_section": "Memory bill", "os_T": "1e400"}, "os_T", 4096),
+        ("pages/online_softmax.py", {"os_section": "Memory bill", "os_B": "-inf"}, "os_B", 1),
+    ],
+)
+def test_a_link_number_outside_the_widget_is_refused_with_a_note(app, page, query, key, default):
+    at = app(page, **query)
+    assert no_crash(at) == []
+    assert at.number_input(key=key).value == default
+    raw = query[key]
+    assert any(f"The link's value `{raw}` is not allowed here" in c.value for c in at.caption)
+
+
+def test_a_link_label_is_never_read_as_markdown(app):
+    at = app("pages/playground.py", in_src="[x](//e.vu)")
+    assert no_crash(at) == []
+    (note,) = [c.value for c in at.caption if "link's value" in c.value]
+    assert "`[x](//e.vu)`" in note  # inside a code span: shown as typed, not as a link
