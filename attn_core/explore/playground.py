@@ -14,6 +14,7 @@ from attn_core.slips.forward import SLIPS
 from attn_core.stats import TemperatureSweep, effective_keys, row_entropy, temperature_sweep
 
 SWEEP_KEYS = 12  # keys drawn in the temperature sweep: more lines than this are unreadable
+CODE = attention  # what the page's "show the code" shows
 
 
 @dataclass(frozen=True)
