@@ -76,12 +76,19 @@ def _parse_bool(raw: str) -> bool:
 
 
 def _choice(
-    widget: Callable[..., T], label: str, options: Sequence[T], key: str, default: T | None, **kwargs
+    widget: Callable[..., T],
+    label: str,
+    options: Sequence[T],
+    key: str,
+    default: T | None,
+    aliases: dict[str, T] | None = None,
+    **kwargs,
 ) -> T:
-    """A one-of-options widget mirrored to the URL; a stale value not in options resets."""
+    """A one-of-options widget mirrored to the URL; a stale value not in options resets.
+    ``aliases`` maps older URL values (a label that used to be the value) to options."""
     options = list(options)
     default = options[0] if default is None else default
-    by_text = {str(o): o for o in options}
+    by_text = {**(aliases or {}), **{str(o): o for o in options}}
     note = _seed(key, default, lambda raw: by_text.get(raw, raw), lambda v: v in options)
     value = widget(label, options, key=key, **kwargs)
     _note(note)
@@ -90,7 +97,7 @@ def _choice(
 
 
 def selectbox(label: str, options: Sequence[T], key: str, default: T | None = None, **kwargs) -> T:
-    """st.selectbox mirrored to the URL."""
+    """st.selectbox mirrored to the URL (``aliases=``: older URL values → options)."""
     return _choice(st.selectbox, label, options, key, default, **kwargs)
 
 

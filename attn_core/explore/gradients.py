@@ -33,8 +33,8 @@ from attn_core.jacobian import (
     saturation_sweep,
 )
 from attn_core.limits import LIMITS
-from attn_core.slips.backward import SLIPS as BACKWARD_SLIPS
 from attn_core.oracle import J_EIG, J_EXACT, RANK_RESOLVABLE, Check, max_abs_diff, sdpa_reference
+from attn_core.slips.backward import SLIPS as BACKWARD_SLIPS
 
 F64 = torch.float64
 # The full T × T Jacobian (heatmap, every eigenvalue) is formed for rows of up to 64 allowed keys:
