@@ -22,14 +22,14 @@ header(
 with st.sidebar:
     st.header("Inputs")
     qkv = qkv_picker()
+    ex = None
     if qkv is not None:
         scale = scale_picker(qkv.q.shape[-1])
         mask = mask_picker(qkv.L, qkv.S)
         head = state.slider("head to view", 0, qkv.heads - 1, 0, key="pg_head") if qkv.heads > 1 else 0
-        ex = None
         if scale is not None and mask is not None:
             ex = compute(playground.explore, qkv, mask.allowed, scale, inputs=INPUTS)
-require(qkv, ex)
+require(ex)
 res = ex.result
 
 
