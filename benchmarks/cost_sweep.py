@@ -1,7 +1,7 @@
-"""How long a 10,000-point sweep over T takes in attn_core.cost (issue 6: "milliseconds").
+"""How long a 10,000-point sweep over T takes in attn_core.cost (the goal: milliseconds).
 
 Times, per preset, the vectorized calls a cost page makes for one chart set: FLOPs (full and
-causal), KV-cache bytes, score memory (naive and online), serving capacity and (issue 12) the
+causal), KV-cache bytes, score memory (naive and online), serving capacity and the
 whole model's prefill FLOPs, every layer's window or chunk honoured, over T = 1…N.
 Prints the median of R repeats per preset and overall.
 
@@ -36,7 +36,7 @@ def sweep_once(name: str, T: np.ndarray) -> None:
     score_bytes_naive(shape, T)
     score_bytes_online(shape, T)
     serving_capacity(shape, gpu, T)
-    prefill_flops(shape, T, causal=True).total  # noqa: B018 - issue 12: every layer's pattern
+    prefill_flops(shape, T, causal=True).total  # noqa: B018 - every layer's pattern
 
 
 def main() -> None:
