@@ -166,7 +166,7 @@ def test_formulas_in_an_uploaded_log_go_back_out_as_text(app, monkeypatch):
 # -- the safety net -----------------------------------------------------------------------------
 
 
-def test_one_failing_section_leaves_the_rest_of_the_page_working(caplog):
+def test_one_failing_section_leaves_the_rest_of_the_page_working(caplog, net_expected):
     def page():
         import streamlit as st
 
