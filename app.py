@@ -4,7 +4,8 @@ import streamlit as st
 import torch
 
 from lab_ui import classroom, figures, state
-from lab_ui.nav import HOME, PAGES
+from lab_ui.nav import HOME, PAGES, open_home_alias
+from lab_ui.page import safety_net
 
 # One intra-op thread per rerun: sessions already run in parallel threads, and on a 2-core server
 # torch's own thread pool only adds contention (a tiny SDPA call took 7.7 ms with 2 threads
@@ -17,6 +18,7 @@ pages = [
     st.Page(p.path, title=p.title, icon=p.icon, url_path=p.url_path, default=p is HOME)
     for p in [HOME, *PAGES]
 ]
+open_home_alias()
 page = st.navigation(pages)
 classroom.before_page(page, {p.url_path: p for p in pages})
 with st.sidebar:
@@ -25,5 +27,6 @@ with st.sidebar:
     ):
         figures.use_projector_sizes()
     classroom.sidebar(page)
-page.run()
+with safety_net(f"the settings of {page.title}"):  # the last net: a section's own net is first
+    page.run()
 classroom.after_page(page)

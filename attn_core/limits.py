@@ -16,6 +16,10 @@ class Limits:
     max_width: int = 256  # d_k and d_v
     max_heads: int = 16
     max_custom_len: int = 32  # typed matrices and painted masks: beyond this nobody types by hand
+    # |entry| of a typed matrix. Every product a page forms from Q, K, V (scores d·x², gradients
+    # up to d·x³ with d ≤ 256, the temperature's ×20) then stays below 1e21: far inside float64
+    # (1.8e308) and the float32 of a cross-check (3.4e38), so no figure turns into inf or NaN.
+    max_typed_abs: float = 1e6
     # heads · L · S · (d_k + d_v): the multiply-adds of QKᵀ and PV. 2^25 keeps a float64 rerun
     # (ours + the SDPA check) near 0.1 s on one core, e.g. 512 × 512 with d_k + d_v = 128.
     max_work: int = 2**25

@@ -106,6 +106,15 @@ def max_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float:
     return float(d.max()) if d.numel() else 0.0
 
 
+def compared_max_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    """max |a - b| for a badge, or NaN when either side has a NaN or inf entry: two NaNs that
+    agree prove nothing, so a badge shows "not finite" instead of a green 0."""
+    a, b = torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)
+    if not (torch.isfinite(a).all() and torch.isfinite(b).all()):
+        return float("nan")
+    return max_abs_diff(a, b)
+
+
 # ----------------------------------------------------------------------------------- checks
 
 

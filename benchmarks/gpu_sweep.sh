@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The kernel bench on a GPU machine (issue 11): run once from the repo root; installs nothing
+# The kernel bench on a GPU machine: run once from the repo root; installs nothing
 # (that machine has torch 2.11 and Triton 3.6). Writes $OUT/gpu-results.json ({"meta", "records"})
 # within ~6 minutes and prints one line per record. Then commit $OUT/gpu-results.json as
 # assets/bench/gpu-results-<device>-<date>.json: the Kernels page shows it beside the live CPU run.

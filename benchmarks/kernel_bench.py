@@ -1,4 +1,4 @@
-"""The kernel bench's long runs (issue 11): the CPU table and goal here, the GPU sweep on a GPU.
+"""The kernel bench's long runs: the CPU table and goal here, the GPU sweep on a GPU.
 
     cpu   every CPU contestant at L ∈ {256, 1024, 4096}, fp32, B = 1, H = 8, d = 64, causal off and
           on, interleaved medians, the load average before and after; then the issue's CPU goal:

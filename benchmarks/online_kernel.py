@@ -1,6 +1,6 @@
 """The project's tiled online-softmax kernel on CPU, side by side with naive attention and SDPA.
 
-Issue 5, "Speed": attn_core.online_attention (eager PyTorch; default tiles 512 queries × 128 keys)
+The speed goal: attn_core.online_attention (eager PyTorch; default tiles 512 queries × 128 keys)
 against attn_core.attention (forms the full L×S matrix) and torch's fused SDPA kernel, at
 T ∈ {1024, 4096}, fp32, B = 1, H = 8, d = 64. Targets: ≤ 2.5× SDPA's wall time at T = 4096 with
 the default block size; extra memory O(T·d), far below naive's T²; stretch: a torch.compile'd

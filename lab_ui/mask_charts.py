@@ -14,6 +14,7 @@ from attn_core.explore.masks import (
     PAINTED,
     FutureView,
     MaskView,
+    SlipView,
     default_grid,
     gallery_mask,
     parse_lengths,
@@ -114,3 +115,16 @@ def gallery_picker() -> MaskView | None:
     return attempt(
         gallery_mask, kind, L, S, window=window, valid_keys=valid, doc_lengths=lengths, prefix=prefix
     )
+
+
+def slip_panels(view: SlipView, keys: tuple[str, str]) -> None:
+    """The right computation beside the slip: each panel a mask or a weight matrix."""
+    for col, panel, key in zip(st.columns(2), (view.right, view.wrong), keys, strict=True):
+        with col:
+            if panel.is_mask:
+                mask_figure(panel.values, panel.title, panel.offset, key=key)
+            else:
+                T = panel.values.shape[-1]
+                labels = [f"k{j}" for j in range(T)], [f"q{i}" for i in range(T)]
+                fig = figures.heatmap(panel.values, *labels, title=panel.title, zmin=0, zmax=1)
+                figures.show(fig, key=key)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
 
 @dataclass(frozen=True)
 class PageInfo:
@@ -106,3 +108,16 @@ PAGES: list[PageInfo] = [
         "hf_heads",
     ),
 ]
+
+
+def open_home_alias() -> None:
+    """Serve /home as the home page. Streamlit serves the default page at the root only, so a
+    typed or shared /home (the home page's own url_path) would open a "Page not found" dialog.
+    Call before st.navigation: a request for the home page by name becomes a request for the
+    default page."""
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return
+    intent = ctx.pages_manager
+    if intent.intended_page_name == HOME.url_path and not intent.intended_page_script_hash:
+        intent.set_script_intent("", "")

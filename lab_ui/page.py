@@ -1,11 +1,40 @@
-"""What every page starts with: route through app.py, then a title and a short intro."""
+"""The one shape every page has: title and intro → inputs → one view call → the chosen section.
+
+- `header(title, intro)` routes the page through app.py, then draws the title and intro.
+- `section_picker(Section, key)` is the row of section names over a page's `Section` enum.
+- `compute(fn, *args, inputs=…)` is the view call: an expected `ValueError` is shown as its own
+  message, anything else goes through the safety net; either way it returns None.
+- `require(value, …)` stops the page, with one line saying what to fix, when a value is None.
+- `run_section(body, *args, inputs=…)` runs the chosen section as a fragment, inside the net.
+- `show_code(title, fn)` is the "show the code" expander.
+
+The safety net: a page section whose domain code raises something unexpected shows one message
+in that section naming the inputs it was computed from (no traceback, no server path), the
+exception goes to the server log, and every other section, the sidebar and the inputs still work.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import inspect
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import Enum
+from typing import TypeVar
 
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
+
+from lab_ui import state
+from lab_ui.widgets import attempt
+
+T = TypeVar("T")
+E = TypeVar("E", bound=Enum)
+
+log = logging.getLogger("attention_lab.pages")
+# The first words of every safety-net message: the fuzzer and the tests look for them.
+NET_MESSAGE = "This part of the page could not be computed"
 
 
 def _enter_through_app() -> None:
@@ -27,9 +56,63 @@ def header(title: str, intro: str) -> None:
     st.markdown(intro)
 
 
-def run_section(body: Callable[..., None], *args) -> None:
-    """Run one section of a page as a fragment: a control inside it reruns that section alone,
-    not the header, the sidebar and their inputs (the Masks gallery's L slider: 17.7 → 10.7 ms
-    of server CPU per change, `benchmarks/rerun_cpu.py`). A change in the sidebar still reruns
-    everything. The section must not write to the sidebar (Streamlit forbids it in a fragment)."""
-    st.fragment(body)(*args)
+@contextmanager
+def safety_net(inputs: str) -> Iterator[None]:
+    """Catch what domain code was not expected to raise: one message naming ``inputs`` (what the
+    visitor can change), the exception logged on the server. Streamlit's own stop and rerun are
+    BaseExceptions and pass through."""
+    try:
+        yield
+    except Exception as exc:
+        log.exception("page section failed; inputs: %s", inputs)
+        st.error(
+            f"{NET_MESSAGE} for these inputs ({inputs}): {type(exc).__name__}. Try other values; "
+            "the rest of the page still works.",
+            icon="⚠️",
+        )
+
+
+def compute(fn: Callable[..., T], *args, inputs: str, **kwargs) -> T | None:
+    """The page's view call: its value, or None after a message (the error's own words for a
+    ValueError, the safety net's for anything else)."""
+    result = None
+    with safety_net(inputs):
+        result = attempt(fn, *args, **kwargs)
+    return result
+
+
+def require(*values: object, fix: str = "the input marked in the sidebar") -> None:
+    """Stop the page here, with one line saying what to fix, when any of ``values`` is None
+    (each was already explained where it failed)."""
+    if any(v is None for v in values):
+        st.info(f"Fix {fix}; the page updates as soon as it is valid.")
+        st.stop()
+
+
+def section_picker(sections: type[E], key: str) -> E:
+    """A row of the page's sections (a ``StrEnum`` whose values are the labels kept in the URL)."""
+    value = state.radio(
+        "Section", [s.value for s in sections], key=key, horizontal=True, label_visibility="collapsed"
+    )
+    return sections(value)
+
+
+def run_section(body: Callable[..., None], *args, inputs: str = "the inputs above") -> None:
+    """Run one section of a page as a fragment, inside the safety net: a control inside it reruns
+    that section alone, not the header, the sidebar and their inputs (the Masks gallery's L
+    slider: 17.7 → 10.7 ms of server CPU per change, `benchmarks/rerun_cpu.py`). A change in the
+    sidebar still reruns everything. The section must not write to the sidebar (Streamlit
+    forbids it in a fragment)."""
+
+    @functools.wraps(body)  # the fragment's id comes from the body's name
+    def guarded(*a) -> None:
+        with safety_net(inputs):
+            body(*a)
+
+    st.fragment(guarded)(*args)
+
+
+def show_code(title: str, fn: Callable) -> None:
+    """A collapsed "Show the code" expander with ``fn``'s source."""
+    with st.expander(f"Show the code ({title})"):
+        st.code(inspect.getsource(fn), language="python")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
@@ -20,7 +21,14 @@ def format_diff(x: float) -> str:
 
 
 def oracle_badge(oracle: str, max_abs_diff: float, tol: float) -> bool:
-    """A green "matches <oracle> · max |Δ| = 2.2e-16 ✓" badge, red with ✗ when max |Δ| > tol."""
+    """A green "matches <oracle> · max |Δ| = 2.2e-16 ✓" badge, red with ✗ when max |Δ| > tol,
+    and red "not finite" when max |Δ| is NaN or inf (a NaN output is never badged green)."""
+    if not math.isfinite(max_abs_diff):
+        st.markdown(
+            f":red-badge[✗ NOT FINITE: the output has NaN or inf entries; no comparison with {oracle}]",
+            help="Some intermediate overflowed or was undefined; the numbers on this page are not meaningful.",
+        )
+        return False
     ok = max_abs_diff <= tol
     color, mark = ("green", "✓") if ok else ("red", "✗")
     word = "matches" if ok else "DIFFERS FROM"
@@ -61,9 +69,23 @@ def slip_columns(right: Callable[[], None], wrong: Callable[[], None], slip_name
         wrong()
 
 
+INT64_MAX = 2**63 - 1
+
+
+def arrow_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with every column of exact integers beyond int64 (a byte count at the caps reaches
+    10²²) written as text: Arrow, which carries a table to the browser, has no wider integer."""
+    out = df.copy()
+    for name in df.columns:
+        column = df[name]
+        if column.dtype == object and any(isinstance(x, int) and abs(x) > INT64_MAX for x in column):
+            out[name] = column.map(str)
+    return out
+
+
 def table(df: pd.DataFrame, file_name: str, key: str, **kwargs) -> None:
     """A dataframe with a CSV download button under it."""
-    st.dataframe(df, key=f"{key}_table", **kwargs)
+    st.dataframe(arrow_safe(df), key=f"{key}_table", **kwargs)
     st.download_button(
         "⬇ CSV",
         lambda: df.to_csv(index=False).encode(),  # written on click, not on every rerun

@@ -1,23 +1,23 @@
 """Kernels: naive vs every SDPA backend vs FlexAttention vs our online softmax and Triton kernel,
-timed and checked on this server's hardware (issue 11)."""
+timed and checked on this server's hardware."""
 
 import pandas as pd
 import streamlit as st
 
-from attn_core.bench.contestants import CONTESTANTS
 from attn_core.explore import bench
+from attn_core.explore.bench import CONTESTANTS
 from lab_ui import bench_charts, figures, state
-from lab_ui.page import header
+from lab_ui.page import compute, header, require, safety_net
 from lab_ui.widgets import table
 
 header(
     "Kernels",
-    "The same attention forward, computed by every kernel this lab knows: the **naive** L × S "
-    "matrix, PyTorch's **SDPA** (its own choice and each backend forced), **FlexAttention**, our "
-    "**online softmax** and our **Triton** kernel. Each is timed on *this server's* hardware and "
-    "checked against a float64 reference: it passes when its error is at most twice that of plain "
-    "PyTorch at the same precision (flash-attention's rule). FLOPs are counted as the FlashAttention "
-    "papers do: 4·B·H·L·S·D, halved when causal.",
+    "The same attention forward, computed by every kernel this lab knows: the **naive** L × S matrix, "
+    "PyTorch's **SDPA** (its own choice and each backend forced), **FlexAttention**, our **online softmax** "
+    "and our **Triton** kernel. Each is timed on *this server's* hardware and checked against a float64 "
+    "reference: it passes when its error is at most twice that of plain PyTorch at the same precision "
+    "(flash-attention's rule). FLOPs are counted as the FlashAttention papers do: 4·B·H·L·S·D, halved when "
+    "causal.",
 )
 
 st.subheader("This server")
@@ -80,125 +80,140 @@ def on_record(record, expected: int) -> None:
     )
 
 
-view = bench.kernels_page(request, run, st.session_state.get("kb_records"), on_record)
+INPUTS = "the sweep's lengths, dtype, head sizes and contestants"
+view = compute(bench.kernels_page, request, run, st.session_state.get("kb_records"), on_record, inputs=INPUTS)
+require(view, fix="the sweep's settings")
 if progress is not None:
     progress.empty()
 if view.error:
     st.error(view.error, icon="⚠️")
-# -- Device ----------------------------------------------------------------------------------------
-facts = view.facts
-with device_box:
-    if facts.kind == "cuda":
-        st.markdown(
-            f"**{facts.name}** · compute capability {facts.capability} · {facts.memory_bytes / 2**30:,.1f} GiB · "
-            f"{facts.sm_count} SMs · peaks from datasheets: {facts.source}"
+
+
+def results() -> None:
+    # -- Device ----------------------------------------------------------------------------------------
+    facts = view.facts
+    with device_box:
+        if facts.kind == "cuda":
+            st.markdown(
+                f"**{facts.name}** · compute capability {facts.capability} · "
+                f"{facts.memory_bytes / 2**30:,.1f} GiB · {facts.sm_count} SMs · peaks from datasheets: "
+                f"{facts.source}"
+            )
+        else:
+            st.info(
+                "This server has **no GPU**: the sweep below runs on its CPU, and the Triton kernel runs "
+                "through Triton's interpreter (correct, but its time means nothing). Recorded GPU results, "
+                "when the project has any, are shown at the bottom.",
+                icon=":material/computer:",
+            )
+            st.markdown(
+                f"**{facts.name}**, {facts.threads} thread{'s' if facts.threads != 1 else ''} · measured "
+                f"here: fp32 matmul **{facts.peak_flops['fp32'] / 1e9:,.1f} GFLOP/s**, copy "
+                f"**{facts.bandwidth / 1e9:,.1f} GB/s** ({facts.source}) · versions: "
+                f"{', '.join(f'{k} {v}' for k, v in facts.versions.items())}"
+            )
+
+    if view.busy:
+        st.warning(
+            "Another visitor's sweep is running (one at a time on this server): here are the last results."
         )
-    else:
+    if view.stopped:
+        st.warning(f"The sweep stopped early: {view.stopped}.")
+    if run and view.load[0] is not None:
+        st.caption(
+            f"Load average (1 min) {view.load[0]:.2f} before, {view.load[1]:.2f} after: "
+            "other work shares the cores."
+        )
+    if not view.records:
+        st.info("Press **▶ Run sweep** to time the chosen contestants (a few seconds at the defaults).")
+
+    # -- Charts ----------------------------------------------------------------------------------------
+    if view.perf_rows:
+        peak_word = "measured" if view.facts.measured else "datasheet"
+        left, right = st.columns(2)
+        with left:
+            figures.show(
+                bench_charts.per_length(view.perf_rows, "ms", "Time per call", "ms (median)"), key="kb_ms"
+            )
+            figures.show(
+                bench_charts.per_length(
+                    view.perf_rows, "% of peak", f"% of the {peak_word} peak", "% of peak", False
+                ),
+                key="kb_pct",
+            )
+        with right:
+            figures.show(
+                bench_charts.per_length(view.perf_rows, "TFLOP/s", "Throughput", "TFLOP/s"), key="kb_tf"
+            )
+            figures.show(
+                bench_charts.per_length(
+                    view.perf_rows, "peak extra MiB", "Peak extra memory", "MiB (incl. output)"
+                ),
+                key="kb_mem",
+            )
+    # The roofline is drawn before any run too: the device's roof and ridge are facts of the server.
+    dtype_peak = view.facts.peak_flops.get(view.records[0].dtype if view.records else request.dtype)
+    figures.show(
+        bench_charts.roofline(view.perf_rows, dtype_peak, view.facts.bandwidth, "Roofline"), key="kb_roof"
+    )
+    st.caption(
+        "Intensity = FLOPs ÷ the least bytes each kernel must move (Q, K, V in, O out; a kernel that forms "
+        "L × S also writes and reads scores and weights). Left of the ridge, bandwidth bounds the speed; "
+        "right of it, arithmetic."
+    )
+
+    # -- Errors and backends ---------------------------------------------------------------------------
+    if view.error_rows:
+        st.subheader("Correct? And which kernel ran")
+        sci = st.column_config.NumberColumn(format="%.2e")
+        table(
+            pd.DataFrame(view.error_rows),
+            "kernel-bench.csv",
+            key="kb_err",
+            hide_index=True,
+            column_config={"max |err| vs fp64": sci, "allowed": sci},
+        )
+        st.caption(
+            '"kernel that ran" for SDPA is read from PyTorch\'s profiler (the aten op name). '
+            '"unsupported" rows carry PyTorch\'s own reason.'
+        )
+    for impl, why in view.left_out.items():
+        st.caption(f"**{impl}**: {why}")
+
+    # -- Recorded GPU results --------------------------------------------------------------------------
+    st.subheader("Recorded GPU results")
+    if not view.recorded:
         st.info(
-            "This server has **no GPU**: the sweep below runs on its CPU, and the Triton kernel runs "
-            "through Triton's interpreter (correct, but its time means nothing). Recorded GPU results, "
-            "when the project has any, are shown at the bottom.",
-            icon=":material/computer:",
+            "No GPU results are recorded in this project yet. They come only from a real GPU run "
+            "(`benchmarks/gpu_sweep.sh`), never from estimates."
         )
+    for run_ in view.recorded:
+        meta = run_.meta
+        versions = ", ".join(f"{k} {v}" for k, v in meta.get("versions", {}).items())
         st.markdown(
-            f"**{facts.name}**, {facts.threads} thread{'s' if facts.threads != 1 else ''} · measured here: fp32 matmul "
-            f"**{facts.peak_flops['fp32'] / 1e9:,.1f} GFLOP/s**, copy **{facts.bandwidth / 1e9:,.1f} GB/s** "
-            f"({facts.source}) · versions: {', '.join(f'{k} {v}' for k, v in facts.versions.items())}"
+            f"**{meta.get('device')}** · recorded {meta.get('date')} · {versions} · "
+            f"`assets/bench/{run_.file}`"
+        )
+        if run_.headline_rows():
+            figures.show(
+                bench_charts.per_length(
+                    run_.headline_rows(), "TFLOP/s", "Recorded GPU throughput, d = 128, bf16", "TFLOP/s"
+                ),
+                key=f"kb_rec_chart_{run_.file}",
+            )
+        ratio = run_.triton_vs_best_sdpa()
+        if ratio is not None:
+            st.markdown(
+                f"Triton (ours) at L = {bench.TARGET_L:,}: **{ratio:.2f}×** the best SDPA backend's TFLOP/s "
+                f"(target ≥ {bench.TARGET_RATIO}×)."
+            )
+        table(
+            pd.DataFrame(run_.rows),
+            run_.file.replace(".json", ".csv"),
+            key=f"kb_rec_{run_.file}",
+            hide_index=True,
         )
 
-if view.busy:
-    st.warning(
-        "Another visitor's sweep is running (one at a time on this server): here are the last results."
-    )
-if view.stopped:
-    st.warning(f"The sweep stopped early: {view.stopped}.")
-if run and view.load[0] is not None:
-    st.caption(
-        f"Load average (1 min) {view.load[0]:.2f} before, {view.load[1]:.2f} after: other work shares the cores."
-    )
-if not view.records:
-    st.info("Press **▶ Run sweep** to time the chosen contestants (a few seconds at the defaults).")
 
-# -- Charts ----------------------------------------------------------------------------------------
-if view.perf_rows:
-    peak_word = "measured" if view.facts.measured else "datasheet"
-    left, right = st.columns(2)
-    with left:
-        figures.show(
-            bench_charts.per_length(view.perf_rows, "ms", "Time per call", "ms (median)"), key="kb_ms"
-        )
-        figures.show(
-            bench_charts.per_length(
-                view.perf_rows, "% of peak", f"% of the {peak_word} peak", "% of peak", False
-            ),
-            key="kb_pct",
-        )
-    with right:
-        figures.show(bench_charts.per_length(view.perf_rows, "TFLOP/s", "Throughput", "TFLOP/s"), key="kb_tf")
-        figures.show(
-            bench_charts.per_length(
-                view.perf_rows, "peak extra MiB", "Peak extra memory", "MiB (incl. output)"
-            ),
-            key="kb_mem",
-        )
-# The roofline is drawn before any run too: the device's roof and ridge are facts of the server.
-dtype_peak = view.facts.peak_flops.get(view.records[0].dtype if view.records else request.dtype)
-figures.show(
-    bench_charts.roofline(view.perf_rows, dtype_peak, view.facts.bandwidth, "Roofline"), key="kb_roof"
-)
-st.caption(
-    "Intensity = FLOPs ÷ the least bytes each kernel must move (Q, K, V in, O out; a kernel that "
-    "forms L × S also writes and reads scores and weights). Left of the ridge, bandwidth bounds "
-    "the speed; right of it, arithmetic."
-)
-
-# -- Errors and backends ---------------------------------------------------------------------------
-if view.error_rows:
-    st.subheader("Correct? And which kernel ran")
-    sci = st.column_config.NumberColumn(format="%.2e")
-    table(
-        pd.DataFrame(view.error_rows),
-        "kernel-bench.csv",
-        key="kb_err",
-        hide_index=True,
-        column_config={"max |err| vs fp64": sci, "allowed": sci},
-    )
-    st.caption(
-        '"kernel that ran" for SDPA is read from PyTorch\'s profiler (the aten op name). '
-        '"unsupported" rows carry PyTorch\'s own reason.'
-    )
-for impl, why in view.left_out.items():
-    st.caption(f"**{impl}**: {why}")
-
-# -- Recorded GPU results --------------------------------------------------------------------------
-st.subheader("Recorded GPU results")
-if not view.recorded:
-    st.info(
-        "No GPU results are recorded in this project yet. They come only from a real GPU run "
-        "(`benchmarks/gpu_sweep.sh`), never from estimates."
-    )
-for run_ in view.recorded:
-    meta = run_.meta
-    versions = ", ".join(f"{k} {v}" for k, v in meta.get("versions", {}).items())
-    st.markdown(
-        f"**{meta.get('device')}** · recorded {meta.get('date')} · {versions} · `assets/bench/{run_.file}`"
-    )
-    if run_.headline_rows():
-        figures.show(
-            bench_charts.per_length(
-                run_.headline_rows(), "TFLOP/s", "Recorded GPU throughput, d = 128, bf16", "TFLOP/s"
-            ),
-            key=f"kb_rec_chart_{run_.file}",
-        )
-    ratio = run_.triton_vs_best_sdpa()
-    if ratio is not None:
-        st.markdown(
-            f"Triton (ours) at L = {bench.TARGET_L:,}: **{ratio:.2f}×** the best SDPA backend's TFLOP/s "
-            f"(target ≥ {bench.TARGET_RATIO}×)."
-        )
-    table(
-        pd.DataFrame(run_.rows),
-        run_.file.replace(".json", ".csv"),
-        key=f"kb_rec_{run_.file}",
-        hide_index=True,
-    )
+with safety_net(INPUTS):  # not a fragment: it fills the device box above
+    results()

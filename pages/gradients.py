@@ -1,22 +1,14 @@
 """Gradients: the softmax Jacobian of one row, and the backward pass checked three ways (cards 4, 5)."""
 
-import inspect
-
 import pandas as pd
 import streamlit as st
 
-from attn_core.backward import attention_backward
 from attn_core.explore import gradient_slips, gradients
-from attn_core.explore.gradients import JACOBIAN_MAX_KEYS, UPSTREAM_KINDS, Upstream
-from attn_core.explore.inputs import InputKind
-from attn_core.limits import LIMITS
-from attn_core.slips.backward import SLIPS
+from attn_core.explore.gradients import FD_CAPS, JACOBIAN_MAX_KEYS, SLIPS, UPSTREAM_KINDS, Section, Upstream
 from lab_ui import figures, gradient_charts, state, view_cache
 from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
-from lab_ui.page import header
+from lab_ui.page import compute, header, require, run_section, section_picker, show_code
 from lab_ui.widgets import attempt, check_badge, oracle_badge, slip_columns, slip_picker, table
-
-SECTIONS = ("Softmax Jacobian", "Backward pass", "One row, one key", "Slips")
 
 header(
     "Gradients",
@@ -41,8 +33,10 @@ def show_table(data: dict, file_name: str, key: str, fmt: str) -> None:
 def jacobian(ex) -> None:
     q_name, row_keys = ex.qkv.query_tokens[ex.row], ex.row_key_names
     st.subheader(f"J = ∂p/∂s for query {q_name} at τ = {ex.temperature:g}")
-    st.caption("p = softmax(s/τ) over the row's allowed keys; τ = 1 is the current attention. Entry (i, j) is how "
-               "fast weight i moves when score j is nudged: p_i(δ_ij − p_j).")  # fmt: skip
+    st.caption(
+        "p = softmax(s/τ) over the row's allowed keys; τ = 1 is the current attention. Entry (i, j) is how "
+        "fast weight i moves when score j is nudged: p_i(δ_ij − p_j)."
+    )
     m = st.columns(4)
     m[0].metric("λ_max(J)", f"{ex.lambda_max:.4g}")
     m[1].metric("Gershgorin 2·max p(1−p)", f"{ex.gershgorin:.4g}")
@@ -50,14 +44,25 @@ def jacobian(ex) -> None:
     m[3].metric("‖J‖_F", f"{ex.frobenius:.4g}")
     spec = ex.spectrum
     if spec is None:
-        st.info(f"This row has {len(row_keys)} allowed keys: J and its full spectrum are drawn for rows of up to "
-                f"{JACOBIAN_MAX_KEYS} keys (a dense eigendecomposition is O(T³)). λ_max, ‖J‖_F and the bound above "
-                "are computed in O(T) without forming J.")  # fmt: skip
+        st.info(
+            f"This row has {len(row_keys)} allowed keys: J and its full spectrum are drawn for rows of up to "
+            f"{JACOBIAN_MAX_KEYS} keys (a dense eigendecomposition is O(T³)). λ_max, ‖J‖_F and the bound "
+            "above "
+            "are computed in O(T) without forming J."
+        )
     else:
         left, right = st.columns([3, 2])
         with left:
-            fig = figures.heatmap(spec.jacobian, row_keys, row_keys, title="J = diag(p) − ppᵀ", colorscale="RdBu_r",
-                                  x_title="score nudged (j)", y_title="weight that moves (i)", zmid=0)  # fmt: skip
+            fig = figures.heatmap(
+                spec.jacobian,
+                row_keys,
+                row_keys,
+                title="J = diag(p) − ppᵀ",
+                colorscale="RdBu_r",
+                x_title="score nudged (j)",
+                y_title="weight that moves (i)",
+                zmid=0,
+            )
             figures.show(fig, key="gr_J")
         with right:
             eig = {
@@ -65,18 +70,27 @@ def jacobian(ex) -> None:
                 "|cos(eigenvector, 1)|": spec.ones_alignment.tolist(),
             }
             show_table(eig, "jacobian_eigenvalues.csv", "gr_eig", "%.4g")
-            st.caption("The smallest eigenvalue is 0 and its eigenvector is the all-ones direction (|cos| = 1): "
-                       "raising every score by the same amount moves no weight.")  # fmt: skip
+            st.caption(
+                "The smallest eigenvalue is 0 and its eigenvector is the all-ones direction (|cos| = 1): "
+                "raising every score by the same amount moves no weight."
+            )
     for check in ex.jacobian_checks:
         check_badge(check)
     sweep = ex.sweep
     series = {"λ_max(J)": sweep.lambda_max, "‖J‖_F": sweep.frobenius, "max weight": sweep.max_weight}
-    fig = gradient_charts.saturation(sweep.temperatures, series, current=ex.temperature,
-                                     title="Saturation: as τ → 0 the row turns one-hot and J → 0")  # fmt: skip
+    fig = gradient_charts.saturation(
+        sweep.temperatures,
+        series,
+        current=ex.temperature,
+        title="Saturation: as τ → 0 the row turns one-hot and J → 0",
+    )
     figures.show(fig, key="gr_sweep")
-    st.caption(f"At τ = {float(sweep.temperatures[0]):g}: λ_max = {float(sweep.lambda_max[0]):.3g}; at "
-               f"τ = {float(sweep.temperatures[-1]):g}: λ_max = {float(sweep.lambda_max[-1]):.4g} (uniform over T keys "
-               f"gives 1/T = {1 / len(row_keys):.4g}). A saturated row passes almost no gradient to its scores.")  # fmt: skip
+    st.caption(
+        f"At τ = {float(sweep.temperatures[0]):g}: λ_max = {float(sweep.lambda_max[0]):.3g}; at "
+        f"τ = {float(sweep.temperatures[-1]):g}: λ_max = {float(sweep.lambda_max[-1]):.4g} (uniform over T "
+        "keys "
+        f"gives 1/T = {1 / len(row_keys):.4g}). A saturated row passes almost no gradient to its scores."
+    )
 
 
 def backward_pass(ex) -> None:
@@ -85,41 +99,55 @@ def backward_pass(ex) -> None:
     oracle_badge("torch autograd through SDPA (float64)", auto.worst, auto.tolerance)
     show_table(ex.agreement_table(), "gradient_agreement.csv", "gr_agree", "%.1e")
     if ex.finite is not None:
-        st.caption(f"Finite differences: (L(θ+ε) − L(θ−ε))/2ε for each of the {ex.coordinates:,} coordinates and "
-                   f"each ε, {ex.finite.forward_passes:,} forward passes. Their tolerance is the predicted error "
-                   "10·ε²/6·|∂³L| (truncation, shrinks with ε) + 2δ/ε (rounding of each loss, grows as ε shrinks), "
-                   "with |∂³L| estimated from the two largest ε.")  # fmt: skip
+        st.caption(
+            f"Finite differences: (L(θ+ε) − L(θ−ε))/2ε for each of the {ex.coordinates:,} coordinates and "
+            f"each ε, {ex.finite.forward_passes:,} forward passes. Their tolerance is the predicted error "
+            "10·ε²/6·|∂³L| (truncation, shrinks with ε) + 2δ/ε (rounding of each loss, grows as ε shrinks), "
+            "with |∂³L| estimated from the two largest ε."
+        )
     else:
-        st.warning(f"{ex.finite_note} Cap: {LIMITS.fd_coordinates:,} coordinates in Q, K, V and {LIMITS.fd_work:,} "
-                   "score entries × coordinates (2 forward passes per coordinate and ε).")  # fmt: skip
+        st.warning(
+            f"{ex.finite_note} Cap: {FD_CAPS[0]:,} coordinates in Q, K, V and {FD_CAPS[1]:,} "
+            "score entries × coordinates (2 forward passes per coordinate and ε)."
+        )
     for check in ex.checks:
         check_badge(check)
     gradient_charts.backward_heatmaps(ex.backward, ex.qkv, ex.head)
-    with st.expander("Show the code (attn_core.attention_backward)"):
-        st.code(inspect.getsource(attention_backward), language="python")
+    show_code("attn_core.attention_backward", gradients.CODE)
 
 
 def one_row(ex, toy_g: bool) -> None:
     q_name, s = ex.qkv.query_tokens[ex.row], ex.step
     st.subheader(f"∂L/∂s_j = p_j (gᵀv_j − gᵀo) for query {q_name}")
-    st.caption("g is this row's upstream gradient, o its output. A key's score gradient is its weight times how much "
-               "its value beats the row's average output: it is large only where the key has weight and its value "
-               "differs from the average. The entries sum to 0.")  # fmt: skip
+    st.caption(
+        "g is this row's upstream gradient, o its output. A key's score gradient is its weight times how "
+        "much "
+        "its value beats the row's average output: it is large only where the key has weight and its value "
+        "differs from the average. The entries sum to 0."
+    )
     show_table(ex.reading_table(), "score_gradient_by_key.csv", "gr_reading", "%.4f")
     check_badge(ex.reading_check)
     st.subheader(f"One gradient-descent step on q_{q_name} (η = {s.lr:g})")
-    st.caption("q ← q − η ∂L/∂q with the keys held fixed. Descent moves each score against its gradient: a key with "
-               "∂L/∂s_j < 0 gains score, one with ∂L/∂s_j > 0 loses it (not the other way round).")  # fmt: skip
+    st.caption(
+        "q ← q − η ∂L/∂q with the keys held fixed. Descent moves each score against its gradient: a key with "
+        "∂L/∂s_j < 0 gains score, one with ∂L/∂s_j > 0 loses it (not the other way round)."
+    )
     show_table(ex.step_table(), "descent_step.csv", "gr_step", "%.4f")
     m = st.columns(3)
     m[0].metric("∂L/∂q", ", ".join(f"{x:.3f}" for x in ex.backward.dq[0, ex.head, ex.row].tolist()))
     m[1].metric("row loss gᵀo before", f"{s.loss_before:.6g}")
-    m[2].metric("after the step", f"{s.loss_after:.6g}", delta=f"{s.loss_after - s.loss_before:.3g}",
-                delta_color="inverse")  # fmt: skip
+    m[2].metric(
+        "after the step",
+        f"{s.loss_after:.6g}",
+        delta=f"{s.loss_after - s.loss_before:.3g}",
+        delta_color="inverse",
+    )
     if toy_g:
-        st.caption("Toy, g = (−1, 0): the loss falls as bank reads more geography. River's score gradient is "
-                   "negative, so the step raises river's score and lowers bank's own; bank's output moves towards "
-                   "river's value (1, 0).")  # fmt: skip
+        st.caption(
+            "Toy, g = (−1, 0): the loss falls as bank reads more geography. River's score gradient is "
+            "negative, so the step raises river's score and lowers bank's own; bank's output moves towards "
+            "river's value (1, 0)."
+        )
 
 
 def slips(ex) -> None:
@@ -142,14 +170,17 @@ def slips(ex) -> None:
 
         return show
 
-    slip_columns(side(ex.backward.dscores, "dS", (ex.checks[1], *ex.autograd_checks), "gr_slip_right"),
-                 side(outcome.dscores, "the slip's dS", outcome.checks, "gr_slip_wrong"), SLIPS[slip].label)  # fmt: skip
+    slip_columns(
+        side(ex.backward.dscores, "dS", (ex.checks[1], *ex.autograd_checks), "gr_slip_right"),
+        side(outcome.dscores, "the slip's dS", outcome.checks, "gr_slip_wrong"),
+        SLIPS[slip].label,
+    )
     if outcome.hidden:
         st.warning(f"Every check passes here. {outcome.hidden}")
 
 
-# Finite differences cost 2 forward passes per coordinate and ε: run them only where they are shown.
-section = state.radio("Section", SECTIONS, key="gr_section", horizontal=True, label_visibility="collapsed")
+INPUTS = "Q, K, V, the scale, the mask and G in the sidebar"
+section = section_picker(Section, key="gr_section")
 with st.sidebar:
     st.header("Inputs (shared with the Playground)")
     qkv = qkv_picker()
@@ -174,12 +205,19 @@ with st.sidebar:
             "temperature τ for the Jacobian (p = softmax(s/τ))", 0.02, 20.0, 1.0, key="gr_tau", step=0.01
         )
         lr = state.slider("descent step size η", 0.05, 5.0, 1.0, key="gr_lr", step=0.05)
+        # Finite differences cost 2 forward passes per coordinate and ε: only where they are shown.
+        at = {
+            "head": head,
+            "row": row,
+            "temperature": tau,
+            "lr": lr,
+            "run_finite_differences": section is Section.BACKWARD,
+        }
         if scale is not None and mask is not None and G is not None:
-            ex = attempt(view_cache.view, gradients.explore_gradients, qkv, mask.allowed, scale, G, head=head, row=row,
-                         temperature=tau, lr=lr, run_finite_differences=section == SECTIONS[1])  # fmt: skip
-if qkv is None or ex is None:
-    st.info("Fix the input marked in the sidebar; the page updates as soon as it is valid.")
-    st.stop()
+            ex = compute(
+                view_cache.view, gradients.explore_gradients, qkv, mask.allowed, scale, G, inputs=INPUTS, **at
+            )
+require(qkv, ex)
 
 c = st.columns(5)
 c[0].metric("query row", qkv.query_tokens[ex.row])
@@ -187,10 +225,10 @@ c[1].metric("allowed keys T", len(ex.reading.keys))
 c[2].metric("loss L = ⟨O, G⟩", f"{ex.loss:.6g}")
 c[3].metric("scale", f"{ex.backward.forward.scale:.6g}")
 c[4].metric("Q, K, V coordinates", f"{ex.coordinates:,}")
-toy_g = qkv.kind is InputKind.TOY and kind == Upstream.TOY
-{
-    SECTIONS[0]: lambda: jacobian(ex),
-    SECTIONS[1]: lambda: backward_pass(ex),
-    SECTIONS[2]: lambda: one_row(ex, toy_g),
-    SECTIONS[3]: lambda: slips(ex),
-}[section]()
+SHOW = {
+    Section.JACOBIAN: lambda: jacobian(ex),
+    Section.BACKWARD: lambda: backward_pass(ex),
+    Section.ONE_ROW: lambda: one_row(ex, gradients.toy_lesson(qkv, kind)),
+    Section.SLIPS: lambda: slips(ex),
+}
+run_section(SHOW[section], inputs=INPUTS)

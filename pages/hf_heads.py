@@ -1,15 +1,15 @@
 """Hugging Face heads: a real causal LM's attention, recomputed by attn_core and checked against
-the model's own probabilities (issue 15, part 2)."""
+the model's own probabilities."""
 
 import pandas as pd
 import streamlit as st
 
 from attn_core.explore import hf_heads as explore
-from attn_core.hf.maps import LOAD_CAP_S, MAX_PARAMS, MAX_TOKENS
+from attn_core.explore.hf_heads import LOAD_CAP_S, MAX_PARAMS, MAX_TOKENS
 from lab_ui import figures, state, view_cache
-from lab_ui.page import header
+from lab_ui.page import compute, header, require, run_section
 from lab_ui.trained_charts import head_grid, one_head
-from lab_ui.widgets import attempt, oracle_badge, table
+from lab_ui.widgets import oracle_badge, table
 
 SOURCES = ("demo model built here", "local folder or hub id")
 COSTS_SOURCE = "paste or upload config.json"  # the Cost calculator's radio option
@@ -37,13 +37,12 @@ with c2:
         st.caption(explore.DEMO_LABEL + ". No tokenizer: type token ids (0…99).")
     else:
         source = st.text_input("folder or hub id", key="hf_path", placeholder="/models/SmolLM-135M or gpt2")
-if not source:
-    st.info("Give a model folder on this server (or a hub id, where the hub is reachable).")
-    st.stop()
+require(
+    source or None, fix="the model: give a folder on this server (or a hub id, where the hub is reachable)"
+)
 with st.spinner("loading the model…"):
-    loaded = attempt(explore.load, source)
-if loaded is None:
-    st.stop()
+    loaded = compute(explore.load, source, inputs="the model folder or hub id")
+require(loaded, fix="the model folder or hub id")
 if loaded.over_time_cap:
     st.warning(f"Loading took {loaded.load_s:.0f} s, over the {LOAD_CAP_S:.0f} s cap: pick a smaller model.")
 st.caption(f"**{loaded.name}** · {loaded.n_params:,} parameters · loaded in {loaded.load_s:.1f} s.")
@@ -51,72 +50,95 @@ st.caption(f"**{loaded.name}** · {loaded.n_params:,} parameters · loaded in {l
 label = "token ids (comma or space separated)" if loaded.tokenizer is None else "text"
 default = explore.DEMO_TEXT if loaded.tokenizer is None else "The cat sat on the mat. The cat sat on the"
 text = state.text_area(label, key="hf_text", default=default, max_chars=4000, height=68)
-view = attempt(view_cache.view, explore.hf_view, loaded, text)
-if view is None:
-    st.info("Fix the input above; the model stays loaded.")
-    st.stop()
+view = compute(view_cache.view, explore.hf_view, loaded, text, inputs=f"the {label} and the model")
+require(view, fix="the input above (the model stays loaded)")
 
-v, worst = view.view, view.worst_layer
-oracle_badge(
-    f"attn_core.attention vs the model's own eager probabilities (worst layer: {worst})",
-    v.max_abs_diff[worst],
-    v.tol[worst],
-)
-st.caption(
-    "Tolerance per layer: the model's float rounding, 2·d·u·scale·max‖q‖·max‖k‖ + 8u with u the unit "
-    "roundoff of its dtype (Higham's bound for a length-d dot product). A model whose attention adds "
-    "something else (ALiBi, soft-capping, learned sinks) shows a red badge: its maps are not plain SDPA."
-)
 
-layer = state.slider("layer", 0, view.n_layers - 1, 0, key="hf_layer") if view.n_layers > 1 else 0
-P = v.maps[layer]
-figures.show(
-    view_cache.figure(
-        head_grid, P[None], view.tokens, f"Layer {layer}: every head (row: query, column: key)", layer
-    ),
-    key="hf_grid",
-)
-head = state.slider("head", 0, P.shape[0] - 1, 0, key="hf_head") if P.shape[0] > 1 else 0
-figures.show(one_head(P[head], view.tokens, f"Layer {layer}, head {head}"), key="hf_one")
-group = P.shape[0] // v.n_kv_heads
-st.caption(
-    f"{P.shape[0]} query heads share {v.n_kv_heads} KV heads: head {head} reads KV head {head // group}. "
-    + (f"Sliding window: query i reads keys i − {v.sliding_window - 1}…i." if v.sliding_window else "")
-)
+def maps() -> None:
+    v, worst = view.view, view.worst_layer
+    oracle_badge(
+        f"attn_core.attention vs the model's own eager probabilities (worst layer: {worst})",
+        v.max_abs_diff[worst],
+        v.tol[worst],
+    )
+    st.caption(
+        "Tolerance per layer: the model's float rounding, 2·d·u·scale·max‖q‖·max‖k‖ + 8u with u the unit "
+        "roundoff of its dtype (Higham's bound for a length-d dot product). A model whose attention adds "
+        "something else (ALiBi, soft-capping, learned sinks) shows a red badge: its maps are not plain SDPA."
+    )
 
-st.subheader("Layer by layer")
-left, right = st.columns(2)
-layers = list(range(view.n_layers))
-with left:
-    fig = figures.lines(layers, {"sink share (weight on token 0)": v.sink_share}, title="Sink share by layer",
-                        x_title="layer", y_title="mean weight on token 0")  # fmt: skip
-    figures.show(fig.update_xaxes(dtick=1), key="hf_sink")
-    st.caption("Card 18: the weight every query parks on the first token, mean over heads and rows t ≥ 1.")
-with right:
-    series = {"mean entropy": v.entropy, "uniform causal head": [view.uniform_entropy] * view.n_layers}
-    fig = figures.lines(layers, series, title="Entropy by layer", x_title="layer", y_title="nats")
-    figures.show(fig.update_xaxes(dtick=1), key="hf_entropy")
-    st.caption("Card 17: mean −Σ p ln p over heads and rows t ≥ 1; the line is a head that spreads evenly.")
-fig = figures.lines(list(range(view.n_layers + 1)), {"‖X − 1x̄ᵀ‖ / ‖X‖": v.rank_one},
-                    title="Residual stream: distance from rank 1", x_title="after layer (0 = embeddings)",
-                    y_title="relative distance")  # fmt: skip
-figures.show(fig.update_xaxes(dtick=1), key="hf_rank")
-sci = st.column_config.NumberColumn(format="%.2e")
-table(pd.DataFrame(view.layer_rows), "layers.csv", key="hf_layers", hide_index=True,
-      column_config={"max |Δ| vs the model": sci, "tolerance": sci})  # fmt: skip
+    layer = state.slider("layer", 0, view.n_layers - 1, 0, key="hf_layer") if view.n_layers > 1 else 0
+    P = v.maps[layer]
+    figures.show(
+        view_cache.figure(
+            head_grid, P[None], view.tokens, f"Layer {layer}: every head (row: query, column: key)", layer
+        ),
+        key="hf_grid",
+    )
+    head = state.slider("head", 0, P.shape[0] - 1, 0, key="hf_head") if P.shape[0] > 1 else 0
+    figures.show(one_head(P[head], view.tokens, f"Layer {layer}, head {head}"), key="hf_one")
+    group = P.shape[0] // v.n_kv_heads
+    st.caption(
+        f"{P.shape[0]} query heads share {v.n_kv_heads} KV heads: head {head} reads KV head {head // group}. "
+        + (f"Sliding window: query i reads keys i − {v.sliding_window - 1}…i." if v.sliding_window else "")
+    )
 
-st.subheader("KV cache at this length")
+    st.subheader("Layer by layer")
+    left, right = st.columns(2)
+    layers = list(range(view.n_layers))
+    with left:
+        fig = figures.lines(
+            layers,
+            {"sink share (weight on token 0)": v.sink_share},
+            title="Sink share by layer",
+            x_title="layer",
+            y_title="mean weight on token 0",
+        )
+        figures.show(fig.update_xaxes(dtick=1), key="hf_sink")
+        st.caption(
+            "Card 18: the weight every query parks on the first token, mean over heads and rows t ≥ 1."
+        )
+    with right:
+        series = {"mean entropy": v.entropy, "uniform causal head": [view.uniform_entropy] * view.n_layers}
+        fig = figures.lines(layers, series, title="Entropy by layer", x_title="layer", y_title="nats")
+        figures.show(fig.update_xaxes(dtick=1), key="hf_entropy")
+        st.caption(
+            "Card 17: mean −Σ p ln p over heads and rows t ≥ 1; the line is a head that spreads evenly."
+        )
+    fig = figures.lines(
+        list(range(view.n_layers + 1)),
+        {"‖X − 1x̄ᵀ‖ / ‖X‖": v.rank_one},
+        title="Residual stream: distance from rank 1",
+        x_title="after layer (0 = embeddings)",
+        y_title="relative distance",
+    )
+    figures.show(fig.update_xaxes(dtick=1), key="hf_rank")
+    sci = st.column_config.NumberColumn(format="%.2e")
+    table(
+        pd.DataFrame(view.layer_rows),
+        "layers.csv",
+        key="hf_layers",
+        hide_index=True,
+        column_config={"max |Δ| vs the model": sci, "tolerance": sci},
+    )
+
+    st.subheader("KV cache at this length")
+    T = len(view.tokens)
+    kept = min(T, v.sliding_window) if v.sliding_window else T
+    st.metric(
+        f"K and V of every layer for {T} tokens",
+        f"{v.kv_cache_bytes:,} bytes ({v.kv_cache_bytes / 2**10:,.1f} KiB)",
+    )
+    st.caption(
+        f"2 (K and V) × {view.n_layers} layers × {v.n_kv_heads} KV heads × {v.head_dim} dims × {kept} "
+        "tokens kept"
+        + (f" (the sliding window keeps the last {v.sliding_window})" if v.sliding_window else "")
+        + " × 4 bytes (float32 here). The Cost calculator sizes it for any length, dtype and batch."
+    )
+
+
+run_section(maps, inputs=f"the {label} and the model")
 T = len(view.tokens)
-kept = min(T, v.sliding_window) if v.sliding_window else T
-st.metric(
-    f"K and V of every layer for {T} tokens",
-    f"{v.kv_cache_bytes:,} bytes ({v.kv_cache_bytes / 2**10:,.1f} KiB)",
-)
-st.caption(
-    f"2 (K and V) × {view.n_layers} layers × {v.n_kv_heads} KV heads × {v.head_dim} dims × {kept} tokens kept"
-    + (f" (the sliding window keeps the last {v.sliding_window})" if v.sliding_window else "")
-    + " × 4 bytes (float32 here). The Cost calculator sizes it for any length, dtype and batch."
-)
 
 
 def open_costs() -> None:

@@ -2,32 +2,32 @@
 and the change of basis that leaves a head unchanged (cards 8, 10 and 17; the lesson's two circuits;
 card 9's heads sum). Every number comes from one call into attn_core.explore.expressivity."""
 
-import inspect
 from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
 
 from attn_core.explore import expressivity as explore
-from attn_core.explore.expressivity import ExpressivityInputs, Section
-from attn_core.oracle import IDENTITY_TOL
-from attn_core.theory import kernel_smoothing
+from attn_core.explore.expressivity import (
+    IDENTITY_TOL,
+    MAX_LAYERS,
+    MAX_RANK_T,
+    MAX_STACKS,
+    MAX_WIDTH,
+    ExpressivityInputs,
+    Section,
+)
 from lab_ui import figures, state, view_cache
 from lab_ui import theory_charts as charts
-from lab_ui.page import header, run_section
+from lab_ui.page import header, require, run_section, section_picker, show_code
 from lab_ui.widgets import attempt, check_badge, slip_columns, table
-
-MAX_STACKS = 16  # stacks × layers × width² bound a collapse rerun: 16 × 24 × 64² stays near 0.1 s
-MAX_WIDTH = 64
-MAX_LAYERS = 24
-MAX_RANK_T = 128  # a T × T SVD of three matrices per rerun
 
 header(
     "What one head can express",
-    "A head returns a weighted average of its values, with weights softmax(q·k/√d_k). That makes "
-    "it a **kernel smoother** (card 8) whose logits have **rank at most d_k** (card 10); stacked "
-    "without residuals, heads drive every token to the same vector (card 17). What a head computes "
-    "depends on W_Q W_Kᵀ and W_V W_O only: any invertible change of basis leaves it unchanged.",
+    "A head returns a weighted average of its values, with weights softmax(q·k/√d_k). That makes it a "
+    "**kernel smoother** (card 8) whose logits have **rank at most d_k** (card 10); stacked without "
+    "residuals, heads drive every token to the same vector (card 17). What a head computes depends on W_Q "
+    "W_Kᵀ and W_V W_O only: any invertible change of basis leaves it unchanged.",
 )
 
 
@@ -51,8 +51,12 @@ def kernel(x: ExpressivityInputs) -> None:
     if view is None:
         return
     sm = view.smoothing
-    curves = {"sin x (truth)": sm.truth, "Nadaraya–Watson": sm.nadaraya_watson,
-              "attention + key bias": sm.with_bias, "✗ attention, no bias": sm.without_bias}  # fmt: skip
+    curves = {
+        "sin x (truth)": sm.truth,
+        "Nadaraya–Watson": sm.nadaraya_watson,
+        "attention + key bias": sm.with_bias,
+        "✗ attention, no bias": sm.without_bias,
+    }
     title = f"{explore.NW_POINTS} noisy points of sin x, λ = {lam:g}"
     figures.show(charts.smoothing_chart(sm.x, sm.y, sm.grid, curves, title), key="oh_nw")
     m = st.columns(2)
@@ -60,10 +64,12 @@ def kernel(x: ExpressivityInputs) -> None:
     m[1].metric("✗ max |NW − attention without bias|", f"{sm.no_bias_error:.3g}")
     for check in view.checks:
         check_badge(check)
-    st.caption("softmax(q·k/λ² − ‖k‖²/2λ²) is the Gaussian smoother exactly: the ‖q‖² term cancels in the "
-               "softmax. Drop the key bias and long keys (large x) win. The spec's 1.09 comes from its own noise "
-               "draw, which it does not give; this seeded curve gives the value above. With keys of one length "
-               "(on a circle) plain attention is exact.")  # fmt: skip
+    st.caption(
+        "softmax(q·k/λ² − ‖k‖²/2λ²) is the Gaussian smoother exactly: the ‖q‖² term cancels in the softmax. "
+        "Drop the key bias and long keys (large x) win. The spec's 1.09 comes from its own noise draw, "
+        "which it does not give; this seeded curve gives the value above. With keys of one length (on a "
+        "circle) plain attention is exact."
+    )
 
 
 def ranks(x: ExpressivityInputs) -> None:
@@ -77,8 +83,10 @@ def ranks(x: ExpressivityInputs) -> None:
     show_table(rows, "one_head_ranks.csv", "oh_rank")
     for check in view.checks:
         check_badge(check)
-    st.caption("Slip: 'the attention weights have rank ≤ d_k'. The logits do; P is exp of them, full rank, "
-               "while log P = S − ℓ1ᵀ has rank ≤ d_k + 1. Card 10: rank 8 vs 64 at T = 64, d_k = 8.")  # fmt: skip
+    st.caption(
+        "Slip: 'the attention weights have rank ≤ d_k'. The logits do; P is exp of them, full rank, while "
+        "log P = S − ℓ1ᵀ has rank ≤ d_k + 1. Card 10: rank 8 vs 64 at T = 64, d_k = 8."
+    )
 
 
 def select(x: ExpressivityInputs) -> None:
@@ -87,12 +95,16 @@ def select(x: ExpressivityInputs) -> None:
         return
     one = view.one_dim
     m = st.columns(3)
-    m[0].metric("d_k = 1: trials where top ∈ {argmax k, argmin k}", f"{one.extreme_share:.1%}",
-                help=f"{one.trials:,} random instances of {one.T} scalar queries and keys")  # fmt: skip
+    m[0].metric(
+        "d_k = 1: trials where top ∈ {argmax k, argmin k}",
+        f"{one.extreme_share:.1%}",
+        help=f"{one.trials:,} random instances of {one.T} scalar queries and keys",
+    )
     m[1].metric("most distinct top keys in a trial", f"{one.most_distinct}")
     m[2].metric("d_k = 2: keys that some query picks", f"{view.circle.selectable_2d} of {x.circle_keys}")
-    fig = charts.one_dim_winners(one.example_q, one.example_k, one.example_top,
-                                 f"d_k = 1, one instance: {one.T} queries, {one.T} keys")  # fmt: skip
+    fig = charts.one_dim_winners(
+        one.example_q, one.example_k, one.example_top, f"d_k = 1, one instance: {one.T} queries, {one.T} keys"
+    )
     figures.show(fig, key="oh_one_dim")
     fig = charts.selection_bars(
         view.counts, f"{x.circle_keys} keys on a circle, {explore.CIRCLE_QUERIES} queries"
@@ -100,8 +112,10 @@ def select(x: ExpressivityInputs) -> None:
     figures.show(fig, key="oh_select")
     for check in view.checks:
         check_badge(check)
-    st.caption("At d_k = 1 each score is q_i k_j: a positive query picks the largest key, a negative one the "
-               "smallest. At d_k = 2 a query pointing at a key selects it.")  # fmt: skip
+    st.caption(
+        "At d_k = 1 each score is q_i k_j: a positive query picks the largest key, a negative one the "
+        "smallest. At d_k = 2 a query pointing at a key selects it."
+    )
 
 
 def collapse(x: ExpressivityInputs) -> None:
@@ -118,23 +132,31 @@ def collapse(x: ExpressivityInputs) -> None:
     m[2].metric(f"r after {x.layers} layers with residuals", f"{float(cur.residual[-1]):.3g}")
     for check in view.checks:
         check_badge(check)
-    rows = [{"layer l": i, "r_l pure": float(cur.pure[i + 1]), "r_(l+1) / r_l³": float(cur.cubic_ratio[i])}
-            for i in range(min(6, len(cur.cubic_ratio)))]  # fmt: skip
+    rows = [
+        {"layer l": i, "r_l pure": float(cur.pure[i + 1]), "r_(l+1) / r_l³": float(cur.cubic_ratio[i])}
+        for i in range(min(6, len(cur.cubic_ratio)))
+    ]
     show_table(rows, "one_head_collapse.csv", "oh_collapse", "%.3g")
-    st.caption("Slip: 'residuals prevent collapse' — they slow it at random initialization. r_(l+1) ≤ C·r_l³ is a "
-               "bound: here the ratios fall below 1 after the first layer (the outputs shrink, so C does). The spec's "
-               "per-layer numbers (0.783 → 0.273 → 0.0126, ratios of order 1) depend on weight scales it does not "
-               "give; this seeded stack uses W entries N(0, 1/d). The slope above is the cubic law measured directly: "
-               "one fixed layer, inputs shrunk 10× at a time.")  # fmt: skip
+    st.caption(
+        "Slip: 'residuals prevent collapse' — they slow it at random initialization. r_(l+1) ≤ C·r_l³ is a "
+        "bound: here the ratios fall below 1 after the first layer (the outputs shrink, so C does). The "
+        "spec's per-layer numbers (0.783 → 0.273 → 0.0126, ratios of order 1) depend on weight scales it "
+        "does not give; this seeded stack uses W entries N(0, 1/d). The slope above is the cubic law "
+        "measured directly: one fixed layer, inputs shrunk 10× at a time."
+    )
 
 
 def circuits(x: ExpressivityInputs) -> None:
     view = attempt(run, Section.CIRCUITS, x)
     if view is None:
         return
-    diffs = {"orthogonal R": view.orthogonal.scores_right, "general R": view.general.scores_right,
-             "W_V R, R⁻¹W_O": view.general.outputs_right, "heads sum": view.heads.max_abs_diff,
-             "✗ same R, general": view.general.scores_slip}  # fmt: skip
+    diffs = {
+        "orthogonal R": view.orthogonal.scores_right,
+        "general R": view.general.scores_right,
+        "W_V R, R⁻¹W_O": view.general.outputs_right,
+        "heads sum": view.heads.max_abs_diff,
+        "✗ same R, general": view.general.scores_slip,
+    }
     figures.show(
         charts.identity_bars(diffs, IDENTITY_TOL, "Scores/outputs after each change (max |Δ|)"), key="oh_id"
     )
@@ -148,9 +170,12 @@ def circuits(x: ExpressivityInputs) -> None:
             check_badge(check)
 
     slip_columns(right, wrong, "W_Q R and W_K R (the same R on both)")
-    st.caption(f"(W_Q R)(W_K R⁻ᵀ)ᵀ = W_Q W_Kᵀ for any invertible R (here κ(R) = {view.general.condition_number:.2f}); "
-               "the same R on both sides works only when R Rᵀ = I. concat(head₁…head_h)·W_O = Σ_h head_h·W_O[h]: "
-               "the output projection reads each head through its own block of rows.")  # fmt: skip
+    st.caption(
+        "(W_Q R)(W_K R⁻ᵀ)ᵀ = W_Q W_Kᵀ for any invertible R (here κ(R) = "
+        f"{view.general.condition_number:.2f}); the same R on both sides works only when R Rᵀ = I. "
+        "concat(head₁…head_h)·W_O = Σ_h head_h·W_O[h]: the output projection reads each head through its "
+        "own block of rows."
+    )
 
 
 with st.sidebar:
@@ -163,24 +188,26 @@ with st.sidebar:
     heads = state.number("heads h (must divide d)", 1, 16, 4, key="oh_heads", step=1)
     stacks = state.slider("random stacks", 1, MAX_STACKS, 8, key="oh_stacks")
     seed = state.number("seed", 0, 10_000, 0, key="oh_seed", step=1)
-    inputs = ExpressivityInputs(T=int(T), d_k=int(d_k), circle_keys=int(circle), layers=int(layers),
-                                width=int(width), stacks=int(stacks), heads=int(heads), seed=int(seed))  # fmt: skip
-    valid = attempt(explore.validate, inputs) is not None
+    inputs = ExpressivityInputs(
+        T=int(T),
+        d_k=int(d_k),
+        circle_keys=int(circle),
+        layers=int(layers),
+        width=int(width),
+        stacks=int(stacks),
+        heads=int(heads),
+        seed=int(seed),
+    )
+    checked = attempt(explore.validate, inputs)
 
-section = state.radio(
-    "Section", explore.SECTIONS, key="oh_section", horizontal=True, label_visibility="collapsed"
-)
-if not valid:
-    st.info("Fix the input marked in the sidebar; the page updates as soon as it is valid.")
-    st.stop()
-body = {
-    Section.KERNEL.value: kernel,
-    Section.RANK.value: ranks,
-    Section.SELECT.value: select,
-    Section.COLLAPSE.value: collapse,
-    Section.CIRCUITS.value: circuits,
-}[section]
-run_section(body, inputs)
-
-with st.expander("Show the code (attn_core.theory.kernel_smoothing: attention with the key bias)"):
-    st.code(inspect.getsource(kernel_smoothing.kernel_attention), language="python")
+section = section_picker(Section, key="oh_section")
+require(checked)
+SHOW = {
+    Section.KERNEL: kernel,
+    Section.RANK: ranks,
+    Section.SELECT: select,
+    Section.COLLAPSE: collapse,
+    Section.CIRCUITS: circuits,
+}
+run_section(SHOW[section], inputs, inputs="the sizes and the seed in the sidebar")
+show_code("attn_core.theory.kernel_smoothing: attention with the key bias", explore.CODE)

@@ -1,29 +1,21 @@
 """Online softmax & tiling: FlashAttention's recurrence step by step, exact, with its memory bill
 (cards 2, 12 and 15). Every number comes from one call into attn_core.explore.online per section."""
 
-import inspect
-
 import pandas as pd
 import streamlit as st
 
-from attn_core import online
-from attn_core.cost.shapes import list_presets
-from attn_core.cost.units import format_flops
 from attn_core.explore import online as explore
-from attn_core.explore.inputs import QKV, InputKind
-from attn_core.slips.online import SLIPS
+from attn_core.explore.online import NEEDS_QKV, QKV, SLIPS, Section, format_flops
 from lab_ui import figures, state, view_cache
 from lab_ui import online_softmax as ui
 from lab_ui.inputs import mask_picker, qkv_picker
-from lab_ui.page import header
+from lab_ui.page import header, require, run_section, section_picker, show_code
 from lab_ui.widgets import attempt, oracle_badge, slip_columns, slip_picker, table
-
-SECTIONS = ("Step through", "Tiles & block size", "Merge (split-K)", "Precision", "Memory bill")
 
 
 # -- Step through -------------------------------------------------------------------------------
 def step_through(qkv: QKV, allowed, head: int, row: int) -> None:
-    if qkv.kind is InputKind.TOY:
+    if explore.is_toy(qkv):
         st.caption(
             "Bank's row of the toy, one key per block, replays card 15: *river* raises the max from 0 to "
             "1.414, so the past is rescaled by e^(0 − 1.414) = 0.243 and ℓ goes 1 → 1.243 → 1.736; the "
@@ -46,7 +38,7 @@ def step_through(qkv: QKV, allowed, head: int, row: int) -> None:
     args = (qkv.q, qkv.k, qkv.v, allowed)
     kw = dict(head=head, row=row, block_size=block, dtype=dtype, logit_scale=logit_scale)
     walk = attempt(view_cache.view, explore.walk_row, *args, **kw)
-    wrong = attempt(explore.walk_row, *args, **kw, slip=slip) if slip else None
+    wrong = attempt(view_cache.view, explore.walk_row, *args, **kw, slip=slip) if slip else None
     if walk is None or (slip and wrong is None):
         return
     n_steps = len(walk.trace.steps)
@@ -158,7 +150,8 @@ def precision_view() -> explore.PrecisionView:
 def precision_section() -> None:
     st.caption(
         "The tiled kernel on 16 query rows of T random keys (d = 64, blocks of 128), in each dtype, with "
-        "its running state kept in the input dtype or in fp32 as FlashAttention does. Error: max |o − o_fp64| "
+        "its running state kept in the input dtype or in fp32 as FlashAttention does. Error: max |o − "
+        "o_fp64| "
         "/ max |o_fp64|, against float64 attention on the *same rounded inputs*."
     )
     view = precision_view()
@@ -166,7 +159,8 @@ def precision_section() -> None:
     df, config = pd.DataFrame(view.rows), ui.scientific(["relative error", "input rounding (abs.)"])
     table(df, "online_precision.csv", key="os_precision", hide_index=True, column_config=config)
     st.caption(
-        "Unit roundoff u: float64 2⁻⁵³ ≈ 1.1e-16, float32 2⁻²⁴ ≈ 6.0e-8, float16 2⁻¹¹ ≈ 4.9e-4, bfloat16 2⁻⁸ ≈ "
+        "Unit roundoff u: float64 2⁻⁵³ ≈ 1.1e-16, float32 2⁻²⁴ ≈ 6.0e-8, float16 2⁻¹¹ ≈ 4.9e-4, bfloat16 2⁻⁸ "
+        "≈ "
         "3.9e-3. With fp32 state, the error is the final rounding of o to the dtype (≤ u); with state in "
         "the input dtype it grows with T."
     )
@@ -196,7 +190,7 @@ def memory_section(name: str, T: int, dtype: str, batch: int) -> None:
 def memory_inputs() -> tuple[str, int, str, int]:
     c = st.columns(4)
     with c[0]:
-        name = state.selectbox("model", list_presets(), key="os_model", default="llama-2-7b")
+        name = state.selectbox("model", explore.MODELS, key="os_model", default="llama-2-7b")
     with c[1]:
         T = state.number("T (tokens)", 1, explore.MAX_T, 4096, key="os_T", step=1)
     with c[2]:
@@ -227,21 +221,16 @@ with st.sidebar:
         head = state.slider("head", 0, qkv.heads - 1, 0, key="os_head") if qkv.heads > 1 else 0
         row = state.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="os_row") if qkv.L > 1 else 0
 
-section = state.radio("Section", SECTIONS, key="os_section", horizontal=True, label_visibility="collapsed")
-if section in SECTIONS[:3] and (qkv is None or mask is None):
-    st.info("Fix the input marked in the sidebar; the page updates as soon as it is valid.")
-    st.stop()
-
-if section == SECTIONS[0]:
-    step_through(qkv, mask.allowed, head, row)
-elif section == SECTIONS[1]:
-    tiles(qkv, mask.allowed)
-elif section == SECTIONS[2]:
-    merge(qkv, mask.allowed, head, row)
-elif section == SECTIONS[3]:
-    precision_section()
-else:
-    memory_section(*memory_inputs())
-
-with st.expander("Show the code (attn_core.online: one tile of the recurrence)"):
-    st.code(inspect.getsource(online.tile_step), language="python")
+section = section_picker(Section, key="os_section")
+if section in NEEDS_QKV:
+    require(qkv, mask)
+INPUTS = "Q, K, V, the mask, the head and the row in the sidebar"
+SHOW = {
+    Section.STEP: lambda: step_through(qkv, mask.allowed, head, row),
+    Section.TILES: lambda: tiles(qkv, mask.allowed),
+    Section.MERGE: lambda: merge(qkv, mask.allowed, head, row),
+    Section.PRECISION: precision_section,
+    Section.MEMORY: lambda: memory_section(*memory_inputs()),
+}
+run_section(SHOW[section], inputs=INPUTS if section in NEEDS_QKV else "the inputs of this section")
+show_code("attn_core.online: one tile of the recurrence", explore.CODE)

@@ -1,18 +1,16 @@
 """Attention Playground: scores, weights and outputs for your own Q, K, V (cards 1, 2 and 7)."""
 
-import inspect
-
 import pandas as pd
 import streamlit as st
 
-import attn_core
 from attn_core.explore import playground
-from attn_core.explore.playground import SWEEP_KEYS
-from attn_core.slips.forward import SLIPS
+from attn_core.explore.playground import SLIPS, SWEEP_KEYS
 from lab_ui import figures, state, view_cache
 from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
-from lab_ui.page import header
-from lab_ui.widgets import attempt, check_badge, oracle_badge, slip_columns, slip_picker, table
+from lab_ui.page import compute, header, require, run_section, show_code
+from lab_ui.widgets import check_badge, oracle_badge, slip_columns, slip_picker, table
+
+INPUTS = "Q, K, V, the scale and the mask in the sidebar"
 
 header(
     "Attention Playground",
@@ -24,131 +22,135 @@ header(
 with st.sidebar:
     st.header("Inputs")
     qkv = qkv_picker()
+    ex = None
     if qkv is not None:
         scale = scale_picker(qkv.q.shape[-1])
         mask = mask_picker(qkv.L, qkv.S)
         head = state.slider("head to view", 0, qkv.heads - 1, 0, key="pg_head") if qkv.heads > 1 else 0
-        ex = None
         if scale is not None and mask is not None:
-            ex = attempt(view_cache.view, playground.explore, qkv, mask.allowed, scale)
-
-if qkv is None or scale is None or mask is None or ex is None:
-    st.info("Fix the input marked in the sidebar; the page updates as soon as it is valid.")
-    st.stop()
-
+            ex = compute(view_cache.view, playground.explore, qkv, mask.allowed, scale, inputs=INPUTS)
+require(ex)
 res = ex.result
-oracle_badge("torch SDPA (float64)", ex.sdpa_max_abs_diff, ex.sdpa_tol)
 
-c = st.columns(6)
-c[0].metric("L (queries)", qkv.L)
-c[1].metric("S (keys)", qkv.S)
-c[2].metric("d_k · d_v", f"{qkv.q.shape[-1]} · {qkv.v.shape[-1]}")
-c[3].metric("heads (Q / KV)", f"{qkv.heads} / {qkv.k.shape[-3]}")
-c[4].metric("scale", f"{res.scale:.4g}")
-c[5].metric("allowed pairs", f"{100 * ex.allowed_share(head):.3g}%")
 
-with st.expander("Shapes of every intermediate", expanded=False):
-    shapes = pd.DataFrame(
-        {"tensor": list(ex.shapes), "shape": [" × ".join(map(str, s)) for s in ex.shapes.values()]}
-    )
-    table(shapes, "shapes.csv", key="pg_shapes", hide_index=True)
+def body() -> None:
+    oracle_badge("torch SDPA (float64)", ex.sdpa_max_abs_diff, ex.sdpa_tol)
 
-q_tok, k_tok = qkv.query_tokens, qkv.key_tokens
-left, right = st.columns(2)
-with left:
-    figures.show(
-        view_cache.figure(
-            figures.heatmap,
-            res.scores[0, head],
-            k_tok,
-            q_tok,
-            title="Scores S = QKᵀ·scale + M",
-            colorscale="RdBu_r",
-            zmid=0,
-        ),
-        key="pg_scores",
-    )
-with right:
-    figures.show(
-        view_cache.figure(
-            figures.heatmap,
-            res.weights[0, head],
-            k_tok,
-            q_tok,
-            title="Weights P = softmax(S)",
-            zmin=0,
-            zmax=1,
-        ),
-        key="pg_weights",
-    )
-figures.show(
-    view_cache.figure(
-        figures.heatmap,
-        res.output[0, head],
-        list(qkv.value_names),
-        q_tok,
-        title="Output O = PV",
-        x_title="value coordinate",
-        colorscale="Viridis",
-    ),
-    key="pg_output",
-)
+    c = st.columns(6)
+    c[0].metric("L (queries)", qkv.L)
+    c[1].metric("S (keys)", qkv.S)
+    c[2].metric("d_k · d_v", f"{qkv.q.shape[-1]} · {qkv.v.shape[-1]}")
+    c[3].metric("heads (Q / KV)", f"{qkv.heads} / {qkv.k.shape[-3]}")
+    c[4].metric("scale", f"{res.scale:.4g}")
+    c[5].metric("allowed pairs", f"{100 * ex.allowed_share(head):.3g}%")
 
-st.subheader("How peaked is each row?")
-st.caption("Entropy H = −Σ p ln p in nats; e^H is the effective number of keys a query reads (1 = one-hot).")
-table(pd.DataFrame(ex.row_table(head)), "row_statistics.csv", key="pg_stats", hide_index=True)
-
-st.subheader("Temperature: from one-hot to uniform")
-row = state.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="pg_row") if qkv.L > 1 else 0
-sweep = ex.sweep(head, row)
-figures.show(
-    view_cache.figure(
-        figures.lines,
-        sweep.temperatures,
-        {f"p({k_tok[j]})": sweep.weights[:, j] for j in range(min(qkv.S, SWEEP_KEYS))},
-        title=f"softmax(s/τ) for query {q_tok[row]} (τ = 1 is the current scale)",
-        x_title="temperature τ",
-        y_title="weight",
-        log_x=True,
-    ),
-    key="pg_sweep",
-)
-if qkv.S > SWEEP_KEYS:
-    st.caption(f"Showing the first {SWEEP_KEYS} of {qkv.S} keys.")
-st.caption(
-    f"Entropy goes from {float(sweep.entropy[0]):.3f} nats at τ = {float(sweep.temperatures[0]):.2g} "
-    f"to {float(sweep.entropy[-1]):.3f} at τ = {float(sweep.temperatures[-1]):.0f}; the uniform limit is "
-    f"ln(allowed keys) = {sweep.max_entropy:.3f}."
-)
-
-st.subheader("Checks, and the slips that fail them")
-slip = slip_picker(SLIPS, key="pg_slip")
-if slip is None:
-    for check in ex.checks:
-        check_badge(check)
-else:
-    outcome = playground.slip_outcome(ex, slip, head)
-
-    def show_right() -> None:
-        figures.show(
-            figures.heatmap(res.weights[0, head], k_tok, q_tok, title="P", zmin=0), key="pg_slip_right"
+    with st.expander("Shapes of every intermediate", expanded=False):
+        shapes = pd.DataFrame(
+            {"tensor": list(ex.shapes), "shape": [" × ".join(map(str, s)) for s in ex.shapes.values()]}
         )
+        table(shapes, "shapes.csv", key="pg_shapes", hide_index=True)
+
+    q_tok, k_tok = qkv.query_tokens, qkv.key_tokens
+    left, right = st.columns(2)
+    with left:
+        figures.show(
+            view_cache.figure(
+                figures.heatmap,
+                res.scores[0, head],
+                k_tok,
+                q_tok,
+                title="Scores S = QKᵀ·scale + M",
+                colorscale="RdBu_r",
+                zmid=0,
+            ),
+            key="pg_scores",
+        )
+    with right:
+        figures.show(
+            view_cache.figure(
+                figures.heatmap,
+                res.weights[0, head],
+                k_tok,
+                q_tok,
+                title="Weights P = softmax(S)",
+                zmin=0,
+                zmax=1,
+            ),
+            key="pg_weights",
+        )
+    figures.show(
+        view_cache.figure(
+            figures.heatmap,
+            res.output[0, head],
+            list(qkv.value_names),
+            q_tok,
+            title="Output O = PV",
+            x_title="value coordinate",
+            colorscale="Viridis",
+        ),
+        key="pg_output",
+    )
+
+    st.subheader("How peaked is each row?")
+    st.caption(
+        "Entropy H = −Σ p ln p in nats; e^H is the effective number of keys a query reads (1 = one-hot)."
+    )
+    table(pd.DataFrame(ex.row_table(head)), "row_statistics.csv", key="pg_stats", hide_index=True)
+
+    st.subheader("Temperature: from one-hot to uniform")
+    row = state.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="pg_row") if qkv.L > 1 else 0
+    sweep = ex.sweep(head, row)
+    figures.show(
+        view_cache.figure(
+            figures.lines,
+            sweep.temperatures,
+            {f"p({k_tok[j]})": sweep.weights[:, j] for j in range(min(qkv.S, SWEEP_KEYS))},
+            title=f"softmax(s/τ) for query {q_tok[row]} (τ = 1 is the current scale)",
+            x_title="temperature τ",
+            y_title="weight",
+            log_x=True,
+        ),
+        key="pg_sweep",
+    )
+    if qkv.S > SWEEP_KEYS:
+        st.caption(f"Showing the first {SWEEP_KEYS} of {qkv.S} keys.")
+    st.caption(
+        f"Entropy goes from {float(sweep.entropy[0]):.3f} nats at τ = {float(sweep.temperatures[0]):.2g} "
+        f"to {float(sweep.entropy[-1]):.3f} at τ = {float(sweep.temperatures[-1]):.0f}; the uniform limit is "
+        f"ln(allowed keys) = {sweep.max_entropy:.3f}."
+    )
+
+    st.subheader("Checks, and the slips that fail them")
+    slip = slip_picker(SLIPS, key="pg_slip")
+    if slip is None:
         for check in ex.checks:
             check_badge(check)
+    else:
+        outcome = playground.slip_outcome(ex, slip, head)
 
-    def show_wrong() -> None:
-        if outcome.weights is not None:
-            w = outcome.weights
-            labels = (k_tok, q_tok) if tuple(w.shape) == (qkv.L, qkv.S) else (None, None)
+        def show_right() -> None:
             figures.show(
-                figures.heatmap(w, *labels, title="what the slip computes", zmin=0), key="pg_slip_wrong"
+                view_cache.figure(figures.heatmap, res.weights[0, head], k_tok, q_tok, title="P", zmin=0),
+                key="pg_slip_right",
             )
-        if outcome.note:
-            st.info(outcome.note)
-        for check in outcome.checks:
-            check_badge(check)
+            for check in ex.checks:
+                check_badge(check)
 
-    slip_columns(show_right, show_wrong, SLIPS[slip].label)
+        def show_wrong() -> None:
+            if outcome.weights is not None:
+                w = outcome.weights
+                labels = (k_tok, q_tok) if tuple(w.shape) == (qkv.L, qkv.S) else (None, None)
+                figures.show(
+                    view_cache.figure(figures.heatmap, w, *labels, title="what the slip computes", zmin=0),
+                    key="pg_slip_wrong",
+                )
+            if outcome.note:
+                st.info(outcome.note)
+            for check in outcome.checks:
+                check_badge(check)
 
-with st.expander("Show the code (attn_core.attention)"):
-    st.code(inspect.getsource(attn_core.attention), language="python")
+        slip_columns(show_right, show_wrong, SLIPS[slip].label)
+
+
+run_section(body, inputs=INPUTS)
+show_code("attn_core.attention", playground.CODE)

@@ -7,11 +7,10 @@ import pandas as pd
 import streamlit as st
 
 from attn_core.explore import practice
-from attn_core.practice.progress import from_csv, to_csv
-from attn_core.practice.question import Difficulty
+from attn_core.explore.practice import Difficulty, from_csv, to_csv
 from lab_ui import figures, state
 from lab_ui.nav import PAGES
-from lab_ui.page import header
+from lab_ui.page import header, require, safety_net
 from lab_ui.widgets import attempt, table
 
 NAV_PATH = {p.url_path: p.path for p in PAGES}
@@ -124,10 +123,10 @@ def show_progress(cards: list[str]) -> None:
         }
     )
     table(df, "practice_by_card.csv", key="pr_progress", hide_index=True)
+    log_csv = to_csv(log).encode()
     st.download_button(
-        "⬇ Progress log (CSV)", to_csv(log).encode(), "practice_log.csv", "text/csv", key="pr_log_csv",
-        on_click="ignore",
-    )  # fmt: skip
+        "⬇ Progress log (CSV)", log_csv, "practice_log.csv", "text/csv", key="pr_log_csv", on_click="ignore"
+    )
     upload = st.file_uploader("Continue from a downloaded log", type=["csv"], key="pr_upload")
     if upload is not None and st.session_state.get("pr_loaded") != upload.file_id:
         loaded = attempt(from_csv, upload.getvalue().decode("utf-8", errors="replace"))
@@ -138,22 +137,22 @@ def show_progress(cards: list[str]) -> None:
 
 
 cards, difficulty, timer = setup()
-if not cards:
-    st.info("Pick at least one card in the sidebar.")
-    st.stop()
+require(cards or None, fix="the drill: pick at least one card in the sidebar")
 seed, n = session()
-question = practice.next_question(cards, difficulty, seed, n)
-text = ask(question, n)
-if text is not None:
-    seconds = time.monotonic() - st.session_state.pr_shown_at
-    fb = practice.feedback(question, text, seconds, timer)
-    if fb.verdict.got is not None and st.session_state.get("pr_recorded") != (seed, n):
-        q_seed = practice.question_seed(seed, n)
-        st.session_state.pr_log.append(practice.record(question, q_seed, difficulty, fb, seconds, text))
-        st.session_state.pr_recorded = (seed, n)
-    st.session_state.pr_feedback = (n, fb)
-last = st.session_state.get("pr_feedback")
-if last is not None and last[0] == n:
-    show_feedback(question, last[1], timer)
+with safety_net("the cards, the difficulty and your answer"):
+    question = practice.next_question(cards, difficulty, seed, n)
+    text = ask(question, n)
+    if text is not None:
+        seconds = time.monotonic() - st.session_state.pr_shown_at
+        fb = practice.feedback(question, text, seconds, timer)
+        if fb.verdict.got is not None and st.session_state.get("pr_recorded") != (seed, n):
+            q_seed = practice.question_seed(seed, n)
+            st.session_state.pr_log.append(practice.record(question, q_seed, difficulty, fb, seconds, text))
+            st.session_state.pr_recorded = (seed, n)
+        st.session_state.pr_feedback = (n, fb)
+    last = st.session_state.get("pr_feedback")
+    if last is not None and last[0] == n:
+        show_feedback(question, last[1], timer)
 st.button("Next question", key="pr_next", on_click=advance, shortcut="n", icon=":material/skip_next:")
-show_progress(cards)
+with safety_net("the progress log"):
+    show_progress(cards)

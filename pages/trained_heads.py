@@ -1,5 +1,5 @@
 """Trained heads: a tiny transformer whose attention is attn_core.attention, trained on this
-server, and what its heads learned (issue 15, part 1)."""
+server, and what its heads learned."""
 
 import uuid
 
@@ -7,24 +7,25 @@ import pandas as pd
 import streamlit as st
 
 from attn_core.explore import trained as explore
-from attn_core.trained.tasks import TASKS, TaskId
+from attn_core.explore.trained import TASKS, Section, TaskId
 from lab_ui import figures, state, view_cache
-from lab_ui.page import header
+from lab_ui.page import header, require, run_section, section_picker
 from lab_ui.trained_charts import circuit, head_grid, loss_figure, one_head
 from lab_ui.widgets import attempt, oracle_badge, table
 
-SECTIONS = ("Read the heads", "Ablation & circuits", "Train")
 SHIPPED, YOURS = "shipped checkpoint", "your run"
+ONE_LAYER_NOTE = (
+    " One layer cannot form an induction head: it needs a previous-token head in an earlier layer."
+)
 MAX_TEXT = 200  # characters in the sequence box (a model reads at most 64 tokens of it)
 
 header(
     "Trained heads",
-    "A small decoder (token and learned position embeddings, causal self-attention, no LayerNorm) "
-    "whose attention **is** `attn_core.attention`: autograd runs through the lab's own function. "
-    "The page opens on a model this project trained on *repeated random letters*, where a "
-    "**previous-token head** in layer 0 and **induction heads** in layer 1 form suddenly (the "
-    "phase change). Type a sequence to see every head; train your own under **Train**. Tokens: "
-    "`^` = BOS, `|` = SEP, letters a–z.",
+    "A small decoder (token and learned position embeddings, causal self-attention, no LayerNorm) whose "
+    "attention **is** `attn_core.attention`: autograd runs through the lab's own function. The page opens "
+    "on a model this project trained on *repeated random letters*, where a **previous-token head** in layer "
+    "0 and **induction heads** in layer 1 form suddenly (the phase change). Type a sequence to see every "
+    "head; train your own under **Train**. Tokens: `^` = BOS, `|` = SEP, letters a–z.",
 )
 
 run = st.session_state.get("th_run")  # this session's TrainState, kept across reruns
@@ -33,15 +34,13 @@ c1, c2 = st.columns([2, 3])
 with c1:
     source = state.radio("model", sources, key="th_model", horizontal=True)
     ck = attempt(explore.shipped)  # a missing or damaged asset: say so, do not crash
-    if ck is None:
-        st.stop()
+    require(ck, fix="the server's shipped checkpoint (assets/trained/)")
     model, task = (ck.model, ck.train_config.task) if source == SHIPPED else (run.model, run.config.task)
     st.caption(
-        f"{model.config.n_layer} layers × {model.config.n_head} heads, d_model {model.config.n_embd}"
-        f"{', MLPs' if model.config.mlp else ', attention-only'}, "
-        f"trained {len(ck.losses) if source == SHIPPED else run.step:,} steps; "
-        f"positions 0…{model.config.block_size - 1}; "
-        f"task: {TASKS[task].label}."
+        f"{model.config.n_layer} layers × {model.config.n_head} heads, d_model "
+        f"{model.config.n_embd}{', MLPs' if model.config.mlp else ', attention-only'}, trained "
+        f"{len(ck.losses) if source == SHIPPED else run.step:,} steps; positions "
+        f"0…{model.config.block_size - 1}; task: {TASKS[task].label}."
     )
 with c2:
     text = state.text_area(
@@ -51,7 +50,7 @@ with c2:
         max_chars=MAX_TEXT,
         height=68,
     )
-section = state.radio("Section", SECTIONS, key="th_section", horizontal=True, label_visibility="collapsed")
+section = section_picker(Section, key="th_section")
 head_names = [f"L{i}H{j}" for i in range(model.config.n_layer) for j in range(model.config.n_head)]
 
 
@@ -71,8 +70,8 @@ def read_heads() -> None:
         view.check.tol,
     )
     st.caption(
-        f"The bound is float32's: 2·d·u·‖q‖‖k‖/√d + 8u with u = 2⁻²⁴, from this trace ({view.check.tol:.1e}); "
-        "a wrong scale or mask is off by more than 0.01."
+        "The bound is float32's: 2·d·u·‖q‖‖k‖/√d + 8u with u = 2⁻²⁴, from this trace "
+        f"({view.check.tol:.1e}); a wrong scale or mask is off by more than 0.01."
     )
     figures.show(
         view_cache.figure(
@@ -88,11 +87,11 @@ def read_heads() -> None:
     st.markdown("**Head scores**")
     table(pd.DataFrame(view.rows).round(4), "head_scores.csv", key="th_scores", hide_index=True)
     st.caption(
-        f"Probe: 64 held-out sequences ^ x₁…xₙ x₁…xₙ₋₁ of n = {view.period} distinct letters. Induction = mean weight on "
-        "the token after the current token's first occurrence; previous-token = mean weight on t − 1; "
-        "sink share = mean weight on token 0 (rows t ≥ 1, card 18); entropy in nats (card 17; a uniform row "
-        f"over t + 1 keys has ln(t + 1)). Ablation Δloss: the held-out loss of {task} ({view.base_loss:.3f} "
-        "nats) with that head's output zeroed, minus the loss with every head."
+        f"Probe: 64 held-out sequences ^ x₁…xₙ x₁…xₙ₋₁ of n = {view.period} distinct letters. Induction = "
+        "mean weight on the token after the current token's first occurrence; previous-token = mean weight "
+        "on t − 1; sink share = mean weight on token 0 (rows t ≥ 1, card 18); entropy in nats (card 17; a "
+        f"uniform row over t + 1 keys has ln(t + 1)). Ablation Δloss: the held-out loss of {task} "
+        f"({view.base_loss:.3f} nats) with that head's output zeroed, minus the loss with every head."
     )
 
 
@@ -110,7 +109,8 @@ def ablation_and_circuits() -> None:
     )
     st.caption(
         f"128 held-out sequences of the {task} task. On the shipped model, zeroing the previous-token head "
-        "breaks every induction head at once (K-composition), while the layer-1 induction heads back each other up."
+        "breaks every induction head at once (K-composition), while the layer-1 induction heads back each "
+        "other up."
     )
     st.subheader("The two circuits of one head, over the vocabulary")
     pick = state.selectbox("head", head_names, key="th_circ", default=explore.best_induction_head(model))
@@ -124,10 +124,10 @@ def ablation_and_circuits() -> None:
         fig = circuit(cv.ov, cv.labels, f"OV: E W_V W_O W_U ({pick})", "attended token", "output logit")
         figures.show(fig, key="th_ov")
     st.caption(
-        f"QK: the score a query token gives a key token through this head, positions left out. OV: what "
+        "QK: the score a query token gives a key token through this head, positions left out. OV: what "
         f"reading a token adds to each output logit. Copying: {cv.copying:.0%} of tokens raise their own "
-        "logit most (a diagonal OV). In layer 1 the QK circuit alone misses the induction pattern: it reads "
-        "layer 0's output, not the raw embeddings."
+        "logit most (a diagonal OV). In layer 1 the QK circuit alone misses the induction pattern: it "
+        "reads layer 0's output, not the raw embeddings."
     )
 
 
@@ -143,7 +143,8 @@ def train_section() -> None:
         seed = int(state.number("seed", 0, 10_000, 0, key="th_seed", step=1))
     st.caption(
         f"{TASKS[task_].how}. Caps: {explore.MAX_RUN_STEPS:,} steps, {explore.MAX_RUN_S} s per press (press "
-        f"Resume to go on), one run per visitor, {explore.MAX_CONCURRENT_RUNS} on the whole server at a time."
+        f"Resume to go on), one run per visitor, {explore.MAX_CONCURRENT_RUNS} on the whole server at a "
+        "time."
     )
     b = st.columns([1, 1, 1, 3])
     b[0].button(
@@ -172,13 +173,13 @@ def train_section() -> None:
         bar = st.progress(current.step / current.config.steps, text="starting…")
 
         def on_progress(p) -> None:
-            bar.progress(p.step / p.steps, text=f"step {p.step:,} of {p.steps:,} · loss {p.loss:.3f} nats · "
-                         f"{p.elapsed_s:.1f} s")  # fmt: skip
+            status = f"step {p.step:,} of {p.steps:,} · loss {p.loss:.3f} nats · {p.elapsed_s:.1f} s"
+            bar.progress(p.step / p.steps, text=status)
             fig = loss_figure(*explore.loss_curve(current.losses), lines, p.phase_change_step, title)
             chart.plotly_chart(fig, key=f"th_live_{p.step}", config=figures.PLOT_CONFIG)
             if p.step % explore.MAPS_EVERY == 0 and (live := attempt_maps()) is not None:
-                grid.plotly_chart(head_grid(live[1], live[0], f"Your model at step {p.step:,}"),
-                                  key=f"th_live_grid_{p.step}", config=figures.PLOT_CONFIG)  # fmt: skip
+                fig = head_grid(live[1], live[0], f"Your model at step {p.step:,}")
+                grid.plotly_chart(fig, key=f"th_live_grid_{p.step}", config=figures.PLOT_CONFIG)
 
         def attempt_maps():
             try:
@@ -205,19 +206,17 @@ def train_section() -> None:
     phase = current.phase_change_step
     if current.config.task is TaskId.INDUCTION:
         st.caption(
-            "Phase change: the 50-step mean loss first at or below "
-            f"{lines['phase-change threshold']:.2f} nats — half the best loss without looking the current "
-            f"letter up ({lines['best without lookup']:.2f}), "
-            f"{lines['unigram baseline'] - lines['phase-change threshold']:.2f} nats below the unigram baseline "
-            f"ln 26 = {lines['unigram baseline']:.2f}. "
+            f"Phase change: the 50-step mean loss first at or below {lines['phase-change threshold']:.2f} "
+            "nats — half the best loss without looking the current letter up "
+            f"({lines['best without lookup']:.2f}), "
+            f"{lines['unigram baseline'] - lines['phase-change threshold']:.2f} nats below the unigram "
+            f"baseline ln 26 = {lines['unigram baseline']:.2f}. "
             + (f"Passed at step {phase:,}." if phase else "Not passed yet.")
-            + (" One layer cannot form an induction head: it needs a previous-token head in an earlier layer."
-               if current.model.config.n_layer == 1 else "")
-        )  # fmt: skip
+            + (ONE_LAYER_NOTE if current.model.config.n_layer == 1 else "")
+        )
     if current.step:
         st.caption("Pick **your run** under *model* above to read its heads.")
 
 
-{"Read the heads": read_heads, "Ablation & circuits": ablation_and_circuits, "Train": train_section}[
-    section
-]()
+SHOW = {Section.READ: read_heads, Section.ABLATION: ablation_and_circuits, Section.TRAIN: train_section}
+run_section(SHOW[section], inputs="the model and the sequence above")

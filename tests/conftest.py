@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import shutil
 import sys
@@ -31,6 +32,36 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+class _NetRecords(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def net_expected():
+    """Request this in a test that makes a page's safety net catch something on purpose."""
+
+
+@pytest.fixture(autouse=True)
+def no_section_fails_quietly(request):
+    """A page's safety net turns an unexpected exception into a message instead of a traceback, so
+    `not at.exception` alone would no longer catch a broken page: any test during which the net
+    caught something fails here, with the exception, unless it asked for `net_expected`."""
+    handler = _NetRecords()
+    logger = logging.getLogger("attention_lab.pages")
+    logger.addHandler(handler)
+    yield
+    logger.removeHandler(handler)
+    if handler.records and "net_expected" not in request.fixturenames:
+        first = handler.records[0]
+        trace = logging.Formatter().formatException(first.exc_info) if first.exc_info else ""
+        pytest.fail(f"a page's safety net caught: {first.getMessage()}\n{trace}")
 
 
 @pytest.fixture

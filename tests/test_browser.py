@@ -49,3 +49,15 @@ def test_playground_interaction_in_browser(server_url, page):
     assert page.locator("[data-testid=stException]").count() == 0
     page.screenshot(path=str(ARTIFACTS / "playground-random.png"), full_page=True)
     assert page.console_errors == []
+
+
+def test_slash_home_opens_the_home_page_without_a_dialog(server_url, page):
+    """Streamlit serves the default page at the root only; /home (its url_path, in shared links)
+    must open the home page, not a "Page not found" dialog."""
+    for _ in range(2):  # the first visit of a fresh server runs before st.navigation exists
+        page.goto(f"{server_url}/home")
+        wait_idle(page)
+        page.wait_for_timeout(1000)  # the dialog comes after the script has finished
+        expect(page.get_by_role("heading", name="Attention Lab")).to_be_visible()
+        expect(page.get_by_text("Page not found")).to_have_count(0)
+    assert page.console_errors == []

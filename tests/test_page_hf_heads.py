@@ -98,5 +98,5 @@ def test_folders_outside_the_model_roots_are_refused_alike(app, tmp_path, monkey
         at.text_input(key="hf_path").input(source).run()
         assert not at.exception
         messages.append(at.error[0].value)
-    assert all("only from folders under" in m for m in messages)
+    assert all("only from its model folders" in m for m in messages)
     assert len({m for m in messages}) == 1  # the same words whether the folder exists or not

@@ -13,7 +13,8 @@ from enum import StrEnum
 import torch
 
 from attn_core.limits import THEORY, check_range
-from attn_core.oracle import IDENTITY_TOL, SE_MULTIPLE, SLOPE_TOL, Check
+from attn_core.oracle import IDENTITY_TOL as IDENTITY_TOL  # re-exported for the page
+from attn_core.oracle import SE_MULTIPLE, SLOPE_TOL, Check
 from attn_core.theory import circuits, collapse, kernel_smoothing, rank
 from attn_core.theory.kernel_smoothing import check_bandwidth
 from attn_core.theory.scaling import check_d_k
@@ -36,6 +37,12 @@ class Section(StrEnum):
 
 
 SECTIONS = tuple(s.value for s in Section)
+# The page's sidebar caps, tighter than THEORY's so that one rerun stays near 0.1 s:
+MAX_STACKS = 16  # stacks × layers × width² bound a collapse rerun: 16 × 24 × 64² stays near 0.1 s
+MAX_WIDTH = 64
+MAX_LAYERS = 24
+MAX_RANK_T = 128  # a T × T SVD of three matrices per rerun
+CODE = kernel_smoothing.kernel_attention  # what the page's "show the code" shows
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import torch
 
 from attn_core.attention import check_shapes, expand_kv, stable_softmax
 from attn_core.backward import BackwardResult, attention_backward
-from attn_core.explore.inputs import QKV, parse_matrix
+from attn_core.explore.inputs import QKV, InputKind, parse_matrix
 from attn_core.finite_diff import (
     FiniteDifferences,
     check_finite_difference_size,
@@ -34,12 +34,30 @@ from attn_core.jacobian import (
 )
 from attn_core.limits import LIMITS
 from attn_core.oracle import J_EIG, J_EXACT, RANK_RESOLVABLE, Check, max_abs_diff, sdpa_reference
+from attn_core.slips.backward import SLIPS as BACKWARD_SLIPS
 
 F64 = torch.float64
 # The full T × T Jacobian (heatmap, every eigenvalue) is formed for rows of up to 64 allowed keys:
 # a dense eigendecomposition costs O(T³) (~100 ms at T = 512 here) and a 512 × 512 heatmap is ~1 MB.
 # λ_max, ‖J‖_F and the Gershgorin bound are O(T) and shown for every row.
 JACOBIAN_MAX_KEYS = LIMITS.jacobian_keys
+FD_CAPS = (LIMITS.fd_coordinates, LIMITS.fd_work)  # coordinates of Q, K, V; coordinates × score entries
+CODE = attention_backward  # what the page's "show the code" shows
+SLIPS = BACKWARD_SLIPS  # the backward slips the page offers (id → Slip)
+
+
+def toy_lesson(qkv: QKV, upstream: str) -> bool:
+    """The toy with its own upstream gradient: the page then narrates the numbers of card 5."""
+    return qkv.kind is InputKind.TOY and upstream == Upstream.TOY
+
+
+class Section(StrEnum):
+    """The page's sections; the value is the label, kept in a shared link."""
+
+    JACOBIAN = "Softmax Jacobian"
+    BACKWARD = "Backward pass"
+    ONE_ROW = "One row, one key"
+    SLIPS = "Slips"
 
 
 class Upstream(StrEnum):

@@ -14,6 +14,9 @@ from pathlib import Path
 import torch
 
 from attn_core.hf import maps as hf
+from attn_core.hf.maps import LOAD_CAP_S as LOAD_CAP_S  # re-exported for the page
+from attn_core.hf.maps import MAX_PARAMS as MAX_PARAMS
+from attn_core.hf.maps import MAX_TOKENS as MAX_TOKENS
 
 DEMO = "demo"
 DEMO_LABEL = "a tiny random Mistral-style model built here (GQA 4:2, rotary, sliding window 8)"
@@ -35,16 +38,31 @@ def model_roots() -> list[Path]:
     return [Path(r).expanduser().resolve() for r in roots if r]
 
 
-def check_local(source: str) -> None:
-    """ValueError unless ``source`` is a hub id or a folder under one of model_roots()."""
-    path = Path(source).expanduser()
-    looks_local = source.startswith(("/", ".", "~")) or source.count("/") > 1 or path.exists()
-    if not looks_local:
-        return  # an org/name hub id
-    resolved = path.resolve()
-    if not any(resolved == root or root in resolved.parents for root in model_roots()):
-        where = ", ".join(str(r) for r in model_roots())
-        raise ValueError(f"this server loads local models only from folders under {where} (or a hub id)")
+MAX_SOURCE_CHARS = 200  # a hub id is at most 96 + 1 + 96 characters; a folder name under a root is shorter
+REFUSAL = (
+    "this server loads local models only from its model folders (the Hugging Face cache and ./models, "
+    "or the folders ATTN_LAB_MODEL_DIRS names), or a hub id such as gpt2 or org/name"
+)
+
+
+def resolve_local(source: str) -> Path | None:
+    """The folder under one of model_roots() that ``source`` names, or None for a hub id.
+
+    Decided by the name alone, never by what exists: a path (starting with /, . or ~, or with
+    more than one /) must lie under a model root, else the same refusal whether it exists or not;
+    a name or org/name is a folder only where it lies under a root, a hub id everywhere else. No
+    message names a path on this server."""
+    if len(source) > MAX_SOURCE_CHARS:
+        raise ValueError(f"a model folder or hub id is at most {MAX_SOURCE_CHARS} characters")
+    if "\x00" in source:
+        raise ValueError(REFUSAL)
+    resolved = Path(os.path.realpath(os.path.expanduser(source)))
+    under_root = any(resolved == root or root in resolved.parents for root in model_roots())
+    if source.startswith(("/", ".", "~")) or source.count("/") > 1:
+        if not under_root:
+            raise ValueError(REFUSAL)
+        return resolved
+    return resolved if under_root and hf.is_folder(resolved) else None
 
 
 _CACHE: dict[str, hf.Loaded] = {}  # the last MAX_CACHED user models, oldest first
@@ -59,12 +77,13 @@ def load(source: str) -> hf.Loaded:
     source = source.strip()
     if source == DEMO:
         return _demo()
-    check_local(source)
+    folder = resolve_local(source)
     if (hit := _CACHE.get(source)) is not None:
         return hit
     with _LOCK:
         if source not in _CACHE:
-            loaded = hf.load(source)
+            path = str(folder) if folder is not None else source
+            loaded = hf.load(path, folder=folder is not None, shown_as=source)
             while len(_CACHE) >= MAX_CACHED:
                 _CACHE.pop(next(iter(_CACHE)))
             _CACHE[source] = loaded

@@ -157,6 +157,13 @@ def parse_matrix(text: str, name: str) -> torch.Tensor:
     for r, line in enumerate(rows, start=1):
         cells = [c for c in _NUMBER.split(line) if c]
         row = parse_floats(cells, lambda c, r=r: f"{name} row {r}, column {c}")
+        too_big = [c for c, x in enumerate(row, start=1) if abs(x) > LIMITS.max_typed_abs]
+        if too_big:
+            c = too_big[0]
+            raise ValueError(
+                f"{name} row {r}, column {c}: {cells[c - 1][:20]} is over the cap |x| ≤ {LIMITS.max_typed_abs:,.0f} "
+                "(beyond it the scores or their gradients overflow)"
+            )
         if values and len(row) != len(values[0]):
             raise ValueError(f"{name} row {r} has {len(row)} entries but row 1 has {len(values[0])}")
         values.append(row)

@@ -10,9 +10,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 import torch
 
+from attn_core.experiments import decoding, equivariance
 from attn_core.experiments.conventions import ConventionsReport, compare_conventions, from_allowed
 from attn_core.experiments.decoding import cached_block
 from attn_core.experiments.equivariance import (
@@ -24,9 +26,12 @@ from attn_core.experiments.equivariance import (
 from attn_core.experiments.fully_masked import fully_masked_table, measure_fully_masked_apis
 from attn_core.experiments.mask_slips import TriuSlipReport, triu_slip, zeroing_slip
 from attn_core.experiments.perturbation import PerturbationReport, perturbation_experiment
+from attn_core.explore.inputs import random_qkv
 from attn_core.limits import LIMITS
 from attn_core.masks import MaskKind, allowed_fraction, build_mask, prefix_lm_mask
 from attn_core.oracle import AGREE_TOL, MATCH_TOL
+from attn_core.oracle import ROUNDING_TOL as ROUNDING_TOL  # re-exported for the page
+from attn_core.slips.masking import SLIPS
 
 PAINTED = "custom painted grid"
 GALLERY_KINDS = (*(k for k in MaskKind if k is not MaskKind.NONE), PAINTED)
@@ -269,12 +274,6 @@ def triu_table(r: TriuSlipReport) -> dict[str, list]:
     }
 
 
-MASK_SLIPS = (
-    "mask the weights after the softmax",
-    "triu(ones, 0) instead of triu(ones, 1)",
-    "−1e9 hiding a fully masked row",
-    "top-left alignment with a cache",
-)
 TOY_NOTE = (
     "On the spec's toy sentence (*the river bank was steep*), card 6 reports that changing *steep* moves bank's "
     "unmasked output by 0.217 and its zeroed-after-softmax output by 0.162, and that bank's zeroed weights sum to "
@@ -301,31 +300,124 @@ class SlipView:
     table: dict[str, list] | None = None
 
 
-def slip_view(slip: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> SlipView:
-    """One of `MASK_SLIPS` on the page's tokens q, k (1, 1, T, d), v (1, 1, T, d), beside the right mask."""
+def _zeroing_view(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> SlipView:
     T = q.shape[-2]
-    if slip == MASK_SLIPS[0]:
-        t = min(2, T - 2)
-        r = zeroing_slip(q, k, v, t)
-        sums = ", ".join(f"{s:.3f}" for s in r.zeroed_row_sums.tolist()[:8]) + (" …" if T > 8 else "")
-        text = (f"Zeroed rows sum to {sums} instead of 1, and changing tokens after t = {t} moves rows 0…{t} by up "
-                f"to **{r.leak.max_leak:.3g}**: the future leaks through the normalizer.")  # fmt: skip
-        return SlipView(Panel(r.right_weights, "✓ −∞ before the softmax", False),
-                        Panel(r.zeroed_weights, "✗ zeroed after the softmax", False), text)  # fmt: skip
-    if slip in MASK_SLIPS[1:3]:
-        r = triu_slip(q, k, v)
-        text = (f"Row 0 is fully masked. With −∞ it is NaN — loud. With −1e9 it is a uniform 1/T = {1 / T:.4g} over "
-                "keys it should never read — quiet, and every output moves (max |Δ| = "
-                f"{r.output_gap_finite_fill:.3g} against the right mask).")  # fmt: skip
-        return SlipView(Panel(r.right_allowed, "✓ blocked = triu(ones, 1)", True),
-                        Panel(r.wrong_allowed, "✗ blocked = triu(ones, 0): the diagonal too", True), text,
-                        triu_table(r))  # fmt: skip
-    if slip != MASK_SLIPS[3]:
-        raise ValueError(f"unknown slip {slip!r}; choose one of {', '.join(MASK_SLIPS)}")
-    P = T // 2
+    t = min(2, T - 2)
+    r = zeroing_slip(q, k, v, t)
+    sums = ", ".join(f"{s:.3f}" for s in r.zeroed_row_sums.tolist()[:8]) + (" …" if T > 8 else "")
+    text = (
+        f"Zeroed rows sum to {sums} instead of 1, and changing tokens after t = {t} moves rows 0…{t} "
+        f"by up to **{r.leak.max_leak:.3g}**: the future leaks through the normalizer."
+    )
+    right = Panel(r.right_weights, "✓ −∞ before the softmax", False)
+    return SlipView(right, Panel(r.zeroed_weights, "✗ zeroed after the softmax", False), text)
+
+
+def _triu_view(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> SlipView:
+    T = q.shape[-2]
+    r = triu_slip(q, k, v)
+    text = (
+        f"Row 0 is fully masked. With −∞ it is NaN — loud. With −1e9 it is a uniform 1/T = {1 / T:.4g} "
+        "over keys it should never read — quiet, and every output moves (max |Δ| = "
+        f"{r.output_gap_finite_fill:.3g} against the right mask)."
+    )
+    right = Panel(r.right_allowed, "✓ blocked = triu(ones, 1)", True)
+    wrong = Panel(r.wrong_allowed, "✗ blocked = triu(ones, 0): the diagonal too", True)
+    return SlipView(right, wrong, text, triu_table(r))
+
+
+def _top_left_view(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> SlipView:
+    P = q.shape[-2] // 2
     r = cached_block(q, k, v, P)
-    text = (f"With P = {P} cached keys the top-left mask drops {r.discarded_pairs} valid (query, key) pairs and "
-            f"the outputs differ from the full pass by up to **{r.diff_top_left:.3g}**.")  # fmt: skip
+    text = (
+        f"With P = {P} cached keys the top-left mask drops {r.discarded_pairs} valid (query, key) pairs "
+        f"and the outputs differ from the full pass by up to **{r.diff_top_left:.3g}**."
+    )
     return SlipView(
         Panel(r.bottom_right, "✓ bottom-right", True, P), Panel(r.top_left, "✗ top-left", True, P), text
     )
+
+
+# How the page shows each masking slip (attn_core.slips.masking): one builder per id.
+_SLIP_VIEWS = {
+    "zero_after_softmax": _zeroing_view,
+    "triu_diagonal": _triu_view,
+    "finite_fill": _triu_view,
+    "top_left": _top_left_view,
+}
+# The masking slips' labels were their ids in links made before the registry: they still open.
+SLIP_ALIASES = {slip.label: slip_id for slip_id, slip in SLIPS.items()}
+
+
+def slip_view(slip: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> SlipView:
+    """The masking slip ``slip`` (an id of `SLIPS`) on the page's tokens q, k (1, 1, T, d),
+    v (1, 1, T, d), beside the right mask."""
+    if slip not in _SLIP_VIEWS:
+        raise ValueError(f"unknown slip {slip!r}; choose one of {', '.join(SLIPS)}")
+    return _SLIP_VIEWS[slip](q, k, v)
+
+
+# -- what the page reads ------------------------------------------------------------------------
+class Section(StrEnum):
+    """The page's sections; the value is the label, kept in a shared link."""
+
+    GALLERY = "Mask gallery"
+    FUTURE = "Change the future"
+    FULLY_MASKED = "Fully masked rows"
+    DECODING = "Cached decoding"
+    CONVENTIONS = "Conventions"
+    PERMUTATIONS = "Permutations"
+    SLIPS = "Slips"
+
+
+MAX_T, MAX_D = LIMITS.experiment_tokens, LIMITS.experiment_width  # the sidebar's T and d caps
+TORCH_VERSION = torch.__version__
+tokens = random_qkv  # the experiments' seeded tokens: q, k, v (1, 1, T, d)
+causal_pair_count = decoding.causal_pair_count
+decode_with_kv_cache = decoding.decode_with_kv_cache
+bos_share = equivariance.bos_share
+
+
+# The page's longer captions: str.format templates filled with the page's numbers.
+NOTES = {
+    "future_right": (
+        "The right mask leaves rows 0…t unchanged to the last bit (0, not 1e-16): their arithmetic never "
+        "touches a changed number. Zeroing after the softmax keeps the future's scores in the normalizer, so "
+        "they leak. Renormalizing cancels that normalizer algebraically; what is left is rounding (≤ "
+        "{tol:.0e}), after computing and discarding every future exponential."
+    ),
+    "future_control": (
+        "Control: changing token 0 must move every row (all of them may see it). If this showed zeros, the "
+        "experiment could not detect anything."
+    ),
+    "fully_masked": (
+        "Row 0 blocks every key; row 1 blocks all but the first two. −∞ turns the empty row into 0/0 = NaN. "
+        "A finite fill hides it: every score equals the fill, so the row becomes uniform (1/S = "
+        "{uniform:.4g}). In float16 −1e9 cannot even be stored (masked_fill refuses; a cast makes it −∞), "
+        "and added to float64 scores it keeps their differences, so the 'masked' row attends as if unmasked. "
+        "The safe recipe: fill with the dtype's most negative finite number and zero those rows' outputs."
+    ),
+    "measured_here": (
+        "torch {torch} on CPU. The spec records PyTorch 2.14.1's CPU SDPA returning zeros and "
+        "nn.MultiheadAttention with need_weights=True returning NaN, and warns that this has varied by "
+        "version and backend — which is why the table is measured on this server."
+    ),
+    "kv_decoding": (
+        "{steps} decode step(s), cache growing {first}→{T} keys; each step computes only the new token's q, "
+        "k, v and attends without any mask. Bitwise equal to the full pass: {bitwise}. Keys and values at "
+        "positions ≤ t never change when later tokens arrive — the same fact the mask proves."
+    ),
+    "conventions_slip": (
+        "The last table row is the slip: SDPA's mask handed to nn.MultiheadAttention unchanged. It is the "
+        "right shape and dtype, so nothing complains — the module blocks exactly the keys you meant to keep."
+    ),
+    "card7": (
+        "Card 7 reverses its toy sentence and measures 1.1 × 10⁻¹⁶ unmasked and up to 0.426 causal; that "
+        "second number needs toy vectors the spec does not give."
+    ),
+}
+
+
+def note(name: str, **numbers) -> str:
+    """One of `NOTES` with its numbers filled in."""
+    return NOTES[name].format(**numbers)

@@ -11,16 +11,20 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 import torch
 
 from attn_core.attention import attention, check_shapes, expand_kv
 from attn_core.cost import memory
 from attn_core.cost.memory import MemoryBill
-from attn_core.cost.shapes import ModelShape, load_preset
+from attn_core.cost.shapes import ModelShape, list_presets, load_preset
+from attn_core.cost.units import format_flops as format_flops  # re-exported for the page
 from attn_core.dtypes import DTYPES as TRACE_DTYPES
 from attn_core.dtypes import UNIT_ROUNDOFF
 from attn_core.experiments.precision import precision_study
+from attn_core.explore.inputs import QKV as QKV  # re-exported for the page
+from attn_core.explore.inputs import InputKind
 from attn_core.limits import LIMITS
 from attn_core.masks import causal_mask
 from attn_core.online import (
@@ -31,6 +35,7 @@ from attn_core.online import (
     online_attention,
     online_softmax_trace,
     partial_state,
+    tile_step,
 )
 from attn_core.oracle import MATCH_TOL, SDPA_TOL, TRACE_TOL, max_abs_diff, sdpa_reference
 from attn_core.slips.online import SLIPS
@@ -379,3 +384,24 @@ def memory_view(model: str, T: int, dtype: str = "fp16", batch: int = 1) -> Memo
     bill = memory.model_memory_bill(shape, T, b, batch)
     grid = tuple(sorted({1 << n for n in range(9, 18)} | {int(T)}))
     return MemoryView(shape, bill, grid, tuple(memory.model_memory_sweep(shape, grid, b, batch)))
+
+
+# -- what the page reads ------------------------------------------------------------------------
+class Section(StrEnum):
+    """The page's sections; the value is the label, kept in a shared link."""
+
+    STEP = "Step through"
+    TILES = "Tiles & block size"
+    MERGE = "Merge (split-K)"
+    PRECISION = "Precision"
+    MEMORY = "Memory bill"
+
+
+NEEDS_QKV = (Section.STEP, Section.TILES, Section.MERGE)  # the sections drawn from the shared input
+CODE = tile_step  # what the page's "show the code" shows
+MODELS = tuple(list_presets())  # the memory bill's presets
+
+
+def is_toy(qkv: QKV) -> bool:
+    """The spec's toy row: the page narrates card 15's numbers for it."""
+    return qkv.kind is InputKind.TOY

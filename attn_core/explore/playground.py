@@ -9,11 +9,12 @@ import torch
 from attn_core.attention import AttentionResult, attention, check_shapes, expand_kv, stable_softmax
 from attn_core.explore.inputs import QKV
 from attn_core.masks import allowed_fraction
-from attn_core.oracle import SDPA_TOL, Check, max_abs_diff, sdpa_reference, weight_checks
+from attn_core.oracle import SDPA_TOL, Check, compared_max_abs_diff, sdpa_reference, weight_checks
 from attn_core.slips.forward import SLIPS
 from attn_core.stats import TemperatureSweep, effective_keys, row_entropy, temperature_sweep
 
 SWEEP_KEYS = 12  # keys drawn in the temperature sweep: more lines than this are unreadable
+CODE = attention  # what the page's "show the code" shows
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def explore(qkv: QKV, allowed: torch.Tensor | None, scale: float) -> Exploration
         row_sums=result.weights.sum(-1),
         entropy=row_entropy(result.weights),
         effective_keys=effective_keys(result.weights),
-        sdpa_max_abs_diff=max_abs_diff(result.output, reference),
+        sdpa_max_abs_diff=compared_max_abs_diff(result.output, reference),
         sdpa_tol=SDPA_TOL,
         checks=checks,
         shapes=_shapes(qkv, result, group),

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from attn_core.practice import bank
 from attn_core.practice.progress import Attempt, CardProgress, summarize
+from attn_core.practice.progress import from_csv as from_csv  # re-exported for the page
+from attn_core.practice.progress import to_csv as to_csv
 from attn_core.practice.question import Answer, AnswerKind, Difficulty, Question, Verdict, fmt
 
 TIMERS: dict[str, float | None] = {"off": None, "2 min": 120.0, "5 min": 300.0, "10 min": 600.0}

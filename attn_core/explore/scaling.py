@@ -16,7 +16,7 @@ import torch
 
 from attn_core.limits import THEORY, check_range
 from attn_core.oracle import IDENTITY_TOL, SE_MULTIPLE, Check
-from attn_core.slips.scaling import SLIPS
+from attn_core.slips.scaling import SLIPS as SLIPS  # re-exported for the page
 from attn_core.theory import alignment, scaling, sinks
 from attn_core.theory.scaling import ScaleRule
 
@@ -45,6 +45,9 @@ class Section(StrEnum):
 
 
 SECTIONS = tuple(s.value for s in Section)
+MAX_D_K, MAX_KEYS = THEORY.max_d_k, THEORY.max_keys  # the sidebar's caps
+CODE = scaling.two_key_exact  # what the page's "show the code" shows
+variance_theory = scaling.variance_theory  # Var(q·k) = d_k σ_q² σ_k² (card 3)
 
 
 @dataclass(frozen=True)

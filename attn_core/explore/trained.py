@@ -14,6 +14,7 @@ import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import cache
 
 import torch
@@ -34,7 +35,14 @@ from attn_core.trained.analysis import (
 )
 from attn_core.trained.memo import per_model
 from attn_core.trained.model import ModelConfig, TinyTransformer
-from attn_core.trained.tasks import TASKS, VOCAB, TaskId, encode, no_lookup_loss, seq_len
+from attn_core.trained.tasks import (
+    TASKS,
+    VOCAB,
+    TaskId,
+    encode,
+    no_lookup_loss,
+    seq_len,
+)  # TASKS, TaskId: the page's too
 from attn_core.trained.training import (
     Progress,
     TrainConfig,
@@ -50,6 +58,16 @@ MAX_RUN_STEPS = 3000
 MAX_CONCURRENT_RUNS = 1  # the server has 2 cores; a second run would halve everyone's speed
 REPORT_EVERY = 50  # steps between loss-curve updates
 MAPS_EVERY = 250  # steps between head-grid updates during a run
+
+
+class Section(StrEnum):
+    """The page's sections; the value is the label, kept in a shared link."""
+
+    READ = "Read the heads"
+    ABLATION = "Ablation & circuits"
+    TRAIN = "Train"
+
+
 DEFAULT_TEXT = "^kbgmwqcxdjptkbgmwqcxdjpt"  # 12 distinct letters, repeated: the induction setting
 SIZES: dict[str, dict] = {
     "1 layer × 2 heads, d_model 32": {"n_layer": 1, "n_head": 2, "n_embd": 32},

@@ -1,4 +1,4 @@
-"""A Hugging Face causal LM's attention, recomputed by ``attn_core`` (issue 15, part 2).
+"""A Hugging Face causal LM's attention, recomputed by ``attn_core``.
 
 - ``maps``: load a model (a local folder, or a hub id where the hub is reachable) within caps,
   capture every layer's queries and keys after rotary embedding as the model's own eager

@@ -68,31 +68,55 @@ def hub_reachable(timeout: float = HUB_PROBE_S) -> bool:
     return True
 
 
-def load(source: str, max_params: int = MAX_PARAMS) -> Loaded:
+def load(
+    source: str, max_params: int = MAX_PARAMS, *, folder: bool | None = None, shown_as: str | None = None
+) -> Loaded:
     """A local folder (config.json + weights) or a hub id; eager attention, float32, eval mode.
 
-    The parameter count is read from the config on the meta device before any weight is loaded,
-    so an oversized model is refused without reading it. ValueError with the reason otherwise."""
+    ``folder`` says which ``source`` is (None: a folder when one exists there); messages name it
+    as ``shown_as`` (what the visitor typed), never by its path on this server. The parameter
+    count is read from the config on the meta device before any weight is loaded, so an
+    oversized model is refused without reading it. ValueError with the reason otherwise."""
     tf = _transformers()
     source = source.strip()
     if not source:
         raise ValueError("give a local folder or a hub id")
+    shown = shown_as if shown_as is not None else source
     local = Path(source).expanduser()
-    if not local.exists() and (source.startswith(("/", ".", "~")) or source.count("/") > 1):
-        raise ValueError(f"there is no folder {local} on this server")  # a path, not an org/name id
-    where = f"the folder {local}" if local.exists() else f"the hub id {source!r}"
+    if folder is None:
+        folder = is_folder(local)
+        if not folder and (source.startswith(("/", ".", "~")) or source.count("/") > 1):
+            raise ValueError(f"there is no folder {shown!r} on this server")  # a path, not an org/name id
+    elif folder and not is_folder(local):
+        raise ValueError(f"there is no folder {shown!r} on this server")
+    where = f"the folder {shown!r}" if folder else f"the hub id {source!r}"
+    name = str(local) if folder else source
     start = time.perf_counter()
     # offline: only the local cache is tried (an unreachable hub fails at once instead of retrying)
-    offline = {} if local.exists() or hub_reachable() else {"local_files_only": True}
+    offline = {} if folder or hub_reachable() else {"local_files_only": True}
+    # A hub id's failure says the same whatever is on this disk: transformers would read a folder
+    # of that name in the server's working directory, so such a name is answered as a miss, and
+    # transformers' own words (which can name local paths) are not shown for a hub id.
+    hub_miss = ValueError(
+        f"could not load the hub id {source!r}: "
+        + (
+            "it is not in this server's cache and the hub is unreachable from here "
+            "(a model folder on this server works)"
+            if offline
+            else "no such model on the hub, or not a causal LM that transformers can read"
+        )
+    )
+    if not folder and is_folder(local):
+        raise hub_miss
     try:
-        config = tf.AutoConfig.from_pretrained(str(local) if local.exists() else source, **offline)
+        config = tf.AutoConfig.from_pretrained(name, **offline)
         with torch.device("meta"):
             shell = tf.AutoModelForCausalLM.from_config(config)
         n_params = sum(p.numel() for p in shell.parameters())
         if n_params > max_params:
             raise OverCap(f"{n_params:,} parameters: over this page's cap of {max_params:,}")
         model = tf.AutoModelForCausalLM.from_pretrained(
-            str(local) if local.exists() else source,
+            name,
             attn_implementation="eager",
             dtype=torch.float32,
             use_safetensors=True,  # never unpickle a .bin a folder or a hub repo offers
@@ -101,19 +125,27 @@ def load(source: str, max_params: int = MAX_PARAMS) -> Loaded:
     except OverCap:
         raise
     except (OSError, ValueError) as exc:  # no config.json, unknown model type, no network, no such repo
-        hint = " (the hub is unreachable from this server; a local folder with config.json and weights works)"
-        raise ValueError(
-            f"could not load {where}: {str(exc).splitlines()[0]}{hint if offline else ''}"
-        ) from exc
+        if not folder:
+            raise hub_miss from exc
+        detail = str(exc).splitlines()[0].replace(name, shown) if str(exc) else type(exc).__name__
+        raise ValueError(f"could not load {where}: {detail}") from exc
     model.eval()
     try:
-        tokenizer = tf.AutoTokenizer.from_pretrained(str(local) if local.exists() else source, **offline)
+        tokenizer = tf.AutoTokenizer.from_pretrained(name, **offline)
     except (OSError, ValueError, TypeError):
         tokenizer = None
     if tokenizer is not None and len(tokenizer.get_vocab()) < 2:  # built from the model type alone
         tokenizer = None
     load_s = time.perf_counter() - start
-    return Loaded(model, tokenizer, source, n_params, load_s, load_s > LOAD_CAP_S)
+    return Loaded(model, tokenizer, shown, n_params, load_s, load_s > LOAD_CAP_S)
+
+
+def is_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder; False (not an error) for a name the OS cannot even look up."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):  # a name too long, a NUL byte
+        return False
 
 
 def parse_ids(text: str, vocab_size: int, max_len: int = MAX_TOKENS) -> torch.Tensor:

@@ -8,6 +8,22 @@ from dataclasses import asdict, dataclass, fields
 
 MAX_RECORDS = 5000  # a re-uploaded file larger than this is not a practice log
 FIELDS = ("card", "seed", "difficulty", "correct", "seconds", "slip", "answer")
+MAX_FIELD_CHARS = 200  # no field of a real record is longer (answers are cut to this on reading)
+# A spreadsheet opening a CSV runs a cell that starts with one of these as a formula
+# (OWASP "CSV injection"): =HYPERLINK(…) in an uploaded log must come back out as text.
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise(text: str) -> str:
+    """``text`` made inert for a spreadsheet: a leading formula character gets a ' in front
+    (a plain number such as -0.5 stays as it is)."""
+    if not text.startswith(FORMULA_PREFIXES):
+        return text
+    try:
+        float(text)
+    except ValueError:
+        return "'" + text
+    return text
 
 
 @dataclass(frozen=True)
@@ -35,12 +51,21 @@ def to_csv(attempts: list[Attempt]) -> str:
     writer = csv.DictWriter(out, fieldnames=FIELDS)
     writer.writeheader()
     for a in attempts:
-        writer.writerow(asdict(a))
+        writer.writerow({k: neutralise(v) if isinstance(v, str) else v for k, v in asdict(a).items()})
     return out.getvalue()
 
 
 def from_csv(text: str) -> list[Attempt]:
-    """Parse a downloaded log back; ValueError naming the first bad row."""
+    """Parse a downloaded log back; ValueError naming the first bad row, or saying that the file
+    is not a CSV log at all (a binary file, a field longer than any record has). Text fields
+    come back neutralised against spreadsheet formulas."""
+    try:
+        return _read(text)
+    except csv.Error as exc:  # a NUL byte, a field over the csv module's limit, a bad quote
+        raise ValueError(f"not a practice log (CSV): {exc}") from None
+
+
+def _read(text: str) -> list[Attempt]:
     reader = csv.DictReader(io.StringIO(text))
     if reader.fieldnames is None or set(FIELDS) - set(reader.fieldnames):
         raise ValueError(f"not a practice log: the header must name {', '.join(FIELDS)}")
@@ -49,15 +74,18 @@ def from_csv(text: str) -> list[Attempt]:
         if n - 1 > MAX_RECORDS:
             raise ValueError(f"the log has more than {MAX_RECORDS:,} answers")
         try:
+            text_of = {
+                k: str(row[k] or "")[:MAX_FIELD_CHARS] for k in ("card", "difficulty", "slip", "answer")
+            }
             attempts.append(
                 Attempt(
-                    card=str(row["card"]),
+                    card=neutralise(text_of["card"]),
                     seed=int(row["seed"]),
-                    difficulty=str(row["difficulty"]),
+                    difficulty=neutralise(text_of["difficulty"]),
                     correct=row["correct"] in ("True", "true", "1"),
                     seconds=float(row["seconds"]),
-                    slip=str(row["slip"] or ""),
-                    answer=str(row["answer"] or "")[:200],
+                    slip=neutralise(text_of["slip"]),
+                    answer=neutralise(text_of["answer"]),
                 )
             )
         except (TypeError, ValueError):

@@ -1,7 +1,7 @@
 """Where the theory drills (cards 3, 8, 10, 16, 17, 18) link to, in one place.
 
-The Scaling page (cards 3, 16, 18) and the "What one head can express" page (cards 8, 10, 17) come
-from the issue-10 branch. A drill's `PageLink` names the page's url_path, the section to open and the
+The Scaling page (cards 3, 16, 18) and the "What one head can express" page (cards 8, 10, 17) were
+built alongside the drills. A drill's `PageLink` names the page's url_path, the section to open and the
 drawn numbers under the pages' own widget keys (sc_… and oh_…, as those pages define them). The
 Practice page shows a link only once its page is in `lab_ui.nav.PAGES`, so without the pages the
 feedback simply has no link. A number outside a widget's range would open at the page's default,

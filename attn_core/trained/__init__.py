@@ -1,4 +1,4 @@
-"""A tiny transformer trained here, and what its heads learned (issue 15, part 1).
+"""A tiny transformer trained here, and what its heads learned.
 
 The job of this subpackage: train a small decoder whose attention *is* ``attn_core.attention``
 (autograd runs through it), on seeded synthetic tasks, and read its heads — previous-token,

@@ -4,7 +4,7 @@ nanoGPT's layout without LayerNorm (so the QK and OV circuits over the vocabular
 products of weight matrices, as in Elhage et al. 2021): token and learned position embeddings,
 ``n_layer`` blocks of causal multi-head self-attention (an MLP optional), each added to the
 residual stream, and an untied unembedding. By default attention-only, 2 layers, 4 heads,
-d_model 64 (issue 15).
+d_model 64.
 
 Mask convention: True = may attend; the causal mask lets query t read keys 0…t.
 """
