@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attn_core.cost.flops import layer_pairs, pair_flops, prefill_flops
+from attn_core.cost.flops import prefill_flops
 from attn_core.cost.layers import LayerKinds, LayerSet
 from attn_core.cost.params import expert_params, model_params
 from attn_core.cost.serving import kv_cache_bytes
@@ -57,7 +57,7 @@ MAX_LAYERS = 64  # a config may declare millions of layers; we never build more 
 PREFILL_REPEATS = 2  # the first run also warms the allocator and the thread pool
 PROBE_ROUNDS = 3
 PROBE_ROWS = {"cpu": 256, "cuda": 4096}  # a product with more rows is probed at this many (same rate)
-PROBE_COLS = {"cpu": 4096, "cuda": 16384}  # … and at most this many output columns
+PROBE_COLS = {"cpu": 2048, "cuda": 16384}  # … and at most this many output columns
 COLD_BYTES = {"cpu": 96 * 2**20, "cuda": 512 * 2**20}  # > 3× the last-level cache: weights come from DRAM
 COMPUTE_ROWS = 64  # from this many rows on a product is compute-bound here: no need for cold copies
 STREAM_BYTES = {"cpu": 128 * 2**20, "cuda": 2 * 2**30}
@@ -160,7 +160,9 @@ def plan_build(shape: ModelShape, request: VerifyRequest) -> Plan:
     wanted = min(request.layers or shape.n_layers, shape.n_layers, MAX_LAYERS)
     notes = []
     if request.layers and request.layers > min(shape.n_layers, MAX_LAYERS):
-        notes.append(f"asked for {request.layers:,} layers; the model has {shape.n_layers:,}, at most {MAX_LAYERS} are built")
+        notes.append(
+            f"asked for {request.layers:,} layers; the model has {shape.n_layers:,}, at most {MAX_LAYERS} are built"
+        )
     experts = shape.moe.n_experts if shape.moe is not None else None
     for n in range(wanted, 0, -1):
         cut = cut_shape(shape, n, experts)
@@ -219,12 +221,11 @@ class Gemm:
 @dataclass(frozen=True)
 class AttentionCall:
     """``count`` layers' attention kernel calls of one kind: B sequences of ``q_len`` queries over
-    ``kv_len`` keys; ``flops`` is the cost model's (pair FLOPs × allowed pairs) for one call."""
+    ``kv_len`` keys (their FLOPs are in the cost model's attention term; the estimate times them)."""
 
     kind: str
     q_len: int
     kv_len: int
-    flops: int
     count: int = 1
 
 
@@ -251,7 +252,7 @@ def block_gemms(shape: ModelShape, moe: bool, tokens: int) -> list[Gemm]:
     d, q, kv = shape.d_model, shape.q_width, shape.kv_width
     out = [Gemm(tokens, d, q + 2 * kv), Gemm(tokens, q, d)]
     if not moe:
-        return out + [Gemm(tokens, d, (shape.mlp_matrices - 1) * shape.d_ff), Gemm(tokens, shape.d_ff, d)]
+        return [*out, Gemm(tokens, d, (shape.mlp_matrices - 1) * shape.d_ff), Gemm(tokens, shape.d_ff, d)]
     m = shape.moe
     touched = expected_experts(m.n_experts, m.top_k, tokens)
     rows = m.top_k * tokens / touched
@@ -284,19 +285,13 @@ def _weight_bytes(shape: ModelShape, b: int, tokens: int) -> tuple[int, int]:
     return floor, floor + round((expected_experts(m.n_experts, m.top_k, tokens) - m.top_k) * one)
 
 
-def _kind_flops(shape: ModelShape, T: int, kind: str) -> int:
-    """Attention FLOPs of one layer of ``kind`` over T causal tokens of one sequence."""
-    return pair_flops(shape) * int(layer_pairs(shape, T, True, kind))
-
-
 def prefill_counts(shape: ModelShape, T: int, batch: int, b: int) -> PhaseCounts:
     """The cost model's causal prefill of B × T tokens over the built layers (no head) and the KV
     cache it writes."""
     f = prefill_flops(shape, T, batch, causal=True)
     kv = int(kv_cache_bytes(shape, T, batch, b))
     floor, expected = _weight_bytes(shape, b, batch * T)
-    calls = tuple(AttentionCall(kind, T, T, _kind_flops(shape, T, kind) * batch, n)
-                  for kind, n in shape.kind_counts.items())  # fmt: skip
+    calls = tuple(AttentionCall(kind, T, T, n) for kind, n in shape.kind_counts.items())
     return PhaseCounts(int(f.projections + f.attention + f.mlp), floor + kv, expected + kv,
                        _gemms(shape, batch * T), calls)  # fmt: skip
 
@@ -308,11 +303,7 @@ def decode_counts(shape: ModelShape, context: int, batch: int, b: int) -> PhaseC
     flops = sum(getattr(f1, p) - getattr(f0, p) for p in ("projections", "attention", "mlp"))
     kv = int(kv_cache_bytes(shape, context, batch, b))
     floor, expected = _weight_bytes(shape, b, batch)
-    calls = tuple(
-        AttentionCall(kind, 1, context + 1,
-                      (_kind_flops(shape, context + 1, kind) - _kind_flops(shape, context, kind)) * batch, n)
-        for kind, n in shape.kind_counts.items()
-    )  # fmt: skip
+    calls = tuple(AttentionCall(kind, 1, context + 1, n) for kind, n in shape.kind_counts.items())
     return PhaseCounts(int(flops), floor + kv, expected + kv, _gemms(shape, batch), calls)
 
 
@@ -349,22 +340,30 @@ class Probe:
     seconds: float = 0.0  # how long probing took
 
     def to_json(self) -> dict:
+        gemms = [{"m": m, "k": k, "n": n, "flop_per_s": r} for (m, k, n), r in self.gemm_flop_per_s.items()]
+        calls = [
+            {"kind": kind, "q_len": q, "kv_len": s, "ms": 1e3 * t}
+            for (kind, q, s), t in self.attention_s.items()
+        ]
         return {
             "matmul_flop_per_s": self.matmul_flop_per_s,
             "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
-            "gemm_flop_per_s": [{"m": m, "k": k, "n": n, "flop_per_s": r}
-                                for (m, k, n), r in self.gemm_flop_per_s.items()],  # fmt: skip
-            "attention_ms": [{"kind": kind, "q_len": q, "kv_len": s, "ms": 1e3 * t}
-                             for (kind, q, s), t in self.attention_s.items()],  # fmt: skip
+            "gemm_flop_per_s": gemms,
+            "attention_ms": calls,
             "seconds": self.seconds,
         }
 
 
+def probed_shape(m: int, k: int, n: int, device: str) -> tuple[int, int, int]:
+    """The shape the probe times for a product of (m × k) by (k × n): at most PROBE_ROWS rows
+    and PROBE_COLS columns (beyond them the rate no longer changes much)."""
+    return min(m, PROBE_ROWS[device]), k, min(n, PROBE_COLS[device])
+
+
 def probe_gemm(m: int, k: int, n: int, dtype: torch.dtype, device: str) -> float:
-    """FLOP/s of (m × k) @ (k × n) with the (k × n) operand cold in cache: a product with more
-    than PROBE_ROWS rows or PROBE_COLS columns is probed at those (its rate no longer changes
-    much), cycling through enough distinct weight copies to exceed COLD_BYTES."""
-    m, n = min(m, PROBE_ROWS[device]), min(n, PROBE_COLS[device])
+    """FLOP/s of (m × k) @ (k × n) as given. With few rows the (k × n) operand is streamed, so the
+    probe cycles through enough distinct copies of it to exceed COLD_BYTES: cold in cache, as the
+    weights of a model larger than the cache are."""
     b = torch.finfo(dtype).bits // 8
     cold = m < COMPUTE_ROWS  # few rows: the product streams its weights, which must come from DRAM
     copies = max(1, min(64, math.ceil(COLD_BYTES[device] / (k * n * b)))) if cold else 1
@@ -390,7 +389,9 @@ def probe_stream(device: str, dtype: torch.dtype) -> float:
     return max(read, copy)
 
 
-def probe_attention(shape: ModelShape, call: AttentionCall, batch: int, dtype: torch.dtype, device: str) -> float:
+def probe_attention(
+    shape: ModelShape, call: AttentionCall, batch: int, dtype: torch.dtype, device: str
+) -> float:
     """Seconds of one attention kernel call at this layer kind's shape (q, and the cache's K, V)."""
     h, kv_h, dh = shape.n_heads, shape.n_kv_heads, shape.head_dim
     q = torch.randn(batch, h, call.q_len, dh, device=device, dtype=dtype)
@@ -407,19 +408,21 @@ def probe_device(plan: Plan, request: VerifyRequest, device: str, phases: tuple[
     probe = Probe(device, request.dtype)
     peak_n = PEAK_N[device]
     rates = [probe_gemm(peak_n, peak_n, peak_n, dtype, device)]
+    timed: dict[tuple[int, int, int], float] = {}
     for phase in phases:
         for g in phase.gemms:
-            if g.probe_shape not in probe.gemm_flop_per_s:
-                probe.gemm_flop_per_s[g.probe_shape] = probe_gemm(*g.probe_shape, dtype, device)
+            shape = probed_shape(*g.probe_shape, device)
+            if shape not in timed:
+                timed[shape] = probe_gemm(*shape, dtype, device)
+            probe.gemm_flop_per_s[g.probe_shape] = timed[shape]
         for call in phase.attention:
             key = (call.kind, call.q_len, call.kv_len)
             if key not in probe.attention_s:
                 probe.attention_s[key] = probe_attention(plan.shape, call, request.batch, dtype, device)
-    rates += list(probe.gemm_flop_per_s.values())
-    probe.matmul_flop_per_s = max(rates)
+    probe.matmul_flop_per_s = max([*rates, *timed.values()])
     # a product with few rows streams its weights: its bytes / time is a bandwidth the roofline must allow
     b = DTYPE_BYTES[request.dtype]
-    streamed = [r / (2 * m) * b for (m, _, _), r in probe.gemm_flop_per_s.items()]
+    streamed = [r / (2 * m) * b for (m, _, _), r in timed.items()]
     probe.bandwidth_bytes_per_s = max([probe_stream(device, dtype), *streamed])
     probe.seconds = time.perf_counter() - start
     return probe
@@ -453,7 +456,9 @@ def _full_keys(shape: ModelShape, q_len: int, kv_len: int) -> Keys:
     return Keys(0, "causal" if q_len > 1 else "all")
 
 
-def _band_keys(q_len: int, kv_len: int, allowed: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> Keys:
+def _band_keys(
+    q_len: int, kv_len: int, allowed: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+) -> Keys:
     i = torch.arange(kv_len - q_len, kv_len)[:, None]  # query positions
     j = torch.arange(kv_len)[None, :]
     return Keys(0, allowed(i, j) & (j <= i))
@@ -489,7 +494,9 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keys: Keys) -> tor
     """SDPA over the allowed keys. q (B, h, L, d_h); k, v (B, H_kv, S, d_h), GQA without repeats."""
     k, v = k[:, :, keys.start :], v[:, :, keys.start :]
     mask = keys.mode.to(q.device) if isinstance(keys.mode, torch.Tensor) else None
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=keys.mode == "causal", enable_gqa=True)
+    return F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, is_causal=keys.mode == "causal", enable_gqa=True
+    )
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -516,7 +523,10 @@ class Attention(nn.Module):
     def allocate(self, batch: int, max_tokens: int) -> None:
         w = self.o.weight
         size = (batch, self.shape.n_kv_heads, max_tokens, self.shape.head_dim)
-        self.cache = (torch.zeros(size, dtype=w.dtype, device=w.device), torch.zeros(size, dtype=w.dtype, device=w.device))
+        self.cache = (
+            torch.zeros(size, dtype=w.dtype, device=w.device),
+            torch.zeros(size, dtype=w.dtype, device=w.device),
+        )
 
     def forward(self, x: torch.Tensor, pos: int, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
@@ -527,7 +537,10 @@ class Attention(nn.Module):
         v = v.view(B, T, s.n_kv_heads, s.head_dim).transpose(1, 2)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
-        q, k = _rotate(q, cos[pos : pos + T], sin[pos : pos + T]), _rotate(k, cos[pos : pos + T], sin[pos : pos + T])
+        q, k = (
+            _rotate(q, cos[pos : pos + T], sin[pos : pos + T]),
+            _rotate(k, cos[pos : pos + T], sin[pos : pos + T]),
+        )
         K, V = self.cache
         K[:, :, pos : pos + T], V[:, :, pos : pos + T] = k, v
         keys = ATTENTION_KEYS[self.kind](s, T, pos + T)
@@ -560,7 +573,9 @@ class MoEMLP(nn.Module):
         m, d = shape.moe, shape.d_model
         self.top_k = m.top_k
         self.router = nn.Linear(d, m.n_experts, bias=m.router_bias, **kw)
-        self.experts = nn.ModuleList(GatedMLP(d, m.expert_d_ff, bias=m.expert_bias, **kw) for _ in range(m.n_experts))
+        self.experts = nn.ModuleList(
+            GatedMLP(d, m.expert_d_ff, bias=m.expert_bias, **kw) for _ in range(m.n_experts)
+        )
         self.shared = nn.ModuleList(GatedMLP(d, m.shared_d_ff, **kw) for _ in range(m.n_shared))
         self.shared_gate = nn.Linear(d, 1, bias=False, **kw) if m.shared_gate else None
 
@@ -614,7 +629,9 @@ class Layers(nn.Module):
         super().__init__()
         self.blocks = nn.ModuleList(Block(shape, i, **kw) for i in range(shape.n_layers))
         half = shape.head_dim // 2
-        freqs = torch.outer(torch.arange(max_tokens, dtype=torch.float32), 10_000.0 ** (-torch.arange(half) / half))
+        freqs = torch.outer(
+            torch.arange(max_tokens, dtype=torch.float32), 10_000.0 ** (-torch.arange(half) / half)
+        )
         angles = torch.cat((freqs, freqs), dim=-1)
         self.cos, self.sin = (t.to(**kw) for t in (angles.cos(), angles.sin()))
 

@@ -57,7 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
 def format_result(r) -> str:
     """The readable table: what was built, the probe, and bound / estimate / measured per phase."""
     p, req = r.plan, r.request
-    experts = f", {p.experts_built} of {p.model_experts} routed experts" if p.experts_built is not None else ""
+    experts = (
+        f", {p.experts_built} of {p.model_experts} routed experts" if p.experts_built is not None else ""
+    )
     lines = [
         f"{r.model} on {r.device} ({r.device_name}), {r.dtype}: {p.layers_built} of {p.model_layers} layers built"
         f"{experts}, random weights ({format_bytes(p.weight_bytes)} + KV cache {format_bytes(p.cache_bytes)}, "
