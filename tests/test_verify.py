@@ -285,3 +285,27 @@ def test_cli_constants_mirror_the_engine():
     engine = (verify.DEFAULT_SEQ_LEN, verify.DEFAULT_DECODE_STEPS, verify.MAX_LAYERS)
     assert engine == (verify_cli.DEFAULT_SEQ_LEN, verify_cli.DEFAULT_DECODE_STEPS, verify_cli.MAX_LAYERS)
     assert math.isclose(verify_cli.DEFAULT_MEMORY_GIB * 2**30, verify.VerifyRequest().memory_bytes)
+
+
+def _cost_page_stub():
+    """What the Cost page adds: one line under a sized model (here a tiny one)."""
+    from attn_core.cost.shapes import from_hf_config
+    from lab_ui import cost_verify
+
+    tiny = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 100}  # fmt: skip
+    cost_verify.check_on_this_machine(from_hf_config(tiny, name="tiny"))
+
+
+def test_cost_page_button_runs_a_check_and_shows_the_table():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_cost_page_stub, default_timeout=120).run()
+    assert not at.exception and not at.dataframe  # nothing runs before the button
+    at.selectbox(key="co_vf_T").set_value(64)
+    at.button(key="co_vf_run").click().run()
+    assert not at.exception and not at.error
+    df = at.dataframe[0].value
+    assert list(df["phase"]) == ["prefill, 1 × 64 tokens", "one decode step, 67 cached"]
+    assert set(df["bound ≤ measured"]) == {"yes"}
+    assert all(e.endswith("%") for e in df["error"])
