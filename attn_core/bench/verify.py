@@ -17,9 +17,12 @@ Three figures per phase (the prefill, one decode step), each from a different so
   distinct experts E·(1 − (1 − k/E)^N) of N routed tokens instead of the floor's k. The terms are
   summed: a layer's products and its attention run one after another, not overlapped. Norms,
   rotary, the activation and residual adds are left out (as in the cost model's FLOPs).
-- ``measured_ms``: the fastest of ``PREFILL_REPEATS`` prefills, and of the M decode steps. On a
-  machine shared with other work the fastest run is the one least disturbed (the probe keeps its
-  best too); the decode steps differ only by one cached token each.
+- ``measured_ms``: the fastest of ``PREFILL_REPEATS`` prefills, and of the M decode steps (which
+  differ by one cached token each). On a CPU the check runs on one thread by default and every
+  time, probe and run alike, is that thread's CPU time (`clock`): on a machine shared with other
+  work, wall time measures the others' time slices too (the dev machine's 2 cores, at load 5,
+  timed the same product 3× apart from one second to the next), CPU time does not. The wall time
+  is kept beside it (``measured_wall_ms``). On a GPU: wall time, synchronized.
 
 The probe runs before the layers are built and on tensors of its own, so no estimate ever sees
 the model run's timing. A layer kind is one entry of ``ATTENTION_MASKS`` (which keys a query
@@ -81,6 +84,7 @@ class VerifyRequest:
     memory_bytes: int = int(DEFAULT_MEMORY_GIB * 2**30)
     dtype: str = "fp32"
     device: str = "auto"
+    threads: int | None = 1  # CPU: torch threads for the check (1: timed on its own CPU time); None: as set
 
 
 def select_device(requested: str = "auto") -> str:
@@ -313,17 +317,27 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _best_s(fn: Callable[[], object], device: str, rounds: int = PROBE_ROUNDS) -> float:
-    """Best wall time of ``rounds`` calls after one warm-up, synchronized on a GPU."""
+def clock(device: str) -> Callable[[], float]:
+    """The clock every time here is read on: on a CPU running one thread, that thread's own CPU
+    time (``time.thread_time``), which other processes' time slices on a shared machine do not
+    inflate; otherwise wall time (after a synchronize on a GPU)."""
+    return time.thread_time if device == "cpu" and torch.get_num_threads() == 1 else time.perf_counter
+
+
+def _timed(fn: Callable[[], object], device: str) -> tuple[float, float]:
+    """(seconds on ``clock(device)``, wall seconds) of one call."""
+    now = clock(device)
+    _sync(device)
+    start, wall = now(), time.perf_counter()
     fn()
     _sync(device)
-    best = math.inf
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        _sync(device)
-        best = min(best, time.perf_counter() - start)
-    return best
+    return now() - start, time.perf_counter() - wall
+
+
+def _best_s(fn: Callable[[], object], device: str, rounds: int = PROBE_ROUNDS) -> float:
+    """Best time of ``rounds`` calls after one warm-up, on ``clock(device)``."""
+    fn()
+    return min(_timed(fn, device)[0] for _ in range(rounds))
 
 
 @dataclass
@@ -493,10 +507,9 @@ ATTENTION_KEYS: dict[str, Callable[[ModelShape, int, int], Keys]] = {
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keys: Keys) -> torch.Tensor:
     """SDPA over the allowed keys. q (B, h, L, d_h); k, v (B, H_kv, S, d_h), GQA without repeats."""
     k, v = k[:, :, keys.start :], v[:, :, keys.start :]
-    mask = keys.mode.to(q.device) if isinstance(keys.mode, torch.Tensor) else None
-    return F.scaled_dot_product_attention(
-        q, k, v, attn_mask=mask, is_causal=keys.mode == "causal", enable_gqa=True
-    )
+    if isinstance(keys.mode, torch.Tensor):  # a band: SDPA's math or memory-efficient path
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keys.mode.to(q.device), enable_gqa=True)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=keys.mode == "causal", enable_gqa=True)
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -656,25 +669,18 @@ def build_layers(plan: Plan, request: VerifyRequest, device: str) -> Layers:
 
 
 # -- The run and the result ----------------------------------------------------------------------
-def _timed_ms(fn: Callable[[], object], device: str) -> float:
-    _sync(device)
-    start = time.perf_counter()
-    fn()
-    _sync(device)
-    return 1e3 * (time.perf_counter() - start)
-
-
-def measure(layers: Layers, request: VerifyRequest, device: str) -> tuple[float, list[float]]:
-    """(prefill ms: best of PREFILL_REPEATS, [ms of each decode step]) of the built layers."""
+def measure(layers: Layers, request: VerifyRequest, device: str) -> tuple[list, list]:
+    """([(ms, wall ms)] of PREFILL_REPEATS prefills, [(ms, wall ms)] of each decode step), ms on
+    ``clock(device)``."""
     d, dtype = layers.blocks[0].norms[0].weight.shape[0], DTYPES[request.dtype]
     B, T = request.batch, request.seq_len
     with torch.random.fork_rng(devices=[]), torch.inference_mode():
         torch.manual_seed(1)
         x = torch.randn(B, T, d, dtype=dtype, device=device)
         steps = torch.randn(request.decode_steps, B, 1, d, dtype=dtype, device=device)
-        prefill = min(_timed_ms(lambda: layers(x, 0), device) for _ in range(PREFILL_REPEATS))
-        decode = [_timed_ms(lambda i=i: layers(steps[i], T + i), device) for i in range(request.decode_steps)]
-    return prefill, decode
+        prefill = [_timed(lambda: layers(x, 0), device) for _ in range(PREFILL_REPEATS)]
+        decode = [_timed(lambda i=i: layers(steps[i], T + i), device) for i in range(request.decode_steps)]
+    return [(1e3 * c, 1e3 * w) for c, w in prefill], [(1e3 * c, 1e3 * w) for c, w in decode]
 
 
 @dataclass(frozen=True)
@@ -684,7 +690,8 @@ class PhaseResult:
     counts: PhaseCounts
     bound_ms: float
     estimate_ms: float
-    measured_ms: float
+    measured_ms: float  # on the run's clock (see `clock`)
+    measured_wall_ms: float  # the same run's wall time
 
     @property
     def error_pct(self) -> float:
@@ -694,7 +701,7 @@ class PhaseResult:
     def to_json(self) -> dict:
         c = self.counts
         return {"flops": c.flops, "bytes": c.bytes, "bound_ms": self.bound_ms, "estimate_ms": self.estimate_ms,
-                "measured_ms": self.measured_ms, "error_pct": self.error_pct, "bytes_expected": c.bytes_expected}  # fmt: skip
+                "measured_ms": self.measured_ms, "measured_wall_ms": self.measured_wall_ms, "error_pct": self.error_pct, "bytes_expected": c.bytes_expected}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -705,6 +712,7 @@ class VerifyResult:
     device: str  # "cpu" or "cuda"
     device_name: str
     dtype: str
+    clock: str  # "thread CPU time" (a CPU on one thread) or "wall"
     request: VerifyRequest
     plan: Plan
     probe: Probe
@@ -718,7 +726,7 @@ class VerifyResult:
     def to_json(self) -> dict:
         r, p = self.request, self.plan
         return {
-            "model": self.model, "device": self.device, "device_name": self.device_name, "dtype": self.dtype,
+            "model": self.model, "device": self.device, "device_name": self.device_name, "dtype": self.dtype, "clock": self.clock,
             "threads": torch.get_num_threads() if self.device == "cpu" else None,
             "layers_built": p.layers_built, "model_layers": p.model_layers,
             "experts_built": p.experts_built, "model_experts": p.model_experts,
@@ -752,9 +760,12 @@ def verify(shape: ModelShape, request: VerifyRequest, wait: bool = True) -> Veri
 
     if not _RUN_LOCK.acquire(blocking=wait):
         raise VerifyBusy("another check is running on this machine; try again when it ends")
+    threads = torch.get_num_threads()
     try:
         start, load_before = time.perf_counter(), load_average()
         device = select_device(request.device)
+        if device == "cpu" and request.threads is not None:
+            torch.set_num_threads(request.threads)
         plan = plan_build(shape, request)
         b = DTYPE_BYTES[request.dtype]
         context = request.seq_len + (request.decode_steps - 1) // 2
@@ -762,15 +773,17 @@ def verify(shape: ModelShape, request: VerifyRequest, wait: bool = True) -> Veri
                   decode_counts(plan.shape, context, request.batch, b))  # fmt: skip
         probe = probe_device(plan, request, device, counts)  # before any layer exists
         layers = build_layers(plan, request, device)
-        prefill_ms, decode_ms = measure(layers, request, device)
+        prefill, decode = measure(layers, request, device)
         del layers
-        phases = [PhaseResult(c, bound_ms(c, probe), estimate_ms(c, probe), ms)
-                  for c, ms in zip(counts, (prefill_ms, min(decode_ms)), strict=True)]  # fmt: skip
+        phases = [PhaseResult(c, bound_ms(c, probe), estimate_ms(c, probe), *min(runs))
+                  for c, runs in zip(counts, (prefill, decode), strict=True)]  # fmt: skip
         return VerifyResult(
             model=shape.name, device=device, device_name=device_name(device), dtype=request.dtype,
+            clock="thread CPU time" if clock(device) is time.thread_time else "wall",
             request=request, plan=plan, probe=probe, prefill=phases[0], decode_step=phases[1],
-            decode_context=context, decode_ms_each=tuple(decode_ms),
+            decode_context=context, decode_ms_each=tuple(ms for ms, _ in decode),
             load_average=(load_before, load_average()), seconds=time.perf_counter() - start,
         )  # fmt: skip
     finally:
+        torch.set_num_threads(threads)
         _RUN_LOCK.release()

@@ -3,7 +3,7 @@
 Contract:
     python -m attn_core verify (--model NAME | --config PATH) [--layers N] [--seq-len T]
         [--batch B] [--decode-steps M] [--dtype fp32|bf16|fp16] [--device auto|cpu|cuda]
-        [--memory-gib G] [--json OUT]
+        [--memory-gib G] [--threads N] [--json OUT]
 ``--json`` writes one object: ``device``, ``layers_built``, ``experts_built`` (null for a dense
 model), ``probe`` {``matmul_flop_per_s``, ``bandwidth_bytes_per_s``, …} and ``prefill`` and
 ``decode_step``, each {``flops``, ``bytes``, ``bound_ms``, ``estimate_ms``, ``measured_ms``, …}
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from attn_core.cost.cli import UsageError, _bounded_int, _fail, _load_shape, _Parser, _positive_float
 from attn_core.cost.shapes import ConfigError, list_presets
-from attn_core.cost.units import format_bytes, format_flops, format_rate, format_seconds
+from attn_core.cost.units import format_bytes_binary, format_flops, format_rate, format_seconds
 
 # Mirrors attn_core.bench.verify (which imports torch); a test checks they agree.
 DTYPES = ("fp32", "bf16", "fp16")
@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: CUDA if present")
     p.add_argument("--memory-gib", type=_positive_float("--memory-gib"), default=DEFAULT_MEMORY_GIB,
                    help="cap on the built weights + KV cache, GiB")  # fmt: skip
+    p.add_argument("--threads", type=_bounded_int(0, 1024), default=1,
+                   help="CPU threads (default 1: timed on its own CPU time; 0: torch's default, wall time)")  # fmt: skip
     p.add_argument("--json", type=Path, default=None, help="write the result here as JSON")
     return p
 
@@ -62,20 +64,20 @@ def format_result(r) -> str:
     )
     lines = [
         f"{r.model} on {r.device} ({r.device_name}), {r.dtype}: {p.layers_built} of {p.model_layers} layers built"
-        f"{experts}, random weights ({format_bytes(p.weight_bytes)} + KV cache {format_bytes(p.cache_bytes)}, "
-        f"cap {format_bytes(req.memory_bytes)})",
+        f"{experts}, random weights ({format_bytes_binary(p.weight_bytes)} + KV cache {format_bytes_binary(p.cache_bytes)}, "
+        f"cap {format_bytes_binary(req.memory_bytes)})",
         *(f"  note: {n}" for n in p.notes),
         f"probe ({r.probe.seconds:.1f} s, before the layers were built): matmul up to "
         f"{format_rate(r.probe.matmul_flop_per_s, 'FLOP/s')}, bandwidth up to "
         f"{format_rate(r.probe.bandwidth_bytes_per_s, 'B/s', prefix='G')}",
         "",
-        f"{'phase':<34}{'FLOPs':>13}{'bytes':>22}{'bound':>11}{'estimate':>11}{'measured':>11}{'error':>9}",
+        f"{'phase':<34}{'FLOPs':>13}{'bytes':>12}{'bound':>11}{'estimate':>11}{'measured':>11}{'error':>9}",
     ]
     phases = ((f"prefill, {req.batch} × {req.seq_len:,} tokens", r.prefill),
               (f"decode step, {r.decode_context:,} cached", r.decode_step))  # fmt: skip
     for label, ph in phases:
         lines.append(
-            f"{label:<34}{format_flops(ph.counts.flops):>13}{format_bytes(ph.counts.bytes):>22}"
+            f"{label:<34}{format_flops(ph.counts.flops):>13}{format_bytes_binary(ph.counts.bytes):>12}"
             f"{format_seconds(ph.bound_ms / 1e3):>11}{format_seconds(ph.estimate_ms / 1e3):>11}"
             f"{format_seconds(ph.measured_ms / 1e3):>11}{ph.error_pct:>+8.1f}%"
         )
@@ -84,8 +86,9 @@ def format_result(r) -> str:
         "",
         "bound: the roofline at the probed peaks (a lower bound); estimate: each matrix product at its "
         "probed rate + the probed attention kernel; error = (estimate − measured) / measured.",
-        f"measured: fastest of the prefills and of the {req.decode_steps} decode steps; load average "
-        f"{before} → {after} (other processes share this machine); {r.seconds:.1f} s in all",
+        f"measured: fastest of the prefills and of the {req.decode_steps} decode steps, on {r.clock} "
+        f"(wall: {r.prefill.measured_wall_ms:,.1f} ms and {r.decode_step.measured_wall_ms:,.1f} ms); "
+        f"load average {before:.2f} → {after:.2f} (other processes share this machine); {r.seconds:.1f} s in all",
     ]
     return "\n".join(lines)
 
@@ -101,6 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         request = verify.VerifyRequest(
             seq_len=args.seq_len, batch=args.batch, decode_steps=args.decode_steps, layers=args.layers,
             memory_bytes=int(args.memory_gib * 2**30), dtype=args.dtype, device=args.device,
+            threads=args.threads or None,
         )  # fmt: skip
         verify.select_device(args.device)
         verify.plan_build(shape, request)  # refuse what cannot be built before probing anything
