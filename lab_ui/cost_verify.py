@@ -34,6 +34,7 @@ def _rows(result) -> list[dict]:
             "bound": format_seconds(p.bound_ms / 1e3),
             "estimate": format_seconds(p.estimate_ms / 1e3),
             "measured": format_seconds(p.measured_ms / 1e3),
+            "wall": format_seconds(p.measured_wall_ms / 1e3),
             "error": f"{p.error_pct:+.1f}%",
             "bound ≤ measured": "yes" if p.bound_ms <= p.measured_ms else "NO",
         }
@@ -58,7 +59,8 @@ def _show(result) -> None:
         f"{probe.matmul_flop_per_s / 1e9:,.1f} GFLOP/s, bandwidth up to {probe.bandwidth_bytes_per_s / 1e9:,.1f} GB/s. "
         "Bound: the roofline at those peaks. Estimate: each matrix product at the rate probed at its "
         "shape, plus the attention kernel probed at the layer's shape. Measured: the fastest prefill and "
-        f"decode step. Load average {before} → {after}: other work on this server slows the run."
+        f"decode step, on {result.clock} (a CPU check runs on one thread and reads its own CPU time, which "
+        f"other work on this server does not inflate; wall time beside it). Load average {before:.2f} → {after:.2f}."
     )
 
 

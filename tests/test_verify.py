@@ -309,3 +309,14 @@ def test_cost_page_button_runs_a_check_and_shows_the_table():
     assert list(df["phase"]) == ["prefill, 1 × 64 tokens", "one decode step, 67 cached"]
     assert set(df["bound ≤ measured"]) == {"yes"}
     assert all(e.endswith("%") for e in df["error"])
+
+
+def test_benchmark_rows_smoke():
+    """benchmarks/verify_cost.py's Markdown rows for one tiny check: one per phase, every column."""
+    from tests.conftest import load_benchmark
+
+    bench = load_benchmark("verify_cost")
+    result = verify.verify(_shape("moe"), verify.VerifyRequest(seq_len=T, decode_steps=M))
+    lines = bench.rows(result)
+    assert len(lines) == 2 and all(line.count("|") == bench.HEADER.splitlines()[0].count("|") for line in lines)
+    assert "8/8 experts" in lines[0] and "yes" in lines[0]

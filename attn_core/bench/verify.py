@@ -25,9 +25,11 @@ Three figures per phase (the prefill, one decode step), each from a different so
   is kept beside it (``measured_wall_ms``). On a GPU: wall time, synchronized.
 
 The probe runs before the layers are built and on tensors of its own, so no estimate ever sees
-the model run's timing. A layer kind is one entry of ``ATTENTION_MASKS`` (which keys a query
-sees) or, for a new block, one builder in ``BLOCK_BUILDERS``; the rest (counting, probing,
-timing) is shared. Attention is torch SDPA (its fused CPU flash kernel, GQA without repeating
+the model run's timing. A layer kind is one entry in each of three tables: ``MIXERS`` (its torch
+module), ``MIXER_GEMMS`` (its matrix products) and ``ATTENTION_KEYS`` (the keys a query sees, for
+the run and for the kernel probe); counting, probing and timing are shared. A linear-attention or
+state-space kind, once the cost model sizes it, adds its module, its products and its scan in place
+of the keys. Attention is torch SDPA (its fused CPU flash kernel, GQA without repeating
 K/V): the kernel a serving stack runs, with no L × S matrix, as the cost model's bytes assume —
 `attn_core.attention` is the teaching reference and keeps every weight.
 """
@@ -249,19 +251,23 @@ def expected_experts(n_experts: int, top_k: int, n_tokens: int) -> float:
     return n_experts * (1.0 - (1.0 - top_k / n_experts) ** n_tokens)
 
 
-def block_gemms(shape: ModelShape, moe: bool, tokens: int) -> list[Gemm]:
-    """The matrix products one block runs for ``tokens`` tokens: fused QKV, O, then the MLP (gate
-    and up fused) or the router, the routed experts (k·tokens rows over the expected touched
-    experts) and the shared experts. Their FLOPs sum to the cost model's projections + MLP."""
+def attention_gemms(shape: ModelShape, tokens: int) -> list[Gemm]:
+    """An attention layer's products for ``tokens`` tokens: fused QKV, then O."""
     d, q, kv = shape.d_model, shape.q_width, shape.kv_width
-    out = [Gemm(tokens, d, q + 2 * kv), Gemm(tokens, q, d)]
+    return [Gemm(tokens, d, q + 2 * kv), Gemm(tokens, q, d)]
+
+
+def mlp_gemms(shape: ModelShape, moe: bool, tokens: int) -> list[Gemm]:
+    """The feed-forward products: the MLP (gate and up fused), or the router, the routed experts
+    (k·tokens rows over the expected touched experts) and the shared experts."""
+    d = shape.d_model
     if not moe:
-        return [*out, Gemm(tokens, d, (shape.mlp_matrices - 1) * shape.d_ff), Gemm(tokens, shape.d_ff, d)]
+        return [Gemm(tokens, d, (shape.mlp_matrices - 1) * shape.d_ff), Gemm(tokens, shape.d_ff, d)]
     m = shape.moe
     touched = expected_experts(m.n_experts, m.top_k, tokens)
     rows = m.top_k * tokens / touched
-    out += [Gemm(tokens, d, m.n_experts), Gemm(rows, d, 2 * m.expert_d_ff, touched),
-            Gemm(rows, m.expert_d_ff, d, touched)]  # fmt: skip
+    out = [Gemm(tokens, d, m.n_experts), Gemm(rows, d, 2 * m.expert_d_ff, touched),
+           Gemm(rows, m.expert_d_ff, d, touched)]  # fmt: skip
     if m.n_shared:
         out += [Gemm(tokens, d, 2 * m.shared_d_ff, m.n_shared), Gemm(tokens, m.shared_d_ff, d, m.n_shared)]
     if m.shared_gate:
@@ -269,12 +275,21 @@ def block_gemms(shape: ModelShape, moe: bool, tokens: int) -> list[Gemm]:
     return out
 
 
+# The mixer products of each layer kind (with MIXERS and ATTENTION_KEYS below: a new kind adds one
+# entry to each). Every kind's products plus the MLP's sum to the cost model's projections + MLP.
+MIXER_GEMMS: dict[str, Callable[[ModelShape, int], list[Gemm]]] = {
+    "full": attention_gemms,
+    "sliding": attention_gemms,
+    "chunked": attention_gemms,
+}
+
+
 def _gemms(shape: ModelShape, tokens: int) -> tuple[Gemm, ...]:
-    """Every block's products, grouped by (attention kind, MoE or dense) as the cost model sums."""
+    """Every block's products, grouped by (layer kind, MoE or dense) as the cost model sums."""
     return tuple(
         dataclasses.replace(g, count=g.count * n)
-        for (_, moe), n in shape.layer_census.items()
-        for g in block_gemms(shape, moe, tokens)
+        for (kind, moe), n in shape.layer_census.items()
+        for g in MIXER_GEMMS[kind](shape, tokens) + mlp_gemms(shape, moe, tokens)
     )
 
 
