@@ -318,5 +318,7 @@ def test_benchmark_rows_smoke():
     bench = load_benchmark("verify_cost")
     result = verify.verify(_shape("moe"), verify.VerifyRequest(seq_len=T, decode_steps=M))
     lines = bench.rows(result)
-    assert len(lines) == 2 and all(line.count("|") == bench.HEADER.splitlines()[0].count("|") for line in lines)
+    assert len(lines) == 2 and all(
+        line.count("|") == bench.HEADER.splitlines()[0].count("|") for line in lines
+    )
     assert "8/8 experts" in lines[0] and "yes" in lines[0]
