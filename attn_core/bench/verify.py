@@ -12,11 +12,13 @@ Three figures per phase (the prefill, one decode step), each from a different so
 - ``bound_ms`` = max(flops / peak, bytes / bandwidth) at this device's probed peaks (the fastest
   matmul and the fastest streaming read or copy the probe saw): the roofline, a lower bound.
 - ``estimate_ms``, calibrated: Σ over the phase's matrix products of 2·m·k·n / rate(m, k, n), the
-  rate the probe measured at that product's shape with weights cold in cache; plus the attention
-  kernel's time at the layer's shape (probed); plus, for a mixture of experts, the expected
-  distinct experts E·(1 − (1 − k/E)^N) of N routed tokens instead of the floor's k. The terms are
-  summed: a layer's products and its attention run one after another, not overlapped. Norms,
-  rotary, the activation and residual adds are left out (as in the cost model's FLOPs).
+  rate the probe measured at that product's shape (weights cold in cache when it has few rows),
+  plus the attention kernel's time probed at the layer's shape. A mixture of experts' routed
+  products are counted over the E·(1 − (1 − k/E)^N) distinct experts that N tokens touch under
+  uniform routing, k·N / that many rows each: the same FLOPs as the cost model's, at the shapes
+  that run. The terms are summed, not maxed: a layer's products and its attention run one after
+  another, each already at its own mix of compute and memory time. Norms, rotary, the activation
+  and the residual adds are left out (as in the cost model's FLOPs).
 - ``measured_ms``: the fastest of ``PREFILL_REPEATS`` prefills, and of the M decode steps (which
   differ by one cached token each). On a CPU the check runs on one thread by default and every
   time, probe and run alike, is that thread's CPU time (`clock`): on a machine shared with other
