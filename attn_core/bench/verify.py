@@ -22,8 +22,8 @@ Three figures per phase (the prefill, one decode step), each from a different so
 - ``measured_ms``: the fastest of ``PREFILL_REPEATS`` prefills, and of the M decode steps (which
   differ by one cached token each). On a CPU the check runs on one thread by default and every
   time, probe and run alike, is that thread's CPU time (`clock`): on a machine shared with other
-  work, wall time measures the others' time slices too (the dev machine's 2 cores, at load 5,
-  timed the same product 3× apart from one second to the next), CPU time does not. The wall time
+  work, wall time measures the others' time slices too (on the dev machine's 2 cores at load 6–8
+  the same product timed 2–4× apart a few seconds later), CPU time does not. The wall time
   is kept beside it (``measured_wall_ms``). On a GPU: wall time, synchronized.
 
 The probe runs before the layers are built and on tensors of its own, so no estimate ever sees
