@@ -49,14 +49,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attn_core.bench.records import DTYPES
 from attn_core.cost.flops import prefill_flops
 from attn_core.cost.layers import LayerKinds, LayerSet
 from attn_core.cost.params import expert_params, model_params
 from attn_core.cost.serving import kv_cache_bytes
 from attn_core.cost.shapes import ModelShape
+from attn_core.cost.tokens import DTYPE_BYTES
 
-DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 DEFAULT_SEQ_LEN = 256
 DEFAULT_DECODE_STEPS = 8
 DEFAULT_MEMORY_GIB = 2.0  # weights + KV cache of what is built (the dev machine: 23 GiB, shared)
@@ -125,6 +125,8 @@ def refuse_unbuilt(shape: ModelShape) -> None:
         raise VerifyError("attention sinks (gpt-oss) are not built by verify: SDPA has no sink logit")
     if shape.learned_positions:
         raise VerifyError("learned position tables (GPT-2 style) are not built by verify; rotary models are")
+    if shape.head_dim % 2:
+        raise VerifyError(f"rotary embedding needs an even head width, got {shape.head_dim}")
 
 
 def cut_shape(shape: ModelShape, n_layers: int, n_experts: int | None) -> ModelShape:
@@ -159,6 +161,8 @@ def plan_build(shape: ModelShape, request: VerifyRequest) -> Plan:
     """As many of the first layers as fit the cap (at most ``request.layers``); when one layer does
     not fit and it has routed experts, as many experts as fit (never fewer than k)."""
     refuse_unbuilt(shape)
+    if request.dtype not in DTYPES:
+        raise VerifyError(f"dtype must be one of {', '.join(DTYPES)}, got {request.dtype!r}")
     b = DTYPE_BYTES[request.dtype]
     tokens = request.seq_len + request.decode_steps
 

@@ -2,7 +2,7 @@
 
 Contract:
     python -m attn_core verify (--model NAME | --config PATH) [--layers N] [--seq-len T]
-        [--batch B] [--decode-steps M] [--dtype fp32|bf16|fp16] [--device auto|cpu|cuda]
+        [--batch B] [--decode-steps M] [--dtype fp32|fp16|bf16] [--device auto|cpu|cuda]
         [--memory-gib G] [--threads N] [--json OUT]
 ``--json`` writes one object: ``device``, ``layers_built``, ``experts_built`` (null for a dense
 model), ``probe`` {``matmul_flop_per_s``, ``bandwidth_bytes_per_s``, …} and ``prefill`` and
@@ -23,7 +23,7 @@ from attn_core.cost.shapes import ConfigError, list_presets
 from attn_core.cost.units import format_bytes_binary, format_flops, format_rate, format_seconds
 
 # Mirrors attn_core.bench.verify (which imports torch); a test checks they agree.
-DTYPES = ("fp32", "bf16", "fp16")
+DTYPES = ("fp32", "fp16", "bf16")
 DEFAULT_SEQ_LEN = 256
 DEFAULT_DECODE_STEPS = 8
 DEFAULT_MEMORY_GIB = 2.0
@@ -111,6 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = verify.verify(shape, request)
     except (UsageError, ConfigError, ValueError) as exc:  # VerifyError is a ValueError
         return _fail(str(exc))
+    except (RuntimeError, MemoryError) as exc:  # the run itself failed (out of memory, a kernel refused)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return _fail(f"the run failed ({exc.__class__.__name__}: {first[:200]})")
     if args.json is not None:
         args.json.write_text(json.dumps(result.to_json(), indent=1))
     print(format_result(result))
