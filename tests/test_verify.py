@@ -251,6 +251,14 @@ def test_the_cap_cuts_layers_then_experts_keeping_k_and_width():
         verify.plan_build(_shape("dense"), verify.VerifyRequest(memory_bytes=1000))
 
 
+def test_what_is_not_built_is_refused_by_name():
+    odd = from_hf_config(DENSE | {"head_dim": 15})
+    with pytest.raises(verify.VerifyError, match="even head width"):
+        verify.plan_build(odd, verify.VerifyRequest())
+    with pytest.raises(verify.VerifyError, match="dtype"):
+        verify.plan_build(_shape("dense"), verify.VerifyRequest(dtype="fp8"))
+
+
 def test_device_selection(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert verify.select_device("auto") == "cpu"

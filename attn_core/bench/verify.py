@@ -571,10 +571,8 @@ class Attention(nn.Module):
         v = v.view(B, T, s.n_kv_heads, s.head_dim).transpose(1, 2)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
-        q, k = (
-            _rotate(q, cos[pos : pos + T], sin[pos : pos + T]),
-            _rotate(k, cos[pos : pos + T], sin[pos : pos + T]),
-        )
+        cos, sin = cos[pos : pos + T], sin[pos : pos + T]  # (T, d_h): this chunk's positions
+        q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
         K, V = self.cache
         K[:, :, pos : pos + T], V[:, :, pos : pos + T] = k, v
         keys = ATTENTION_KEYS[self.kind](s, T, pos + T)
