@@ -598,7 +598,8 @@ class GatedMLP(nn.Module):
 
 class MoEMLP(nn.Module):
     """Router (softmax, top-k, renormalized), the routed experts each run on the tokens routed to
-    it (Mixtral's loop), plus shared experts (Qwen2-MoE's behind a sigmoid gate)."""
+    it (pairs sorted by expert once, as grouped-GEMM kernels do), plus shared experts (Qwen2-MoE's
+    behind a sigmoid gate)."""
 
     def __init__(self, shape: ModelShape, **kw) -> None:
         super().__init__()
@@ -616,10 +617,17 @@ class MoEMLP(nn.Module):
         p = torch.softmax(self.router(x2).float(), dim=-1)
         w, idx = torch.topk(p, self.top_k, dim=-1)  # (N, k)
         w = (w / w.sum(-1, keepdim=True)).to(x.dtype)
-        out = torch.zeros_like(x2)
-        for e in torch.unique(idx).tolist():
-            rows, slot = (idx == e).nonzero(as_tuple=True)
-            out.index_add_(0, rows, self.experts[e](x2[rows]) * w[rows, slot, None])
+        # group the N·k (token, expert) pairs by expert once, then one contiguous slice per expert
+        order = idx.flatten().argsort()
+        token = order // self.top_k  # (N·k,) the token of each pair, in expert order
+        counts = torch.bincount(idx.flatten(), minlength=len(self.experts)).tolist()
+        xs, ys, start = x2[token], [], 0
+        for e, n in enumerate(counts):
+            if n:
+                ys.append(self.experts[e](xs[start : start + n]))
+                start += n
+        y = torch.cat(ys) * w.flatten()[order, None]
+        out = torch.zeros_like(x2).index_add_(0, token, y)
         if len(self.shared):
             s = sum(expert(x2) for expert in self.shared)
             out = out + (s * torch.sigmoid(self.shared_gate(x2)) if self.shared_gate is not None else s)
