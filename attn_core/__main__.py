@@ -1,4 +1,5 @@
-"""``python -m attn_core``: the cost commands (attn_core/cost/cli.py) and the kernel bench."""
+"""``python -m attn_core``: the cost commands (attn_core/cost/cli.py), the kernel bench and the
+cost model's check against a run on this machine (``verify``)."""
 
 import sys
 
@@ -9,4 +10,8 @@ if __name__ == "__main__":
         from attn_core.bench.cli import main as bench_main
 
         sys.exit(bench_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["verify"]:  # builds layers and times them (torch): attn_core/bench/verify_cli.py
+        from attn_core.bench.verify_cli import main as verify_main
+
+        sys.exit(verify_main(sys.argv[2:]))
     sys.exit(main())

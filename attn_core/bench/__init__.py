@@ -10,6 +10,9 @@ this machine's hardware (CPU always, a CUDA GPU when present).
   kernel ran, peak memory).
 - ``runner``: the sweep within a wall-clock budget, each output judged against float64.
 - ``cli``: ``python -m attn_core bench …``.
+- ``verify``: the cost model checked against a run here (a model's layers at true shape, random
+  weights, a prefill and decode steps beside the bound and a probe-calibrated estimate);
+  ``verify_cli``: ``python -m attn_core verify …``.
 
 Imports torch (and triton when installed); never streamlit or plotly.
 """

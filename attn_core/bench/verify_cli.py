@@ -1,0 +1,120 @@
+"""``python -m attn_core verify``: the cost model's estimate checked against a run on this machine.
+
+Contract:
+    python -m attn_core verify (--model NAME | --config PATH) [--layers N] [--seq-len T]
+        [--batch B] [--decode-steps M] [--dtype fp32|fp16|bf16] [--device auto|cpu|cuda]
+        [--memory-gib G] [--threads N] [--json OUT]
+``--json`` writes one object: ``device``, ``layers_built``, ``experts_built`` (null for a dense
+model), ``probe`` {``matmul_flop_per_s``, ``bandwidth_bytes_per_s``, …} and ``prefill`` and
+``decode_step``, each {``flops``, ``bytes``, ``bound_ms``, ``estimate_ms``, ``measured_ms``, …}
+(see `attn_core.bench.verify`). Bad arguments or configs print one line to stderr and exit 2;
+torch is imported only once the arguments are fine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from attn_core.cost.cli import UsageError, _bounded_int, _fail, _load_shape, _Parser, _positive_float
+from attn_core.cost.shapes import ConfigError, list_presets
+from attn_core.cost.units import format_bytes_binary, format_flops, format_rate, format_seconds
+
+# Mirrors attn_core.bench.verify (which imports torch); a test checks they agree.
+DTYPES = ("fp32", "fp16", "bf16")
+DEFAULT_SEQ_LEN = 256
+DEFAULT_DECODE_STEPS = 8
+DEFAULT_MEMORY_GIB = 2.0
+MAX_LAYERS = 64
+MAX_SEQ_LEN = 131_072
+MAX_BATCH = 1_024
+MAX_DECODE_STEPS = 4_096
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m attn_core verify",
+                description="Build a model's layers with random weights, run a prefill and decode steps, "
+                "and compare the time with the cost model's bound and calibrated estimate.")  # fmt: skip
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--model", help=f"preset name: {', '.join(list_presets())}")
+    source.add_argument("--config", type=Path, help="path to a Hugging Face config.json")
+    p.add_argument("--layers", type=_bounded_int(1, MAX_LAYERS), default=None,
+                   help="layers to build (default: as many as fit --memory-gib)")  # fmt: skip
+    p.add_argument("--seq-len", type=_bounded_int(1, MAX_SEQ_LEN), default=DEFAULT_SEQ_LEN, help="prompt T")
+    p.add_argument("--batch", type=_bounded_int(1, MAX_BATCH), default=1, help="sequences B")
+    p.add_argument("--decode-steps", type=_bounded_int(1, MAX_DECODE_STEPS), default=DEFAULT_DECODE_STEPS,
+                   help="decode steps M")  # fmt: skip
+    p.add_argument("--dtype", choices=DTYPES, default="fp32", help="weights, activations and cache")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: CUDA if present")
+    p.add_argument("--memory-gib", type=_positive_float("--memory-gib"), default=DEFAULT_MEMORY_GIB,
+                   help="cap on the built weights + KV cache, GiB")  # fmt: skip
+    p.add_argument("--threads", type=_bounded_int(0, 1024), default=1,
+                   help="CPU threads (default 1: timed on its own CPU time; 0: torch's default, wall time)")  # fmt: skip
+    p.add_argument("--json", type=Path, default=None, help="write the result here as JSON")
+    return p
+
+
+def format_result(r) -> str:
+    """The readable table: what was built, the probe, and bound / estimate / measured per phase."""
+    p, req = r.plan, r.request
+    experts = (
+        f", {p.experts_built} of {p.model_experts} routed experts" if p.experts_built is not None else ""
+    )
+    lines = [
+        f"{r.model} on {r.device} ({r.device_name}), {r.dtype}: {p.layers_built} of {p.model_layers} layers built"
+        f"{experts}, random weights ({format_bytes_binary(p.weight_bytes)} + KV cache {format_bytes_binary(p.cache_bytes)}, "
+        f"cap {format_bytes_binary(req.memory_bytes)})",
+        *(f"  note: {n}" for n in p.notes),
+        f"probe ({r.probe.seconds:.1f} s, before the layers were built): matmul up to "
+        f"{format_rate(r.probe.matmul_flop_per_s, 'FLOP/s')}, bandwidth up to "
+        f"{format_rate(r.probe.bandwidth_bytes_per_s, 'B/s', prefix='G')}",
+        "",
+        f"{'phase':<34}{'FLOPs':>13}{'bytes':>12}{'bound':>11}{'estimate':>11}{'measured':>11}{'error':>9}",
+    ]
+    phases = ((f"prefill, {req.batch} × {req.seq_len:,} tokens", r.prefill),
+              (f"decode step, {r.decode_context:,} cached", r.decode_step))  # fmt: skip
+    for label, ph in phases:
+        lines.append(
+            f"{label:<34}{format_flops(ph.counts.flops):>13}{format_bytes_binary(ph.counts.bytes):>12}"
+            f"{format_seconds(ph.bound_ms / 1e3):>11}{format_seconds(ph.estimate_ms / 1e3):>11}"
+            f"{format_seconds(ph.measured_ms / 1e3):>11}{ph.error_pct:>+8.1f}%"
+        )
+    before, after = r.load_average
+    lines += [
+        "",
+        "bound: the roofline at the probed peaks (a lower bound); estimate: each matrix product at its "
+        "probed rate + the probed attention kernel; error = (estimate − measured) / measured.",
+        f"measured: fastest of the prefills and of the {req.decode_steps} decode steps, on {r.clock} "
+        f"(wall: {r.prefill.measured_wall_ms:,.1f} ms and {r.decode_step.measured_wall_ms:,.1f} ms); "
+        f"load average {before:.2f} → {after:.2f} (other processes share this machine); {r.seconds:.1f} s in all",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status (0 ok, 2 bad arguments, config or build)."""
+    args = None
+    try:
+        args = build_parser().parse_args(argv)
+        shape = _load_shape(args)
+        from attn_core.bench import verify  # torch: only once the arguments are fine
+
+        request = verify.VerifyRequest(
+            seq_len=args.seq_len, batch=args.batch, decode_steps=args.decode_steps, layers=args.layers,
+            memory_bytes=int(args.memory_gib * 2**30), dtype=args.dtype, device=args.device,
+            threads=args.threads or None,
+        )  # fmt: skip
+        verify.select_device(args.device)
+        verify.plan_build(shape, request)  # refuse what cannot be built before probing anything
+        result = verify.verify(shape, request)
+    except (UsageError, ConfigError, ValueError) as exc:  # VerifyError is a ValueError
+        return _fail(str(exc))
+    except (RuntimeError, MemoryError) as exc:  # the run itself failed (out of memory, a kernel refused)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return _fail(f"the run failed ({exc.__class__.__name__}: {first[:200]})")
+    if args.json is not None:
+        args.json.write_text(json.dumps(result.to_json(), indent=1))
+    print(format_result(result))
+    return 0

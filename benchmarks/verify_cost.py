@@ -1,0 +1,75 @@
+"""The cost model's calibrated estimate against real runs on this machine: ``verify`` for a dense
+GQA model and a mixture of experts, repeated, as Markdown rows for benchmarks/RESULTS.md.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/verify_cost.py [--models llama-3-8b,qwen3-30b-a3b]
+        [--repeats 3] [--seq-len 256] [--decode-steps 8] [--memory-gib 2] [--json OUT]
+
+Goal: the estimate within ±25% of the measurement for the prefill and for a decode step, and the
+bound never above the measurement. The machine is shared: every row carries the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+from attn_core.bench import verify
+from attn_core.cost.shapes import load_preset
+from attn_core.cost.units import format_flops
+
+HEADER = (
+    "| model | built | phase | FLOPs | bound ms | estimate ms | measured ms | error | bound ≤ measured | load |\n"
+    "|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def rows(result: verify.VerifyResult) -> list[str]:
+    p = result.plan
+    built = f"{p.layers_built}/{p.model_layers} layers" + (
+        f", {p.experts_built}/{p.model_experts} experts" if p.experts_built else ""
+    )
+    load = " → ".join(f"{x:.1f}" for x in result.load_average if x is not None)
+    out = []
+    for label, ph in (("prefill", result.prefill), ("decode step", result.decode_step)):
+        out.append(
+            f"| {result.model} | {built} | {label} | {format_flops(ph.counts.flops)} | {ph.bound_ms:,.1f} | "
+            f"{ph.estimate_ms:,.1f} | {ph.measured_ms:,.1f} | {ph.error_pct:+.1f}% | "
+            f"{'yes' if ph.bound_ms <= ph.measured_ms else 'NO'} | {load} |"
+        )
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="llama-3-8b,qwen3-30b-a3b")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--seq-len", type=int, default=verify.DEFAULT_SEQ_LEN)
+    ap.add_argument("--decode-steps", type=int, default=verify.DEFAULT_DECODE_STEPS)
+    ap.add_argument("--memory-gib", type=float, default=verify.DEFAULT_MEMORY_GIB)
+    ap.add_argument("--dtype", default="fp32", choices=list(verify.DTYPES))
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+    request = verify.VerifyRequest(seq_len=args.seq_len, decode_steps=args.decode_steps,
+                                   memory_bytes=int(args.memory_gib * 2**30), dtype=args.dtype)  # fmt: skip
+    records, errors = [], {}
+    print(HEADER, flush=True)
+    for _ in range(args.repeats):
+        for name in args.models.split(","):
+            result = verify.verify(load_preset(name), request)
+            records.append(result.to_json())
+            for phase in ("prefill", "decode_step"):
+                errors.setdefault((name, phase), []).append(getattr(result, phase).error_pct)
+            print("\n".join(rows(result)), flush=True)
+            if args.json is not None:
+                args.json.write_text(json.dumps(records, indent=1))
+    print("\nmedian error over repeats:")
+    for (name, phase), errs in errors.items():
+        print(
+            f"  {name} {phase}: {statistics.median(errs):+.1f}% (runs: {', '.join(f'{e:+.0f}%' for e in errs)})"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""The Cost page's "check this estimate on this machine": an expander with a button that builds the
+chosen model's layers with random weights, times a prefill and decode steps on this server, and
+shows the bound, the calibrated estimate and the measurement with the error in % (the engine and
+its conventions: `attn_core.bench.verify`). One check runs at a time on the server; sizes are
+capped so that a check takes well under a minute of a shared 2-core CPU.
+
+The Cost page calls one line: ``cost_verify.check_on_this_machine(s)``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from attn_core.cost import ModelShape, format_bytes_binary, format_flops, format_seconds
+from lab_ui import state
+from lab_ui.widgets import table
+
+SEQ_LENS = (64, 128, 256, 512)  # at 512 a 2 GiB fp32 build is ~2 × 0.5 TFLOP: ~6 s quiet, ~20 s loaded
+DECODE_STEPS = (4, 8, 16)
+MEMORY_GIB = (0.5, 1.0, 2.0)
+MAX_BATCH = 4
+RESULT_KEY = "co_vf_result"  # the last check of this session, kept across reruns
+
+
+def _rows(result) -> list[dict]:
+    phases = ((f"prefill, {result.request.batch} × {result.request.seq_len:,} tokens", result.prefill),
+              (f"one decode step, {result.decode_context:,} cached", result.decode_step))  # fmt: skip
+    return [
+        {
+            "phase": label,
+            "FLOPs (cost model)": format_flops(p.counts.flops),
+            "bytes (cost model)": format_bytes_binary(p.counts.bytes),
+            "bound": format_seconds(p.bound_ms / 1e3),
+            "estimate": format_seconds(p.estimate_ms / 1e3),
+            "measured": format_seconds(p.measured_ms / 1e3),
+            "wall": format_seconds(p.measured_wall_ms / 1e3),
+            "error": f"{p.error_pct:+.1f}%",
+            "bound ≤ measured": "yes" if p.bound_ms <= p.measured_ms else "NO",
+        }
+        for label, p in phases
+    ]
+
+
+def _show(result) -> None:
+    plan, probe = result.plan, result.probe
+    experts = f", {plan.experts_built} of {plan.model_experts} routed experts" if plan.experts_built else ""
+    st.markdown(
+        f"**{result.model}** on {result.device} ({result.device_name}), {result.dtype}: "
+        f"{plan.layers_built} of {plan.model_layers} layers built{experts}, random weights "
+        f"({format_bytes_binary(plan.weight_bytes)} + KV cache {format_bytes_binary(plan.cache_bytes)})."
+    )
+    for note in plan.notes:
+        st.info(note)
+    table(pd.DataFrame(_rows(result)), "cost_check.csv", key="co_vf_table", hide_index=True)
+    before, after = result.load_average
+    st.caption(
+        f"Probe ({probe.seconds:.1f} s, before the layers were built): matmul up to "
+        f"{probe.matmul_flop_per_s / 1e9:,.1f} GFLOP/s, bandwidth up to {probe.bandwidth_bytes_per_s / 1e9:,.1f} GB/s. "
+        "Bound: the roofline at those peaks. Estimate: each matrix product at the rate probed at its "
+        "shape, plus the attention kernel probed at the layer's shape. Measured: the fastest prefill and "
+        f"decode step, on {result.clock} (a CPU check runs on one thread and reads its own CPU time, which "
+        f"other work on this server does not inflate; wall time beside it). Load average {before:.2f} → {after:.2f}."
+    )
+
+
+def check_on_this_machine(shape: ModelShape) -> None:
+    """The expander: sizes, a button, the last result. Refuses by name what it cannot build."""
+    with st.expander("Check this estimate on this machine"):
+        st.caption(
+            "Builds the model's first layers at their true shapes with random weights (as many as fit "
+            "the memory cap; a layer too big for it keeps fewer routed experts, same k and expert shape), "
+            "runs a prefill and decode steps here, and compares the time with the cost model."
+        )
+        c1, c2, c3, c4 = st.columns(4)
+        with c1:
+            T = state.selectbox("prompt T", SEQ_LENS, key="co_vf_T", default=128)
+        with c2:
+            steps = state.selectbox("decode steps", DECODE_STEPS, key="co_vf_M", default=8)
+        with c3:
+            batch = int(state.number("batch", 1, MAX_BATCH, 1, key="co_vf_B", step=1))
+        with c4:
+            gib = state.selectbox("memory cap, GiB", MEMORY_GIB, key="co_vf_mem", default=1.0)
+        # A callback, not the button's return value: the press survives any rerun before this line.
+        st.button("Run the check", key="co_vf_run", icon=":material/speed:",
+                  on_click=st.session_state.update, args=({"co_vf_go": True},))  # fmt: skip
+        if st.session_state.pop("co_vf_go", False):
+            from attn_core.bench import verify  # torch: only when a check is asked for
+
+            request = verify.VerifyRequest(
+                seq_len=T, batch=batch, decode_steps=steps, memory_bytes=int(gib * 2**30)
+            )
+            try:
+                with st.spinner("Probing this machine, building the layers, running…"):
+                    st.session_state[RESULT_KEY] = verify.verify(shape, request, wait=False)
+            except verify.VerifyBusy as exc:
+                st.warning(str(exc))
+            except verify.VerifyError as exc:
+                st.error(str(exc))
+        result = st.session_state.get(RESULT_KEY)
+        if result is not None:
+            if result.model != shape.name:
+                st.caption(f"The last check was of {result.model}; run it again for this model.")
+            _show(result)
