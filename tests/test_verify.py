@@ -22,7 +22,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from attn_core.bench import verify, verify_cli
 from attn_core.cost.serving import experts_touched_expected
-from attn_core.cost.shapes import from_hf_config
+from attn_core.cost.shapes import from_hf_config, load_preset
 
 DENSE = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
          "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 100}  # fmt: skip
@@ -258,6 +258,9 @@ def test_what_is_not_built_is_refused_by_name():
         verify.plan_build(odd, verify.VerifyRequest())
     with pytest.raises(verify.VerifyError, match="dtype"):
         verify.plan_build(_shape("dense"), verify.VerifyRequest(dtype="fp8"))
+    for preset, mixer in (("jamba-1.5-mini", "Mamba"), ("qwen3-next-80b-a3b", "GatedDeltaNet")):
+        with pytest.raises(verify.VerifyError, match=f"state-space layers \\({mixer}\\)"):
+            verify.plan_build(load_preset(preset), verify.VerifyRequest())
 
 
 def test_device_selection(monkeypatch):
@@ -298,7 +301,7 @@ def test_cli_constants_mirror_the_engine():
 
 def _cost_page_stub():
     """What the Cost page adds: one line under a sized model (here a tiny one)."""
-    from attn_core.cost.shapes import from_hf_config
+    from attn_core.cost.shapes import from_hf_config, load_preset
     from lab_ui import cost_verify
 
     tiny = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,

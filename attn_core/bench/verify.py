@@ -119,6 +119,12 @@ class Plan:
 
 def refuse_unbuilt(shape: ModelShape) -> None:
     """VerifyError naming what this module does not build (rather than time something else)."""
+    if shape.is_hybrid or shape.state_mixer is not None:
+        mixer = type(shape.state_mixer).__name__ if shape.state_mixer is not None else "one-block-per-layer"
+        raise VerifyError(
+            f"linear-attention / state-space layers ({mixer}) are not built by verify yet; "
+            "`python -m attn_core cost` sizes them"
+        )
     if shape.mla is not None:
         raise VerifyError("multi-head latent attention (config key 'kv_lora_rank') is not built by verify")
     if shape.attention_sinks:
