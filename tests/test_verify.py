@@ -301,7 +301,7 @@ def test_cli_constants_mirror_the_engine():
 
 def _cost_page_stub():
     """What the Cost page adds: one line under a sized model (here a tiny one)."""
-    from attn_core.cost.shapes import from_hf_config, load_preset
+    from attn_core.cost.shapes import from_hf_config
     from lab_ui import cost_verify
 
     tiny = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
