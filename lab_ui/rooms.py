@@ -315,7 +315,9 @@ _NOW = "local t = redis.call('TIME') local now = tonumber(t[1]) + tonumber(t[2])
 # KEYS: room hash, live-rooms zset (id -> expiry), creations counter or ''.
 # ARGV: id, digest, max rooms, ttl, max creations, window, version, text.
 # Returns 1 made, 0 id taken, -1 full, -2 rate-limited.
-_CREATE = _NOW + """
+_CREATE = (
+    _NOW
+    + """
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 if KEYS[3] ~= '' and tonumber(redis.call('GET', KEYS[3]) or '0') >= tonumber(ARGV[5]) then return -2 end
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
@@ -329,11 +331,14 @@ if KEYS[3] ~= '' then
 end
 return 1
 """
+)
 
 # KEYS: room hash, live-rooms zset. ARGV: id, digest, ttl, text ('' = a check-in only), channel.
 # Returns the version, -1 missing, -2 wrong secret. The digest is compared with ==: it is the
 # SHA-256 of a 192-bit random secret, so timing reveals nothing usable about the secret.
-_PUBLISH = _NOW + """
+_PUBLISH = (
+    _NOW
+    + """
 local h = redis.call('HMGET', KEYS[1], 'digest', 'version', 'text')
 if not h[1] then return -1 end
 if h[1] ~= ARGV[2] then return -2 end
@@ -348,17 +353,23 @@ redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])
 return v
 """
+)
 
 # KEYS: room hash. Returns {version, seconds since the presenter was seen} or nil.
-_STATUS = _NOW + """
+_STATUS = (
+    _NOW
+    + """
 local h = redis.call('HMGET', KEYS[1], 'version', 'seen')
 if not h[1] then return nil end
 return {h[1], tostring(now - tonumber(h[2]))}
 """
+)
 
 # KEYS: room hash, followers zset. ARGV: session, max followers, follower ttl.
 # Returns 1 seated, 0 full, -1 no such room.
-_FOLLOW = _NOW + """
+_FOLLOW = (
+    _NOW
+    + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[3]))
 if not redis.call('ZSCORE', KEYS[2], ARGV[1]) and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then
@@ -368,6 +379,7 @@ redis.call('ZADD', KEYS[2], now, ARGV[1])
 redis.call('EXPIRE', KEYS[2], ARGV[3])
 return 1
 """
+)
 
 
 def _redis_call(method):
@@ -466,7 +478,9 @@ class RedisRooms:
         if not isinstance(secret, str):
             raise RoomError("only the presenter who started this room can change it")
         keys = [self._key(room_id), self.LIVE]
-        version = int(self._publish(keys=keys, args=[room_id, _digest(secret), self._ttl, text, self.CHANNEL]))
+        version = int(
+            self._publish(keys=keys, args=[room_id, _digest(secret), self._ttl, text, self.CHANNEL])
+        )
         if version == -1:
             raise _gone(room_id)
         if version == -2:
