@@ -195,3 +195,70 @@ def test_room_links_never_render_markdown(app):
         for text in shown:
             html = MarkdownIt("commonmark").render(text)
             assert "<a " not in html and "<img" not in html and "<strong>" not in html, html
+
+
+# ------------------------------------------------------------------ a real Redis, killed and restarted
+
+
+@pytest.fixture
+def redis_rooms(request, tmp_path, monkeypatch):
+    """The whole app on a real redis-server (persistence as deploy/serve.sh runs it unless the
+    test is parametrized with persist=False)."""
+    from redis_server import RedisServer
+
+    server = RedisServer(tmp_path, persist=getattr(request, "param", True)).start()
+    monkeypatch.setattr(rooms, "_store", rooms.RedisRooms(server.url))
+    yield server
+    server.stop()
+
+
+def _shown(at) -> str:
+    return " ".join(
+        str(e.value) for kind in ("warning", "markdown", "caption", "error") for e in at.get(kind)
+    )
+
+
+def test_a_redis_crash_is_a_notice_and_the_class_carries_on(app, redis_rooms):
+    presenter, room_id = start_room(app)
+    presenter.radio(key="in_src").set_value("random").run()
+    follower = app(room=room_id)
+    redis_rooms.stop()  # SIGKILL mid-class
+    presenter.slider(key="in_L").set_value(7).run()
+    follower.run()
+    newcomer = app(room=room_id)  # a student opening the link now
+    other = app()
+    other.button(key="classroom_start").click().run()
+    for at in (presenter, follower, newcomer, other):
+        assert not at.exception
+        assert "cannot be reached" in _shown(at)
+        assert "redis.exceptions" not in _shown(at) and "Traceback" not in _shown(at)
+        assert "ended" not in _shown(at)
+    redis_rooms.start()  # same append-only file: the room is still there
+    presenter.run()
+    follower.run()
+    newcomer.run()
+    for at in (follower, newcomer):
+        assert at.session_state[classroom._ROOM]["following"]
+        assert at.slider(key="in_L").value == 7  # the change made during the outage arrives
+        assert "cannot be reached" not in _shown(at) and "ended" not in _shown(at)
+
+
+@pytest.mark.parametrize("redis_rooms", [False], indirect=True)
+def test_a_redis_restart_without_data_is_repaired_by_the_presenter(app, redis_rooms):
+    """Even a Redis that comes back empty does not end the class: followers wait (never told the
+    presenter ended it) and the presenter's next check-in re-publishes the room."""
+    presenter, room_id = start_room(app)
+    presenter.radio(key="in_src").set_value("random").run()
+    follower = app(room=room_id)
+    redis_rooms.stop()
+    redis_rooms.start()  # empty
+    follower.run()
+    assert not follower.exception and "ended" not in _shown(follower)
+    assert "waiting for the presenter" in _shown(follower)
+    presenter.slider(key="in_L").set_value(5).run()  # its check-in restores the room
+    follower.run()
+    assert follower.session_state[classroom._ROOM]["following"]
+    assert follower.slider(key="in_L").value == 5 and "waiting" not in _shown(follower)
+    presenter.button(key="classroom_end").click().run()
+    follower.run()
+    assert "presenter has ended the room" in _shown(follower)
