@@ -104,6 +104,7 @@ class Shared:
     fault_at: float | None = None  # perf_counter when the fault began
     recovered_s: float | None = None  # presenter reload: until it presents the room again
     notes: list[str] = field(default_factory=list)
+    restart: asyncio.Task | None = None  # redis-kill: the pending restart
 
 
 async def _open(
@@ -166,8 +167,7 @@ async def _present(
     for i in range(changes):
         if i == changes // 2 and fault is not None:
             shared.fault_at = time.perf_counter()
-            client = await fault(client, room)
-            changed, back = serve_load.widget_states_for(*client.find_widget(KEY))
+            client = await fault(client, room)  # widget ids stay: they derive from key and page
         state = changed if i % 2 == 0 else back
         target = state.double_array_value.data[0]
         shared.changes.append(Change(time.perf_counter(), target))
@@ -203,21 +203,31 @@ def kill_redis(stack, down_s: float, shared: Shared):
         pid_file = stack.run_dir / "redis.pid"
         port = stack.proxy_port + 1  # serve_load.serve_stack: the port after nginx's
         os.kill(int(pid_file.read_text()), signal.SIGKILL)
-        await asyncio.sleep(down_s)
-        again = subprocess.Popen(
-            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
-             "--dir", str(stack.run_dir)],
-            stdout=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
-        pid_file.write_text(str(again.pid))  # serve.sh stop ends it
-        shared.notes.append(f"Redis down {down_s:g} s")
+
+        async def restart() -> None:  # meanwhile the presenter goes on changing the view
+            await asyncio.sleep(down_s)
+            again = subprocess.Popen(
+                ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+                 "yes", "--dir", str(stack.run_dir)],
+                stdout=subprocess.DEVNULL, start_new_session=True,
+            )  # fmt: skip
+            pid_file.write_text(str(again.pid))  # serve.sh stop ends it
+            shared.notes.append(f"Redis down {down_s:g} s")
+
+        shared.restart = asyncio.create_task(restart())
         return client
 
     return fault
 
 
 async def follower(
-    url: str, room: str, shared: Shared, delays: list[float], stats: serve_load.SessionStats, index: int
+    url: str,
+    room: str,
+    shared: Shared,
+    delays: dict[int, list[float]],
+    timelines: dict[int, list[tuple[float, float]]],
+    stats: serve_load.SessionStats,
+    index: int,
 ) -> tuple[int, Client | None]:
     """Follow until the presenter is done; returns how many changes this follower never saw.
 
@@ -225,6 +235,7 @@ async def follower(
     unasked) and, on its own timer, asks for the polling fragment every interval."""
     client = await _open(url, "playground", stats, query=f"room={room}", index=index)
     seen, mine = 0, delays.setdefault(index, [])
+    timeline = timelines.setdefault(index, [(time.perf_counter(), client.value(KEY))])
 
     async def poll_timer() -> None:
         while True:
@@ -249,6 +260,7 @@ async def follower(
             if fwd.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
                 continue
             now, value = time.perf_counter(), client.value(KEY)
+            timeline.append((now, value))
             while seen < len(shared.changes) and value == shared.changes[seen].value:
                 if seen == len(shared.changes) - 1 or shared.changes[seen + 1].value != value:
                     mine.append(now - shared.changes[seen].sent)
@@ -269,16 +281,46 @@ async def _warm(url: str) -> None:
     await client.ws.close()
 
 
-async def run(url: str, followers: int, changes: int, every: float, fault=None, shared=None) -> dict:
+def longest_stale(changes: list[Change], timeline: list[tuple[float, float]]) -> float:
+    """The longest stretch (s) in which this follower showed another L than the presenter's
+    latest change: how long it lost the presenter's view."""
+    if not changes:
+        return 0.0
+    events = sorted([(c.sent, "p", c.value) for c in changes] + [(t, "f", v) for t, v in timeline])
+    shown = want = None
+    since, worst = None, 0.0
+    for t, who, value in events:
+        if who == "p":
+            want = value
+        else:
+            shown = value
+        if want is not None and shown != want:
+            since = t if since is None else since
+        elif since is not None:
+            worst, since = max(worst, t - since), None
+    end = max(t for t, _, _ in events)
+    return max(worst, end - since) if since is not None else worst
+
+
+async def run(
+    url: str, followers: int, changes: int, every: float, fault=None, shared=None, outage_s: float = 0.0
+) -> dict:
+    """``outage_s``: how long the fault itself keeps changes from anyone (Redis down): a view
+    counts as lost when it stays stale LAG_S beyond that."""
     shared, ready = shared or Shared(), asyncio.get_running_loop().create_future()
     lead = asyncio.create_task(presenter(url, shared, changes, every, ready, fault))
     room = await asyncio.wait_for(ready, 120)
     delays: dict[int, list[float]] = {}
     stats = [serve_load.SessionStats() for _ in range(followers)]
-    got = await asyncio.gather(*(follower(url, room, shared, delays, s, i + 1) for i, s in enumerate(stats)))
+    timelines: dict[int, list[tuple[float, float]]] = {}
+    got = await asyncio.gather(
+        *(follower(url, room, shared, delays, timelines, s, i + 1) for i, s in enumerate(stats))
+    )
     await lead
+    if shared.restart is not None:
+        await shared.restart
     alerts = [" ".join(c.alerts) if c else "" for _, c in got]
-    worst = {i: max(d, default=float("inf")) for i, d in delays.items()}
+    worst = {i: longest_stale(shared.changes, t) for i, t in timelines.items()}
     return {
         "delays": [x for d in delays.values() for x in d],
         "missed": sum(m for m, _ in got),
@@ -286,7 +328,7 @@ async def run(url: str, followers: int, changes: int, every: float, fault=None, 
         "errors": [e for s in stats for e in s.errors],
         "told_ended": sum("ended" in a for a in alerts),
         "told_unreachable": sum("cannot be reached" in a for a in alerts),
-        "lagged": sum(w > LAG_S for w in worst.values()),
+        "lagged": sum(w > LAG_S + outage_s for w in worst.values()),
         "worst_s": max(worst.values(), default=float("nan")),
         "shared": shared,
     }
@@ -310,6 +352,7 @@ def main() -> int:
         for url in getattr(server, "warm_urls", [server.ws]):  # each replica imports torch and the page once
             asyncio.run(_warm(url))
         shared = Shared()
+        outage = args.down if args.fault == "redis-kill" else 0.0
         fault = {
             None: None,
             "presenter-reload": lambda: reload_presenter(server.ws, shared),
@@ -329,8 +372,8 @@ def main() -> int:
         print(f"fault {args.fault}{back}; {'; '.join(shared.notes)}")
         print(
             f"followers told the room ended {res['told_ended']}, shown 'cannot be reached' "
-            f"{res['told_unreachable']}, lagging > {LAG_S:g} s {res['lagged']} of {args.followers}; "
-            f"worst lag {res['worst_s']:.2f} s"
+            f"{res['told_unreachable']}, stale > {LAG_S + outage:g} s {res['lagged']} of {args.followers}; "
+            f"longest a follower showed a stale view {res['worst_s']:.2f} s"
         )
     print(f"exception deltas {res['exceptions']}, errors {len(res['errors'])}")
     for e in res["errors"][:5]:
