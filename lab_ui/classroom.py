@@ -134,7 +134,25 @@ def _presenter(room_id: str) -> dict[str, Any] | None:
         pass  # lost by the store or unreachable: the presenter's publish restores or retries
     except rooms.RoomError:
         return None  # not this room's secret: follow it like anyone else
-    return {"id": room_id, "role": "present", "secret": secret, "version": 0, "sent": None}
+    return {"id": room_id, "role": "present", "secret": secret, "version": 0, "sent": None, "adopt": True}
+
+
+def _adopt(room: dict[str, Any], page, pages_by_url: Mapping[str, Any]) -> None:
+    """A presenter's screen that takes its room back starts from the room's view, so that a second
+    tab (the teacher checking the student link) never overwrites the class with its defaults."""
+    try:
+        snap = rooms.store().snapshot(room["id"])
+    except rooms.RoomsUnavailable:
+        return
+    if snap is None:
+        return
+    values = snap.payload.get("values", {})
+    if isinstance(values, Mapping):
+        _apply(values)
+    room.update(version=snap.version, sent=rooms.encode_payload(snap.payload))
+    target = snap.payload.get("page")
+    if isinstance(target, str) and target != page.url_path and target in pages_by_url:
+        st.switch_page(pages_by_url[target], query_params={ROOM_PARAM: room["id"]})
 
 
 def _follower(room_id: str) -> dict[str, Any]:
@@ -174,6 +192,8 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> None:
         return
     st.query_params[ROOM_PARAM] = room["id"]  # a reload keeps the room (the presenter's too)
     if room["role"] == "present":
+        if room.pop("adopt", False):
+            _adopt(room, page, pages_by_url)
         return
     session_id = _session_id()
     if not room["following"]:

@@ -112,15 +112,20 @@ def test_a_reload_keeps_the_presenters_room(app, monkeypatch):
     script = presenter.sidebar.get("html")[0].proto.body
     assert f"{classroom.COOKIE}={room_id}.{secret}" in script and "SameSite=Strict" in script
     assert presenter.query_params[classroom.ROOM_PARAM] == room_id  # what a reload opens
+    presenter.radio(key="in_src").set_value("random").run()
+    presenter.slider(key="in_L").set_value(9).run()
     follower = app(room=room_id)
+    version = rooms.store().version(room_id)
     monkeypatch.setattr(classroom, "_cookies", lambda: {classroom.COOKIE: f"{room_id}.{secret}"})
-    reloaded = app("pages/playground.py", room=room_id)  # a new session, as after a reload
+    reloaded = app(room=room_id)  # a new session, as after a reload (or a second tab, the student link)
     monkeypatch.setattr(classroom, "_cookies", dict)
     assert reloaded.session_state[classroom._ROOM]["role"] == "present"
     assert any(f"Presenting room **{room_id}**" in m.value for m in reloaded.sidebar.markdown)
-    reloaded.radio(key="in_src").set_value("random").run()
+    assert reloaded.slider(key="in_L").value == 9  # it took the room's view back, on its page
+    assert rooms.store().version(room_id) == version  # and overwrote nothing
+    reloaded.slider(key="in_L").set_value(4).run()
     follower.run()
-    assert follower.radio(key="in_src").value == "random" and not follower.warning
+    assert follower.slider(key="in_L").value == 4 and not follower.warning
     copied = app(room=room_id)  # the presenter's address pasted into a student's browser
     assert copied.session_state[classroom._ROOM]["role"] == "follow"
 
