@@ -169,7 +169,7 @@ def _join_from_link() -> None:
         _leave(f"There is no live room {shown}: its link may have expired.")
         return
     if (presenter := _presenter(room_id)) is not None:
-        st.session_state[_ROOM] = presenter  # the first publish proves the secret
+        st.session_state[_ROOM] = presenter  # its check-in proved the secret (or the store is down)
         return
     try:
         store = rooms.store()
