@@ -46,6 +46,7 @@ _ROOM = "_classroom"  # session key: {"id", "role", "secret"?, "seen", "followin
 _ERROR = "_classroom_error"  # a message for the next run's sidebar
 _SET_COOKIE = "_classroom_cookie"  # the cookie value to write on the next run ("" clears it)
 PRIVATE_KEYS = frozenset({"projector"})  # each screen keeps its own projector mode
+_COOKIE_BOX = "classroom_cookie"  # keyed container: Streamlit gives it the class st-key-<key>
 UNREACHABLE = "The classroom server cannot be reached: retrying every few seconds."
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$&])")
 
@@ -424,11 +425,21 @@ def _follow(following: bool) -> None:
 
 
 def _write_cookie(value: str) -> None:
-    """Set (or, with "", clear) the presenter cookie in this browser; the script runs once."""
-    age = COOKIE_MAX_AGE_S if value else 0
-    st.html(
-        f"<script>document.cookie = {json.dumps(f'{COOKIE}={value}')} + '; path=/; max-age={age}; "
-        "SameSite=Strict' + (location.protocol === 'https:' ? '; Secure' : '');</script>",
+    """Set (or, with "", clear) the presenter cookie in this browser. The value (a room id and
+    its token, both made here) travels as plain text in a hidden box; a constant script copies it
+    into the cookie, so no raw HTML is ever built from a variable."""
+    with st.container(key=_COOKIE_BOX):
+        st.text(value)
+    st.html(  # cookie name and max-age: COOKIE and COOKIE_MAX_AGE_S
+        """<style>.st-key-classroom_cookie { display: none; }</style><script>
+        (() => {
+          const box = document.querySelector(".st-key-classroom_cookie");
+          if (!box) return;
+          const value = box.textContent.trim();
+          document.cookie = "attn_lab_presenter=" + value + "; path=/; max-age=" + (value ? 43200 : 0) +
+            "; SameSite=Strict" + (location.protocol === "https:" ? "; Secure" : "");
+        })();
+        </script>""",
         unsafe_allow_javascript=True,
     )
 
