@@ -9,7 +9,17 @@ carry the presenter's L; where the server pushes (lab_ui.push), the rerun comes 
 poll is only a safety net. A follower's delay for one change is the time from the presenter
 sending it to the follower having received the run that shows it.
 
-Usage: .venv/bin/python benchmarks/follow_load.py [--followers 60] [--changes 15] [--every 3] [--replicas N]
+Faults (``--fault``), at the middle change:
+- ``presenter-reload``: the presenter's tab reloads: its websocket closes and a new one opens on
+  the same address (``?room=ID``) with the browser's cookie, as a browser reload does;
+- ``redis-kill`` (with ``--replicas``): the stack's Redis is killed (SIGKILL) and started again on
+  its own directory ``--down`` seconds later.
+Then "who lost their view, and for how long": followers told the room ended, the longest stretch
+a follower showed another view than the presenter's, and how many were stale more than LAG_S
+beyond the outage itself.
+
+Usage: .venv/bin/python benchmarks/follow_load.py [--followers 40] [--changes 15] [--every 3] [--replicas N]
+       [--fault presenter-reload|redis-kill] [--down 5]
 Prints `follow p50/p95/max … ms`, `missed N` and `exception deltas N, errors N`.
 """
 
@@ -18,7 +28,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import re
+import signal
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -30,6 +43,8 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 KEY = "in_L"
 ROOM = re.compile(r"Presenting room \*\*([a-z2-9]{6})\*\*")
+COOKIE = re.compile(r"attn_lab_presenter=([a-z2-9]{6}\.[A-Za-z0-9_-]+)")  # lab_ui.classroom.COOKIE
+LAG_S = 5.0  # a follower whose view trails the presenter's by more than this has lost it
 
 
 class Client(serve_load.Session):
@@ -42,14 +57,22 @@ class Client(serve_load.Session):
         self.fragment_id = ""
         self.interval_s = 1.0
         self.shown: dict[str, float] = {}
+        self.alerts: list[str] = []  # warnings the sidebar showed
+        self.cookie = ""  # what the page's script would store in the browser
 
     def _read(self, fwd: ForwardMsg, kind: str | None) -> None:
         if kind == "auto_rerun":
             self.fragment_id, self.interval_s = fwd.auto_rerun.fragment_id, fwd.auto_rerun.interval
             return
         super()._read(fwd, kind)
-        if kind == "delta" and fwd.delta.new_element.WhichOneof("type") == "markdown":
-            self.markdown.append(fwd.delta.new_element.markdown.body)
+        element = fwd.delta.new_element if kind == "delta" else None
+        which = element.WhichOneof("type") if element is not None else None
+        if which == "markdown":
+            self.markdown.append(element.markdown.body)
+        elif which == "alert":
+            self.alerts.append(element.alert.body)
+        elif which == "html" and (m := COOKIE.search(element.html.body)):
+            self.cookie = m.group(1)
 
     def value(self, key: str) -> float:
         """The widget's value as the browser would show it: a run that sets it from the server
@@ -79,21 +102,61 @@ class Change:
 class Shared:
     changes: list[Change] = field(default_factory=list)
     done: bool = False
+    fault_at: float | None = None  # perf_counter when the fault began
+    recovered_s: float | None = None  # presenter reload: until it presents the room again
+    notes: list[str] = field(default_factory=list)
+    restart: asyncio.Task | None = None  # redis-kill: the pending restart
 
 
 async def _open(
-    url: str, page: str, stats: serve_load.SessionStats, query: str = "", index: int = 0
+    url: str, page: str, stats: serve_load.SessionStats, query: str = "", index: int = 0, cookie: str = ""
 ) -> Client:
     """A session from its own loopback address (127.0.0.2, …), so that nginx's address hash
     spreads followers over replicas as it would spread a classroom's laptops."""
-    ws = await serve_load.open_ws(url, serve_load.source_address(index))
+    headers = {"Cookie": f"attn_lab_presenter={cookie}"} if cookie else None
+    ws = await serve_load.open_ws(url, serve_load.source_address(index), headers)
     client = Client(ws, page, stats)
     client.query_string = query
     await client.rerun([], 60)
     return client
 
 
-async def presenter(url: str, shared: Shared, changes: int, every: float, ready: asyncio.Future) -> None:
+async def _check_ins(client: Client) -> None:
+    """The presenter's browser: its publisher fragment runs every interval (the check-in)."""
+    while True:
+        await asyncio.sleep(client.interval_s)
+        if client.fragment_id:
+            with contextlib.suppress(Exception):
+                await client.send_poll()
+
+
+async def _drain(client: Client) -> None:
+    """Read (and keep) what the server sends between the presenter's own runs."""
+    with contextlib.suppress(Exception):
+        while True:
+            fwd = ForwardMsg()
+            fwd.ParseFromString(await client.ws.recv())
+            kind = fwd.WhichOneof("type")
+            if kind != "script_finished":
+                client._read(fwd, kind)
+
+
+async def presenter(
+    url: str, shared: Shared, changes: int, every: float, ready: asyncio.Future, fault
+) -> None:
+    try:
+        await _present(url, shared, changes, every, ready, fault)
+    except Exception as exc:  # followers stop waiting; the report names it
+        shared.notes.append(f"presenter failed: {type(exc).__name__}: {exc}")
+        if not ready.done():
+            ready.set_exception(exc)
+    finally:
+        shared.done = True
+
+
+async def _present(
+    url: str, shared: Shared, changes: int, every: float, ready: asyncio.Future, fault
+) -> None:
     stats = serve_load.SessionStats()
     client = await _open(url, "playground", stats, query="in_src=random")  # the L slider shows
     start_id = next(wid for wid in client.widgets if wid.endswith("-classroom_start"))
@@ -103,24 +166,77 @@ async def presenter(url: str, shared: Shared, changes: int, every: float, ready:
     await asyncio.sleep(every)
     changed, back = serve_load.widget_states_for(*client.find_widget(KEY))  # L+1 and L, alternately
     for i in range(changes):
+        if i == changes // 2 and fault is not None:
+            shared.fault_at = time.perf_counter()
+            client = await fault(client, room)  # widget ids stay: they derive from key and page
         state = changed if i % 2 == 0 else back
         target = state.double_array_value.data[0]
         shared.changes.append(Change(time.perf_counter(), target))
         await client.rerun([state], 60)
+        timers = [asyncio.create_task(_check_ins(client)), asyncio.create_task(_drain(client))]
         await asyncio.sleep(every)
-    shared.done = True
+        for t in timers:
+            t.cancel()
+        await asyncio.gather(*timers, return_exceptions=True)
     await client.ws.close()
 
 
+def reload_presenter(url: str, shared: Shared):
+    """The presenter's tab reloads: a new connection on the same address, with its cookie."""
+
+    async def fault(client: Client, room: str) -> Client:
+        cookie, query = client.cookie, client.query_string
+        await client.ws.close()
+        start = time.perf_counter()
+        again = await _open(url, "playground", client.stats, query=query, cookie=cookie)
+        shared.recovered_s = time.perf_counter() - start
+        if not any(f"Presenting room **{room}**" in text for text in again.markdown):
+            shared.notes.append("the reloaded presenter does not present the room")
+        return again
+
+    return fault
+
+
+def kill_redis(stack, down_s: float, shared: Shared):
+    """SIGKILL the stack's Redis, and start it again on its own directory after ``down_s``."""
+
+    async def fault(client: Client, room: str) -> Client:
+        pid_file = stack.run_dir / "redis.pid"
+        port = stack.proxy_port + 1  # serve_load.serve_stack: the port after nginx's
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+        async def restart() -> None:  # meanwhile the presenter goes on changing the view
+            await asyncio.sleep(down_s)
+            again = subprocess.Popen(
+                ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+                 "yes", "--dir", str(stack.run_dir)],
+                stdout=subprocess.DEVNULL, start_new_session=True,
+            )  # fmt: skip
+            pid_file.write_text(str(again.pid))  # serve.sh stop ends it
+            shared.notes.append(f"Redis down {down_s:g} s")
+
+        shared.restart = asyncio.create_task(restart())
+        return client
+
+    return fault
+
+
 async def follower(
-    url: str, room: str, shared: Shared, delays: list[float], stats: serve_load.SessionStats, index: int
-) -> int:
+    url: str,
+    room: str,
+    shared: Shared,
+    delays: dict[int, list[float]],
+    timelines: dict[int, list[tuple[float, float]]],
+    stats: serve_load.SessionStats,
+    index: int,
+) -> tuple[int, Client | None]:
     """Follow until the presenter is done; returns how many changes this follower never saw.
 
     Like a browser, it reads whatever the server sends (a server that pushes reruns sends them
     unasked) and, on its own timer, asks for the polling fragment every interval."""
     client = await _open(url, "playground", stats, query=f"room={room}", index=index)
-    seen = 0
+    seen, mine = 0, delays.setdefault(index, [])
+    timeline = timelines.setdefault(index, [(time.perf_counter(), client.value(KEY))])
 
     async def poll_timer() -> None:
         while True:
@@ -145,9 +261,10 @@ async def follower(
             if fwd.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
                 continue
             now, value = time.perf_counter(), client.value(KEY)
+            timeline.append((now, value))
             while seen < len(shared.changes) and value == shared.changes[seen].value:
                 if seen == len(shared.changes) - 1 or shared.changes[seen + 1].value != value:
-                    delays.append(now - shared.changes[seen].sent)
+                    mine.append(now - shared.changes[seen].sent)
                     seen += 1
                     break
                 seen += 1
@@ -157,7 +274,7 @@ async def follower(
         timer.cancel()
         with contextlib.suppress(Exception):
             await client.ws.close()
-    return len(shared.changes) - seen
+    return len(shared.changes) - seen, client
 
 
 async def _warm(url: str) -> None:
@@ -165,38 +282,86 @@ async def _warm(url: str) -> None:
     await client.ws.close()
 
 
-async def run(url: str, followers: int, changes: int, every: float) -> dict:
-    shared, ready = Shared(), asyncio.get_running_loop().create_future()
-    lead = asyncio.create_task(presenter(url, shared, changes, every, ready))
+def longest_stale(changes: list[Change], timeline: list[tuple[float, float]]) -> float:
+    """The longest stretch (s) in which this follower showed another L than the presenter's
+    latest change: how long it lost the presenter's view."""
+    if not changes:
+        return 0.0
+    events = sorted([(c.sent, "p", c.value) for c in changes] + [(t, "f", v) for t, v in timeline])
+    shown = want = None
+    since, worst = None, 0.0
+    for t, who, value in events:
+        if who == "p":
+            want = value
+        else:
+            shown = value
+        if want is not None and shown != want:
+            since = t if since is None else since
+        elif since is not None:
+            worst, since = max(worst, t - since), None
+    end = max(t for t, _, _ in events)
+    return max(worst, end - since) if since is not None else worst
+
+
+async def run(
+    url: str, followers: int, changes: int, every: float, fault=None, shared=None, outage_s: float = 0.0
+) -> dict:
+    """``outage_s``: how long the fault itself keeps changes from anyone (Redis down): a view
+    counts as lost when it stays stale LAG_S beyond that."""
+    shared, ready = shared or Shared(), asyncio.get_running_loop().create_future()
+    lead = asyncio.create_task(presenter(url, shared, changes, every, ready, fault))
     room = await asyncio.wait_for(ready, 120)
-    delays: list[float] = []
+    delays: dict[int, list[float]] = {}
     stats = [serve_load.SessionStats() for _ in range(followers)]
-    missed = await asyncio.gather(
-        *(follower(url, room, shared, delays, s, i + 1) for i, s in enumerate(stats))
+    timelines: dict[int, list[tuple[float, float]]] = {}
+    got = await asyncio.gather(
+        *(follower(url, room, shared, delays, timelines, s, i + 1) for i, s in enumerate(stats))
     )
     await lead
+    if shared.restart is not None:
+        await shared.restart
+    alerts = [" ".join(c.alerts) if c else "" for _, c in got]
+    worst = {i: longest_stale(shared.changes, t) for i, t in timelines.items()}
     return {
-        "delays": delays,
-        "missed": sum(missed),
+        "delays": [x for d in delays.values() for x in d],
+        "missed": sum(m for m, _ in got),
         "exceptions": sum(len(s.exceptions) for s in stats),
         "errors": [e for s in stats for e in s.errors],
+        "told_ended": sum("ended" in a for a in alerts),
+        "told_unreachable": sum("cannot be reached" in a for a in alerts),
+        "lagged": sum(w > LAG_S + outage_s for w in worst.values()),
+        "worst_s": max(worst.values(), default=float("nan")),
+        "shared": shared,
     }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--followers", type=int, default=60)
+    parser.add_argument("--followers", type=int, default=40)  # a room seats rooms.MAX_FOLLOWERS
     parser.add_argument("--changes", type=int, default=15)
     parser.add_argument("--every", type=float, default=3.0)
     parser.add_argument(
         "--replicas", type=int, default=0, help="0: one server; N: N replicas + nginx + Redis"
     )
+    parser.add_argument("--fault", choices=["presenter-reload", "redis-kill"], default=None)
+    parser.add_argument("--down", type=float, default=5.0, help="redis-kill: seconds before Redis restarts")
     args = parser.parse_args()
+    if args.fault == "redis-kill" and not args.replicas:
+        parser.error("--fault redis-kill needs --replicas (one server keeps rooms in memory)")
     target = serve_load.serve_stack(args.replicas) if args.replicas else serve_load.serve()
     with target as server:
         for url in getattr(server, "warm_urls", [server.ws]):  # each replica imports torch and the page once
             asyncio.run(_warm(url))
-        res = asyncio.run(run(server.ws, args.followers, args.changes, args.every))
+        shared = Shared()
+        outage = args.down if args.fault == "redis-kill" else 0.0
+        fault = {
+            None: None,
+            "presenter-reload": lambda: reload_presenter(server.ws, shared),
+            "redis-kill": lambda: kill_redis(server, args.down, shared),
+        }[args.fault]
+        res = asyncio.run(
+            run(server.ws, args.followers, args.changes, args.every, fault and fault(), shared, outage)
+        )
         pids = list(server.replica_pids().values()) if args.replicas else [server.proc.pid]
         cpu = sum(serve_load.cpu_seconds(pid) for pid in pids)
     d = sorted(res["delays"])
@@ -204,11 +369,20 @@ def main() -> int:
     where = f"{args.replicas} replicas behind nginx" if args.replicas else "one server"
     print(f"{args.followers} followers, {args.changes} changes every {args.every:g} s, {where}")
     print(f"follow p50 {pct(50):.0f} ms, p95 {pct(95):.0f} ms, max {pct(100):.0f} ms over {len(d)} views")
-    print(f"missed {res['missed']}; server CPU {cpu:.1f} s")
+    print(f"missed {res['missed']}; server CPU {cpu:.1f} s; load average {os.getloadavg()[0]:.2f}")
+    if args.fault:
+        back = f", presenter back after {shared.recovered_s:.2f} s" if shared.recovered_s is not None else ""
+        print(f"fault {args.fault}{back}; {'; '.join(shared.notes)}")
+        print(
+            f"followers told the room ended {res['told_ended']}, shown 'cannot be reached' "
+            f"{res['told_unreachable']}, stale > {LAG_S + outage:g} s {res['lagged']} of {args.followers}; "
+            f"longest a follower showed a stale view {res['worst_s']:.2f} s"
+        )
     print(f"exception deltas {res['exceptions']}, errors {len(res['errors'])}")
     for e in res["errors"][:5]:
         print("  ", e)
-    return 0 if not res["errors"] and not res["missed"] else 1
+    lost = res["told_ended"] or res["lagged"] or any("present" in n for n in shared.notes)
+    return 0 if not res["errors"] and not res["missed"] and not lost else 1
 
 
 if __name__ == "__main__":

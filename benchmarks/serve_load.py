@@ -532,13 +532,15 @@ def source_address(index: int) -> str:
     return str(addr)
 
 
-async def open_ws(url: str, source: str):
+async def open_ws(url: str, source: str, headers: dict[str, str] | None = None):
+    """``headers``: extra handshake headers (a browser's Cookie, say)."""
     async with asyncio.timeout(CONNECT_TIMEOUT_S):
         return await connect(
             url,
             subprotocols=["streamlit"],
             max_size=MAX_FRAME_BYTES,
             open_timeout=None,
+            additional_headers=headers,
             local_addr=(source, 0),  # passed on to loop.create_connection: binds the source address
         )
 

@@ -130,8 +130,9 @@ start() {
         # Rooms must be shared: a presenter and their students may land on different replicas.
         [[ "$REDIS_PORT" =~ ^[0-9]+$ ]] || die "REDIS_PORT must be a port, got '$REDIS_PORT'"
         command -v redis-server >/dev/null || die "redis-server not found: make serve installs Debian's redis-server"
+        # Append-only file on: a Redis that crashes and is started again keeps every room.
         (cd "$RUN_DIR" && exec setsid redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" \
-            --appendonly no --dir "$RUN_DIR") >"$RUN_DIR/redis.log" 2>&1 </dev/null &
+            --appendonly yes --appendfsync everysec --dir "$RUN_DIR") >"$RUN_DIR/redis.log" 2>&1 </dev/null &
         echo $! >"$RUN_DIR/redis.pid"
         local n=0
         until redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG; do

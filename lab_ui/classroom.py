@@ -2,13 +2,22 @@
 
 What is shared is what lab_ui.state already keeps per session: the current page and every
 URL-synced widget value (the ``_keep_`` keys). The presenter's session publishes them after
-each run; a follower's session applies them before the page's widgets are made, so each widget
-simply starts from the presenter's value. A follower polls with a one-second fragment that reads
-only the room's version number (one dict or Redis read) and reruns the app only when it changed.
+each run, and its screen checks in every second; a follower's session applies them before the
+page's widgets are made, so each widget simply starts from the presenter's value. A follower
+polls with a fragment that reads only the room's version and the presenter's last check-in, and
+reruns the app only when the version moved.
 
 A student who touches a widget while following is switched to "exploring on my own" (the
-presenter's next change would otherwise overwrite it); "Rejoin" catches up at once. The room's
-secret lives only in the presenter's session: never in a URL, never on a follower's page.
+presenter's next change would otherwise overwrite it); "Rejoin" catches up at once.
+
+The room's secret never appears in a link or on a follower's page. It lives in the presenter's
+session and in a cookie of the presenter's browser (``attn_lab_presenter``, SameSite=Strict),
+so a reload of a page whose address carries ``?room=<id>`` takes the room back. A cookie, not the
+URL fragment: the server reads cookies with every connection (it never sees a fragment), and a
+fragment travels with a copied address bar, so a teacher pasting their own address to the class
+would hand out the secret. Faults are told, not thrown: an unreachable room server, a presenter
+who is away, a room that is full or ended each get one line in the sidebar, and followers keep
+the last view while the page retries.
 """
 
 from __future__ import annotations
@@ -16,6 +25,9 @@ from __future__ import annotations
 import functools
 import io
 import json
+import re
+import secrets
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,16 +37,42 @@ from lab_ui import push, rooms
 from lab_ui.state import KEEP_PREFIX
 
 ROOM_PARAM = "room"  # the student link's query parameter
+COOKIE = "attn_lab_presenter"  # "<room id>.<secret>" in the presenter's browser
+COOKIE_MAX_AGE_S = 12 * 3600  # a stale cookie is harmless: the room is checked on every use
 POLL_S = 1.0  # followers' version check when the server cannot push (lab_ui.push)
 SAFETY_POLL_S = 3.0  # with push, polling only guards against a lost wake-up
 rooms.on_change(push.wake)
-_ROOM = "_classroom"  # session key: {"id", "role", "secret"?, "seen", "following", "applied"}
+_ROOM = "_classroom"  # session key: {"id", "role", "secret"?, "seen", "following", "applied", ...}
 _ERROR = "_classroom_error"  # a message for the next run's sidebar
+_SET_COOKIE = "_classroom_cookie"  # the cookie value to write on the next run ("" clears it)
 PRIVATE_KEYS = frozenset({"projector"})  # each screen keeps its own projector mode
+_COOKIE_BOX = "classroom_cookie"  # keyed container: Streamlit gives it the class st-key-<key>
+UNREACHABLE = "The classroom server cannot be reached: retrying every few seconds."
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$&])")
+
+
+def md_escape(text: str) -> str:
+    """``text`` shown literally in Streamlit markdown: every ASCII punctuation that markdown reads
+    is backslash-escaped (CommonMark), so a URL's ``[x](//e.vu)`` is no link."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 def _room() -> dict[str, Any] | None:
     return st.session_state.get(_ROOM)
+
+
+def _cookies() -> Mapping[str, str]:
+    """The browser's cookies, as sent when it opened this session's connection."""
+    return st.context.cookies
+
+
+def client_address() -> str:
+    """Who is asking, for the per-client room limit: behind the nginx of deploy/ the last
+    X-Forwarded-For entry (the one nginx itself appended), else the socket's peer."""
+    forwarded, peer = st.context.headers.get("X-Forwarded-For"), st.context.ip_address
+    if isinstance(forwarded, str) and forwarded.strip():
+        return forwarded.split(",")[-1].strip()
+    return peer if isinstance(peer, str) and peer else "unknown"
 
 
 def current_values() -> dict[str, Any]:
@@ -72,16 +110,79 @@ def _session_id() -> str:
     return ctx.session_id if ctx is not None else ""
 
 
+def _seat() -> str:
+    """This session's seat in a room (a random id kept in its state)."""
+    return st.session_state.setdefault("_classroom_seat", secrets.token_hex(8))
+
+
+def _leave(message: str) -> None:
+    """Drop this session's room (with a message for the sidebar) and its link parameter."""
+    push.unregister(_session_id())
+    st.session_state[_ROOM] = None
+    st.session_state[_ERROR] = message
+    if ROOM_PARAM in st.query_params:
+        del st.query_params[ROOM_PARAM]
+
+
+def _presenter(room_id: str) -> dict[str, Any] | None:
+    """The presenter's room again after a reload: this browser's cookie names this room."""
+    cookie_room, _, secret = str(_cookies().get(COOKIE, "")).partition(".")
+    if cookie_room != room_id or not secret:
+        return None
+    try:
+        rooms.store().publish(room_id, secret, None)  # a check-in proves the secret
+    except (rooms.RoomGone, rooms.RoomsUnavailable):
+        pass  # lost by the store or unreachable: the presenter's publish restores or retries
+    except rooms.RoomError:
+        return None  # not this room's secret: follow it like anyone else
+    return {"id": room_id, "role": "present", "secret": secret, "version": 0, "sent": None, "adopt": True}
+
+
+def _adopt(room: dict[str, Any], page, pages_by_url: Mapping[str, Any]) -> None:
+    """A presenter's screen that takes its room back starts from the room's view, so that a second
+    tab (the teacher checking the student link) never overwrites the class with its defaults."""
+    try:
+        snap = rooms.store().snapshot(room["id"])
+    except rooms.RoomsUnavailable:
+        return
+    if snap is None:
+        return
+    values = snap.payload.get("values", {})
+    if isinstance(values, Mapping):
+        _apply(values)
+    room.update(version=snap.version, sent=rooms.encode_payload(snap.payload))
+    target = snap.payload.get("page")
+    if isinstance(target, str) and target != page.url_path and target in pages_by_url:
+        st.switch_page(pages_by_url[target], query_params={ROOM_PARAM: room["id"]})
+
+
+def _follower(room_id: str) -> dict[str, Any]:
+    return {"id": room_id, "role": "follow", "seen": -1, "following": True, "applied": {}}
+
+
 def _join_from_link() -> None:
     room_id = st.query_params.get(ROOM_PARAM)
     room = _room()
     if room_id is None or (room is not None and room["id"] == room_id):
         return
-    if not rooms.valid_room_id(room_id) or rooms.store().version(room_id) is None:
-        st.session_state[_ERROR] = f"There is no live room {str(room_id)[:12]!r}: its link may have expired."
-        del st.query_params[ROOM_PARAM]
+    shown = md_escape(repr(str(room_id)[:12]))
+    if not rooms.valid_room_id(room_id):
+        _leave(f"There is no live room {shown}: its link may have expired.")
         return
-    st.session_state[_ROOM] = {"id": room_id, "role": "follow", "seen": -1, "following": True, "applied": {}}
+    if (presenter := _presenter(room_id)) is not None:
+        st.session_state[_ROOM] = presenter  # its check-in proved the secret (or the store is down)
+        return
+    try:
+        store = rooms.store()
+        found = "live" if store.status(room_id) is not None else "ended" if store.ended(room_id) else "none"
+    except rooms.RoomsUnavailable:
+        found = "live"  # join now: the sidebar says the server is unreachable and the poll retries
+    if found == "none":
+        _leave(f"There is no live room {shown}: its link may have expired.")
+    elif found == "ended":
+        _leave(f"Room {shown} has ended: its presenter closed it.")
+    else:
+        st.session_state[_ROOM] = _follower(room_id)
 
 
 def before_page(page, pages_by_url: Mapping[str, Any]) -> None:
@@ -90,21 +191,35 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> None:
     room = _room()
     if room is None:
         return
+    st.query_params[ROOM_PARAM] = room["id"]  # a reload keeps the room (the presenter's too)
     if room["role"] == "present":
+        if room.pop("adopt", False):
+            _adopt(room, page, pages_by_url)
         return
-    st.query_params[ROOM_PARAM] = room["id"]  # a reload keeps following
     session_id = _session_id()
     if not room["following"]:
         push.unregister(session_id)
         return
-    push.register(room["id"], session_id)
-    snap = rooms.store().snapshot(room["id"])
-    if snap is None:
-        push.unregister(session_id)
-        st.session_state[_ROOM] = None
-        st.session_state[_ERROR] = "The presenter has ended the room. You keep the last view."
-        del st.query_params[ROOM_PARAM]
+    try:
+        seated = rooms.store().follow(room["id"], _seat())
+        snap = rooms.store().snapshot(room["id"])
+    except rooms.RoomsUnavailable:
+        room["trouble"] = UNREACHABLE  # the sidebar's poll shows it and retries
         return
+    except rooms.RoomGone:
+        seated, snap = True, None
+    room["trouble"] = None
+    if snap is None:
+        _missing(room)
+        return
+    room["missing_since"] = None
+    if not seated:
+        _leave(
+            f"Room **{room['id']}** is full: {rooms.MAX_FOLLOWERS} screens already follow it. "
+            "Explore on your own, or look at the projector."
+        )
+        return
+    push.register(room["id"], session_id)
     target = snap.payload.get("page")
     elsewhere = isinstance(target, str) and target != page.url_path and target in pages_by_url
     if snap.version == room["seen"] and elsewhere:
@@ -122,6 +237,31 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> None:
         room["seen"] = snap.version
     if elsewhere:
         st.switch_page(pages_by_url[target], query_params={ROOM_PARAM: room["id"]})
+
+
+_AGED_OUT_MARGIN_S = 60  # a follower's last poll saw the presenter this close to the TTL: aged out
+
+
+def _missing(room: dict[str, Any]) -> None:
+    """The room is not in the store. Ended by its presenter, or aged out after the presenter was
+    away: say so and let go. Otherwise the store lost it (a restart): wait for the presenter's
+    screen to re-publish it, for as long as a room outlives an absent presenter."""
+    try:
+        ended = rooms.store().ended(room["id"])
+    except rooms.RoomsUnavailable:
+        room["trouble"] = UNREACHABLE
+        return
+    if ended:
+        _leave("The presenter has ended the room. You keep the last view.")
+    elif room.get("presenter_age_s", 0.0) >= rooms.PRESENTER_TTL_S - _AGED_OUT_MARGIN_S:
+        _leave(
+            f"The presenter has not been back for {rooms.PRESENTER_TTL_S // 60} minutes, so the room "
+            "has ended. You keep the last view."
+        )
+    elif room.setdefault("missing_since", None) is None:
+        room["missing_since"] = time.monotonic()
+    elif time.monotonic() - room["missing_since"] > rooms.PRESENTER_TTL_S:
+        _leave("The room is gone: its presenter did not bring it back. You keep the last view.")
 
 
 def after_page(page) -> None:
@@ -143,13 +283,27 @@ def after_page(page) -> None:
 
 
 def _publish(url_path: str) -> None:
+    """Publish the view if it changed since this screen last sent it, else only check in (a
+    second tab of the same presenter, left idle, never overwrites the first)."""
     room = _room()
     payload = {"page": url_path, "values": current_values()}
+    store = rooms.store()
     try:
-        rooms.store().publish(room["id"], room["secret"], payload)
+        text = rooms.encode_payload(payload)
+        try:
+            version = store.publish(room["id"], room["secret"], None if text == room["sent"] else payload)
+        except rooms.RoomGone:
+            if store.ended(room["id"]):
+                raise
+            version = store.restore(room["id"], room["secret"], payload, version=room["version"] + 1)
+    except rooms.RoomsUnavailable:
+        room["trouble"] = UNREACHABLE + " Your room is kept and re-published when it is back."
+        return
     except rooms.RoomError as err:
-        st.session_state[_ROOM] = None
-        st.session_state[_ERROR] = str(err)
+        _leave(f"The room has stopped: {err}.")
+        st.session_state[_SET_COOKIE] = ""
+        return
+    room.update(version=version, sent=text, trouble=None)
 
 
 def student_link(room_id: str, url_path: str) -> str:
@@ -178,39 +332,89 @@ def _watch() -> None:
 
 
 def _check_version() -> None:
+    """The follower's poll: keep its seat, notice a new version, and say what is wrong, if
+    anything (server unreachable, presenter away, room missing)."""
     room = _room()
     if room is None or room["role"] != "follow" or not room["following"]:
         return
-    if rooms.store().version(room["id"]) != room["seen"]:
+    try:
+        status = rooms.store().status(room["id"])
+        seated = status is None or rooms.store().follow(room["id"], _seat())
+    except rooms.RoomsUnavailable:
+        st.warning(UNREACHABLE + " You keep the last view.", icon=":material/cloud_off:")
+        room["trouble"] = UNREACHABLE
+        return
+    except rooms.RoomGone:
+        status, seated = None, True
+    if status is None and room.get("missing_since") is None:
+        st.rerun(scope="app")  # ended, aged out or lost: the full run finds out which
+    if status is None:
+        if time.monotonic() - room["missing_since"] > rooms.PRESENTER_TTL_S:
+            st.rerun(scope="app")
+        st.warning(
+            f"Room **{room['id']}** is not on the classroom server right now (it may have restarted): "
+            "waiting for the presenter's screen to bring it back. You keep the last view.",
+            icon=":material/hourglass_top:",
+        )
+        return
+    if (
+        room.get("trouble")
+        or room.get("missing_since") is not None
+        or status.version != room["seen"]
+        or not seated
+    ):
         st.rerun(scope="app")
+    room["presenter_age_s"] = status.presenter_age_s
+    if status.presenter_age_s >= rooms.PRESENTER_AWAY_S:
+        left = max(0, rooms.PRESENTER_TTL_S - int(status.presenter_age_s))
+        st.warning(
+            f"The presenter's screen has not been seen for {int(status.presenter_age_s)} s (tab closed, "
+            f"asleep or reloading?). You keep the last view; the room ends in {left} s unless they return.",
+            icon=":material/person_off:",
+        )
 
 
 @st.fragment(run_every=POLL_S)
 def _publisher(url_path: str) -> None:
     """Presenters: publish what changed in fragment-only reruns (the Online page's player steps
-    its slider in a fragment, after which app.py's after_page does not run). An unchanged view
-    costs one JSON dump and no version."""
+    its slider in a fragment, after which app.py's after_page does not run), and check in every
+    second either way: a room whose presenter stops checking in ends."""
     room = _room()
     if room is not None and room["role"] == "present":
         _publish(url_path)
+        if (room := _room()) is not None and room.get("trouble"):
+            st.warning(room["trouble"], icon=":material/cloud_off:")
 
 
 def _start() -> None:
     try:
-        room_id, secret = rooms.store().create()
+        room_id, secret = rooms.store().create(client_address())
     except rooms.RoomError as err:
-        st.session_state[_ERROR] = str(err)
+        st.session_state[_ERROR] = f"Could not start a room: {err}."
     else:
-        st.session_state[_ROOM] = {"id": room_id, "role": "present", "secret": secret}
+        st.session_state[_ROOM] = {
+            "id": room_id,
+            "role": "present",
+            "secret": secret,
+            "version": 0,
+            "sent": None,
+        }
+        st.session_state[_SET_COOKIE] = f"{room_id}.{secret}"
 
 
 def _end() -> None:
     room = _room()
     try:
         rooms.store().close(room["id"], room["secret"])
+    except rooms.RoomsUnavailable:
+        st.session_state[_ERROR] = f"Could not end the room: {UNREACHABLE}"
+        return
     except rooms.RoomError as err:
         st.session_state[_ERROR] = str(err)
     st.session_state[_ROOM] = None
+    st.session_state[_SET_COOKIE] = ""
+    if ROOM_PARAM in st.query_params:
+        del st.query_params[ROOM_PARAM]
 
 
 def _follow(following: bool) -> None:
@@ -220,11 +424,33 @@ def _follow(following: bool) -> None:
         room["seen"] = -1  # catch up at once
 
 
+def _write_cookie(value: str) -> None:
+    """Set (or, with "", clear) the presenter cookie in this browser. The value (a room id and
+    its token, both made here) travels as plain text in a hidden box; a constant script copies it
+    into the cookie, so no raw HTML is ever built from a variable."""
+    with st.container(key=_COOKIE_BOX):
+        st.text(value)
+    st.html(  # cookie name and max-age: COOKIE and COOKIE_MAX_AGE_S
+        """<style>.st-key-classroom_cookie { display: none; }</style><script>
+        (() => {
+          const box = document.querySelector(".st-key-classroom_cookie");
+          if (!box) return;
+          const value = box.textContent.trim();
+          document.cookie = "attn_lab_presenter=" + value + "; path=/; max-age=" + (value ? 43200 : 0) +
+            "; SameSite=Strict" + (location.protocol === "https:" ? "; Secure" : "");
+        })();
+        </script>""",
+        unsafe_allow_javascript=True,
+    )
+
+
 def sidebar(page) -> None:
     """The Classroom box of the sidebar: start/end a room, or follow/explore/rejoin.
 
     Buttons act through callbacks, which run before the script: a press is never lost to a
     rerun, and the room exists before the page publishes."""
+    if (cookie := st.session_state.pop(_SET_COOKIE, None)) is not None:
+        _write_cookie(cookie)
     error = st.session_state.pop(_ERROR, None)
     if error:
         st.warning(error, icon=":material/groups:")

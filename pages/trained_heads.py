@@ -190,9 +190,7 @@ def train_section() -> None:
         out = explore.run_training(current, st.session_state["th_session"], on_progress)
         bar.empty()
         if out.busy:
-            st.warning(
-                "Another visitor's training run holds the server's training slot: try again in a minute."
-            )
+            st.warning(out.busy_reason)
         else:  # rerun so that the model picker above lists the run
             st.session_state["th_note"] = (
                 f"Trained {current.step:,} of {current.config.steps:,} steps in {current.elapsed_s:.1f} s "

@@ -51,3 +51,32 @@ def test_student_follows_the_presenter(server_url, browser, page):
     assert student.locator("[data-testid=stException]").count() == 0
     student_ctx.close()
     assert page.console_errors == []
+
+
+def test_a_reload_keeps_the_presenters_room(server_url, browser, page):
+    """The real cookie round trip: the presenter's browser stores the room's secret, a reload
+    sends it back, and the same room is presented again; the student is never told it ended."""
+    page.goto(f"{server_url}/playground")
+    wait_idle(page, 60_000)
+    page.get_by_text("Classroom").first.click()
+    page.get_by_role("button", name="Start a room").click()
+    wait_idle(page)
+    link = page.get_by_test_id("stSidebar").get_by_test_id("stCode").inner_text().strip()
+    room_id = link.rsplit("room=", 1)[1]
+    cookies = {c["name"]: c for c in page.context.cookies()}
+    assert cookies["attn_lab_presenter"]["value"].startswith(room_id + ".")
+    assert cookies["attn_lab_presenter"]["sameSite"] == "Strict"
+    assert f"room={room_id}" in page.url
+    student_ctx = browser.new_context(viewport={"width": 1200, "height": 900})
+    student = student_ctx.new_page()
+    student.goto(link)
+    wait_idle(student, 60_000)
+    page.reload()
+    wait_idle(page, 60_000)
+    assert page.get_by_test_id("stSidebar").get_by_text(f"Presenting room {room_id}").count() == 1
+    page.get_by_role("link", name="Masks & leakage").first.click()
+    wait_idle(page, 60_000)
+    student.wait_for_selector("h1:has-text('Masks')", timeout=45_000)  # a loaded 2-core machine
+    assert student.get_by_text("ended").count() == 0
+    assert student.locator("[data-testid=stException]").count() == 0
+    student_ctx.close()

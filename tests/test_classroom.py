@@ -99,3 +99,174 @@ def test_a_follower_who_opens_another_page_explores_there(app):
     follower.button(key="classroom_rejoin").click().run()
     assert follower.title[0].value == "Attention Playground"
     assert follower.radio(key="in_src").value == "random"
+
+
+# ------------------------------------------------------------------ faults and floods
+
+
+def test_a_reload_keeps_the_presenters_room(app, monkeypatch):
+    """The presenter's browser keeps ``room.secret`` in a cookie; a reload of the page (whose address
+    carries ?room=) presents again. Without the cookie the same address only follows."""
+    presenter, room_id = start_room(app)
+    secret = presenter.session_state[classroom._ROOM]["secret"]
+    script = presenter.sidebar.get("html")[0].proto.body
+    assert (
+        f'"{classroom.COOKIE}="' in script and f'max-age=" + (value ? {classroom.COOKIE_MAX_AGE_S}' in script
+    )
+    assert f"{room_id}.{secret}" in [t.value for t in presenter.sidebar.text]  # what the script stores
+    assert presenter.query_params[classroom.ROOM_PARAM] == room_id  # what a reload opens
+    presenter.radio(key="in_src").set_value("random").run()
+    presenter.slider(key="in_L").set_value(9).run()
+    follower = app(room=room_id)
+    version = rooms.store().version(room_id)
+    monkeypatch.setattr(classroom, "_cookies", lambda: {classroom.COOKIE: f"{room_id}.{secret}"})
+    reloaded = app(room=room_id)  # a new session, as after a reload (or a second tab, the student link)
+    monkeypatch.setattr(classroom, "_cookies", dict)
+    assert reloaded.session_state[classroom._ROOM]["role"] == "present"
+    assert any(f"Presenting room **{room_id}**" in m.value for m in reloaded.sidebar.markdown)
+    assert reloaded.slider(key="in_L").value == 9  # it took the room's view back, on its page
+    assert rooms.store().version(room_id) == version  # and overwrote nothing
+    reloaded.slider(key="in_L").set_value(4).run()
+    follower.run()
+    assert follower.slider(key="in_L").value == 4 and not follower.warning
+    copied = app(room=room_id)  # the presenter's address pasted into a student's browser
+    assert copied.session_state[classroom._ROOM]["role"] == "follow"
+
+
+def test_a_forged_presenter_cookie_drives_nothing(app, monkeypatch):
+    presenter, room_id = start_room(app)
+    monkeypatch.setattr(classroom, "_cookies", lambda: {classroom.COOKIE: f"{room_id}.guessed"})
+    forger = app(room=room_id)
+    assert not forger.exception
+    assert forger.session_state[classroom._ROOM]["role"] == "follow"  # a student, like any other
+    assert "secret" not in forger.session_state[classroom._ROOM]
+    assert rooms.store().version(room_id) is not None  # the real room lives on
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_followers_are_told_when_the_presenter_is_away_and_the_room_then_ends(app, monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms(clock=clock))
+    presenter, room_id = start_room(app)
+    follower = app(room=room_id)
+    assert not follower.warning
+    clock.now = 30  # the presenter's tab stopped checking in 30 s ago
+    follower.run()
+    assert any("has not been seen for 30 s" in w.value for w in follower.warning)
+    clock.now = rooms.PRESENTER_TTL_S - 20
+    follower.run()
+    clock.now += 21
+    follower.run()
+    assert any(
+        f"not been back for {rooms.PRESENTER_TTL_S // 60} minutes" in w.value for w in follower.warning
+    ), [w.value for w in follower.warning]
+    assert not any("ended the room" in w.value for w in follower.warning)
+    assert len(rooms.store()) == 0  # the slot is free
+
+
+def test_room_creation_is_rate_limited_per_visitor(app):
+    presenter = app()
+    for _ in range(rooms.MAX_CREATES_PER_CLIENT):
+        presenter.button(key="classroom_start").click().run()
+        presenter.button(key="classroom_end").click().run()
+    presenter.button(key="classroom_start").click().run()
+    assert any(f"you started {rooms.MAX_CREATES_PER_CLIENT} rooms" in w.value for w in presenter.warning)
+    assert presenter.session_state[classroom._ROOM] is None and not presenter.exception
+
+
+def test_a_full_room_tells_the_one_refused(app, monkeypatch):
+    monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms(max_followers=1))
+    presenter, room_id = start_room(app)
+    first = app(room=room_id)
+    second = app(room=room_id)
+    assert first.session_state[classroom._ROOM]["following"]
+    assert any("is full" in w.value for w in second.warning) and not second.exception
+    assert second.session_state[classroom._ROOM] is None
+    first.run()
+    assert not first.warning  # the seated follower is untouched
+
+
+def test_room_links_never_render_markdown(app):
+    from markdown_it import MarkdownIt
+
+    for bad in ("[x](//e.vu)", "**big**", "<b>x</b>", ":red[x]", "![i](//e.vu/i.png)"):
+        at = app(room=bad)
+        shown = [w.value for w in at.warning]
+        assert shown and not at.exception
+        for text in shown:
+            html = MarkdownIt("commonmark").render(text)
+            assert "<a " not in html and "<img" not in html and "<strong>" not in html, html
+
+
+# ------------------------------------------------------------------ a real Redis, killed and restarted
+
+
+@pytest.fixture
+def redis_rooms(request, tmp_path, monkeypatch):
+    """The whole app on a real redis-server (persistence as deploy/serve.sh runs it unless the
+    test is parametrized with persist=False)."""
+    from redis_server import RedisServer
+
+    server = RedisServer(tmp_path, persist=getattr(request, "param", True)).start()
+    monkeypatch.setattr(rooms, "_store", rooms.RedisRooms(server.url))
+    yield server
+    server.stop()
+
+
+def _shown(at) -> str:
+    return " ".join(
+        str(e.value) for kind in ("warning", "markdown", "caption", "error") for e in at.get(kind)
+    )
+
+
+def test_a_redis_crash_is_a_notice_and_the_class_carries_on(app, redis_rooms):
+    presenter, room_id = start_room(app)
+    presenter.radio(key="in_src").set_value("random").run()
+    follower = app(room=room_id)
+    redis_rooms.stop()  # SIGKILL mid-class
+    presenter.slider(key="in_L").set_value(7).run()
+    follower.run()
+    newcomer = app(room=room_id)  # a student opening the link now
+    other = app()
+    other.button(key="classroom_start").click().run()
+    for at in (presenter, follower, newcomer, other):
+        assert not at.exception
+        assert "cannot be reached" in _shown(at)
+        assert "redis.exceptions" not in _shown(at) and "Traceback" not in _shown(at)
+        assert "ended" not in _shown(at)
+    redis_rooms.start()  # same append-only file: the room is still there
+    presenter.run()
+    follower.run()
+    newcomer.run()
+    for at in (follower, newcomer):
+        assert at.session_state[classroom._ROOM]["following"]
+        assert at.slider(key="in_L").value == 7  # the change made during the outage arrives
+        assert "cannot be reached" not in _shown(at) and "ended" not in _shown(at)
+
+
+@pytest.mark.parametrize("redis_rooms", [False], indirect=True)
+def test_a_redis_restart_without_data_is_repaired_by_the_presenter(app, redis_rooms):
+    """Even a Redis that comes back empty does not end the class: followers wait (never told the
+    presenter ended it) and the presenter's next check-in re-publishes the room."""
+    presenter, room_id = start_room(app)
+    presenter.radio(key="in_src").set_value("random").run()
+    follower = app(room=room_id)
+    redis_rooms.stop()
+    redis_rooms.start()  # empty
+    follower.run()
+    assert not follower.exception and "ended" not in _shown(follower)
+    assert "waiting for the presenter" in _shown(follower)
+    presenter.slider(key="in_L").set_value(5).run()  # its check-in restores the room
+    follower.run()
+    assert follower.session_state[classroom._ROOM]["following"]
+    assert follower.slider(key="in_L").value == 5 and "waiting" not in _shown(follower)
+    presenter.button(key="classroom_end").click().run()
+    follower.run()
+    assert "presenter has ended the room" in _shown(follower)

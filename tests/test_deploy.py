@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import http.client
 import os
 import re
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from lab_ui.rooms import RedisRooms
+from lab_ui.rooms import RedisRooms, RoomsUnavailable
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "deploy" / "serve.sh"
@@ -208,6 +209,28 @@ def test_two_replicas_behind_nginx_sticky_websocket_and_failover(tmp_path):
         rooms = RedisRooms(f"redis://127.0.0.1:{redis_port}/0")
         room_id, secret = rooms.create()
         assert rooms.publish(room_id, secret, {"page": "masks"}) == 1
+        # The Redis that serve.sh started keeps rooms through a crash: kill it, start it again on
+        # its own directory, and the room is there with its secret.
+        import redis
+
+        config = redis.Redis(port=redis_port, decode_responses=True).config_get("*")
+        assert config["appendonly"] == "yes" and Path(config["dir"]) == tmp_path
+        redis_pid = int((tmp_path / "redis.pid").read_text())
+        argv = ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--appendonly", "yes",
+                "--save", "", "--dir", str(tmp_path)]  # fmt: skip
+        time.sleep(1.2)  # appendfsync everysec: what a crash may lose is the last second
+        os.kill(redis_pid, signal.SIGKILL)
+        with pytest.raises(RoomsUnavailable):
+            rooms.status(room_id)
+        again = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL, start_new_session=True)
+        (tmp_path / "redis.pid").write_text(str(again.pid))  # serve.sh stop ends it
+        for _ in range(100):
+            with contextlib.suppress(RoomsUnavailable):
+                if rooms.status(room_id) is not None:
+                    break
+            time.sleep(0.1)
+        assert rooms.snapshot(room_id).payload == {"page": "masks"}
+        assert rooms.publish(room_id, secret, {"page": "gradients"}) == 2
 
         status, body = get(proxy, "/", "127.0.0.1")
         assert status == 200 and body == get(replicas[0], "/", "127.0.0.1")[1]

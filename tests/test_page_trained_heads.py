@@ -136,3 +136,29 @@ def test_one_run_per_session_and_the_slot_survives_an_interrupted_run():
     assert state.step == explore.REPORT_EVERY  # stopped at the first report; the model keeps its steps
     out = explore.run_training(state, "tab-b", lambda p: None)  # slot and session were released
     assert not out.busy and state.done and out.seconds > 0
+
+
+def test_the_training_slot_is_shared_fairly(monkeypatch):
+    """A visitor refused while another trains gets the slot next: the one who just trained and
+    presses Train again waits HANDOVER_S, and only if the waiting visitor does not come back."""
+    now = [1000.0]
+    monkeypatch.setattr(explore, "_clock", lambda: now[0])
+    monkeypatch.setattr(explore, "_WAITING", {})
+    monkeypatch.setattr(explore, "_RESERVED", [None, 0.0])
+    run = lambda: explore.start_run(TaskId.COPY, "1 layer × 2 heads, d_model 32", 0, 50)  # noqa: E731
+    refused = []
+
+    def b_presses_meanwhile(progress):
+        refused.append(explore.run_training(run(), "tab-b", lambda p: None))
+
+    assert not explore.run_training(run(), "tab-a", b_presses_meanwhile).busy
+    assert refused and refused[0].busy and "holds the server's training slot" in refused[0].busy_reason
+    again = explore.run_training(run(), "tab-a", lambda p: None)  # A presses Train again at once
+    assert again.busy and "kept for a visitor who was waiting" in again.busy_reason
+    assert not explore.run_training(run(), "tab-b", lambda p: None).busy  # B's turn
+    assert not explore.run_training(run(), "tab-a", lambda p: None).busy  # then A's again
+    # B is refused during A's run but never comes back: A waits HANDOVER_S, then may go on
+    assert not explore.run_training(run(), "tab-a", b_presses_meanwhile).busy
+    assert explore.run_training(run(), "tab-a", lambda p: None).busy
+    now[0] += explore.HANDOVER_S + 1
+    assert not explore.run_training(run(), "tab-a", lambda p: None).busy

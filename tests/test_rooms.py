@@ -1,17 +1,16 @@
 """The room store, both backends: versions, secrets, bounds and expiry.
 
 The Redis backend runs against a real redis-server (Debian's package; `make test` installs it),
-started here on a free port."""
+started here on a free port, and killed and restarted where the test is about a Redis crash."""
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
+import signal
 import threading
 import time
 
 import pytest
+from redis_server import RedisServer
 
 from lab_ui import rooms
 
@@ -24,34 +23,11 @@ class Clock:
         return self.now
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory):
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed (make test installs Debian's package)")
-    port = _free_port()
-    proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(tmp_path_factory.mktemp("redis"))],
-        stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"redis://127.0.0.1:{port}/0"
-    import redis
-
-    for _ in range(100):
-        try:
-            redis.Redis.from_url(url).ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    yield url
-    proc.terminate()
-    proc.wait(5)
+    server = RedisServer(tmp_path_factory.mktemp("redis"), persist=False).start()
+    yield server.url
+    server.stop(signal.SIGTERM)
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -91,30 +67,33 @@ def test_only_the_secret_drives_the_room(store):
 
 
 def test_rooms_are_bounded_and_payloads_too(store):
-    made = [store.create() for _ in range(3)]
+    made = [store.create(f"client-{i}") for i in range(3)]
     with pytest.raises(rooms.RoomError, match="all 3 rooms"):
-        store.create()
+        store.create("client-4")
     room_id, secret = made[0]
     with pytest.raises(rooms.RoomError, match="KiB"):
         store.publish(room_id, secret, {"values": {"text": "x" * (rooms.MAX_PAYLOAD_BYTES + 1)}})
     with pytest.raises(ValueError):
         store.publish(room_id, secret, {"values": {"x": float("nan")}})  # not JSON
     store.close(room_id, secret)
-    store.create()  # a slot is free again
+    store.create("another")  # a slot is free again
 
 
 def test_unknown_rooms_are_none(store):
     assert store.version("zzzzzz") is None and store.snapshot("zzzzzz") is None
 
 
-def test_memory_rooms_expire_when_idle():
+def test_memory_rooms_expire_when_the_presenter_is_not_seen():
     clock = Clock()
-    store = rooms.MemoryRooms(max_rooms=1, ttl_s=60, clock=clock)
+    store = rooms.MemoryRooms(max_rooms=1, clock=clock)
     room_id, secret = store.create()
-    clock.now = 59
-    store.publish(room_id, secret, {"a": 1})  # publishing keeps it alive
-    clock.now = 59 + 61
-    assert store.version(room_id) is None
+    clock.now = 100
+    assert store.status(room_id) == rooms.Status(0, 100.0)  # followers are told how long
+    store.publish(room_id, secret, None)  # the presenter's screen checks in: no new version
+    assert store.status(room_id) == rooms.Status(0, 0.0)
+    clock.now = 100 + rooms.PRESENTER_TTL_S + 1  # the tab was closed a few minutes ago
+    assert store.version(room_id) is None and store.status(room_id) is None
+    assert not store.ended(room_id)  # aged out, not ended by its presenter
     store.create()  # the expired one no longer counts
 
 
@@ -165,3 +144,173 @@ def test_the_store_is_chosen_by_the_environment(monkeypatch, redis_url):
     with pytest.raises(rooms.RoomError, match="redis://"):
         rooms.store()
     monkeypatch.setattr(rooms, "_store", None)
+
+
+def test_room_creation_is_rate_limited_per_client(store):
+    for _ in range(rooms.MAX_CREATES_PER_CLIENT):
+        room_id, secret = store.create("10.0.0.7")
+        store.close(room_id, secret)  # ending rooms does not refill the allowance
+    with pytest.raises(rooms.RoomError, match=f"you started {rooms.MAX_CREATES_PER_CLIENT} rooms"):
+        store.create("10.0.0.7")
+    store.create("10.0.0.8")  # another client is not affected
+
+
+def test_memory_rate_limit_window_slides():
+    clock = Clock()
+    store = rooms.MemoryRooms(clock=clock)
+    for _ in range(rooms.MAX_CREATES_PER_CLIENT):
+        store.close(*store.create("a"))
+    clock.now = rooms.CREATE_WINDOW_S + 1
+    store.create("a")
+
+
+def test_followers_per_room_are_capped(request):
+    clock = Clock()
+    for store in (rooms.MemoryRooms(max_followers=2, clock=clock), _redis(request, max_followers=2)):
+        room_id, _ = store.create()
+        assert store.follow(room_id, "s1") and store.follow(room_id, "s2")
+        assert not store.follow(room_id, "s3")  # the one refused is told so by the page
+        assert store.follow(room_id, "s1")  # a seated follower keeps its seat
+        with pytest.raises(rooms.RoomGone):
+            store.follow("zzzzzz", "s1")
+    clock.now = rooms.FOLLOWER_TTL_S + 1  # the first two tabs were closed
+    memory = rooms.MemoryRooms(max_followers=1, clock=clock)
+    room_id, secret = memory.create()
+    assert memory.follow(room_id, "s1")
+    clock.now += rooms.FOLLOWER_TTL_S + 1
+    memory.publish(room_id, secret, None)
+    assert memory.follow(room_id, "s2")  # s1 stopped checking in: its seat is free
+
+
+def _redis(request, **kw) -> rooms.RedisRooms:
+    import redis
+
+    url = request.getfixturevalue("redis_url")
+    redis.Redis.from_url(url).flushdb()
+    return rooms.RedisRooms(url, **kw)
+
+
+def test_redis_creation_never_exceeds_the_cap_under_contention(request):
+    """Twenty replicas' presenters press Start at once with four slots left: exactly four rooms."""
+    import redis
+
+    store = _redis(request, max_rooms=4)
+    made, refused = [], []
+    barrier = threading.Barrier(20)
+
+    def start(i):
+        barrier.wait()
+        try:
+            made.append(store.create(f"client-{i}"))
+        except rooms.RoomError as err:
+            refused.append(str(err))
+
+    threads = [threading.Thread(target=start, args=(i,)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    r = redis.Redis.from_url(request.getfixturevalue("redis_url"))
+    keys = list(r.scan_iter(match=rooms.RedisRooms.PREFIX + "*"))
+    assert len(made) == 4 == len(keys) and len(refused) == 16
+    assert all(0 < r.ttl(k) <= rooms.PRESENTER_TTL_S for k in keys)  # no room without an expiry
+
+
+def test_redis_writes_are_atomic(request):
+    """Every write a room operation sends is inside one script or one MULTI…EXEC: a crash between
+    two commands cannot leave a room without its expiry or outside the cap's count."""
+    import redis
+
+    store = _redis(request)
+    url = request.getfixturevalue("redis_url")
+    room_id, secret = store.create("x")  # load the scripts first
+    seen: list[tuple[str, str]] = []  # (command, "lua" when a script sent it)
+    with redis.Redis.from_url(url, decode_responses=True).monitor() as monitor:
+        done = threading.Event()
+
+        def listen():
+            for event in monitor.listen():
+                seen.append((event["command"], event.get("client_type", "")))
+                if event["command"].upper().startswith("ECHO"):
+                    done.set()
+                    return
+
+        listener = threading.Thread(target=listen)
+        listener.start()
+        time.sleep(0.2)
+        other, other_secret = store.create("y")
+        store.publish(other, other_secret, {"page": "masks"})
+        store.publish(other, other_secret, None)
+        store.follow(other, "s")
+        store.close(other, other_secret)
+        redis.Redis.from_url(url).echo("done")
+        listener.join(10)
+    assert done.is_set()
+    writes = {"HSET", "HSETNX", "EXPIRE", "SET", "DEL", "ZADD", "ZREM", "INCR", "PUBLISH"}
+    in_tx = False
+    for command, client in seen:
+        name = command.split()[0].strip('"').upper()
+        in_tx = (in_tx or name == "MULTI") and name != "EXEC"
+        if name in writes:
+            assert in_tx or client == "lua", f"{command} ran outside a script or transaction: {seen}"
+    assert sum(client == "lua" for _, client in seen) > 5  # the oracle sees inside scripts
+
+
+def test_redis_loss_is_a_plain_error_and_a_restart_keeps_rooms(tmp_path):
+    """Stopped Redis: every call raises RoomsUnavailable (a RoomError), not a redis exception.
+    Restarted with its append-only file (as deploy/serve.sh runs it): the rooms are still there."""
+    server = RedisServer(tmp_path).start()
+    try:
+        store = rooms.RedisRooms(server.url)
+        room_id, secret = store.create()
+        assert store.publish(room_id, secret, {"page": "masks"}) == 1
+        server.stop()  # SIGKILL: a crash
+        for call in (
+            lambda: store.create(),
+            lambda: store.publish(room_id, secret, {"page": "x"}),
+            lambda: store.status(room_id),
+            lambda: store.version(room_id),
+            lambda: store.snapshot(room_id),
+            lambda: store.follow(room_id, "s"),
+            lambda: store.ended(room_id),
+            lambda: store.close(room_id, secret),
+        ):
+            with pytest.raises(rooms.RoomsUnavailable, match="cannot be reached") as info:
+                call()
+            assert isinstance(info.value, rooms.RoomError)
+        server.start()
+        assert store.snapshot(room_id) == rooms.Snapshot(1, {"page": "masks"})
+        assert store.publish(room_id, secret, {"page": "gradients"}) == 2  # same secret drives it
+        assert not store.ended(room_id)
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+def test_a_presenter_restores_a_room_the_store_lost(backend, tmp_path):
+    """A Redis restart without its data: the presenter's next check-in re-publishes the room under
+    its id and secret; a room its presenter ended stays ended; nobody else can take the id."""
+    server = RedisServer(tmp_path, persist=False).start() if backend == "redis" else None
+    try:
+        store = rooms.RedisRooms(server.url) if server else rooms.MemoryRooms()
+        room_id, secret = store.create()
+        store.publish(room_id, secret, {"page": "masks"})
+        if server:
+            server.stop()
+            server.start()
+        else:
+            store._rooms.clear()  # what a restart without persistence does to the memory
+        assert store.status(room_id) is None and not store.ended(room_id)
+        with pytest.raises(rooms.RoomGone):
+            store.publish(room_id, secret, None)
+        assert store.restore(room_id, secret, {"page": "masks"}, version=2) == 2
+        assert store.snapshot(room_id) == rooms.Snapshot(2, {"page": "masks"})
+        with pytest.raises(rooms.RoomError, match="only the presenter"):
+            store.restore(room_id, "not-the-secret", {"page": "evil"})
+        store.close(room_id, secret)
+        assert store.ended(room_id)
+        with pytest.raises(rooms.RoomGone, match="ended by its presenter"):
+            store.restore(room_id, secret, {"page": "masks"})
+    finally:
+        if server:
+            server.stop()

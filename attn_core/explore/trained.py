@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -78,9 +79,19 @@ SIZES: dict[str, dict] = {
 DEFAULT_SIZE = "2 layers × 4 heads, d_model 64 (default)"
 CIRCUIT_TOL = 1e-12  # float64 both ways: summation order only, on entries of order ≤ 10
 
+HANDOVER_S = 30  # when a run ends, a visitor who was refused during it has the slot this long
+WAITER_TTL_S = MAX_RUN_S + HANDOVER_S  # a refusal older than this no longer holds a place
+
 _SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_RUNS)
 _ACTIVE: set[str] = set()  # sessions with a run in progress
 _ACTIVE_LOCK = threading.Lock()
+# The fair share: sessions refused while the slot was held queue up (oldest first); when a run
+# ends, the first of them has the slot to itself for HANDOVER_S, so a visitor who presses Train
+# again and again cannot keep it from someone who asked in between.
+_WAITING: dict[str, list[float]] = {}  # session -> [first, last refusal] (insertion order = queue)
+_RESERVED: list = [None, 0.0]  # [session the free slot waits for, until when]
+_clock = time.monotonic
+BUSY = "Another visitor's training run holds the server's training slot: try again in a minute."
 
 
 @cache
@@ -228,6 +239,7 @@ class RunOutcome:
     state: TrainState
     busy: bool = False  # every training slot on the server was taken: nothing was trained
     seconds: float = 0.0  # wall time of this press
+    busy_reason: str = ""  # what the page tells the visitor when busy
 
 
 def run_training(
@@ -237,15 +249,18 @@ def run_training(
     max_seconds: float = MAX_RUN_S,
 ) -> RunOutcome:
     """Train ``state`` (resuming it) for at most ``max_seconds`` (≤ MAX_RUN_S), reporting every
-    REPORT_EVERY steps. Returns busy=True without training when this session already trains or
-    the server's slots are taken. The slot is released however the run ends (a Streamlit rerun
-    raises inside the callback)."""
+    REPORT_EVERY steps. Returns busy=True without training when this session already trains,
+    the server's slots are taken, or the free slot is held for a visitor who was waiting (see
+    HANDOVER_S). The slot is released however the run ends (a Streamlit rerun raises inside the
+    callback)."""
     with _ACTIVE_LOCK:
-        if session in _ACTIVE:
-            return RunOutcome(state, busy=True)
-        if not _SLOTS.acquire(blocking=False):
-            return RunOutcome(state, busy=True)
+        reason = _refusal(session)
+        if reason:
+            return RunOutcome(state, busy=True, busy_reason=reason)
         _ACTIVE.add(session)
+        _WAITING.pop(session, None)
+        _RESERVED[:] = [None, 0.0]
+        started = _clock()
     start = state.elapsed_s
     try:
         train(
@@ -255,7 +270,33 @@ def run_training(
         with _ACTIVE_LOCK:
             _ACTIVE.discard(session)
             _SLOTS.release()
+            _hand_over(session, started)
     return RunOutcome(state, seconds=state.elapsed_s - start)
+
+
+def _refusal(session: str) -> str:
+    """Under _ACTIVE_LOCK: why ``session`` may not train now ("" when it may; then it holds a slot)."""
+    now = _clock()
+    for old in [s for s, (_, last) in _WAITING.items() if now - last > WAITER_TTL_S]:
+        del _WAITING[old]
+    if session in _ACTIVE:
+        return "This tab is already training: wait for its run to end."
+    reserved, until = _RESERVED
+    if reserved is not None and reserved != session and now < until:
+        _WAITING.setdefault(session, [now, now])[1] = now
+        return f"The training slot is kept for a visitor who was waiting: try again in {until - now:.0f} s."
+    if not _SLOTS.acquire(blocking=False):
+        _WAITING.setdefault(session, [now, now])[1] = now
+        return BUSY
+    return ""
+
+
+def _hand_over(finished: str, started: float) -> None:
+    """Under _ACTIVE_LOCK: reserve the freed slot for the longest-waiting other session that
+    asked during the run that just ended (one that had its turn and let it pass lost its place)."""
+    now = _clock()
+    waiting = [s for s, (_, last) in _WAITING.items() if s != finished and last >= started]
+    _RESERVED[:] = [waiting[0], now + HANDOVER_S] if waiting else [None, 0.0]
 
 
 def loss_curve(losses: list[float], window: int = REPORT_EVERY) -> tuple[list[int], list[float]]:
