@@ -113,6 +113,10 @@ def run_section(body: Callable[..., None], *args, inputs: str = "the inputs abov
 
 
 def show_code(title: str, fn: Callable) -> None:
-    """A collapsed "Show the code" expander with ``fn``'s source."""
-    with st.expander(f"Show the code ({title})"):
-        st.code(inspect.getsource(fn), language="python")
+    """A collapsed "Show the code" expander with ``fn``'s source, sent to the browser only once a
+    reader opens it: a code block makes the browser load its syntax highlighter (~1.5 MB of
+    script, `benchmarks/first_figure.py`) before the page's first figure."""
+    key = f"show_code:{title}"
+    with st.expander(f"Show the code ({title})", key=key, on_change="rerun"):
+        if st.session_state.get(key):
+            st.code(inspect.getsource(fn), language="python")
