@@ -12,7 +12,7 @@ from attn_core.cost.gpus import list_gpus, load_gpu
 from attn_core.cost.limits import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN
 from attn_core.cost.shapes import list_presets, load_preset, parse_config_bytes, parse_config_text
 from attn_core.cost.units import format_bytes, format_bytes_binary, format_flops
-from attn_core.cost.whole import MAX_GEN_LEN
+from attn_core.cost.whole_model import MAX_GEN_LEN
 from attn_core.explore import costs as explore
 from attn_core.explore import costs_whole as whole
 from lab_ui import cost_charts, figures, state

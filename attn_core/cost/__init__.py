@@ -10,7 +10,8 @@ score memory naive vs online (`memory`), GPUs (`gpus`), units (`units`), one wha
 ``python -m attn_core cost …`` stays fast.
 """
 
-from attn_core.cost.arch import EXPERT_KEYS, MLA, MoE
+from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS, bytes_per_value, weight_bytes_per_param
+from attn_core.cost.experts import EXPERT_KEYS, MoE
 from attn_core.cost.flops import (
     LayerFlops,
     PrefillFlops,
@@ -35,6 +36,7 @@ from attn_core.cost.memory import (
     online_state_bytes,
     recompute_flops,
 )
+from attn_core.cost.mla import MLA
 from attn_core.cost.params import (
     AttentionParams,
     ParamCount,
@@ -93,7 +95,6 @@ from attn_core.cost.shapes import (
     parse_config_bytes,
     parse_config_text,
 )
-from attn_core.cost.tokens import DTYPE_BYTES, WEIGHT_BITS, bytes_per_value, weight_bytes_per_param
 from attn_core.cost.units import (
     BINARY_UNITS,
     COUNT_SUFFIXES,

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS, weight_bytes_per_param
 from attn_core.cost.gpus import GPU, custom_gpu, list_gpus, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.limits import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN
@@ -32,7 +33,6 @@ from attn_core.cost.shapes import (
     load_preset,
     parse_config_bytes,
 )
-from attn_core.cost.tokens import DTYPE_BYTES, WEIGHT_BITS, weight_bytes_per_param
 from attn_core.cost.units import (
     format_bytes,
     format_bytes_binary,
@@ -43,7 +43,7 @@ from attn_core.cost.units import (
     format_rate,
     format_seconds,
 )
-from attn_core.cost.whole import MAX_GEN_LEN
+from attn_core.cost.whole_model import MAX_GEN_LEN
 
 
 class UsageError(Exception):

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attn_core.cost.dtypes import bytes_per_value, weight_bytes_per_param
 from attn_core.cost.gpus import GPU
 from attn_core.cost.limits import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN
-from attn_core.cost.tokens import bytes_per_value, weight_bytes_per_param
-from attn_core.cost.whole import MAX_GEN_LEN, check_efficiency
+from attn_core.cost.whole_model import MAX_GEN_LEN, check_efficiency
 
 
 def _whole(value: object, name: str, lo: int, hi: int) -> int:

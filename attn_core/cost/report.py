@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from attn_core.cost.dtypes import _tokens, weight_bytes_per_param
 from attn_core.cost.flops import (
     LayerFlops,
     PrefillFlops,
@@ -33,8 +34,7 @@ from attn_core.cost.serving import (
     state_bytes_per_sequence,
 )
 from attn_core.cost.shapes import ModelShape
-from attn_core.cost.tokens import _tokens, weight_bytes_per_param
-from attn_core.cost.whole import PETABYTE, Parameters, Timing, parameters, timing
+from attn_core.cost.whole_model import PETABYTE, Parameters, Timing, parameters, timing
 
 DEFAULT_PRECISION = Precision()  # fp16 everywhere
 FLOPS_CONVENTION = "matrix products only, 2 FLOPs per multiply-add; norms, softmax and rotary excluded"

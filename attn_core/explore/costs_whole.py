@@ -13,7 +13,7 @@ from attn_core.cost.params import weight_bytes
 from attn_core.cost.report import CostReport
 from attn_core.cost.serving import kv_bytes_per_token_per_layer
 from attn_core.cost.shapes import ModelShape
-from attn_core.cost.tokens import bytes_per_value, weight_bytes_per_param
+from attn_core.cost.dtypes import bytes_per_value, weight_bytes_per_param
 from attn_core.cost.units import (
     format_bytes_binary,
     format_count,
@@ -22,7 +22,7 @@ from attn_core.cost.units import (
     format_percent,
     format_seconds,
 )
-from attn_core.cost.whole import Timing, timing
+from attn_core.cost.whole_model import Timing, timing
 
 # -- The whole model (parameters, layer types, MoE, MLA, prefill and time bounds) -----------
 # The strip's colours, in this order: attention kinds, linear/state mixers, Nemotron-H's FFN-only blocks.
