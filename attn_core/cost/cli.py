@@ -21,10 +21,10 @@ from typing import NoReturn
 from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS, weight_bytes_per_param
 from attn_core.cost.gpus import GPU, custom_gpu, list_gpus, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
-from attn_core.cost.limits import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN
+from attn_core.cost.limits import MAX_BATCH, MAX_GEN_LEN, MAX_GPUS, MAX_SEQ_LEN
 from attn_core.cost.mixers import STATE_KIND_NAMES
 from attn_core.cost.params import model_params
-from attn_core.cost.report import CostReport, cost_report_for
+from attn_core.cost.report import CostReport, cost_report
 from attn_core.cost.shapes import (
     MAX_CONFIG_BYTES,
     ConfigError,
@@ -43,7 +43,6 @@ from attn_core.cost.units import (
     format_rate,
     format_seconds,
 )
-from attn_core.cost.whole_model import MAX_GEN_LEN
 
 
 class UsageError(Exception):
@@ -352,7 +351,7 @@ def _run(args: argparse.Namespace) -> str:
     workload = Workload(args.seq_len, args.batch, args.prompt_len, args.gen_len, args.causal, args.efficiency)
     precision = Precision(args.dtype, args.weight_dtype, args.kv_dtype, args.expert_dtype, args.state_dtype)
     hardware = None if gpu is None else Hardware(gpu, args.n_gpus)
-    report = cost_report_for(shape, workload, precision, hardware, preset=args.model)
+    report = cost_report(shape, workload, precision, hardware, preset=args.model)
     return json.dumps(report.to_json(), indent=2) if args.json else format_report(report)
 
 

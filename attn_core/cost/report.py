@@ -207,35 +207,6 @@ class CostReport:
 
 def cost_report(
     shape: ModelShape,
-    T: int,
-    batch: int = 1,
-    dtype: str = "fp16",
-    causal: bool = False,
-    gpu: GPU | None = None,
-    n_gpus: int = 1,
-    kv_dtype: str | None = None,
-    *,
-    weight_dtype: str | None = None,
-    expert_dtype: str | None = None,
-    prompt_len: int | None = None,
-    gen_len: int = 0,
-    efficiency: float = 1.0,
-    preset: str | None = None,
-    state_dtype: str | None = None,
-) -> CostReport:
-    """`cost_report_for` with its three input objects spelled out as arguments (the older form,
-    kept for callers): ``dtype`` is the default for weights, activations and cache; ``weight_dtype``,
-    ``kv_dtype``, ``expert_dtype`` and ``state_dtype`` override it as `Precision` says."""
-    T = _tokens(T, minimum=1)
-    if not isinstance(T, int):
-        raise ValueError("cost_report takes one sequence length; sweep with layer_flops/kv_cache_bytes")
-    workload = Workload(T, _tokens(batch, "batch", 1), prompt_len, gen_len, causal, efficiency)
-    precision = Precision(dtype, weight_dtype, kv_dtype, expert_dtype, state_dtype)
-    return cost_report_for(shape, workload, precision, None if gpu is None else Hardware(gpu, n_gpus), preset)
-
-
-def cost_report_for(
-    shape: ModelShape,
     workload: Workload,
     precision: Precision = DEFAULT_PRECISION,
     hardware: Hardware | None = None,
@@ -259,10 +230,7 @@ def cost_report_for(
             shape, gpu, T, n_gpus, b_w, b_kv, weights=w, memory="vendor", state_bytes_per_value=b_s
         )
         decode = decode_lower_bound(shape, gpu, T, batch, n_gpus, b_w, b_kv, b_e, b_s)
-        times = timing(
-            shape, gpu, workload.prompt, workload.gen_len, batch, n_gpus, b_w, b_kv,
-            efficiency=workload.efficiency, expert_bytes=b_e, state_bytes_per_value=b_s,
-        )  # fmt: skip
+        times = timing(shape, workload, precision, hardware)
     dtype, kv_dtype, state_dtype = precision.activations, precision.kv, precision.state
     weight_dtype, expert_dtype = precision.weights, precision.experts
     return CostReport(
@@ -319,17 +287,17 @@ class KVHeadVariant:
 
 def kv_head_variants(
     shape: ModelShape,
-    T: int,
-    gpu: GPU | None = None,
-    n_gpus: int = 1,
-    batch: int = 1,
-    weight_bytes_per_param: int = 2,
-    kv_bytes_per_value: int = 2,
+    workload: Workload,
+    precision: Precision = DEFAULT_PRECISION,
+    hardware: Hardware | None = None,
 ) -> list[KVHeadVariant]:
     """The same model with H_kv = h (MHA), its own H_kv, a middle GQA group and 1 (MQA).
 
     Query heads, FLOPs and — to isolate the cache — the weight bytes stay those of the model
     as configured, as in card 14's serving comparison (16 GQA vs 2 MHA sequences)."""
+    T, batch = workload.seq_len, workload.batch
+    weight_bytes_per_param, kv_bytes_per_value = precision.b_weight, precision.b_kv
+    gpu, n_gpus = (None, 1) if hardware is None else (hardware.gpu, hardware.n_gpus)
     h = shape.n_heads
     divisors = [g for g in range(1, h + 1) if h % g == 0]
     middle = divisors[len(divisors) // 2]  # a representative GQA group count

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attn_core.cost.dtypes import bytes_per_value, weight_bytes_per_param
 from attn_core.cost.flops import layer_flops
 from attn_core.cost.ledger import attention_twin, layer_ledger, memory_sweep_T
 from attn_core.cost.mixers import STATE_KIND_NAMES
@@ -13,7 +14,6 @@ from attn_core.cost.params import weight_bytes
 from attn_core.cost.report import CostReport
 from attn_core.cost.serving import kv_bytes_per_token_per_layer
 from attn_core.cost.shapes import ModelShape
-from attn_core.cost.dtypes import bytes_per_value, weight_bytes_per_param
 from attn_core.cost.units import (
     format_bytes_binary,
     format_count,
@@ -22,7 +22,7 @@ from attn_core.cost.units import (
     format_percent,
     format_seconds,
 )
-from attn_core.cost.whole_model import Timing, timing
+from attn_core.cost.whole_model import Timing
 
 # -- The whole model (parameters, layer types, MoE, MLA, prefill and time bounds) -----------
 # The strip's colours, in this order: attention kinds, linear/state mixers, Nemotron-H's FFN-only blocks.
@@ -227,14 +227,6 @@ def whole_checks(r: CostReport) -> list[tuple[str, float]]:
     )
     return [("Σ per-layer FLOPs (card 11) + head", abs(prefill - r.prefill.total)),
             ("Σ per-layer cached tokens × bytes", abs(kv - r.kv_cache_bytes))]  # fmt: skip
-
-
-def whole_timing(r: CostReport, prompt_len: int, gen_len: int, efficiency: float) -> Timing:
-    """The report's model on its GPUs, dtypes and batch: prefill P tokens, then generate N."""
-    b_w, b_kv = weight_bytes_per_param(r.weight_dtype), bytes_per_value(r.kv_dtype)
-    b_e, b_s = weight_bytes_per_param(r.expert_dtype), bytes_per_value(r.state_dtype or r.kv_dtype)
-    return timing(r.model, r.gpu, prompt_len, gen_len, r.batch, r.n_gpus, b_w, b_kv, efficiency=efficiency,
-                  expert_bytes=b_e, state_bytes_per_value=b_s)  # fmt: skip
 
 
 def param_parts(r: CostReport) -> tuple[list[str], list[int], list[int]]:
