@@ -346,8 +346,7 @@ def _run(args: argparse.Namespace) -> str:
     gpu = _gpu(args)
     if args.n_gpus != 1 and gpu is None:
         raise UsageError("--n-gpus needs --gpu")
-    if args.efficiency > 1:
-        raise UsageError(f"--efficiency must be a fraction of peak in (0, 1], got {args.efficiency:g}")
+    # The objects validate what argparse cannot (efficiency ≤ 1); their ValueError is one line, exit 2.
     workload = Workload(args.seq_len, args.batch, args.prompt_len, args.gen_len, args.causal, args.efficiency)
     precision = Precision(args.dtype, args.weight_dtype, args.kv_dtype, args.expert_dtype, args.state_dtype)
     hardware = None if gpu is None else Hardware(gpu, args.n_gpus)
