@@ -241,7 +241,9 @@ def test_deepseek_v3_batch_64_floor_and_uniform_routing():
     from attn_core.cost import cost_report, load_gpu
     from attn_core.cost.inputs import Hardware, Precision, Workload
 
-    r = cost_report(load_preset("deepseek-v3"), Workload(1, 64), Precision("fp8"), Hardware(load_gpu("h200"), 8))
+    r = cost_report(
+        load_preset("deepseek-v3"), Workload(1, 64), Precision("fp8"), Hardware(load_gpu("h200"), 8)
+    )
     d = r.decode
     assert (
         r.experts_touched_expected == pytest.approx(256 * (1 - (1 - 8 / 256) ** 64))
@@ -296,10 +298,17 @@ def test_cost_inputs_are_validated_once_where_built():
         with pytest.raises(ValueError, match=named):
             bad()
     shape, gpu = load_preset("jamba-1.5-mini"), load_gpu("h200")
-    r = cost_report(shape, Workload(4096, 4, gen_len=16, causal=True), Precision("bf16", state="fp32"), Hardware(gpu, 2))
+    r = cost_report(
+        shape, Workload(4096, 4, gen_len=16, causal=True), Precision("bf16", state="fp32"), Hardware(gpu, 2)
+    )
     j = r.to_json()
     assert (j["batch"], j["causal"], j["n_gpus"], j["gen_len"]) == (4, True, 2, 16)
-    assert (j["dtype"], j["weight_dtype"], j["kv_dtype"], j["state_dtype"]) == ("bf16", "bf16", "bf16", "fp32")
+    assert (j["dtype"], j["weight_dtype"], j["kv_dtype"], j["state_dtype"]) == (
+        "bf16",
+        "bf16",
+        "bf16",
+        "fp32",
+    )
     assert r.workload.prompt == 4096 == r.timing.prompt_len
 
 

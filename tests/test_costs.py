@@ -328,7 +328,7 @@ def test_serving_is_floor_and_zero_when_weights_do_not_fit():
 
 
 def test_card13_decode_bound():
-    d = decode_lower_bound(L7, A100, 4096)
+    d = decode_lower_bound(L7, Workload(4096), Precision(), Hardware(A100))
     # Card 13 reads every weight: 6.61 ms of weights + 1.05 ms of cache, at most 130 tokens/s.
     assert format_seconds(d.kv_seconds) == "1.05 ms"
     assert format_seconds(d.card13_seconds_per_step - d.kv_seconds) == "6.61 ms"
@@ -338,7 +338,7 @@ def test_card13_decode_bound():
     assert d.weight_bytes == (6_738_415_616 - 32_000 * 4096 + 4096) * 2 == 13_214_695_424
     assert format_seconds(d.weight_seconds) == "6.48 ms"
     # Batch 8 reads the weights once for 8 tokens (and 8 embedding rows): more tokens/s, longer steps.
-    d8 = decode_lower_bound(L7, A100, 4096, batch=8)
+    d8 = decode_lower_bound(L7, Workload(4096, 8), Precision(), Hardware(A100))
     expected = ((6_738_415_616 - 32_000 * 4096 + 8 * 4096) * 2 + 8 * 2 * GiB) / 2.039e12
     assert d8.seconds_per_step == pytest.approx(expected, rel=1e-15)  # float division order only
     assert d8.tokens_per_s > d.tokens_per_s
@@ -346,7 +346,7 @@ def test_card13_decode_bound():
 
 def test_decode_bound_reads_a_tied_table_whole():
     """GPT-2 ties its embeddings to the head: the head reads the whole table, nothing is skipped."""
-    d = decode_lower_bound(GPT2, A100, 512)
+    d = decode_lower_bound(GPT2, Workload(512), Precision(), Hardware(A100))
     assert d.weight_bytes == d.card13_weight_bytes == 124_439_808 * 2
 
 

@@ -114,3 +114,6 @@ class Workload:
     def prompt(self) -> int:
         """P: the prompt length, T unless given."""
         return self.seq_len if self.prompt_len is None else self.prompt_len
+
+
+DEFAULT_PRECISION = Precision()  # fp16 everywhere

@@ -19,7 +19,7 @@ from attn_core.cost.flops import (
     score_bytes_online,
 )
 from attn_core.cost.gpus import GPU
-from attn_core.cost.inputs import Hardware, Precision, Workload
+from attn_core.cost.inputs import DEFAULT_PRECISION, Hardware, Precision, Workload
 from attn_core.cost.params import AttentionParams, attention_params, decode_weight_bytes, weight_bytes
 from attn_core.cost.serving import (
     DecodeBound,
@@ -36,7 +36,6 @@ from attn_core.cost.serving import (
 from attn_core.cost.shapes import ModelShape
 from attn_core.cost.whole_model import PETABYTE, Parameters, Timing, parameters, timing
 
-DEFAULT_PRECISION = Precision()  # fp16 everywhere
 FLOPS_CONVENTION = "matrix products only, 2 FLOPs per multiply-add; norms, softmax and rotary excluded"
 
 
@@ -229,7 +228,7 @@ def cost_report(
         card13 = serving_capacity(
             shape, gpu, T, n_gpus, b_w, b_kv, weights=w, memory="vendor", state_bytes_per_value=b_s
         )
-        decode = decode_lower_bound(shape, gpu, T, batch, n_gpus, b_w, b_kv, b_e, b_s)
+        decode = decode_lower_bound(shape, workload, precision, hardware)
         times = timing(shape, workload, precision, hardware)
     dtype, kv_dtype, state_dtype = precision.activations, precision.kv, precision.state
     weight_dtype, expert_dtype = precision.weights, precision.experts
