@@ -134,35 +134,34 @@ def log_chart(chart, key: str, y_title: str = "GiB") -> None:
 # -- Whole model ----------------------------------------------------------------------------------
 def show_whole() -> None:
     w = v.whole
-    parts, total, active = w["params_chart"]
+    parts, total, active = w.params_chart
     chart = cost_charts.total_vs_active(parts, total, active, title="Parameters: held vs run per token")
     figures.show(chart, key="co_params")
-    table(pd.DataFrame(w["params"]), "parameters.csv", key="co_ptable", hide_index=True)
-    for note in w["notes"]:
+    table(pd.DataFrame(w.params), "parameters.csv", key="co_ptable", hide_index=True)
+    for note in w.notes:
         st.markdown(note)
-    st.markdown(w["ledger_title"])
-    table(pd.DataFrame(w["ledger"]), "layer_kinds.csv", key="co_ltable", hide_index=True)
-    if w["memory"] is not None:
-        grid, series, T_mark = w["memory"]
+    st.markdown(w.ledger_title)
+    table(pd.DataFrame(w.ledger), "layer_kinds.csv", key="co_ltable", hide_index=True)
+    if w.memory is not None:
+        grid, series, T_mark = w.memory
         figures.show(cost_charts.memory_vs_T(grid, series, T=T_mark), key="co_hybrid_mem")
-    rows, note = w["prefill"]
-    st.markdown(w["prefill_title"])
-    table(pd.DataFrame(rows), "prefill_flops.csv", key="co_prefill", hide_index=True)
-    st.caption(note)
-    st.markdown(w["times_title"])
-    table(pd.DataFrame(w["times"]), "time_bounds.csv", key="co_times", hide_index=True)
-    st.caption(w["times_caption"])
-    for oracle, diff in w["checks"]:
+    st.markdown(w.prefill_title)
+    table(pd.DataFrame(w.prefill), "prefill_flops.csv", key="co_prefill", hide_index=True)
+    st.caption(w.prefill_note)
+    st.markdown(w.times_title)
+    table(pd.DataFrame(w.times), "time_bounds.csv", key="co_times", hide_index=True)
+    st.caption(w.times_caption)
+    for oracle, diff in w.checks:
         oracle_badge(oracle, diff, 0)
 
 
 # -- FLOPs ----------------------------------------------------------------------------------------
 def show_flops() -> None:
     f = v.flops
-    st.markdown(f["title"])
-    table(pd.DataFrame(f["table"]), "flops_per_layer.csv", key="co_flops", hide_index=True)
-    st.caption(f["caption"])
-    c = f["chart"]
+    st.markdown(f.title)
+    table(pd.DataFrame(f.table), "flops_per_layer.csv", key="co_flops", hide_index=True)
+    st.caption(f.caption)
+    c = f.chart
     fig = cost_charts.stacked_shares(
         c.x, c.series, title=c.title, x_title="T (tokens)", x_marks=c.x_marks, overlay=c.overlay
     )
@@ -177,15 +176,15 @@ def show_flops() -> None:
 # -- KV cache & GQA -------------------------------------------------------------------------------
 def show_kv_cache() -> None:
     kv = v.kv
-    log_chart(kv["chart"], "co_kv")
+    log_chart(kv.chart, "co_kv")
     sweep_table("kv", "KV cache bytes")
-    if kv["warning"]:
-        st.warning(kv["warning"])
-    if kv["mla"]:
+    if kv.warning:
+        st.warning(kv.warning)
+    if kv.mla:
         st.info("MLA caches one latent per token per layer, not per-head K and V: H_kv has no meaning here.")
         return
-    st.markdown(kv["variants_title"])
-    table(pd.DataFrame(kv["variants"]), "kv_heads_comparison.csv", key="co_variants", hide_index=True)
+    st.markdown(kv.variants_title)
+    table(pd.DataFrame(kv.variants), "kv_heads_comparison.csv", key="co_variants", hide_index=True)
     st.caption(
         "Sequences that fit keep the weights of the model as configured (card 14's cache-only "
         "comparison); a real MHA model would also have larger K and V projections."
@@ -195,12 +194,12 @@ def show_kv_cache() -> None:
 # -- Serving & decode ----------------------------------------------------------------------------
 def show_serving() -> None:
     sv = v.serving
-    for col, (label, value, meaning) in zip(st.columns(4), sv["metrics"], strict=True):
+    for col, (label, value, meaning) in zip(st.columns(4), sv.metrics, strict=True):
         col.metric(label, value, help=meaning)
-    st.markdown(sv["sum"])
-    st.markdown(sv["verdict"])
-    st.markdown(sv["gpus_title"])
-    table(pd.DataFrame(sv["gpus"]), "serving_by_gpu.csv", key="co_gpus", hide_index=True)
+    st.markdown(sv.sum)
+    st.markdown(sv.verdict)
+    st.markdown(sv.gpus_title)
+    table(pd.DataFrame(sv.gpus), "serving_by_gpu.csv", key="co_gpus", hide_index=True)
     st.caption(
         "Bounds, not predictions: real serving also holds activations and allocator slack, and real "
         "kernels reach a fraction of peak bandwidth. Multi-GPU assumes perfect sharding."
@@ -210,11 +209,11 @@ def show_serving() -> None:
 # -- Score memory ---------------------------------------------------------------------------------
 def show_score_memory() -> None:
     sc = v.scores
-    for col, (label, value, meaning) in zip(st.columns(5), sc["metrics"], strict=True):
+    for col, (label, value, meaning) in zip(st.columns(5), sc.metrics, strict=True):
         col.metric(label, value, help=meaning)
-    log_chart(sc["chart"], "co_scores")
+    log_chart(sc.chart, "co_scores")
     sweep_table("scores", "Score bytes")
-    st.caption(sc["caption"])
+    st.caption(sc.caption)
 
 
 # -- How it's asked -------------------------------------------------------------------------------

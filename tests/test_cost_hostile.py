@@ -63,8 +63,8 @@ def page_pass(text: str) -> None:
     shape = parse_config_text(text)
     work, precision = Workload(4096, 8, 4096, 64, causal=True), Precision("bf16", weights="fp8", kv="bf16")
     v = explore.view(shape, work, precision, Hardware(load_gpu("h200"), 8))
-    assert v.card and v.headline and v.whole["ledger"] and v.flops["table"] and v.kv["chart"].series
-    assert v.serving["gpus"] and v.scores["metrics"] and v.how_its_asked
+    assert v.card and v.headline and v.whole.ledger and v.flops.table and v.kv.chart.series
+    assert v.serving.gpus and v.scores.metrics and v.how_its_asked
     assert all(len(v.sweep_columns(group)) > 1 for group in ("flops", "kv", "scores"))
 
 

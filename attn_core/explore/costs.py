@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -332,6 +331,60 @@ class Chart:
     overlay: dict[str, np.ndarray] = field(default_factory=dict)
 
 
+Table = dict[str, list]  # {column: values}, units written into the values
+Metric = tuple[str, str, str]  # (label, value, what it means)
+
+
+@dataclass(frozen=True)
+class WholeSection:
+    params_chart: tuple[list[str], list[int], list[int]]  # (part, total, active)
+    params: Table
+    notes: list[str]
+    ledger_title: str
+    ledger: Table
+    memory: tuple[np.ndarray, dict[str, np.ndarray], int] | None  # a hybrid's memory vs T: (x, series, T)
+    prefill_title: str
+    prefill: Table
+    prefill_note: str
+    times_title: str
+    times: Table
+    times_caption: str
+    checks: list[tuple[str, float]]  # (independent route, |Δ|)
+
+
+@dataclass(frozen=True)
+class FlopsSection:
+    title: str
+    table: Table
+    caption: str
+    chart: Chart
+
+
+@dataclass(frozen=True)
+class KVSection:
+    chart: Chart
+    warning: str | None
+    mla: bool  # MLA: no MHA/GQA/MQA comparison
+    variants_title: str
+    variants: Table | None
+
+
+@dataclass(frozen=True)
+class ServingSection:
+    metrics: list[Metric]
+    sum: str
+    verdict: str
+    gpus_title: str
+    gpus: Table
+
+
+@dataclass(frozen=True)
+class ScoresSection:
+    metrics: list[Metric]
+    chart: Chart
+    caption: str
+
+
 @dataclass(frozen=True)
 class CostView:
     """Everything the Cost page draws for one what-if: the card and headline at once, each section
@@ -357,30 +410,32 @@ class CostView:
         return self._sweep[1].columns(group)
 
     @functools.cached_property
-    def whole(self) -> dict[str, Any]:
+    def whole(self) -> WholeSection:
         r, s = self.report, self.report.model
         T, B, p = r.seq_len, r.batch, r.precision
         parts, total, active = whole_view.param_parts(r)
         grid = self._sweep[0]
         t = r.timing
-        return {
-            "params_chart": (parts, total, active),
-            "params": whole_view.params_rows(r),
-            "notes": whole_view.architecture_notes(s),
-            "ledger_title": f"**Ledger by layer kind** at T = {T:,}, B = {B} (cache {p.kv}, state {p.state})",
-            "ledger": whole_view.layer_type_rows(s, T, p.b_kv, B, p.b_state, r.causal),
-            "memory": (grid, whole_view.memory_series(r, grid), T) if s.is_hybrid else None,
-            "prefill_title": f"**Prefill FLOPs, whole model, {B} × {T:,} tokens "
+        rows, note = whole_view.prefill_rows(r)
+        return WholeSection(
+            params_chart=(parts, total, active),
+            params=whole_view.params_rows(r),
+            notes=whole_view.architecture_notes(s),
+            ledger_title=f"**Ledger by layer kind** at T = {T:,}, B = {B} (cache {p.kv}, state {p.state})",
+            ledger=whole_view.layer_type_rows(s, T, p.b_kv, B, p.b_state, r.causal),
+            memory=(grid, whole_view.memory_series(r, grid), T) if s.is_hybrid else None,
+            prefill_title=f"**Prefill FLOPs, whole model, {B} × {T:,} tokens "
             f"({'causal' if r.causal else 'all pairs'})**",
-            "prefill": whole_view.prefill_rows(r),
-            "times_title": f"**Time on {r.n_gpus} × {r.gpu.label}**, bf16 peak, perfect tensor parallelism",
-            "times": whole_view.times_rows(t),
-            "times_caption": whole_view.times_caption(t),
-            "checks": whole_view.whole_checks(r),
-        }
+            prefill=rows,
+            prefill_note=note,
+            times_title=f"**Time on {r.n_gpus} × {r.gpu.label}**, bf16 peak, perfect tensor parallelism",
+            times=whole_view.times_rows(t),
+            times_caption=whole_view.times_caption(t),
+            checks=whole_view.whole_checks(r),
+        )
 
     @functools.cached_property
-    def flops(self) -> dict[str, Any]:
+    def flops(self) -> FlopsSection:
         r = self.report
         T, B = r.seq_len, r.batch
         grid, sweep, T_full, T_causal = self._sweep
@@ -397,10 +452,10 @@ class CostView:
             overlay={f"attention share, {other_name}": 100 * other.attention_share},
         )  # fmt: skip
         title = f"**FLOPs of one layer's forward pass, {B} sequence(s) of {T:,} tokens**"
-        return {"title": title, "table": table, "caption": caption, "chart": chart}
+        return FlopsSection(title, table, caption, chart)
 
     @functools.cached_property
-    def kv(self) -> dict[str, Any]:
+    def kv(self) -> KVSection:
         r, s = self.report, self.report.model
         grid, sweep = self._sweep[0], self._sweep[1]
         free, memory_ = r.serving.free_bytes, r.serving.memory_bytes
@@ -413,30 +468,30 @@ class CostView:
              (free / 2**30, f"left after weights: {format_bytes_binary(max(free, 0))}")],
         )  # fmt: skip
         too_big = free <= 0
-        return {
-            "chart": chart,
-            "warning": f"The {format_bytes(r.weight_bytes)} of weights alone exceed {format_bytes(memory_)}."
+        return KVSection(
+            chart=chart,
+            warning=f"The {format_bytes(r.weight_bytes)} of weights alone exceed {format_bytes(memory_)}."
             if too_big
             else None,
-            "mla": s.mla is not None,
-            "variants_title": f"**MHA vs GQA vs MQA for {s.name}** — same query heads, same weights, "
+            mla=s.mla is not None,
+            variants_title=f"**MHA vs GQA vs MQA for {s.name}** — same query heads, same weights, "
             "only H_kv changes",
-            "variants": None if s.mla is not None else variants_table(r),
-        }
+            variants=None if s.mla is not None else variants_table(r),
+        )
 
     @functools.cached_property
-    def serving(self) -> dict[str, Any]:
+    def serving(self) -> ServingSection:
         r = self.report
-        return {
-            "metrics": serving_metrics(r),
-            "sum": serving_sum(r),
-            "verdict": decode_verdict(r),
-            "gpus_title": f"**Every GPU preset, {r.n_gpus} of each**",
-            "gpus": gpu_table(r),
-        }
+        return ServingSection(
+            metrics=serving_metrics(r),
+            sum=serving_sum(r),
+            verdict=decode_verdict(r),
+            gpus_title=f"**Every GPU preset, {r.n_gpus} of each**",
+            gpus=gpu_table(r),
+        )
 
     @functools.cached_property
-    def scores(self) -> dict[str, Any]:
+    def scores(self) -> ScoresSection:
         r, s = self.report, self.report.model
         grid, sweep = self._sweep[0], self._sweep[1]
         bill = memory.model_memory_bill(s, r.seq_len, r.precision.b, r.batch)
@@ -452,7 +507,7 @@ class CostView:
             f"2T²d = {format_flops(bill.recompute_flops_per_layer)} more FLOPs per layer: more FLOPs, far fewer "
             "bytes."
         )
-        return {"metrics": score_metrics(s, bill), "chart": chart, "caption": caption}
+        return ScoresSection(score_metrics(s, bill), chart, caption)
 
     @functools.cached_property
     def how_its_asked(self) -> list[tuple[str, str]]:
