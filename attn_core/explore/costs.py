@@ -445,12 +445,15 @@ class CostView:
         chart = Chart(
             grid,
             {"projections": shown.projections, "MLP": shown.mlp, "attention": shown.attention},
-            f"Where a layer's FLOPs go ({'causal' if r.causal else 'all pairs'}; dashed: attention, {other_name})",
-            [(T_full, "T* never" if T_full is None else f"T* = {T_full:,.0f}"),
-             (T_causal, "T* causal never" if T_causal is None else f"T* causal = {T_causal:,.0f}"),
-             (T, f"T = {T:,}")],
+            f"Where a layer's FLOPs go ({'causal' if r.causal else 'all pairs'}; "
+            f"dashed: attention, {other_name})",
+            [
+                (T_full, "T* never" if T_full is None else f"T* = {T_full:,.0f}"),
+                (T_causal, "T* causal never" if T_causal is None else f"T* causal = {T_causal:,.0f}"),
+                (T, f"T = {T:,}"),
+            ],
             overlay={f"attention share, {other_name}": 100 * other.attention_share},
-        )  # fmt: skip
+        )
         title = f"**FLOPs of one layer's forward pass, {B} sequence(s) of {T:,} tokens**"
         return FlopsSection(title, table, caption, chart)
 
@@ -460,13 +463,19 @@ class CostView:
         grid, sweep = self._sweep[0], self._sweep[1]
         free, memory_ = r.serving.free_bytes, r.serving.memory_bytes
         chart = Chart(
-            grid, {f"KV cache, B = {r.batch} ({r.kv_dtype})": sweep.kv_cache_bytes / 2**30},
+            grid,
+            {f"KV cache, B = {r.batch} ({r.kv_dtype})": sweep.kv_cache_bytes / 2**30},
             "KV cache vs T, with GPU memory",
-            [(r.seq_len, f"T = {r.seq_len:,}"), (s.sliding_window, "window full"),
-             (s.attention_chunk_size, "chunk full")],
-            [(memory_ / 2**30, f"{r.n_gpus} × {r.gpu.label}: {format_bytes(memory_)}"),
-             (free / 2**30, f"left after weights: {format_bytes_binary(max(free, 0))}")],
-        )  # fmt: skip
+            [
+                (r.seq_len, f"T = {r.seq_len:,}"),
+                (s.sliding_window, "window full"),
+                (s.attention_chunk_size, "chunk full"),
+            ],
+            [
+                (memory_ / 2**30, f"{r.n_gpus} × {r.gpu.label}: {format_bytes(memory_)}"),
+                (free / 2**30, f"left after weights: {format_bytes_binary(max(free, 0))}"),
+            ],
+        )
         too_big = free <= 0
         return KVSection(
             chart=chart,
@@ -497,15 +506,17 @@ class CostView:
         bill = memory.model_memory_bill(s, r.seq_len, r.precision.b, r.batch)
         chart = Chart(
             grid,
-            {"naive: keep P (B·h·T²·b)": sweep.score_bytes_naive_per_layer / 2**30,
-             "online: one fp32 logsumexp per row (B·h·T·4)": sweep.score_bytes_online_per_layer / 2**30},
+            {
+                "naive: keep P (B·h·T²·b)": sweep.score_bytes_naive_per_layer / 2**30,
+                "online: one fp32 logsumexp per row (B·h·T·4)": sweep.score_bytes_online_per_layer / 2**30,
+            },
             "Score memory per layer vs T (training keeps it for the backward pass)",
             [(r.seq_len, f"T = {r.seq_len:,}")],
-        )  # fmt: skip
+        )
         caption = (
             "The online softmax rebuilds P in the backward pass from one logsumexp per row, at the price of "
-            f"2T²d = {format_flops(bill.recompute_flops_per_layer)} more FLOPs per layer: more FLOPs, far fewer "
-            "bytes."
+            f"2T²d = {format_flops(bill.recompute_flops_per_layer)} more FLOPs per layer: "
+            "more FLOPs, far fewer bytes."
         )
         return ScoresSection(score_metrics(s, bill), chart, caption)
 
@@ -514,8 +525,9 @@ class CostView:
         return how_its_asked(self.report)
 
 
-def view(shape: ModelShape, workload: Workload, precision: Precision, hardware: Hardware,
-         preset: str | None = None) -> CostView:  # fmt: skip
+def view(
+    shape: ModelShape, workload: Workload, precision: Precision, hardware: Hardware, preset: str | None = None
+) -> CostView:
     """The Cost page's one call: the report (`attn_core.cost.report.cost_report`, the CLI's call) and
     every table and text drawn from it. ValueError (ConfigError included) for what cannot be sized."""
     r = cost_report(shape, workload, precision, hardware, preset)
