@@ -18,7 +18,6 @@ from attn_core.cost.flops import (
     score_bytes_naive,
     score_bytes_online,
 )
-from attn_core.cost.gpus import GPU
 from attn_core.cost.inputs import DEFAULT_PRECISION, Hardware, Precision, Workload
 from attn_core.cost.params import AttentionParams, attention_params, decode_weight_bytes, weight_bytes
 from attn_core.cost.serving import (
@@ -45,11 +44,8 @@ class CostReport:
     """Every cost of one configuration; ``to_json()`` is the CLI's ``--json`` contract."""
 
     model: ModelShape
-    seq_len: int
-    batch: int
-    dtype: str  # weights and activations
-    kv_dtype: str  # the KV cache
-    causal: bool
+    workload: Workload  # the inputs, as built (inputs.py): the one home of T, B, the dtypes and the GPU
+    precision: Precision
     kv_cache_bytes_per_token: int
     kv_cache_bytes: int
     attention_params: AttentionParams
@@ -59,22 +55,28 @@ class CostReport:
     score_bytes_online_per_layer: int
     weight_bytes: int
     decode_intensity: float
-    gpu: GPU | None = None
-    n_gpus: int = 1
     serving: ServingCapacity | None = None  # memory as the device reports it
     decode: DecodeBound | None = None
     serving_card13: ServingCapacity | None = None  # cards 13/14's convention: vendor GB (80·10⁹ B)
-    weight_dtype: str = ""  # the weights (default: dtype); may be int4 with group scales
-    expert_dtype: str = ""  # the routed experts (default: weight_dtype)
     params: Parameters | None = None
     prefill: PrefillFlops | None = None  # the whole model, forward, B prompts of T tokens
     timing: Timing | None = None  # with a GPU: TTFT, decode and end-to-end bounds
-    state_dtype: str = ""  # a hybrid's recurrent states (default: kv_dtype; conv states stay at kv_dtype)
     state_bytes: int = 0  # the fixed state of every linear/state layer, all B sequences
     state_bytes_per_sequence: int = 0
-    workload: Workload | None = None  # the inputs, as built (inputs.py)
-    precision: Precision | None = None
     hardware: Hardware | None = None
+
+    # The inputs, read through from the objects that validated them.
+    seq_len = property(lambda self: self.workload.seq_len)
+    batch = property(lambda self: self.workload.batch)
+    causal = property(lambda self: self.workload.causal)
+    dtype = property(lambda self: self.precision.activations)  # activations and scores
+    weight_dtype = property(lambda self: self.precision.weights)  # may be int4 with group scales, MXFP4
+    expert_dtype = property(lambda self: self.precision.experts)
+    kv_dtype = property(lambda self: self.precision.kv)
+    # a hybrid's recurrent states; its conv states stay at kv_dtype
+    state_dtype = property(lambda self: self.precision.state)
+    gpu = property(lambda self: None if self.hardware is None else self.hardware.gpu)
+    n_gpus = property(lambda self: 1 if self.hardware is None else self.hardware.n_gpus)
 
     @property
     def kv_cache_over_a_petabyte(self) -> bool:
@@ -100,7 +102,7 @@ class CostReport:
             "causal": self.causal,
             "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token,
             "kv_cache_bytes": self.kv_cache_bytes,
-            "state_dtype": self.state_dtype or self.kv_dtype,
+            "state_dtype": self.state_dtype,
             "state_bytes": self.state_bytes,
             "state_bytes_per_sequence": self.state_bytes_per_sequence,
             "experts_touched_per_layer_expected": self.experts_touched_expected,
@@ -230,15 +232,8 @@ def cost_report(
         )
         decode = decode_lower_bound(shape, workload, precision, hardware)
         times = timing(shape, workload, precision, hardware)
-    dtype, kv_dtype, state_dtype = precision.activations, precision.kv, precision.state
-    weight_dtype, expert_dtype = precision.weights, precision.experts
     return CostReport(
         model=shape,
-        seq_len=T,
-        batch=batch,
-        dtype=dtype,
-        kv_dtype=kv_dtype,
-        causal=causal,
         kv_cache_bytes_per_token=kv_cache_bytes_per_token(shape, b_kv),
         kv_cache_bytes=kv_cache_bytes(shape, T, batch, b_kv),
         attention_params=attention_params(shape),
@@ -248,17 +243,12 @@ def cost_report(
         score_bytes_online_per_layer=score_bytes_online(shape, T, batch),
         weight_bytes=w,
         decode_intensity=decode_intensity(shape, b_kv),
-        gpu=gpu,
-        n_gpus=n_gpus,
         serving=serving,
         decode=decode,
         serving_card13=card13,
-        weight_dtype=weight_dtype,
-        expert_dtype=expert_dtype,
         params=parameters(shape, preset),
         prefill=prefill_flops(shape, T, batch, causal),
         timing=times,
-        state_dtype=state_dtype,
         state_bytes=state_bytes(shape, batch, b_kv, b_s),
         state_bytes_per_sequence=state_bytes_per_sequence(shape, b_kv, b_s),
         workload=workload,

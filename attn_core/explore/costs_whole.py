@@ -73,7 +73,7 @@ def memory_series(r: CostReport, grid) -> dict[str, np.ndarray]:
     """GiB held against T: the hybrid (weights + cache + state), its fixed state alone, and its
     all-attention twin (the same layers with full attention in place of each linear/state layer)."""
     b_w, b_kv = weight_bytes_per_param(r.weight_dtype), bytes_per_value(r.kv_dtype)
-    b_e, b_s = weight_bytes_per_param(r.expert_dtype), bytes_per_value(r.state_dtype or r.kv_dtype)
+    b_e, b_s = weight_bytes_per_param(r.expert_dtype), bytes_per_value(r.state_dtype)
     s, twin = r.model, attention_twin(r.model)
     ours = memory_sweep_T(s, grid, r.weight_bytes, r.batch, b_kv, b_s)
     dense = memory_sweep_T(twin, grid, weight_bytes(twin, b_w, b_e), r.batch, b_kv)
