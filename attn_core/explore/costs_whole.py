@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from attn_core.cost.dtypes import bytes_per_value, weight_bytes_per_param
 from attn_core.cost.flops import layer_flops
 from attn_core.cost.ledger import attention_twin, layer_ledger, memory_sweep_T
 from attn_core.cost.mixers import STATE_KIND_NAMES
@@ -72,8 +71,8 @@ def layer_type_rows(
 def memory_series(r: CostReport, grid) -> dict[str, np.ndarray]:
     """GiB held against T: the hybrid (weights + cache + state), its fixed state alone, and its
     all-attention twin (the same layers with full attention in place of each linear/state layer)."""
-    b_w, b_kv = weight_bytes_per_param(r.weight_dtype), bytes_per_value(r.kv_dtype)
-    b_e, b_s = weight_bytes_per_param(r.expert_dtype), bytes_per_value(r.state_dtype)
+    p = r.precision
+    b_w, b_kv, b_e, b_s = p.b_weight, p.b_kv, p.b_expert, p.b_state
     s, twin = r.model, attention_twin(r.model)
     ours = memory_sweep_T(s, grid, r.weight_bytes, r.batch, b_kv, b_s)
     dense = memory_sweep_T(twin, grid, weight_bytes(twin, b_w, b_e), r.batch, b_kv)
@@ -222,7 +221,7 @@ def whole_checks(r: CostReport) -> list[tuple[str, float]]:
     spans = {"full": T, "sliding": s.sliding_window, "chunked": s.attention_chunk_size}
     kv = (
         sum(n * min(T, spans[k]) for k, n in s.kind_counts.items() if k in spans)
-        * kv_bytes_per_token_per_layer(s, bytes_per_value(r.kv_dtype))
+        * kv_bytes_per_token_per_layer(s, r.precision.b_kv)
         * B
     )
     return [("Σ per-layer FLOPs (card 11) + head", abs(prefill - r.prefill.total)),
