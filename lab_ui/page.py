@@ -89,10 +89,16 @@ def require(*values: object, fix: str = "the input marked in the sidebar") -> No
         st.stop()
 
 
-def section_picker(sections: type[E], key: str) -> E:
-    """A row of the page's sections (a ``StrEnum`` whose values are the labels kept in the URL)."""
+def section_picker(sections: type[E], key: str, default: E | None = None) -> E:
+    """A row of the page's sections (a ``StrEnum`` whose values are the labels kept in the URL);
+    ``default`` (else the first) is where a fresh visit opens."""
     value = state.radio(
-        "Section", [s.value for s in sections], key=key, horizontal=True, label_visibility="collapsed"
+        "Section",
+        [s.value for s in sections],
+        key=key,
+        default=None if default is None else default.value,
+        horizontal=True,
+        label_visibility="collapsed",
     )
     return sections(value)
 
@@ -112,11 +118,12 @@ def run_section(body: Callable[..., None], *args, inputs: str = "the inputs abov
     st.fragment(guarded)(*args)
 
 
-def show_code(title: str, fn: Callable) -> None:
-    """A collapsed "Show the code" expander with ``fn``'s source, sent to the browser only once a
-    reader opens it: a code block makes the browser load its syntax highlighter (~1.5 MB of
-    script, `benchmarks/first_figure.py`) before the page's first figure."""
+def show_code(title: str, *fns: Callable) -> None:
+    """A collapsed "Show the code" expander with the source of ``fns``, sent to the browser only
+    once a reader opens it: a code block makes the browser load its syntax highlighter (~1.5 MB
+    of script, `benchmarks/first_figure.py`) before the page's first figure."""
     key = f"show_code:{title}"
     with st.expander(f"Show the code ({title})", key=key, on_change="rerun"):
         if st.session_state.get(key):
-            st.code(inspect.getsource(fn), language="python")
+            for fn in fns:
+                st.code(inspect.getsource(fn), language="python")

@@ -281,10 +281,11 @@ def test_ttft_and_decode_bounds_by_hand():
     weights less the V − P embedding rows no token looks up, plus the 2 GiB of cache written. The first
     decode step reads one embedding row, the rest of the weights and the 2 GiB cache."""
     from attn_core.cost import load_gpu
-    from attn_core.cost.whole import timing
+    from attn_core.cost.inputs import Hardware, Precision, Workload
+    from attn_core.cost.whole_model import timing
 
     d, d_ff, V, P = 4096, 11008, 32000, 4096
-    t = timing(load_preset("llama-2-7b"), load_gpu("a100-80gb"), P, gen_len=0, causal=True)
+    t = timing(load_preset("llama-2-7b"), Workload(P), Precision("fp16"), Hardware(load_gpu("a100-80gb")))
     flops = 32 * (2 * (4 * d * d + 3 * d * d_ff) * P + 4 * d * P * (P + 1) // 2) + 2 * d * V * P
     assert t.prefill.total == flops
     read = (6_738_415_616 - (V - P) * d) * 2 + 2 * GiB

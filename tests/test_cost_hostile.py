@@ -18,13 +18,12 @@ import sys
 
 import pytest
 
-from attn_core import cost as costs
 from attn_core.cost import load_gpu
 from attn_core.cost.cli import main
+from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.layers import ALL, Every, LayerKinds, LayerSet
 from attn_core.cost.shapes import ConfigError, parse_config_text
 from attn_core.explore import costs as explore
-from attn_core.explore import costs_whole as whole
 
 SMALL = dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
              vocab_size=100)  # fmt: skip
@@ -62,22 +61,11 @@ PATTERNS = {
 def page_pass(text: str) -> None:
     """Everything the Cost page computes for a pasted config, every section included."""
     shape = parse_config_text(text)
-    gpu = load_gpu("h200")
-    r = costs.cost_report(shape, 4096, 8, "bf16", True, gpu, 8, "bf16", weight_dtype="fp8")
-    explore.model_card(r, "fp8")
-    explore.warnings(r)
-    explore.headline(r)
-    whole.layer_cells(shape)
-    whole.params_rows(r)
-    whole.architecture_notes(shape)
-    whole.layer_type_rows(shape, 4096, 2, 8)
-    whole.prefill_rows(r)
-    whole.times_rows(whole.whole_timing(r, 4096, 64, 1.0))
-    whole.whole_checks(r)
-    explore.flops_table(shape, 4096, 8)
-    explore.variants_table(shape, 4096, gpu, 8, 8, 2, 2)
-    explore.gpu_table(r, "bf16", True, "bf16")
-    costs.cost_sweep(shape, costs.sweep_grid(4096), 8, 2, 2)
+    work, precision = Workload(4096, 8, 4096, 64, causal=True), Precision("bf16", weights="fp8", kv="bf16")
+    v = explore.view(shape, work, precision, Hardware(load_gpu("h200"), 8))
+    assert v.card and v.headline and v.whole.ledger and v.flops.table and v.kv.chart.series
+    assert v.serving.gpus and v.scores.metrics and v.how_its_asked
+    assert all(len(v.sweep_columns(group)) > 1 for group in ("flops", "kv", "scores"))
 
 
 def calls(fn, *args) -> int:

@@ -239,8 +239,11 @@ def test_deepseek_v3_batch_64_floor_and_uniform_routing():
     """8 × H200, fp8, batch 64: the floor reads top-8 experts (954 µs of weights); uniform routing
     touches 222.4 of 256 experts per MoE layer: ≈ 15 ms of weights a step, ≈ 4,200 tokens/s."""
     from attn_core.cost import cost_report, load_gpu
+    from attn_core.cost.inputs import Hardware, Precision, Workload
 
-    r = cost_report(load_preset("deepseek-v3"), 1, 64, "fp8", gpu=load_gpu("h200"), n_gpus=8)
+    r = cost_report(
+        load_preset("deepseek-v3"), Workload(1, 64), Precision("fp8"), Hardware(load_gpu("h200"), 8)
+    )
     d = r.decode
     assert (
         r.experts_touched_expected == pytest.approx(256 * (1 - (1 - 8 / 256) ** 64))
@@ -261,10 +264,11 @@ def test_fits_answers_hold_the_state():
     """Sequences that fit divide the free memory by cache + state per sequence (Nemotron-H at T = 1:
     the state dominates)."""
     from attn_core.cost import cost_report, load_gpu
+    from attn_core.cost.inputs import Hardware, Precision, Workload
     from attn_core.cost.serving import state_bytes_per_sequence
 
     s, gpu = load_preset("nemotron-h-8b"), load_gpu("h200")
-    r = cost_report(s, 1, 1, "bf16", gpu=gpu, state_dtype="fp32")
+    r = cost_report(s, Workload(1), Precision("bf16", state="fp32"), Hardware(gpu))
     per_seq = kv_cache_bytes(s, 1, 1, 2) + state_bytes_per_sequence(s, 2, 4)
     assert r.serving.max_sequences == (gpu.memory_bytes - r.weight_bytes) // per_seq
     assert r.state_bytes == state_bytes_per_sequence(s, 2, 4) and r.to_json()["state_dtype"] == "fp32"
@@ -272,11 +276,11 @@ def test_fits_answers_hold_the_state():
 
 def test_cost_inputs_are_validated_once_where_built():
     """Precision resolves its defaults (weights ← activations, experts ← weights, kv ← activations,
-    state ← kv); bad values are refused when the object is built, naming what is wrong; the long
-    argument form and the object form give the same report."""
-    from attn_core.cost import cost_report, load_gpu
+    state ← kv); bad values are refused when the object is built, naming what is wrong; the
+    workload's prompt defaults to T."""
+    from attn_core.cost import load_gpu
     from attn_core.cost.inputs import Hardware, Precision, Workload
-    from attn_core.cost.report import cost_report_for
+    from attn_core.cost.report import cost_report
 
     p = Precision("bf16", weights="fp8", state="fp32")
     assert (p.weights, p.experts, p.kv, p.state) == ("fp8", "fp8", "bf16", "fp32")
@@ -294,10 +298,18 @@ def test_cost_inputs_are_validated_once_where_built():
         with pytest.raises(ValueError, match=named):
             bad()
     shape, gpu = load_preset("jamba-1.5-mini"), load_gpu("h200")
-    long = cost_report(shape, 4096, 4, "bf16", True, gpu, 2, state_dtype="fp32", gen_len=16)
-    short = cost_report_for(shape, Workload(4096, 4, gen_len=16, causal=True), Precision("bf16", state="fp32"),
-                            Hardware(gpu, 2))  # fmt: skip
-    assert long.to_json() == short.to_json() and short.workload.prompt == 4096
+    r = cost_report(
+        shape, Workload(4096, 4, gen_len=16, causal=True), Precision("bf16", state="fp32"), Hardware(gpu, 2)
+    )
+    j = r.to_json()
+    assert (j["batch"], j["causal"], j["n_gpus"], j["gen_len"]) == (4, True, 2, 16)
+    assert (j["dtype"], j["weight_dtype"], j["kv_dtype"], j["state_dtype"]) == (
+        "bf16",
+        "bf16",
+        "bf16",
+        "fp32",
+    )
+    assert r.workload.prompt == 4096 == r.timing.prompt_len
 
 
 MIXER_MODULES = {

@@ -38,6 +38,7 @@ from attn_core.cost import (
     weight_bytes,
 )
 from attn_core.cost.gpus import custom_gpu, list_gpus, load_gpu
+from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.shapes import ModelShape, from_hf_config, list_presets, load_preset
 from attn_core.cost.units import format_bytes_binary, format_flops, format_percent, format_seconds
 from attn_core.masks import causal_mask, sliding_window_mask
@@ -327,7 +328,7 @@ def test_serving_is_floor_and_zero_when_weights_do_not_fit():
 
 
 def test_card13_decode_bound():
-    d = decode_lower_bound(L7, A100, 4096)
+    d = decode_lower_bound(L7, Workload(4096), Precision(), Hardware(A100))
     # Card 13 reads every weight: 6.61 ms of weights + 1.05 ms of cache, at most 130 tokens/s.
     assert format_seconds(d.kv_seconds) == "1.05 ms"
     assert format_seconds(d.card13_seconds_per_step - d.kv_seconds) == "6.61 ms"
@@ -337,7 +338,7 @@ def test_card13_decode_bound():
     assert d.weight_bytes == (6_738_415_616 - 32_000 * 4096 + 4096) * 2 == 13_214_695_424
     assert format_seconds(d.weight_seconds) == "6.48 ms"
     # Batch 8 reads the weights once for 8 tokens (and 8 embedding rows): more tokens/s, longer steps.
-    d8 = decode_lower_bound(L7, A100, 4096, batch=8)
+    d8 = decode_lower_bound(L7, Workload(4096, 8), Precision(), Hardware(A100))
     expected = ((6_738_415_616 - 32_000 * 4096 + 8 * 4096) * 2 + 8 * 2 * GiB) / 2.039e12
     assert d8.seconds_per_step == pytest.approx(expected, rel=1e-15)  # float division order only
     assert d8.tokens_per_s > d.tokens_per_s
@@ -345,7 +346,7 @@ def test_card13_decode_bound():
 
 def test_decode_bound_reads_a_tied_table_whole():
     """GPT-2 ties its embeddings to the head: the head reads the whole table, nothing is skipped."""
-    d = decode_lower_bound(GPT2, A100, 512)
+    d = decode_lower_bound(GPT2, Workload(512), Precision(), Hardware(A100))
     assert d.weight_bytes == d.card13_weight_bytes == 124_439_808 * 2
 
 
@@ -435,12 +436,12 @@ def test_bad_inputs():
         layer_flops(L7, np.array([1.5, 2]))
     with pytest.raises(ValueError, match="batch"):
         kv_cache_bytes(L7, 10, batch=0)
-    with pytest.raises(ValueError, match="one sequence length"):
-        cost_report(L7, np.array([1, 2]))
+    with pytest.raises(ValueError, match="T must be a whole number"):
+        cost_report(L7, Workload(np.array([1, 2])))
 
 
 def test_cost_report_bundles_the_same_numbers():
-    r = cost_report(L7, 4096, gpu=A100)
+    r = cost_report(L7, Workload(4096), hardware=Hardware(A100))
     j = r.to_json()
     assert j["kv_cache_bytes_per_token"] == 524_288 and j["kv_cache_bytes"] == 2 * GiB
     assert j["attention_params_per_layer"] == 67_108_864
@@ -451,8 +452,8 @@ def test_cost_report_bundles_the_same_numbers():
         6.48 + 1.05, abs=0.01
     )  # 2 decimals, as the card
     assert j["decode_ms_per_token_card13"] == pytest.approx(6.61 + 1.05, abs=0.01)
-    assert not r.beyond_max_context and cost_report(L3, 131_072).beyond_max_context
-    int8 = cost_report(L7, 4096, dtype="fp16", kv_dtype="int8").to_json()
+    assert not r.beyond_max_context and cost_report(L3, Workload(131_072)).beyond_max_context
+    int8 = cost_report(L7, Workload(4096), Precision("fp16", kv="int8")).to_json()
     assert int8["kv_cache_bytes_per_token"] == 256 * KiB and int8["weight_bytes"] == 13_476_831_232
 
 
@@ -468,7 +469,7 @@ def test_from_hf_config_roundtrip_costs():
 def test_kv_head_variants_reproduce_card14():
     from attn_core.cost import kv_head_variants
 
-    rows = {r.kind: r for r in kv_head_variants(L70, 4096, A100, n_gpus=2)}
+    rows = {r.kind: r for r in kv_head_variants(L70, Workload(4096), hardware=Hardware(A100, 2))}
     assert [rows[k].kv_bytes_per_token for k in ("MHA", "GQA", "MQA")] == [2560 * KiB, 320 * KiB, 40 * KiB]
     assert [rows[k].attention_params_per_layer for k in ("MHA", "GQA", "MQA")] == [
         268_435_456, 150_994_944, 136_314_880]  # fmt: skip
@@ -482,7 +483,7 @@ def test_kv_head_variants_reproduce_card14():
     )
     assert (rows["MHA"].decode_intensity, rows["GQA"].decode_intensity) == (1, 8)
     assert rows["GQA"].cache_ratio_to_mha == 8
-    without_gpu = kv_head_variants(L7, 4096)
+    without_gpu = kv_head_variants(L7, Workload(4096))
     assert [r.n_kv_heads for r in without_gpu] == [32, 8, 1]  # MHA, a middle group (as Llama 3), MQA
     assert without_gpu[0].max_sequences is None
 

@@ -233,10 +233,11 @@ def test_extreme_sizes_are_exact_python_integers():
     """At the caps (T = 2^24, B = 65,536) a 70B model's cache and attention FLOPs pass 2^63: the
     report must hold exact integers (numpy int64 would wrap to negative numbers)."""
     from attn_core.cost import cost_report
+    from attn_core.cost.inputs import Workload
     from attn_core.cost.limits import MAX_BATCH, MAX_SEQ_LEN
 
     shape = load_preset("llama-2-70b")
-    report = cost_report(shape, MAX_SEQ_LEN, batch=MAX_BATCH).to_json()
+    report = cost_report(shape, Workload(MAX_SEQ_LEN, MAX_BATCH)).to_json()
     L, h_kv, d_h = shape.n_layers, shape.n_kv_heads, shape.head_dim
     assert report["kv_cache_bytes"] == 2 * L * h_kv * d_h * 2 * MAX_SEQ_LEN * MAX_BATCH  # fp16, card 12
     big = [v for v in report.values() if isinstance(v, int) and v > 2**63]

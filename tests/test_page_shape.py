@@ -13,7 +13,7 @@ from lab_ui.nav import HOME, PAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE_FILES = [ROOT / p.path for p in (HOME, *PAGES)]
-NOT_YET = {"costs.py"}  # being rewritten onto one view call; it keeps the length rule meanwhile
+NOT_YET: set[str] = set()  # a page still moving onto the scaffold; empty: every page is on it
 LINE_LENGTH = 110  # pyproject.toml's ruff line-length
 
 

@@ -55,7 +55,7 @@ from attn_core.cost.layers import LayerKinds, LayerSet
 from attn_core.cost.params import expert_params, model_params
 from attn_core.cost.serving import experts_touched_expected, kv_cache_bytes
 from attn_core.cost.shapes import ModelShape
-from attn_core.cost.tokens import DTYPE_BYTES
+from attn_core.cost.dtypes import DTYPE_BYTES
 
 DEFAULT_SEQ_LEN = 256
 DEFAULT_DECODE_STEPS = 8

@@ -1,16 +1,37 @@
-"""The cost model: what attention costs for a real model, numpy only (never torch).
+"""The cost model: what attention costs for a real model, numpy only (never torch). It imports
+nothing else of attn_core, so ``python -m attn_core cost …`` stays fast. Its modules, by job:
 
-Shapes from presets or a Hugging Face ``config.json`` (`shapes`; experts, MLA, per-layer kinds and
-the keys that name them in `arch`; layer patterns counted by rule in `layers`; linear-attention and
-state-space mixers — Gated DeltaNet, KDA, Mamba, Mamba-2 — in `mixers`), parameters total and active
-(`params`), FLOPs per layer and for the whole model, and the crossover (`flops`), the KV cache, a
-hybrid's fixed state, expert routing and serving (`serving`), the ledger by layer kind (`ledger`),
-score memory naive vs online (`memory`), GPUs (`gpus`), units (`units`), one what-if report
-(`report`) and the command line (`cli`). It imports nothing else of attn_core, so
-``python -m attn_core cost …`` stays fast.
+Inputs and caps
+- `inputs`: the what-if as three frozen objects, validated once — Hardware, Precision, Workload.
+- `limits`: every cap in one place (2²⁴ for T and any size read from a config; batch, GPUs, N).
+- `dtypes`: bytes per number (activation and cache dtypes, quantized weight formats) and token
+  counts as exact ints or float64 sweeps.
+- `gpus`: the GPU presets (memory as the device reports it and as the vendor labels it).
+- `units`: numbers with their units (GiB vs GB, FLOPs, seconds, counts).
+
+Reading a config
+- `shapes`: `ModelShape` from a preset or a Hugging Face config.json, every derived quantity.
+- `config_keys`: reading one key safely (aliases, whole numbers, `ConfigError` naming the key).
+- `model_types`: what a model_type implies (class defaults, text_config, refused types, quantization).
+- `layer_config`: each layer's kind and the linear-attention / state-space mixer, from the config.
+- `experts`: mixture of experts (layout, top-k, shared experts, which layers hold experts).
+- `mla`: multi-head latent attention (ranks and head widths).
+- `layers`: layer patterns as rules and lists, counted without visiting every layer.
+- `mixers`: Gated DeltaNet, KDA, Mamba and Mamba-2: parameters, FLOPs, state per sequence.
+
+Costs
+- `params`: parameters total and active, and their bytes at a weight dtype (card 9).
+- `flops`: FLOPs per layer and for the whole model, the crossover T* (card 11).
+- `memory`: score memory, naive vs online softmax (card 12).
+- `serving`: the KV cache, a hybrid's fixed state, sequences that fit, the decode bound (cards 13, 14).
+- `ledger`: the ledger by layer kind, and a hybrid's memory against T beside its all-attention twin.
+- `whole_model`: parameters with published counts, and the time bounds (TTFT, decode, end to end).
+- `report`: one what-if, everything at once (`cost_report`), the MHA/GQA/MQA variants and sweeps over T.
+- `cli`: the command line (``python -m attn_core cost|models|gpus``).
 """
 
-from attn_core.cost.arch import EXPERT_KEYS, MLA, MoE
+from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS, bytes_per_value, weight_bytes_per_param
+from attn_core.cost.experts import EXPERT_KEYS, MoE
 from attn_core.cost.flops import (
     LayerFlops,
     PrefillFlops,
@@ -35,6 +56,7 @@ from attn_core.cost.memory import (
     online_state_bytes,
     recompute_flops,
 )
+from attn_core.cost.mla import MLA
 from attn_core.cost.params import (
     AttentionParams,
     ParamCount,
@@ -93,7 +115,6 @@ from attn_core.cost.shapes import (
     parse_config_bytes,
     parse_config_text,
 )
-from attn_core.cost.tokens import DTYPE_BYTES, WEIGHT_BITS, bytes_per_value, weight_bytes_per_param
 from attn_core.cost.units import (
     BINARY_UNITS,
     COUNT_SUFFIXES,

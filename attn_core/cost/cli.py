@@ -18,12 +18,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS, weight_bytes_per_param
 from attn_core.cost.gpus import GPU, custom_gpu, list_gpus, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
-from attn_core.cost.limits import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN
+from attn_core.cost.limits import MAX_BATCH, MAX_GEN_LEN, MAX_GPUS, MAX_SEQ_LEN
 from attn_core.cost.mixers import STATE_KIND_NAMES
 from attn_core.cost.params import model_params
-from attn_core.cost.report import CostReport, cost_report_for
+from attn_core.cost.report import CostReport, cost_report
 from attn_core.cost.shapes import (
     MAX_CONFIG_BYTES,
     ConfigError,
@@ -32,7 +33,6 @@ from attn_core.cost.shapes import (
     load_preset,
     parse_config_bytes,
 )
-from attn_core.cost.tokens import DTYPE_BYTES, WEIGHT_BITS, weight_bytes_per_param
 from attn_core.cost.units import (
     format_bytes,
     format_bytes_binary,
@@ -43,7 +43,6 @@ from attn_core.cost.units import (
     format_rate,
     format_seconds,
 )
-from attn_core.cost.whole import MAX_GEN_LEN
 
 
 class UsageError(Exception):
@@ -347,12 +346,11 @@ def _run(args: argparse.Namespace) -> str:
     gpu = _gpu(args)
     if args.n_gpus != 1 and gpu is None:
         raise UsageError("--n-gpus needs --gpu")
-    if args.efficiency > 1:
-        raise UsageError(f"--efficiency must be a fraction of peak in (0, 1], got {args.efficiency:g}")
+    # The objects validate what argparse cannot (efficiency ≤ 1); their ValueError is one line, exit 2.
     workload = Workload(args.seq_len, args.batch, args.prompt_len, args.gen_len, args.causal, args.efficiency)
     precision = Precision(args.dtype, args.weight_dtype, args.kv_dtype, args.expert_dtype, args.state_dtype)
     hardware = None if gpu is None else Hardware(gpu, args.n_gpus)
-    report = cost_report_for(shape, workload, precision, hardware, preset=args.model)
+    report = cost_report(shape, workload, precision, hardware, preset=args.model)
     return json.dumps(report.to_json(), indent=2) if args.json else format_report(report)
 
 

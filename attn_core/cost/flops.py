@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from attn_core.cost import memory
+from attn_core.cost.dtypes import Tokens, _minimum, _tokens
 from attn_core.cost.params import attention_params, mlp_matrix_weights
 from attn_core.cost.shapes import ModelShape
-from attn_core.cost.tokens import Tokens, _minimum, _tokens
 
 
 # -- Per-token pieces: each formula once ------------------------------------------------------

@@ -5,24 +5,31 @@
   recurrent state; whatever is left out follows the rule each field states.
 - `Workload`: T, batch, prompt and generated lengths, the causal toggle and the efficiency η.
 
-`cost_report_for(model, workload, precision, hardware)` is the one what-if call that takes them;
-`attn_core.cost.report.cost_report` (the long argument list) builds these objects and calls it.
+`attn_core.cost.report.cost_report(model, workload, precision, hardware)` is the one what-if call
+that takes them, and `attn_core.cost.whole_model.timing` the time bounds; nothing re-validates them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attn_core.cost.dtypes import bytes_per_value, weight_bytes_per_param
 from attn_core.cost.gpus import GPU
-from attn_core.cost.limits import MAX_BATCH, MAX_GPUS, MAX_SEQ_LEN
-from attn_core.cost.tokens import bytes_per_value, weight_bytes_per_param
-from attn_core.cost.whole import MAX_GEN_LEN, check_efficiency
+from attn_core.cost.limits import MAX_BATCH, MAX_GEN_LEN, MAX_GPUS, MAX_SEQ_LEN
 
 
 def _whole(value: object, name: str, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
         raise ValueError(f"{name} must be a whole number from {lo:,} to {hi:,}, got {value!r}")
     return value
+
+
+def check_efficiency(efficiency: float) -> float:
+    """η in (0, 1]; ValueError naming --efficiency otherwise."""
+    ok = isinstance(efficiency, int | float) and not isinstance(efficiency, bool)
+    if not ok or not 0 < efficiency <= 1:
+        raise ValueError(f"--efficiency must be a fraction of peak in (0, 1], got {efficiency!r}")
+    return float(efficiency)
 
 
 @dataclass(frozen=True)
@@ -107,3 +114,6 @@ class Workload:
     def prompt(self) -> int:
         """P: the prompt length, T unless given."""
         return self.seq_len if self.prompt_len is None else self.prompt_len
+
+
+DEFAULT_PRECISION = Precision()  # fp16 everywhere

@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from attn_core.cost.limits import MAX_SEQ_LEN
+
 LSE_BYTES = 4  # one fp32 logsumexp per query row
-MAX_T = 1 << 24  # 16,777,216 tokens: far beyond any context, still exact in Python ints
+MAX_T = MAX_SEQ_LEN  # 16,777,216 tokens: far beyond any context, still exact in Python ints
 
 
 def _positive(value: int, name: str) -> int:

@@ -1,6 +1,6 @@
 """Linear-attention and state-space token mixers: what one layer holds, multiplies and keeps.
 
-Four kinds, each read from its config keys (`attn_core.cost.arch.read_state_mixers`):
+Four kinds, each read from its config keys (`attn_core.cost.layer_config.read_state_mixer`):
 
 - ``gdn``: Gated DeltaNet (Qwen3-Next's ``linear_*`` keys): H_k key heads of d_k, H_v value heads
   of d_v; a d × (2H_k·d_k + 2H_v·d_v) projection (q, k, v and the output gate z), a d × 2H_v one
@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from attn_core.cost.tokens import Tokens, _tokens
+from attn_core.cost.dtypes import Tokens, _tokens
 
 STATE_KINDS = ("gdn", "kda", "mamba", "mamba2")
 STATE_KIND_NAMES = {

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from attn_core.cost.dtypes import _tokens, weight_bytes_per_param
 from attn_core.cost.flops import (
     LayerFlops,
     PrefillFlops,
@@ -17,8 +18,7 @@ from attn_core.cost.flops import (
     score_bytes_naive,
     score_bytes_online,
 )
-from attn_core.cost.gpus import GPU
-from attn_core.cost.inputs import Hardware, Precision, Workload
+from attn_core.cost.inputs import DEFAULT_PRECISION, Hardware, Precision, Workload
 from attn_core.cost.params import AttentionParams, attention_params, decode_weight_bytes, weight_bytes
 from attn_core.cost.serving import (
     DecodeBound,
@@ -33,10 +33,8 @@ from attn_core.cost.serving import (
     state_bytes_per_sequence,
 )
 from attn_core.cost.shapes import ModelShape
-from attn_core.cost.tokens import _tokens, weight_bytes_per_param
-from attn_core.cost.whole import PETABYTE, Parameters, Timing, parameters, timing
+from attn_core.cost.whole_model import PETABYTE, Parameters, Timing, parameters, timing
 
-DEFAULT_PRECISION = Precision()  # fp16 everywhere
 FLOPS_CONVENTION = "matrix products only, 2 FLOPs per multiply-add; norms, softmax and rotary excluded"
 
 
@@ -46,11 +44,8 @@ class CostReport:
     """Every cost of one configuration; ``to_json()`` is the CLI's ``--json`` contract."""
 
     model: ModelShape
-    seq_len: int
-    batch: int
-    dtype: str  # weights and activations
-    kv_dtype: str  # the KV cache
-    causal: bool
+    workload: Workload  # the inputs, as built (inputs.py): the one home of T, B, the dtypes and the GPU
+    precision: Precision
     kv_cache_bytes_per_token: int
     kv_cache_bytes: int
     attention_params: AttentionParams
@@ -60,22 +55,28 @@ class CostReport:
     score_bytes_online_per_layer: int
     weight_bytes: int
     decode_intensity: float
-    gpu: GPU | None = None
-    n_gpus: int = 1
     serving: ServingCapacity | None = None  # memory as the device reports it
     decode: DecodeBound | None = None
     serving_card13: ServingCapacity | None = None  # cards 13/14's convention: vendor GB (80·10⁹ B)
-    weight_dtype: str = ""  # the weights (default: dtype); may be int4 with group scales
-    expert_dtype: str = ""  # the routed experts (default: weight_dtype)
     params: Parameters | None = None
     prefill: PrefillFlops | None = None  # the whole model, forward, B prompts of T tokens
     timing: Timing | None = None  # with a GPU: TTFT, decode and end-to-end bounds
-    state_dtype: str = ""  # a hybrid's recurrent states (default: kv_dtype; conv states stay at kv_dtype)
     state_bytes: int = 0  # the fixed state of every linear/state layer, all B sequences
     state_bytes_per_sequence: int = 0
-    workload: Workload | None = None  # the inputs, as built (inputs.py)
-    precision: Precision | None = None
     hardware: Hardware | None = None
+
+    # The inputs, read through from the objects that validated them.
+    seq_len = property(lambda self: self.workload.seq_len)
+    batch = property(lambda self: self.workload.batch)
+    causal = property(lambda self: self.workload.causal)
+    dtype = property(lambda self: self.precision.activations)  # activations and scores
+    weight_dtype = property(lambda self: self.precision.weights)  # may be int4 with group scales, MXFP4
+    expert_dtype = property(lambda self: self.precision.experts)
+    kv_dtype = property(lambda self: self.precision.kv)
+    # a hybrid's recurrent states; its conv states stay at kv_dtype
+    state_dtype = property(lambda self: self.precision.state)
+    gpu = property(lambda self: None if self.hardware is None else self.hardware.gpu)
+    n_gpus = property(lambda self: 1 if self.hardware is None else self.hardware.n_gpus)
 
     @property
     def kv_cache_over_a_petabyte(self) -> bool:
@@ -101,7 +102,7 @@ class CostReport:
             "causal": self.causal,
             "kv_cache_bytes_per_token": self.kv_cache_bytes_per_token,
             "kv_cache_bytes": self.kv_cache_bytes,
-            "state_dtype": self.state_dtype or self.kv_dtype,
+            "state_dtype": self.state_dtype,
             "state_bytes": self.state_bytes,
             "state_bytes_per_sequence": self.state_bytes_per_sequence,
             "experts_touched_per_layer_expected": self.experts_touched_expected,
@@ -207,35 +208,6 @@ class CostReport:
 
 def cost_report(
     shape: ModelShape,
-    T: int,
-    batch: int = 1,
-    dtype: str = "fp16",
-    causal: bool = False,
-    gpu: GPU | None = None,
-    n_gpus: int = 1,
-    kv_dtype: str | None = None,
-    *,
-    weight_dtype: str | None = None,
-    expert_dtype: str | None = None,
-    prompt_len: int | None = None,
-    gen_len: int = 0,
-    efficiency: float = 1.0,
-    preset: str | None = None,
-    state_dtype: str | None = None,
-) -> CostReport:
-    """`cost_report_for` with its three input objects spelled out as arguments (the older form,
-    kept for callers): ``dtype`` is the default for weights, activations and cache; ``weight_dtype``,
-    ``kv_dtype``, ``expert_dtype`` and ``state_dtype`` override it as `Precision` says."""
-    T = _tokens(T, minimum=1)
-    if not isinstance(T, int):
-        raise ValueError("cost_report takes one sequence length; sweep with layer_flops/kv_cache_bytes")
-    workload = Workload(T, _tokens(batch, "batch", 1), prompt_len, gen_len, causal, efficiency)
-    precision = Precision(dtype, weight_dtype, kv_dtype, expert_dtype, state_dtype)
-    return cost_report_for(shape, workload, precision, None if gpu is None else Hardware(gpu, n_gpus), preset)
-
-
-def cost_report_for(
-    shape: ModelShape,
     workload: Workload,
     precision: Precision = DEFAULT_PRECISION,
     hardware: Hardware | None = None,
@@ -258,20 +230,10 @@ def cost_report_for(
         card13 = serving_capacity(
             shape, gpu, T, n_gpus, b_w, b_kv, weights=w, memory="vendor", state_bytes_per_value=b_s
         )
-        decode = decode_lower_bound(shape, gpu, T, batch, n_gpus, b_w, b_kv, b_e, b_s)
-        times = timing(
-            shape, gpu, workload.prompt, workload.gen_len, batch, n_gpus, b_w, b_kv,
-            efficiency=workload.efficiency, expert_bytes=b_e, state_bytes_per_value=b_s,
-        )  # fmt: skip
-    dtype, kv_dtype, state_dtype = precision.activations, precision.kv, precision.state
-    weight_dtype, expert_dtype = precision.weights, precision.experts
+        decode = decode_lower_bound(shape, workload, precision, hardware)
+        times = timing(shape, workload, precision, hardware)
     return CostReport(
         model=shape,
-        seq_len=T,
-        batch=batch,
-        dtype=dtype,
-        kv_dtype=kv_dtype,
-        causal=causal,
         kv_cache_bytes_per_token=kv_cache_bytes_per_token(shape, b_kv),
         kv_cache_bytes=kv_cache_bytes(shape, T, batch, b_kv),
         attention_params=attention_params(shape),
@@ -281,17 +243,12 @@ def cost_report_for(
         score_bytes_online_per_layer=score_bytes_online(shape, T, batch),
         weight_bytes=w,
         decode_intensity=decode_intensity(shape, b_kv),
-        gpu=gpu,
-        n_gpus=n_gpus,
         serving=serving,
         decode=decode,
         serving_card13=card13,
-        weight_dtype=weight_dtype,
-        expert_dtype=expert_dtype,
         params=parameters(shape, preset),
         prefill=prefill_flops(shape, T, batch, causal),
         timing=times,
-        state_dtype=state_dtype,
         state_bytes=state_bytes(shape, batch, b_kv, b_s),
         state_bytes_per_sequence=state_bytes_per_sequence(shape, b_kv, b_s),
         workload=workload,
@@ -319,17 +276,17 @@ class KVHeadVariant:
 
 def kv_head_variants(
     shape: ModelShape,
-    T: int,
-    gpu: GPU | None = None,
-    n_gpus: int = 1,
-    batch: int = 1,
-    weight_bytes_per_param: int = 2,
-    kv_bytes_per_value: int = 2,
+    workload: Workload,
+    precision: Precision = DEFAULT_PRECISION,
+    hardware: Hardware | None = None,
 ) -> list[KVHeadVariant]:
     """The same model with H_kv = h (MHA), its own H_kv, a middle GQA group and 1 (MQA).
 
     Query heads, FLOPs and — to isolate the cache — the weight bytes stay those of the model
     as configured, as in card 14's serving comparison (16 GQA vs 2 MHA sequences)."""
+    T, batch = workload.seq_len, workload.batch
+    weight_bytes_per_param, kv_bytes_per_value = precision.b_weight, precision.b_kv
+    gpu, n_gpus = (None, 1) if hardware is None else (hardware.gpu, hardware.n_gpus)
     h = shape.n_heads
     divisors = [g for g in range(1, h + 1) if h % g == 0]
     middle = divisors[len(divisors) // 2]  # a representative GQA group count

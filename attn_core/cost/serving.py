@@ -8,12 +8,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from attn_core.cost.dtypes import Tokens, _minimum, _tokens
 from attn_core.cost.flops import pair_flops
 from attn_core.cost.gpus import GPU, MemoryConvention
+from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.mixers import state_bytes_per_layer
 from attn_core.cost.params import decode_weight_bytes, expert_params, weight_bytes
 from attn_core.cost.shapes import ModelShape
-from attn_core.cost.tokens import Tokens, _minimum, _tokens
 
 
 # -- Card 13: KV cache -----------------------------------------------------------------------
@@ -205,15 +206,7 @@ class DecodeBound:
 
 
 def decode_lower_bound(
-    shape: ModelShape,
-    gpu: GPU,
-    T: Any,
-    batch: int = 1,
-    n_gpus: int = 1,
-    weight_bytes_per_param: float = 2,
-    kv_bytes_per_value: int = 2,
-    expert_bytes_per_param: float | None = None,
-    state_bytes_per_value: float | None = None,
+    shape: ModelShape, workload: Workload, precision: Precision, hardware: Hardware
 ) -> DecodeBound:
     """Memory-bandwidth floor on decoding one token per sequence with T cached (cards 13, 14).
 
@@ -221,9 +214,11 @@ def decode_lower_bound(
     table, top-k experts), every cached token and a hybrid's fixed state; beside the floor, the
     weights under uniform routing (`decode_weight_bytes_expected`). Llama 2 7B on an A100 (2,039 GB/s), batch 1,
     4K: 6.48 ms weights + 1.05 ms cache; card 13 reads the whole table: 6.61 + 1.05 ms, at most
-    130 tokens/s. Multi-GPU assumes perfect sharding (bandwidths add)."""
-    batch = _tokens(batch, "batch", 1)
-    n_gpus = _tokens(n_gpus, "n_gpus", 1)
+    130 tokens/s. Multi-GPU assumes perfect sharding (bandwidths add). T and B from the workload;
+    the routed experts at the precision's expert dtype."""
+    T, batch, n_gpus, gpu = workload.seq_len, workload.batch, hardware.n_gpus, hardware.gpu
+    weight_bytes_per_param, expert_bytes_per_param = precision.b_weight, precision.b_expert
+    kv_bytes_per_value, state_bytes_per_value = precision.b_kv, precision.b_state
     m = shape.moe if shape.n_moe_layers else None
     return DecodeBound(
         weight_bytes=decode_weight_bytes(shape, batch, weight_bytes_per_param, expert_bytes_per_param),

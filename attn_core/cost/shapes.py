@@ -20,27 +20,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from attn_core.cost.arch import (
+from attn_core.cost.config_keys import MAX_INT, ConfigError, first, read_bool, read_int
+from attn_core.cost.experts import MoE, read_moe
+from attn_core.cost.layer_config import (
     ATTENTION_KINDS,
     FFN_ONLY_KINDS,
     LAYER_KINDS,
-    MLA,
     LayerKind,
-    MoE,
     hybrid_pattern,
     layer_kinds,
-    read_mla,
-    read_moe,
+    read_state_mixer,
+)
+from attn_core.cost.layers import NONE, LayerKinds
+from attn_core.cost.mixers import STATE_KIND_NAMES, STATE_KINDS, StateMixer
+from attn_core.cost.mla import MLA, read_mla
+from attn_core.cost.model_types import (
     read_quantization,
     read_sinks,
-    read_state_mixer,
     refuse_unsized_models,
     unwrap_text_config,
     with_class_defaults,
 )
-from attn_core.cost.keys import MAX_INT, ConfigError, first, read_bool, read_int
-from attn_core.cost.layers import NONE, LayerKinds
-from attn_core.cost.mixers import STATE_KIND_NAMES, STATE_KINDS, StateMixer
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "assets" / "models"
 
@@ -131,8 +131,8 @@ class ModelShape:
     source: str = ""  # where the numbers came from
     layer_types: LayerKinds | None = None  # per layer, by rule or list; None: all alike (see layer_kinds)
     attention_chunk_size: int | None = None  # chunked layers attend within chunks of this many tokens
-    moe: MoE | None = None  # mixture-of-experts MLP (arch.MoE); None: one dense MLP per layer
-    mla: MLA | None = None  # multi-head latent attention (arch.MLA); None: per-head K and V
+    moe: MoE | None = None  # mixture-of-experts MLP (experts.MoE); None: one dense MLP per layer
+    mla: MLA | None = None  # multi-head latent attention (mla.MLA); None: per-head K and V
     attention_sinks: bool = False  # one learned sink logit per query head per layer (gpt-oss)
     qk_norm: bool = False  # a d_h-wide norm on queries and keys (Qwen3, Gemma 3)
     norms_per_layer: int = 2  # pre-attention and pre-MLP; Gemma 2/3 add two post-norms
@@ -338,7 +338,7 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
     model nested under ``text_config``. Defaults follow the Hugging Face classes: no
     ``num_key_value_heads`` → MHA; no ``head_dim`` → d / h; no ``intermediate_size`` → 4d; no
     ``tie_word_embeddings`` → tied. Experts, MLA, per-layer attention types and sinks come from
-    `attn_core.cost.arch`. Raises ConfigError naming the missing or malformed key.
+    `attn_core.cost.model_types`, `layer_config`, `experts` and `mla`. Raises ConfigError naming the missing or malformed key.
     """
     if not isinstance(config, Mapping):
         raise ConfigError(f"a config must be a JSON object, got {type(config).__name__}")

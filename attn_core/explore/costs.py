@@ -6,15 +6,34 @@ asked" answers are worked out here from the model's own numbers. Numpy only, lik
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
+
 from attn_core.cost import memory
+from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS
 from attn_core.cost.flops import crossover_seq_len, doubling_ratio, layer_flops
-from attn_core.cost.gpus import GPU, list_gpus, load_gpu
+from attn_core.cost.gpus import list_gpus as list_gpus
+from attn_core.cost.gpus import load_gpu as load_gpu
+from attn_core.cost.inputs import Hardware as Hardware
+from attn_core.cost.inputs import Precision as Precision
+from attn_core.cost.inputs import Workload as Workload
 from attn_core.cost.ledger import KIND_LABELS
+from attn_core.cost.limits import MAX_BATCH as MAX_BATCH
+from attn_core.cost.limits import MAX_GEN_LEN as MAX_GEN_LEN
+from attn_core.cost.limits import MAX_GPUS as MAX_GPUS
+from attn_core.cost.limits import MAX_SEQ_LEN as MAX_SEQ_LEN
 from attn_core.cost.mixers import STATE_KIND_NAMES
 from attn_core.cost.params import attention_params, model_params
-from attn_core.cost.report import CostReport, cost_report, kv_head_variants
-from attn_core.cost.serving import kv_cache_bytes
+from attn_core.cost.report import CostReport, CostSweep, cost_report, cost_sweep, kv_head_variants, sweep_grid
+from attn_core.cost.serving import kv_cache_bytes, serving_capacity
 from attn_core.cost.shapes import ModelShape
+from attn_core.cost.shapes import list_presets as list_presets
+from attn_core.cost.shapes import load_preset as load_preset
+from attn_core.cost.shapes import parse_config_bytes as parse_config_bytes
+from attn_core.cost.shapes import parse_config_text as parse_config_text
 from attn_core.cost.units import (
     format_bytes,
     format_bytes_binary,
@@ -26,6 +45,10 @@ from attn_core.cost.units import (
     format_rate,
     format_seconds,
 )
+from attn_core.explore import costs_whole as whole_view
+
+DTYPES = list(DTYPE_BYTES)  # the sidebar's dtypes, fp16 (the default) first
+WEIGHT_DTYPES = list(WEIGHT_BITS)  # and the quantized weight formats (int4 with group scales, MXFP4)
 
 
 def model_card(r: CostReport, dtype: str) -> tuple[str, str]:
@@ -82,11 +105,12 @@ def flops_table(s: ModelShape, T: int, batch: int) -> tuple[dict[str, list], str
     return table, caption
 
 
-def variants_table(
-    s: ModelShape, T: int, gpu: GPU, n_gpus: int, batch: int, b: int, b_kv: int
-) -> dict[str, list]:
-    """MHA vs GQA vs MQA for this model: only H_kv changes (card 14)."""
-    variants = kv_head_variants(s, T, gpu, n_gpus, batch, b, b_kv)
+def variants_table(r: CostReport) -> dict[str, list]:
+    """MHA vs GQA vs MQA for this model: only H_kv changes (card 14). Weights at the activations'
+    dtype, as the cards count them."""
+    s, T = r.model, r.seq_len
+    same = Precision(r.dtype, kv=r.kv_dtype)
+    variants = kv_head_variants(s, Workload(T, r.batch), same, r.hardware)
     return {
         "H_kv": [v.n_kv_heads for v in variants],
         "kind": [v.kind + (" (this model)" if v.n_kv_heads == s.n_kv_heads else "") for v in variants],
@@ -110,10 +134,11 @@ def decode_verdict(r: CostReport) -> str:
             f"**{ridge:.0f} FLOP/byte** → {verdict}.")  # fmt: skip
 
 
-def gpu_table(r: CostReport, dtype: str, causal: bool, kv_dtype: str) -> dict[str, list]:
-    """The same what-if on every GPU preset, as many of each as the report uses."""
-    s, T, batch, n = r.model, r.seq_len, r.batch, r.n_gpus
-    reports = [cost_report(s, T, batch, dtype, causal, load_gpu(g), n, kv_dtype) for g in list_gpus()]
+def gpu_table(r: CostReport) -> dict[str, list]:
+    """The same what-if on every GPU preset, as many of each as the report uses (weights at the
+    activations' dtype)."""
+    work, same = Workload(r.seq_len, r.batch, causal=r.causal), Precision(r.dtype, kv=r.kv_dtype)
+    reports = [cost_report(r.model, work, same, Hardware(load_gpu(g), r.n_gpus)) for g in list_gpus()]
     return {
         "GPU": [x.gpu.label for x in reports],
         "memory reported": [format_bytes_binary(x.gpu.memory_bytes) for x in reports],
@@ -149,11 +174,12 @@ def mla_answer(r: CostReport) -> str:
     )
 
 
-def how_its_asked(r: CostReport, b: int, b_kv: int) -> list[tuple[str, str]]:
+def how_its_asked(r: CostReport) -> list[tuple[str, str]]:
     """The interview questions of cards 11–14, answered with this model's numbers."""
     s, T, gpu, n_gpus = r.model, r.seq_len, r.gpu, r.n_gpus
+    b, b_kv = r.precision.b, r.precision.b_kv
     share = layer_flops(s, T).attention_share
-    variants = kv_head_variants(s, T, kv_bytes_per_value=b_kv)  # MHA, …, MQA
+    variants = kv_head_variants(s, Workload(T), Precision(kv=r.kv_dtype))  # MHA, …, MQA
     bill = memory.model_memory_bill(s, T, b)
     per_seq = format_bytes_binary(kv_cache_bytes(s, T, 1, b_kv))
     T_full = crossover_seq_len(s)
@@ -290,3 +316,236 @@ def score_metrics(s: ModelShape, bill) -> list[tuple[str, str, str]]:
          f"B·h·T·4 = {bill.online_per_layer:,} B (fp32 lse)"),
         (f"online, {s.n_layers} layers", format_bytes_binary(bill.online_per_model), f"{bill.online_per_model:,} B"),
     ]  # fmt: skip
+
+
+# -- The page's one call ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Chart:
+    """One chart's data: x over T, named series, and its marks (label at x or y)."""
+
+    x: np.ndarray
+    series: dict[str, np.ndarray]
+    title: str
+    x_marks: list[tuple[float | None, str]]
+    y_marks: list[tuple[float, str]] = field(default_factory=list)
+    overlay: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+Table = dict[str, list]  # {column: values}, units written into the values
+Metric = tuple[str, str, str]  # (label, value, what it means)
+
+
+@dataclass(frozen=True)
+class WholeSection:
+    params_chart: tuple[list[str], list[int], list[int]]  # (part, total, active)
+    params: Table
+    notes: list[str]
+    ledger_title: str
+    ledger: Table
+    memory: tuple[np.ndarray, dict[str, np.ndarray], int] | None  # a hybrid's memory vs T: (x, series, T)
+    prefill_title: str
+    prefill: Table
+    prefill_note: str
+    times_title: str
+    times: Table
+    times_caption: str
+    checks: list[tuple[str, float]]  # (independent route, |Δ|)
+
+
+@dataclass(frozen=True)
+class FlopsSection:
+    title: str
+    table: Table
+    caption: str
+    chart: Chart
+
+
+@dataclass(frozen=True)
+class KVSection:
+    chart: Chart
+    warning: str | None
+    mla: bool  # MLA: no MHA/GQA/MQA comparison
+    variants_title: str
+    variants: Table | None
+
+
+@dataclass(frozen=True)
+class ServingSection:
+    metrics: list[Metric]
+    sum: str
+    verdict: str
+    gpus_title: str
+    gpus: Table
+
+
+@dataclass(frozen=True)
+class ScoresSection:
+    metrics: list[Metric]
+    chart: Chart
+    caption: str
+
+
+@dataclass(frozen=True)
+class CostView:
+    """Everything the Cost page draws for one what-if: the card and headline at once, each section
+    on first use (so a section that cannot be drawn fails alone, under the page's safety net)."""
+
+    report: CostReport
+    card: str
+    extras: str
+    strip: list[str] | None  # each layer's kind, or None for very deep models
+    warnings: list[str]
+    headline: list[tuple[str, str, str]]
+    conventions: str
+
+    @functools.cached_property
+    def _sweep(self) -> tuple[np.ndarray, CostSweep, float | None, float | None]:
+        r = self.report
+        T_full, T_causal = crossover_seq_len(r.model), crossover_seq_len(r.model, causal=True)
+        grid = sweep_grid(r.seq_len, extra=(T_full, T_causal))
+        return grid, cost_sweep(r.model, grid, r.batch, r.precision.b, r.precision.b_kv), T_full, T_causal
+
+    def sweep_columns(self, group: str) -> dict[str, np.ndarray]:
+        """A chart's numbers over T ('flops', 'kv' or 'scores'), for its table and CSV."""
+        return self._sweep[1].columns(group)
+
+    @functools.cached_property
+    def whole(self) -> WholeSection:
+        r, s = self.report, self.report.model
+        T, B, p = r.seq_len, r.batch, r.precision
+        parts, total, active = whole_view.param_parts(r)
+        grid = self._sweep[0]
+        t = r.timing
+        rows, note = whole_view.prefill_rows(r)
+        return WholeSection(
+            params_chart=(parts, total, active),
+            params=whole_view.params_rows(r),
+            notes=whole_view.architecture_notes(s),
+            ledger_title=f"**Ledger by layer kind** at T = {T:,}, B = {B} (cache {p.kv}, state {p.state})",
+            ledger=whole_view.layer_type_rows(s, T, p.b_kv, B, p.b_state, r.causal),
+            memory=(grid, whole_view.memory_series(r, grid), T) if s.is_hybrid else None,
+            prefill_title=f"**Prefill FLOPs, whole model, {B} × {T:,} tokens "
+            f"({'causal' if r.causal else 'all pairs'})**",
+            prefill=rows,
+            prefill_note=note,
+            times_title=f"**Time on {r.n_gpus} × {r.gpu.label}**, bf16 peak, perfect tensor parallelism",
+            times=whole_view.times_rows(t),
+            times_caption=whole_view.times_caption(t),
+            checks=whole_view.whole_checks(r),
+        )
+
+    @functools.cached_property
+    def flops(self) -> FlopsSection:
+        r = self.report
+        T, B = r.seq_len, r.batch
+        grid, sweep, T_full, T_causal = self._sweep
+        table, caption = flops_table(r.model, T, B)
+        shown, other = (sweep.causal, sweep.full) if r.causal else (sweep.full, sweep.causal)
+        other_name = "all pairs" if r.causal else "causal"
+        chart = Chart(
+            grid,
+            {"projections": shown.projections, "MLP": shown.mlp, "attention": shown.attention},
+            f"Where a layer's FLOPs go ({'causal' if r.causal else 'all pairs'}; "
+            f"dashed: attention, {other_name})",
+            [
+                (T_full, "T* never" if T_full is None else f"T* = {T_full:,.0f}"),
+                (T_causal, "T* causal never" if T_causal is None else f"T* causal = {T_causal:,.0f}"),
+                (T, f"T = {T:,}"),
+            ],
+            overlay={f"attention share, {other_name}": 100 * other.attention_share},
+        )
+        title = f"**FLOPs of one layer's forward pass, {B} sequence(s) of {T:,} tokens**"
+        return FlopsSection(title, table, caption, chart)
+
+    @functools.cached_property
+    def kv(self) -> KVSection:
+        r, s = self.report, self.report.model
+        grid, sweep = self._sweep[0], self._sweep[1]
+        free, memory_ = r.serving.free_bytes, r.serving.memory_bytes
+        chart = Chart(
+            grid,
+            {f"KV cache, B = {r.batch} ({r.kv_dtype})": sweep.kv_cache_bytes / 2**30},
+            "KV cache vs T, with GPU memory",
+            [
+                (r.seq_len, f"T = {r.seq_len:,}"),
+                (s.sliding_window, "window full"),
+                (s.attention_chunk_size, "chunk full"),
+            ],
+            [
+                (memory_ / 2**30, f"{r.n_gpus} × {r.gpu.label}: {format_bytes(memory_)}"),
+                (free / 2**30, f"left after weights: {format_bytes_binary(max(free, 0))}"),
+            ],
+        )
+        too_big = free <= 0
+        return KVSection(
+            chart=chart,
+            warning=f"The {format_bytes(r.weight_bytes)} of weights alone exceed {format_bytes(memory_)}."
+            if too_big
+            else None,
+            mla=s.mla is not None,
+            variants_title=f"**MHA vs GQA vs MQA for {s.name}** — same query heads, same weights, "
+            "only H_kv changes",
+            variants=None if s.mla is not None else variants_table(r),
+        )
+
+    @functools.cached_property
+    def serving(self) -> ServingSection:
+        r = self.report
+        return ServingSection(
+            metrics=serving_metrics(r),
+            sum=serving_sum(r),
+            verdict=decode_verdict(r),
+            gpus_title=f"**Every GPU preset, {r.n_gpus} of each**",
+            gpus=gpu_table(r),
+        )
+
+    @functools.cached_property
+    def scores(self) -> ScoresSection:
+        r, s = self.report, self.report.model
+        grid, sweep = self._sweep[0], self._sweep[1]
+        bill = memory.model_memory_bill(s, r.seq_len, r.precision.b, r.batch)
+        chart = Chart(
+            grid,
+            {
+                "naive: keep P (B·h·T²·b)": sweep.score_bytes_naive_per_layer / 2**30,
+                "online: one fp32 logsumexp per row (B·h·T·4)": sweep.score_bytes_online_per_layer / 2**30,
+            },
+            "Score memory per layer vs T (training keeps it for the backward pass)",
+            [(r.seq_len, f"T = {r.seq_len:,}")],
+        )
+        caption = (
+            "The online softmax rebuilds P in the backward pass from one logsumexp per row, at the price of "
+            f"2T²d = {format_flops(bill.recompute_flops_per_layer)} more FLOPs per layer: "
+            "more FLOPs, far fewer bytes."
+        )
+        return ScoresSection(score_metrics(s, bill), chart, caption)
+
+    @functools.cached_property
+    def how_its_asked(self) -> list[tuple[str, str]]:
+        return how_its_asked(self.report)
+
+
+def view(
+    shape: ModelShape, workload: Workload, precision: Precision, hardware: Hardware, preset: str | None = None
+) -> CostView:
+    """The Cost page's one call: the report (`attn_core.cost.report.cost_report`, the CLI's call) and
+    every table and text drawn from it. ValueError (ConfigError included) for what cannot be sized."""
+    r = cost_report(shape, workload, precision, hardware, preset)
+    card, extras = model_card(r, precision.weights)
+    return CostView(
+        r, card, extras, whole_view.layer_cells(shape), warnings(r), headline(r), card_conventions(r)
+    )
+
+
+CODE = (kv_cache_bytes, layer_flops, crossover_seq_len, serving_capacity)  # the page's "show the code"
+
+
+class Section(StrEnum):
+    """The page's sections; the values are the labels kept in a shared link."""
+
+    WHOLE = "Whole model"
+    FLOPS = "FLOPs"
+    KV = "KV cache & GQA"
+    SERVING = "Serving & decode"
+    SCORES = "Score memory"
+    ASKED = "How it's asked"

@@ -13,7 +13,6 @@ from attn_core.cost.params import weight_bytes
 from attn_core.cost.report import CostReport
 from attn_core.cost.serving import kv_bytes_per_token_per_layer
 from attn_core.cost.shapes import ModelShape
-from attn_core.cost.tokens import bytes_per_value, weight_bytes_per_param
 from attn_core.cost.units import (
     format_bytes_binary,
     format_count,
@@ -22,7 +21,7 @@ from attn_core.cost.units import (
     format_percent,
     format_seconds,
 )
-from attn_core.cost.whole import Timing, timing
+from attn_core.cost.whole_model import Timing
 
 # -- The whole model (parameters, layer types, MoE, MLA, prefill and time bounds) -----------
 # The strip's colours, in this order: attention kinds, linear/state mixers, Nemotron-H's FFN-only blocks.
@@ -72,8 +71,8 @@ def layer_type_rows(
 def memory_series(r: CostReport, grid) -> dict[str, np.ndarray]:
     """GiB held against T: the hybrid (weights + cache + state), its fixed state alone, and its
     all-attention twin (the same layers with full attention in place of each linear/state layer)."""
-    b_w, b_kv = weight_bytes_per_param(r.weight_dtype), bytes_per_value(r.kv_dtype)
-    b_e, b_s = weight_bytes_per_param(r.expert_dtype), bytes_per_value(r.state_dtype or r.kv_dtype)
+    p = r.precision
+    b_w, b_kv, b_e, b_s = p.b_weight, p.b_kv, p.b_expert, p.b_state
     s, twin = r.model, attention_twin(r.model)
     ours = memory_sweep_T(s, grid, r.weight_bytes, r.batch, b_kv, b_s)
     dense = memory_sweep_T(twin, grid, weight_bytes(twin, b_w, b_e), r.batch, b_kv)
@@ -222,19 +221,11 @@ def whole_checks(r: CostReport) -> list[tuple[str, float]]:
     spans = {"full": T, "sliding": s.sliding_window, "chunked": s.attention_chunk_size}
     kv = (
         sum(n * min(T, spans[k]) for k, n in s.kind_counts.items() if k in spans)
-        * kv_bytes_per_token_per_layer(s, bytes_per_value(r.kv_dtype))
+        * kv_bytes_per_token_per_layer(s, r.precision.b_kv)
         * B
     )
     return [("Σ per-layer FLOPs (card 11) + head", abs(prefill - r.prefill.total)),
             ("Σ per-layer cached tokens × bytes", abs(kv - r.kv_cache_bytes))]  # fmt: skip
-
-
-def whole_timing(r: CostReport, prompt_len: int, gen_len: int, efficiency: float) -> Timing:
-    """The report's model on its GPUs, dtypes and batch: prefill P tokens, then generate N."""
-    b_w, b_kv = weight_bytes_per_param(r.weight_dtype), bytes_per_value(r.kv_dtype)
-    b_e, b_s = weight_bytes_per_param(r.expert_dtype), bytes_per_value(r.state_dtype or r.kv_dtype)
-    return timing(r.model, r.gpu, prompt_len, gen_len, r.batch, r.n_gpus, b_w, b_kv, efficiency=efficiency,
-                  expert_bytes=b_e, state_bytes_per_value=b_s)  # fmt: skip
 
 
 def param_parts(r: CostReport) -> tuple[list[str], list[int], list[int]]:

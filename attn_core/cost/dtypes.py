@@ -12,7 +12,13 @@ import numpy as np
 
 Tokens = int | np.ndarray
 
-DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}  # b, bytes per number
+DTYPE_BYTES = {
+    "fp16": 2,
+    "bf16": 2,
+    "fp32": 4,
+    "fp8": 1,
+    "int8": 1,
+}  # b, bytes per number (the default first)
 # Bits per weight, scales included: int4 in groups of g weights with one fp16 scale each is
 # 4 + 16/g; MXFP4 (OCP microscaling) groups 32 fp4 values under one 8-bit power-of-two scale.
 WEIGHT_BITS = {name: 8.0 * b for name, b in DTYPE_BYTES.items()} | {

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-MAX_INT = 1 << 24  # sanity cap (16,777,216) on any width, count or length read from a config
+from attn_core.cost.limits import MAX_INT
 
 
 class ConfigError(ValueError):

@@ -21,21 +21,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from attn_core.cost.flops import PrefillFlops, prefill_flops
-from attn_core.cost.gpus import GPU
+from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.params import ParamCount, decode_weight_bytes, model_params
 from attn_core.cost.serving import kv_cache_bytes, state_bytes
 from attn_core.cost.shapes import ModelShape
 
 PETABYTE = 10**15  # a KV cache past this is flagged as absurd (it still answers)
-MAX_GEN_LEN = 1 << 20  # generated tokens summed step by step: 1,048,576 steps at most
-
-
-def check_efficiency(efficiency: float) -> float:
-    """η in (0, 1]; ValueError naming --efficiency otherwise."""
-    ok = isinstance(efficiency, int | float) and not isinstance(efficiency, bool)
-    if not ok or not 0 < efficiency <= 1:
-        raise ValueError(f"--efficiency must be a fraction of peak in (0, 1], got {efficiency!r}")
-    return float(efficiency)
 
 
 @dataclass(frozen=True)
@@ -100,46 +91,33 @@ class Timing:
         return self.efficiency != 1.0
 
 
-def timing(
-    shape: ModelShape,
-    gpu: GPU,
-    prompt_len: int,
-    gen_len: int = 0,
-    batch: int = 1,
-    n_gpus: int = 1,
-    weight_bytes_per_param: float = 2,
-    kv_bytes_per_value: int = 2,
-    causal: bool = True,
-    efficiency: float = 1.0,
-    expert_bytes: float | None = None,
-    state_bytes_per_value: float | None = None,
-) -> Timing:
-    """The bounds of `Timing` for this model on n_gpus × gpu (see the module's conventions).
+def timing(shape: ModelShape, workload: Workload, precision: Precision, hardware: Hardware) -> Timing:
+    """The bounds of `Timing` for this model on the hardware (see the module's conventions), for
+    the workload's B prompts of P tokens and its N generated tokens, at its efficiency.
 
     Prefill reads the active weights once (an untied table for its B·P rows) and writes the cache
-    of B·P tokens. Decode step i (i = 0 … N − 1) reads the active weights and a cache of P + i
-    tokens per sequence. ``expert_bytes`` sizes the routed experts apart. Card 13's example, Llama 2 7B on one A100 at P = 4,096: the first step
-    is (13,214,695,424 + 2 GiB) / 2,039 GB/s = 7.53 ms."""
-    efficiency = check_efficiency(efficiency)
-    if not 0 <= gen_len <= MAX_GEN_LEN:
-        raise ValueError(f"--gen-len must be from 0 to {MAX_GEN_LEN:,}, got {gen_len!r}")
-    steps = np.arange(prompt_len, prompt_len + gen_len, dtype=np.float64)
-    state = state_bytes(shape, batch, kv_bytes_per_value, state_bytes_per_value)  # the same at every T
-    kv_total = float(np.sum(kv_cache_bytes(shape, steps, batch, kv_bytes_per_value))) if gen_len else 0.0
-    kv_total += gen_len * state
+    of B·P tokens; its FLOPs count the causal pairs, whatever the workload's causal toggle. Decode
+    step i (i = 0 … N − 1) reads the active weights and a cache of P + i tokens per sequence; the
+    routed experts are sized at the precision's expert dtype. Card 13's example, Llama 2 7B on one
+    A100 at P = 4,096: the first step is (13,214,695,424 + 2 GiB) / 2,039 GB/s = 7.53 ms."""
+    P, N, B = workload.prompt, workload.gen_len, workload.batch
+    b_w, b_e, b_kv = precision.b_weight, precision.b_expert, precision.b_kv
+    steps = np.arange(P, P + N, dtype=np.float64)
+    state = state_bytes(shape, B, b_kv, precision.b_state)  # the same at every T
+    kv_total = float(np.sum(kv_cache_bytes(shape, steps, B, b_kv))) if N else 0.0
+    kv_total += N * state
+    n, gpu = hardware.n_gpus, hardware.gpu
     return Timing(
-        prompt_len=prompt_len,
-        gen_len=gen_len,
-        batch=batch,
-        efficiency=efficiency,
-        prefill=prefill_flops(shape, prompt_len, batch, causal),
-        prefill_bytes=decode_weight_bytes(shape, batch * prompt_len, weight_bytes_per_param, expert_bytes)
-        + kv_cache_bytes(shape, prompt_len, batch, kv_bytes_per_value)
-        + state,
-        flops_per_s=n_gpus * gpu.bf16_flops_per_s,
-        bandwidth_bytes_per_s=n_gpus * gpu.bandwidth_bytes_per_s,
-        decode_weight_bytes=decode_weight_bytes(shape, batch, weight_bytes_per_param, expert_bytes),
-        first_step_kv_bytes=kv_cache_bytes(shape, prompt_len, batch, kv_bytes_per_value) + state,
+        prompt_len=P,
+        gen_len=N,
+        batch=B,
+        efficiency=workload.efficiency,
+        prefill=prefill_flops(shape, P, B, causal=True),
+        prefill_bytes=decode_weight_bytes(shape, B * P, b_w, b_e) + kv_cache_bytes(shape, P, B, b_kv) + state,
+        flops_per_s=n * gpu.bf16_flops_per_s,
+        bandwidth_bytes_per_s=n * gpu.bandwidth_bytes_per_s,
+        decode_weight_bytes=decode_weight_bytes(shape, B, b_w, b_e),
+        first_step_kv_bytes=kv_cache_bytes(shape, P, B, b_kv) + state,
         decode_kv_bytes_total=kv_total,
     )
 

@@ -1,0 +1,103 @@
+"""What a config's model_type implies before any size is read: the text config inside a multimodal
+wrapper, the transformers class defaults for keys a config.json leaves out (`CLASS_DEFAULTS`), the
+model types refused by name, and two reported features (quantization_config, attention sinks)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from attn_core.cost.config_keys import ConfigError, first, read_bool
+
+# Whole models of state-space or other mixers whose layout is not read here: refused by name.
+UNSIZED_MODEL_TYPES = frozenset(
+    {"mamba", "mamba2", "falcon_mamba", "zamba", "zamba2", "falcon_h1", "granitemoehybrid", "lfm2",
+     "bamba", "rwkv", "recurrent_gemma", "xlstm", "nemotron_h_omni"}
+)  # fmt: skip
+# What transformers' configuration classes default to, for the keys read here (a config.json that
+# leaves a key out gets its class's default). Only for these model types; any other must say.
+CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
+    "qwen3_next": {
+        "tie_word_embeddings": False,
+        "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+        "linear_num_key_heads": 16, "linear_num_value_heads": 32, "full_attention_interval": 4,
+        "head_dim": 256, "decoder_sparse_step": 1, "num_experts": 512, "num_experts_per_tok": 10,
+        "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
+    },
+    "kimi_linear": {
+        "tie_word_embeddings": False,
+        "linear_num_heads": 32, "linear_head_dim": 128, "linear_conv_kernel_dim": 4,
+        "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
+        "num_experts": 256, "num_experts_per_token": 8, "moe_intermediate_size": 1024,
+        "num_shared_experts": 1, "first_k_dense_replace": 1,
+    },
+    "jamba": {
+        "tie_word_embeddings": False,
+        "attn_layer_period": 8, "attn_layer_offset": 4, "expert_layer_period": 2, "expert_layer_offset": 1,
+        "num_experts": 16, "num_experts_per_tok": 2, "mamba_d_state": 16, "mamba_d_conv": 4,
+        "mamba_expand": 2, "mamba_dt_rank": "auto", "mamba_conv_bias": True, "mamba_proj_bias": False,
+    },
+    "nemotron_h": {
+        "tie_word_embeddings": False,
+        "ssm_state_size": 128, "mamba_num_heads": 128, "mamba_head_dim": 64, "n_groups": 8,
+        "conv_kernel": 4, "chunk_size": 128, "use_conv_bias": True, "use_bias": False, "head_dim": 128,
+        "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1,
+        "moe_intermediate_size": 7688, "moe_shared_expert_intermediate_size": 7688,
+    },
+}  # fmt: skip
+
+
+def unwrap_text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The language model's config: ``text_config`` when the top level holds no layer count
+    (Gemma 3, Llama 4, multimodal wrappers); the top level's quantization_config is kept."""
+    text = config.get("text_config")
+    if not isinstance(text, Mapping) or first(config, ("num_hidden_layers", "n_layer", "num_layers"))[0]:
+        return config
+    carried = {k: config[k] for k in ("quantization_config", "tie_word_embeddings") if k in config}
+    return carried | dict(text)
+
+
+def with_class_defaults(config: Mapping[str, Any], model_type: str) -> Mapping[str, Any]:
+    """The config with its transformers class's defaults filled in where a key is absent or null,
+    and Kimi Linear's ``linear_attn_config`` sizes lifted to the top level (as its class does)."""
+    defaults = CLASS_DEFAULTS.get(model_type)
+    nested = config.get("linear_attn_config")
+    if defaults is None and nested is None:
+        return config
+    out = dict(config)
+    if isinstance(nested, Mapping):
+        lifted = {"num_heads": "linear_num_heads", "head_dim": "linear_head_dim",
+                  "short_conv_kernel_size": "linear_conv_kernel_dim"}  # fmt: skip
+        out |= {top: nested[k] for k, top in lifted.items() if nested.get(k) is not None}
+    elif nested is not None:
+        raise ConfigError(f"config key 'linear_attn_config' must be an object, got {nested!r}"[:200])
+    for key, value in (defaults or {}).items():
+        if out.get(key) is None:
+            out[key] = value
+    return out
+
+
+def refuse_unsized_models(config: Mapping[str, Any], model_type: str) -> None:
+    """ConfigError for model types whose layer layout is not read here, naming the model_type."""
+    if model_type in UNSIZED_MODEL_TYPES:
+        raise ConfigError(
+            f"config key 'model_type' = {model_type!r}: its layer layout is not one this calculator "
+            "reads (it sizes Gated DeltaNet, KDA, Mamba and Mamba-2 layers beside attention layers)"
+        )
+
+
+def read_quantization(config: Mapping[str, Any]) -> str | None:
+    """The config's quantization_config in a phrase (reported, never applied to the sizes)."""
+    q = config.get("quantization_config")
+    if q is None:
+        return None
+    if not isinstance(q, Mapping):
+        raise ConfigError(f"config key 'quantization_config' must be an object, got {q!r}")
+    parts = [str(q.get("quant_method", "unnamed method"))]
+    parts += [f"{k} {q[k]}" for k in ("fmt", "bits", "weight_block_size", "group_size") if k in q]
+    return ", ".join(parts)
+
+
+def read_sinks(config: Mapping[str, Any], model_type: str) -> bool:
+    """gpt-oss learns one sink logit per query head per layer (extra softmax mass, no value)."""
+    return model_type == "gpt_oss" or read_bool(config, ("attention_sinks",), False)
