@@ -3,7 +3,7 @@
 import streamlit as st
 import torch
 
-from lab_ui import classroom, figures, state
+from lab_ui import classroom, figures, widgets
 from lab_ui.nav import HOME, PAGES, open_home_alias
 from lab_ui.page import safety_net
 
@@ -22,7 +22,7 @@ open_home_alias()
 page = st.navigation(pages)
 classroom.before_page(page, {p.url_path: p for p in pages})
 with st.sidebar:
-    if state.toggle(
+    if widgets.toggle(
         "Projector mode", key="projector", help="Larger text and figures for a classroom screen."
     ):
         figures.use_projector_sizes()

@@ -19,7 +19,7 @@ L × S matrix never exists. FLOPs are those of plain attention (4·L·S·d per h
 Read in order: the one-row reference (``online_update``, ``walk_blocks``), the merge of partial
 states, then the tiled kernel as two steps: ``attn_core.tile_plan`` decides which (query tile,
 key tile) pairs run and which a mask removes, and ``tile_step`` is the recurrence on one tile.
-The slips are ``attn_core.slips.online``; the page's views ``attn_core.explore.online``.
+The slips are ``attn_core.slips.online``; the page's views ``attn_core.views.online_softmax``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Follow the presenter: a teacher starts a room, students' screens show what the projector shows.
 
-What is shared is what lab_ui.state already keeps per session: the current page and every
+What is shared is what lab_ui.widgets already keeps per session: the current page and every
 URL-synced widget value (the ``_keep_`` keys). The presenter's session publishes them after
 each run, and its screen checks in every second; a follower's session applies them before the
 page's widgets are made, so each widget simply starts from the presenter's value. A follower
@@ -34,7 +34,7 @@ from typing import Any
 import streamlit as st
 
 from lab_ui import push, rooms
-from lab_ui.state import KEEP_PREFIX
+from lab_ui.widgets import KEEP_PREFIX
 
 ROOM_PARAM = "room"  # the student link's query parameter
 COOKIE = "attn_lab_presenter"  # "<room id>.<secret>" in the presenter's browser

@@ -13,8 +13,8 @@ import pandas as pd
 import streamlit as st
 
 from attn_core.cost import ModelShape, format_bytes_binary, format_flops, format_seconds
-from lab_ui import state
-from lab_ui.widgets import table
+from lab_ui import widgets
+from lab_ui.badges import table
 
 SEQ_LENS = (64, 128, 256, 512)  # at 512 a 2 GiB fp32 build is ~2 × 0.5 TFLOP: ~6 s quiet, ~20 s loaded
 DECODE_STEPS = (4, 8, 16)
@@ -74,13 +74,13 @@ def check_on_this_machine(shape: ModelShape) -> None:
         )
         c1, c2, c3, c4 = st.columns(4)
         with c1:
-            T = state.selectbox("prompt T", SEQ_LENS, key="co_vf_T", default=128)
+            T = widgets.selectbox("prompt T", SEQ_LENS, key="co_vf_T", default=128)
         with c2:
-            steps = state.selectbox("decode steps", DECODE_STEPS, key="co_vf_M", default=8)
+            steps = widgets.selectbox("decode steps", DECODE_STEPS, key="co_vf_M", default=8)
         with c3:
-            batch = int(state.number("batch", 1, MAX_BATCH, 1, key="co_vf_B", step=1))
+            batch = int(widgets.number("batch", 1, MAX_BATCH, 1, key="co_vf_B", step=1))
         with c4:
-            gib = state.selectbox("memory cap, GiB", MEMORY_GIB, key="co_vf_mem", default=1.0)
+            gib = widgets.selectbox("memory cap, GiB", MEMORY_GIB, key="co_vf_mem", default=1.0)
         # A callback, not the button's return value: the press survives any rerun before this line.
         st.button("Run the check", key="co_vf_run", icon=":material/speed:",
                   on_click=st.session_state.update, args=({"co_vf_go": True},))  # fmt: skip

@@ -8,7 +8,9 @@ import streamlit as st
 import torch
 
 from attn_core.experiments.perturbation import METHODS
-from attn_core.explore.masks import (
+from attn_core.limits import LIMITS
+from attn_core.masks import MaskKind
+from attn_core.views.masks import (
     GALLERY_KINDS,
     MAX_GRID,
     PAINTED,
@@ -19,10 +21,8 @@ from attn_core.explore.masks import (
     gallery_mask,
     parse_lengths,
 )
-from attn_core.limits import LIMITS
-from attn_core.masks import MaskKind
-from lab_ui import figures, state
-from lab_ui.widgets import attempt
+from lab_ui import figures, widgets
+from lab_ui.badges import attempt
 
 METHOD_COLORS = dict(zip(METHODS, ("#2e7d32", "#ef6c00", "#66bb6a", "#6a1b9a", "#757575"), strict=True))
 
@@ -82,7 +82,7 @@ def output_heatmap(values: torch.Tensor, tokens: list[str], title: str, key: str
 
 def gallery_picker() -> MaskView | None:
     """The gallery's widgets (kind, sizes and the kind's parameter); the mask, or None after a message."""
-    kind = state.selectbox(
+    kind = widgets.selectbox(
         "mask kind", [str(k) for k in GALLERY_KINDS], key="mk_kind"
     )  # plain strings: no Enum coercion
     L, S, window, valid, lengths, prefix, grid = 6, 6, 3, 6, (), 0, ""
@@ -90,28 +90,28 @@ def gallery_picker() -> MaskView | None:
         st.caption(
             f"Paint one row per line: 1 (or # x ■) = may attend, 0 (or . ·) = blocked. Up to {MAX_GRID} × {MAX_GRID}."
         )
-        grid = state.text_area("painted mask", key="mk_grid", default=default_grid(), height=170)
+        grid = widgets.text_area("painted mask", key="mk_grid", default=default_grid(), height=170)
         return attempt(gallery_mask, kind, L, S, grid_text=grid)
     c1, c2 = st.columns(2)
     cap = LIMITS.gallery_len
     with c1:
-        L = state.slider("L (queries)", 1, cap, 6, key="mk_gL")
+        L = widgets.slider("L (queries)", 1, cap, 6, key="mk_gL")
     with c2:
-        S = state.slider("S (keys)", 1, cap, 6, key="mk_gS")
+        S = widgets.slider("S (keys)", 1, cap, 6, key="mk_gS")
     st.caption(f"Caps: L, S ≤ {cap}. Query i sits at absolute position i + (S − L) = i + {S - L}.")
     if kind == MaskKind.SLIDING_WINDOW:
-        window = state.slider("window (keys each query sees)", 1, max(S, 2), min(3, S), key="mk_win")
+        window = widgets.slider("window (keys each query sees)", 1, max(S, 2), min(3, S), key="mk_win")
     elif kind == MaskKind.PADDING:
-        valid = state.slider("real (non-padding) keys", 1, max(S, 2), S, key="mk_valid")
+        valid = widgets.slider("real (non-padding) keys", 1, max(S, 2), S, key="mk_valid")
     elif kind == MaskKind.DOCUMENT:
-        text = state.text_area(
+        text = widgets.text_area(
             "document lengths (must add up to S)", key="mk_docs", default="2, 3, 1", height=68
         )
         lengths = attempt(parse_lengths, text)
         if lengths is None:
             return None
     elif kind == MaskKind.PREFIX_LM:
-        prefix = state.slider("prefix (bidirectional) length", 0, S, min(2, S), key="mk_prefix")
+        prefix = widgets.slider("prefix (bidirectional) length", 0, S, min(2, S), key="mk_prefix")
     return attempt(
         gallery_mask, kind, L, S, window=window, valid_keys=valid, doc_lengths=lengths, prefix=prefix
     )

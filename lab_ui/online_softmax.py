@@ -1,7 +1,7 @@
 """Figures, tables and widgets of the Online-softmax page: a highlighted tile, the tile grid, the
 player, the step/merge/memory tables and the memory chart.
 
-Generic plotting and formatting over numbers that attn_core.explore.online computed; no attention
+Generic plotting and formatting over numbers that attn_core.views.online_softmax computed; no attention
 math here.
 """
 
@@ -16,8 +16,8 @@ import streamlit as st
 
 from attn_core.cost.memory import MemoryBill
 from attn_core.cost.units import format_bytes_binary, format_flops
-from attn_core.explore.online import RowWalk
 from attn_core.online import OnlineStep
+from attn_core.views.online_softmax import RowWalk
 from lab_ui import figures
 
 PLAY_SECONDS = 0.8  # one block per tick while ▶ plays

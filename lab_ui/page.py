@@ -26,8 +26,8 @@ from typing import TypeVar
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
-from lab_ui import state
-from lab_ui.widgets import attempt
+from lab_ui import widgets
+from lab_ui.badges import attempt
 
 T = TypeVar("T")
 E = TypeVar("E", bound=Enum)
@@ -92,7 +92,7 @@ def require(*values: object, fix: str = "the input marked in the sidebar") -> No
 def section_picker(sections: type[E], key: str, default: E | None = None) -> E:
     """A row of the page's sections (a ``StrEnum`` whose values are the labels kept in the URL);
     ``default`` (else the first) is where a fresh visit opens."""
-    value = state.radio(
+    value = widgets.radio(
         "Section",
         [s.value for s in sections],
         key=key,

@@ -1,5 +1,5 @@
 """Figures of the two theory pages (Scaling; What one head can express) that lab_ui.figures does
-not cover. Each builder takes plain numbers from attn_core.explore and returns one go.Figure,
+not cover. Each builder takes plain numbers from attn_core.views and returns one go.Figure,
 built as one dict (fast, and a title AppTests can find)."""
 
 from __future__ import annotations

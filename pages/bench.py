@@ -4,11 +4,11 @@ timed and checked on this server's hardware."""
 import pandas as pd
 import streamlit as st
 
-from attn_core.explore import bench
-from attn_core.explore.bench import CONTESTANTS
-from lab_ui import bench_charts, figures, state
+from attn_core.views import bench
+from attn_core.views.bench import CONTESTANTS
+from lab_ui import bench_charts, figures, widgets
+from lab_ui.badges import table
 from lab_ui.page import compute, header, require, safety_net
-from lab_ui.widgets import table
 
 header(
     "Kernels",
@@ -30,16 +30,16 @@ with c1:
     seq_lens = st.multiselect(
         "sequence lengths L = S", bench.SEQ_LEN_CHOICES, default=bench.DEFAULT_SEQ_LENS, key="kb_L"
     )
-    dtype = state.selectbox("dtype", ["fp32", "fp16", "bf16"], key="kb_dtype")
+    dtype = widgets.selectbox("dtype", ["fp32", "fp16", "bf16"], key="kb_dtype")
 with c2:
-    head_dim = state.selectbox("head dim D", list(bench.HEAD_DIMS), key="kb_d", default=64)
-    causal = state.toggle("causal (bottom-right)", key="kb_causal")
+    head_dim = widgets.selectbox("head dim D", list(bench.HEAD_DIMS), key="kb_d", default=64)
+    causal = widgets.toggle("causal (bottom-right)", key="kb_causal")
 with c3:
-    heads = state.slider("query heads H", 1, bench.MAX_HEADS, 4, key="kb_H")
+    heads = widgets.slider("query heads H", 1, bench.MAX_HEADS, 4, key="kb_H")
     kv_choices = [n for n in range(1, heads + 1) if heads % n == 0]
-    kv_heads = state.selectbox("KV heads (GQA when fewer)", kv_choices, key="kb_Hkv", default=heads)
+    kv_heads = widgets.selectbox("KV heads (GQA when fewer)", kv_choices, key="kb_Hkv", default=heads)
 with c4:
-    budget = state.slider("time cap (s)", 1, bench.MAX_BUDGET_S, bench.DEFAULT_BUDGET_S, key="kb_budget")
+    budget = widgets.slider("time cap (s)", 1, bench.MAX_BUDGET_S, bench.DEFAULT_BUDGET_S, key="kb_budget")
 impls = st.multiselect(
     "contestants",
     bench.PAGE_IMPLS,

@@ -4,10 +4,10 @@ the whole model: total vs active parameters, MoE, MLA, per-layer attention types
 import pandas as pd
 import streamlit as st
 
-from attn_core.explore import costs as cost
-from lab_ui import cost_charts, cost_verify, figures, state
+from attn_core.views import costs as cost
+from lab_ui import cost_charts, cost_verify, figures, widgets
+from lab_ui.badges import attempt, oracle_badge, table
 from lab_ui.page import header, require, run_section, section_picker, show_code
-from lab_ui.widgets import attempt, oracle_badge, table
 
 SAME = "same as activations"
 SOURCES = ("preset", "paste or upload config.json")
@@ -23,15 +23,15 @@ header(
 # -- Sidebar: the model and the what-if -----------------------------------------------------------
 with st.sidebar:
     st.header("Model")
-    source = state.radio("Shape from", SOURCES, key="co_src")
+    source = widgets.radio("Shape from", SOURCES, key="co_src")
     shape = preset = None
     if source == SOURCES[0]:
-        preset = state.selectbox("Preset", cost.list_presets(), key="co_model", default="llama-2-7b")
+        preset = widgets.selectbox("Preset", cost.list_presets(), key="co_model", default="llama-2-7b")
         shape = cost.load_preset(preset)
     else:
         st.caption("A Hugging Face config.json (≤ 1 MiB). An uploaded file wins over pasted text.")
         upload = st.file_uploader("Upload config.json", type=["json"], key="co_upload")
-        pasted = state.text_area("…or paste it", key="co_paste", default="", max_chars=4000, height=160)
+        pasted = widgets.text_area("…or paste it", key="co_paste", default="", max_chars=4000, height=160)
         if upload is not None:
             shape = attempt(cost.parse_config_bytes, upload.getvalue())
         elif pasted.strip():
@@ -42,30 +42,32 @@ with st.sidebar:
     st.header("What-if")
     caps = f"T ≤ {cost.MAX_SEQ_LEN:,} tokens, batch ≤ {cost.MAX_BATCH:,}, GPUs ≤ {cost.MAX_GPUS}"
     st.caption(f"Caps: {caps}.")
-    T = int(state.number("T (tokens in the sequence)", 1, cost.MAX_SEQ_LEN, 4096, key="co_T", step=1024))
-    batch = int(state.number("batch B (sequences)", 1, cost.MAX_BATCH, 1, key="co_B", step=1))
-    dtype = state.selectbox("activations & scores dtype", cost.DTYPES, key="co_dtype")
-    w_choice = state.selectbox("weights dtype", [SAME, *cost.WEIGHT_DTYPES], key="co_wdtype")
-    kv_choice = state.selectbox("KV cache dtype", [SAME, *cost.DTYPES], key="co_kvdtype")
-    st_choice = state.selectbox(
+    T = int(widgets.number("T (tokens in the sequence)", 1, cost.MAX_SEQ_LEN, 4096, key="co_T", step=1024))
+    batch = int(widgets.number("batch B (sequences)", 1, cost.MAX_BATCH, 1, key="co_B", step=1))
+    dtype = widgets.selectbox("activations & scores dtype", cost.DTYPES, key="co_dtype")
+    w_choice = widgets.selectbox("weights dtype", [SAME, *cost.WEIGHT_DTYPES], key="co_wdtype")
+    kv_choice = widgets.selectbox("KV cache dtype", [SAME, *cost.DTYPES], key="co_kvdtype")
+    st_choice = widgets.selectbox(
         "hybrids' recurrent state dtype",
         ["same as KV cache", *cost.DTYPES],
         key="co_stdtype",
         help="Linear/state layers' fixed state; transformers keeps it in fp32.",
     )
-    causal = state.toggle(
+    causal = widgets.toggle(
         "causal: count only allowed pairs",
         key="co_causal",
         help="Realized only by a kernel that skips masked blocks.",
     )
-    gpu_name = state.selectbox("GPU", cost.list_gpus(), key="co_gpu", default="a100-80gb")
-    n_gpus = int(state.number("GPUs (weights and cache sharded)", 1, cost.MAX_GPUS, 1, key="co_ngpu", step=1))
+    gpu_name = widgets.selectbox("GPU", cost.list_gpus(), key="co_gpu", default="a100-80gb")
+    n_gpus = int(
+        widgets.number("GPUs (weights and cache sharded)", 1, cost.MAX_GPUS, 1, key="co_ngpu", step=1)
+    )
 
     st.header("Whole model: time")
-    P = int(state.number("prompt P (tokens)", 1, cost.MAX_SEQ_LEN, 4096, key="co_P", step=1024))
-    N = int(state.number("generated tokens N", 0, cost.MAX_GEN_LEN, 256, key="co_N", step=64))
+    P = int(widgets.number("prompt P (tokens)", 1, cost.MAX_SEQ_LEN, 4096, key="co_P", step=1024))
+    N = int(widgets.number("generated tokens N", 0, cost.MAX_GEN_LEN, 256, key="co_N", step=64))
     eff = float(
-        state.number(
+        widgets.number(
             "efficiency (fraction of peak)",
             0.01,
             1.0,

@@ -3,12 +3,12 @@
 import pandas as pd
 import streamlit as st
 
-from attn_core.explore import gradient_slips, gradients
-from attn_core.explore.gradients import FD_CAPS, JACOBIAN_MAX_KEYS, SLIPS, UPSTREAM_KINDS, Section, Upstream
-from lab_ui import figures, gradient_charts, state, view_cache
+from attn_core.views import gradient_slips, gradients
+from attn_core.views.gradients import FD_CAPS, JACOBIAN_MAX_KEYS, SLIPS, UPSTREAM_KINDS, Section, Upstream
+from lab_ui import figures, gradient_charts, view_cache, widgets
+from lab_ui.badges import attempt, check_badge, oracle_badge, slip_columns, slip_picker, table
 from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
 from lab_ui.page import compute, header, require, run_section, section_picker, show_code
-from lab_ui.widgets import attempt, check_badge, oracle_badge, slip_columns, slip_picker, table
 
 header(
     "Gradients",
@@ -189,22 +189,22 @@ with st.sidebar:
         scale = scale_picker(qkv.q.shape[-1])
         mask = mask_picker(qkv.L, qkv.S)
         st.header("Gradient")
-        head = state.slider("head", 0, qkv.heads - 1, 0, key="gr_head") if qkv.heads > 1 else 0
-        row = state.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="gr_row") if qkv.L > 1 else 0
-        kind = state.selectbox("upstream gradient G = ∂L/∂O", UPSTREAM_KINDS, key="gr_G")
+        head = widgets.slider("head", 0, qkv.heads - 1, 0, key="gr_head") if qkv.heads > 1 else 0
+        row = widgets.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="gr_row") if qkv.L > 1 else 0
+        kind = widgets.selectbox("upstream gradient G = ∂L/∂O", UPSTREAM_KINDS, key="gr_G")
         seed, text = 0, ""
         if kind == Upstream.RANDOM:
-            seed = int(state.number("G seed", 0, 2**31 - 1, 0, key="gr_seed", step=1))
+            seed = int(widgets.number("G seed", 0, 2**31 - 1, 0, key="gr_seed", step=1))
         elif kind == Upstream.TYPED:
             st.caption(f"L × d_v = {qkv.L} × {qkv.v.shape[-1]}: one row per query, used for every head.")
-            text = state.text_area("G", key="gr_Gtext", default="-1, 0", height=90)
+            text = widgets.text_area("G", key="gr_Gtext", default="-1, 0", height=90)
         G = attempt(
             gradients.build_upstream, kind, (1, qkv.heads, qkv.L, qkv.v.shape[-1]), seed=seed, text=text
         )
-        tau = state.slider(
+        tau = widgets.slider(
             "temperature τ for the Jacobian (p = softmax(s/τ))", 0.02, 20.0, 1.0, key="gr_tau", step=0.01
         )
-        lr = state.slider("descent step size η", 0.05, 5.0, 1.0, key="gr_lr", step=0.05)
+        lr = widgets.slider("descent step size η", 0.05, 5.0, 1.0, key="gr_lr", step=0.05)
         # Finite differences cost 2 forward passes per coordinate and ε: only where they are shown.
         at = {
             "head": head,
@@ -215,7 +215,7 @@ with st.sidebar:
         }
         if scale is not None and mask is not None and G is not None:
             ex = compute(
-                view_cache.view, gradients.explore_gradients, qkv, mask.allowed, scale, G, inputs=INPUTS, **at
+                view_cache.view, gradients.gradients_view, qkv, mask.allowed, scale, G, inputs=INPUTS, **at
             )
 require(qkv, ex)
 

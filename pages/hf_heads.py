@@ -4,12 +4,12 @@ the model's own probabilities."""
 import pandas as pd
 import streamlit as st
 
-from attn_core.explore import hf_heads as explore
-from attn_core.explore.hf_heads import LOAD_CAP_S, MAX_PARAMS, MAX_TOKENS
-from lab_ui import figures, state, view_cache
+from attn_core.views import hf_heads as explore
+from attn_core.views.hf_heads import LOAD_CAP_S, MAX_PARAMS, MAX_TOKENS
+from lab_ui import figures, view_cache, widgets
+from lab_ui.badges import oracle_badge, table
 from lab_ui.page import compute, header, require, run_section
 from lab_ui.trained_charts import head_grid, one_head
-from lab_ui.widgets import oracle_badge, table
 
 SOURCES = ("demo model built here", "local folder or hub id")
 COSTS_SOURCE = "paste or upload config.json"  # the Cost calculator's radio option
@@ -30,7 +30,7 @@ st.caption(
 )
 c1, c2 = st.columns([1, 2])
 with c1:
-    kind = state.radio("model", SOURCES, key="hf_src")
+    kind = widgets.radio("model", SOURCES, key="hf_src")
 with c2:
     if kind == SOURCES[0]:
         source = explore.DEMO
@@ -49,7 +49,7 @@ st.caption(f"**{loaded.name}** · {loaded.n_params:,} parameters · loaded in {l
 
 label = "token ids (comma or space separated)" if loaded.tokenizer is None else "text"
 default = explore.DEMO_TEXT if loaded.tokenizer is None else "The cat sat on the mat. The cat sat on the"
-text = state.text_area(label, key="hf_text", default=default, max_chars=4000, height=68)
+text = widgets.text_area(label, key="hf_text", default=default, max_chars=4000, height=68)
 view = compute(view_cache.view, explore.hf_view, loaded, text, inputs=f"the {label} and the model")
 require(view, fix="the input above (the model stays loaded)")
 
@@ -67,7 +67,7 @@ def maps() -> None:
         "something else (ALiBi, soft-capping, learned sinks) shows a red badge: its maps are not plain SDPA."
     )
 
-    layer = state.slider("layer", 0, view.n_layers - 1, 0, key="hf_layer") if view.n_layers > 1 else 0
+    layer = widgets.slider("layer", 0, view.n_layers - 1, 0, key="hf_layer") if view.n_layers > 1 else 0
     P = v.maps[layer]
     figures.show(
         view_cache.figure(
@@ -75,7 +75,7 @@ def maps() -> None:
         ),
         key="hf_grid",
     )
-    head = state.slider("head", 0, P.shape[0] - 1, 0, key="hf_head") if P.shape[0] > 1 else 0
+    head = widgets.slider("head", 0, P.shape[0] - 1, 0, key="hf_head") if P.shape[0] > 1 else 0
     figures.show(one_head(P[head], view.tokens, f"Layer {layer}, head {head}"), key="hf_one")
     group = P.shape[0] // v.n_kv_heads
     st.caption(

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from attn_core.explore.home import SENTENCE
+from attn_core.views.home import SENTENCE
 from lab_ui.nav import PAGES
 from lab_ui.page import header
 

@@ -3,12 +3,12 @@
 import pandas as pd
 import streamlit as st
 
-from attn_core.explore import masks as explore
-from attn_core.explore.masks import MATCH_TOL, MAX_D, MAX_T, ROUNDING_TOL, SLIPS, Section
-from lab_ui import figures, state, view_cache
+from attn_core.views import masks as explore
+from attn_core.views.masks import MATCH_TOL, MAX_D, MAX_T, ROUNDING_TOL, SLIPS, Section
+from lab_ui import figures, view_cache, widgets
+from lab_ui.badges import attempt, format_diff, oracle_badge, table
 from lab_ui.mask_charts import gallery_picker, leak_figure, mask_figure, output_heatmap, slip_panels
 from lab_ui.page import compute, header, require, run_section, section_picker
-from lab_ui.widgets import attempt, format_diff, oracle_badge, table
 
 header(
     "Masks & leakage",
@@ -51,18 +51,18 @@ def change_the_future(qkv, T: int, seed: int) -> None:
     st.subheader("Change the future: the test that catches every causal-mask bug")
     c1, c2, c3 = st.columns(3)
     with c1:
-        kind = state.radio(
+        kind = widgets.radio(
             "change",
             ("future", "past"),
             key="mk_kind_pert",
             format_func=lambda k: "tokens after t" if k == "future" else "tokens up to t (control)",
         )
     with c2:
-        t = state.slider("t (0-based)", 0, T - 2, min(2, T - 2), key="mk_t") if T > 2 else 0
+        t = widgets.slider("t (0-based)", 0, T - 2, min(2, T - 2), key="mk_t") if T > 2 else 0
         if T == 2:  # a slider needs two distinct ends
             st.caption("t = 0: with T = 2 only token 1 lies in the future.")
     with c3:
-        size = state.slider("size of the change", 0.1, 10.0, 3.0, key="mk_size", step=0.1)
+        size = widgets.slider("size of the change", 0.1, 10.0, 3.0, key="mk_size", step=0.1)
     view = attempt(view_cache.view, explore.change_the_future, qkv.q, qkv.k, qkv.v, t, kind, size, seed + 1)
     if view is None:
         return
@@ -79,9 +79,9 @@ def fully_masked_rows(seed: int) -> None:
     st.subheader("Fully masked rows: 0/0 across fills and dtypes")
     c1, c2 = st.columns(2)
     with c1:
-        S = state.slider("keys S in the row", 2, 16, 5, key="mk_fmS")
+        S = widgets.slider("keys S in the row", 2, 16, 5, key="mk_fmS")
     with c2:
-        spread = state.selectbox("score spread", (1.0, 10.0, 30.0, 100.0), key="mk_spread")
+        spread = widgets.selectbox("score spread", (1.0, 10.0, 30.0, 100.0), key="mk_spread")
     cases = attempt(view_cache.view, explore.fully_masked_view, S, float(spread), seed)
     if cases is None:
         return
@@ -94,7 +94,7 @@ def fully_masked_rows(seed: int) -> None:
 
 def cached_decoding(qkv, T: int) -> None:
     st.subheader("Cached decoding: P cached keys, L new queries")
-    P = state.slider("cached prefix P", 0, T - 1, T // 2, key="mk_P")
+    P = widgets.slider("cached prefix P", 0, T - 1, T // 2, key="mk_P")
     r = attempt(explore.cached_block, qkv.q, qkv.k, qkv.v, P)
     if r is None:
         return
@@ -115,7 +115,7 @@ def cached_decoding(qkv, T: int) -> None:
             "pass an explicit mask (or causal_lower_right)."
         )
     st.markdown("**Token-by-token decoding with a KV cache**")
-    prefill = state.slider("prefill (tokens processed as one causal block)", 1, T, 1, key="mk_prefill")
+    prefill = widgets.slider("prefill (tokens processed as one causal block)", 1, T, 1, key="mk_prefill")
     dec = attempt(explore.decode_with_kv_cache, qkv.q, qkv.k, qkv.v, prefill)
     if dec is None:
         return
@@ -129,9 +129,9 @@ def conventions(qkv, T: int) -> None:
     st.subheader("One mask, three spellings")
     c1, c2 = st.columns(2)
     with c1:
-        pattern = state.selectbox("pattern", ("causal", "sliding window (3)"), key="mk_conv_kind")
+        pattern = widgets.selectbox("pattern", ("causal", "sliding window (3)"), key="mk_conv_kind")
     with c2:
-        pad = state.slider("padding keys at the end", 0, T - 1, 1, key="mk_conv_pad")
+        pad = widgets.slider("padding keys at the end", 0, T - 1, 1, key="mk_conv_pad")
     view = attempt(explore.conventions_view, qkv.q[0, 0], qkv.k[0, 0], qkv.v[0, 0], pattern, pad)
     if view is None:
         return
@@ -155,18 +155,18 @@ def permutations(seed: int) -> None:
     st.subheader("Permutation equivariance, and how order leaks in")
     c1, c2 = st.columns(2)
     with c1:
-        words = state.text_area(
+        words = widgets.text_area(
             "tokens (words)", key="mk_words", default="the river bank was steep", height=68
         ).split()
     with c2:
-        perm_text = state.text_area(
+        perm_text = widgets.text_area(
             "new order (0-based old positions) or 'reverse'", key="mk_perm", default="reverse", height=68
         )
     c3, c4 = st.columns(2)
     with c3:
-        causal = state.toggle("causal mask", key="mk_causal")
+        causal = widgets.toggle("causal mask", key="mk_causal")
     with c4:
-        positions = state.toggle("add sinusoidal positions", key="mk_pos")
+        positions = widgets.toggle("add sinusoidal positions", key="mk_pos")
     view = attempt(view_cache.view, explore.permutations_view, words, perm_text, causal, positions, seed)
     if view is None:
         return
@@ -187,7 +187,7 @@ def permutations(seed: int) -> None:
         output_heatmap(r.permuted_outputs, view.permuted_words, "Π Attn(X)", key="mk_perm_b")
     st.caption(explore.note("card7"))
     st.markdown("**Position from nothing: the BOS share under a causal mask**")
-    n = state.slider("positions", 2, MAX_T, 8, key="mk_bosT")
+    n = widgets.slider("positions", 2, MAX_T, 8, key="mk_bosT")
     b = explore.bos_share(n)
     series = {
         "causal: o_t": b.causal.tolist(),
@@ -212,7 +212,7 @@ def permutations(seed: int) -> None:
 
 def slips(qkv) -> None:
     st.subheader("Slips")
-    slip = state.selectbox(
+    slip = widgets.selectbox(
         "slip", list(SLIPS), key="mk_slip", format_func=lambda i: SLIPS[i].label, aliases=explore.SLIP_ALIASES
     )
     st.caption(SLIPS[slip].note)
@@ -226,9 +226,9 @@ def slips(qkv) -> None:
 with st.sidebar:
     st.header("Tokens for the experiments")
     st.caption(f"Seeded random q, k, v per token (float64, one head). Caps: T ≤ {MAX_T}, d ≤ {MAX_D}.")
-    T = state.slider("T (tokens)", 2, MAX_T, 8, key="mk_T")
-    d = state.slider("d_k = d_v", 1, MAX_D, 4, key="mk_d")
-    seed = int(state.number("seed", 0, 2**31 - 1, 0, key="mk_seed", step=1))
+    T = widgets.slider("T (tokens)", 2, MAX_T, 8, key="mk_T")
+    d = widgets.slider("d_k = d_v", 1, MAX_D, 4, key="mk_d")
+    seed = int(widgets.number("seed", 0, 2**31 - 1, 0, key="mk_seed", step=1))
 INPUTS = "T, d and the seed in the sidebar"
 qkv = compute(explore.tokens, T, T, d, d, 1, 1, seed, inputs=INPUTS)
 section = section_picker(Section, key="mk_section")

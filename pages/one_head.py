@@ -1,14 +1,14 @@
 """What one head can express: kernel smoothing, the rank bound, which keys can win, rank collapse,
 and the change of basis that leaves a head unchanged (cards 8, 10 and 17; the lesson's two circuits;
-card 9's heads sum). Every number comes from one call into attn_core.explore.expressivity."""
+card 9's heads sum). Every number comes from one call into attn_core.views.one_head."""
 
 from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
 
-from attn_core.explore import expressivity as explore
-from attn_core.explore.expressivity import (
+from attn_core.views import one_head as explore
+from attn_core.views.one_head import (
     IDENTITY_TOL,
     MAX_LAYERS,
     MAX_RANK_T,
@@ -17,10 +17,10 @@ from attn_core.explore.expressivity import (
     ExpressivityInputs,
     Section,
 )
-from lab_ui import figures, state, view_cache
+from lab_ui import figures, view_cache, widgets
 from lab_ui import theory_charts as charts
+from lab_ui.badges import attempt, check_badge, slip_columns, table
 from lab_ui.page import header, require, run_section, section_picker, show_code
-from lab_ui.widgets import attempt, check_badge, slip_columns, table
 
 header(
     "What one head can express",
@@ -32,7 +32,7 @@ header(
 
 
 def run(section: str, x: ExpressivityInputs):
-    return view_cache.view(explore.explore, section, x)
+    return view_cache.view(explore.view, section, x)
 
 
 def show_table(rows, file_name: str, key: str, fmt: str = "%.4g") -> None:
@@ -44,9 +44,9 @@ def show_table(rows, file_name: str, key: str, fmt: str = "%.4g") -> None:
 def kernel(x: ExpressivityInputs) -> None:
     c = st.columns(2)
     with c[0]:
-        lam = state.slider("bandwidth λ", 0.0, 3.0, 0.5, key="oh_lam", step=0.05)
+        lam = widgets.slider("bandwidth λ", 0.0, 3.0, 0.5, key="oh_lam", step=0.05)
     with c[1]:
-        noise = state.slider("noise sd", 0.0, 1.0, 0.3, key="oh_noise", step=0.05)
+        noise = widgets.slider("noise sd", 0.0, 1.0, 0.3, key="oh_noise", step=0.05)
     view = attempt(run, Section.KERNEL, replace(x, bandwidth=lam, noise=noise))
     if view is None:
         return
@@ -180,14 +180,14 @@ def circuits(x: ExpressivityInputs) -> None:
 
 with st.sidebar:
     st.header("Inputs")
-    T = state.slider("T (tokens, rank study)", 2, MAX_RANK_T, 64, key="oh_T")
-    d_k = state.slider("d_k (rank study)", 1, MAX_RANK_T, 8, key="oh_dk")
-    circle = state.slider("keys on the circle", 2, 36, 12, key="oh_circle")
-    layers = state.slider("layers", 1, MAX_LAYERS, 12, key="oh_layers")
-    width = state.number("width d (collapse, circuits)", 2, MAX_WIDTH, 64, key="oh_width", step=1)
-    heads = state.number("heads h (must divide d)", 1, 16, 4, key="oh_heads", step=1)
-    stacks = state.slider("random stacks", 1, MAX_STACKS, 8, key="oh_stacks")
-    seed = state.number("seed", 0, 10_000, 0, key="oh_seed", step=1)
+    T = widgets.slider("T (tokens, rank study)", 2, MAX_RANK_T, 64, key="oh_T")
+    d_k = widgets.slider("d_k (rank study)", 1, MAX_RANK_T, 8, key="oh_dk")
+    circle = widgets.slider("keys on the circle", 2, 36, 12, key="oh_circle")
+    layers = widgets.slider("layers", 1, MAX_LAYERS, 12, key="oh_layers")
+    width = widgets.number("width d (collapse, circuits)", 2, MAX_WIDTH, 64, key="oh_width", step=1)
+    heads = widgets.number("heads h (must divide d)", 1, 16, 4, key="oh_heads", step=1)
+    stacks = widgets.slider("random stacks", 1, MAX_STACKS, 8, key="oh_stacks")
+    seed = widgets.number("seed", 0, 10_000, 0, key="oh_seed", step=1)
     inputs = ExpressivityInputs(
         T=int(T),
         d_k=int(d_k),

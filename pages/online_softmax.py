@@ -1,16 +1,16 @@
 """Online softmax & tiling: FlashAttention's recurrence step by step, exact, with its memory bill
-(cards 2, 12 and 15). Every number comes from one call into attn_core.explore.online per section."""
+(cards 2, 12 and 15). Every number comes from one call into attn_core.views.online_softmax per section."""
 
 import pandas as pd
 import streamlit as st
 
-from attn_core.explore import online as explore
-from attn_core.explore.online import NEEDS_QKV, QKV, SLIPS, Section, format_flops
-from lab_ui import figures, state, view_cache
+from attn_core.views import online_softmax as explore
+from attn_core.views.online_softmax import NEEDS_QKV, QKV, SLIPS, Section, format_flops
+from lab_ui import figures, view_cache, widgets
 from lab_ui import online_softmax as ui
+from lab_ui.badges import attempt, oracle_badge, slip_columns, slip_picker, table
 from lab_ui.inputs import mask_picker, qkv_picker
 from lab_ui.page import header, require, run_section, section_picker, show_code
-from lab_ui.widgets import attempt, oracle_badge, slip_columns, slip_picker, table
 
 
 # -- Step through -------------------------------------------------------------------------------
@@ -21,17 +21,17 @@ def step_through(qkv: QKV, allowed, head: int, row: int) -> None:
             "1.414, so the past is rescaled by e^(0 − 1.414) = 0.243 and ℓ goes 1 → 1.243 → 1.736; the "
             "output (1, 0.493)/1.736 = (0.576, 0.284) is the direct answer."
         )
-    block = state.slider("block size (keys per step)", 1, qkv.S, 1, key="os_block") if qkv.S > 1 else 1
+    block = widgets.slider("block size (keys per step)", 1, qkv.S, 1, key="os_block") if qkv.S > 1 else 1
     slip = slip_picker(SLIPS, key="os_slip")
     dtype, logit_scale = "float64", 1.0
     if slip == "no_max":
         c1, c2 = st.columns(2)
         with c1:
-            dtype = state.selectbox(
+            dtype = widgets.selectbox(
                 "dtype of the walk", list(explore.TRACE_DTYPES), key="os_dtype", default="float16"
             )
         with c2:
-            logit_scale = state.slider(
+            logit_scale = widgets.slider(
                 "multiply the row's scores by", 1.0, 20.0, 10.0, key="os_logit", step=0.5
             )
         st.caption("Bank's largest score is 1.414; ×10 makes it 14.1, past fp16's e^11.09 = 65,504.")
@@ -46,7 +46,7 @@ def step_through(qkv: QKV, allowed, head: int, row: int) -> None:
 
     def body() -> None:
         ui.advance(n_steps, key="os_step")
-        step = state.slider("blocks processed", 0, n_steps, n_steps, key="os_step")
+        step = widgets.slider("blocks processed", 0, n_steps, n_steps, key="os_step")
         show_walk(qkv, walk, step, "ok")
         if wrong is not None:
             slip_columns(lambda: show_final(walk, step), lambda: show_final(wrong, step), SLIPS[slip].label)
@@ -96,7 +96,9 @@ def tiles(qkv: QKV, allowed) -> None:
         f"Square tiles of b queries × b keys. A tile the mask removes entirely is skipped: never "
         f"multiplied, never exponentiated. Cap: {explore.MAX_TILES:,} tiles per rerun (here b ≥ {smallest})."
     )
-    block = state.slider("block size b", 1, max(L, S), smallest, key="os_tile_block") if max(L, S) > 1 else 1
+    block = (
+        widgets.slider("block size b", 1, max(L, S), smallest, key="os_tile_block") if max(L, S) > 1 else 1
+    )
     view = attempt(view_cache.view, explore.tile_view, qkv.q, qkv.k, qkv.v, allowed, block_size=block)
     if view is None:
         return
@@ -132,7 +134,7 @@ def merge(qkv: QKV, allowed, head: int, row: int) -> None:
     if qkv.S < 2:
         st.info("Splitting needs at least two keys: pick an input with S ≥ 2.")
         return
-    split = state.slider("keys on device a", 1, qkv.S - 1, (qkv.S + 1) // 2, key="os_split")
+    split = widgets.slider("keys on device a", 1, qkv.S - 1, (qkv.S + 1) // 2, key="os_split")
     res = attempt(explore.row_split_merge, qkv.q, qkv.k, qkv.v, allowed, head=head, row=row, split=split)
     if res is None:
         return
@@ -190,13 +192,13 @@ def memory_section(name: str, T: int, dtype: str, batch: int) -> None:
 def memory_inputs() -> tuple[str, int, str, int]:
     c = st.columns(4)
     with c[0]:
-        name = state.selectbox("model", explore.MODELS, key="os_model", default="llama-2-7b")
+        name = widgets.selectbox("model", explore.MODELS, key="os_model", default="llama-2-7b")
     with c[1]:
-        T = state.number("T (tokens)", 1, explore.MAX_T, 4096, key="os_T", step=1)
+        T = widgets.number("T (tokens)", 1, explore.MAX_T, 4096, key="os_T", step=1)
     with c[2]:
-        dtype = state.selectbox("weights stored as", list(explore.MEMORY_DTYPES), key="os_dtype_mem")
+        dtype = widgets.selectbox("weights stored as", list(explore.MEMORY_DTYPES), key="os_dtype_mem")
     with c[3]:
-        batch = state.number("batch B", 1, explore.MAX_BATCH, 1, key="os_B", step=1)
+        batch = widgets.number("batch B", 1, explore.MAX_BATCH, 1, key="os_B", step=1)
     return name, int(T), dtype, int(batch)
 
 
@@ -218,8 +220,8 @@ with st.sidebar:
     if qkv is not None and (qkv.heads > 1 or qkv.L > 1):
         st.header("Which row")
     if qkv is not None:
-        head = state.slider("head", 0, qkv.heads - 1, 0, key="os_head") if qkv.heads > 1 else 0
-        row = state.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="os_row") if qkv.L > 1 else 0
+        head = widgets.slider("head", 0, qkv.heads - 1, 0, key="os_head") if qkv.heads > 1 else 0
+        row = widgets.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="os_row") if qkv.L > 1 else 0
 
 section = section_picker(Section, key="os_section")
 if section in NEEDS_QKV:

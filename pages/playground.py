@@ -3,12 +3,12 @@
 import pandas as pd
 import streamlit as st
 
-from attn_core.explore import playground
-from attn_core.explore.playground import SLIPS, SWEEP_KEYS
-from lab_ui import figures, state, view_cache
+from attn_core.views import playground
+from attn_core.views.playground import SLIPS, SWEEP_KEYS
+from lab_ui import figures, view_cache, widgets
+from lab_ui.badges import check_badge, oracle_badge, slip_columns, slip_picker, table
 from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
 from lab_ui.page import compute, header, require, run_section, show_code
-from lab_ui.widgets import check_badge, oracle_badge, slip_columns, slip_picker, table
 
 INPUTS = "Q, K, V, the scale and the mask in the sidebar"
 
@@ -26,9 +26,9 @@ with st.sidebar:
     if qkv is not None:
         scale = scale_picker(qkv.q.shape[-1])
         mask = mask_picker(qkv.L, qkv.S)
-        head = state.slider("head to view", 0, qkv.heads - 1, 0, key="pg_head") if qkv.heads > 1 else 0
+        head = widgets.slider("head to view", 0, qkv.heads - 1, 0, key="pg_head") if qkv.heads > 1 else 0
         if scale is not None and mask is not None:
-            ex = compute(view_cache.view, playground.explore, qkv, mask.allowed, scale, inputs=INPUTS)
+            ex = compute(view_cache.view, playground.view, qkv, mask.allowed, scale, inputs=INPUTS)
 require(ex)
 res = ex.result
 
@@ -98,7 +98,7 @@ def body() -> None:
     table(pd.DataFrame(ex.row_table(head)), "row_statistics.csv", key="pg_stats", hide_index=True)
 
     st.subheader("Temperature: from one-hot to uniform")
-    row = state.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="pg_row") if qkv.L > 1 else 0
+    row = widgets.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="pg_row") if qkv.L > 1 else 0
     sweep = ex.sweep(head, row)
     figures.show(
         view_cache.figure(

@@ -6,12 +6,12 @@ import time
 import pandas as pd
 import streamlit as st
 
-from attn_core.explore import practice
-from attn_core.explore.practice import Difficulty, from_csv, to_csv
-from lab_ui import figures, state
+from attn_core.views import practice
+from attn_core.views.practice import Difficulty, from_csv, to_csv
+from lab_ui import figures, widgets
+from lab_ui.badges import attempt, table
 from lab_ui.nav import PAGES
 from lab_ui.page import header, require, safety_net
-from lab_ui.widgets import attempt, table
 
 NAV_PATH = {p.url_path: p.path for p in PAGES}
 
@@ -34,10 +34,10 @@ def setup() -> tuple[list[str], str, str]:
             key="pr_cards",
             help="A link can choose them: ?pr_cards=13,14",
         )
-        difficulty = state.selectbox(
+        difficulty = widgets.selectbox(
             "difficulty", tuple(Difficulty), key="pr_diff", default=Difficulty.MEDIUM
         )
-        timer = state.selectbox("time per question", tuple(practice.TIMERS), key="pr_timer")
+        timer = widgets.selectbox("time per question", tuple(practice.TIMERS), key="pr_timer")
     return cards, difficulty, timer
 
 

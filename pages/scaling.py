@@ -1,17 +1,17 @@
 """Scaling: why 1/√d_k, and when it is wrong (cards 3, 16 and 18; the lesson's tied-Q/K slip).
-Every number comes from one call into attn_core.explore.scaling per section."""
+Every number comes from one call into attn_core.views.scaling per section."""
 
 from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
 
-from attn_core.explore import scaling as explore
-from attn_core.explore.scaling import MAX_D_K, MAX_KEYS, SLIPS, ScaleRule, ScalingInputs, Section
-from lab_ui import figures, state, view_cache
+from attn_core.views import scaling as explore
+from attn_core.views.scaling import MAX_D_K, MAX_KEYS, SLIPS, ScaleRule, ScalingInputs, Section
+from lab_ui import figures, view_cache, widgets
 from lab_ui import theory_charts as charts
+from lab_ui.badges import attempt, check_badge, slip_columns, slip_picker, table
 from lab_ui.page import header, require, run_section, section_picker, show_code
-from lab_ui.widgets import attempt, check_badge, slip_columns, slip_picker, table
 
 header(
     "Scaling",
@@ -24,7 +24,7 @@ header(
 
 
 def run(section: str, x: ScalingInputs):
-    return view_cache.view(explore.explore, section, x)
+    return view_cache.view(explore.view, section, x)
 
 
 def fmt_table(rows: list[dict], file_name: str, key: str, fmt: str = "%.4g") -> None:
@@ -181,12 +181,12 @@ def aligned(x: ScalingInputs) -> None:
 def sinks_section(x: ScalingInputs) -> None:
     c = st.columns(3)
     with c[0]:
-        w = state.slider("target weight w", 0.01, 0.99, 0.9, key="sc_w", step=0.01)
+        w = widgets.slider("target weight w", 0.01, 0.99, 0.9, key="sc_w", step=0.01)
     with c[1]:
-        a = state.slider("sink advantage a", 0.0, 20.0, 5.0, key="sc_a", step=0.1)
+        a = widgets.slider("sink advantage a", 0.0, 20.0, 5.0, key="sc_a", step=0.1)
     with c[2]:
-        g = state.slider("QK-norm gain g", 0.0, 10.0, 5.0, key="sc_g", step=0.05)
-    window = state.slider("eviction: cache budget (tokens kept)", 8, 128, 32, key="sc_window")
+        g = widgets.slider("QK-norm gain g", 0.0, 10.0, 5.0, key="sc_g", step=0.05)
+    window = widgets.slider("eviction: cache budget (tokens kept)", 8, 128, 32, key="sc_window")
     view = attempt(run, Section.SINKS, replace(x, target_weight=w, advantage=a, gain=g, window=window))
     if view is None:
         return
@@ -224,13 +224,13 @@ def sinks_section(x: ScalingInputs) -> None:
 # -- sidebar and sections ---------------------------------------------------------------------
 with st.sidebar:
     st.header("Inputs")
-    d_k = state.number("d_k", 1, MAX_D_K, 128, key="sc_dk", step=1)
-    sigma_q = state.slider("σ_q", 0.0, 3.0, 1.0, key="sc_sq", step=0.05)
-    sigma_k = state.slider("σ_k", 0.0, 3.0, 1.0, key="sc_sk", step=0.05)
-    T = state.number("T (keys)", 2, MAX_KEYS, 4096, key="sc_T", step=1)
-    rho = state.slider("alignment ρ", -1.0, 1.0, 0.5, key="sc_rho", step=0.05)
-    rule = state.selectbox("scale", [r.value for r in ScaleRule], key="sc_rule")
-    seed = state.number("seed", 0, 10_000, 0, key="sc_seed", step=1)
+    d_k = widgets.number("d_k", 1, MAX_D_K, 128, key="sc_dk", step=1)
+    sigma_q = widgets.slider("σ_q", 0.0, 3.0, 1.0, key="sc_sq", step=0.05)
+    sigma_k = widgets.slider("σ_k", 0.0, 3.0, 1.0, key="sc_sk", step=0.05)
+    T = widgets.number("T (keys)", 2, MAX_KEYS, 4096, key="sc_T", step=1)
+    rho = widgets.slider("alignment ρ", -1.0, 1.0, 0.5, key="sc_rho", step=0.05)
+    rule = widgets.selectbox("scale", [r.value for r in ScaleRule], key="sc_rule")
+    seed = widgets.number("seed", 0, 10_000, 0, key="sc_seed", step=1)
     inputs = ScalingInputs(
         int(d_k), float(sigma_q), float(sigma_k), int(T), float(rho), ScaleRule(rule), int(seed)
     )

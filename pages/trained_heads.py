@@ -6,12 +6,12 @@ import uuid
 import pandas as pd
 import streamlit as st
 
-from attn_core.explore import trained as explore
-from attn_core.explore.trained import TASKS, Section, TaskId
-from lab_ui import figures, state, view_cache
+from attn_core.views import trained_heads as explore
+from attn_core.views.trained_heads import TASKS, Section, TaskId
+from lab_ui import figures, view_cache, widgets
+from lab_ui.badges import attempt, oracle_badge, table
 from lab_ui.page import header, require, run_section, section_picker
 from lab_ui.trained_charts import circuit, head_grid, loss_figure, one_head
-from lab_ui.widgets import attempt, oracle_badge, table
 
 SHIPPED, YOURS = "shipped checkpoint", "your run"
 ONE_LAYER_NOTE = (
@@ -32,7 +32,7 @@ run = st.session_state.get("th_run")  # this session's TrainState, kept across r
 sources = [SHIPPED] + ([YOURS] if run is not None and run.step > 0 else [])
 c1, c2 = st.columns([2, 3])
 with c1:
-    source = state.radio("model", sources, key="th_model", horizontal=True)
+    source = widgets.radio("model", sources, key="th_model", horizontal=True)
     ck = attempt(explore.shipped)  # a missing or damaged asset: say so, do not crash
     require(ck, fix="the server's shipped checkpoint (assets/trained/)")
     model, task = (ck.model, ck.train_config.task) if source == SHIPPED else (run.model, run.config.task)
@@ -43,7 +43,7 @@ with c1:
         f"0…{model.config.block_size - 1}; task: {TASKS[task].label}."
     )
 with c2:
-    text = state.text_area(
+    text = widgets.text_area(
         "sequence (spaces are ignored)",
         key="th_text",
         default=explore.DEFAULT_TEXT,
@@ -79,7 +79,7 @@ def read_heads() -> None:
         ),
         key="th_grid",
     )
-    pick = state.selectbox(
+    pick = widgets.selectbox(
         "enlarge a head", head_names, key="th_head", default=explore.best_induction_head(model)
     )
     layer, head = parse_head(pick)
@@ -113,7 +113,7 @@ def ablation_and_circuits() -> None:
         "other up."
     )
     st.subheader("The two circuits of one head, over the vocabulary")
-    pick = state.selectbox("head", head_names, key="th_circ", default=explore.best_induction_head(model))
+    pick = widgets.selectbox("head", head_names, key="th_circ", default=explore.best_induction_head(model))
     cv = view_cache.view(explore.circuit_view, model, *parse_head(pick))
     oracle_badge("the layer's own projections applied to the embeddings (float64)", cv.max_abs_diff, cv.tol)
     left, right = st.columns(2)
@@ -134,13 +134,15 @@ def ablation_and_circuits() -> None:
 def train_section() -> None:
     c = st.columns(4)
     with c[0]:
-        task_ = state.selectbox("task", list(TaskId), key="th_task", format_func=lambda t: TASKS[t].label)
+        task_ = widgets.selectbox("task", list(TaskId), key="th_task", format_func=lambda t: TASKS[t].label)
     with c[1]:
-        size = state.selectbox("model size", list(explore.SIZES), key="th_size", default=explore.DEFAULT_SIZE)
+        size = widgets.selectbox(
+            "model size", list(explore.SIZES), key="th_size", default=explore.DEFAULT_SIZE
+        )
     with c[2]:
-        steps = state.slider("steps", 50, explore.MAX_RUN_STEPS, 1500, key="th_steps", step=50)
+        steps = widgets.slider("steps", 50, explore.MAX_RUN_STEPS, 1500, key="th_steps", step=50)
     with c[3]:
-        seed = int(state.number("seed", 0, 10_000, 0, key="th_seed", step=1))
+        seed = int(widgets.number("seed", 0, 10_000, 0, key="th_seed", step=1))
     st.caption(
         f"{TASKS[task_].how}. Caps: {explore.MAX_RUN_STEPS:,} steps, {explore.MAX_RUN_S} s per press (press "
         f"Resume to go on), one run per visitor, {explore.MAX_CONCURRENT_RUNS} on the whole server at a "

@@ -17,9 +17,6 @@ import torch.nn.functional as F
 
 from attn_core import toy
 from attn_core.backward import attention_backward, cross_attention_gradients, self_attention_gradients
-from attn_core.explore.gradient_slips import gradient_slip_outcome
-from attn_core.explore.gradients import UPSTREAM_KINDS, build_upstream, explore_gradients
-from attn_core.explore.inputs import random_qkv, toy_bank
 from attn_core.masks import causal_mask, padding_mask, sliding_window_mask
 from attn_core.oracle import sdpa_reference
 from attn_core.slips.backward import (
@@ -29,6 +26,9 @@ from attn_core.slips.backward import (
     slip_forget_scale,
     slip_transpose_dv,
 )
+from attn_core.views.gradient_slips import gradient_slip_outcome
+from attn_core.views.gradients import UPSTREAM_KINDS, build_upstream, gradients_view
+from attn_core.views.inputs import random_qkv, toy_bank
 
 F64 = torch.float64
 TOL = 1e-12  # argued in the module docstring
@@ -221,7 +221,7 @@ def test_explore_toy_reading_and_descent_step():
     qkv = toy_bank()
     G = build_upstream(UPSTREAM_KINDS[0], (1, 1, 1, 2))
     assert torch.equal(G[0, 0, 0], torch.tensor([-1.0, 0.0], dtype=F64))  # the card's g
-    ex = explore_gradients(qkv, None, 1 / math.sqrt(2), G, lr=1.0)
+    ex = gradients_view(qkv, None, 1 / math.sqrt(2), G, lr=1.0)
     assert all(a.passed for a in ex.agreement) and len(ex.agreement) == 4  # autograd + three ε
     assert all(c.passed for c in ex.checks)
     r = ex.reading
@@ -240,7 +240,7 @@ def test_explore_toy_reading_and_descent_step():
 def test_explore_every_slip_fails_a_check_and_the_caps_skip_finite_differences():
     qkv = random_qkv(5, 7, 3, 4, heads=4, kv_heads=2, seed=2)
     G = build_upstream(UPSTREAM_KINDS[1], (1, 4, 5, 4), seed=1)
-    ex = explore_gradients(qkv, causal_mask(5, 7), 1 / math.sqrt(3), G, head=3, row=0)
+    ex = gradients_view(qkv, causal_mask(5, 7), 1 / math.sqrt(3), G, head=3, row=0)
     assert all(a.passed for a in ex.agreement) and all(c.passed for c in ex.checks)
     assert ex.reading.keys == (0, 1, 2)  # bottom-right causal: query 0 sits at position 2
     assert ex.reading.dscore_gap <= TOL
@@ -248,7 +248,7 @@ def test_explore_every_slip_fails_a_check_and_the_caps_skip_finite_differences()
         outcome = gradient_slip_outcome(ex, name)
         assert not all(c.passed for c in outcome.checks), name
     big = random_qkv(64, 64, 8, 8, seed=0)  # 1,536 coordinates: above the finite-difference cap
-    ex = explore_gradients(big, None, 0.35, build_upstream(UPSTREAM_KINDS[0], (1, 1, 64, 8)))
+    ex = gradients_view(big, None, 0.35, build_upstream(UPSTREAM_KINDS[0], (1, 1, 64, 8)))
     assert ex.finite is None and "cap" in ex.finite_note and len(ex.agreement) == 1
 
 
@@ -264,7 +264,7 @@ def test_typed_upstream_gradient_shape_errors():
 def test_a_slip_the_input_cannot_expose_is_explained():
     """One key per row: p = 1, so the diagonal-only Jacobian is exact and every check passes."""
     qkv = random_qkv(1, 1, 2, 2, seed=4)
-    ex = explore_gradients(qkv, None, 0.7, build_upstream(UPSTREAM_KINDS[1], (1, 1, 1, 2)))
+    ex = gradients_view(qkv, None, 0.7, build_upstream(UPSTREAM_KINDS[1], (1, 1, 1, 2)))
     outcome = gradient_slip_outcome(ex, "diagonal_jacobian")
     assert all(c.passed for c in outcome.checks) and "one-hot" in outcome.hidden
     assert gradient_slip_outcome(ex, "drop_rowsum").hidden == ""  # dS = dP ≠ 0 still fails

@@ -11,8 +11,8 @@ import pytest
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
 
-from attn_core.explore import hf_heads
 from attn_core.practice.progress import FIELDS, from_csv
+from attn_core.views import hf_heads
 from lab_ui.page import NET_MESSAGE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +53,7 @@ def test_typed_entries_at_the_cap_still_work(app):
 
 def test_a_non_finite_comparison_is_never_badged_green():
     def page():
-        from lab_ui.widgets import oracle_badge
+        from lab_ui.badges import oracle_badge
 
         oracle_badge("torch SDPA", float("nan"), 1e-12)
         oracle_badge("torch SDPA", 0.0, 1e-12)

@@ -90,7 +90,7 @@ def test_a_bad_matrix_gets_a_message_and_keeps_the_rest(typed, text):
 
 @pytest.mark.parametrize(("text", "expected"), GOOD_MATRICES.values(), ids=GOOD_MATRICES.keys())
 def test_forms_people_type_are_read(text, expected):
-    from attn_core.explore.inputs import parse_matrix
+    from attn_core.views.inputs import parse_matrix
 
     assert parse_matrix(text, "Q").tolist() == expected
 

@@ -1,5 +1,5 @@
 """Online softmax (card 15): the tiled kernel and its tile plan, the one-row trace, the merge, the
-slips (attn_core.slips.online) and the page's views (attn_core.explore.online).
+slips (attn_core.slips.online) and the page's views (attn_core.views.online_softmax).
 
 Oracles, none of them attn_core.online itself:
 - attn_core.attention (the plain float64 reference that forms the full L×S matrix) and torch's
@@ -22,8 +22,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from attn_core import online
 from attn_core.attention import attention
-from attn_core.explore import online as online_views
-from attn_core.explore.online import block_size_sweep, split_merge
 from attn_core.masks import causal_mask, padding_mask, sliding_window_mask
 from attn_core.online import (
     PartialState,
@@ -40,6 +38,8 @@ from attn_core.slips.online import (
 )
 from attn_core.tile_plan import plan_tiles
 from attn_core.toy import bank_row
+from attn_core.views import online_softmax as online_views
+from attn_core.views.online_softmax import block_size_sweep, split_merge
 
 F64 = torch.float64
 # fp64 tolerance for online vs direct: both sum at most S terms e^{s-m}·v with |v| ≲ 5 and the

@@ -76,7 +76,7 @@ def _record(impl, L, tflops, **kw):
 def test_recorded_gpu_results_are_shown_with_their_labels(app, tmp_path, monkeypatch):
     """Only files a GPU run wrote are shown; their meta labels device, date and versions; the
     target ratio is Triton over the best correct SDPA backend at L = 8,192 (here 300 / 500)."""
-    from attn_core.explore import bench
+    from attn_core.views import bench
 
     assert bench.recorded_gpu_runs(tmp_path) == []
     rows = [
@@ -110,7 +110,7 @@ def test_recorded_gpu_results_are_shown_with_their_labels(app, tmp_path, monkeyp
 
 
 def test_a_second_visitor_sees_busy_and_the_last_results(app, monkeypatch):
-    from attn_core.explore import bench
+    from attn_core.views import bench
 
     monkeypatch.setattr(bench, "UNWIND_WAIT_S", 0.1)  # how long a run waits for a stopped sweep to unwind
     at = tiny(app(PAGE))

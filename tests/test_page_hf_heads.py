@@ -9,7 +9,7 @@ import torch
 import transformers
 from apptest_helpers import badges, chart, metric, plotly_array
 
-from attn_core.explore import hf_heads as explore
+from attn_core.views import hf_heads as explore
 
 PAGE = "pages/hf_heads.py"
 TOL = 1e-5  # float32 model vs float64 recomputation drawn as float32: rounding only

@@ -16,7 +16,7 @@ from conftest import ARTIFACTS, wait_idle
 from playwright.sync_api import expect
 
 from attn_core.experiments import perturbation
-from attn_core.explore import inputs
+from attn_core.views import inputs
 
 PAGE = "pages/masks.py"
 # float64 SDPA vs the page's numbers: summation order only (~1e-15); a wrong mask is off by O(0.1).

@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 from apptest_helpers import badges, chart, heatmap_z
 
-from attn_core.explore.inputs import random_qkv
 from attn_core.masks import causal_mask
+from attn_core.views.inputs import random_qkv
 
 PAGE = "pages/online_softmax.py"
 

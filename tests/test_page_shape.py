@@ -45,11 +45,11 @@ def test_a_page_is_not_packed(path):
 
 @pytest.mark.parametrize("path", [p for p in PAGE_FILES if p.name not in NOT_YET], ids=lambda p: p.name)
 def test_a_page_imports_lab_ui_and_its_views_only(path):
-    """Of attn_core a page imports its view module(s) in attn_core.explore and nothing else:
+    """Of attn_core a page imports its view module(s) in attn_core.views and nothing else:
     tolerances, caps, slips and the code it shows come through the view."""
     core = [n for n in imports(path) if n.split(".")[0] == "attn_core"]
     assert core, "a page reads its numbers from a view"
-    assert all(n.startswith("attn_core.explore.") for n in core), core
+    assert all(n.startswith("attn_core.views.") for n in core), core
 
 
 @pytest.mark.parametrize("path", [p for p in PAGE_FILES if p.name not in NOT_YET], ids=lambda p: p.name)

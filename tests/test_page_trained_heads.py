@@ -10,10 +10,10 @@ import torch
 from apptest_helpers import badges, chart, frame, heatmap_z, metric, plotly_array
 from test_trained_model import reference_forward
 
-from attn_core.explore import trained as explore
 from attn_core.trained import checkpoint
 from attn_core.trained.tasks import TaskId, encode
 from attn_core.trained.training import eval_loss
+from attn_core.views import trained_heads as explore
 
 PAGE = "pages/trained_heads.py"
 # the page draws float32 maps; the reference runs in float64 on the same weights: float32 rounding

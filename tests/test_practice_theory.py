@@ -364,7 +364,7 @@ def test_stated_answers_accepted_and_slips_finite():
 # -- on the Practice page ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("card", THEORY_CARDS)
 def test_practice_page_answers_a_theory_card_right_then_with_a_slip(app, card):
-    from attn_core.explore.practice import next_question
+    from attn_core.views.practice import next_question
 
     at = app("pages/practice.py")
     at.session_state["pr_seed"] = 2026

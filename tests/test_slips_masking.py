@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from attn_core.explore import masks as view
 from attn_core.slips.masking import SLIPS
+from attn_core.views import masks as view
 
 T, D = 6, 4
 

@@ -15,8 +15,8 @@ import pytest
 import torch
 from apptest_helpers import chart, heatmap_z
 
-from attn_core.explore import inputs, playground
 from attn_core.trained.memo import per_model
+from attn_core.views import inputs, playground
 from lab_ui import view_cache
 from lab_ui.view_cache import ViewCache, fingerprint, size_of
 
@@ -138,7 +138,7 @@ def test_memory_stays_bounded_over_a_thousand_states():
     for seed in range(1000):
         L, S, d = (int(n) for n in torch.randint(2, 24, (3,), generator=g))
         qkv = inputs.random_qkv(L, S, d, d, 1, 1, seed)
-        cache.view(playground.explore, qkv, None, d**-0.5)
+        cache.view(playground.view, qkv, None, d**-0.5)
         assert cache.nbytes <= cache.max_bytes
         assert all(n <= cache.max_entries for n in cache.entries().values())
     held = cache.values()

@@ -50,12 +50,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from attn_core.bench.records import DTYPES
+from attn_core.cost.dtypes import DTYPE_BYTES
 from attn_core.cost.flops import prefill_flops
 from attn_core.cost.layers import LayerKinds, LayerSet
 from attn_core.cost.params import expert_params, model_params
 from attn_core.cost.serving import experts_touched_expected, kv_cache_bytes
 from attn_core.cost.shapes import ModelShape
-from attn_core.cost.dtypes import DTYPE_BYTES
 
 DEFAULT_SEQ_LEN = 256
 DEFAULT_DECODE_STEPS = 8

@@ -5,7 +5,7 @@ built alongside the drills. A drill's `PageLink` names the page's url_path, the 
 drawn numbers under the pages' own widget keys (sc_… and oh_…, as those pages define them). The
 Practice page shows a link only once its page is in `lab_ui.nav.PAGES`, so without the pages the
 feedback simply has no link. A number outside a widget's range would open at the page's default,
-as any stale URL value does (lab_ui.state), so the drills draw within the pages' ranges: at most
+as any stale URL value does (lab_ui.widgets), so the drills draw within the pages' ranges: at most
 4,096 keys for the Scaling page (its simulated row). If the pages rename a key or a section, this
 module is the one to change.
 """

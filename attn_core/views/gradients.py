@@ -17,7 +17,6 @@ import torch
 
 from attn_core.attention import check_shapes, expand_kv, stable_softmax
 from attn_core.backward import BackwardResult, attention_backward
-from attn_core.explore.inputs import QKV, InputKind, parse_matrix
 from attn_core.finite_diff import (
     FiniteDifferences,
     check_finite_difference_size,
@@ -35,6 +34,7 @@ from attn_core.jacobian import (
 from attn_core.limits import LIMITS
 from attn_core.oracle import J_EIG, J_EXACT, RANK_RESOLVABLE, Check, max_abs_diff, sdpa_reference
 from attn_core.slips.backward import SLIPS as BACKWARD_SLIPS
+from attn_core.views.inputs import QKV, InputKind, parse_matrix
 
 F64 = torch.float64
 # The full T × T Jacobian (heatmap, every eigenvalue) is formed for rows of up to 64 allowed keys:
@@ -280,7 +280,7 @@ def _query_step(back: BackwardResult, q, K, V, G, keys, head: int, row: int, lr:
     )
 
 
-def explore_gradients(
+def gradients_view(
     qkv: QKV,
     allowed: torch.Tensor | None,
     scale: float,

@@ -7,18 +7,18 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.attention import AttentionResult, attention, check_shapes, expand_kv, stable_softmax
-from attn_core.explore.inputs import QKV
 from attn_core.masks import allowed_fraction
 from attn_core.oracle import SDPA_TOL, Check, compared_max_abs_diff, sdpa_reference, weight_checks
 from attn_core.slips.forward import SLIPS
 from attn_core.stats import TemperatureSweep, effective_keys, row_entropy, temperature_sweep
+from attn_core.views.inputs import QKV
 
 SWEEP_KEYS = 12  # keys drawn in the temperature sweep: more lines than this are unreadable
 CODE = attention  # what the page's "show the code" shows
 
 
 @dataclass(frozen=True)
-class Exploration:
+class PlaygroundView:
     qkv: QKV
     allowed: torch.Tensor | None  # broadcast to (1, Hq, L, S), True = may attend
     result: AttentionResult
@@ -64,14 +64,14 @@ def _shapes(qkv: QKV, result: AttentionResult, group: int) -> dict[str, tuple[in
     }
 
 
-def explore(qkv: QKV, allowed: torch.Tensor | None, scale: float) -> Exploration:
+def view(qkv: QKV, allowed: torch.Tensor | None, scale: float) -> PlaygroundView:
     """Attention on qkv with the given mask and scale, plus statistics and the SDPA check."""
     result = attention(qkv.q, qkv.k, qkv.v, allowed, scale=scale)
     reference = sdpa_reference(qkv.q, qkv.k, qkv.v, allowed, scale=scale)
     group = check_shapes(qkv.q, qkv.k, qkv.v)
     full_mask = None if allowed is None else torch.broadcast_to(allowed, result.scores.shape)
     checks = weight_checks(result.weights, result.output, expand_kv(qkv.v, group), full_mask, reference)
-    return Exploration(
+    return PlaygroundView(
         qkv=qkv,
         allowed=full_mask,
         result=result,
@@ -93,7 +93,7 @@ class SlipOutcome:
     note: str
 
 
-def slip_outcome(ex: Exploration, slip_id: str, head: int = 0) -> SlipOutcome:
+def slip_outcome(ex: PlaygroundView, slip_id: str, head: int = 0) -> SlipOutcome:
     """Run one forward slip (`attn_core.slips.forward.SLIPS`) on the explored input and check it
     like the right answer."""
     if slip_id not in SLIPS:
@@ -112,7 +112,7 @@ def slip_outcome(ex: Exploration, slip_id: str, head: int = 0) -> SlipOutcome:
     )
 
 
-def _transpose_outcome(ex: Exploration, k: torch.Tensor, head: int) -> SlipOutcome:
+def _transpose_outcome(ex: PlaygroundView, k: torch.Tensor, head: int) -> SlipOutcome:
     """Qᵀ K: a shape error unless L = S, and then a d_k × d_k matrix in place of the L × S scores."""
     L, S, d_k = ex.qkv.L, ex.qkv.S, ex.qkv.q.shape[-1]
     if L != S:

@@ -1,6 +1,6 @@
 """Everything the Scaling page shows, one section per call (cards 3, 16 and 18; the lesson's slip).
 
-`explore(section, inputs)` runs the section's seeded simulations and closed forms and returns a
+`view(section, inputs)` runs the section's seeded simulations and closed forms and returns a
 frozen dataclass of ready-to-draw numbers, the verdicts already decided (``Check``), every
 tolerance from ``attn_core.oracle``. Sizes are fixed here (named constants) under the
 caps of ``attn_core.limits.THEORY``.
@@ -131,7 +131,7 @@ def _variance_table(sigma_q: float, sigma_k: float, seed: int) -> list[dict]:
     return rows
 
 
-def explore_variance(x: ScalingInputs) -> VarianceView:
+def variance_view(x: ScalingInputs) -> VarianceView:
     args = (pairs(x.d_k), x.d_k, x.sigma_q, x.sigma_k, x.seed)
     q, k = scaling.sample_qk(*args)
     raw = scaling.score_sample(q, k, 1.0)
@@ -190,7 +190,7 @@ def _row_table(x: ScalingInputs) -> tuple[list[dict], dict[ScaleRule, scaling.Ro
     return rows, stats
 
 
-def explore_entropy(x: ScalingInputs) -> EntropyView:
+def entropy_view(x: ScalingInputs) -> EntropyView:
     curve = scaling.entropy_curve(x.T, CURVE_SIGMAS, CURVE_ROWS, x.seed)
     gap = (curve.simulated - curve.approximation).abs() > APPROX_GAP
     breaks_at = float(curve.sigmas[gap.nonzero()[0, 0]]) if gap.any() else None
@@ -219,7 +219,7 @@ class TwoKeysView:
     checks: list[Check]
 
 
-def explore_two_keys(x: ScalingInputs) -> TwoKeysView:
+def two_keys_view(x: ScalingInputs) -> TwoKeysView:
     widths = [d for d in TWO_KEY_WIDTHS if d <= THEORY.max_d_k]
     rules = {ScaleRule.NONE.value: lambda d: 1.0, ScaleRule.SQRT.value: lambda d: d**-0.5}
     gaps = [scaling.two_key_gaps(d, TWO_KEY_DRAWS, x.seed + i) for i, d in enumerate(widths)]
@@ -254,7 +254,7 @@ class AlignmentView:
     checks: list[Check]
 
 
-def explore_alignment(x: ScalingInputs) -> AlignmentView:
+def alignment_view(x: ScalingInputs) -> AlignmentView:
     rules = (ScaleRule.SQRT, ScaleRule.LINEAR)
     samples = alignment.aligned_samples(x.d_k, x.rho, rules, pairs(x.d_k), x.seed)
     checks = []
@@ -308,7 +308,7 @@ def _softmax_round_trips(x: ScalingInputs, a: float, g_target: float) -> list[Ch
     ]  # fmt: skip
 
 
-def explore_sinks(x: ScalingInputs) -> SinksView:
+def sinks_view(x: ScalingInputs) -> SinksView:
     a = sinks.sink_advantage(x.target_weight, x.T)
     g_target = sinks.qk_norm_gain(x.target_weight, x.T)
     usual = x.d_k**-0.5
@@ -329,14 +329,14 @@ def explore_sinks(x: ScalingInputs) -> SinksView:
 
 
 _SECTIONS = {
-    Section.VARIANCE: explore_variance,
-    Section.ENTROPY: explore_entropy,
-    Section.TWO_KEYS: explore_two_keys,
-    Section.ALIGNMENT: explore_alignment,
-    Section.SINKS: explore_sinks,
+    Section.VARIANCE: variance_view,
+    Section.ENTROPY: entropy_view,
+    Section.TWO_KEYS: two_keys_view,
+    Section.ALIGNMENT: alignment_view,
+    Section.SINKS: sinks_view,
 }
 
 
-def explore(section: Section | str, inputs: ScalingInputs):
+def view(section: Section | str, inputs: ScalingInputs):
     """Everything one section of the Scaling page shows. ValueError on a bad input."""
     return _SECTIONS[Section(section)](validate(inputs))

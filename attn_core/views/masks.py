@@ -26,12 +26,12 @@ from attn_core.experiments.equivariance import (
 from attn_core.experiments.fully_masked import fully_masked_table, measure_fully_masked_apis
 from attn_core.experiments.mask_slips import TriuSlipReport, triu_slip, zeroing_slip
 from attn_core.experiments.perturbation import PerturbationReport, perturbation_experiment
-from attn_core.explore.inputs import random_qkv
 from attn_core.limits import LIMITS
 from attn_core.masks import MaskKind, allowed_fraction, build_mask, prefix_lm_mask
 from attn_core.oracle import AGREE_TOL, MATCH_TOL
 from attn_core.oracle import ROUNDING_TOL as ROUNDING_TOL  # re-exported for the page
 from attn_core.slips.masking import SLIPS
+from attn_core.views.inputs import random_qkv
 
 PAINTED = "custom painted grid"
 GALLERY_KINDS = (*(k for k in MaskKind if k is not MaskKind.NONE), PAINTED)

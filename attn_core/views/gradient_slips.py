@@ -9,9 +9,9 @@ import torch
 
 from attn_core.attention import check_shapes, expand_kv
 from attn_core.backward import reduce_gqa
-from attn_core.explore.gradients import GradientExploration, _dscore_rows_check
 from attn_core.oracle import Check, max_abs_diff
 from attn_core.slips.backward import SLIPS
+from attn_core.views.gradients import GradientExploration, _dscore_rows_check
 
 
 @dataclass(frozen=True)

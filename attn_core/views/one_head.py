@@ -1,7 +1,7 @@
 """Everything the "What one head can express" page shows, one section per call (cards 8, 10, 17;
 the lesson's two circuits; card 9's heads sum).
 
-`explore(section, inputs)` returns a frozen dataclass of ready-to-draw numbers with the verdicts
+`view(section, inputs)` returns a frozen dataclass of ready-to-draw numbers with the verdicts
 decided (``Check``) against tolerances from ``attn_core.oracle``.
 """
 
@@ -84,7 +84,7 @@ class KernelView:
     checks: list[Check]
 
 
-def explore_kernel(x: ExpressivityInputs) -> KernelView:
+def kernel_view(x: ExpressivityInputs) -> KernelView:
     sm = kernel_smoothing.smooth_sine(NW_POINTS, x.bandwidth, x.noise, NW_GRID, x.seed)
     eq = kernel_smoothing.equal_length_checks(x.bandwidth, x.seed)
     checks = [
@@ -103,7 +103,7 @@ class RankView:
     checks: list[Check]
 
 
-def explore_rank(x: ExpressivityInputs) -> RankView:
+def rank_view(x: ExpressivityInputs) -> RankView:
     study = rank.rank_study(x.T, x.d_k, x.seed)
     r, b = study.ranks, study.bounds
     checks = [
@@ -127,7 +127,7 @@ class SelectView:
     checks: list[Check]
 
 
-def explore_select(x: ExpressivityInputs) -> SelectView:
+def select_view(x: ExpressivityInputs) -> SelectView:
     one = rank.one_dim_head(ONE_DIM_TRIALS, ONE_DIM_T, x.seed)
     circ = rank.circle_head(x.circle_keys, CIRCLE_QUERIES)
     checks = [
@@ -152,7 +152,7 @@ class CollapseView:
     checks: list[Check]
 
 
-def explore_collapse(x: ExpressivityInputs) -> CollapseView:
+def collapse_view(x: ExpressivityInputs) -> CollapseView:
     curves = collapse.collapse_curves(32, x.width, x.layers, x.stacks, x.seed)
     cubic = collapse.cubic_rate(32, x.width, x.seed)
     uni = collapse.uniform_head_sample(UNIFORM_T, UNIFORM_TRIALS, 1.0, x.seed)
@@ -177,7 +177,7 @@ class CircuitsView:
     slip_checks: list[Check]  # multiplying W_Q and W_K by the same R
 
 
-def explore_circuits(x: ExpressivityInputs) -> CircuitsView:
+def circuits_view(x: ExpressivityInputs) -> CircuitsView:
     d_k = max(1, x.width // x.heads)
     orth = circuits.change_of_basis(8, x.width, d_k, orthogonal=True, seed=x.seed)
     gen = circuits.change_of_basis(8, x.width, d_k, orthogonal=False, seed=x.seed)
@@ -198,14 +198,14 @@ def explore_circuits(x: ExpressivityInputs) -> CircuitsView:
 
 
 _SECTIONS = {
-    Section.KERNEL: explore_kernel,
-    Section.RANK: explore_rank,
-    Section.SELECT: explore_select,
-    Section.COLLAPSE: explore_collapse,
-    Section.CIRCUITS: explore_circuits,
+    Section.KERNEL: kernel_view,
+    Section.RANK: rank_view,
+    Section.SELECT: select_view,
+    Section.COLLAPSE: collapse_view,
+    Section.CIRCUITS: circuits_view,
 }
 
 
-def explore(section: Section | str, inputs: ExpressivityInputs):
+def view(section: Section | str, inputs: ExpressivityInputs):
     """Everything one section of the expressivity page shows. ValueError on a bad input."""
     return _SECTIONS[Section(section)](validate(inputs))

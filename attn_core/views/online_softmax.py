@@ -23,8 +23,6 @@ from attn_core.cost.units import format_flops as format_flops  # re-exported for
 from attn_core.dtypes import DTYPES as TRACE_DTYPES
 from attn_core.dtypes import UNIT_ROUNDOFF
 from attn_core.experiments.precision import precision_study
-from attn_core.explore.inputs import QKV as QKV  # re-exported for the page
-from attn_core.explore.inputs import InputKind
 from attn_core.limits import LIMITS
 from attn_core.masks import causal_mask
 from attn_core.online import (
@@ -39,6 +37,8 @@ from attn_core.online import (
 )
 from attn_core.oracle import MATCH_TOL, SDPA_TOL, TRACE_TOL, max_abs_diff, sdpa_reference
 from attn_core.slips.online import SLIPS
+from attn_core.views.inputs import QKV as QKV  # re-exported for the page
+from attn_core.views.inputs import InputKind
 
 MAX_TILES = LIMITS.online_tiles
 PRECISION_T = (64, 256, 1024, 4096)  # keys per row of the precision section: 4 × 6 runs, each 16 rows, d = 64

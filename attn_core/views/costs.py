@@ -45,7 +45,7 @@ from attn_core.cost.units import (
     format_rate,
     format_seconds,
 )
-from attn_core.explore import costs_whole as whole_view
+from attn_core.views import costs_whole as whole_view
 
 DTYPES = list(DTYPE_BYTES)  # the sidebar's dtypes, fp16 (the default) first
 WEIGHT_DTYPES = list(WEIGHT_BITS)  # and the quantized weight formats (int4 with group scales, MXFP4)
