@@ -96,6 +96,24 @@ def sdpa_reference(
     )
 
 
+def sdpa_autograd(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    grad_output: torch.Tensor,
+    allowed: torch.Tensor | None = None,
+    *,
+    scale: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The oracle: ∂⟨SDPA(q, k, v), G⟩/∂(q, k, v) by torch autograd through torch's own SDPA
+    (explicit boolean mask, True = may attend; GQA enabled; dropout off). Shapes as
+    `attn_core.attention`; ``grad_output`` (G) has the output's shape."""
+    q, k, v = (t.detach().clone().requires_grad_(True) for t in (q, k, v))
+    O = sdpa_reference(q, k, v, allowed, scale=scale)
+    dq, dk, dv = torch.autograd.grad((O * grad_output).sum(), (q, k, v))
+    return dq, dk, dv
+
+
 def max_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float:
     """max |a - b| over all entries; inf when either side has a NaN where the other does not."""
     a, b = torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)
