@@ -14,7 +14,6 @@ its true difference rather than a pass.
 
 from __future__ import annotations
 
-import math
 import socket
 import sys
 import threading
@@ -25,7 +24,8 @@ from pathlib import Path
 import torch
 
 from attn_core.attention import attention
-from attn_core.trained.analysis import rank_one_distance
+from attn_core.heads import mean_entropy, rank_one_distance, sink_share
+from attn_core.heads import uniform_entropy as uniform_entropy  # the page's reference line
 
 MAX_PARAMS = 200_000_000  # CPU, float32: 0.8 GB of weights; GPT-2 (124M) and SmolLM-135M fit
 MAX_TOKENS = 256
@@ -261,9 +261,8 @@ def recompute(model: torch.nn.Module, idx: torch.Tensor) -> ModelView:
         maps.append(P)
         diffs.append(float((P - c.weights[0].double()).abs().max()))
         tols.append(tolerance(c))
-        rows = P[:, 1:] if T > 1 else P
-        sink.append(float(rows[..., 0].mean()))
-        ent.append(float(-(rows * torch.where(rows > 0, rows.log(), 0.0)).sum(-1).mean()))
+        sink.append(float(sink_share(P).mean()))  # every head has the same rows: mean of means
+        ent.append(float(mean_entropy(P).mean()))
     first = records[0]
     n_kv, d = first.k.shape[1], first.k.shape[-1]
     T = idx.shape[1]
@@ -281,8 +280,3 @@ def recompute(model: torch.nn.Module, idx: torch.Tensor) -> ModelView:
         kv_cache_bytes=2 * kept * n_kv * d * first.k.element_size(),
         sliding_window=first.sliding_window,
     )
-
-
-def uniform_entropy(T: int) -> float:
-    """Mean over rows t = 1…T−1 of ln(t + 1): the entropy of a causal head that spreads evenly."""
-    return sum(math.log(t + 1) for t in range(1, T)) / max(T - 1, 1)
