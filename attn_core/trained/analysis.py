@@ -17,8 +17,10 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.attention import attention
+from attn_core.dtypes import UNIT_ROUNDOFF
 from attn_core.heads import induction_score, mean_entropy, previous_token_score, sink_share
 from attn_core.masks import causal_mask
+from attn_core.oracle import attention_map_tolerance
 from attn_core.trained.memo import per_model
 from attn_core.trained.model import TinyTransformer, Trace
 from attn_core.trained.tasks import TASKS, TaskId, repeated
@@ -26,7 +28,6 @@ from attn_core.trained.training import EVAL_SEED, eval_loss
 
 PROBE_N = TASKS[TaskId.INDUCTION].n  # period of the repeated sequences the scores are read on
 PROBE_BATCH = 64
-FLOAT32_U = 2.0**-24  # unit roundoff of float32
 
 
 # --------------------------------------------------------------------------- on a model
@@ -161,16 +162,13 @@ def map_check(trace: Trace) -> MapCheck:
     """Recompute every map from the model's own q and k with ``attn_core.attention`` in float64
     and compare with the float32 weights of the forward pass.
 
-    Tolerance: a float32 dot product of length hs is off by at most hs·u·Σ|q_c k_c| ≤
-    hs·u·‖q‖‖k‖ (u = 2⁻²⁴, Higham's γ_n); a score error δ moves a weight by at most 2·max|δ|
-    (p_j(δ_j − Σ p δ)); exp and the normalization add a few u. So tol = 2·hs·u·scale·max‖q‖·
-    max‖k‖ + 8u, computed from this trace; a wrong mask or scale is off by O(0.1)."""
-    diffs, tol = [], 8 * FLOAT32_U
+    Tolerance: ``oracle.attention_map_tolerance`` with u = 2⁻²⁴ (float32) and scale 1/√hs, the
+    largest over the layers, computed from this trace; a wrong mask or scale is off by O(0.1)."""
+    diffs, tol = [], 8 * UNIT_ROUNDOFF["float32"]
     for layer in trace.layers:
         q, k = layer.q.to(torch.float64), layer.k.to(torch.float64)
         T, hs = q.shape[-2], q.shape[-1]
         ref = attention(q, k, k, causal_mask(T, T, "top_left")).weights  # v unused for the maps
         diffs.append(float((ref - layer.weights.to(torch.float64)).abs().max()))
-        bound = 2 * hs * FLOAT32_U * hs**-0.5 * float(q.norm(dim=-1).max() * k.norm(dim=-1).max())
-        tol = max(tol, bound + 8 * FLOAT32_U)
+        tol = max(tol, attention_map_tolerance(q, k, hs**-0.5, UNIT_ROUNDOFF["float32"]))
     return MapCheck(max_abs_diff=max(diffs), tol=tol, per_layer=diffs)
