@@ -23,6 +23,7 @@ A pattern of one position (T = 1) has only row 0; the sink share and entropy the
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
@@ -72,3 +73,24 @@ def rank_one_distance(x: torch.Tensor) -> torch.Tensor:
     (card 17's r, made scale-free). x [..., pos, d_model] → [...]."""
     residual = x - x.mean(-2, keepdim=True)  # R = X − 1 x̄ᵀ
     return residual.flatten(-2).norm(dim=-1) / x.flatten(-2).norm(dim=-1)
+
+
+@dataclass(frozen=True)
+class HeadMetrics:
+    """Every metric of a capture, one value per leading index (e.g. [batch, head])."""
+
+    previous_token: torch.Tensor  # [...]
+    sink: torch.Tensor  # [...]
+    entropy: torch.Tensor  # [...] nats
+    induction: torch.Tensor | None  # [...]; None without a repeat period
+
+
+def head_metrics(P: torch.Tensor, period: int | None = None) -> HeadMetrics:
+    """The metrics above on one capture P [..., query_pos, key_pos]; the induction score only
+    when the sequence repeats with a known ``period``."""
+    return HeadMetrics(
+        previous_token=previous_token_score(P),
+        sink=sink_share(P),
+        entropy=mean_entropy(P),
+        induction=None if period is None else induction_score(P, period),
+    )

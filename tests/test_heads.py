@@ -102,3 +102,16 @@ def test_rank_one_distance():
     expected = (1 / math.sqrt(2)) / math.sqrt(3**2 + 4**2 + 3**2 + 5**2)
     assert float(heads.rank_one_distance(X)) == pytest.approx(expected, abs=TOL)
     assert heads.rank_one_distance(torch.stack([identical, identical])).shape == (2,)
+
+
+def test_head_metrics_bundles_the_known_scores():
+    period = 4
+    T = 2 * period
+    reads = [lambda t: max(t - 1, 0), lambda t: t - period + 1 if t >= period + 1 else 0, lambda t: 0]
+    P = torch.stack([pattern(T, r) for r in reads])  # [head 3, query_pos, key_pos]
+    m = heads.head_metrics(P, period)
+    assert m.previous_token.tolist() == pytest.approx([1, 1 / (T - 1), 1 / (T - 1)], abs=TOL)
+    assert m.induction.tolist() == [0, 1, 0]
+    assert m.sink.tolist() == pytest.approx([1 / (T - 1), period / (T - 1), 1], abs=TOL)
+    assert m.entropy.tolist() == [0, 0, 0]
+    assert heads.head_metrics(P).induction is None

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from attn_core.attention import attention
-from attn_core.heads import mean_entropy, rank_one_distance, sink_share
+from attn_core.heads import head_metrics, rank_one_distance
 from attn_core.heads import uniform_entropy as uniform_entropy  # the page's reference line
 from attn_core.masks import causal_mask, sliding_window_mask
 from attn_core.oracle import attention_map_tolerance
@@ -257,8 +257,9 @@ def recompute(model: torch.nn.Module, idx: torch.Tensor) -> ModelView:
         maps.append(P)
         diffs.append(float((P - c.weights[0].double()).abs().max()))
         tols.append(tolerance(c))
-        sink.append(float(sink_share(P).mean()))  # every head has the same rows: mean of means
-        ent.append(float(mean_entropy(P).mean()))
+        m = head_metrics(P)  # per head; every head has the same rows, so the mean of means
+        sink.append(float(m.sink.mean()))
+        ent.append(float(m.entropy.mean()))
     first = records[0]
     n_kv, d = first.k.shape[1], first.k.shape[-1]
     T = idx.shape[1]

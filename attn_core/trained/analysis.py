@@ -18,7 +18,11 @@ import torch
 
 from attn_core.attention import attention
 from attn_core.dtypes import UNIT_ROUNDOFF
-from attn_core.heads import induction_score, mean_entropy, previous_token_score, sink_share
+from attn_core.heads import head_metrics
+from attn_core.heads import induction_score as induction_score  # the shared metrics, also here
+from attn_core.heads import mean_entropy as mean_entropy
+from attn_core.heads import previous_token_score as previous_token_score
+from attn_core.heads import sink_share as sink_share
 from attn_core.masks import causal_mask
 from attn_core.oracle import attention_map_tolerance
 from attn_core.trained.memo import per_model
@@ -83,11 +87,12 @@ def head_scores(
 def _head_scores(model: TinyTransformer, idx: torch.Tensor | None, period: int) -> HeadScores:
     idx = probe_batch(period=period) if idx is None else idx
     P = stack_weights(run_trace(model, idx)).to(torch.float64)  # (n_layer, B, nh, T, T)
+    m = head_metrics(P, period)  # each (n_layer, B, nh): averaged over the probe's batch
     return HeadScores(
-        previous_token=previous_token_score(P).mean(1),
-        induction=induction_score(P, period).mean(1),
-        sink=sink_share(P).mean(1),
-        entropy=mean_entropy(P).mean(1),
+        previous_token=m.previous_token.mean(1),
+        induction=m.induction.mean(1),
+        sink=m.sink.mean(1),
+        entropy=m.entropy.mean(1),
         period=period,
     )
 
