@@ -17,10 +17,3 @@ UNIT_ROUNDOFF: dict[str, float] = {
     "float16": 2.0**-11,
     "bfloat16": 2.0**-8,
 }
-
-
-def dtype_named(name: str) -> torch.dtype:
-    """torch dtype for one of `DTYPES`' names; ValueError naming the choices otherwise."""
-    if name not in DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, not {name!r}")
-    return DTYPES[name]

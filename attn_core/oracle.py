@@ -96,6 +96,36 @@ def sdpa_reference(
     )
 
 
+def sdpa_autograd(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    grad_output: torch.Tensor,
+    allowed: torch.Tensor | None = None,
+    *,
+    scale: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The oracle: ∂⟨SDPA(q, k, v), G⟩/∂(q, k, v) by torch autograd through torch's own SDPA
+    (explicit boolean mask, True = may attend; GQA enabled; dropout off). Shapes as
+    `attn_core.attention`; ``grad_output`` (G) has the output's shape."""
+    q, k, v = (t.detach().clone().requires_grad_(True) for t in (q, k, v))
+    O = sdpa_reference(q, k, v, allowed, scale=scale)
+    dq, dk, dv = torch.autograd.grad((O * grad_output).sum(), (q, k, v))
+    return dq, dk, dv
+
+
+def attention_map_tolerance(q: torch.Tensor, k: torch.Tensor, scale: float, u: float) -> float:
+    """How far a model's own attention weights, computed in a dtype of unit roundoff ``u``, may
+    sit from a float64 recomputation on the same q (..., L, d) and k (..., S, d).
+
+    A dot product of length d is off by at most d·u·Σ|q_c k_c| ≤ d·u·‖q‖‖k‖ (Higham's γ_d); a
+    score error δ moves a weight by at most 2·max|δ| (p_j(δ_j − Σ p δ)); exp and the normalization
+    add a few u. So 2·d·u·scale·max‖q‖·max‖k‖ + 8u; a wrong mask or scale is off by O(0.1)."""
+    d = q.shape[-1]
+    qk = float(q.double().norm(dim=-1).max() * k.double().norm(dim=-1).max())
+    return 2 * d * u * scale * qk + 8 * u
+
+
 def max_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float:
     """max |a - b| over all entries; inf when either side has a NaN where the other does not."""
     a, b = torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)

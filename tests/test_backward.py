@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from attn_core import toy
 from attn_core.backward import attention_backward, cross_attention_gradients, self_attention_gradients
 from attn_core.masks import causal_mask, padding_mask, sliding_window_mask
-from attn_core.oracle import sdpa_reference
+from attn_core.oracle import sdpa_autograd, sdpa_reference
 from attn_core.slips.backward import (
     SLIPS,
     slip_diagonal_jacobian,
@@ -33,14 +33,6 @@ from attn_core.views.inputs import random_qkv, toy_bank
 F64 = torch.float64
 TOL = 1e-12  # argued in the module docstring
 WRONG = 1e-3  # a slip must miss the oracle by at least this much (real slips miss by O(0.1))
-
-
-def sdpa_autograd(q, k, v, G, allowed=None, scale=None):
-    """The oracle: ∂⟨SDPA(q, k, v), G⟩/∂(q, k, v) by torch autograd through torch's own kernel."""
-    q, k, v = (t.detach().clone().requires_grad_(True) for t in (q, k, v))
-    gqa = q.ndim >= 3 and q.shape[-3] != k.shape[-3]
-    O = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=0.0, scale=scale, enable_gqa=gqa)
-    return torch.autograd.grad((O * G).sum(), (q, k, v))
 
 
 def draw(shape_q, shape_k, shape_v, seed=0):
@@ -69,7 +61,7 @@ def test_manual_backward_matches_sdpa_autograd(name):
     q, k, v = draw(sq, sk, sv, seed=len(name))
     G = torch.randn(*sq[:-1], sv[-1], generator=torch.Generator().manual_seed(7), dtype=F64)  # dO: O's shape
     back = attention_backward(q, k, v, G, allowed, scale=scale)
-    dq, dk, dv = sdpa_autograd(q, k, v, G, allowed, scale)
+    dq, dk, dv = sdpa_autograd(q, k, v, G, allowed, scale=scale)
     assert back.dq.shape == q.shape and back.dk.shape == k.shape and back.dv.shape == v.shape
     for mine, oracle in ((back.dq, dq), (back.dk, dk), (back.dv, dv)):
         assert (mine - oracle).abs().max() <= TOL

@@ -11,24 +11,17 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from attn_core import toy
 from attn_core.backward import attention_backward
 from attn_core.finite_diff import DEFAULT_EPS, finite_differences
 from attn_core.limits import LIMITS
 from attn_core.masks import causal_mask
+from attn_core.oracle import sdpa_autograd
 from attn_core.slips.backward import slip_drop_rowsum
 
 F64 = torch.float64
 FD_TOL = 1e-7  # argued in the module docstring
-
-
-def sdpa_autograd(q, k, v, G, allowed=None, scale=None):
-    q, k, v = (t.detach().clone().requires_grad_(True) for t in (q, k, v))
-    gqa = q.ndim >= 3 and q.shape[-3] != k.shape[-3]
-    O = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=0.0, scale=scale, enable_gqa=gqa)
-    return torch.autograd.grad((O * G).sum(), (q, k, v))
 
 
 CASES = {
@@ -50,7 +43,7 @@ def test_finite_differences_match_autograd_and_manual(name):
     v = torch.randn(1, hkv, S, d_v, generator=g, dtype=F64)
     G = torch.randn(1, hq, L, d_v, generator=g, dtype=F64)
     fd = finite_differences(q, k, v, G, allowed, scale=scale)
-    auto = sdpa_autograd(q, k, v, G, allowed, scale)
+    auto = sdpa_autograd(q, k, v, G, allowed, scale=scale)
     manual = attention_backward(q, k, v, G, allowed, scale=scale)
     assert fd.eps == DEFAULT_EPS
     assert fd.forward_passes == 2 * (q.numel() + k.numel() + v.numel()) * 3

@@ -4,7 +4,8 @@
   capture every layer's queries and keys after rotary embedding as the model's own eager
   attention receives them, recompute the weights with ``attn_core.attention`` (the model's
   scale, causal mask, GQA grouping and sliding window) and compare them with the model's own
-  probabilities; per layer: sink share, entropy, the residual stream's distance from rank 1.
+  probabilities; per layer: sink share, entropy, the residual stream's distance from rank 1
+  (the head metrics of ``attn_core.heads``, shared with the trained model's page).
 
 ``transformers`` is imported only inside the functions that need it, so importing this package
 costs nothing. Mask convention: True = may attend.

@@ -14,7 +14,6 @@ its true difference rather than a pass.
 
 from __future__ import annotations
 
-import math
 import socket
 import sys
 import threading
@@ -25,7 +24,10 @@ from pathlib import Path
 import torch
 
 from attn_core.attention import attention
-from attn_core.trained.analysis import rank_one_distance
+from attn_core.heads import head_metrics, rank_one_distance
+from attn_core.heads import uniform_entropy as uniform_entropy  # the page's reference line
+from attn_core.masks import causal_mask, sliding_window_mask
+from attn_core.oracle import attention_map_tolerance
 
 MAX_PARAMS = 200_000_000  # CPU, float32: 0.8 GB of weights; GPT-2 (124M) and SmolLM-135M fit
 MAX_TOKENS = 256
@@ -214,9 +216,7 @@ def capture(model: torch.nn.Module, idx: torch.Tensor) -> tuple[list[LayerCaptur
 
 def allowed_mask(T: int, sliding_window: int | None) -> torch.Tensor:
     """(T, T) True where query i may read key j: j ≤ i, and i − j < window when there is one."""
-    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
-    allowed = j <= i
-    return allowed & (i - j < sliding_window) if sliding_window else allowed
+    return sliding_window_mask(T, T, sliding_window) if sliding_window else causal_mask(T, T)
 
 
 def max_positions(config) -> int:
@@ -228,13 +228,9 @@ def max_positions(config) -> int:
 
 
 def tolerance(c: LayerCapture) -> float:
-    """Float rounding of the model's own computation: its scores are dot products of length d in
-    the model's dtype, off by at most d·u·‖q‖‖k‖ (Higham's γ_d); a score error δ moves a weight by
-    at most 2·max|δ|; exp and the normalization add a few u. u = the dtype's unit roundoff."""
-    u = torch.finfo(c.weights.dtype).eps / 2
-    d = c.q.shape[-1]
-    qk = float(c.q.double().norm(dim=-1).max() * c.k.double().norm(dim=-1).max())
-    return 2 * d * u * c.scale * qk + 8 * u
+    """Float rounding of the model's own computation (``oracle.attention_map_tolerance``), with
+    u = the unit roundoff of the dtype the model computed its weights in."""
+    return attention_map_tolerance(c.q, c.k, c.scale, torch.finfo(c.weights.dtype).eps / 2)
 
 
 @dataclass(frozen=True)
@@ -261,9 +257,9 @@ def recompute(model: torch.nn.Module, idx: torch.Tensor) -> ModelView:
         maps.append(P)
         diffs.append(float((P - c.weights[0].double()).abs().max()))
         tols.append(tolerance(c))
-        rows = P[:, 1:] if T > 1 else P
-        sink.append(float(rows[..., 0].mean()))
-        ent.append(float(-(rows * torch.where(rows > 0, rows.log(), 0.0)).sum(-1).mean()))
+        m = head_metrics(P)  # per head; every head has the same rows, so the mean of means
+        sink.append(float(m.sink.mean()))
+        ent.append(float(m.entropy.mean()))
     first = records[0]
     n_kv, d = first.k.shape[1], first.k.shape[-1]
     T = idx.shape[1]
@@ -281,8 +277,3 @@ def recompute(model: torch.nn.Module, idx: torch.Tensor) -> ModelView:
         kv_cache_bytes=2 * kept * n_kv * d * first.k.element_size(),
         sliding_window=first.sliding_window,
     )
-
-
-def uniform_entropy(T: int) -> float:
-    """Mean over rows t = 1…T−1 of ln(t + 1): the entropy of a causal head that spreads evenly."""
-    return sum(math.log(t + 1) for t in range(1, T)) / max(T - 1, 1)

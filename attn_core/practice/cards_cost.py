@@ -8,7 +8,11 @@ import json
 
 import numpy as np
 
-import attn_core
+from attn_core.cost.flops import crossover_seq_len
+from attn_core.cost.memory import naive_score_bytes
+from attn_core.cost.params import attention_params
+from attn_core.cost.serving import kv_cache_bytes_per_token
+from attn_core.cost.shapes import from_hf_config
 from attn_core.practice.question import AnswerKind, CardDrill, Difficulty, PageLink, Question, fmt
 
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}
@@ -31,7 +35,7 @@ def _config(layers: int, d: int, heads: int, kv_heads: int, d_ff: int) -> dict:
 
 
 def _shape(config: dict):
-    return attn_core.from_hf_config(config, name="drill model")
+    return from_hf_config(config, name="drill model")
 
 
 def _cost_link(config: dict, section: str, T: int = 4096, dtype: str = "fp16") -> PageLink:
@@ -49,7 +53,7 @@ def _cost_link(config: dict, section: str, T: int = 4096, dtype: str = "fp16") -
 def _kv_question(layers: int, heads: int, kv_heads: int, d_h: int, dtype: str) -> Question:
     config = _config(layers, heads * d_h, heads, kv_heads, 4 * heads * d_h)
     b = DTYPE_BYTES[dtype]
-    per_token = attn_core.kv_cache_bytes_per_token(_shape(config), b)
+    per_token = kv_cache_bytes_per_token(_shape(config), b)
     return Question(
         card="13",
         title="KV-cache size",
@@ -94,11 +98,9 @@ def kv_cache_per_token(rng: np.random.Generator, difficulty: Difficulty) -> Ques
 
 # -- card 14: what GQA saves ----------------------------------------------------------------------
 def _gqa_question(layers: int, heads: int, kv_heads: int, d_h: int) -> Question:
-    mha = attn_core.kv_cache_bytes_per_token(
-        _shape(_config(layers, heads * d_h, heads, heads, 4 * heads * d_h))
-    )
+    mha = kv_cache_bytes_per_token(_shape(_config(layers, heads * d_h, heads, heads, 4 * heads * d_h)))
     gqa_config = _config(layers, heads * d_h, heads, kv_heads, 4 * heads * d_h)
-    gqa = attn_core.kv_cache_bytes_per_token(_shape(gqa_config))
+    gqa = kv_cache_bytes_per_token(_shape(gqa_config))
     return Question(
         card="14",
         title="MQA/GQA: what sharing saves",
@@ -134,7 +136,7 @@ def gqa_saving(rng: np.random.Generator, difficulty: Difficulty) -> Question:
 # -- card 9: attention parameters ---------------------------------------------------------------
 def _params_question(d: int, heads: int, kv_heads: int) -> Question:
     config = _config(32, d, heads, kv_heads, 4 * d)
-    count = attn_core.attention_params(_shape(config), bias=False).weights
+    count = attention_params(_shape(config), bias=False).weights
     d_h = d // heads
     return Question(
         card="9",
@@ -172,7 +174,7 @@ def attention_weights(rng: np.random.Generator, difficulty: Difficulty) -> Quest
 def _crossover_question(d: int, heads: int, d_ff: int) -> Question:
     config = _config(32, d, heads, heads, d_ff)
     shape = _shape(config)
-    T_star = attn_core.crossover_seq_len(shape)
+    T_star = crossover_seq_len(shape)
     return Question(
         card="11",
         title="Attention FLOPs and the crossover",
@@ -190,11 +192,9 @@ def _crossover_question(d: int, heads: int, d_ff: int) -> Question:
             "Below T* the weights dominate (d² terms), above it the pairs (T² terms).",
         ),
         slips={
-            "counted only the causal half of the pairs": float(
-                attn_core.crossover_seq_len(shape, causal=True)
-            ),
+            "counted only the causal half of the pairs": float(crossover_seq_len(shape, causal=True)),
             "used a two-matrix MLP (4·d·d_ff)": float(
-                attn_core.crossover_seq_len(_shape({**config, "mlp_kind": "plain"}))
+                crossover_seq_len(_shape({**config, "mlp_kind": "plain"}))
             ),
             "left the MLP out": float(2 * d),
         },
@@ -217,7 +217,7 @@ def crossover(rng: np.random.Generator, difficulty: Difficulty) -> Question:
 # -- card 12: naive score memory ------------------------------------------------------------------
 def _scores_question(T: int, dtype: str) -> Question:
     b = DTYPE_BYTES[dtype]
-    naive = attn_core.naive_score_bytes(T, 1, b)
+    naive = naive_score_bytes(T, 1, b)
     return Question(
         card="12",
         title="Attention memory: naive vs online",

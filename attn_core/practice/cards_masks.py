@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-import attn_core
+from attn_core.experiments.equivariance import permutation_test
 from attn_core.masks import causal_mask
 from attn_core.oracle import MATCH_TOL
 from attn_core.practice.question import AnswerKind, CardDrill, Difficulty, PageLink, Question
@@ -64,7 +64,7 @@ def _permutation_question(
     T: int, perm: tuple[int, ...], causal: bool, positions: bool, seed: int
 ) -> Question:
     X = torch.randn(T, 8, generator=torch.Generator().manual_seed(seed), dtype=F64)
-    report = attn_core.permutation_test(X, perm, causal=causal, positions=positions, seed=seed)
+    report = permutation_test(X, perm, causal=causal, positions=positions, seed=seed)
     answer = MOVED if report.equivariance_error <= MATCH_TOL else DIFFERENT
     setting = " and ".join(
         [w for w, on in (("a causal mask", causal), ("sinusoidal positions added to X", positions)) if on]

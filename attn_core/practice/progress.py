@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 MAX_RECORDS = 5000  # a re-uploaded file larger than this is not a practice log
 FIELDS = ("card", "seed", "difficulty", "correct", "seconds", "slip", "answer")
@@ -115,7 +115,3 @@ def summarize(attempts: list[Attempt]) -> list[CardProgress]:
             )
         )
     return rows
-
-
-def attempt_fields() -> tuple[str, ...]:
-    return tuple(f.name for f in fields(Attempt))

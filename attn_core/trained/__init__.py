@@ -8,7 +8,8 @@ induction and sink scores, entropy, ablation, and the QK / OV circuits over the 
   and a forward pass that returns every layer's q, k, weights on request.
 - ``tasks``: seeded batch generators (induction, copying, associative recall, sorting).
 - ``training``: the training loop with a progress callback, stop and resume, a fixed seed.
-- ``analysis``: head scores on attention patterns, ablation and the two circuits.
+- ``analysis``: head scores (the metrics of ``attn_core.heads``) on a probe, ablation and the
+  two circuits.
 - ``checkpoint``: save and load a trained model (safetensors: tensors and a JSON header, no code).
 
 torch only; never streamlit or plotly. Mask convention: True = may attend.

@@ -1,15 +1,8 @@
 """What each head of a trained model does: scores on its attention patterns, ablation, circuits.
 
-The scores are functions of an attention pattern P (..., T, T) (rows = queries, causal), so they
-can be checked on hand-built patterns with known answers (tests/test_trained_analysis.py):
-
-- previous-token score: mean of P[t, t−1] over t ≥ 1 (1 for a head that always reads t − 1);
-- induction score, on a random sequence repeated with period n: mean of P[t, t − n + 1] over
-  the second copy (1 for a head that reads the token *after* the current token's earlier
-  occurrence; Olsson et al. 2022);
-- sink share: mean of P[t, 0] over t ≥ 1 (card 18; row 0 is excluded, where the causal mask
-  forces all weight onto token 0 and says nothing about what the head learned);
-- entropy: mean of H = −Σ p ln p (nats) over rows t ≥ 1 (card 17's one-hot end is H = 0).
+The scores (previous-token, induction, sink share, entropy) are the head metrics of
+``attn_core.heads``, shared with the Hugging Face page; here they are read on a probe of
+held-out repeated random sequences and averaged per (layer, head).
 
 The two circuits (lesson, "two circuits"; Elhage et al. 2021), per head, over the vocabulary:
 QK = W_E W_Q W_Kᵀ W_Eᵀ / √hs (which key token a query token looks at) and
@@ -24,8 +17,14 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.attention import attention
+from attn_core.dtypes import UNIT_ROUNDOFF
+from attn_core.heads import head_metrics
+from attn_core.heads import induction_score as induction_score  # the shared metrics, also here
+from attn_core.heads import mean_entropy as mean_entropy
+from attn_core.heads import previous_token_score as previous_token_score
+from attn_core.heads import sink_share as sink_share
 from attn_core.masks import causal_mask
-from attn_core.stats import row_entropy
+from attn_core.oracle import attention_map_tolerance
 from attn_core.trained.memo import per_model
 from attn_core.trained.model import TinyTransformer, Trace
 from attn_core.trained.tasks import TASKS, TaskId, repeated
@@ -33,51 +32,6 @@ from attn_core.trained.training import EVAL_SEED, eval_loss
 
 PROBE_N = TASKS[TaskId.INDUCTION].n  # period of the repeated sequences the scores are read on
 PROBE_BATCH = 64
-FLOAT32_U = 2.0**-24  # unit roundoff of float32
-
-
-# --------------------------------------------------------------------- scores of one pattern
-
-
-def previous_token_score(P: torch.Tensor) -> torch.Tensor:
-    """mean_t P[t, t−1] over t = 1…T−1. P (..., T, T) → (...)."""
-    return P.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1)
-
-
-def induction_score(P: torch.Tensor, period: int) -> torch.Tensor:
-    """mean P[t, t − period + 1] over t = period + 1 … T − 1. P (..., T, T) → (...).
-
-    For ^ x₁…x_n x₁…x_n (T = 2n, period n): query t holds x_{t−n}, whose earlier occurrence sits
-    at t − n and the token after it at t − n + 1."""
-    T = P.shape[-1]
-    if not 1 <= period <= T - 2:
-        raise ValueError(f"period {period} leaves no repeated query in {T} positions")
-    diag = P.diagonal(offset=-(period - 1), dim1=-2, dim2=-1)  # P[i + period − 1, i], i = 0…
-    return diag[..., 2:].mean(-1)  # i ≥ 2 ⇔ t ≥ period + 1
-
-
-def sink_share(P: torch.Tensor) -> torch.Tensor:
-    """mean_t P[t, 0] over t = 1…T−1: the weight parked on the first token. (...)"""
-    return P[..., 1:, 0].mean(-1)
-
-
-def mean_entropy(P: torch.Tensor) -> torch.Tensor:
-    """mean over rows t = 1…T−1 of −Σ_j P[t, j] ln P[t, j] (nats). (...)"""
-    return row_entropy(P)[..., 1:].mean(-1)
-
-
-def sink_advantage(share: float, T: int) -> float:
-    """Card 18: the logit lead a = ln(w (T − 1) / (1 − w)) that gives a sink share w over T keys."""
-    if not 0 < share < 1:
-        return math.inf if share >= 1 else -math.inf
-    return math.log(share * (T - 1) / (1 - share))
-
-
-def rank_one_distance(x: torch.Tensor) -> torch.Tensor:
-    """‖X − 1 x̄ᵀ‖_F / ‖X‖_F per sequence: how far the tokens are from all being identical
-    (card 17's r, made scale-free). x (..., T, C) → (...)."""
-    residual = x - x.mean(-2, keepdim=True)  # R = X − 1 x̄ᵀ
-    return residual.flatten(-2).norm(dim=-1) / x.flatten(-2).norm(dim=-1)
 
 
 # --------------------------------------------------------------------------- on a model
@@ -133,11 +87,12 @@ def head_scores(
 def _head_scores(model: TinyTransformer, idx: torch.Tensor | None, period: int) -> HeadScores:
     idx = probe_batch(period=period) if idx is None else idx
     P = stack_weights(run_trace(model, idx)).to(torch.float64)  # (n_layer, B, nh, T, T)
+    m = head_metrics(P, period)  # each (n_layer, B, nh): averaged over the probe's batch
     return HeadScores(
-        previous_token=previous_token_score(P).mean(1),
-        induction=induction_score(P, period).mean(1),
-        sink=sink_share(P).mean(1),
-        entropy=mean_entropy(P).mean(1),
+        previous_token=m.previous_token.mean(1),
+        induction=m.induction.mean(1),
+        sink=m.sink.mean(1),
+        entropy=m.entropy.mean(1),
         period=period,
     )
 
@@ -212,16 +167,13 @@ def map_check(trace: Trace) -> MapCheck:
     """Recompute every map from the model's own q and k with ``attn_core.attention`` in float64
     and compare with the float32 weights of the forward pass.
 
-    Tolerance: a float32 dot product of length hs is off by at most hs·u·Σ|q_c k_c| ≤
-    hs·u·‖q‖‖k‖ (u = 2⁻²⁴, Higham's γ_n); a score error δ moves a weight by at most 2·max|δ|
-    (p_j(δ_j − Σ p δ)); exp and the normalization add a few u. So tol = 2·hs·u·scale·max‖q‖·
-    max‖k‖ + 8u, computed from this trace; a wrong mask or scale is off by O(0.1)."""
-    diffs, tol = [], 8 * FLOAT32_U
+    Tolerance: ``oracle.attention_map_tolerance`` with u = 2⁻²⁴ (float32) and scale 1/√hs, the
+    largest over the layers, computed from this trace; a wrong mask or scale is off by O(0.1)."""
+    diffs, tol = [], 8 * UNIT_ROUNDOFF["float32"]
     for layer in trace.layers:
         q, k = layer.q.to(torch.float64), layer.k.to(torch.float64)
         T, hs = q.shape[-2], q.shape[-1]
         ref = attention(q, k, k, causal_mask(T, T, "top_left")).weights  # v unused for the maps
         diffs.append(float((ref - layer.weights.to(torch.float64)).abs().max()))
-        bound = 2 * hs * FLOAT32_U * hs**-0.5 * float(q.norm(dim=-1).max() * k.norm(dim=-1).max())
-        tol = max(tol, bound + 8 * FLOAT32_U)
+        tol = max(tol, attention_map_tolerance(q, k, hs**-0.5, UNIT_ROUNDOFF["float32"]))
     return MapCheck(max_abs_diff=max(diffs), tol=tol, per_layer=diffs)

@@ -19,7 +19,7 @@ import torch
 
 from attn_core.bench.contestants import CONTESTANTS
 from attn_core.bench.device import ASSETS, DeviceFacts, device_facts
-from attn_core.bench.records import DTYPES, Case, Record
+from attn_core.bench.records import DTYPES, Record
 from attn_core.bench.runner import MAX_INTERPRETED_WORK, SweepConfig, run_sweep
 
 SEQ_LEN_CHOICES = (64, 128, 256, 512, 1024, 2048)  # the largest: 8 heads of naive = 128 MiB fp32
@@ -209,10 +209,3 @@ def kernels_page(
     finally:
         _LOCK.release()
     return _view(facts, result.records, stopped=result.stopped, load=(result.load_before, result.load_after))
-
-
-def case_of(record: Record) -> Case:
-    """The case a record measured (for the roofline's bytes)."""
-    e = record.extra
-    return Case(record.seq_len, record.head_dim, e["batch"], e["heads"], e["kv_heads"], record.dtype,
-                record.causal, e["kv_len"])  # fmt: skip

@@ -32,7 +32,7 @@ from attn_core.jacobian import (
     saturation_sweep,
 )
 from attn_core.limits import LIMITS
-from attn_core.oracle import J_EIG, J_EXACT, RANK_RESOLVABLE, Check, max_abs_diff, sdpa_reference
+from attn_core.oracle import J_EIG, J_EXACT, RANK_RESOLVABLE, Check, max_abs_diff, sdpa_autograd
 from attn_core.slips.backward import SLIPS as BACKWARD_SLIPS
 from attn_core.views.inputs import QKV, InputKind, parse_matrix
 
@@ -93,23 +93,6 @@ def build_upstream(
             f"G must be L × d_v = {L} × {d_v} (one row per query), got {G.shape[0]} × {G.shape[1]}"
         )
     return torch.broadcast_to(G, output_shape).clone()
-
-
-def sdpa_autograd(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    grad_output: torch.Tensor,
-    allowed: torch.Tensor | None = None,
-    *,
-    scale: float | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The oracle: ∂⟨SDPA(q, k, v), G⟩/∂(q, k, v) by torch autograd through torch's own SDPA
-    (explicit boolean mask, True = may attend; GQA enabled; dropout off). Shapes as `attention`."""
-    q, k, v = (t.detach().clone().requires_grad_(True) for t in (q, k, v))
-    O = sdpa_reference(q, k, v, allowed, scale=scale)
-    dq, dk, dv = torch.autograd.grad((O * grad_output).sum(), (q, k, v))
-    return dq, dk, dv
 
 
 def gradient_tolerance(qkv: QKV, grad_output: torch.Tensor, scale: float) -> float:

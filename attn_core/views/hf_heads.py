@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from attn_core.heads import uniform_entropy
 from attn_core.hf import maps as hf
 from attn_core.hf.maps import LOAD_CAP_S as LOAD_CAP_S  # re-exported for the page
 from attn_core.hf.maps import MAX_PARAMS as MAX_PARAMS
@@ -151,7 +152,7 @@ def hf_view(loaded: hf.Loaded, text: str) -> HFView:
         view=view,
         worst_layer=max(range(len(ratios)), key=ratios.__getitem__),
         layer_rows=rows,
-        uniform_entropy=hf.uniform_entropy(len(tokens)),
+        uniform_entropy=uniform_entropy(len(tokens)),
         config_json=config if len(config) <= COST_PASTE_MAX else None,
         n_layers=len(view.maps),
     )

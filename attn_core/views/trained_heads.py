@@ -21,6 +21,7 @@ from functools import cache
 import torch
 import torch.nn.functional as F
 
+from attn_core.heads import mean_entropy, previous_token_score, sink_share
 from attn_core.trained import checkpoint
 from attn_core.trained.analysis import (
     MapCheck,
@@ -29,10 +30,7 @@ from attn_core.trained.analysis import (
     copying_share,
     head_scores,
     map_check,
-    mean_entropy,
-    previous_token_score,
     run_trace,
-    sink_share,
 )
 from attn_core.trained.memo import per_model
 from attn_core.trained.model import ModelConfig, TinyTransformer
