@@ -3,7 +3,8 @@
 import streamlit as st
 import torch
 
-from lab_ui import classroom, figures, widgets
+from lab_ui import figures, widgets
+from lab_ui.classroom import follow
 from lab_ui.nav import HOME, PAGES, open_home_alias
 from lab_ui.page import safety_net
 
@@ -20,13 +21,13 @@ pages = [
 ]
 open_home_alias()
 page = st.navigation(pages)
-classroom.before_page(page, {p.url_path: p for p in pages})
+follow.before_page(page, {p.url_path: p for p in pages})
 with st.sidebar:
     if widgets.toggle(
         "Projector mode", key="projector", help="Larger text and figures for a classroom screen."
     ):
         figures.use_projector_sizes()
-    classroom.sidebar(page)
+    follow.sidebar(page)
 with safety_net(f"the settings of {page.title}"):  # the last net: a section's own net is first
     page.run()
-classroom.after_page(page)
+follow.after_page(page)

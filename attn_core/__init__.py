@@ -1,14 +1,23 @@
 """attn_core: scaled dot-product attention, derived, computed and checked.
 
-The rooms, each with one job (its ``__init__`` or module docstring says which):
+The rooms, each with one job (its ``__init__`` or module docstring says which; the README's
+Layout is the map, and ``tests/test_layers.py`` holds its import rules):
 
 - the math, one derivation per module: ``attention``, ``masks``, ``backward``, ``online``,
-  ``jacobian``, ``finite_diff``, ``stats``; ``oracle`` holds the independent references and every
-  tolerance with its argument. These import torch and numpy only.
+  ``tile_plan``, ``jacobian``, ``finite_diff``, ``stats``, ``toy``; ``heads``: the head metrics
+  shared by ``trained/`` and ``hf/``; ``oracle``: the independent references and every tolerance
+  with its argument; ``limits`` and ``dtypes``: the caps and the dtype table. Torch and numpy only.
 - ``slips/``: the common mistakes, one registry per family. ``experiments/``: the studies the
-  pages show (leakage, conventions, equivariance, precision). Both import the math.
-- ``explore/``: one module per page, everything that page shows computed in one call.
-- ``cost/``: the cost model (shapes, FLOPs, memory, serving, GPUs, units, CLI); numpy only.
+  pages show (leakage, conventions, equivariance, precision). ``theory/``: the scaling and
+  one-head cards, closed forms and seeded simulations. These import the math.
+- ``cost/``: the cost model (config reading, layer patterns by rule, FLOPs, memory, serving,
+  time bounds, the CLI); numpy only, and nothing else of ``attn_core``.
+- ``bench/``: the kernel bench and ``verify`` (the cost model against a real run); torch, Triton
+  when present.
+- ``practice/``: a drill per card. ``trained/``: the tiny transformer trained live. ``hf/``: a
+  Hugging Face model's attention, recomputed.
+- ``views/``: one module per page, everything that page shows computed in one call; may import
+  every room above, and nothing imports it but itself.
 
 Never imports streamlit or plotly. Mask convention everywhere: True = may attend.
 

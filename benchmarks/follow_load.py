@@ -5,7 +5,7 @@ Playground, presses "Start a room", reads the room id from its sidebar, and then
 L slider every ``--every`` seconds. Each follower opens the student link (``?room=ID``) and,
 like a browser, answers the server's ``auto_rerun`` message by asking for the polling fragment
 every interval; when the room's version moved, that fragment reruns the whole app, whose deltas
-carry the presenter's L; where the server pushes (lab_ui.push), the rerun comes unasked, and the
+carry the presenter's L; where the server pushes (lab_ui.classroom.push), the rerun comes unasked, and the
 poll is only a safety net. A follower's delay for one change is the time from the presenter
 sending it to the follower having received the run that shows it.
 
@@ -43,7 +43,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 KEY = "in_L"
 ROOM = re.compile(r"Presenting room \*\*([a-z2-9]{6})\*\*")
-COOKIE = re.compile(r"attn_lab_presenter=([a-z2-9]{6}\.[A-Za-z0-9_-]+)")  # lab_ui.classroom.COOKIE
+COOKIE = re.compile(r"attn_lab_presenter=([a-z2-9]{6}\.[A-Za-z0-9_-]+)")  # lab_ui.classroom.follow.COOKIE
 LAG_S = 5.0  # a follower whose view trails the presenter's by more than this has lost it
 
 

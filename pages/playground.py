@@ -44,11 +44,13 @@ def body() -> None:
     c[4].metric("scale", f"{res.scale:.4g}")
     c[5].metric("allowed pairs", f"{100 * ex.allowed_share(head):.3g}%")
 
-    with st.expander("Shapes of every intermediate", expanded=False):
-        shapes = pd.DataFrame(
-            {"tensor": list(ex.shapes), "shape": [" × ".join(map(str, s)) for s in ex.shapes.values()]}
-        )
-        table(shapes, "shapes.csv", key="pg_shapes", hide_index=True)
+    # Drawn only once opened: a table makes the browser load its data grid before the first figure.
+    with st.expander("Shapes of every intermediate", key="pg_shapes_open", on_change="rerun"):
+        if st.session_state.get("pg_shapes_open"):
+            shapes = pd.DataFrame(
+                {"tensor": list(ex.shapes), "shape": [" × ".join(map(str, s)) for s in ex.shapes.values()]}
+            )
+            table(shapes, "shapes.csv", key="pg_shapes", hide_index=True)
 
     q_tok, k_tok = qkv.query_tokens, qkv.key_tokens
     left, right = st.columns(2)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lab_ui import classroom, rooms
+from lab_ui.classroom import follow as classroom
+from lab_ui.classroom import rooms
 
 
 @pytest.fixture(autouse=True)

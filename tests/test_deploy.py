@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from lab_ui.rooms import RedisRooms, RoomsUnavailable
+from lab_ui.classroom.rooms import RedisRooms, RoomsUnavailable
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "deploy" / "serve.sh"

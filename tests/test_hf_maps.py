@@ -1,4 +1,4 @@
-"""Hugging Face models (attn_core.hf.maps) on tiny random-weight configs written here, no download:
+"""Hugging Face models (attn_core.hf.attention_maps) on tiny random-weight configs written here, no download:
 GPT-2, Llama with GQA and rotary, Mistral with a sliding window. Oracle: the model's own eager
 probabilities from ``output_attentions=True`` (a separate forward, not the capture)."""
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 import transformers
 
-from attn_core.hf import maps as hf
+from attn_core.hf import attention_maps as hf
 
 T = 12
 WINDOW = 4

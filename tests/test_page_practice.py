@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from attn_core.practice.bank import DRILLS
+from attn_core.practice.drills import DRILLS
 from lab_ui.nav import PAGES
 
 PAGE = "pages/practice.py"
@@ -95,7 +95,7 @@ def test_each_cards_link_opens_its_page_with_the_numbers(app, card):
     link = DRILLS[card].card_numbers().link
     paths = {p.url_path: p.path for p in PAGES}
     if link.url_path not in paths:
-        # cards 3, 8, 10, 16-18 link to the Scaling and "one head" pages of issue 10, built on another
+        # cards 3, 8, 10, 16-18 link to the Scaling and "one head" pages, built on another
         # branch; until they are in the navigation the Practice page shows no link for these cards.
         pytest.skip(f"page {link.url_path!r} is not in lab_ui.nav.PAGES on this branch yet")
     path = paths[link.url_path]

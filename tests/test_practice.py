@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attn_core.practice import bank
+from attn_core.practice import drills
 from attn_core.practice.answers import parse_matrix, parse_number, parse_vector
 from attn_core.practice.progress import Attempt, from_csv, summarize, to_csv
 from attn_core.practice.question import AnswerKind, Difficulty
 
-CARDS = list(bank.DRILLS)
+CARDS = list(drills.DRILLS)
 DRAWS = 200
 
 
@@ -35,7 +35,7 @@ def typed(answer) -> str:
 def test_the_stated_answer_is_accepted_over_many_draws(card):
     levels = list(Difficulty)
     for seed in range(DRAWS):
-        q = bank.draw(card, seed, levels[seed % 3])
+        q = drills.draw(card, seed, levels[seed % 3])
         verdict = q.judge(typed(q.answer))
         assert verdict.correct, (card, seed, q.prompt, verdict)
 
@@ -44,7 +44,7 @@ def test_the_stated_answer_is_accepted_over_many_draws(card):
 def test_recognised_slips_are_rejected_and_named(card):
     named = 0
     for seed in range(40):
-        q = bank.draw(card, seed, Difficulty.MEDIUM)
+        q = drills.draw(card, seed, Difficulty.MEDIUM)
         for value in q.slips.values():
             if q.close(value, q.answer):
                 continue  # this draw cannot tell the slip apart (e.g. h = H_kv): nothing to name
@@ -81,7 +81,7 @@ SPEC_NUMBERS = {
 
 @pytest.mark.parametrize("card", CARDS)
 def test_the_cards_own_numbers_come_out_of_one_draw(card):
-    q = bank.DRILLS[card].card_numbers()
+    q = drills.DRILLS[card].card_numbers()
     want = SPEC_NUMBERS[card]
     got = q.answer
     if isinstance(want, str):
@@ -95,7 +95,7 @@ def test_the_cards_own_numbers_come_out_of_one_draw(card):
 
 def test_kv_cache_answer_matches_an_independent_formula():
     for seed in range(50):
-        q = bank.draw("13", seed, Difficulty.HARD)
+        q = drills.draw("13", seed, Difficulty.HARD)
         i = q.inputs
         b = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}[i["dtype"]]
         assert q.answer == 2 * i["layers"] * i["kv_heads"] * i["d_h"] * b / 1024
@@ -103,9 +103,9 @@ def test_kv_cache_answer_matches_an_independent_formula():
 
 def test_causal_and_merge_answers_match_closed_forms():
     for seed in range(50):
-        q = bank.draw("6", seed, Difficulty.HARD)
+        q = drills.draw("6", seed, Difficulty.HARD)
         assert q.answer == q.inputs["T"] * (q.inputs["T"] + 1) / 2
-        q = bank.draw("15", seed, Difficulty.HARD)
+        q = drills.draw("15", seed, Difficulty.HARD)
         (ma, la, ua), (mb, lb, ub) = q.inputs["a"], q.inputs["b"]
         m = max(ma, mb)
         want = (math.exp(ma - m) * ua + math.exp(mb - m) * ub) / (
@@ -125,9 +125,9 @@ def test_the_issue_example_and_its_slip():
 
 
 def test_same_seed_same_question_and_draws_differ():
-    a, b = bank.draw("13", 3), bank.draw("13", 3)
+    a, b = drills.draw("13", 3), drills.draw("13", 3)
     assert a.prompt == b.prompt
-    assert len({bank.draw("2", s).prompt for s in range(20)}) > 10
+    assert len({drills.draw("2", s).prompt for s in range(20)}) > 10
 
 
 # -- parsers ---------------------------------------------------------------------------------------
@@ -181,7 +181,7 @@ def test_parse_matrix_rows_must_agree():
 
 
 def test_vector_answers_need_the_right_length():
-    q = bank.draw("1", 0)
+    q = drills.draw("1", 0)
     verdict = q.judge("1, 2, 3")
     assert not verdict.correct and verdict.relative_error == math.inf
     assert q.answer_kind is AnswerKind.VECTOR

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from attn_core.practice import bank, cards_alignment_sinks, cards_collapse, cards_one_head, cards_variance
+from attn_core.practice import cards_alignment_sinks, cards_collapse, cards_one_head, cards_variance, drills
 from attn_core.practice.question import AnswerKind, Difficulty
 
 THEORY_CARDS = ("3", "8", "10", "16", "17", "18")
@@ -48,7 +48,7 @@ def half_last_digit(printed: str) -> float:
 @cache
 def draws(card: str) -> tuple:
     """600 seeded questions of the card: seeds 0–199 at each difficulty."""
-    return tuple(bank.draw(card, seed, level) for seed in range(200) for level in Difficulty)
+    return tuple(drills.draw(card, seed, level) for seed in range(200) for level in Difficulty)
 
 
 def kind(card: str, title_start: str, n: int | None = None) -> list:
@@ -78,7 +78,7 @@ def test_worked_examples_reproduce_the_cards_check_numbers(card, i):
 
 @pytest.mark.parametrize("card", THEORY_CARDS)
 def test_every_worked_example_is_one_of_the_draws(card):
-    prompts = {bank.draw(card, seed, Difficulty.EASY).prompt for seed in range(400)}
+    prompts = {drills.draw(card, seed, Difficulty.EASY).prompt for seed in range(400)}
     for make in WORKED[card]:
         assert make().prompt in prompts
 

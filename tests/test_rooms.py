@@ -12,7 +12,7 @@ import time
 import pytest
 from redis_server import RedisServer
 
-from lab_ui import rooms
+from lab_ui.classroom import rooms
 
 
 class Clock:

@@ -1,6 +1,6 @@
 """A Hugging Face causal LM's attention, recomputed by ``attn_core``.
 
-- ``maps``: load a model (a local folder, or a hub id where the hub is reachable) within caps,
+- ``attention_maps``: load a model (a local folder, or a hub id where the hub is reachable) within caps,
   capture every layer's queries and keys after rotary embedding as the model's own eager
   attention receives them, recompute the weights with ``attn_core.attention`` (the model's
   scale, causal mask, GQA grouping and sliding window) and compare them with the model's own

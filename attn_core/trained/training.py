@@ -31,7 +31,7 @@ class TrainConfig:
     steps: int = 1500
     batch_size: int = 32
     # AdamW at 1e-2: on the induction task (seed 0, batch 32) the phase change came at step ~430;
-    # at 3e-3 the loss was still 1.7 nats after 2,000 steps (benchmarks/RESULTS.md, issue 15).
+    # at 3e-3 the loss was still 1.7 nats after 2,000 steps (benchmarks/RESULTS.md, "Trained heads").
     lr: float = 1e-2
     seed: int = 0  # the model's initialization and every batch
 

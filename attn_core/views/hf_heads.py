@@ -14,10 +14,10 @@ from pathlib import Path
 import torch
 
 from attn_core.heads import uniform_entropy
-from attn_core.hf import maps as hf
-from attn_core.hf.maps import LOAD_CAP_S as LOAD_CAP_S  # re-exported for the page
-from attn_core.hf.maps import MAX_PARAMS as MAX_PARAMS
-from attn_core.hf.maps import MAX_TOKENS as MAX_TOKENS
+from attn_core.hf import attention_maps as hf
+from attn_core.hf.attention_maps import LOAD_CAP_S as LOAD_CAP_S  # re-exported for the page
+from attn_core.hf.attention_maps import MAX_PARAMS as MAX_PARAMS
+from attn_core.hf.attention_maps import MAX_TOKENS as MAX_TOKENS
 
 DEMO = "demo"
 DEMO_LABEL = "a tiny random Mistral-style model built here (GQA 4:2, rotary, sliding window 8)"

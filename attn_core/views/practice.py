@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attn_core.practice import bank
+from attn_core.practice import drills
 from attn_core.practice.progress import Attempt, CardProgress, summarize
 from attn_core.practice.progress import from_csv as from_csv  # re-exported for the page
 from attn_core.practice.progress import to_csv as to_csv
 from attn_core.practice.question import Answer, AnswerKind, Difficulty, Question, Verdict, fmt
 
 TIMERS: dict[str, float | None] = {"off": None, "2 min": 120.0, "5 min": 300.0, "10 min": 600.0}
-CARD_TITLES: dict[str, str] = {card: drill.title for card, drill in bank.DRILLS.items()}
+CARD_TITLES: dict[str, str] = {card: drill.title for card, drill in drills.DRILLS.items()}
 
 
 def cards_from_link(text: str | None) -> list[str]:
@@ -28,7 +28,7 @@ def question_seed(session_seed: int, number: int) -> int:
 def next_question(cards: list[str], difficulty: Difficulty | str, session_seed: int, number: int) -> Question:
     """The session's ``number``-th question, over the chosen cards."""
     seed = question_seed(session_seed, number)
-    return bank.draw(bank.pick_card(cards, seed), seed, difficulty)
+    return drills.draw(drills.pick_card(cards, seed), seed, difficulty)
 
 
 @dataclass(frozen=True)

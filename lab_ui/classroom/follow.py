@@ -33,13 +33,13 @@ from typing import Any
 
 import streamlit as st
 
-from lab_ui import push, rooms
+from lab_ui.classroom import push, rooms
 from lab_ui.widgets import KEEP_PREFIX
 
 ROOM_PARAM = "room"  # the student link's query parameter
 COOKIE = "attn_lab_presenter"  # "<room id>.<secret>" in the presenter's browser
 COOKIE_MAX_AGE_S = 12 * 3600  # a stale cookie is harmless: the room is checked on every use
-POLL_S = 1.0  # followers' version check when the server cannot push (lab_ui.push)
+POLL_S = 1.0  # followers' version check when the server cannot push (lab_ui.classroom.push)
 SAFETY_POLL_S = 3.0  # with push, polling only guards against a lost wake-up
 rooms.on_change(push.wake)
 _ROOM = "_classroom"  # session key: {"id", "role", "secret"?, "seen", "following", "applied", ...}
