@@ -7,6 +7,8 @@ code under test, so a change that puts labels back into the URL, or renames an i
 
 from enum import StrEnum
 
+import pytest
+
 from attn_core.masks import MaskKind
 from attn_core.theory.scaling import ScaleRule
 from attn_core.views.masks import Section as MaskSection
@@ -140,3 +142,31 @@ def test_relabelling_a_member_keeps_its_id():
 
     assert url_id(Before.KV) == url_id(After.KV) == "kv"
     assert url_id(64) == "64" and url_id("llama-2-7b") == "llama-2-7b"  # plain options: their text
+
+
+@pytest.mark.parametrize(
+    ("page", "kind", "key", "label", "short", "query"),
+    [
+        ("pages/costs.py", "radio", "co_src", "paste or upload config.json", "config", {}),
+        ("pages/hf_heads.py", "radio", "hf_src", "local folder or hub id", "local", {}),
+        (MASKS, "selectbox", "mk_conv_kind", "sliding window (3)", "window", {"mk_section": "conventions"}),
+        ("pages/gradients.py", "selectbox", "gr_G", "random (seeded)", "random", {}),
+        (
+            "pages/trained_heads.py",
+            "selectbox",
+            "th_size",
+            "3 layers × 4 heads, d_model 64",
+            "3x4",
+            {"th_section": "train"},
+        ),
+    ],
+)
+def test_text_choices_keep_short_ids_and_open_old_links(app, page, kind, key, label, short, query):
+    """Choices that are plain text (not an Enum) carry the short id given for them; an old link with
+    the text, and a new one with the id, both open the choice."""
+    for given in (label, short):
+        at = app(page, **query, **{key: given})
+        ok(at)
+        assert getattr(at, kind)(key=key).value == label
+        assert at.query_params[key] == short
+        assert not refusals(at)
