@@ -5,10 +5,14 @@ The expected ids are written out here by hand (the member names, lower-cased), n
 code under test, so a change that puts labels back into the URL, or renames an id, fails.
 """
 
+import importlib
+import pkgutil
+import re
 from enum import StrEnum
 
 import pytest
 
+import attn_core.views as views
 from attn_core.masks import MaskKind
 from attn_core.theory.scaling import ScaleRule
 from attn_core.views.masks import Section as MaskSection
@@ -170,3 +174,17 @@ def test_text_choices_keep_short_ids_and_open_old_links(app, page, kind, key, la
         assert getattr(at, kind)(key=key).value == label
         assert at.query_params[key] == short
         assert not refusals(at)
+
+
+def test_every_page_sections_ids_are_short_distinct_and_plain():
+    """Each page's sections give ids a link can carry as they are (no quoting) and tell apart."""
+    enums = []
+    for info in pkgutil.iter_modules(views.__path__):
+        section = getattr(importlib.import_module(f"attn_core.views.{info.name}"), "Section", None)
+        if section is not None:
+            enums.append(section)
+    assert len(enums) >= 7  # costs, gradients, masks, one_head, online_softmax, scaling, trained_heads
+    for enum in enums:
+        ids = [url_id(s) for s in enum]
+        assert len(set(ids)) == len(ids), enum
+        assert all(re.fullmatch(r"[a-z][a-z0-9_]{0,19}", i) for i in ids), ids
