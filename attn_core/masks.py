@@ -87,7 +87,7 @@ def prefix_lm_mask(L: int, S: int, prefix: int) -> torch.Tensor:
 
 
 class MaskKind(StrEnum):
-    """Every mask a page offers; the value is the label shown (and kept in the URL)."""
+    """Every mask a page offers; the value is the label shown, a link keeps the member's name, lower-cased."""
 
     NONE = "none"
     CAUSAL_TOP_LEFT = "causal (top-left)"

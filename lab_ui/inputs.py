@@ -25,8 +25,7 @@ def _divisors(n: int) -> list[int]:
 
 def qkv_picker(prefix: str = "in") -> QKV | None:
     """Widgets for the input source; returns the QKV, or None after showing what is wrong."""
-    # Plain strings as options (Streamlit coerces Enum options on every rerun); the kind from its value.
-    source = InputKind(widgets.radio("Q, K, V from", [k.value for k in InputKind], key=f"{prefix}_src"))
+    source = widgets.radio("Q, K, V from", InputKind, key=f"{prefix}_src")  # the URL keeps `random`
     if source is InputKind.TOY:
         st.caption("q_bank = (2, −1); keys and values of *the*, *river*, *bank* (d_k = 2).")
         return inputs.toy_bank()
@@ -67,7 +66,7 @@ def qkv_picker(prefix: str = "in") -> QKV | None:
 
 def scale_picker(d_k: int, prefix: str = "in") -> float | None:
     """The factor multiplying Q Kᵀ; returns None after an error message."""
-    kind = ScaleKind(widgets.selectbox("scale", [k.value for k in ScaleKind], key=f"{prefix}_scale"))
+    kind = widgets.selectbox("scale", ScaleKind, key=f"{prefix}_scale")
     temperature = 1.0
     if kind is ScaleKind.TEMPERATURE:
         temperature = widgets.slider(
@@ -84,7 +83,7 @@ class MaskChoice:
 
 def mask_picker(L: int, S: int, prefix: str = "in") -> MaskChoice | None:
     """Mask kind plus its parameter; returns None after an error message."""
-    kind = MaskKind(widgets.selectbox("mask", [k.value for k in PICKER_MASKS], key=f"{prefix}_mask"))
+    kind = widgets.selectbox("mask", PICKER_MASKS, key=f"{prefix}_mask")
     window, valid = 1, S
     if kind is MaskKind.CAUSAL_BOTTOM_RIGHT:
         st.caption(f"The first P = S − L = {S - L} keys are a cached prefix; query i sits at position P + i.")

@@ -82,9 +82,7 @@ def output_heatmap(values: torch.Tensor, tokens: list[str], title: str, key: str
 
 def gallery_picker() -> MaskView | None:
     """The gallery's widgets (kind, sizes and the kind's parameter); the mask, or None after a message."""
-    kind = widgets.selectbox(
-        "mask kind", [str(k) for k in GALLERY_KINDS], key="mk_kind"
-    )  # plain strings: no Enum coercion
+    kind = widgets.selectbox("mask kind", GALLERY_KINDS, key="mk_kind", ids={PAINTED: "painted"})
     L, S, window, valid, lengths, prefix, grid = 6, 6, 3, 6, (), 0, ""
     if kind == PAINTED:
         st.caption(

@@ -1,7 +1,8 @@
 """The one shape every page has: title and intro → inputs → one view call → the chosen section.
 
 - `header(title, intro)` routes the page through app.py, then draws the title and intro.
-- `section_picker(Section, key)` is the row of section names over a page's `Section` enum.
+- `section_picker(Section, key)` is the row of section names over a page's `Section` enum (the
+  URL keeps a section's short id).
 - `compute(fn, *args, inputs=…)` is the view call: an expected `ValueError` is shown as its own
   message, anything else goes through the safety net; either way it returns None.
 - `require(value, …)` stops the page, with one line saying what to fix, when a value is None.
@@ -90,17 +91,12 @@ def require(*values: object, fix: str = "the input marked in the sidebar") -> No
 
 
 def section_picker(sections: type[E], key: str, default: E | None = None) -> E:
-    """A row of the page's sections (a ``StrEnum`` whose values are the labels kept in the URL);
-    ``default`` (else the first) is where a fresh visit opens."""
-    value = widgets.radio(
-        "Section",
-        [s.value for s in sections],
-        key=key,
-        default=None if default is None else default.value,
-        horizontal=True,
-        label_visibility="collapsed",
+    """A row of the page's sections (an Enum whose values are the labels shown); the URL keeps a
+    member's short id (``kv``), and an old link's label still opens its section. ``default`` (else
+    the first) is where a fresh visit opens."""
+    return widgets.radio(
+        "Section", sections, key=key, default=default, horizontal=True, label_visibility="collapsed"
     )
-    return sections(value)
 
 
 def run_section(body: Callable[..., None], *args, inputs: str = "the inputs above") -> None:

@@ -4,7 +4,9 @@ A widget made here takes its first value from (in order): the value it had earli
 session (kept under a plain session key, which Streamlit does not drop when another page runs),
 the page URL's query parameter of the same key, then the default. Every run writes the current
 value back to the URL (only when it differs from the default), so copying the address bar gives
-a teacher an exact view to share. A malformed URL value falls back to the default.
+a teacher an exact view to share. A malformed URL value falls back to the default. A choice is
+kept by a short id (an Enum member's name, lower-cased: ``mk_section=decoding``), never by the text
+shown, so relabelling an option keeps saved links; a link that carries the old text still opens it.
 
 Why not Streamlit's own ``bind="query-params"`` (Streamlit 1.67 has it on every widget kind used
 here): it binds a widget to its own page's URL only. Tried in headless Chromium, the shared input
@@ -16,7 +18,8 @@ only this cross-page sharing and the clamping of stale values.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping
+from enum import Enum
 from typing import Any, TypeVar
 
 import streamlit as st
@@ -58,13 +61,14 @@ def _note(note: str | None) -> None:
         st.caption(f":orange[{note}]")
 
 
-def _publish(key: str, value: Any, default: Any) -> None:
+def _publish(key: str, value: Any, default: Any, text: str | None = None) -> None:
+    """Keep the value for other pages and put it in the URL as ``text`` (else its own text)."""
     st.session_state[KEEP_PREFIX + key] = value
     if value == default:
         if key in st.query_params:
             del st.query_params[key]
     else:
-        st.query_params[key] = str(value)
+        st.query_params[key] = str(value) if text is None else text
 
 
 def _parse_bool(raw: str) -> bool:
@@ -75,34 +79,70 @@ def _parse_bool(raw: str) -> bool:
     raise ValueError(raw)
 
 
+def url_id(option: Any) -> str:
+    """The value a link carries for one option: an Enum member's name, lower-cased (``Section.KV``
+    → ``kv``), so that relabelling the member (its value, the text shown) keeps saved links; any
+    other option as its text (a number, a preset name)."""
+    return option.name.lower() if isinstance(option, Enum) else str(option)
+
+
+def _label(option: Any) -> str:
+    """The text shown for an option: an Enum member's value (its label), else the option's text."""
+    return str(option.value) if isinstance(option, Enum) else str(option)
+
+
 def _choice(
     widget: Callable[..., T],
     label: str,
-    options: Sequence[T],
+    options: Iterable[T],
     key: str,
     default: T | None,
-    aliases: dict[str, T] | None = None,
+    aliases: Mapping[str, T] | None = None,
+    ids: Mapping[T, str] | None = None,
     **kwargs,
 ) -> T:
     """A one-of-options widget mirrored to the URL; a stale value not in options resets.
-    ``aliases`` maps older URL values (a label that used to be the value) to options."""
+
+    The URL carries each option's short id (`url_id`, or ``ids[option]``) and the widget shows its
+    label (an Enum member's value, or ``format_func``). Read back from a link, an id, an option's
+    text or label (what links carried before ids: ``"causal (bottom-right, cached prefix)"``) and
+    ``aliases`` (older URL values → options) all give the option."""
     options = list(options)
     default = options[0] if default is None else default
-    by_text = {**(aliases or {}), **{str(o): o for o in options}}
+    id_of = {o: (ids or {}).get(o) or url_id(o) for o in options}
+    shown = kwargs.setdefault("format_func", _label)
+    by_text: dict[str, T] = {**(aliases or {})}
+    for o in options:
+        with contextlib.suppress(Exception):  # a format_func that expects something else
+            by_text[shown(o)] = o
+        by_text[str(o)] = o
+    by_text.update({i: o for o, i in id_of.items()})
+
+    def resolve(v: Any) -> Any:
+        """An option itself (not an equal string: a StrEnum label restored by the classroom)."""
+        if isinstance(v, str) and v in by_text:
+            return by_text[v]
+        return next((o for o in options if o == v), v)
+
+    for k in (key, KEEP_PREFIX + key):
+        if k in st.session_state:
+            with contextlib.suppress(TypeError):  # an unhashable value is simply not an option
+                st.session_state[k] = resolve(st.session_state[k])
     note = _seed(key, default, lambda raw: by_text.get(raw, raw), lambda v: v in options)
     value = widget(label, options, key=key, **kwargs)
     _note(note)
-    _publish(key, value, default)
+    _publish(key, value, default, id_of.get(value))
     return value
 
 
-def selectbox(label: str, options: Sequence[T], key: str, default: T | None = None, **kwargs) -> T:
-    """st.selectbox mirrored to the URL (``aliases=``: older URL values → options)."""
+def selectbox(label: str, options: Iterable[T], key: str, default: T | None = None, **kwargs) -> T:
+    """st.selectbox mirrored to the URL by short ids (``options`` may be an Enum class; ``ids=``:
+    option → id where not `url_id`; ``aliases=``: older URL values → options)."""
     return _choice(st.selectbox, label, options, key, default, **kwargs)
 
 
-def radio(label: str, options: Sequence[T], key: str, default: T | None = None, **kwargs) -> T:
-    """st.radio mirrored to the URL."""
+def radio(label: str, options: Iterable[T], key: str, default: T | None = None, **kwargs) -> T:
+    """st.radio mirrored to the URL, as `selectbox`."""
     return _choice(st.radio, label, options, key, default, **kwargs)
 
 

@@ -9,8 +9,9 @@ from lab_ui import cost_charts, cost_verify, figures, widgets
 from lab_ui.badges import attempt, oracle_badge, table
 from lab_ui.page import header, require, run_section, section_picker, show_code
 
-SAME = "same as activations"
+SAME, SAME_KV = "same as activations", "same as KV cache"
 SOURCES = ("preset", "paste or upload config.json")
+IDS = {SAME: "same", SAME_KV: "same", SOURCES[1]: "config"}  # what a link carries for these choices
 
 header(
     "Cost calculator",
@@ -23,7 +24,7 @@ header(
 # -- Sidebar: the model and the what-if -----------------------------------------------------------
 with st.sidebar:
     st.header("Model")
-    source = widgets.radio("Shape from", SOURCES, key="co_src")
+    source = widgets.radio("Shape from", SOURCES, key="co_src", ids=IDS)
     shape = preset = None
     if source == SOURCES[0]:
         preset = widgets.selectbox("Preset", cost.list_presets(), key="co_model", default="llama-2-7b")
@@ -45,12 +46,13 @@ with st.sidebar:
     T = int(widgets.number("T (tokens in the sequence)", 1, cost.MAX_SEQ_LEN, 4096, key="co_T", step=1024))
     batch = int(widgets.number("batch B (sequences)", 1, cost.MAX_BATCH, 1, key="co_B", step=1))
     dtype = widgets.selectbox("activations & scores dtype", cost.DTYPES, key="co_dtype")
-    w_choice = widgets.selectbox("weights dtype", [SAME, *cost.WEIGHT_DTYPES], key="co_wdtype")
-    kv_choice = widgets.selectbox("KV cache dtype", [SAME, *cost.DTYPES], key="co_kvdtype")
+    w_choice = widgets.selectbox("weights dtype", [SAME, *cost.WEIGHT_DTYPES], key="co_wdtype", ids=IDS)
+    kv_choice = widgets.selectbox("KV cache dtype", [SAME, *cost.DTYPES], key="co_kvdtype", ids=IDS)
     st_choice = widgets.selectbox(
         "hybrids' recurrent state dtype",
-        ["same as KV cache", *cost.DTYPES],
+        [SAME_KV, *cost.DTYPES],
         key="co_stdtype",
+        ids=IDS,
         help="Linear/state layers' fixed state; transformers keeps it in fp32.",
     )
     causal = widgets.toggle(
@@ -85,7 +87,7 @@ if shape is not None:
         dtype,
         weights=None if w_choice == SAME else w_choice,
         kv=None if kv_choice == SAME else kv_choice,
-        state=None if st_choice == "same as KV cache" else st_choice,
+        state=None if st_choice == SAME_KV else st_choice,
     )
     v = attempt(cost.view, shape, workload, precision, cost.Hardware(cost.load_gpu(gpu_name), n_gpus), preset)
 require(v, fix="the model in the sidebar")

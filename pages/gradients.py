@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from attn_core.views import gradient_slips, gradients
-from attn_core.views.gradients import FD_CAPS, JACOBIAN_MAX_KEYS, SLIPS, UPSTREAM_KINDS, Section, Upstream
+from attn_core.views.gradients import FD_CAPS, JACOBIAN_MAX_KEYS, SLIPS, Section, Upstream
 from lab_ui import figures, gradient_charts, view_cache, widgets
 from lab_ui.badges import attempt, check_badge, oracle_badge, slip_columns, slip_picker, table
 from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
@@ -191,7 +191,7 @@ with st.sidebar:
         st.header("Gradient")
         head = widgets.slider("head", 0, qkv.heads - 1, 0, key="gr_head") if qkv.heads > 1 else 0
         row = widgets.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="gr_row") if qkv.L > 1 else 0
-        kind = widgets.selectbox("upstream gradient G = ∂L/∂O", UPSTREAM_KINDS, key="gr_G")
+        kind = widgets.selectbox("upstream gradient G = ∂L/∂O", Upstream, key="gr_G")
         seed, text = 0, ""
         if kind == Upstream.RANDOM:
             seed = int(widgets.number("G seed", 0, 2**31 - 1, 0, key="gr_seed", step=1))

@@ -12,6 +12,7 @@ from lab_ui.page import compute, header, require, run_section
 from lab_ui.trained_charts import head_grid, one_head
 
 SOURCES = ("demo model built here", "local folder or hub id")
+SOURCE_IDS = dict(zip(SOURCES, ("demo", "local"), strict=True))  # what a link carries
 COSTS_SOURCE = "paste or upload config.json"  # the Cost calculator's radio option
 
 header(
@@ -30,7 +31,7 @@ st.caption(
 )
 c1, c2 = st.columns([1, 2])
 with c1:
-    kind = widgets.radio("model", SOURCES, key="hf_src")
+    kind = widgets.radio("model", SOURCES, key="hf_src", ids=SOURCE_IDS)
 with c2:
     if kind == SOURCES[0]:
         source = explore.DEMO

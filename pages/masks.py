@@ -129,7 +129,7 @@ def conventions(qkv, T: int) -> None:
     st.subheader("One mask, three spellings")
     c1, c2 = st.columns(2)
     with c1:
-        pattern = widgets.selectbox("pattern", ("causal", "sliding window (3)"), key="mk_conv_kind")
+        pattern = widgets.selectbox("pattern", explore.PATTERNS, key="mk_conv_kind", ids=explore.PATTERN_IDS)
     with c2:
         pad = widgets.slider("padding keys at the end", 0, T - 1, 1, key="mk_conv_pad")
     view = attempt(explore.conventions_view, qkv.q[0, 0], qkv.k[0, 0], qkv.v[0, 0], pattern, pad)

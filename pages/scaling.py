@@ -229,7 +229,7 @@ with st.sidebar:
     sigma_k = widgets.slider("σ_k", 0.0, 3.0, 1.0, key="sc_sk", step=0.05)
     T = widgets.number("T (keys)", 2, MAX_KEYS, 4096, key="sc_T", step=1)
     rho = widgets.slider("alignment ρ", -1.0, 1.0, 0.5, key="sc_rho", step=0.05)
-    rule = widgets.selectbox("scale", [r.value for r in ScaleRule], key="sc_rule")
+    rule = widgets.selectbox("scale", ScaleRule, key="sc_rule")
     seed = widgets.number("seed", 0, 10_000, 0, key="sc_seed", step=1)
     inputs = ScalingInputs(
         int(d_k), float(sigma_q), float(sigma_k), int(T), float(rho), ScaleRule(rule), int(seed)

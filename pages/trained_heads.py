@@ -32,7 +32,9 @@ run = st.session_state.get("th_run")  # this session's TrainState, kept across r
 sources = [SHIPPED] + ([YOURS] if run is not None and run.step > 0 else [])
 c1, c2 = st.columns([2, 3])
 with c1:
-    source = widgets.radio("model", sources, key="th_model", horizontal=True)
+    source = widgets.radio(
+        "model", sources, key="th_model", horizontal=True, ids={SHIPPED: "shipped", YOURS: "yours"}
+    )
     ck = attempt(explore.shipped)  # a missing or damaged asset: say so, do not crash
     require(ck, fix="the server's shipped checkpoint (assets/trained/)")
     model, task = (ck.model, ck.train_config.task) if source == SHIPPED else (run.model, run.config.task)
@@ -137,7 +139,11 @@ def train_section() -> None:
         task_ = widgets.selectbox("task", list(TaskId), key="th_task", format_func=lambda t: TASKS[t].label)
     with c[1]:
         size = widgets.selectbox(
-            "model size", list(explore.SIZES), key="th_size", default=explore.DEFAULT_SIZE
+            "model size",
+            list(explore.SIZES),
+            key="th_size",
+            default=explore.DEFAULT_SIZE,
+            ids=explore.SIZE_IDS,
         )
     with c[2]:
         steps = widgets.slider("steps", 50, explore.MAX_RUN_STEPS, 1500, key="th_steps", step=50)

@@ -27,7 +27,7 @@ SATURATED = 0.99  # a row "above 0.99" puts more than this on one key (card 3, s
 
 
 class ScaleRule(StrEnum):
-    """The factor on q·k; values are the widget labels (and URL values)."""
+    """The factor on q·k; the value is the label shown, a link keeps the member's name, lower-cased."""
 
     SQRT = "1/√d_k"
     LINEAR = "1/d_k"

@@ -541,7 +541,7 @@ CODE = (kv_cache_bytes, layer_flops, crossover_seq_len, serving_capacity)  # the
 
 
 class Section(StrEnum):
-    """The page's sections; the values are the labels kept in a shared link."""
+    """The page's sections; the value is the label shown, a link keeps the member's name, lower-cased."""
 
     WHOLE = "Whole model"
     FLOPS = "FLOPs"

@@ -52,7 +52,7 @@ def toy_lesson(qkv: QKV, upstream: str) -> bool:
 
 
 class Section(StrEnum):
-    """The page's sections; the value is the label, kept in a shared link."""
+    """The page's sections; the value is the label shown, a link keeps the member's name, lower-cased."""
 
     JACOBIAN = "Softmax Jacobian"
     BACKWARD = "Backward pass"
@@ -61,7 +61,7 @@ class Section(StrEnum):
 
 
 class Upstream(StrEnum):
-    """The upstream gradient G = ∂L/∂O; values are the widget labels (and URL values)."""
+    """The upstream gradient G = ∂L/∂O; the value is the label shown, a link keeps the member's name, lower-cased."""
 
     TOY = "toy: g = (−1, 0, …) on every row"
     RANDOM = "random (seeded)"

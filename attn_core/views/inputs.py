@@ -24,7 +24,7 @@ F64 = torch.float64
 
 
 class InputKind(StrEnum):
-    """Where Q, K, V come from; the value is the label a page shows (and keeps in its URL)."""
+    """Where Q, K, V come from; the value is the label shown, a link keeps the member's name, lower-cased."""
 
     TOY = "toy: bank's row"
     HAND_TRACE = "hand trace (Q = K = V = X)"

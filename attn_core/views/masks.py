@@ -34,6 +34,8 @@ from attn_core.slips.masking import SLIPS
 from attn_core.views.inputs import random_qkv
 
 PAINTED = "custom painted grid"
+# The Conventions section's masks (a link carries `causal` or `window`).
+PATTERNS, PATTERN_IDS = ("causal", "sliding window (3)"), {"sliding window (3)": "window"}
 GALLERY_KINDS = (*(k for k in MaskKind if k is not MaskKind.NONE), PAINTED)
 
 # Characters a painted grid may use. Anything else is an error naming the row and column.
@@ -359,7 +361,7 @@ def slip_view(slip: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> S
 
 # -- what the page reads ------------------------------------------------------------------------
 class Section(StrEnum):
-    """The page's sections; the value is the label, kept in a shared link."""
+    """The page's sections; the value is the label shown, a link keeps the member's name, lower-cased."""
 
     GALLERY = "Mask gallery"
     FUTURE = "Change the future"

@@ -29,6 +29,8 @@ UNIFORM_TRIALS = 256  # rows averaged by the uniform head (SE of the variance â‰
 
 
 class Section(StrEnum):
+    """The page's sections; the value is the label shown, a link keeps the member's name, lower-cased."""
+
     KERNEL = "Nadarayaâ€“Watson"
     RANK = "Rank of S, P, log P"
     SELECT = "Which keys can win"

@@ -388,7 +388,7 @@ def memory_view(model: str, T: int, dtype: str = "fp16", batch: int = 1) -> Memo
 
 # -- what the page reads ------------------------------------------------------------------------
 class Section(StrEnum):
-    """The page's sections; the value is the label, kept in a shared link."""
+    """The page's sections; the value is the label shown, a link keeps the member's name, lower-cased."""
 
     STEP = "Step through"
     TILES = "Tiles & block size"

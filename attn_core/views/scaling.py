@@ -37,6 +37,8 @@ CAP_POINTS = 101
 
 
 class Section(StrEnum):
+    """The page's sections; the value is the label shown, a link keeps the member's name, lower-cased."""
+
     VARIANCE = "Variance of q·k"
     ENTROPY = "Entropy & saturation"
     TWO_KEYS = "Two keys, exactly"

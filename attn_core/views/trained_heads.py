@@ -60,7 +60,7 @@ MAPS_EVERY = 250  # steps between head-grid updates during a run
 
 
 class Section(StrEnum):
-    """The page's sections; the value is the label, kept in a shared link."""
+    """The page's sections; the value is the label shown, a link keeps the member's name, lower-cased."""
 
     READ = "Read the heads"
     ABLATION = "Ablation & circuits"
@@ -75,6 +75,7 @@ SIZES: dict[str, dict] = {
     "3 layers × 4 heads, d_model 64": {"n_layer": 3, "n_head": 4, "n_embd": 64},
 }
 DEFAULT_SIZE = "2 layers × 4 heads, d_model 64 (default)"
+SIZE_IDS = dict(zip(SIZES, ("1x2", "2x4", "2x4_mlp", "3x4"), strict=True))  # what a link carries
 CIRCUIT_TOL = 1e-12  # float64 both ways: summation order only, on entries of order ≤ 10
 
 HANDOVER_S = 30  # when a run ends, a visitor who was refused during it has the slot this long
