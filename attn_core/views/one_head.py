@@ -38,7 +38,6 @@ class Section(StrEnum):
     CIRCUITS = "Two circuits & heads"
 
 
-SECTIONS = tuple(s.value for s in Section)
 # The page's sidebar caps, tighter than THEORY's so that one rerun stays near 0.1 s:
 MAX_STACKS = 16  # stacks × layers × width² bound a collapse rerun: 16 × 24 × 64² stays near 0.1 s
 MAX_WIDTH = 64

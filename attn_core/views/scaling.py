@@ -46,7 +46,6 @@ class Section(StrEnum):
     SINKS = "Sinks & QK-norm"
 
 
-SECTIONS = tuple(s.value for s in Section)
 MAX_D_K, MAX_KEYS = THEORY.max_d_k, THEORY.max_keys  # the sidebar's caps
 CODE = scaling.two_key_exact  # what the page's "show the code" shows
 variance_theory = scaling.variance_theory  # Var(q·k) = d_k σ_q² σ_k² (card 3)
