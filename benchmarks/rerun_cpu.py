@@ -1,7 +1,7 @@
 """Server CPU per interaction, per page: what one student's click costs the server.
 
-For each page, one websocket session (harness/client.py, the client serve_load.py drives) on a
-fresh real server changes the page's most common control back and forth; the server process's CPU time over those reruns,
+For each page, one websocket session (harness/client.py) on a fresh real server changes the
+page's most common control back and forth; the server process's CPU time over those reruns,
 divided by their number, is the cost of one interaction. One session at a time, so nothing else
 competes; the figure is CPU, not latency, and so it holds on a busy machine too.
 
