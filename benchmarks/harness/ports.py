@@ -6,6 +6,7 @@ import socket
 
 
 def free_port() -> int:
+    """A loopback port free right now (the kernel picks it)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
