@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+from harness.ports import free_port  # benchmarks/harness/
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,12 +57,6 @@ st.title("One heatmap")
 z = np.random.default_rng(0).random((16, 16))
 st.plotly_chart(go.Figure(go.Heatmap(z=z)))
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager

@@ -1,7 +1,7 @@
 """Do students' screens follow the presenter? N followers and one presenter on one real server.
 
-The presenter is a websocket session (the same client as serve_load.py) that opens the
-Playground, presses "Start a room", reads the room id from its sidebar, and then moves the
+The presenter is a websocket session (harness/client.py, the client serve_load.py drives) that
+opens the Playground, presses "Start a room", reads the room id from its sidebar, and then moves the
 L slider every ``--every`` seconds. Each follower opens the student link (``?room=ID``) and,
 like a browser, answers the server's ``auto_rerun`` message by asking for the polling fragment
 every interval; when the room's version moved, that fragment reruns the whole app, whose deltas
@@ -36,7 +36,15 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-import serve_load  # a sibling script: `python benchmarks/…` puts this folder on sys.path
+from harness.client import (  # benchmarks/harness/
+    Session,
+    SessionStats,
+    open_ws,
+    source_address,
+    widget_states_for,
+)
+from harness.meter import cpu_seconds
+from harness.server import serve, serve_stack
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
@@ -47,9 +55,9 @@ COOKIE = re.compile(r"attn_lab_presenter=([a-z2-9]{6}\.[A-Za-z0-9_-]+)")  # lab_
 LAG_S = 5.0  # a follower whose view trails the presenter's by more than this has lost it
 
 
-class Client(serve_load.Session):
-    """serve_load's session plus what following needs: markdown text, the polling fragment's id
-    and the current value of the L slider."""
+class Client(Session):
+    """The harness's session (harness.client.Session) plus what following needs: markdown text,
+    the polling fragment's id and the current value of the L slider."""
 
     def __init__(self, ws, page, stats):
         super().__init__(ws, page, stats)
@@ -109,12 +117,12 @@ class Shared:
 
 
 async def _open(
-    url: str, page: str, stats: serve_load.SessionStats, query: str = "", index: int = 0, cookie: str = ""
+    url: str, page: str, stats: SessionStats, query: str = "", index: int = 0, cookie: str = ""
 ) -> Client:
     """A session from its own loopback address (127.0.0.2, …), so that nginx's address hash
     spreads followers over replicas as it would spread a classroom's laptops."""
     headers = {"Cookie": f"attn_lab_presenter={cookie}"} if cookie else None
-    ws = await serve_load.open_ws(url, serve_load.source_address(index), headers)
+    ws = await open_ws(url, source_address(index), headers)
     client = Client(ws, page, stats)
     client.query_string = query
     await client.rerun([], 60)
@@ -157,14 +165,14 @@ async def presenter(
 async def _present(
     url: str, shared: Shared, changes: int, every: float, ready: asyncio.Future, fault
 ) -> None:
-    stats = serve_load.SessionStats()
+    stats = SessionStats()
     client = await _open(url, "playground", stats, query="in_src=random")  # the L slider shows
     start_id = next(wid for wid in client.widgets if wid.endswith("-classroom_start"))
     await client.rerun([WidgetState(id=start_id, trigger_value=True)], 60)
     room = next(m.group(1) for text in client.markdown if (m := ROOM.search(text)))
     ready.set_result(room)
     await asyncio.sleep(every)
-    changed, back = serve_load.widget_states_for(*client.find_widget(KEY))  # L+1 and L, alternately
+    changed, back = widget_states_for(*client.find_widget(KEY))  # L+1 and L, alternately
     for i in range(changes):
         if i == changes // 2 and fault is not None:
             shared.fault_at = time.perf_counter()
@@ -202,7 +210,7 @@ def kill_redis(stack, down_s: float, shared: Shared):
 
     async def fault(client: Client, room: str) -> Client:
         pid_file = stack.run_dir / "redis.pid"
-        port = stack.proxy_port + 1  # serve_load.serve_stack: the port after nginx's
+        port = stack.proxy_port + 1  # harness.server.serve_stack: the port after nginx's
         os.kill(int(pid_file.read_text()), signal.SIGKILL)
 
         async def restart() -> None:  # meanwhile the presenter goes on changing the view
@@ -227,7 +235,7 @@ async def follower(
     shared: Shared,
     delays: dict[int, list[float]],
     timelines: dict[int, list[tuple[float, float]]],
-    stats: serve_load.SessionStats,
+    stats: SessionStats,
     index: int,
 ) -> tuple[int, Client | None]:
     """Follow until the presenter is done; returns how many changes this follower never saw.
@@ -278,7 +286,7 @@ async def follower(
 
 
 async def _warm(url: str) -> None:
-    client = await _open(url, "playground", serve_load.SessionStats(), query="in_src=random")
+    client = await _open(url, "playground", SessionStats(), query="in_src=random")
     await client.ws.close()
 
 
@@ -312,7 +320,7 @@ async def run(
     lead = asyncio.create_task(presenter(url, shared, changes, every, ready, fault))
     room = await asyncio.wait_for(ready, 120)
     delays: dict[int, list[float]] = {}
-    stats = [serve_load.SessionStats() for _ in range(followers)]
+    stats = [SessionStats() for _ in range(followers)]
     timelines: dict[int, list[tuple[float, float]]] = {}
     got = await asyncio.gather(
         *(follower(url, room, shared, delays, timelines, s, i + 1) for i, s in enumerate(stats))
@@ -348,7 +356,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.fault == "redis-kill" and not args.replicas:
         parser.error("--fault redis-kill needs --replicas (one server keeps rooms in memory)")
-    target = serve_load.serve_stack(args.replicas) if args.replicas else serve_load.serve()
+    target = serve_stack(args.replicas) if args.replicas else serve()
     with target as server:
         for url in getattr(server, "warm_urls", [server.ws]):  # each replica imports torch and the page once
             asyncio.run(_warm(url))
@@ -363,7 +371,7 @@ def main() -> int:
             run(server.ws, args.followers, args.changes, args.every, fault and fault(), shared, outage)
         )
         pids = list(server.replica_pids().values()) if args.replicas else [server.proc.pid]
-        cpu = sum(serve_load.cpu_seconds(pid) for pid in pids)
+        cpu = sum(cpu_seconds(pid) for pid in pids)
     d = sorted(res["delays"])
     pct = (lambda q: d[min(len(d) - 1, int(q / 100 * len(d)))] * 1000) if d else (lambda q: float("nan"))
     where = f"{args.replicas} replicas behind nginx" if args.replicas else "one server"

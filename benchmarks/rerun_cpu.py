@@ -1,6 +1,6 @@
 """Server CPU per interaction, per page: what one student's click costs the server.
 
-For each page, one websocket session (serve_load.py's client) on a fresh real server changes the
+For each page, one websocket session (harness/client.py) on a fresh real server changes the
 page's most common control back and forth; the server process's CPU time over those reruns,
 divided by their number, is the cost of one interaction. One session at a time, so nothing else
 competes; the figure is CPU, not latency, and so it holds on a busy machine too.
@@ -24,7 +24,9 @@ import statistics
 import sys
 import time
 
-import serve_load  # a sibling script: `python benchmarks/…` puts this folder on sys.path
+from harness.client import MAX_FRAME_BYTES, Session, SessionStats, widget_states_for  # benchmarks/harness/
+from harness.meter import cpu_seconds
+from harness.server import Server, serve
 from websockets.asyncio.client import connect
 
 # (url path, query string that sets the page up, user key of the control a student changes most)
@@ -42,16 +44,16 @@ INTERACTIONS = [
 IDLE_CPU_S_PER_S = 0.0  # an idle server's own CPU (none measurable: no file watcher, no GC)
 
 
-async def measure(server: serve_load.Server, page: str, query: str, key: str, reruns: int) -> float:
+async def measure(server: Server, page: str, query: str, key: str, reruns: int) -> float:
     """Mean CPU milliseconds of the server per rerun (one session, nothing else running).
 
     /proc counts CPU in 10 ms ticks, so the total over all reruns is divided, never one rerun's."""
-    ws = await connect(server.ws, subprotocols=["streamlit"], max_size=serve_load.MAX_FRAME_BYTES)
+    ws = await connect(server.ws, subprotocols=["streamlit"], max_size=MAX_FRAME_BYTES)
     try:
-        session = serve_load.Session(ws, page, serve_load.SessionStats())
+        session = Session(ws, page, SessionStats())
         session.query_string = query
         await session.rerun([], 120)
-        changed, back = serve_load.widget_states_for(*session.find_widget(key))
+        changed, back = widget_states_for(*session.find_widget(key))
         fragment = session.fragments.get(changed.id, "")  # a widget in a fragment reruns only it
 
         async def rerun(i: int) -> None:
@@ -60,12 +62,12 @@ async def measure(server: serve_load.Server, page: str, query: str, key: str, re
         for i in range(3):  # warm up: caches, first-use imports
             await rerun(i)
         await asyncio.sleep(0.2)
-        before = serve_load.cpu_seconds(server.proc.pid)
+        before = cpu_seconds(server.proc.pid)
         for i in range(reruns):
             await rerun(i)
         await asyncio.sleep(0.2)  # the server's post-run bookkeeping belongs to the last rerun
         idle = 0.4 * IDLE_CPU_S_PER_S
-        total = serve_load.cpu_seconds(server.proc.pid) - before - idle
+        total = cpu_seconds(server.proc.pid) - before - idle
         if session.stats.exceptions or session.stats.errors:
             raise RuntimeError(f"{page}: {session.stats.exceptions or session.stats.errors}")
         return total * 1000 / reruns
@@ -82,7 +84,7 @@ def main() -> int:
     if args.no_view_cache:
         os.environ["ATTN_LAB_VIEW_CACHE"] = "0"  # the server inherits it
     medians = []
-    with serve_load.serve() as server:
+    with serve() as server:
         for page, query, key in INTERACTIONS:
             if args.only and args.only not in page:
                 continue

@@ -20,6 +20,9 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = str(ROOT / "benchmarks")
+if BENCHMARKS not in sys.path:
+    sys.path.append(BENCHMARKS)  # tests import the serving harness as benchmarks' scripts do: `harness`
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -93,7 +96,9 @@ def load_benchmark(name: str):
 def server_url():
     """Serve the app headless on a free loopback port for the whole session (the same
     `serve()` the load benchmark uses: it waits for /_stcore/health and always stops the server)."""
-    with load_benchmark("serve_load").serve() as server:
+    from harness.server import serve
+
+    with serve() as server:
         yield server.http
 
 

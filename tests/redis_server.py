@@ -5,18 +5,12 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from harness.ports import free_port  # benchmarks/harness/ (tests/conftest.py puts it on sys.path)
 
 
 class RedisServer:

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import pytest
+from harness.ports import free_port_run
 
 from lab_ui.classroom.rooms import RedisRooms, RoomsUnavailable
 
@@ -118,29 +119,6 @@ def test_rendered_config_passes_nginx_t(tmp_path):
 # ------------------------------------------------------------------------------------------
 
 
-def free_ports(n: int) -> int:
-    """A base port with n consecutive free loopback ports after it."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + n >= 65536:
-            continue
-        try:
-            socks = []
-            for p in range(base, base + n):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", p))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no run of free ports")
-
-
 def get(port: int, path: str, source: str) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
     try:
@@ -188,7 +166,7 @@ async def open_websocket(port: int, source: str) -> str:
 @pytest.mark.timeout(150)
 @pytest.mark.skipif(NGINX is None, reason=NO_NGINX)
 def test_two_replicas_behind_nginx_sticky_websocket_and_failover(tmp_path):
-    base = free_ports(4)
+    base = free_port_run(4)
     proxy, replicas, redis_port = base + 2, [base, base + 1], base + 3
     env = {
         "REPLICAS": "2",
@@ -281,7 +259,7 @@ def test_two_replicas_behind_nginx_sticky_websocket_and_failover(tmp_path):
 @pytest.mark.skipif(NGINX is None, reason=NO_NGINX)
 def test_a_failed_start_leaves_nothing_running(tmp_path):
     """nginx cannot bind its port (taken): start fails, and the replica it had started is stopped."""
-    base = free_ports(2)
+    base = free_port_run(2)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", base + 1))
         taken.listen()
