@@ -28,24 +28,14 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from harness.ports import free_port  # benchmarks/harness/
+from harness.browser import CHROMIUM, CHROMIUM_ARGS  # benchmarks/harness/
+from harness.ports import free_port
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from lab_ui.nav import PAGES  # noqa: E402  (the lab's own page list: new pages are timed too)
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 FIGURE = '[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'
 ELEMENT = '[data-testid="stMainBlockContainer"] [data-testid="stElementContainer"]'
 TIMEOUT_MS = 60_000

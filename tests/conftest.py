@@ -24,17 +24,7 @@ BENCHMARKS = str(ROOT / "benchmarks")
 if BENCHMARKS not in sys.path:
     sys.path.append(BENCHMARKS)  # tests import the serving harness as benchmarks' scripts do: `harness`
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from harness.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (after the sys.path entry above)
 
 
 class _NetRecords(logging.Handler):
