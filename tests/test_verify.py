@@ -334,3 +334,30 @@ def test_benchmark_rows_smoke():
         line.count("|") == bench.HEADER.splitlines()[0].count("|") for line in lines
     )
     assert "8/8 experts" in lines[0] and "yes" in lines[0]
+
+
+def test_gated_deltanet_module_matches_cost_model_params():
+    """Groundwork for building Gated DeltaNet layers in verify: transformers' own module, built on
+    the meta device from the Qwen3-Next preset's config, holds exactly the parameters the cost
+    model counts for one layer (and its matrices are the cost model's `matrix_weights`)."""
+    qwen3_next = pytest.importorskip(
+        "transformers.models.qwen3_next.modeling_qwen3_next", reason="transformers without Qwen3-Next"
+    )
+    from transformers import Qwen3NextConfig
+
+    shape = load_preset("qwen3-next-80b-a3b")
+    m = shape.state_mixer
+    cfg = Qwen3NextConfig(
+        hidden_size=shape.d_model,
+        linear_num_key_heads=m.n_key_heads,
+        linear_num_value_heads=m.n_value_heads,
+        linear_key_head_dim=m.key_head_dim,
+        linear_value_head_dim=m.value_head_dim,
+        linear_conv_kernel_dim=m.conv_kernel,
+    )
+    with torch.device("meta"):
+        layer = qwen3_next.Qwen3NextGatedDeltaNet(cfg, 0)
+    numel = sum(p.numel() for p in layer.parameters())
+    assert numel == m.params()
+    matrices = sum(mod.weight.numel() for mod in layer.modules() if isinstance(mod, torch.nn.Linear))
+    assert matrices == m.matrix_weights()
