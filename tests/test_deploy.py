@@ -36,6 +36,18 @@ NGINX = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/sbin")
 NO_NGINX = "nginx is not installed (`make serve` installs Debian's nginx; `apt-get install nginx`)"
 
 
+def wait_until_closed(port: int, limit_s: float = 20.0) -> None:
+    """Return once nothing accepts connections on ``port`` (a killed server is gone), or after
+    ``limit_s``; the assertions that follow then say what went wrong."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        except OSError:
+            return
+        time.sleep(0.05)
+
+
 def serve_sh(cmd: str, run_dir: Path, timeout: float = 60, **env: str) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if k not in ("UPSTREAMS", "REPLICAS", "LISTEN")}
     full_env.update(RUN_DIR=str(run_dir), PYTHON=sys.executable, **env)
@@ -237,7 +249,7 @@ def test_two_replicas_behind_nginx_sticky_websocket_and_failover(tmp_path):
         (victim,) = served_by["127.0.0.5"]
         victim_port = int(victim.rsplit(":", 1)[1])
         os.kill(pids[victim_port], signal.SIGKILL)
-        time.sleep(0.3)
+        wait_until_closed(victim_port)  # a loaded machine may take a while to tear the process down
         assert get(proxy, "/_stcore/health", "127.0.0.5") == (200, b"ok")
         last = access_log(tmp_path)[-1]
         assert last[0] == "127.0.0.5" and last[1].split(", ")[-1] != victim
