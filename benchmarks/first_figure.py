@@ -20,21 +20,18 @@ import argparse
 import contextlib
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 from harness.browser import CHROMIUM, CHROMIUM_ARGS  # benchmarks/harness/
-from harness.ports import free_port
+from harness.server import serve
 from playwright.sync_api import sync_playwright
 
+from lab_ui.nav import PAGES  # the lab's own page list: new pages are timed too
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from lab_ui.nav import PAGES  # noqa: E402  (the lab's own page list: new pages are timed too)
 
 FIGURE = '[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'
 ELEMENT = '[data-testid="stMainBlockContainer"] [data-testid="stElementContainer"]'
@@ -47,32 +44,6 @@ st.title("One heatmap")
 z = np.random.default_rng(0).random((16, 16))
 st.plotly_chart(go.Figure(go.Heatmap(z=z)))
 """
-
-
-@contextlib.contextmanager
-def serve(app: Path, cwd: Path) -> Iterator[str]:
-    """A headless Streamlit server on a free loopback port; yields its base URL."""
-    port = free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.headless", "true",
-           "--server.port", str(port), "--server.address", "127.0.0.1"]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            time.sleep(0.3)
-        else:
-            raise RuntimeError(f"{app}: no health answer in 60 s")
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(15)
 
 
 def time_page(browser, url: str) -> dict[str, float]:
@@ -113,10 +84,11 @@ def main() -> int:
     (tmp / "minimal.py").write_text(MINIMAL_APP)
     results: dict[str, list[dict[str, float]]] = {p.url_path: [] for p in pages} | {"minimal": []}
     with (
-        serve(ROOT / "app.py", ROOT) as lab,
-        serve(tmp / "minimal.py", tmp) as minimal,
+        serve() as lab_server,
+        serve(app="minimal.py", cwd=tmp) as minimal_server,
         sync_playwright() as pw,
     ):
+        lab, minimal = lab_server.http, minimal_server.http
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for p in pages:  # one visit each first: the server's own first run of a page is not timed
             with contextlib.suppress(Exception):

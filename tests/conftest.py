@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from harness.browser import CHROMIUM, CHROMIUM_ARGS  # benchmarks/harness (pytest's pythonpath)
 from streamlit.testing.v1 import AppTest
 
 # Without a GPU our Triton kernel runs under Triton's interpreter. Triton reads the switch when it is
@@ -20,11 +21,7 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCHMARKS = str(ROOT / "benchmarks")
-if BENCHMARKS not in sys.path:
-    sys.path.append(BENCHMARKS)  # tests import the serving harness as benchmarks' scripts do: `harness`
 ARTIFACTS = ROOT / "test-artifacts"
-from harness.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (after the sys.path entry above)
 
 
 class _NetRecords(logging.Handler):

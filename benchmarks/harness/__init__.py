@@ -8,5 +8,5 @@
 - ``load``: N simulated students on a server or a stack, timed (benchmarks/serve_load.py prints it).
 
 Scripts run as ``python benchmarks/<script>.py`` import it as ``harness`` (their folder is on
-sys.path); tests/conftest.py puts benchmarks/ on sys.path for the tests.
+sys.path); pytest's ``pythonpath`` setting in pyproject.toml does the same for the tests.
 """

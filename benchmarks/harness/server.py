@@ -64,8 +64,9 @@ class Server:
 
 
 @contextlib.contextmanager
-def serve(port: int | None = None) -> Iterator[Server]:
-    """Start the app, wait until /_stcore/health answers, yield it; always terminate it."""
+def serve(port: int | None = None, app: str = "app.py", cwd: Path = ROOT) -> Iterator[Server]:
+    """Start ``app`` (the lab, unless told otherwise) from ``cwd``, wait until /_stcore/health
+    answers, yield it; always terminate it."""
     port = port or free_port()
     log_dir = Path(tempfile.mkdtemp(prefix="serve_load_"))
     log_path = log_dir / "server.log"
@@ -74,7 +75,7 @@ def serve(port: int | None = None) -> Iterator[Server]:
         "-m",
         "streamlit",
         "run",
-        "app.py",
+        app,
         "--server.headless",
         "true",
         "--server.port",
@@ -83,7 +84,7 @@ def serve(port: int | None = None) -> Iterator[Server]:
         "127.0.0.1",
     ]
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
     server = Server(proc, port, log_path)
     try:
         deadline = time.monotonic() + HEALTH_TIMEOUT_S
