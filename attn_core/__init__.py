@@ -62,7 +62,7 @@ _EXPORTS: dict[str, str] = {
     ),
     **dict.fromkeys(["PerturbationReport", "perturbation_experiment"], "experiments.perturbation"),
     **dict.fromkeys(["PrecisionRow", "precision_study"], "experiments.precision"),
-    **dict.fromkeys(["MaskView", "gallery_mask"], "views.masks"),
+    **dict.fromkeys(["MaskView", "gallery_mask"], "views.mask_gallery"),
     **dict.fromkeys(["SweepConfig", "run_sweep"], "bench.runner"),
     # the cost model: numpy only
     **dict.fromkeys(

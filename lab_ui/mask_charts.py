@@ -10,17 +10,16 @@ import torch
 from attn_core.experiments.perturbation import METHODS
 from attn_core.limits import LIMITS
 from attn_core.masks import MaskKind
-from attn_core.views.masks import (
+from attn_core.views.mask_gallery import (
     GALLERY_KINDS,
     MAX_GRID,
     PAINTED,
-    FutureView,
     MaskView,
-    SlipView,
     default_grid,
     gallery_mask,
     parse_lengths,
 )
+from attn_core.views.masks import FutureView, SlipView
 from lab_ui import figures, widgets
 from lab_ui.badges import attempt
 

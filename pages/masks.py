@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from attn_core.views import masks as explore
+from attn_core.views.mask_gallery import PAINTED
 from attn_core.views.masks import MATCH_TOL, MAX_D, MAX_T, ROUNDING_TOL, SLIPS, Section
 from lab_ui import figures, view_cache, widgets
 from lab_ui.badges import attempt, format_diff, oracle_badge, table
@@ -29,7 +30,7 @@ def gallery() -> None:
     c[0].metric("allowed pairs", f"{view.allowed_pairs:,} of {view.total_pairs:,}")
     c[1].metric("allowed fraction", f"{view.fraction:.6g}")
     c[2].metric("fully masked rows", len(view.fully_masked_rows))
-    offset = 0 if view.kind == explore.PAINTED else S - L
+    offset = 0 if view.kind == PAINTED else S - L
     mask_figure(view.allowed, f"{view.kind}: {L} × {S}", offset, key="mk_gallery_fig")
     if view.fully_masked_rows:
         rows = ", ".join(f"q{r + offset}" for r in view.fully_masked_rows[:12])

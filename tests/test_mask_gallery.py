@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from attn_core.masks import document_mask, prefix_lm_mask
-from attn_core.views import masks as mg
+from attn_core.views import mask_gallery as mg
 
 F64 = torch.float64
 TOL = 1e-12  # float64 SDPA on the same rows, different batch layout: summation order only (~1e-15)
