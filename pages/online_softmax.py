@@ -4,6 +4,7 @@
 import pandas as pd
 import streamlit as st
 
+from attn_core.views import memory_bill
 from attn_core.views import online_softmax as explore
 from attn_core.views.online_softmax import NEEDS_QKV, QKV, SLIPS, Section, format_flops
 from lab_ui import figures, view_cache, widgets
@@ -170,13 +171,14 @@ def precision_section() -> None:
 
 # -- Memory bill --------------------------------------------------------------------------------
 def memory_section(name: str, T: int, dtype: str, batch: int) -> None:
-    view = attempt(explore.memory_view, name, T, dtype, batch)
+    view = attempt(memory_bill.memory_view, name, T, dtype, batch)
     if view is None:
         return
     bill, shape = view.bill, view.model
     st.caption(
         f"{name}: {shape.n_layers} layers × {shape.n_heads} query heads, d = {shape.d_model:,}. Every query "
-        f"head has its own T × T weights, GQA or not. Caps: T ≤ {explore.MAX_T:,}, B ≤ {explore.MAX_BATCH:,}."
+        f"head has its own T × T weights, GQA or not. "
+        f"Caps: T ≤ {memory_bill.MAX_T:,}, B ≤ {memory_bill.MAX_BATCH:,}."
     )
     ui.memory_metrics(bill)
     st.caption(
@@ -192,13 +194,13 @@ def memory_section(name: str, T: int, dtype: str, batch: int) -> None:
 def memory_inputs() -> tuple[str, int, str, int]:
     c = st.columns(4)
     with c[0]:
-        name = widgets.selectbox("model", explore.MODELS, key="os_model", default="llama-2-7b")
+        name = widgets.selectbox("model", memory_bill.MODELS, key="os_model", default="llama-2-7b")
     with c[1]:
-        T = widgets.number("T (tokens)", 1, explore.MAX_T, 4096, key="os_T", step=1)
+        T = widgets.number("T (tokens)", 1, memory_bill.MAX_T, 4096, key="os_T", step=1)
     with c[2]:
-        dtype = widgets.selectbox("weights stored as", list(explore.MEMORY_DTYPES), key="os_dtype_mem")
+        dtype = widgets.selectbox("weights stored as", list(memory_bill.MEMORY_DTYPES), key="os_dtype_mem")
     with c[3]:
-        batch = widgets.number("batch B", 1, explore.MAX_BATCH, 1, key="os_B", step=1)
+        batch = widgets.number("batch B", 1, memory_bill.MAX_BATCH, 1, key="os_B", step=1)
     return name, int(T), dtype, int(batch)
 
 

@@ -16,9 +16,6 @@ from enum import StrEnum
 import torch
 
 from attn_core.attention import attention, check_shapes, expand_kv
-from attn_core.cost import memory
-from attn_core.cost.memory import MemoryBill
-from attn_core.cost.shapes import ModelShape, list_presets, load_preset
 from attn_core.cost.units import format_flops as format_flops  # re-exported for the page
 from attn_core.dtypes import DTYPES as TRACE_DTYPES
 from attn_core.dtypes import UNIT_ROUNDOFF
@@ -357,35 +354,6 @@ def precision_view(T_values: Sequence[int] = PRECISION_T) -> PrecisionView:
     return PrecisionView(tuple(T_values), rows, curves)
 
 
-# ----------------------------------------------------------------------------------------------
-# The memory bill of a real model (card 12)
-# ----------------------------------------------------------------------------------------------
-
-MEMORY_DTYPES = {"fp16": 2, "bf16": 2, "fp32": 4}  # b, bytes per stored attention weight
-MAX_BATCH = 4096  # sequences; the Cost page's batch cap (one home once attn_core.cost exists)
-MAX_T = memory.MAX_T  # tokens
-
-
-@dataclass(frozen=True)
-class MemoryView:
-    """Card 12's bill at the chosen T, and the same bill over a grid of T for the plot."""
-
-    model: ModelShape
-    bill: MemoryBill
-    grid: tuple[int, ...]  # 512 … 131,072 and the chosen T
-    sweep: tuple[MemoryBill, ...]  # one bill per grid point
-
-
-def memory_view(model: str, T: int, dtype: str = "fp16", batch: int = 1) -> MemoryView:
-    """Naive (every T × T weight matrix stored) vs online (one fp32 logsumexp per row) for a
-    preset ``model`` at context ``T``, weights stored as ``dtype`` (a ``MEMORY_DTYPES`` name)."""
-    shape = load_preset(model)
-    b = MEMORY_DTYPES[dtype]
-    bill = memory.model_memory_bill(shape, T, b, batch)
-    grid = tuple(sorted({1 << n for n in range(9, 18)} | {int(T)}))
-    return MemoryView(shape, bill, grid, tuple(memory.model_memory_sweep(shape, grid, b, batch)))
-
-
 # -- what the page reads ------------------------------------------------------------------------
 class Section(StrEnum):
     """The page's sections; the value is the label shown, a link keeps the member's name, lower-cased."""
@@ -399,7 +367,6 @@ class Section(StrEnum):
 
 NEEDS_QKV = (Section.STEP, Section.TILES, Section.MERGE)  # the sections drawn from the shared input
 CODE = tile_step  # what the page's "show the code" shows
-MODELS = tuple(list_presets())  # the memory bill's presets
 
 
 def is_toy(qkv: QKV) -> bool:
