@@ -11,7 +11,8 @@ from attn_core.attention import check_shapes, expand_kv
 from attn_core.backward import reduce_gqa
 from attn_core.oracle import Check, max_abs_diff
 from attn_core.slips.backward import SLIPS
-from attn_core.views.gradients import GradientExploration, _dscore_rows_check
+from attn_core.views.gradient_checks import dscore_rows_check
+from attn_core.views.gradients import GradientsView
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class GradientSlipOutcome:
     hidden: str  # "" when a check fails; otherwise why this input cannot expose the slip
 
 
-def gradient_slip_outcome(ex: GradientExploration, name: str) -> GradientSlipOutcome:
+def gradient_slip_outcome(ex: GradientsView, name: str) -> GradientSlipOutcome:
     """Run one backward slip on the explored input and check it like the right answer."""
     if name not in SLIPS:
         raise ValueError(f"unknown slip {name!r}; choose one of {', '.join(SLIPS)}")
@@ -32,7 +33,7 @@ def gradient_slip_outcome(ex: GradientExploration, name: str) -> GradientSlipOut
     group = check_shapes(qkv.q, qkv.k, qkv.v)
     dq, dk, dv = ex.autograd
     dv_x = expand_kv(dv, group)  # the slip's dV is per query head (before the group sum)
-    checks = [_dscore_rows_check(slip.dscores, ex.tolerance)]
+    checks = [dscore_rows_check(slip.dscores, ex.tolerance)]
     checks.append(_match("dQ matches autograd", slip.dq, dq, ex.tolerance))
     # A KV head's gradient is the sum over its query group: compare group sums.
     checks.append(_match("dK matches autograd", reduce_gqa(slip.dk, group), dk, ex.tolerance))
@@ -50,7 +51,7 @@ def gradient_slip_outcome(ex: GradientExploration, name: str) -> GradientSlipOut
     return GradientSlipOutcome(name, SLIPS[name].note, slip.dscores, checks, hidden)
 
 
-def _why_hidden(name: str, ex: GradientExploration) -> str:
+def _why_hidden(name: str, ex: GradientsView) -> str:
     """Every check passed: say which property of this input makes the slip harmless here."""
     P = ex.backward.forward.weights
     if name == "forget_scale" and ex.backward.forward.scale == 1.0:

@@ -32,8 +32,9 @@ from attn_core.jacobian import (
     saturation_sweep,
 )
 from attn_core.limits import LIMITS
-from attn_core.oracle import J_EIG, J_EXACT, RANK_RESOLVABLE, Check, max_abs_diff, sdpa_autograd
+from attn_core.oracle import Check, sdpa_autograd
 from attn_core.slips.backward import SLIPS as BACKWARD_SLIPS
+from attn_core.views.gradient_checks import dscore_rows_check, gradient_tolerance, jacobian_checks, max_diffs
 from attn_core.views.inputs import QKV, InputKind, parse_matrix
 
 F64 = torch.float64
@@ -95,17 +96,6 @@ def build_upstream(
     return torch.broadcast_to(G, output_shape).clone()
 
 
-def gradient_tolerance(qkv: QKV, grad_output: torch.Tensor, scale: float) -> float:
-    """Allowed |manual − autograd| in float64.
-
-    Every gradient entry is a sum of at most ~S products whose absolute sum is at most
-    A = S · max|G| · max(1, |V|) · max(1, |Q|, |K|) · max(1, scale); two summation orders differ by
-    ≤ (S + d) · 2⁻⁵³ · A ≤ 1e-13 · A at the input caps (S + d ≤ 768), so 1e-12 · A has 10× room."""
-    big = max(1.0, float(qkv.q.abs().max()), float(qkv.k.abs().max()))
-    A = qkv.S * float(grad_output.abs().max()) * max(1.0, float(qkv.v.abs().max())) * big * max(1.0, scale)
-    return 1e-12 * max(A, 1.0)
-
-
 @dataclass(frozen=True)
 class Agreement:
     """One line of the three-way table: max |manual − oracle| for each gradient."""
@@ -156,7 +146,7 @@ class QueryStep:
 
 
 @dataclass(frozen=True)
-class GradientExploration:
+class GradientsView:
     qkv: QKV
     allowed: torch.Tensor | None  # broadcast to (1, Hq, L, S); True = may attend
     grad_output: torch.Tensor  # G (1, Hq, L, d_v)
@@ -274,7 +264,7 @@ def gradients_view(
     temperature: float = 1.0,
     lr: float = 1.0,
     run_finite_differences: bool = True,
-) -> GradientExploration:
+) -> GradientsView:
     """The backward pass of attention on qkv with upstream G, checked three ways, plus card 4 on
     row ``row`` of head ``head`` at temperature τ (p = softmax(s / τ) over its allowed keys).
 
@@ -294,7 +284,7 @@ def gradients_view(
     tol = gradient_tolerance(qkv, G, back.forward.scale)
 
     auto = sdpa_autograd(q, k, v, G, allowed, scale=scale)
-    agreement = [Agreement("torch autograd (SDPA)", *_diffs(back, auto), tol)]
+    agreement = [Agreement("torch autograd (SDPA)", *max_diffs(back, auto), tol)]
     finite, note = None, ""
     if run_finite_differences:
         try:
@@ -306,7 +296,7 @@ def gradients_view(
             for i, e in enumerate(finite.eps):
                 estimate = (finite.dq[i], finite.dk[i], finite.dv[i])
                 agreement.append(
-                    Agreement(f"finite differences, ε = {e:.0e}", *_diffs(back, estimate), finite.bound[i])
+                    Agreement(f"finite differences, ε = {e:.0e}", *max_diffs(back, estimate), finite.bound[i])
                 )
     else:
         note = "Finite differences are off."
@@ -318,7 +308,7 @@ def gradients_view(
             back.rowsum_gap <= 1e-12 * D_scale,
             f"max |Δ| = {back.rowsum_gap:.1e}",
         ),
-        _dscore_rows_check(back.dscores, tol),
+        dscore_rows_check(back.dscores, tol),
         Check(
             "dS = 0 on blocked pairs",
             full is None or bool((back.dscores[~full] == 0).all()),
@@ -334,7 +324,7 @@ def gradients_view(
     sweep = saturation_sweep(scores)
     lam, bound = float(largest_eigenvalue(p_row)), float(gershgorin_bound(p_row))
     step = _query_step(back, q, K, V, G, keys, head, row, lr)
-    return GradientExploration(
+    return GradientsView(
         qkv=qkv,
         allowed=full,
         grad_output=G,
@@ -346,9 +336,9 @@ def gradients_view(
         checks=checks,
         autograd_checks=[
             Check(f"{name} matches autograd", d <= tol, f"max |Δ| = {d:.1e}")
-            for name, d in zip(("dQ", "dK", "dV"), _diffs(back, auto), strict=True)
+            for name, d in zip(("dQ", "dK", "dV"), max_diffs(back, auto), strict=True)
         ],
-        jacobian_checks=_jacobian_checks(spectrum, lam, bound),
+        jacobian_checks=jacobian_checks(spectrum, lam, bound),
         loss=float((back.forward.output * G).sum()),
         coordinates=q.numel() + k.numel() + v.numel(),
         head=head,
@@ -364,38 +354,6 @@ def gradients_view(
         step=step,
         tolerance=tol,
     )
-
-
-def _jacobian_checks(spec: JacobianSpectrum | None, lam: float, bound: float) -> list[Check]:
-    checks = [
-        Check(
-            "λ_max ≤ Gershgorin ≤ 1/2",
-            lam <= bound + J_EXACT and bound <= 0.5 + J_EXACT,
-            f"{lam:.4g} ≤ {bound:.4g} ≤ 0.5",
-        )
-    ]
-    if spec is None:
-        return checks
-    T, smallest = spec.p.numel(), float(spec.eigenvalues.min())
-    structure = [
-        Check("J = Jᵀ", spec.symmetry_gap == 0, f"max |J − Jᵀ| = {spec.symmetry_gap:.1e}"),
-        Check("J·1 = 0", spec.ones_residual <= J_EXACT, f"max |(J·1)ᵢ| = {spec.ones_residual:.1e}"),
-        Check("positive semi-definite", smallest >= -J_EIG, f"smallest eigenvalue = {smallest:.1e}"),
-    ]
-    # The second-smallest eigenvalue is at least the smallest weight (interlacing), so rank T − 1 is
-    # resolvable against eigenvalue rounding (~1e-16) only while every weight is above ~1e-10.
-    if float(spec.p.min()) > RANK_RESOLVABLE:
-        structure.append(Check("rank T − 1", spec.rank == T - 1, f"rank {spec.rank}, T = {T}"))
-    return structure + checks
-
-
-def _diffs(back: BackwardResult, other) -> tuple[float, float, float]:
-    return tuple(max_abs_diff(a, b) for a, b in zip((back.dq, back.dk, back.dv), other, strict=True))
-
-
-def _dscore_rows_check(dS: torch.Tensor, tol: float) -> Check:
-    worst = float(dS.sum(-1).abs().max())
-    return Check("rows of dS sum to 0 (J·1 = 0)", worst <= tol, f"max |Σⱼ dSᵢⱼ| = {worst:.1e}")
 
 
 # --- slips ----------------------------------------------------------------------------------------
