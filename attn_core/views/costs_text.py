@@ -56,16 +56,22 @@ def hybrid_line(r: CostReport) -> str:
     """A hybrid's layers in a phrase: which kinds, how many, and its fixed state."""
     s = r.model
     kinds = " + ".join(f"{n:,} {KIND_LABELS.get(k, k)}" for k, n in s.kind_counts.items())
-    return (f"hybrid: {kinds}; the state of its {s.n_state_layers:,} {STATE_KIND_NAMES[s.state_mixer.kind]} layers "
-            f"is {format_bytes_binary(r.state_bytes_per_sequence)} per sequence at any T")  # fmt: skip
+    return (
+        f"hybrid: {kinds}; the state of its {s.n_state_layers:,} {STATE_KIND_NAMES[s.state_mixer.kind]} layers "
+        f"is {format_bytes_binary(r.state_bytes_per_sequence)} per sequence at any T"
+    )
 
 
 def flops_table(s: ModelShape, T: int, batch: int) -> tuple[dict[str, list], str]:
     """One layer's forward FLOPs split into projections / attention / MLP, all pairs and causal."""
     full, masked = layer_flops(s, T, batch), layer_flops(s, T, batch, causal=True)
     parts = ("projections Q, K, V, O", "attention QKᵀ and PV", "MLP", "total")
-    rows = [(full.projections, masked.projections), (full.attention, masked.attention), (full.mlp, masked.mlp),
-            (full.total, masked.total)]  # fmt: skip
+    rows = [
+        (full.projections, masked.projections),
+        (full.attention, masked.attention),
+        (full.mlp, masked.mlp),
+        (full.total, masked.total),
+    ]
     unit = "TFLOP" if full.total >= 1e14 else "GFLOP" if full.total >= 1e8 else "MFLOP"
     table = {
         "part": list(parts),
@@ -110,8 +116,10 @@ def decode_verdict(r: CostReport) -> str:
     """Decode attention's intensity against the GPU's ridge, in one line of markdown."""
     ridge = r.gpu.ridge_flop_per_byte
     verdict = "memory-bound: GQA helps by reading less" if r.decode_intensity < ridge else "compute-bound"
-    return (f"Decode attention does **{r.decode_intensity:g} FLOP/byte** against the {r.gpu.label}'s ridge of "
-            f"**{ridge:.0f} FLOP/byte** → {verdict}.")  # fmt: skip
+    return (
+        f"Decode attention does **{r.decode_intensity:g} FLOP/byte** against the {r.gpu.label}'s ridge of "
+        f"**{ridge:.0f} FLOP/byte** → {verdict}."
+    )
 
 
 def gpu_table(r: CostReport) -> dict[str, list]:
@@ -167,32 +175,44 @@ def how_its_asked(r: CostReport) -> list[tuple[str, str]]:
     mha_params = attention_params(s.with_kv_heads(s.n_heads), bias=False).total
     side = "below" if r.decode_intensity < gpu.ridge_flop_per_byte else "above"
     return [
-        ("“Doubling the context quadruples the cost.” True for this model?",
-         f"No at T = {T:,}: only the quadratic part quadruples, and it is {format_percent(share)} of a layer's FLOPs. "
-         f"Going to {2 * T:,} multiplies a layer's FLOPs by {doubling_ratio(s, T):.2f} (causal: "
-         f"{doubling_ratio(s, T, causal=True):.2f}). The quadratic part overtakes the rest at T* = {T_star} (all pairs)."),
-        (f"How much KV cache for a {T:,}-token conversation, and how many fit on {n_gpus} × {gpu.label}?",
-         f"{format_bytes_binary(r.kv_cache_bytes_per_token)} per token ({kv_formula(s, b_kv)}), {per_seq} per sequence, at most {r.serving.max_sequences:,} sequences beside "
-         f"{format_bytes(r.weight_bytes)} of weights in the {format_bytes_binary(r.serving.memory_bytes)} the "
-         f"device reports ({r.serving_card13.max_sequences:,} in the vendor's "
-         f"{format_bytes_decimal(r.serving_card13.memory_bytes)}, card 13's convention)."),
-        ("Why doesn't adding heads add attention parameters?",
-         f"With h·d_h = d the projections hold 4d² = {format_count(mha_params)} weights whatever h is; this model has "
-         f"{format_count(attention_params(s).total)} per layer{' (GQA shrinks K and V)' if s.n_kv_heads < s.n_heads else ''}."),
-        ("Should we retrain this model with GQA to serve long contexts?", mla_answer(r) if s.mla else
-         f"The cache shrinks by h/H_kv: with {s.n_heads} query heads, MHA needs {format_bytes_binary(variants[0].kv_bytes_per_token)} "
-         f"per token, {variants[-1].kind} with H_kv = {variants[-1].n_kv_heads} needs "
-         f"{format_bytes_binary(variants[-1].kv_bytes_per_token)}, and this model ({s.attention_kind}, H_kv = "
-         f"{s.n_kv_heads}) {format_bytes_binary(r.kv_cache_bytes_per_token)}. Decode attention does h/H_kv = "
-         f"{r.decode_intensity:g} FLOP/byte, {side} the {gpu.label}'s ridge of {gpu.ridge_flop_per_byte:.0f}, so reading "
-         "fewer bytes is what speeds decoding up; GQA leaves the FLOPs unchanged. Uptraining an MHA checkpoint to "
-         "GQA costs about 5% of its pre-training compute."),
-        (f"Training at {T:,} tokens runs out of memory at batch 1. Where did it go?",
-         f"Keeping P costs {format_bytes_binary(bill.naive_per_head)} per head, {format_bytes_binary(bill.naive_per_layer)} "
-         f"per layer and {format_bytes_binary(bill.naive_per_model)} for all {s.n_layers} layers; the online softmax "
-         f"keeps {format_bytes_binary(bill.online_per_layer)} per layer instead. At inference the KV cache ({per_seq} "
-         "per sequence) is the O(T) bill, not this O(T²) one."),
-    ]  # fmt: skip
+        (
+            "“Doubling the context quadruples the cost.” True for this model?",
+            f"No at T = {T:,}: only the quadratic part quadruples, and it is {format_percent(share)} of a layer's FLOPs. "
+            f"Going to {2 * T:,} multiplies a layer's FLOPs by {doubling_ratio(s, T):.2f} (causal: "
+            f"{doubling_ratio(s, T, causal=True):.2f}). The quadratic part overtakes the rest at T* = {T_star} (all pairs).",
+        ),
+        (
+            f"How much KV cache for a {T:,}-token conversation, and how many fit on {n_gpus} × {gpu.label}?",
+            f"{format_bytes_binary(r.kv_cache_bytes_per_token)} per token ({kv_formula(s, b_kv)}), {per_seq} per sequence, at most {r.serving.max_sequences:,} sequences beside "
+            f"{format_bytes(r.weight_bytes)} of weights in the {format_bytes_binary(r.serving.memory_bytes)} the "
+            f"device reports ({r.serving_card13.max_sequences:,} in the vendor's "
+            f"{format_bytes_decimal(r.serving_card13.memory_bytes)}, card 13's convention).",
+        ),
+        (
+            "Why doesn't adding heads add attention parameters?",
+            f"With h·d_h = d the projections hold 4d² = {format_count(mha_params)} weights whatever h is; this model has "
+            f"{format_count(attention_params(s).total)} per layer{' (GQA shrinks K and V)' if s.n_kv_heads < s.n_heads else ''}.",
+        ),
+        (
+            "Should we retrain this model with GQA to serve long contexts?",
+            mla_answer(r)
+            if s.mla
+            else f"The cache shrinks by h/H_kv: with {s.n_heads} query heads, MHA needs {format_bytes_binary(variants[0].kv_bytes_per_token)} "
+            f"per token, {variants[-1].kind} with H_kv = {variants[-1].n_kv_heads} needs "
+            f"{format_bytes_binary(variants[-1].kv_bytes_per_token)}, and this model ({s.attention_kind}, H_kv = "
+            f"{s.n_kv_heads}) {format_bytes_binary(r.kv_cache_bytes_per_token)}. Decode attention does h/H_kv = "
+            f"{r.decode_intensity:g} FLOP/byte, {side} the {gpu.label}'s ridge of {gpu.ridge_flop_per_byte:.0f}, so reading "
+            "fewer bytes is what speeds decoding up; GQA leaves the FLOPs unchanged. Uptraining an MHA checkpoint to "
+            "GQA costs about 5% of its pre-training compute.",
+        ),
+        (
+            f"Training at {T:,} tokens runs out of memory at batch 1. Where did it go?",
+            f"Keeping P costs {format_bytes_binary(bill.naive_per_head)} per head, {format_bytes_binary(bill.naive_per_layer)} "
+            f"per layer and {format_bytes_binary(bill.naive_per_model)} for all {s.n_layers} layers; the online softmax "
+            f"keeps {format_bytes_binary(bill.online_per_layer)} per layer instead. At inference the KV cache ({per_seq} "
+            "per sequence) is the O(T) bill, not this O(T²) one.",
+        ),
+    ]
 
 
 def headline(r: CostReport) -> list[tuple[str, str, str]]:
@@ -200,21 +220,43 @@ def headline(r: CostReport) -> list[tuple[str, str, str]]:
     T_star = r.crossover_seq_len
     causal = " (causal)" if r.causal else ""
     return [
-        ("KV cache / token", format_bytes_binary(r.kv_cache_bytes_per_token), f"{r.kv_cache_bytes_per_token:,} B"),
-        ("KV cache, B × T", format_bytes_binary(r.kv_cache_bytes),
-         f"{r.batch} × {r.seq_len:,} tokens: {r.kv_cache_bytes:,} B"),
-        ("attention FLOPs", format_percent(r.flops.attention_share),
-         "share of a layer's FLOPs, " + ("causal pairs" if r.causal else "all pairs")),
-        ("crossover T*" + causal, "never" if T_star is None else f"{T_star:,.0f}",
-         "where the quadratic part equals the rest"),
-        ("seqs that fit (≤)", f"{r.serving.max_sequences:,}",
-         "An upper bound: activations, fragmentation and the framework also take memory."),
-        ("decode step (≥)", format_seconds(r.decode.seconds_per_step),
-         f"≤ {r.decode.tokens_per_s:,.1f} tokens/s over the batch"
-         + ("" if r.experts_touched_expected is None else
-            f" — the floor (top-k experts); under uniform routing {format_seconds(r.decode.expected_seconds_per_step)}"
-            f", ≤ {r.decode.expected_tokens_per_s:,.1f} tokens/s")),
-    ]  # fmt: skip
+        (
+            "KV cache / token",
+            format_bytes_binary(r.kv_cache_bytes_per_token),
+            f"{r.kv_cache_bytes_per_token:,} B",
+        ),
+        (
+            "KV cache, B × T",
+            format_bytes_binary(r.kv_cache_bytes),
+            f"{r.batch} × {r.seq_len:,} tokens: {r.kv_cache_bytes:,} B",
+        ),
+        (
+            "attention FLOPs",
+            format_percent(r.flops.attention_share),
+            "share of a layer's FLOPs, " + ("causal pairs" if r.causal else "all pairs"),
+        ),
+        (
+            "crossover T*" + causal,
+            "never" if T_star is None else f"{T_star:,.0f}",
+            "where the quadratic part equals the rest",
+        ),
+        (
+            "seqs that fit (≤)",
+            f"{r.serving.max_sequences:,}",
+            "An upper bound: activations, fragmentation and the framework also take memory.",
+        ),
+        (
+            "decode step (≥)",
+            format_seconds(r.decode.seconds_per_step),
+            f"≤ {r.decode.tokens_per_s:,.1f} tokens/s over the batch"
+            + (
+                ""
+                if r.experts_touched_expected is None
+                else f" — the floor (top-k experts); under uniform routing {format_seconds(r.decode.expected_seconds_per_step)}"
+                f", ≤ {r.decode.expected_tokens_per_s:,.1f} tokens/s"
+            ),
+        ),
+    ]
 
 
 def card_conventions(r: CostReport) -> str:
@@ -238,29 +280,46 @@ def warnings(r: CostReport) -> list[str]:
     """Absurd or impossible requests: still answered, and said so."""
     out, s, g = [], r.model, r.gpu
     if r.beyond_max_context:
-        out.append(f"T = {r.seq_len:,} is beyond this model's trained context of {s.max_context:,} tokens: the "
-                   "numbers are what the arithmetic gives, not a claim the model works there.")  # fmt: skip
+        out.append(
+            f"T = {r.seq_len:,} is beyond this model's trained context of {s.max_context:,} tokens: the "
+            "numbers are what the arithmetic gives, not a claim the model works there."
+        )
     if r.kv_cache_over_a_petabyte:
         out.append(f"The KV cache asked for, {format_bytes(r.kv_cache_bytes)}, is past a petabyte.")
     if r.serving.free_bytes < 0:
-        out.append(f"{format_bytes(r.weight_bytes)} of weights do not fit in {r.n_gpus} × {g.label} "
-                   f"({format_bytes(r.serving.memory_bytes)}): no sequence fits, and the decode bound describes a "
-                   "setup that cannot run. Add GPUs in the sidebar or pick a smaller dtype.")  # fmt: skip
+        out.append(
+            f"{format_bytes(r.weight_bytes)} of weights do not fit in {r.n_gpus} × {g.label} "
+            f"({format_bytes(r.serving.memory_bytes)}): no sequence fits, and the decode bound describes a "
+            "setup that cannot run. Add GPUs in the sidebar or pick a smaller dtype."
+        )
     return out
 
 
 def serving_metrics(r: CostReport) -> list[tuple[str, str, str]]:
     d = r.decode
     return [
-        ("sequences of T that fit (upper bound)", f"{r.serving.max_sequences:,}",
-         f"card 13's vendor-GB convention: {r.serving_card13.max_sequences:,}"),
-        ("decode step, lower bound", format_seconds(d.seconds_per_step),
-         f"card 13 reads every weight: {format_seconds(d.card13_seconds_per_step)}"),
-        ("tokens/s, upper bound", f"{d.tokens_per_s:,.1f}", "B / decode step"
-         + ("" if r.experts_touched_expected is None else
-            f"; under uniform routing ≤ {d.expected_tokens_per_s:,.1f} ({format_seconds(d.expected_seconds_per_step)})")),
+        (
+            "sequences of T that fit (upper bound)",
+            f"{r.serving.max_sequences:,}",
+            f"card 13's vendor-GB convention: {r.serving_card13.max_sequences:,}",
+        ),
+        (
+            "decode step, lower bound",
+            format_seconds(d.seconds_per_step),
+            f"card 13 reads every weight: {format_seconds(d.card13_seconds_per_step)}",
+        ),
+        (
+            "tokens/s, upper bound",
+            f"{d.tokens_per_s:,.1f}",
+            "B / decode step"
+            + (
+                ""
+                if r.experts_touched_expected is None
+                else f"; under uniform routing ≤ {d.expected_tokens_per_s:,.1f} ({format_seconds(d.expected_seconds_per_step)})"
+            ),
+        ),
         ("decode attention FLOP/byte", f"{r.decode_intensity:g}", "2h / (b·H_kv) = h / H_kv at b = 2"),
-    ]  # fmt: skip
+    ]
 
 
 def serving_sum(r: CostReport) -> str:
@@ -290,9 +349,24 @@ def score_metrics(s: ModelShape, bill) -> list[tuple[str, str, str]]:
     """Card 12's five numbers: naive per head / layer / model, online per layer / model."""
     return [
         ("naive, per head", format_bytes_binary(bill.naive_per_head), f"B·T²·b = {bill.naive_per_head:,} B"),
-        ("naive, per layer", format_bytes_binary(bill.naive_per_layer), f"B·h·T²·b = {bill.naive_per_layer:,} B"),
-        (f"naive, {s.n_layers} layers", format_bytes_binary(bill.naive_per_model), f"{bill.naive_per_model:,} B"),
-        ("online, per layer", format_bytes_binary(bill.online_per_layer),
-         f"B·h·T·4 = {bill.online_per_layer:,} B (fp32 lse)"),
-        (f"online, {s.n_layers} layers", format_bytes_binary(bill.online_per_model), f"{bill.online_per_model:,} B"),
-    ]  # fmt: skip
+        (
+            "naive, per layer",
+            format_bytes_binary(bill.naive_per_layer),
+            f"B·h·T²·b = {bill.naive_per_layer:,} B",
+        ),
+        (
+            f"naive, {s.n_layers} layers",
+            format_bytes_binary(bill.naive_per_model),
+            f"{bill.naive_per_model:,} B",
+        ),
+        (
+            "online, per layer",
+            format_bytes_binary(bill.online_per_layer),
+            f"B·h·T·4 = {bill.online_per_layer:,} B (fp32 lse)",
+        ),
+        (
+            f"online, {s.n_layers} layers",
+            format_bytes_binary(bill.online_per_model),
+            f"{bill.online_per_model:,} B",
+        ),
+    ]
