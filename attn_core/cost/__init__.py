@@ -10,7 +10,9 @@ Inputs and caps
 - `units`: numbers with their units (GiB vs GB, FLOPs, seconds, counts).
 
 Reading a config
-- `shapes`: `ModelShape` from a preset or a Hugging Face config.json, every derived quantity.
+- `shapes`: a `ModelShape` from a preset or a Hugging Face config.json (what each model_type
+  implies, the key aliases read, uploads and pastes parsed).
+- `model_shape`: the `ModelShape` dataclass, validated on construction, every derived quantity.
 - `config_keys`: reading one key safely (aliases, whole numbers, `ConfigError` naming the key).
 - `model_types`: what a model_type implies (class defaults, text_config, refused types, quantization).
 - `layer_config`: each layer's kind and the linear-attention / state-space mixer, from the config.
@@ -30,6 +32,7 @@ Costs
 - `cli`: the command line (``python -m attn_core cost|models|gpus``).
 """
 
+from attn_core.cost.config_keys import MAX_INT
 from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS, bytes_per_value, weight_bytes_per_param
 from attn_core.cost.experts import EXPERT_KEYS, MoE
 from attn_core.cost.flops import (
@@ -101,7 +104,6 @@ from attn_core.cost.shapes import (
     LAYER_KEYS,
     LEARNED_POSITION_TYPES,
     MAX_CONFIG_BYTES,
-    MAX_INT,
     MODELS_DIR,
     PLAIN_MODEL_TYPES,
     VOCAB_KEYS,
