@@ -152,9 +152,6 @@ class LayerKinds:
         out[(self.base, False)] += L - n_marked - n_moe + both
         return +out
 
-    def is_uniform(self) -> bool:
-        return len(self.counts()) == 1
-
     def each(self, limit: int) -> tuple[str, ...] | None:
         """Every layer's kind in order, or None when there are more than ``limit`` layers (a
         per-layer strip or table then shows the counts instead)."""

@@ -24,8 +24,6 @@ from attn_core.cost.units import (
 from attn_core.cost.whole_model import Timing
 
 # -- The whole model (parameters, layer types, MoE, MLA, prefill and time bounds) -----------
-# The strip's colours, in this order: attention kinds, linear/state mixers, Nemotron-H's FFN-only blocks.
-LAYER_TYPES = ("full", "sliding", "chunked", "MLA", "gdn", "kda", "mamba", "mamba2", "mlp", "moe")
 
 
 STRIP_LAYERS = 512  # more layers than this: the strip gives way to the count per type
