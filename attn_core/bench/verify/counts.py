@@ -108,15 +108,23 @@ def _weight_bytes(shape: ModelShape, b: int, tokens: int) -> tuple[int, int]:
     return floor, floor + round((experts_touched_expected(m.n_experts, m.top_k, tokens) - m.top_k) * one)
 
 
+def _phase(
+    shape: ModelShape, flops: float, q_len: int, kv_len: int, cached: int, batch: int, b: int
+) -> PhaseCounts:
+    """A phase of B sequences of ``q_len`` new tokens over ``kv_len`` keys: the cost model's
+    ``flops``, the active weights plus the KV cache of ``cached`` tokens (written or read), its
+    products and its attention calls."""
+    kv = int(kv_cache_bytes(shape, cached, batch, b))
+    floor, expected = _weight_bytes(shape, b, batch * q_len)
+    calls = tuple(AttentionCall(kind, q_len, kv_len, n) for kind, n in shape.kind_counts.items())
+    return PhaseCounts(int(flops), floor + kv, expected + kv, _gemms(shape, batch * q_len), calls)
+
+
 def prefill_counts(shape: ModelShape, T: int, batch: int, b: int) -> PhaseCounts:
     """The cost model's causal prefill of B × T tokens over the built layers (no head) and the KV
     cache it writes."""
     f = prefill_flops(shape, T, batch, causal=True)
-    kv = int(kv_cache_bytes(shape, T, batch, b))
-    floor, expected = _weight_bytes(shape, b, batch * T)
-    calls = tuple(AttentionCall(kind, T, T, n) for kind, n in shape.kind_counts.items())
-    return PhaseCounts(int(f.projections + f.attention + f.mlp), floor + kv, expected + kv,
-                       _gemms(shape, batch * T), calls)  # fmt: skip
+    return _phase(shape, f.projections + f.attention + f.mlp, T, T, T, batch, b)
 
 
 def decode_counts(shape: ModelShape, context: int, batch: int, b: int) -> PhaseCounts:
@@ -124,7 +132,4 @@ def decode_counts(shape: ModelShape, context: int, batch: int, b: int) -> PhaseC
     (prefill to context + 1 minus prefill to context), the active weights and the cache read."""
     f1, f0 = (prefill_flops(shape, t, batch, causal=True) for t in (context + 1, context))
     flops = sum(getattr(f1, p) - getattr(f0, p) for p in ("projections", "attention", "mlp"))
-    kv = int(kv_cache_bytes(shape, context, batch, b))
-    floor, expected = _weight_bytes(shape, b, batch)
-    calls = tuple(AttentionCall(kind, 1, context + 1, n) for kind, n in shape.kind_counts.items())
-    return PhaseCounts(int(flops), floor + kv, expected + kv, _gemms(shape, batch), calls)
+    return _phase(shape, flops, 1, context + 1, context, batch, b)

@@ -31,29 +31,32 @@ def _full_keys(shape: ModelShape, q_len: int, kv_len: int) -> Keys:
 
 
 def _band_keys(
-    q_len: int, kv_len: int, allowed: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    shape: ModelShape,
+    q_len: int,
+    kv_len: int,
+    span: int,
+    decode_start: int,
+    allowed: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
 ) -> Keys:
+    """A window or chunk of ``span`` keys: a decode step sees the keys from ``decode_start`` on; a
+    prefill within ``span`` keys sees them all (causal), a longer one the band ``allowed`` marks."""
+    if q_len == 1:
+        return Keys(decode_start, "all")
+    if kv_len <= span:
+        return _full_keys(shape, q_len, kv_len)
     i = torch.arange(kv_len - q_len, kv_len)[:, None]  # query positions
     j = torch.arange(kv_len)[None, :]
     return Keys(0, allowed(i, j) & (j <= i))
 
 
 def _sliding_keys(shape: ModelShape, q_len: int, kv_len: int) -> Keys:
-    W = shape.sliding_window
-    if q_len == 1:  # decode: the last W keys
-        return Keys(max(0, kv_len - W), "all")
-    if kv_len <= W:
-        return _full_keys(shape, q_len, kv_len)
-    return _band_keys(q_len, kv_len, lambda i, j: j > i - W)
+    W = shape.sliding_window  # decode: the last W keys
+    return _band_keys(shape, q_len, kv_len, W, max(0, kv_len - W), lambda i, j: j > i - W)
 
 
 def _chunked_keys(shape: ModelShape, q_len: int, kv_len: int) -> Keys:
-    C = shape.attention_chunk_size
-    if q_len == 1:  # decode: the keys of the query's own chunk
-        return Keys((kv_len - 1) // C * C, "all")
-    if kv_len <= C:
-        return _full_keys(shape, q_len, kv_len)
-    return _band_keys(q_len, kv_len, lambda i, j: j // C == i // C)
+    C = shape.attention_chunk_size  # decode: the keys of the query's own chunk
+    return _band_keys(shape, q_len, kv_len, C, (kv_len - 1) // C * C, lambda i, j: j // C == i // C)
 
 
 # One entry per attention kind of the cost model: which keys a query sees (a new kind: one function).
@@ -96,10 +99,7 @@ class Attention(nn.Module):
     def allocate(self, batch: int, max_tokens: int) -> None:
         w = self.o.weight
         size = (batch, self.shape.n_kv_heads, max_tokens, self.shape.head_dim)
-        self.cache = (
-            torch.zeros(size, dtype=w.dtype, device=w.device),
-            torch.zeros(size, dtype=w.dtype, device=w.device),
-        )
+        self.cache = tuple(torch.zeros(size, dtype=w.dtype, device=w.device) for _ in range(2))
 
     def forward(self, x: torch.Tensor, pos: int, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape

@@ -121,6 +121,7 @@ def plan_build(shape: ModelShape, request: VerifyRequest) -> Plan:
         raise VerifyError(f"dtype must be one of {', '.join(DTYPES)}, got {request.dtype!r}")
     b = DTYPE_BYTES[request.dtype]
     tokens = request.seq_len + request.decode_steps
+    cap = f"{request.memory_bytes / 2**30:.2f} GiB cap"
 
     def need(s: ModelShape) -> tuple[int, int]:
         return layer_params(s) * b, int(kv_cache_bytes(s, tokens, request.batch, b))
@@ -141,14 +142,14 @@ def plan_build(shape: ModelShape, request: VerifyRequest) -> Plan:
         if cut.moe is None or cut.n_moe_layers == 0:
             raise VerifyError(
                 f"one layer with its KV cache needs {sum(need(cut)) / 2**30:.2f} GiB, over the "
-                f"{request.memory_bytes / 2**30:.2f} GiB cap: raise the memory cap or shorten T"
+                f"{cap}: raise the memory cap or shorten T"
             )
         per_expert = expert_params(cut, cut.moe.expert_d_ff, cut.moe.expert_bias) * b
         rest = sum(need(cut)) - cut.moe.n_experts * per_expert
         experts = min(cut.moe.n_experts, (request.memory_bytes - rest) // per_expert)
         if experts < cut.moe.top_k:
             raise VerifyError(
-                f"the {request.memory_bytes / 2**30:.2f} GiB cap holds {max(experts, 0)} routed experts of "
+                f"the {cap} holds {max(experts, 0)} routed experts of "
                 f"{per_expert / 2**20:,.0f} MiB, fewer than the k = {cut.moe.top_k} each token runs: raise the cap"
             )
         cut = cut_shape(shape, 1, experts)
@@ -157,7 +158,7 @@ def plan_build(shape: ModelShape, request: VerifyRequest) -> Plan:
             f"(same k = {shape.moe.top_k}, same expert shape)"
         )
     if cut.n_layers < wanted:
-        notes.append(f"{cut.n_layers} of {wanted} layers fit the {request.memory_bytes / 2**30:.2f} GiB cap")
+        notes.append(f"{cut.n_layers} of {wanted} layers fit the {cap}")
     weights, cache = need(cut)
     return Plan(
         shape=cut, layers_built=cut.n_layers, experts_built=cut.moe.n_experts if cut.moe else None,

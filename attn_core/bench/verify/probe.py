@@ -93,7 +93,7 @@ def probe_gemm(m: int, k: int, n: int, dtype: torch.dtype, device: str) -> float
     """FLOP/s of (m × k) @ (k × n) as given. With few rows the (k × n) operand is streamed, so the
     probe cycles through enough distinct copies of it to exceed COLD_BYTES: cold in cache, as the
     weights of a model larger than the cache are."""
-    b = torch.finfo(dtype).bits // 8
+    b = dtype.itemsize
     cold = m < COMPUTE_ROWS  # few rows: the product streams its weights, which must come from DRAM
     copies = max(1, min(64, math.ceil(COLD_BYTES[device] / (k * n * b)))) if cold else 1
     x = torch.randn(m, k, device=device, dtype=dtype)
@@ -109,7 +109,7 @@ def probe_gemm(m: int, k: int, n: int, dtype: torch.dtype, device: str) -> float
 
 def probe_stream(device: str, dtype: torch.dtype) -> float:
     """Bytes/s of the faster of a streaming read (a sum) and a copy (2 × bytes moved)."""
-    n = STREAM_BYTES[device] // (torch.finfo(dtype).bits // 8)
+    n = STREAM_BYTES[device] // dtype.itemsize
     src = torch.randn(n, device=device, dtype=dtype)
     dst = torch.empty_like(src)
     nbytes = src.numel() * src.element_size()

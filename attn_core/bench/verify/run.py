@@ -20,6 +20,10 @@ from attn_core.cost.shapes import ModelShape
 PREFILL_REPEATS = 2  # the first run also warms the allocator and the thread pool
 
 
+def _ms(runs: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    return [(1e3 * c, 1e3 * w) for c, w in runs]
+
+
 def measure(layers: Layers, request: VerifyRequest, device: str) -> tuple[list, list]:
     """([(ms, wall ms)] of PREFILL_REPEATS prefills, [(ms, wall ms)] of each decode step), ms on
     ``clock(device)``."""
@@ -31,7 +35,7 @@ def measure(layers: Layers, request: VerifyRequest, device: str) -> tuple[list, 
         steps = torch.randn(request.decode_steps, B, 1, d, dtype=dtype, device=device)
         prefill = [time_call(lambda: layers(x, 0), device) for _ in range(PREFILL_REPEATS)]
         decode = [time_call(lambda i=i: layers(steps[i], T + i), device) for i in range(request.decode_steps)]
-    return [(1e3 * c, 1e3 * w) for c, w in prefill], [(1e3 * c, 1e3 * w) for c, w in decode]
+    return _ms(prefill), _ms(decode)
 
 
 @dataclass(frozen=True)
