@@ -1,0 +1,175 @@
+"""The cost model checked against a real run on this machine: a model's layers built at their true
+shapes with random weights, a prefill of T tokens and M decode steps timed, beside the roofline
+bound and a calibrated estimate.
+
+Three figures per phase (the prefill, one decode step), each from a different source:
+
+- ``flops`` and ``bytes`` come from the cost model (`attn_core.cost`) for exactly what was built
+  (`plan_build`: the first N layers, fewer routed experts when one layer is over the memory cap),
+  in the convention of ``python -m attn_core cost``: matrix products only, 2 FLOPs per
+  multiply-add; bytes = the active weights of the built layers (top-k experts: the floor) plus the
+  KV cache written (prefill) or read (decode). The embedding table and output head are not built.
+- ``bound_ms`` = max(flops / peak, bytes / bandwidth) at this device's probed peaks (the fastest
+  matmul and the fastest streaming read or copy the probe saw): the roofline, a lower bound.
+- ``estimate_ms``, calibrated: Σ over the phase's matrix products of 2·m·k·n / rate(m, k, n), the
+  rate the probe measured at that product's shape (weights cold in cache when it has few rows),
+  plus the attention kernel's time probed at the layer's shape. A mixture of experts' routed
+  products are counted over the E·(1 − (1 − k/E)^N) distinct experts that N tokens touch under
+  uniform routing, k·N / that many rows each: the same FLOPs as the cost model's, at the shapes
+  that run. The terms are summed, not maxed: a layer's products and its attention run one after
+  another, each already at its own mix of compute and memory time. Norms, rotary, the activation
+  and the residual adds are left out (as in the cost model's FLOPs).
+- ``measured_ms``: the fastest of ``PREFILL_REPEATS`` prefills, and of the M decode steps (which
+  differ by one cached token each). On a CPU the check runs on one thread by default and every
+  time, probe and run alike, is that thread's CPU time (`clock`): on a machine shared with other
+  work, wall time measures the others' time slices too (on the dev machine's 2 cores at load 6–8
+  the same product timed 2–4× apart a few seconds later), CPU time does not. The wall time
+  is kept beside it (``measured_wall_ms``). On a GPU: wall time, synchronized.
+
+The probe runs before the layers are built and on tensors of its own, so no estimate ever sees
+the model run's timing. A layer kind is one entry in each of three tables: ``MIXERS`` (its torch
+module, `layers`), ``MIXER_GEMMS`` (its matrix products, `counts`) and ``ATTENTION_KEYS`` (the keys
+a query sees, for the run and for the kernel probe, `layers`); counting, probing and timing are
+shared. A linear-attention or
+state-space kind, once the cost model sizes it, adds its module, its products and its scan in place
+of the keys. Attention is torch SDPA (its fused CPU flash kernel, GQA without repeating
+K/V): the kernel a serving stack runs, with no L × S matrix, as the cost model's bytes assume —
+`attn_core.attention` is the teaching reference and keeps every weight.
+
+Its modules, by job (each imports only those above it):
+
+- `plan`: the request (`VerifyRequest`), `select_device`, and `plan_build`: the first layers (and
+  routed experts) that fit the memory cap.
+- `counts`: the cost model's FLOPs and bytes of what was built, each phase's matrix products
+  (``MIXER_GEMMS``) and attention calls.
+- `layers`: the torch layers (``ATTENTION_KEYS``, attention, MLP, mixture of experts, ``MIXERS``)
+  and `build_layers`.
+- `probe`: the device's rates at those shapes, the clock, and `bound_ms` / `estimate_ms`.
+- `run`: the timed prefills and decode steps, the result and its JSON, and `verify`.
+"""
+
+from attn_core.bench.records import DTYPES
+from attn_core.bench.verify.counts import (
+    MIXER_GEMMS,
+    AttentionCall,
+    Gemm,
+    PhaseCounts,
+    attention_gemms,
+    decode_counts,
+    mlp_gemms,
+    prefill_counts,
+)
+from attn_core.bench.verify.layers import (
+    ATTENTION_KEYS,
+    MIXERS,
+    Attention,
+    Block,
+    GatedMLP,
+    Keys,
+    Layers,
+    MoEMLP,
+    attend,
+    build_layers,
+)
+from attn_core.bench.verify.plan import (
+    DEFAULT_DECODE_STEPS,
+    DEFAULT_MEMORY_GIB,
+    DEFAULT_SEQ_LEN,
+    MAX_LAYERS,
+    Plan,
+    VerifyError,
+    VerifyRequest,
+    active_layer_params,
+    cut_shape,
+    layer_params,
+    plan_build,
+    refuse_unbuilt,
+    select_device,
+)
+from attn_core.bench.verify.probe import (
+    COLD_BYTES,
+    COMPUTE_ROWS,
+    PEAK_N,
+    PROBE_COLS,
+    PROBE_ROUNDS,
+    PROBE_ROWS,
+    STREAM_BYTES,
+    Probe,
+    bound_ms,
+    clock,
+    estimate_ms,
+    probe_attention,
+    probe_device,
+    probe_gemm,
+    probe_stream,
+    probed_shape,
+)
+from attn_core.bench.verify.run import (
+    PREFILL_REPEATS,
+    PhaseResult,
+    VerifyBusy,
+    VerifyResult,
+    device_name,
+    measure,
+    verify,
+)
+from attn_core.cost.dtypes import DTYPE_BYTES
+
+__all__ = [
+    "ATTENTION_KEYS",
+    "COLD_BYTES",
+    "COMPUTE_ROWS",
+    "DEFAULT_DECODE_STEPS",
+    "DEFAULT_MEMORY_GIB",
+    "DEFAULT_SEQ_LEN",
+    "DTYPES",
+    "DTYPE_BYTES",
+    "MAX_LAYERS",
+    "MIXERS",
+    "MIXER_GEMMS",
+    "PEAK_N",
+    "PREFILL_REPEATS",
+    "PROBE_COLS",
+    "PROBE_ROUNDS",
+    "PROBE_ROWS",
+    "STREAM_BYTES",
+    "Attention",
+    "AttentionCall",
+    "Block",
+    "GatedMLP",
+    "Gemm",
+    "Keys",
+    "Layers",
+    "MoEMLP",
+    "PhaseCounts",
+    "PhaseResult",
+    "Plan",
+    "Probe",
+    "VerifyBusy",
+    "VerifyError",
+    "VerifyRequest",
+    "VerifyResult",
+    "active_layer_params",
+    "attend",
+    "attention_gemms",
+    "bound_ms",
+    "build_layers",
+    "clock",
+    "cut_shape",
+    "decode_counts",
+    "device_name",
+    "estimate_ms",
+    "layer_params",
+    "measure",
+    "mlp_gemms",
+    "plan_build",
+    "prefill_counts",
+    "probe_attention",
+    "probe_device",
+    "probe_gemm",
+    "probe_stream",
+    "probed_shape",
+    "refuse_unbuilt",
+    "select_device",
+    "verify",
+]

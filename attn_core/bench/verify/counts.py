@@ -1,0 +1,135 @@
+"""What the cost model counts for what was built: each phase's FLOPs and bytes (from
+`attn_core.cost`), its matrix products at the shapes that run and its attention kernel calls."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from attn_core.bench.verify.plan import active_layer_params
+from attn_core.cost.flops import prefill_flops
+from attn_core.cost.params import expert_params
+from attn_core.cost.serving import experts_touched_expected, kv_cache_bytes
+from attn_core.cost.shapes import ModelShape
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """``count`` products of (m × k) by (k × n), 2·m·k·n FLOPs each. For routed experts m and
+    count are expectations (tokens per touched expert, touched experts), so they may be fractional."""
+
+    m: float
+    k: int
+    n: int
+    count: float = 1
+
+    @property
+    def flops(self) -> float:
+        return 2 * self.m * self.k * self.n * self.count
+
+    @property
+    def probe_shape(self) -> tuple[int, int, int]:
+        return max(1, round(self.m)), self.k, self.n
+
+
+@dataclass(frozen=True)
+class AttentionCall:
+    """``count`` layers' attention kernel calls of one kind: B sequences of ``q_len`` queries over
+    ``kv_len`` keys (their FLOPs are in the cost model's attention term; the estimate times them)."""
+
+    kind: str
+    q_len: int
+    kv_len: int
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class PhaseCounts:
+    """One phase as the cost model counts it, and the pieces the estimate times."""
+
+    flops: int  # projections + attention + MLP of the built layers (no head)
+    bytes: int  # active weights (top-k experts: the floor) + KV cache written or read
+    bytes_expected: int  # the same with the expected distinct experts (= bytes when dense)
+    gemms: tuple[Gemm, ...]
+    attention: tuple[AttentionCall, ...]
+
+
+def attention_gemms(shape: ModelShape, tokens: int) -> list[Gemm]:
+    """An attention layer's products for ``tokens`` tokens: fused QKV, then O."""
+    d, q, kv = shape.d_model, shape.q_width, shape.kv_width
+    return [Gemm(tokens, d, q + 2 * kv), Gemm(tokens, q, d)]
+
+
+def mlp_gemms(shape: ModelShape, moe: bool, tokens: int) -> list[Gemm]:
+    """The feed-forward products: the MLP (gate and up fused), or the router, the routed experts
+    (k·tokens rows over the expected touched experts) and the shared experts."""
+    d = shape.d_model
+    if not moe:
+        return [Gemm(tokens, d, (shape.mlp_matrices - 1) * shape.d_ff), Gemm(tokens, shape.d_ff, d)]
+    m = shape.moe
+    touched = experts_touched_expected(m.n_experts, m.top_k, tokens)
+    rows = m.top_k * tokens / touched
+    out = [Gemm(tokens, d, m.n_experts), Gemm(rows, d, 2 * m.expert_d_ff, touched),
+           Gemm(rows, m.expert_d_ff, d, touched)]  # fmt: skip
+    if m.n_shared:
+        out += [Gemm(tokens, d, 2 * m.shared_d_ff, m.n_shared), Gemm(tokens, m.shared_d_ff, d, m.n_shared)]
+    if m.shared_gate:
+        out.append(Gemm(tokens, d, 1))
+    return out
+
+
+# The mixer products of each layer kind (with MIXERS and ATTENTION_KEYS below: a new kind adds one
+# entry to each). Every kind's products plus the MLP's sum to the cost model's projections + MLP.
+MIXER_GEMMS: dict[str, Callable[[ModelShape, int], list[Gemm]]] = {
+    "full": attention_gemms,
+    "sliding": attention_gemms,
+    "chunked": attention_gemms,
+}
+
+
+def _gemms(shape: ModelShape, tokens: int) -> tuple[Gemm, ...]:
+    """Every block's products, grouped by (layer kind, MoE or dense) as the cost model sums."""
+    return tuple(
+        dataclasses.replace(g, count=g.count * n)
+        for (kind, moe), n in shape.layer_census.items()
+        for g in MIXER_GEMMS[kind](shape, tokens) + mlp_gemms(shape, moe, tokens)
+    )
+
+
+def _weight_bytes(shape: ModelShape, b: int, tokens: int) -> tuple[int, int]:
+    """(floor, expected) bytes of the built layers' weights a pass over ``tokens`` tokens reads:
+    top-k routed experts per MoE layer, or the expected distinct ones."""
+    floor = active_layer_params(shape) * b
+    if shape.moe is None or shape.n_moe_layers == 0:
+        return floor, floor
+    m = shape.moe
+    one = expert_params(shape, m.expert_d_ff, m.expert_bias) * shape.n_moe_layers * b
+    return floor, floor + round((experts_touched_expected(m.n_experts, m.top_k, tokens) - m.top_k) * one)
+
+
+def _phase(
+    shape: ModelShape, flops: float, q_len: int, kv_len: int, cached: int, batch: int, b: int
+) -> PhaseCounts:
+    """A phase of B sequences of ``q_len`` new tokens over ``kv_len`` keys: the cost model's
+    ``flops``, the active weights plus the KV cache of ``cached`` tokens (written or read), its
+    products and its attention calls."""
+    kv = int(kv_cache_bytes(shape, cached, batch, b))
+    floor, expected = _weight_bytes(shape, b, batch * q_len)
+    calls = tuple(AttentionCall(kind, q_len, kv_len, n) for kind, n in shape.kind_counts.items())
+    return PhaseCounts(int(flops), floor + kv, expected + kv, _gemms(shape, batch * q_len), calls)
+
+
+def prefill_counts(shape: ModelShape, T: int, batch: int, b: int) -> PhaseCounts:
+    """The cost model's causal prefill of B × T tokens over the built layers (no head) and the KV
+    cache it writes."""
+    f = prefill_flops(shape, T, batch, causal=True)
+    return _phase(shape, f.projections + f.attention + f.mlp, T, T, T, batch, b)
+
+
+def decode_counts(shape: ModelShape, context: int, batch: int, b: int) -> PhaseCounts:
+    """One decode step with ``context`` tokens cached: the cost model's FLOPs of token context + 1
+    (prefill to context + 1 minus prefill to context), the active weights and the cache read."""
+    f1, f0 = (prefill_flops(shape, t, batch, causal=True) for t in (context + 1, context))
+    flops = sum(getattr(f1, p) - getattr(f0, p) for p in ("projections", "attention", "mlp"))
+    return _phase(shape, flops, 1, context + 1, context, batch, b)

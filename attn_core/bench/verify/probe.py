@@ -1,0 +1,170 @@
+"""The probe: this device's rates, measured apart from the model — matmul at each product's shape
+(weights cold in cache when it has few rows), the peak matmul and bandwidth, each attention kernel
+call — and the clock every time is read on; then the bound and the estimate, counts × probe."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from attn_core.bench.records import DTYPES
+from attn_core.bench.verify.counts import AttentionCall, PhaseCounts
+from attn_core.bench.verify.layers import ATTENTION_KEYS, attend
+from attn_core.bench.verify.plan import Plan, VerifyRequest
+from attn_core.cost.dtypes import DTYPE_BYTES
+from attn_core.cost.shapes import ModelShape
+
+PROBE_ROUNDS = 3
+PROBE_ROWS = {"cpu": 256, "cuda": 4096}  # a product with more rows is probed at this many (same rate)
+PROBE_COLS = {"cpu": 2048, "cuda": 16384}  # … and at most this many output columns
+COLD_BYTES = {"cpu": 96 * 2**20, "cuda": 512 * 2**20}  # > 3× the last-level cache: weights come from DRAM
+COMPUTE_ROWS = 64  # from this many rows on a product is compute-bound here: no need for cold copies
+STREAM_BYTES = {"cpu": 128 * 2**20, "cuda": 2 * 2**30}
+PEAK_N = {"cpu": 1024, "cuda": 8192}  # the square matmul every probe also runs
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def clock(device: str) -> Callable[[], float]:
+    """The clock every time here is read on: on a CPU running one thread, that thread's own CPU
+    time (``time.thread_time``), which other processes' time slices on a shared machine do not
+    inflate; otherwise wall time (after a synchronize on a GPU)."""
+    return time.thread_time if device == "cpu" and torch.get_num_threads() == 1 else time.perf_counter
+
+
+def time_call(fn: Callable[[], object], device: str) -> tuple[float, float]:
+    """(seconds on ``clock(device)``, wall seconds) of one call."""
+    now = clock(device)
+    _sync(device)
+    start, wall = now(), time.perf_counter()
+    fn()
+    _sync(device)
+    return now() - start, time.perf_counter() - wall
+
+
+def _best_s(fn: Callable[[], object], device: str, rounds: int = PROBE_ROUNDS) -> float:
+    """Best time of ``rounds`` calls after one warm-up, on ``clock(device)``."""
+    fn()
+    return min(time_call(fn, device)[0] for _ in range(rounds))
+
+
+@dataclass
+class Probe:
+    """What the probe measured: the fastest matmul and stream (the roofline's peaks), each product
+    shape's rate with cold weights, and each attention call's time."""
+
+    device: str
+    dtype: str
+    matmul_flop_per_s: float = 0.0
+    bandwidth_bytes_per_s: float = 0.0
+    gemm_flop_per_s: dict[tuple[int, int, int], float] = field(default_factory=dict)
+    attention_s: dict[tuple[str, int, int], float] = field(default_factory=dict)
+    seconds: float = 0.0  # how long probing took
+
+    def to_json(self) -> dict:
+        gemms = [{"m": m, "k": k, "n": n, "flop_per_s": r} for (m, k, n), r in self.gemm_flop_per_s.items()]
+        calls = [
+            {"kind": kind, "q_len": q, "kv_len": s, "ms": 1e3 * t}
+            for (kind, q, s), t in self.attention_s.items()
+        ]
+        return {
+            "matmul_flop_per_s": self.matmul_flop_per_s,
+            "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
+            "gemm_flop_per_s": gemms,
+            "attention_ms": calls,
+            "seconds": self.seconds,
+        }
+
+
+def probed_shape(m: int, k: int, n: int, device: str) -> tuple[int, int, int]:
+    """The shape the probe times for a product of (m × k) by (k × n): at most PROBE_ROWS rows
+    and PROBE_COLS columns (beyond them the rate no longer changes much)."""
+    return min(m, PROBE_ROWS[device]), k, min(n, PROBE_COLS[device])
+
+
+def probe_gemm(m: int, k: int, n: int, dtype: torch.dtype, device: str) -> float:
+    """FLOP/s of (m × k) @ (k × n) as given. With few rows the (k × n) operand is streamed, so the
+    probe cycles through enough distinct copies of it to exceed COLD_BYTES: cold in cache, as the
+    weights of a model larger than the cache are."""
+    b = dtype.itemsize
+    cold = m < COMPUTE_ROWS  # few rows: the product streams its weights, which must come from DRAM
+    copies = max(1, min(64, math.ceil(COLD_BYTES[device] / (k * n * b)))) if cold else 1
+    x = torch.randn(m, k, device=device, dtype=dtype)
+    ws = [torch.randn(k, n, device=device, dtype=dtype) for _ in range(copies)]
+    out = torch.empty(m, n, device=device, dtype=dtype)
+
+    def run() -> None:
+        for w in ws:
+            torch.matmul(x, w, out=out)
+
+    return 2.0 * m * k * n * copies / _best_s(run, device)
+
+
+def probe_stream(device: str, dtype: torch.dtype) -> float:
+    """Bytes/s of the faster of a streaming read (a sum) and a copy (2 × bytes moved)."""
+    n = STREAM_BYTES[device] // dtype.itemsize
+    src = torch.randn(n, device=device, dtype=dtype)
+    dst = torch.empty_like(src)
+    nbytes = src.numel() * src.element_size()
+    read = nbytes / _best_s(lambda: src.sum(), device)
+    copy = 2 * nbytes / _best_s(lambda: dst.copy_(src), device)
+    return max(read, copy)
+
+
+def probe_attention(
+    shape: ModelShape, call: AttentionCall, batch: int, dtype: torch.dtype, device: str
+) -> float:
+    """Seconds of one attention kernel call at this layer kind's shape (q, and the cache's K, V)."""
+    h, kv_h, dh = shape.n_heads, shape.n_kv_heads, shape.head_dim
+    q = torch.randn(batch, h, call.q_len, dh, device=device, dtype=dtype)
+    k, v = (torch.randn(batch, kv_h, call.kv_len, dh, device=device, dtype=dtype) for _ in range(2))
+    keys = ATTENTION_KEYS[call.kind](shape, call.q_len, call.kv_len)
+    return _best_s(lambda: attend(q, k, v, keys), device)
+
+
+def probe_device(plan: Plan, request: VerifyRequest, device: str, phases: tuple[PhaseCounts, ...]) -> Probe:
+    """Probe every product shape and attention call of ``phases`` and the device's peaks, before
+    any layer is built."""
+    start = time.perf_counter()
+    dtype = DTYPES[request.dtype]
+    probe = Probe(device, request.dtype)
+    peak_n = PEAK_N[device]
+    rates = [probe_gemm(peak_n, peak_n, peak_n, dtype, device)]
+    timed: dict[tuple[int, int, int], float] = {}
+    for phase in phases:
+        for g in phase.gemms:
+            shape = probed_shape(*g.probe_shape, device)
+            if shape not in timed:
+                timed[shape] = probe_gemm(*shape, dtype, device)
+            probe.gemm_flop_per_s[g.probe_shape] = timed[shape]
+        for call in phase.attention:
+            key = (call.kind, call.q_len, call.kv_len)
+            if key not in probe.attention_s:
+                probe.attention_s[key] = probe_attention(plan.shape, call, request.batch, dtype, device)
+    probe.matmul_flop_per_s = max([*rates, *timed.values()])
+    # a product with few rows streams its weights: its bytes / time is a bandwidth the roofline must allow
+    b = DTYPE_BYTES[request.dtype]
+    streamed = [r / (2 * m) * b for (m, _, _), r in timed.items()]
+    probe.bandwidth_bytes_per_s = max([probe_stream(device, dtype), *streamed])
+    probe.seconds = time.perf_counter() - start
+    return probe
+
+
+# -- Bound and estimate: counts × probe, never the model's own timing ------------------------
+def bound_ms(counts: PhaseCounts, probe: Probe) -> float:
+    """max(FLOPs / peak matmul rate, bytes / peak bandwidth): the roofline at this device's peaks."""
+    return 1e3 * max(counts.flops / probe.matmul_flop_per_s, counts.bytes / probe.bandwidth_bytes_per_s)
+
+
+def estimate_ms(counts: PhaseCounts, probe: Probe) -> float:
+    """Σ products 2mkn / rate(m, k, n) + Σ attention calls' probed time (see the module docstring)."""
+    gemm_s = sum(g.flops / probe.gemm_flop_per_s[g.probe_shape] for g in counts.gemms)
+    attn_s = sum(c.count * probe.attention_s[(c.kind, c.q_len, c.kv_len)] for c in counts.attention)
+    return 1e3 * (gemm_s + attn_s)

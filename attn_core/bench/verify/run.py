@@ -1,0 +1,144 @@
+"""The run and the result: the built layers timed (prefills, decode steps), each phase's counts,
+bound, estimate and measurement, and `verify`, which does it all, one check at a time."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+import torch
+
+from attn_core.bench.records import DTYPES
+from attn_core.bench.verify.counts import PhaseCounts, decode_counts, prefill_counts
+from attn_core.bench.verify.layers import Layers, build_layers
+from attn_core.bench.verify.plan import Plan, VerifyRequest, plan_build, select_device
+from attn_core.bench.verify.probe import Probe, bound_ms, clock, estimate_ms, probe_device, time_call
+from attn_core.cost.dtypes import DTYPE_BYTES
+from attn_core.cost.shapes import ModelShape
+
+PREFILL_REPEATS = 2  # the first run also warms the allocator and the thread pool
+
+
+def _ms(runs: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    return [(1e3 * c, 1e3 * w) for c, w in runs]
+
+
+def measure(layers: Layers, request: VerifyRequest, device: str) -> tuple[list, list]:
+    """([(ms, wall ms)] of PREFILL_REPEATS prefills, [(ms, wall ms)] of each decode step), ms on
+    ``clock(device)``."""
+    d, dtype = layers.blocks[0].norms[0].weight.shape[0], DTYPES[request.dtype]
+    B, T = request.batch, request.seq_len
+    with torch.random.fork_rng(devices=[]), torch.inference_mode():
+        torch.manual_seed(1)
+        x = torch.randn(B, T, d, dtype=dtype, device=device)
+        steps = torch.randn(request.decode_steps, B, 1, d, dtype=dtype, device=device)
+        prefill = [time_call(lambda: layers(x, 0), device) for _ in range(PREFILL_REPEATS)]
+        decode = [time_call(lambda i=i: layers(steps[i], T + i), device) for i in range(request.decode_steps)]
+    return _ms(prefill), _ms(decode)
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    """One phase: the cost model's counts, the bound, the calibrated estimate, the measurement."""
+
+    counts: PhaseCounts
+    bound_ms: float
+    estimate_ms: float
+    measured_ms: float  # on the run's clock (see `clock`)
+    measured_wall_ms: float  # the same run's wall time
+
+    @property
+    def error_pct(self) -> float:
+        """(estimate − measured) / measured × 100: positive when the estimate is too slow."""
+        return 100.0 * (self.estimate_ms - self.measured_ms) / self.measured_ms
+
+    def to_json(self) -> dict:
+        c = self.counts
+        return {"flops": c.flops, "bytes": c.bytes, "bound_ms": self.bound_ms, "estimate_ms": self.estimate_ms,
+                "measured_ms": self.measured_ms, "measured_wall_ms": self.measured_wall_ms, "error_pct": self.error_pct, "bytes_expected": c.bytes_expected}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """A whole check: what was built, the probe, and the two phases."""
+
+    model: str
+    device: str  # "cpu" or "cuda"
+    device_name: str
+    dtype: str
+    clock: str  # "thread CPU time" (a CPU on one thread) or "wall"
+    request: VerifyRequest
+    plan: Plan
+    probe: Probe
+    prefill: PhaseResult
+    decode_step: PhaseResult
+    decode_context: int  # tokens cached at the decode step counted (the middle step)
+    decode_ms_each: tuple[float, ...]
+    load_average: tuple[float | None, float | None]  # before, after
+    seconds: float
+
+    def to_json(self) -> dict:
+        r, p = self.request, self.plan
+        return {
+            "model": self.model, "device": self.device, "device_name": self.device_name, "dtype": self.dtype, "clock": self.clock,
+            "threads": torch.get_num_threads() if self.device == "cpu" else None,
+            "layers_built": p.layers_built, "model_layers": p.model_layers,
+            "experts_built": p.experts_built, "model_experts": p.model_experts,
+            "weight_bytes_built": p.weight_bytes, "cache_bytes": p.cache_bytes, "memory_cap_bytes": r.memory_bytes,
+            "seq_len": r.seq_len, "batch": r.batch, "decode_steps": r.decode_steps, "decode_context": self.decode_context,
+            "probe": self.probe.to_json(), "prefill": self.prefill.to_json(), "decode_step": self.decode_step.to_json(),
+            "decode_ms_each": list(self.decode_ms_each), "notes": list(p.notes),
+            "load_average": list(self.load_average), "seconds": self.seconds,
+        }  # fmt: skip
+
+
+_RUN_LOCK = threading.Lock()  # one check at a time on this machine: each one uses every core
+
+
+class VerifyBusy(RuntimeError):
+    """Another check holds the machine."""
+
+
+def device_name(device: str) -> str:
+    if device == "cuda":
+        return torch.cuda.get_device_name(0)
+    from attn_core.bench.device import _cpu_name
+
+    return f"{_cpu_name()}, {torch.get_num_threads()} threads"
+
+
+def verify(shape: ModelShape, request: VerifyRequest, wait: bool = True) -> VerifyResult:
+    """Plan, count, probe, build, run: see the module docstring. VerifyError for what cannot be
+    built; VerifyBusy when ``wait`` is False and another check is running."""
+    from attn_core.bench.device import load_average
+
+    if not _RUN_LOCK.acquire(blocking=wait):
+        raise VerifyBusy("another check is running on this machine; try again when it ends")
+    threads = torch.get_num_threads()
+    try:
+        start, load_before = time.perf_counter(), load_average()
+        device = select_device(request.device)
+        if device == "cpu" and request.threads is not None:
+            torch.set_num_threads(request.threads)
+        plan = plan_build(shape, request)
+        b = DTYPE_BYTES[request.dtype]
+        context = request.seq_len + (request.decode_steps - 1) // 2
+        counts = (prefill_counts(plan.shape, request.seq_len, request.batch, b),
+                  decode_counts(plan.shape, context, request.batch, b))  # fmt: skip
+        probe = probe_device(plan, request, device, counts)  # before any layer exists
+        layers = build_layers(plan, request, device)
+        prefill, decode = measure(layers, request, device)
+        del layers
+        phases = [PhaseResult(c, bound_ms(c, probe), estimate_ms(c, probe), *min(runs))
+                  for c, runs in zip(counts, (prefill, decode), strict=True)]  # fmt: skip
+        return VerifyResult(
+            model=shape.name, device=device, device_name=device_name(device), dtype=request.dtype,
+            clock="thread CPU time" if clock(device) is time.thread_time else "wall",
+            request=request, plan=plan, probe=probe, prefill=phases[0], decode_step=phases[1],
+            decode_context=context, decode_ms_each=tuple(ms for ms, _ in decode),
+            load_average=(load_before, load_average()), seconds=time.perf_counter() - start,
+        )  # fmt: skip
+    finally:
+        torch.set_num_threads(threads)
+        _RUN_LOCK.release()
