@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from attn_core.cost.cli import UsageError, _bounded_int, _fail, _load_shape, _Parser, _positive_float
+from attn_core.cost.cli import Parser, UsageError, bounded_int, fail, load_shape, positive_float
 from attn_core.cost.shapes import ConfigError, list_presets
 from attn_core.cost.units import format_bytes_binary, format_flops, format_rate, format_seconds
 
@@ -34,23 +34,23 @@ MAX_DECODE_STEPS = 4_096
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m attn_core verify",
+    p = Parser(prog="python -m attn_core verify",
                 description="Build a model's layers with random weights, run a prefill and decode steps, "
                 "and compare the time with the cost model's bound and calibrated estimate.")  # fmt: skip
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--model", help=f"preset name: {', '.join(list_presets())}")
     source.add_argument("--config", type=Path, help="path to a Hugging Face config.json")
-    p.add_argument("--layers", type=_bounded_int(1, MAX_LAYERS), default=None,
+    p.add_argument("--layers", type=bounded_int(1, MAX_LAYERS), default=None,
                    help="layers to build (default: as many as fit --memory-gib)")  # fmt: skip
-    p.add_argument("--seq-len", type=_bounded_int(1, MAX_SEQ_LEN), default=DEFAULT_SEQ_LEN, help="prompt T")
-    p.add_argument("--batch", type=_bounded_int(1, MAX_BATCH), default=1, help="sequences B")
-    p.add_argument("--decode-steps", type=_bounded_int(1, MAX_DECODE_STEPS), default=DEFAULT_DECODE_STEPS,
+    p.add_argument("--seq-len", type=bounded_int(1, MAX_SEQ_LEN), default=DEFAULT_SEQ_LEN, help="prompt T")
+    p.add_argument("--batch", type=bounded_int(1, MAX_BATCH), default=1, help="sequences B")
+    p.add_argument("--decode-steps", type=bounded_int(1, MAX_DECODE_STEPS), default=DEFAULT_DECODE_STEPS,
                    help="decode steps M")  # fmt: skip
     p.add_argument("--dtype", choices=DTYPES, default="fp32", help="weights, activations and cache")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: CUDA if present")
-    p.add_argument("--memory-gib", type=_positive_float("--memory-gib"), default=DEFAULT_MEMORY_GIB,
+    p.add_argument("--memory-gib", type=positive_float("--memory-gib"), default=DEFAULT_MEMORY_GIB,
                    help="cap on the built weights + KV cache, GiB")  # fmt: skip
-    p.add_argument("--threads", type=_bounded_int(0, 1024), default=1,
+    p.add_argument("--threads", type=bounded_int(0, 1024), default=1,
                    help="CPU threads (default 1: timed on its own CPU time; 0: torch's default, wall time)")  # fmt: skip
     p.add_argument("--json", type=Path, default=None, help="write the result here as JSON")
     return p
@@ -98,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = None
     try:
         args = build_parser().parse_args(argv)
-        shape = _load_shape(args)
+        shape = load_shape(args)
         from attn_core.bench import verify  # torch: only once the arguments are fine
 
         request = verify.VerifyRequest(
@@ -110,10 +110,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         verify.plan_build(shape, request)  # refuse what cannot be built before probing anything
         result = verify.verify(shape, request)
     except (UsageError, ConfigError, ValueError) as exc:  # VerifyError is a ValueError
-        return _fail(str(exc))
+        return fail(str(exc))
     except (RuntimeError, MemoryError) as exc:  # the run itself failed (out of memory, a kernel refused)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return _fail(f"the run failed ({exc.__class__.__name__}: {first[:200]})")
+        return fail(f"the run failed ({exc.__class__.__name__}: {first[:200]})")
     if args.json is not None:
         args.json.write_text(json.dumps(result.to_json(), indent=1))
     print(format_result(result))

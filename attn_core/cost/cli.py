@@ -49,14 +49,16 @@ class UsageError(Exception):
     """A bad argument or config: reported as one line, exit status 2."""
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     """argparse, but errors are one line (no usage dump) and exit 2."""
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
 
 
-def _bounded_int(lo: int, hi: int):
+def bounded_int(lo: int, hi: int):
+    """An argparse type: a whole number from lo to hi, else one line naming the range."""
+
     def parse(text: str) -> int:
         try:
             value = int(text.replace(",", "").replace("_", ""))
@@ -69,7 +71,9 @@ def _bounded_int(lo: int, hi: int):
     return parse
 
 
-def _positive_float(flag: str):
+def positive_float(flag: str):
+    """An argparse type: a finite number above 0 for ``flag``, else one line."""
+
     def parse(text: str) -> float:
         try:
             value = float(text.replace(",", "").replace("_", ""))
@@ -83,15 +87,15 @@ def _positive_float(flag: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m attn_core", description="Attention Lab command line.")
+    parser = Parser(prog="python -m attn_core", description="Attention Lab command line.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{cost,models,gpus}")
 
     cost = sub.add_parser("cost", help="FLOPs, memory, KV cache, serving budget for one model")
     source = cost.add_mutually_exclusive_group(required=True)
     source.add_argument("--model", help=f"preset name: {', '.join(list_presets())}")
     source.add_argument("--config", type=Path, help="path to a Hugging Face config.json")
-    cost.add_argument("--seq-len", type=_bounded_int(1, MAX_SEQ_LEN), required=True, help="tokens T")
-    cost.add_argument("--batch", type=_bounded_int(1, MAX_BATCH), default=1, help="sequences B")
+    cost.add_argument("--seq-len", type=bounded_int(1, MAX_SEQ_LEN), required=True, help="tokens T")
+    cost.add_argument("--batch", type=bounded_int(1, MAX_BATCH), default=1, help="sequences B")
     cost.add_argument(
         "--dtype", choices=list(DTYPE_BYTES), default="fp16", help="weights, activations, cache"
     )
@@ -104,11 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--gpu", choices=list_gpus(), help="add serving capacity and time bounds")
     for flag, what in (("--gpu-mem-gib", "memory, GiB"), ("--gpu-tflops", "dense TFLOP/s"),
                        ("--gpu-bandwidth-gbs", "bandwidth, GB/s")):  # fmt: skip
-        cost.add_argument(flag, type=_positive_float(flag), help=f"your own GPU: {what} (all three)")
-    cost.add_argument("--n-gpus", type=_bounded_int(1, MAX_GPUS), default=1, help="GPUs, tensor-parallel")
-    cost.add_argument("--prompt-len", type=_bounded_int(1, MAX_SEQ_LEN), help="prompt P (default: T)")
-    cost.add_argument("--gen-len", type=_bounded_int(0, MAX_GEN_LEN), default=0, help="tokens generated N")
-    cost.add_argument("--efficiency", type=_positive_float("--efficiency"), default=1.0,
+        cost.add_argument(flag, type=positive_float(flag), help=f"your own GPU: {what} (all three)")
+    cost.add_argument("--n-gpus", type=bounded_int(1, MAX_GPUS), default=1, help="GPUs, tensor-parallel")
+    cost.add_argument("--prompt-len", type=bounded_int(1, MAX_SEQ_LEN), help="prompt P (default: T)")
+    cost.add_argument("--gen-len", type=bounded_int(0, MAX_GEN_LEN), default=0, help="tokens generated N")
+    cost.add_argument("--efficiency", type=positive_float("--efficiency"), default=1.0,
                       help="achieved fraction of peak (default 1.0: the bounds)")  # fmt: skip
     cost.add_argument("--json", action="store_true", help="one JSON object instead of a table")
 
@@ -119,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load_shape(args: argparse.Namespace) -> ModelShape:
+def load_shape(args: argparse.Namespace) -> ModelShape:
+    """The shape ``--model`` names or ``--config`` holds; UsageError (one line) otherwise."""
     if args.model is not None:
         return load_preset(args.model)
     path: Path = args.config
@@ -342,7 +347,7 @@ def _run(args: argparse.Namespace) -> str:
             f"{format_rate(g.bandwidth_bytes_per_s, 'B/s', prefix='G')}, {format_rate(g.bf16_flops_per_s, 'FLOP/s')}"
             for g in gpus
         )
-    shape = _load_shape(args)
+    shape = load_shape(args)
     gpu = _gpu(args)
     if args.n_gpus != 1 and gpu is None:
         raise UsageError("--n-gpus needs --gpu")
@@ -361,15 +366,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         text = _run(args)
     except (UsageError, ConfigError, ValueError) as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     except Exception as exc:  # an unexpected failure on a valid-looking config: one line, exit 2
         where = f"--config {args.config}: " if getattr(args, "config", None) else ""
-        return _fail(f"{where}cannot size it ({exc.__class__.__name__})")
+        return fail(f"{where}cannot size it ({exc.__class__.__name__})")
     print(text)
     return 0
 
 
-def _fail(message: str) -> int:
+def fail(message: str) -> int:
     """Print one line to stderr (whatever a file name or config holds) and return status 2."""
     line = " ".join(message.split()).encode("utf-8", "replace").decode("utf-8")
     print(f"python -m attn_core: error: {line}", file=sys.stderr)
