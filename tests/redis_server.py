@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from harness.ports import free_port  # benchmarks/harness/ (tests/conftest.py puts it on sys.path)
+from harness.ports import free_port  # benchmarks/harness/ (pytest's pythonpath)
 
 
 class RedisServer:
