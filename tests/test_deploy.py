@@ -36,14 +36,17 @@ NGINX = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/sbin")
 NO_NGINX = "nginx is not installed (`make serve` installs Debian's nginx; `apt-get install nginx`)"
 
 
-def wait_until_closed(port: int, limit_s: float = 20.0) -> None:
-    """Return once nothing accepts connections on ``port`` (a killed server is gone), or after
-    ``limit_s``; the assertions that follow then say what went wrong."""
+def wait_until_dead(pid: int, limit_s: float = 20.0) -> None:
+    """Return once ``pid`` has exited (gone, or a zombie: either way its sockets are closed), or
+    after ``limit_s``; the assertions that follow then say what went wrong. A closed port is not
+    proof: on a loaded machine a connect can time out while the process still serves."""
     deadline = time.monotonic() + limit_s
+    status = Path(f"/proc/{pid}/status")
     while time.monotonic() < deadline:
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-        except OSError:
+            if "\nState:\tZ" in status.read_text():
+                return
+        except OSError:  # gone
             return
         time.sleep(0.05)
 
@@ -249,7 +252,7 @@ def test_two_replicas_behind_nginx_sticky_websocket_and_failover(tmp_path):
         (victim,) = served_by["127.0.0.5"]
         victim_port = int(victim.rsplit(":", 1)[1])
         os.kill(pids[victim_port], signal.SIGKILL)
-        wait_until_closed(victim_port)  # a loaded machine may take a while to tear the process down
+        wait_until_dead(pids[victim_port])  # a loaded machine may take a while to tear the process down
         assert get(proxy, "/_stcore/health", "127.0.0.5") == (200, b"ok")
         # The health check's own line: the websocket opened above is logged when it closes, which
         # the kill may make happen after the health check.
