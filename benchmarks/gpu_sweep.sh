@@ -3,7 +3,8 @@
 # (that machine has torch 2.11 and Triton 3.6). Writes $OUT/gpu-results.json ({"meta", "records"})
 # within ~5 minutes and prints one line per record; then the cost model's check (`verify`) on a
 # dense GQA model and a mixture of experts at their real layer shapes, $OUT/verify-<model>.json.
-# Then commit $OUT/gpu-results.json as assets/bench/gpu-results-<device>-<date>.json: the Kernels page shows it beside the live CPU run.
+# Then commit $OUT/gpu-results.json as assets/bench/gpu-results-<device>-<date>.json: the Kernels
+# page shows it beside the live CPU run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/gpu-bench}"
