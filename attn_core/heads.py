@@ -14,7 +14,12 @@ score means the same thing on both pages.
 - sink share: mean of P[t, 0] over t ≥ 1 (card 18; row 0 is excluded, where the causal mask
   forces all weight onto token 0 and says nothing about what the head learned);
 - entropy: mean of H = −Σ p ln p (nats) over rows t ≥ 1 (card 17's one-hot end is H = 0);
-- rank-1 distance of the residual stream: ‖X − 1x̄ᵀ‖_F / ‖X‖_F (card 17's r, made scale-free).
+- rank-1 distance of the residual stream: ‖X − 1x̄ᵀ‖_F / ‖X‖_F (card 17's r, made scale-free);
+- where a head looks, on a square causal pattern (query t and key j are positions): mean
+  attention distance Σ_j P[t, j](t − j), the share inside a local band of w tokens (t − j < w),
+  the mass by distance in log₂ bins, each over rows t ≥ 1; and the per-row values behind every
+  score (``row_*``), binned by query position (``position_profile``) to show *where* in the
+  sequence a head does its job (a head can read t − 1 early on and stop later).
 
 A pattern of one position (T = 1) has only row 0; the sink share and entropy then read that row
 (share 1, entropy 0) instead of averaging over no rows. torch only.
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import pairwise
 
 import torch
 
@@ -94,3 +100,75 @@ def head_metrics(P: torch.Tensor, period: int | None = None) -> HeadMetrics:
         entropy=mean_entropy(P),
         induction=None if period is None else induction_score(P, period),
     )
+
+
+# --------------------------------------------------------------------- per row, and where it looks
+
+
+def row_sink(P: torch.Tensor) -> torch.Tensor:
+    """P[t, 0] for every row t. [..., q, k] → [..., q]"""
+    return P[..., 0]
+
+
+def row_previous(P: torch.Tensor) -> torch.Tensor:
+    """P[t, t − 1] for every row t (0 for row 0, which has no previous token). [..., q, k] → [..., q]"""
+    return torch.nn.functional.pad(P.diagonal(offset=-1, dim1=-2, dim2=-1), (1, 0))
+
+
+def distances(T: int) -> torch.Tensor:
+    """[T, T] of t − j (query t, key j): how far back key j lies; negative above the diagonal."""
+    t = torch.arange(T)
+    return t[:, None] - t[None, :]
+
+
+def row_distance(P: torch.Tensor) -> torch.Tensor:
+    """Σ_j P[t, j](t − j): how far back row t reads on average (tokens). [..., T, T] → [..., T]"""
+    return (P * distances(P.shape[-1]).to(P.dtype)).sum(-1)
+
+
+def row_local(P: torch.Tensor, band: int) -> torch.Tensor:
+    """Σ_{0 ≤ t − j < band} P[t, j]: row t's weight on its last ``band`` tokens. [..., T, T] → [..., T]"""
+    dist = distances(P.shape[-1])
+    return (P * ((dist >= 0) & (dist < band)).to(P.dtype)).sum(-1)
+
+
+def mean_distance(P: torch.Tensor) -> torch.Tensor:
+    """mean over t ≥ 1 of Σ_j P[t, j](t − j) (tokens): 1 for a previous-token head, t for a sink."""
+    return row_distance(P)[..., 1:].mean(-1)
+
+
+def local_share(P: torch.Tensor, band: int) -> torch.Tensor:
+    """mean over t ≥ 1 of the weight on keys t − band + 1 … t. [..., T, T] → [...]"""
+    return row_local(P, band)[..., 1:].mean(-1)
+
+
+def distance_edges(T: int) -> list[int]:
+    """Log₂ bins of t − j over 0 … T − 1: [0, 1, 2, 4, 8, …, T]; bin b is [edge_b, edge_{b+1}):
+    the token itself, t − 1, 2–3 back, 4–7 back, …"""
+    edges = [0, 1]
+    while edges[-1] < T:
+        edges.append(min(2 * edges[-1], T))
+    return edges if T > 1 else [0, 1]
+
+
+def distance_mass(P: torch.Tensor, edges: list[int]) -> torch.Tensor:
+    """Mass at each distance bin [edge_b, edge_{b+1}), summed over rows t ≥ 1 and divided by
+    their number T − 1, so the bins sum to 1. [..., T, T] → [..., len(edges) − 1]"""
+    dist = distances(P.shape[-1])[1:]  # rows t ≥ 1
+    rows = P[..., 1:, :]
+    mass = [(rows * ((dist >= lo) & (dist < hi)).to(P.dtype)).sum((-2, -1)) for lo, hi in pairwise(edges)]
+    return torch.stack(mass, -1) / max(P.shape[-2] - 1, 1)
+
+
+def position_edges(T: int, bins: int) -> list[int]:
+    """Query rows 1 … T − 1 cut into at most ``bins`` runs of equal width (the last may be
+    shorter): [1, 1 + w, 1 + 2w, …, T] with w = ⌈(T − 1) / bins⌉."""
+    width = max(1, -(-(T - 1) // max(bins, 1)))
+    return [*range(1, T, width), T] if T > 1 else [0, 1]
+
+
+def position_profile(values: torch.Tensor, edges: list[int]) -> torch.Tensor:
+    """The mean of a per-row value over each run of rows [edge_b, edge_{b+1}). [..., T] → [..., bins]"""
+    c = torch.nn.functional.pad(values.to(torch.float64).cumsum(-1), (1, 0))  # c[t] = Σ_{u < t}
+    lo, hi = torch.tensor(edges[:-1]), torch.tensor(edges[1:])
+    return (c[..., hi] - c[..., lo]) / (hi - lo).to(torch.float64)

@@ -6,6 +6,10 @@
   scale, causal mask, GQA grouping and sliding window) and compare them with the model's own
   probabilities; per layer: sink share, entropy, the residual stream's distance from rank 1
   (the head metrics of ``attn_core.heads``, shared with the trained model's page).
+- ``qk_capture``: for long inputs, every layer's q and k (after rotary, KV heads not repeated,
+  scale, sliding window) while the layers run fused SDPA: no L × L per layer is kept, for the
+  tile maps of ``attn_core.tile_maps``.
+- ``demo``: the seeded random Mistral-style demo model, at any number of rotary positions.
 
 ``transformers`` is imported only inside the functions that need it, so importing this package
 costs nothing. Mask convention: True = may attend.

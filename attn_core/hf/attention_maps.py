@@ -18,6 +18,8 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,21 +152,24 @@ def is_folder(path: Path) -> bool:
         return False
 
 
-def parse_ids(text: str, vocab_size: int, max_len: int = MAX_TOKENS) -> torch.Tensor:
+def parse_ids(text: str, vocab_size: int, max_len: int = MAX_TOKENS, cap: int = MAX_TOKENS) -> torch.Tensor:
     """Comma- or space-separated token ids → (1, T); ValueError naming the problem."""
     parts = text.replace(",", " ").split()
     try:
         ids = [int(p) for p in parts]
     except ValueError as exc:
         raise ValueError("token ids must be whole numbers separated by commas or spaces") from exc
-    return check_ids(ids, vocab_size, max_len)
+    return check_ids(ids, vocab_size, max_len, cap)
 
 
-def check_ids(ids: list[int], vocab_size: int, max_len: int = MAX_TOKENS) -> torch.Tensor:
-    """(1, T) ids, 1 ≤ T ≤ min(max_len, MAX_TOKENS), every id in the vocabulary; else ValueError."""
-    limit = min(max_len, MAX_TOKENS)
+def check_ids(
+    ids: list[int], vocab_size: int, max_len: int = MAX_TOKENS, cap: int = MAX_TOKENS
+) -> torch.Tensor:
+    """(1, T) ids, 1 ≤ T ≤ min(max_len, cap), every id in the vocabulary; else ValueError. ``cap``:
+    the page's token cap (MAX_TOKENS here; the long-sequence views pass theirs)."""
+    limit = min(max_len, cap)
     if not 1 <= len(ids) <= limit:
-        why = "this page's cap" if limit == MAX_TOKENS else "the model's positions"
+        why = "this page's cap" if limit == cap else "the model's positions"
         raise ValueError(f"{len(ids)} tokens: give 1…{limit} ({why})")
     if bad := [i for i in ids if not 0 <= i < vocab_size]:
         raise ValueError(f"token ids {bad[:5]} are outside the vocabulary 0…{vocab_size - 1}")
@@ -180,13 +185,28 @@ class LayerCapture:
     weights: torch.Tensor  # (1, Hq, T, T): the model's own eager probabilities
 
 
-def capture(model: torch.nn.Module, idx: torch.Tensor) -> tuple[list[LayerCapture], list[torch.Tensor]]:
-    """One forward with every layer's eager attention inputs and probabilities recorded; also the
-    hidden states (the residual stream before layer 0 and after every layer)."""
+@contextmanager
+def wrapped_attention(model: torch.nn.Module, wrap: Callable[[Callable], Callable]) -> Iterator[None]:
+    """While inside, every attention module of ``model`` calls ``wrap(eager_attention_forward)``
+    instead of its modeling file's ``eager_attention_forward`` (one capture at a time: a lock)."""
     modules = {type(m).__module__ for m in model.modules() if type(m).__name__.endswith("Attention")}
     targets = [sys.modules[name] for name in modules if hasattr(sys.modules[name], "eager_attention_forward")]
     if not targets:
         raise ValueError(f"{type(model).__name__} has no eager_attention_forward to capture")
+    with _CAPTURE_LOCK:
+        originals = {m: m.eager_attention_forward for m in targets}
+        try:
+            for m, f in originals.items():
+                m.eager_attention_forward = wrap(f)
+            yield
+        finally:
+            for m, f in originals.items():
+                m.eager_attention_forward = f
+
+
+def capture(model: torch.nn.Module, idx: torch.Tensor) -> tuple[list[LayerCapture], list[torch.Tensor]]:
+    """One forward with every layer's eager attention inputs and probabilities recorded; also the
+    hidden states (the residual stream before layer 0 and after every layer)."""
     records: list[LayerCapture] = []
 
     def wrap(original):
@@ -201,16 +221,8 @@ def capture(model: torch.nn.Module, idx: torch.Tensor) -> tuple[list[LayerCaptur
 
         return eager
 
-    with _CAPTURE_LOCK:
-        originals = {m: m.eager_attention_forward for m in targets}
-        try:
-            for m, f in originals.items():
-                m.eager_attention_forward = wrap(f)
-            with torch.no_grad():
-                out = model(idx, output_hidden_states=True, use_cache=False)
-        finally:
-            for m, f in originals.items():
-                m.eager_attention_forward = f
+    with wrapped_attention(model, wrap), torch.no_grad():
+        out = model(idx, output_hidden_states=True, use_cache=False)
     return records, list(out.hidden_states)
 
 
@@ -219,12 +231,18 @@ def allowed_mask(T: int, sliding_window: int | None) -> torch.Tensor:
     return sliding_window_mask(T, T, sliding_window) if sliding_window else causal_mask(T, T)
 
 
-def max_positions(config) -> int:
-    """The longest input the model's config allows (learned or rotary positions), capped."""
+def model_positions(config) -> int | None:
+    """The positions the model's config allows (learned or rotary); None when it names none."""
     for name in ("max_position_embeddings", "n_positions", "n_ctx"):
         if isinstance(getattr(config, name, None), int):
-            return min(getattr(config, name), MAX_TOKENS)
-    return MAX_TOKENS
+            return getattr(config, name)
+    return None
+
+
+def max_positions(config, cap: int = MAX_TOKENS) -> int:
+    """The longest input the model's config allows (learned or rotary positions), capped."""
+    positions = model_positions(config)
+    return cap if positions is None else min(positions, cap)
 
 
 def tolerance(c: LayerCapture) -> float:

@@ -12,6 +12,7 @@ OV = W_E W_V W_O W_U (what reading a token adds to each output logit).
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -25,6 +26,7 @@ from attn_core.heads import previous_token_score as previous_token_score
 from attn_core.heads import sink_share as sink_share
 from attn_core.masks import causal_mask
 from attn_core.oracle import attention_map_tolerance
+from attn_core.tile_maps import LayerQK
 from attn_core.trained.memo import per_model
 from attn_core.trained.model import TinyTransformer, Trace
 from attn_core.trained.tasks import TASKS, TaskId, repeated
@@ -66,6 +68,44 @@ def run_trace(model: TinyTransformer, idx: torch.Tensor) -> Trace:
     model.eval()
     _, trace = model(idx, trace=True)
     return trace
+
+
+class _Enough(Exception):
+    """Raised from a hook once the layers asked for are recorded: the rest is not run."""
+
+
+@torch.no_grad()
+def capture_qk(model: TinyTransformer, idx: torch.Tensor, layers: int | None = None) -> list[LayerQK]:
+    """Layers 0 … ``layers`` − 1 (all by default) of the forward on idx (1, T): per layer q and k
+    (n_head, T, head_size) read off the c_attn projection, the scale 1/√head_size, causal and
+    no window — the capture record of ``attn_core.tile_maps``, as the Hugging Face path hands
+    it. The model's own attention still forms its (n_head, T, T) weights inside each layer, but
+    T ≤ block_size ≤ ``MAX_BLOCK`` keeps them small and none is kept."""
+    if idx.ndim != 2 or idx.shape[0] != 1:
+        raise ValueError(f"one sequence of token ids (1, T), got {tuple(idx.shape)}")
+    cfg, records = model.config, []
+    wanted = cfg.n_layer if layers is None else layers
+
+    def record(_module, _inputs, qkv):  # qkv (1, T, 3C) = q | k | v
+        if threading.get_ident() != owner:
+            return  # another session's forward through the same shared model
+        q, k, _ = qkv[0].split(cfg.n_embd, dim=-1)  # (T, C) each
+        heads = lambda x: x.view(-1, cfg.n_head, cfg.head_size).transpose(0, 1).contiguous()  # noqa: E731
+        records.append(LayerQK(heads(q), heads(k), cfg.head_size**-0.5, None))  # (nh, T, hs)
+        if len(records) >= wanted:
+            raise _Enough
+
+    owner = threading.get_ident()
+    model.eval()
+    hooks = [block.attn.c_attn.register_forward_hook(record) for block in model.h]
+    try:
+        model(idx)
+    except _Enough:
+        pass
+    finally:
+        for h in hooks:
+            h.remove()
+    return records
 
 
 def stack_weights(trace: Trace) -> torch.Tensor:

@@ -18,13 +18,13 @@ from attn_core.hf import attention_maps as hf
 from attn_core.hf.attention_maps import LOAD_CAP_S as LOAD_CAP_S  # re-exported for the page
 from attn_core.hf.attention_maps import MAX_PARAMS as MAX_PARAMS
 from attn_core.hf.attention_maps import MAX_TOKENS as MAX_TOKENS
+from attn_core.hf.demo import build_demo
 
 DEMO = "demo"
 DEMO_LABEL = "a tiny random Mistral-style model built here (GQA 4:2, rotary, sliding window 8)"
 DEMO_TEXT = "3 14 15 92 65 35 89 79 32 38 46 26 43 38 32 79"
 COST_PASTE_MAX = 4000  # the Cost calculator's paste box holds at most this many characters
 _LOCK = threading.Lock()  # one new load at a time on the server: loads are the expensive part
-_DEMO_LOCK = threading.Lock()
 
 
 MODEL_DIRS_ENV = "ATTN_LAB_MODEL_DIRS"  # os.pathsep-separated folders a visitor may load from
@@ -93,20 +93,8 @@ def load(source: str) -> hf.Loaded:
 
 @cache
 def _demo() -> hf.Loaded:
-    """A seeded random Mistral-style model: 2 layers, 4 query heads sharing 2 KV heads, rotary
-    positions, a sliding window of 8 tokens; weights N(0, 0.3²) so that its maps are not flat."""
-    import transformers
-
-    config = transformers.MistralConfig(
-        vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, sliding_window=8, initializer_range=0.3, max_position_embeddings=hf.MAX_TOKENS,
-        attn_implementation="eager",
-    )  # fmt: skip
-    # transformers draws from the global generator: seed a private fork, one builder at a time
-    with _DEMO_LOCK, torch.random.fork_rng():
-        torch.manual_seed(0)
-        model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
-    return hf.Loaded(model, None, DEMO_LABEL, sum(p.numel() for p in model.parameters()), 0.0, False)
+    """The seeded random Mistral-style model of ``attn_core.hf.demo`` with this page's positions."""
+    return build_demo(hf.MAX_TOKENS, DEMO_LABEL)
 
 
 @dataclass(frozen=True)
