@@ -284,14 +284,9 @@ def tile_maps(
     )
 
 
-def region(
-    c: LayerQK, lse: torch.Tensor, head: int, rows: tuple[int, int], cols: tuple[int, int]
-) -> torch.Tensor:
-    """The full-resolution weights P[t, j] of one head for t in rows[0] … rows[1] − 1 and j in
-    cols[0] … cols[1] − 1: e^{s_tj − lse_t} from the rows' lse (``TileMaps.lse``), 0 where the
-    mask (causal, and the window) forbids; only that rectangle's scores are formed. At most
-    ``MAX_REGION`` weights; ValueError naming the problem otherwise."""
-    Hq, L, _ = c.q.shape
+def check_region(Hq: int, L: int, head: int, rows: tuple[int, int], cols: tuple[int, int]) -> None:
+    """ValueError naming the problem unless 0 ≤ head < Hq, the rectangle lies within 0 … L − 1 and
+    holds at most ``MAX_REGION`` weights."""
     (r0, r1), (c0, c1) = rows, cols
     if not 0 <= head < Hq:
         raise ValueError(f"head {head} is outside 0…{Hq - 1}")
@@ -299,6 +294,18 @@ def region(
         raise ValueError(f"rows {r0}…{r1 - 1} and keys {c0}…{c1 - 1} must lie within 0…{L - 1}")
     if (r1 - r0) * (c1 - c0) > MAX_REGION:
         raise ValueError(f"{r1 - r0} × {c1 - c0} weights: a region holds at most {MAX_REGION:,}")
+
+
+def region(
+    c: LayerQK, lse: torch.Tensor, head: int, rows: tuple[int, int], cols: tuple[int, int]
+) -> torch.Tensor:
+    """The full-resolution weights P[t, j] of one head for t in rows[0] … rows[1] − 1 and j in
+    cols[0] … cols[1] − 1: e^{s_tj − lse_t} from the rows' lse (``TileMaps.lse``), 0 where the
+    mask (causal, and the window) forbids; only that rectangle's scores are formed, (R, C).
+    ``check_region``'s ValueError for a bad head or rectangle."""
+    Hq, L, _ = c.q.shape
+    check_region(Hq, L, head, rows, cols)
+    (r0, r1), (c0, c1) = rows, cols
     q = c.q[head, r0:r1].to(lse.dtype) * c.scale  # (R, d)
     k = c.k[head // c.group, c0:c1].to(lse.dtype)  # (C, d)
     allowed = allowed_tile(L, L, r0, r1, c0, c1, q.device, c.sliding_window)  # (R, C)

@@ -154,12 +154,15 @@ def is_folder(path: Path) -> bool:
 
 def parse_ids(text: str, vocab_size: int, max_len: int = MAX_TOKENS, cap: int = MAX_TOKENS) -> torch.Tensor:
     """Comma- or space-separated token ids → (1, T); ValueError naming the problem."""
-    parts = text.replace(",", " ").split()
+    return check_ids(read_ids(text), vocab_size, max_len, cap)
+
+
+def read_ids(text: str) -> list[int]:
+    """Comma- or space-separated whole numbers → a list (unchecked); ValueError otherwise."""
     try:
-        ids = [int(p) for p in parts]
+        return [int(p) for p in text.replace(",", " ").split()]
     except ValueError as exc:
         raise ValueError("token ids must be whole numbers separated by commas or spaces") from exc
-    return check_ids(ids, vocab_size, max_len, cap)
 
 
 def check_ids(

@@ -15,6 +15,7 @@ forward (per kind of mask), shared by every layer and head (64 MiB at 4,096 toke
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -30,16 +31,24 @@ class _Enough(Exception):
     """Raised inside the forward once the layers asked for are recorded: the rest is not run."""
 
 
-def capture_qk(model: torch.nn.Module, idx: torch.Tensor, layers: int | None = None) -> list[LayerQK]:
+def capture_qk(
+    model: torch.nn.Module,
+    idx: torch.Tensor,
+    layers: int | None = None,
+    on_layer: Callable[[int, LayerQK], None] | None = None,
+) -> list[LayerQK]:
     """One forward of the model's body on idx (1, L) recording layers 0 … ``layers`` − 1 (all by
     default): per layer q (Hq, L, d), k (Hkv, L, d) as compact float copies, the scale and the
-    sliding window. The layers' outputs are SDPA's under the model's mask, so later layers see
-    the same hidden states as the eager model up to float rounding. ValueError for a model whose
-    attention is not softmax(q kᵀ · scale) under a mask, or a batch of more than one sequence."""
+    sliding window. With ``on_layer``, each record is handed to it as its layer runs and not kept
+    (the list returned is empty): one layer's q and k at a time. The layers' outputs are SDPA's
+    under the model's mask, so later layers see the same hidden states as the eager model up to
+    float rounding. ValueError for a model whose attention is not softmax(q kᵀ · scale) under a
+    mask, or a batch of more than one sequence."""
     if idx.ndim != 2 or idx.shape[0] != 1:
         raise ValueError(f"one sequence of token ids (1, L), got {tuple(idx.shape)}")
     records: list[LayerQK] = []
-    wanted = layers if layers is not None else model.config.num_hidden_layers
+    wanted = min(layers or model.config.num_hidden_layers, model.config.num_hidden_layers)
+    seen = 0
 
     owner = threading.get_ident()
 
@@ -51,10 +60,14 @@ def capture_qk(model: torch.nn.Module, idx: torch.Tensor, layers: int | None = N
                 raise ValueError(f"{type(module).__name__} adds {bad[0]} to its scores: not plain attention")
             scale = kwargs.get("scaling")
             scale = float(scale if scale is not None else query.shape[-1] ** -0.5)
+            nonlocal seen
             window = kwargs.get("sliding_window")
-            records.append(
-                LayerQK(_compact(query[0]), _compact(key[0]), scale, int(window) if window else None)
-            )
+            record = LayerQK(_compact(query[0]), _compact(key[0]), scale, int(window) if window else None)
+            if on_layer is None:
+                records.append(record)
+            else:
+                on_layer(seen, record)
+            seen += 1
             group = query.shape[1] // key.shape[1]  # K, V repeated for the kernel only: O(L·d)
             out = F.scaled_dot_product_attention(
                 query,
@@ -64,7 +77,7 @@ def capture_qk(model: torch.nn.Module, idx: torch.Tensor, layers: int | None = N
                 scale=scale,
                 is_causal=attention_mask is None and query.shape[-2] > 1,
             )  # (1, Hq, L, d_v)
-            if len(records) >= wanted:
+            if seen >= wanted:
                 raise _Enough
             return out.transpose(1, 2).contiguous(), None
 
@@ -76,7 +89,7 @@ def capture_qk(model: torch.nn.Module, idx: torch.Tensor, layers: int | None = N
             body(input_ids=idx, use_cache=False)
     except _Enough:
         pass
-    if len(records) < min(wanted, model.config.num_hidden_layers):
+    if seen < wanted:
         raise ValueError(
             f"{type(model).__name__}'s attention did not run through eager_attention_forward: "
             "load it with attn_implementation='eager'"

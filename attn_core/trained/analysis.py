@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -75,24 +76,33 @@ class _Enough(Exception):
 
 
 @torch.no_grad()
-def capture_qk(model: TinyTransformer, idx: torch.Tensor, layers: int | None = None) -> list[LayerQK]:
+def capture_qk(
+    model: TinyTransformer,
+    idx: torch.Tensor,
+    layers: int | None = None,
+    on_layer: Callable[[int, LayerQK], None] | None = None,
+) -> list[LayerQK]:
     """Layers 0 … ``layers`` − 1 (all by default) of the forward on idx (1, T): per layer q and k
     (n_head, T, head_size) read off the c_attn projection, the scale 1/√head_size, causal and
-    no window — the capture record of ``attn_core.tile_maps``, as the Hugging Face path hands
-    it. The model's own attention still forms its (n_head, T, T) weights inside each layer, but
-    T ≤ block_size ≤ ``MAX_BLOCK`` keeps them small and none is kept."""
+    no window — the capture record of ``attn_core.tile_maps``, as ``hf.qk_capture`` hands it
+    (``on_layer`` as there: each record handed over as its layer runs, none kept). The model's
+    own attention still forms its (n_head, T, T) weights inside each layer, but T ≤ block_size
+    ≤ ``MAX_BLOCK`` keeps them small and none is kept."""
     if idx.ndim != 2 or idx.shape[0] != 1:
         raise ValueError(f"one sequence of token ids (1, T), got {tuple(idx.shape)}")
     cfg, records = model.config, []
-    wanted = cfg.n_layer if layers is None else layers
+    wanted, seen = min(layers or cfg.n_layer, cfg.n_layer), 0
 
     def record(_module, _inputs, qkv):  # qkv (1, T, 3C) = q | k | v
         if threading.get_ident() != owner:
             return  # another session's forward through the same shared model
         q, k, _ = qkv[0].split(cfg.n_embd, dim=-1)  # (T, C) each
         heads = lambda x: x.view(-1, cfg.n_head, cfg.head_size).transpose(0, 1).contiguous()  # noqa: E731
-        records.append(LayerQK(heads(q), heads(k), cfg.head_size**-0.5, None))  # (nh, T, hs)
-        if len(records) >= wanted:
+        nonlocal seen
+        record = LayerQK(heads(q), heads(k), cfg.head_size**-0.5, None)  # (nh, T, hs)
+        records.append(record) if on_layer is None else on_layer(seen, record)
+        seen += 1
+        if seen >= wanted:
             raise _Enough
 
     owner = threading.get_ident()

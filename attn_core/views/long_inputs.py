@@ -1,0 +1,239 @@
+"""The inputs of the long-sequence view: the model, the text, and the budget that bounds a run.
+
+- a model: ``demo()`` (the Hugging Face page's seeded demo with 4,096 rotary positions),
+  ``from_hf(loaded)``, ``from_trained(model, name)`` → ``LongModel`` (the model and its shape);
+- text in: ``sample_input(m, n)`` is what to put in the input box (prose from assets/text for a
+  model with a tokenizer, letters for the trained model, ids otherwise); ``read_input(m, text,
+  n)`` → ``LongInput``, the first n tokens and a label per position;
+- the budget: ``Budget(max_bytes, max_seconds)``; ``estimate(m, L, budget)`` → ``Estimate`` of the
+  peak memory and time of a run on L tokens, with ``fits`` and the sentence a page shows;
+  ``longest_input(m, budget)``: the budget decides the longest input, not a fixed token cap.
+
+``attn_core.views.long_heads`` re-exports all of it; the pages import that module only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cache
+from pathlib import Path
+
+import torch
+
+from attn_core.hf import attention_maps as hf
+from attn_core.hf.demo import build_demo
+from attn_core.tile_maps import COMPUTE_BLOCK, TILE
+from attn_core.tile_plan import plan_tiles
+from attn_core.trained.model import TinyTransformer
+from attn_core.trained.tasks import LETTERS, decode, encode
+
+MAX_LONG_TOKENS = 4096  # the longest input any budget may allow
+MiB = 2**20
+SAMPLE = Path(__file__).resolve().parents[2] / "assets" / "text" / "pride_and_prejudice_ch1-3.txt"
+DEMO_LABEL = "the tiny random Mistral-style demo model (GQA 4:2, rotary, sliding window 8), 4,096 positions"
+KEEP_CAPTURES_BYTES = 16 * MiB  # q and k kept for ``region`` when they fit; else it re-runs the forward
+
+# The cost model of ``estimate``: constants measured by benchmarks/long_maps.py on this server's CPU
+# (2 threads, float32; benchmarks/RESULTS.md, "Long maps").
+FORWARD_FLOPS = 100e9  # FLOP/s of the model's forward (GEMMs and fused SDPA) on 2 cores
+LAYER_OVERHEAD_S = 0.01  # per layer: eager ops that cost more than their FLOPs at small widths
+MAP_S_PER_SCORE = 8e-9  # tile maps: seconds per score visited (both passes, exp and reductions)
+MAP_S_PER_TILE = 1e-3  # tile maps: per compute tile visited (masks, bins, Python)
+ACTIVATION_WIDTHS = 8  # live activations of a forward: ≈ this many (L, d_model) tensors + 2 of (L, d_ff)
+
+
+class Kind(StrEnum):
+    HF = "hf"
+    TRAINED = "trained"
+
+
+@dataclass(frozen=True)
+class LongModel:
+    """A model the view can read, with the shape its cost model needs."""
+
+    kind: Kind
+    model: torch.nn.Module
+    tokenizer: object | None  # None: token ids (HF) or the trained model's letters
+    name: str
+    context: int  # its positions, at most MAX_LONG_TOKENS
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    d_model: int
+    d_ff: int  # MLP width (0: attention-only)
+    layer_params: int  # weights of one layer: its forward costs 2 FLOPs per weight per token
+    vocab_size: int
+
+
+def from_hf(loaded: hf.Loaded) -> LongModel:
+    """A loaded Hugging Face causal LM (``attention_maps.load`` or the demo)."""
+    model, c = loaded.model, loaded.model.config
+    heads = c.num_attention_heads
+    head_dim = getattr(c, "head_dim", None) or c.hidden_size // heads
+    body = model.base_model
+    embeddings = {
+        id(p) for mod in body.modules() if isinstance(mod, torch.nn.Embedding) for p in mod.parameters()
+    }
+    weights = sum(p.numel() for p in body.parameters() if id(p) not in embeddings)
+    d_ff = getattr(c, "intermediate_size", None) or getattr(c, "n_inner", None) or 4 * c.hidden_size
+    return LongModel(
+        Kind.HF, model, loaded.tokenizer, loaded.name, min(hf.model_positions(c) or MAX_LONG_TOKENS, MAX_LONG_TOKENS),
+        c.num_hidden_layers, heads, getattr(c, "num_key_value_heads", None) or heads, head_dim, c.hidden_size,
+        d_ff, weights // c.num_hidden_layers, c.vocab_size,
+    )  # fmt: skip
+
+
+def from_trained(model: TinyTransformer, name: str) -> LongModel:
+    """The tiny trained transformer: its context is its block size (at most 128 positions)."""
+    c = model.config
+    d_ff = 4 * c.n_embd if c.mlp else 0
+    per_layer = 4 * c.n_embd**2 + 2 * c.n_embd * d_ff
+    return LongModel(
+        Kind.TRAINED, model, None, name, min(c.block_size, MAX_LONG_TOKENS), c.n_layer, c.n_head, c.n_head,
+        c.head_size, c.n_embd, d_ff, per_layer, c.vocab_size,
+    )  # fmt: skip
+
+
+@cache
+def demo() -> LongModel:
+    """The Hugging Face page's seeded demo model (same weights) with 4,096 rotary positions."""
+    return from_hf(build_demo(MAX_LONG_TOKENS, DEMO_LABEL))
+
+
+# ----------------------------------------------------------------------------------------------
+# Text in
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LongInput:
+    idx: torch.Tensor  # (1, L) token ids
+    tokens: list[str]  # a label per position
+    dropped: int  # tokens of the text past the n asked for, not read
+
+
+@cache
+def sample_text() -> str:
+    """The long-text sample shipped in assets/text (Pride and Prejudice, chapters 1–3, 1813;
+    public domain: assets/text/README.md)."""
+    return SAMPLE.read_text(encoding="utf-8")
+
+
+def sample_input(m: LongModel, n: int | None = None) -> str:
+    """What to put in the input box for the first ``n`` tokens (default: the model's context):
+    the sample prose for a model with a tokenizer; for the trained model its letters, lower-cased,
+    after "^"; else one id per character of the prose (code point mod the vocabulary size)."""
+    n = min(n or m.context, m.context)
+    prose = sample_text()
+    if m.tokenizer is not None:
+        return prose  # read_input keeps the first n tokens
+    if m.kind is Kind.TRAINED:
+        return "^" + re.sub(f"[^{LETTERS}]", "", prose.lower())[: n - 1]  # "^" is BOS
+    return " ".join(str(ord(ch) % m.vocab_size) for ch in prose[:n])
+
+
+def read_input(m: LongModel, text: str, n: int | None = None) -> LongInput:
+    """The first ``n`` tokens of ``text`` (all by default): the model's tokenizer, the trained
+    model's letters, or typed token ids. ValueError naming the problem (empty, an unknown
+    character or id, more tokens than the model's positions)."""
+    if m.tokenizer is not None:
+        ids = list(m.tokenizer(text)["input_ids"])
+    elif m.kind is Kind.TRAINED:
+        ids = encode(text.strip())
+    else:
+        ids = hf.read_ids(text)
+    kept = ids if n is None else ids[: max(n, 0)]
+    idx = hf.check_ids(kept, m.vocab_size, m.context, cap=MAX_LONG_TOKENS)
+    if m.tokenizer is not None:
+        tokens = [m.tokenizer.decode([i]) for i in kept]
+    elif m.kind is Kind.TRAINED:
+        tokens = decode(kept)
+    else:
+        tokens = [str(i) for i in kept]
+    return LongInput(idx, tokens, len(ids) - len(kept))
+
+
+# ----------------------------------------------------------------------------------------------
+# The budget
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one visitor's run may take: peak extra memory and wall-clock seconds."""
+
+    max_bytes: int = 1024 * MiB
+    max_seconds: float = 30.0
+
+
+DEFAULT_BUDGET = Budget()
+
+
+@dataclass(frozen=True)
+class Estimate:
+    tokens: int
+    layers: int
+    bytes: int  # peak memory beyond the loaded model (estimate)
+    seconds: float  # wall clock on this server (estimate)
+    budget: Budget
+    keeps_captures: bool  # q and k of every layer stay with the view (region without a forward)
+
+    @property
+    def fits(self) -> bool:
+        return self.bytes <= self.budget.max_bytes and self.seconds <= self.budget.max_seconds
+
+    @property
+    def message(self) -> str:
+        b = self.budget
+        text = (
+            f"this input: {self.tokens:,} tokens, {self.bytes / MiB:,.1f} MiB, ~{self.seconds:,.1f} s; "
+            f"budget: {b.max_bytes / MiB:,.0f} MiB, {b.max_seconds:,.0f} s"
+        )
+        return text if self.fits else f"{text}. Over the budget: read fewer tokens."
+
+
+class OverBudget(ValueError):
+    """The input would take more memory or time than the budget allows."""
+
+
+def estimate(
+    m: LongModel, L: int, budget: Budget = DEFAULT_BUDGET, *, tile: int = TILE, layers: int | None = None
+) -> Estimate:
+    """Peak memory and time of ``long_view`` on L tokens: the forward (its activations, the
+    model's (1, 1, L, L) mask, one layer's q and k) plus the tile maps (one compute tile of
+    scratch, the view's maps and per-row values), timed by the constants above. Every layer is
+    costed as causal (an upper bound for sliding-window layers)."""
+    n_layers = min(layers or m.n_layers, m.n_layers)
+    Hq, Hkv, d, f32 = m.n_heads, m.n_kv_heads, m.head_dim, 4
+    block = tile * max(1, COMPUTE_BLOCK // tile)
+    plan = plan_tiles(L, L, (), block, block, causal=True)
+    tiles_run = sum(map(sum, plan.runs))
+    n = -(-L // tile)
+    qk_layer = (Hq + Hkv) * L * d * f32
+    keeps = n_layers * qk_layer <= KEEP_CAPTURES_BYTES
+    mask = 5 * L * L if m.kind is Kind.HF else 3 * Hq * L * L * f32  # float32 mask + its bool source
+    forward = L * (ACTIVATION_WIDTHS * m.d_model + 2 * m.d_ff) * f32 + mask + (3 * qk_layer) // 2
+    scratch = 4 * Hq * block * block * f32 + 2 * block * block * 8  # S, P, products; distances, bins
+    kept = n_layers * ((2 * Hq * n * n + 6 * Hq * L) * f32 + (qk_layer if keeps else 0))
+    flops = 2 * L * m.layer_params + 4 * L * L * d * Hq  # one layer's GEMMs and attention
+    seconds = n_layers * (
+        flops / FORWARD_FLOPS
+        + LAYER_OVERHEAD_S
+        + tiles_run * (Hq * block * block * MAP_S_PER_SCORE + MAP_S_PER_TILE)
+    )
+    return Estimate(L, n_layers, int(forward + scratch + kept), seconds, budget, keeps)
+
+
+def longest_input(m: LongModel, budget: Budget = DEFAULT_BUDGET, *, tile: int = TILE) -> int:
+    """The most tokens (≤ the model's context) whose estimate fits the budget; 0 if none."""
+    lo, hi = 0, m.context
+    while lo < hi:  # fits is monotone in L
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if estimate(m, mid, budget, tile=tile).fits else (lo, mid - 1)
+    return lo
+
+
+# ----------------------------------------------------------------------------------------------
