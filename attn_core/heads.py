@@ -132,14 +132,19 @@ def row_local(P: torch.Tensor, band: int) -> torch.Tensor:
     return (P * ((dist >= 0) & (dist < band)).to(P.dtype)).sum(-1)
 
 
+def _after_first(values: torch.Tensor) -> torch.Tensor:
+    """values[..., 1:], the rows t ≥ 1; values itself when there is the single row 0."""
+    return values[..., 1:] if values.shape[-1] > 1 else values
+
+
 def mean_distance(P: torch.Tensor) -> torch.Tensor:
-    """mean over t ≥ 1 of Σ_j P[t, j](t − j) (tokens): 1 for a previous-token head, t for a sink."""
-    return row_distance(P)[..., 1:].mean(-1)
+    """mean over t ≥ 1 of Σ_j P[t, j](t − j) (tokens): 1 for a previous-token head, T/2 for a sink."""
+    return _after_first(row_distance(P)).mean(-1)
 
 
 def local_share(P: torch.Tensor, band: int) -> torch.Tensor:
     """mean over t ≥ 1 of the weight on keys t − band + 1 … t. [..., T, T] → [...]"""
-    return row_local(P, band)[..., 1:].mean(-1)
+    return _after_first(row_local(P, band)).mean(-1)
 
 
 def distance_edges(T: int) -> list[int]:
@@ -148,16 +153,16 @@ def distance_edges(T: int) -> list[int]:
     edges = [0, 1]
     while edges[-1] < T:
         edges.append(min(2 * edges[-1], T))
-    return edges if T > 1 else [0, 1]
+    return edges
 
 
 def distance_mass(P: torch.Tensor, edges: list[int]) -> torch.Tensor:
     """Mass at each distance bin [edge_b, edge_{b+1}), summed over rows t ≥ 1 and divided by
     their number T − 1, so the bins sum to 1. [..., T, T] → [..., len(edges) − 1]"""
-    dist = distances(P.shape[-1])[1:]  # rows t ≥ 1
-    rows = P[..., 1:, :]
+    dist, rows = distances(P.shape[-1]), _rows_after_first(P)
+    dist = dist[-rows.shape[-2] :]  # the rows kept
     mass = [(rows * ((dist >= lo) & (dist < hi)).to(P.dtype)).sum((-2, -1)) for lo, hi in pairwise(edges)]
-    return torch.stack(mass, -1) / max(P.shape[-2] - 1, 1)
+    return torch.stack(mass, -1) / rows.shape[-2]
 
 
 def position_edges(T: int, bins: int) -> list[int]:

@@ -342,15 +342,17 @@ def online_attention(
     query_block_size: int | None = None,
     causal: bool = False,
     accum_dtype: torch.dtype | None = None,
+    window: int | None = None,
 ) -> OnlineResult:
     """softmax(Q Kᵀ · scale, masked) V by the online-softmax recurrence over tiles (card 15).
 
     q: (..., Hq, L, d_k); k: (..., Hkv, S, d_k); v: (..., Hkv, S, d_v), exactly as ``attention``
     (leading axes broadcast; GQA when Hq is a multiple of Hkv). ``allowed``: bool broadcastable
     to (..., Hq, L, S), True = may attend. ``causal=True`` adds the bottom-right causal mask of
-    ``causal_mask(L, S)`` without materializing it. Queries go in blocks of ``query_block_size``
-    (default 4·``block_size``), keys in blocks of ``block_size``; a tile that no (batch, head,
-    query, key) pair of the mask allows is skipped and counted. State and arithmetic use
+    ``causal_mask(L, S)`` without materializing it; ``window`` (without ``allowed``), the causal
+    sliding window of ``sliding_window_mask(L, S, window)``, likewise. Queries go in blocks of
+    ``query_block_size`` (default 4·``block_size``), keys in blocks of ``block_size``; a tile that
+    no (batch, head, query, key) pair of the mask allows is skipped and counted. State and arithmetic use
     ``accum_dtype`` (default: float32 for fp16/bf16 inputs, else the input dtype); the output is
     cast back to the input dtype. Extra memory: one B_q × B_k score tile per head plus
     O(L·(d_v + 2)) state — never L × S. Raises ValueError like ``attention``.
@@ -366,7 +368,7 @@ def online_attention(
     k, v = expand_kv(k, group), expand_kv(v, group)  # (..., Hq, S, d)
     lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
 
-    plan = plan_tiles(L, S, lead, bq, bk, allowed, causal, q.device)
+    plan = plan_tiles(L, S, lead, bq, bk, allowed, causal, q.device, window)
     Q, K, V1 = _flatten(q, k, v, lead, scale, acc_dtype)
     out = torch.empty((Q.shape[0], L, d_v), dtype=acc_dtype, device=q.device)  # (BH, L, d_v)
     lse = torch.empty((Q.shape[0], L), dtype=acc_dtype, device=q.device)  # (BH, L)

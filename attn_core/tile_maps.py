@@ -167,11 +167,12 @@ class _Accumulators:
     rows: dict[str, torch.Tensor]  # each (Hq, L); "entropy" holds Σ_j P s_j until the end
     hist: torch.Tensor  # (Hq, bins)
     edges: torch.Tensor  # (bins + 1,)
+    skip_row0: bool  # L > 1: the scores read rows t ≥ 1
 
 
 def _summarise(P: torch.Tensor, S: torch.Tensor, r0: int, c0: int, tile: int, band: int, acc: _Accumulators):
     """One compute tile's weights P (Hq, R, C) and scores S (masked entries 0) into the maps and
-    the per-row sums. Rows t ≥ 1 only, except the maps."""
+    the per-row sums. Rows t ≥ 1 only, except the maps (and a sequence of the single row 0)."""
     Hq, R, C = P.shape
     nr, nc = -(-R // tile), -(-C // tile)
     padded = torch.nn.functional.pad(P, (0, nc * tile - C, 0, nr * tile - R)) if (R % tile or C % tile) else P
@@ -179,7 +180,7 @@ def _summarise(P: torch.Tensor, S: torch.Tensor, r0: int, c0: int, tile: int, ba
     a0, b0 = r0 // tile, c0 // tile
     acc.mass[:, a0 : a0 + nr, b0 : b0 + nc] = blocks.sum((2, 4))  # each map tile: one compute tile
     acc.max[:, a0 : a0 + nr, b0 : b0 + nc] = blocks.amax((2, 4))
-    if r0 == 0:
+    if r0 == 0 and acc.skip_row0:
         P[:, 0].zero_()  # row 0 leaves every score (its weight is forced onto token 0)
     rows = slice(r0, r0 + R)
     row_sum = P.sum(-1)  # (Hq, R)
@@ -241,6 +242,7 @@ def tile_maps(
         rows={name: torch.zeros(Hq, L, dtype=dtype, device=device) for name in METRICS},
         hist=torch.zeros(Hq, len(edges) - 1, dtype=dtype, device=device),
         edges=torch.tensor(edges, device=device),
+        skip_row0=L > 1,
     )
     lse = torch.empty(Hq, L, dtype=dtype, device=device)
     scratch, runs = _Scratch(dtype, device), 0
@@ -268,7 +270,7 @@ def tile_maps(
     counts[-1] = L - (n - 1) * tile  # the ragged last row block
     rows = acc.rows
     rows["entropy"] = lse - rows["entropy"]  # H_t = lse_t − Σ_j P[t, j] s_j
-    rows["entropy"][:, 0] = 0.0
+    rows["entropy"][:, 0] = 0.0  # row 0: one allowed key, H = 0 (and left out when L > 1)
     return TileMaps(
         mass=acc.mass / counts[:, None],
         max=acc.max,

@@ -42,6 +42,9 @@ LAYER_OVERHEAD_S = 0.01  # per layer: eager ops that cost more than their FLOPs 
 MAP_S_PER_SCORE = 8e-9  # tile maps: seconds per score visited (both passes, exp and reductions)
 MAP_S_PER_TILE = 1e-3  # tile maps: per compute tile visited (masks, bins, Python)
 ACTIVATION_WIDTHS = 8  # live activations of a forward: ≈ this many (L, d_model) tensors + 2 of (L, d_ff)
+# The resident peak exceeds the bytes allocated: glibc keeps freed heap pages between the forward's
+# large transient tensors (measured 1.0–2.1× the allocations at 1k–4k tokens, RESULTS.md).
+ALLOCATOR_SLACK, ALLOCATOR_FLOOR = 1.5, 32 * MiB
 
 
 class Kind(StrEnum):
@@ -202,10 +205,10 @@ class OverBudget(ValueError):
 def estimate(
     m: LongModel, L: int, budget: Budget = DEFAULT_BUDGET, *, tile: int = TILE, layers: int | None = None
 ) -> Estimate:
-    """Peak memory and time of ``long_view`` on L tokens: the forward (its activations, the
-    model's (1, 1, L, L) mask, one layer's q and k) plus the tile maps (one compute tile of
-    scratch, the view's maps and per-row values), timed by the constants above. Every layer is
-    costed as causal (an upper bound for sliding-window layers)."""
+    """Peak memory and time of ``long_view`` on L tokens: the forward (its activations and one
+    layer's q and k with their copies) plus the tile maps (one compute tile of scratch, the view's
+    maps and per-row values), timed by the constants above. Every layer is costed as causal (an
+    upper bound for sliding-window layers)."""
     n_layers = min(layers or m.n_layers, m.n_layers)
     Hq, Hkv, d, f32 = m.n_heads, m.n_kv_heads, m.head_dim, 4
     block = tile * max(1, COMPUTE_BLOCK // tile)
@@ -214,8 +217,9 @@ def estimate(
     n = -(-L // tile)
     qk_layer = (Hq + Hkv) * L * d * f32
     keeps = n_layers * qk_layer <= KEEP_CAPTURES_BYTES
-    mask = 5 * L * L if m.kind is Kind.HF else 3 * Hq * L * L * f32  # float32 mask + its bool source
-    forward = L * (ACTIVATION_WIDTHS * m.d_model + 2 * m.d_ff) * f32 + mask + (3 * qk_layer) // 2
+    # the trained model's own attention forms its (n_head, T, T) weights (T ≤ 128); the HF capture none
+    own_maps = 3 * Hq * L * L * f32 if m.kind is Kind.TRAINED else 0
+    forward = L * (ACTIVATION_WIDTHS * m.d_model + 2 * m.d_ff) * f32 + own_maps + 2 * qk_layer
     scratch = 4 * Hq * block * block * f32 + 2 * block * block * 8  # S, P, products; distances, bins
     kept = n_layers * ((2 * Hq * n * n + 6 * Hq * L) * f32 + (qk_layer if keeps else 0))
     flops = 2 * L * m.layer_params + 4 * L * L * d * Hq  # one layer's GEMMs and attention
@@ -224,7 +228,8 @@ def estimate(
         + LAYER_OVERHEAD_S
         + tiles_run * (Hq * block * block * MAP_S_PER_SCORE + MAP_S_PER_TILE)
     )
-    return Estimate(L, n_layers, int(forward + scratch + kept), seconds, budget, keeps)
+    resident = ALLOCATOR_SLACK * (forward + scratch + kept) + ALLOCATOR_FLOOR
+    return Estimate(L, n_layers, int(resident), seconds, budget, keeps)
 
 
 def longest_input(m: LongModel, budget: Budget = DEFAULT_BUDGET, *, tile: int = TILE) -> int:
