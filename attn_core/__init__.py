@@ -4,7 +4,7 @@ The rooms, each with one job (its ``__init__`` or module docstring says which; t
 Layout is the map, and ``tests/test_layers.py`` holds its import rules):
 
 - the math, one derivation per module: ``attention``, ``masks``, ``backward``, ``online``,
-  ``tile_plan``, ``jacobian``, ``finite_diff``, ``stats``, ``toy``; ``heads``: the head metrics
+  ``tile_plan``, ``tile_maps``, ``jacobian``, ``finite_diff``, ``stats``, ``toy``; ``heads``: the head metrics
   shared by ``trained/`` and ``hf/``; ``oracle``: the independent references and every tolerance
   with its argument; ``limits`` and ``dtypes``: the caps and the dtype table. Torch and numpy only.
 - ``slips/``: the common mistakes, one registry per family. ``experiments/``: the studies the
@@ -51,6 +51,7 @@ _EXPORTS: dict[str, str] = {
         ],
         "online",
     ),
+    **dict.fromkeys(["LayerQK", "TileMaps", "tile_maps"], "tile_maps"),
     **dict.fromkeys(["gershgorin_bound", "jacobian_spectrum", "softmax_jacobian", "softmax_jvp"], "jacobian"),
     **dict.fromkeys(["FiniteDifferences", "finite_differences"], "finite_diff"),
     **dict.fromkeys(["ConventionsReport", "compare_conventions", "convert"], "experiments.conventions"),

@@ -38,7 +38,7 @@ ROOMS = (
 )
 MATH = (
     "attention", "masks", "backward", "online", "jacobian", "finite_diff", "stats", "tile_plan", "toy",
-    "oracle", "limits", "dtypes", "heads",
+    "oracle", "limits", "dtypes", "heads", "tile_maps",
 )  # fmt: skip
 PAGE_LIBRARIES = {"streamlit", "pandas", "lab_ui"}
 # Pages that still import attn_core beyond their view module while they are being rewritten.
