@@ -222,7 +222,7 @@ def estimate(
     forward = L * (ACTIVATION_WIDTHS * m.d_model + 2 * m.d_ff) * f32 + own_maps + 2 * qk_layer
     scratch = 4 * Hq * block * block * f32 + 2 * block * block * 8  # S, P, products; distances, bins
     kept = n_layers * ((2 * Hq * n * n + 6 * Hq * L) * f32 + (qk_layer if keeps else 0))
-    flops = 2 * L * m.layer_params + 4 * L * L * d * Hq  # one layer's GEMMs and attention
+    flops = 2 * L * m.layer_params + 2 * L * L * d * Hq  # one layer's GEMMs; causal QKᵀ and PV
     seconds = n_layers * (
         flops / FORWARD_FLOPS
         + LAYER_OVERHEAD_S
