@@ -2,6 +2,8 @@
 probabilities (``output_attentions=True`` on the demo; the trained model's own trace), from which
 the tile maps, a zoomed region and the scores are recomputed here independently."""
 
+import itertools
+
 import numpy as np
 import torch
 from apptest_helpers import badges, chart, frame, plotly_array
@@ -45,7 +47,7 @@ def test_hf_demo_long_read_is_opt_in_and_matches_the_dense_maps(app):
     with torch.no_grad():
         own = m.model(ids, output_attentions=True).attentions
     B = tile_for(N)
-    grid = [plotly_array(t["z"]) for t in chart(at, "Layer 0: every head")["data"]]
+    grid = [plotly_array(t["z"]) for t in chart(at, "Tile map of layer 0")["data"]]
     ref = dense_tile_mass(own[0][0].double().numpy(), B)
     assert len(grid) == ref.shape[0]
     for z, r in zip(grid, ref, strict=True):
@@ -57,7 +59,7 @@ def test_hf_demo_long_read_is_opt_in_and_matches_the_dense_maps(app):
     P = own[0][0, 0].numpy()
     np.testing.assert_allclose(region, P[(n - 1) * B : N, 0 : 4 * B], atol=1e-5, rtol=0)
     # the score table: sink share of layer 1's heads from the dense maps, rows t ≥ 1
-    table = frame(at, "sink share")
+    table = frame(at, "KV head")
     got = table[table["layer"] == 1]["sink share"].to_numpy()
     np.testing.assert_allclose(got, own[1][0, :, 1:, 0].mean(-1).numpy(), atol=1e-4)
 
@@ -84,7 +86,7 @@ def test_trained_page_profile_shows_where_the_previous_token_head_holds(app):
     text = at.text_area(key="th_long_text").value
     m = long_heads.from_trained(model, "shipped checkpoint")
     idx = long_heads.read_input(m, text, m.context).idx
-    P = torch.stack([w[0] for w in run_trace(model, idx).weights]).double()  # (layer, head, T, T)
+    P = torch.stack([lt.weights[0] for lt in run_trace(model, idx).layers]).double()  # (layer, head, T, T)
     at.selectbox(key="th_long_metric").set_value("previous token").run()
     ok(at)
     spec = chart(at, "Layer 0: previous token by query position")
@@ -93,6 +95,6 @@ def test_trained_page_profile_shows_where_the_previous_token_head_holds(app):
     for h, trace in enumerate(spec["data"]):
         x = plotly_array(trace["x"]).astype(int)
         y = plotly_array(trace["y"])
-        edges = list(x) + [T]
-        want = [float(prev[h, lo - 1 : hi - 1].mean()) for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+        edges = [*list(x), T]
+        want = [float(prev[h, lo - 1 : hi - 1].mean()) for lo, hi in itertools.pairwise(edges)]
         np.testing.assert_allclose(y, want, atol=1e-5)
