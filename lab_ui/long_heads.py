@@ -110,7 +110,7 @@ def _zoom(m: lh.LongModel, view: lh.LongHeadsView, layer: int, key: str) -> None
     with c[1]:
         a = widgets.number("query tile", 0, n - 1, n - 1, key=f"{key}_za")
     with c[2]:
-        b = widgets.number("first key tile", 0, n - 1, 0, key=f"{key}_zb")
+        b = widgets.number("first key tile", 0, n - 1, n - min(n, 4), key=f"{key}_zb")  # the diagonal
     with c[3]:
         span = widgets.number("key tiles", 1, n, min(n, 4), key=f"{key}_zs")
     rows, cols = lh.tile_bounds(view, a, b)

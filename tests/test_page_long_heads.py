@@ -52,12 +52,12 @@ def test_hf_demo_long_read_is_opt_in_and_matches_the_dense_maps(app):
     assert len(grid) == ref.shape[0]
     for z, r in zip(grid, ref, strict=True):
         np.testing.assert_allclose(z, r, atol=1e-5, rtol=0)
-    # the zoomed region: head 0, the last query tile against the first keys, at full resolution
+    # the zoomed region: head 0, the last query tile against the last four key tiles, at full resolution
     assert any("✓" in b and "tile map's mass" in b for b in badges(at))
     region = plotly_array(chart(at, "L0H0: queries")["data"][0]["z"])
     n = -(-N // B)
     P = own[0][0, 0].numpy()
-    np.testing.assert_allclose(region, P[(n - 1) * B : N, 0 : 4 * B], atol=1e-5, rtol=0)
+    np.testing.assert_allclose(region, P[(n - 1) * B : N, (n - 4) * B : N], atol=1e-5, rtol=0)
     # the score table: sink share of layer 1's heads from the dense maps, rows t ≥ 1
     table = frame(at, "KV head")
     got = table[table["layer"] == 1]["sink share"].to_numpy()
