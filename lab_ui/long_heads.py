@@ -93,7 +93,11 @@ def long_section(m: lh.LongModel, key: str) -> None:
     maps = getattr(tm, SUMMARIES[label])
     figures.show(
         view_cache.figure(
-            head_grid, maps[None], _tile_labels(view), f"Tile map of layer {layer}: every head, {label}", layer
+            head_grid,
+            maps[None],
+            _tile_labels(view),
+            f"Tile map of layer {layer}: every head, {label}",
+            layer,
         ),
         key=f"{key}_grid",
     )
