@@ -191,7 +191,7 @@ def results() -> None:
         choice, rates_dtype, run_json = view.cost_rates
         st.caption(
             "This server's last sweep, with its matmul and bandwidth rates, calibrates the Cost calculator's "
-            f"time bounds ({choice}, {rates_dtype}); the JSON is what `python -m attn_core cost --calibration` reads."
+            f"time bounds ({choice}, {rates_dtype}); `python -m attn_core cost --calibration` reads the JSON."
         )
         left, right, _ = st.columns([2, 2, 3])
         if left.button(
