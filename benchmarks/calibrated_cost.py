@@ -108,7 +108,7 @@ def main() -> None:
     curve = ", ".join(f"{r / 1e9:.1f} at {m}" for m, r in cal.matmul_rows.get("fp32", ()))
     kernels = ", ".join(f"{a.describe()}: {a.flop_per_s / 1e9:.1f}" for a in cal.attention)
     rates = (f"Kernels-sweep rates (GFLOP/s): square matmul {cal.matmul['fp32'].value / 1e9:,.1f}; by rows {curve}; "
-             f"copy {cal.bandwidth.value / 1e9:,.1f} GB/s; attention {kernels}")  # fmt: skip
+             f"memory stream {cal.bandwidth.value / 1e9:,.1f} GB/s; attention {kernels}")  # fmt: skip
     print(rates)
     request = verify.VerifyRequest(seq_len=256, decode_steps=8, memory_bytes=2 * 2**30, dtype="fp32")
     lines = [HEADER]

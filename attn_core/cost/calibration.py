@@ -29,6 +29,7 @@ GPU_PEAKS_FILE = Path(__file__).resolve().parents[2] / "assets" / "bench" / "gpu
 MAX_CALIBRATION_BYTES = 16 * 2**20  # a full GPU sweep is ~0.3 MiB
 MAX_RECORDS = 20_000
 KINDS = ("cpu", "cuda")
+SERVER_GPU = "server"  # the name of a CPU run's device as the cost model's hardware (`as_gpu`)
 
 
 class CalibrationError(ValueError):
@@ -137,8 +138,8 @@ class Calibration:
         fp32 = self.matmul.get("fp32")
         shown = f"fp32 matmul {fp32.value / 1e9:,.1f} GFLOP/s, " if fp32 else ""
         return GPU(
-            name="server",
-            label=f"this server (measured: {shown}copy {self.bandwidth.value / 1e9:,.1f} GB/s)",
+            name=SERVER_GPU,
+            label=f"this server (measured: {shown}memory {self.bandwidth.value / 1e9:,.1f} GB/s)",
             memory_bytes=int(self.memory_bytes),
             bandwidth_bytes_per_s=max(1, round(self.bandwidth.value)),
             bf16_flops_per_s=max(1, round(peak)),

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from attn_core.cost.calibrated import calibrated_timing, calibration_hardware
-from attn_core.cost.calibration import CalibrationError, load_calibration
+from attn_core.cost.calibration import SERVER_GPU, CalibrationError, load_calibration
 from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS, weight_bytes_per_param
 from attn_core.cost.gpus import GPU, custom_gpu, list_gpus, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
@@ -208,7 +208,7 @@ def _whole_lines(r: CostReport) -> list[str]:
         kind = f"estimates at {t.efficiency:g} of peak" if t.is_estimate else "lower bounds"
         lines += [
             f"Time on {r.n_gpus} × {r.gpu.label} ({kind}; "
-            f"{'measured peaks' if r.gpu.name == 'server' else 'bf16 peak'}, perfect tensor parallelism)",
+            f"{'measured peaks' if r.gpu.name == SERVER_GPU else 'bf16 peak'}, perfect tensor parallelism)",
             f"  time to first token, P = {t.prompt_len:,}  {format_seconds(t.ttft_s)} ({t.ttft_bound}-bound, "
             "causal pairs)",
             f"  decode step at P                 {format_seconds(t.decode_step_s)}",

@@ -225,11 +225,12 @@ def kernels_page(
     def record(rec: Record) -> None:
         records.append(rec)
         _LAST[:] = records
-        calibrations.publish_server_run(run_meta(facts), [r.to_json() for r in records])
+        calibrations.publish_server_run(meta, [r.to_json() for r in records])  # the Cost page's rates
         if on_record is not None:
             on_record(rec, expected)
 
     try:
+        meta = run_meta(facts)  # the rates this device attains: measured once per process, before the sweep
         result = run_sweep(config, on_record=record, should_stop=should_stop)
     finally:
         _LOCK.release()

@@ -14,10 +14,16 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from attn_core.cost.calibration import Calibration, CalibrationError, load_calibration, read_calibration
+from attn_core.cost.calibration import (
+    SERVER_GPU,
+    Calibration,
+    CalibrationError,
+    load_calibration,
+    read_calibration,
+)
 
 SERVER = "this server (measured)"  # the Cost page's hardware choice, shown once a CPU sweep exists
-SERVER_ID = "server"  # what a link carries for it (and the GPU object's name)
+SERVER_ID = SERVER_GPU  # what a link carries for it, and its hardware's name
 RECORDED_DIR = Path(__file__).resolve().parents[2] / "assets" / "bench"
 RECORDED_GLOB = "gpu-results*.json"
 SERVER_RUN_NAME = "this server's Kernels sweep"

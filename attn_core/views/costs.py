@@ -148,6 +148,7 @@ class CostView:
         grid = self._sweep[0]
         t = r.timing
         rows, note = whole_view.prefill_rows(r)
+        c = self.calibrated
         return WholeSection(
             params_chart=(parts, total, active),
             params=whole_view.params_rows(r),
@@ -161,11 +162,9 @@ class CostView:
             prefill_note=note,
             times_title=f"**Time on {r.n_gpus} × {r.gpu.label}**, "
             f"{'its measured peaks' if r.gpu.name == SERVER_ID else 'bf16 peak'}, perfect tensor parallelism",
-            times=whole_view.times_rows(t, self.calibrated),
+            times=whole_view.times_rows(t, c),
             times_caption=whole_view.times_caption(t),
-            calibrated_caption=None
-            if self.calibrated is None
-            else whole_view.calibrated_caption(self.calibrated),
+            calibrated_caption=None if c is None else whole_view.calibrated_caption(c),
             calibration_hint=self.calibration_hint,
             calibration_problems=self.calibration_problems,
             checks=whole_view.whole_checks(r),
@@ -296,10 +295,8 @@ def calibrate(
     try:
         return calibrated_timing(shape, workload, precision, hw, run), None
     except CalibrationError as exc:
-        return (
-            None,
-            f"No calibrated column: {exc}. Pick that dtype, or run the bench in {precision.activations}.",
-        )
+        why = f"No calibrated column: {exc}. Pick a dtype it measured, or run the bench in {precision.activations}."
+        return None, why
 
 
 def view(
