@@ -183,9 +183,17 @@ def attained_rates(device: str, dtypes: tuple[str, ...] = ("bf16", "fp16", "fp32
         rows[d] = {str(m): r for m, r in curve.items()} | ({str(n): matmul[d]} if curve else {})
     nbytes = GPU_STREAM_BYTES if device == "cuda" else COPY_BYTES
     n_rows = ROWS_N[device]
-    return {"matmul_flop_per_s": matmul, "matmul_rows": rows, "bandwidth_bytes_per_s": measure_stream(device, nbytes),
-            "source": f"measured: {n}² matmul; (m × {n_rows}) @ ({n_rows} × {n_rows}) with cold weights; "
-            f"the faster of a {nbytes // 2**20:,} MiB read and copy; best of {ROWS_RUNS}–{PROBE_RUNS}"}  # fmt: skip
+    source = (
+        f"measured: {n}² matmul; (m × {n_rows}) @ ({n_rows} × {n_rows}) with cold weights; "
+        f"the faster of a {nbytes // 2**20:,} MiB read and copy; best of {ROWS_RUNS}–{PROBE_RUNS}"
+    )
+    bandwidth = measure_stream(device, nbytes)
+    return {
+        "matmul_flop_per_s": matmul,
+        "matmul_rows": rows,
+        "bandwidth_bytes_per_s": bandwidth,
+        "source": source,
+    }
 
 
 def _cpu_name() -> str:

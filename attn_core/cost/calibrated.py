@@ -114,7 +114,9 @@ class CalibratedTiming:
         rows = ", ".join(f"{format_rate(r, 'FLOP/s', 1)} at {k:,}" for k, r in curve)
         same = m.source == bw.source
         parts = [
-            f"R_mm = {format_rate(m.value, 'FLOP/s', 1)} ({self.dtype} square matmul{'' if same else '; ' + m.source})",
+            f"R_mm = {format_rate(m.value, 'FLOP/s', 1)} ({self.dtype} square matmul"
+            + ("" if same else f"; {m.source}")
+            + ")",
             f"R_mm(rows) = {rows} rows" if curve else "no rows curve: every product at R_mm",
             f"BW = {format_rate(bw.value, 'B/s', 1)}{'' if same else f' ({bw.source})'}",
         ]
@@ -229,8 +231,11 @@ def calibrated_timing(
     # Prefill: B prompts of P tokens, causal pairs; the weights read once, the cache written.
     f = prefill_flops(shape, P, B, causal=True)
     F_w = f.projections + f.mlp + f.lm_head + f.state_projections
-    prefill = phase_time(product_seconds(shape, F_w, B * P, rate), decode_weight_bytes(shape, B * P, b_w, b_e),
-                         mixing(f.attention, f.state_core), kv_cache_bytes(shape, P, B, b_kv) + state, BW)  # fmt: skip
+    W = decode_weight_bytes(shape, B * P, b_w, b_e)
+    M = kv_cache_bytes(shape, P, B, b_kv) + state
+    prefill = phase_time(
+        product_seconds(shape, F_w, B * P, rate), W, mixing(f.attention, f.state_core), M, BW
+    )
     # Decode step i (i = 0 … N − 1) with P + i tokens cached: one token per sequence; the new
     # token's pairs are prefill(P + i + 1) − prefill(P + i), MLA in the absorbed form it decodes in.
     ctx = np.arange(P, P + max(N, 1), dtype=np.float64)

@@ -203,8 +203,10 @@ def _rates(meta: dict, kind: str) -> tuple[dict[str, Rate], Rate]:
         peaks_source = f"datasheet, not measured ({peaks_source})"
     attained_source = _text(attained.get("source"), "meta.attained.source", "measured in the run")
     matmul: dict[str, Rate] = {}
-    tables = ((meta.get("peaks"), "meta.peaks", peaks_source, measured),
-              (attained.get("matmul_flop_per_s"), "meta.attained.matmul_flop_per_s", attained_source, True))  # fmt: skip
+    tables = (
+        (meta.get("peaks"), "meta.peaks", peaks_source, measured),
+        (attained.get("matmul_flop_per_s"), "meta.attained.matmul_flop_per_s", attained_source, True),
+    )
     for table, what, source, is_measured in tables:  # attained after peaks: it wins
         if table is None:
             continue
@@ -284,8 +286,10 @@ def read_calibration(data: Any, run: str) -> Calibration:
     every refusal. Needs at least one timed, correct attention record."""
     try:
         if isinstance(data, list):
-            raise ValueError("a bare list of records carries no device rates; a run file has "
-                             '{"meta": …, "records": […]} (benchmarks/kernel_bench.py gpu, the Kernels page\'s export)')  # fmt: skip
+            raise ValueError(
+                'a bare list of records carries no device rates; a run file has {"meta": …, "records": […]} '
+                "(benchmarks/kernel_bench.py gpu, the Kernels page's export)"
+            )
         if not isinstance(data, dict) or not isinstance(data.get("meta"), dict):
             raise ValueError('not a bench run: expected {"meta": {…}, "records": […]}')
         meta, records = data["meta"], data.get("records")

@@ -193,7 +193,8 @@ def cost_rates() -> tuple[str, str, str] | None:
 def _view(facts: DeviceFacts, records: list[Record], **kw) -> BenchView:
     perf, errors = _rows(records)
     return BenchView(facts, facts.kind == "cuda", list(records), perf_rows=perf, error_rows=errors,
-                     recorded=recorded_gpu_runs(), left_out=dict(LEFT_OUT), cost_rates=cost_rates(), **kw)  # fmt: skip
+                     recorded=recorded_gpu_runs(), left_out=dict(LEFT_OUT), cost_rates=cost_rates(),
+                     **kw)  # fmt: skip
 
 
 def kernels_page(

@@ -295,8 +295,8 @@ def calibrate(
     try:
         return calibrated_timing(shape, workload, precision, hw, run), None
     except CalibrationError as exc:
-        why = f"No calibrated column: {exc}. Pick a dtype it measured, or run the bench in {precision.activations}."
-        return None, why
+        dtype = precision.activations
+        return None, f"No calibrated column: {exc}. Pick a dtype it measured, or run the bench in {dtype}."
 
 
 def view(
