@@ -327,3 +327,10 @@ def test_cli_with_a_calibration_never_imports_torch(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert "TORCH_IMPORTED False" in done.stderr and '"calibrated"' in done.stdout
+
+
+def test_the_rows_curve_is_skipped_where_it_would_take_seconds():
+    """A dtype without a fast path (here a made-up 1 MFLOP/s) gets no curve, and nothing is allocated."""
+    from attn_core.bench.device import measure_matmul_rows
+
+    assert measure_matmul_rows("fp16", "cpu", square=1e6) == {}

@@ -13,6 +13,7 @@ decode step's or an expert's products attain) and a stream's bandwidth, on a CPU
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 import os
@@ -184,7 +185,8 @@ def attained_rates(device: str, dtypes: tuple[str, ...] = ("bf16", "fp16", "fp32
     nbytes = GPU_STREAM_BYTES if device == "cuda" else COPY_BYTES
     n_rows = ROWS_N[device]
     source = (
-        f"measured: {n}² matmul; (m × {n_rows}) @ ({n_rows} × {n_rows}) with cold weights; "
+        f"measured {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC: {n}² matmul; "
+        f"(m × {n_rows}) @ ({n_rows} × {n_rows}) with cold weights; "
         f"the faster of a {nbytes // 2**20:,} MiB read and copy; best of {ROWS_RUNS}–{PROBE_RUNS}"
     )
     bandwidth = measure_stream(device, nbytes)

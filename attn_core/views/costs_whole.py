@@ -266,6 +266,6 @@ def calibrated_caption(c: CalibratedTiming) -> str:
         "(M bytes). Max within a part, because a product's arithmetic hides under its weight stream; a sum "
         'across parts, because they are separate kernels (RESULTS.md, "Calibrated time against real runs": '
         f"the sum of compute and memory overshoots a measured decode step). Rates: {c.rates_text()}. "
-        "An estimate, not a bound: a kernel may beat the bench's rates, and what is not a matrix product "
-        "(norms, routing, gathers) is left out, as in the bound."
+        "An estimate, not a bound (the efficiency does not apply to it): a kernel may beat the bench's "
+        "rates, and what is not a matrix product (norms, routing, gathers) is left out, as in the bound."
     )
