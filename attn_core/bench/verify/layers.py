@@ -1,6 +1,7 @@
 """The layers, in torch: which keys each attention kind sees (SDPA, GQA without repeats), the
-attention, MLP and mixture-of-experts modules, one pre-norm block, and the built layers.
-``MIXERS`` holds the module each layer kind builds."""
+attention (gated attention as Qwen3-Next has it), MLP and mixture-of-experts modules, one pre-norm
+block, and the built layers. ``MIXERS`` holds the module each layer kind builds; ``STATE_CORES``
+the core a linear kind's probe times (`deltanet`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attn_core.bench.records import DTYPES
+from attn_core.bench.verify.deltanet import GatedDeltaNetLayer, delta_core_call
 from attn_core.bench.verify.plan import Plan, VerifyRequest
 from attn_core.cost.shapes import ModelShape
 
@@ -75,22 +77,34 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keys: Keys) -> tor
     return F.scaled_dot_product_attention(q, k, v, is_causal=keys.mode == "causal", enable_gqa=True)
 
 
+# The core a linear-attention kind's probe times on random inputs, in place of attention's keys:
+# (shape, q_len, kv_len, B, dtype, device) -> a call (see `deltanet.delta_core_call`).
+STATE_CORES: dict[str, Callable[..., Callable[[], object]]] = {"gdn": delta_core_call}
+
+
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotary embedding, half-split form (Llama): x·cos + rotate_half(x)·sin. x (B, H, T, d_h)."""
+    """Rotary embedding, half-split form (Llama): x·cos + rotate_half(x)·sin over the first r
+    channels of each head, r = cos's width (partial rotary: the rest pass). x (B, H, T, d_h)."""
+    r = cos.shape[-1]
+    if r < x.shape[-1]:
+        return torch.cat((_rotate(x[..., :r], cos, sin), x[..., r:]), dim=-1)
     x1, x2 = x.chunk(2, dim=-1)
     return x * cos + torch.cat((-x2, x1), dim=-1) * sin
 
 
 class Attention(nn.Module):
-    """One attention layer of ``kind``: fused QKV, QK-norm if the model has it, rotary, its own KV
-    cache (B, H_kv, T_max, d_h), SDPA, O."""
+    """One attention layer of ``kind``: fused QKV, QK-norm if the model has it, rotary (over the
+    first ``rotary_dim`` channels of a head), its own KV cache (B, H_kv, T_max, d_h), SDPA, O. In
+    gated attention (Qwen3-Next) each head's query comes with d_h gate channels, as transformers
+    lays out its ``q_proj``, and the output is o · sigmoid(gate) before O."""
 
     def __init__(self, shape: ModelShape, kind: str, **kw) -> None:
         super().__init__()
         self.shape, self.kind = shape, kind
         d, q, kv = shape.d_model, shape.q_width, shape.kv_width
         out_bias = shape.attention_bias if shape.output_bias is None else shape.output_bias
-        self.qkv = nn.Linear(d, q + 2 * kv, bias=shape.attention_bias, **kw)
+        self.gated = shape.attention_output_gate
+        self.qkv = nn.Linear(d, (2 if self.gated else 1) * q + 2 * kv, bias=shape.attention_bias, **kw)
         self.o = nn.Linear(q, d, bias=out_bias, **kw)
         self.q_norm = nn.RMSNorm(shape.head_dim, **kw) if shape.qk_norm else None
         self.k_norm = nn.RMSNorm(shape.head_dim, **kw) if shape.qk_norm else None
@@ -104,8 +118,13 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor, pos: int, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
         s = self.shape
-        q, k, v = self.qkv(x).split([s.q_width, s.kv_width, s.kv_width], dim=-1)
-        q = q.view(B, T, s.n_heads, s.head_dim).transpose(1, 2)  # (B, h, T, d_h)
+        q_width = (2 if self.gated else 1) * s.q_width
+        q, k, v = self.qkv(x).split([q_width, s.kv_width, s.kv_width], dim=-1)
+        gate = None
+        if self.gated:  # per head: d_h query channels, then d_h gate channels
+            q, gate = q.view(B, T, s.n_heads, 2 * s.head_dim).chunk(2, dim=-1)
+            gate = gate.reshape(B, T, s.q_width)
+        q = q.reshape(B, T, s.n_heads, s.head_dim).transpose(1, 2)  # (B, h, T, d_h)
         k = k.view(B, T, s.n_kv_heads, s.head_dim).transpose(1, 2)  # (B, H_kv, T, d_h)
         v = v.view(B, T, s.n_kv_heads, s.head_dim).transpose(1, 2)
         if self.q_norm is not None:
@@ -116,7 +135,8 @@ class Attention(nn.Module):
         K[:, :, pos : pos + T], V[:, :, pos : pos + T] = k, v
         keys = ATTENTION_KEYS[self.kind](s, T, pos + T)
         o = attend(q, K[:, :, : pos + T], V[:, :, : pos + T], keys)  # (B, h, T, d_h)
-        return self.o(o.transpose(1, 2).reshape(B, T, s.q_width))
+        o = o.transpose(1, 2).reshape(B, T, s.q_width)
+        return self.o(o * torch.sigmoid(gate) if gate is not None else o)
 
 
 class GatedMLP(nn.Module):
@@ -198,16 +218,19 @@ class Block(nn.Module):
 
 # The mixer each layer kind builds: (shape, kind, dtype=, device=) -> a module with allocate(B, T_max)
 # and forward(x, pos, cos, sin). A linear-attention or state-space kind adds one entry here.
-MIXERS: dict[str, Callable[..., nn.Module]] = {"full": Attention, "sliding": Attention, "chunked": Attention}
+MIXERS: dict[str, Callable[..., nn.Module]] = {
+    "full": Attention, "sliding": Attention, "chunked": Attention, "gdn": GatedDeltaNetLayer,
+}  # fmt: skip
 
 
 class Layers(nn.Module):
-    """The built layers, one rotary table and every layer's cache."""
+    """The built layers, one rotary table (over the rotary channels of a head) and every layer's
+    cache or state."""
 
     def __init__(self, shape: ModelShape, max_tokens: int, **kw) -> None:
         super().__init__()
         self.blocks = nn.ModuleList(Block(shape, i, **kw) for i in range(shape.n_layers))
-        half = shape.head_dim // 2
+        half = (shape.rotary_dim or shape.head_dim) // 2
         freqs = torch.outer(
             torch.arange(max_tokens, dtype=torch.float32), 10_000.0 ** (-torch.arange(half) / half)
         )

@@ -1,6 +1,7 @@
 """The probe: this device's rates, measured apart from the model — matmul at each product's shape
 (weights cold in cache when it has few rows), the peak matmul and bandwidth, each attention kernel
-call — and the clock every time is read on; then the bound and the estimate, counts × probe."""
+call and each linear layer's core (on random inputs at the layer's head shapes) — and the clock
+every time is read on; then the bound and the estimate, counts × probe."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import torch
 
 from attn_core.bench.records import DTYPES
 from attn_core.bench.verify.counts import AttentionCall, PhaseCounts
-from attn_core.bench.verify.layers import ATTENTION_KEYS, attend
+from attn_core.bench.verify.layers import ATTENTION_KEYS, STATE_CORES, attend
 from attn_core.bench.verify.plan import Plan, VerifyRequest
 from attn_core.cost.dtypes import DTYPE_BYTES
 from attn_core.cost.shapes import ModelShape
@@ -58,7 +59,7 @@ def _best_s(fn: Callable[[], object], device: str, rounds: int = PROBE_ROUNDS) -
 @dataclass
 class Probe:
     """What the probe measured: the fastest matmul and stream (the roofline's peaks), each product
-    shape's rate with cold weights, and each attention call's time."""
+    shape's rate with cold weights, and each mixer call's time (attention, or a linear core)."""
 
     device: str
     dtype: str
@@ -78,7 +79,8 @@ class Probe:
             "matmul_flop_per_s": self.matmul_flop_per_s,
             "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
             "gemm_flop_per_s": gemms,
-            "attention_ms": calls,
+            "attention_ms": [c for c in calls if c["kind"] in ATTENTION_KEYS],
+            "state_core_ms": [c for c in calls if c["kind"] not in ATTENTION_KEYS],
             "seconds": self.seconds,
         }
 
@@ -129,6 +131,12 @@ def probe_attention(
     return _best_s(lambda: attend(q, k, v, keys), device)
 
 
+def probe_core(shape: ModelShape, call: AttentionCall, batch: int, dtype: torch.dtype, device: str) -> float:
+    """Seconds of one linear layer's core (`STATE_CORES`) alone on random inputs at its head shapes:
+    a prompt of q_len tokens, or q_len tokens after a state."""
+    return _best_s(STATE_CORES[call.kind](shape, call.q_len, call.kv_len, batch, dtype, device), device)
+
+
 def probe_device(plan: Plan, request: VerifyRequest, device: str, phases: tuple[PhaseCounts, ...]) -> Probe:
     """Probe every product shape and attention call of ``phases`` and the device's peaks, before
     any layer is built."""
@@ -147,7 +155,8 @@ def probe_device(plan: Plan, request: VerifyRequest, device: str, phases: tuple[
         for call in phase.attention:
             key = (call.kind, call.q_len, call.kv_len)
             if key not in probe.attention_s:
-                probe.attention_s[key] = probe_attention(plan.shape, call, request.batch, dtype, device)
+                timer = probe_attention if call.kind in ATTENTION_KEYS else probe_core
+                probe.attention_s[key] = timer(plan.shape, call, request.batch, dtype, device)
     probe.matmul_flop_per_s = max([*rates, *timed.values()])
     # a product with few rows streams its weights: its bytes / time is a bandwidth the roofline must allow
     b = DTYPE_BYTES[request.dtype]
@@ -164,7 +173,7 @@ def bound_ms(counts: PhaseCounts, probe: Probe) -> float:
 
 
 def estimate_ms(counts: PhaseCounts, probe: Probe) -> float:
-    """Σ products 2mkn / rate(m, k, n) + Σ attention calls' probed time (see the module docstring)."""
+    """Σ products 2mkn / rate(m, k, n) + Σ mixer calls' probed time (see the package docstring)."""
     gemm_s = sum(g.flops / probe.gemm_flop_per_s[g.probe_shape] for g in counts.gemms)
     attn_s = sum(c.count * probe.attention_s[(c.kind, c.q_len, c.kv_len)] for c in counts.attention)
     return 1e3 * (gemm_s + attn_s)

@@ -1,0 +1,164 @@
+"""Gated DeltaNet, Qwen3-Next's linear attention, for verify: the layer at its true shape (its
+parameters named and shaped as transformers' ``Qwen3NextGatedDeltaNet``), the state it keeps per
+sequence, and its core — everything between its input maps and its output map — which the probe
+times alone on random inputs.
+
+The core runs transformers' torch fallbacks (the package's reference code; transformers is
+imported only when a Gated DeltaNet layer is built or probed): the depthwise causal conv over q, k
+and v (``causal_conv1d_fn`` over a prompt, ``causal_conv1d_update`` for one token against the conv
+state), the delta rule (``torch_chunk_gated_delta_rule`` over a prompt: a Python loop over
+64-token chunks of small per-head products; ``torch_recurrent_gated_delta_rule`` for a decode
+step) and the gated RMSNorm. The cost model counts the core's products (`attn_core.cost.mixers`,
+``core_flops``); the conv, the gates and the norm are elementwise and left out, as everywhere.
+
+`DeltaState` is what transformers' cache (``cache_utils.LinearAttentionLayer``) holds for one
+layer: the last K conv inputs per channel at the model dtype, and one d_k × d_v matrix per value
+head in fp32 (the fallbacks compute it in fp32 whatever the model dtype: ``RECURRENT_DTYPE``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attn_core.bench.records import DTYPES
+from attn_core.bench.verify.plan import RECURRENT_DTYPE
+from attn_core.cost.mixers import GatedDeltaNet as GatedDeltaNetShape
+from attn_core.cost.shapes import ModelShape
+
+ACTIVATION = "silu"  # Qwen3-Next's hidden_act: the conv's activation and the norm's gate
+
+
+def _qwen3_next():
+    """transformers' Qwen3-Next module: its torch fallbacks are the core's reference code."""
+    from transformers.models.qwen3_next import modeling_qwen3_next
+
+    return modeling_qwen3_next
+
+
+@dataclass
+class DeltaState:
+    """One layer's state for B sequences, updated in place as tokens arrive."""
+
+    conv: torch.Tensor  # (B, 2H_k·d_k + H_v·d_v, K): the last K conv inputs, model dtype
+    recurrent: torch.Tensor  # (B, H_v, d_k, d_v): S, fp32
+
+    @classmethod
+    def zeros(cls, m: GatedDeltaNetShape, batch: int, dtype: torch.dtype, device: str) -> DeltaState:
+        conv = torch.zeros(batch, m.conv_channels, m.conv_kernel, dtype=dtype, device=device)
+        size = (batch, m.n_value_heads, m.key_head_dim, m.value_head_dim)
+        return cls(conv, torch.zeros(size, dtype=DTYPES[RECURRENT_DTYPE], device=device))
+
+    @property
+    def nbytes(self) -> int:
+        return self.conv.nbytes + self.recurrent.nbytes
+
+
+class DeltaCore(nn.Module):
+    """Conv, delta rule and gated norm: q, k, v, z (B, T, 2H_k·d_k + 2H_v·d_v) and β, a (B, T, 2H_v),
+    laid out per key head as transformers' ``in_proj_qkvz`` / ``in_proj_ba`` give them, → the
+    normed, gated read-out (B, T, H_v·d_v). Its parameters: the conv (channels × 1 × K), the
+    decay's dt bias and A (H_v each), the norm (d_v)."""
+
+    def __init__(self, m: GatedDeltaNetShape, **kw) -> None:
+        super().__init__()
+        self.m = m
+        C, K, H_v = m.conv_channels, m.conv_kernel, m.n_value_heads
+        self.conv1d = nn.Conv1d(C, C, K, groups=C, bias=False, padding=K - 1, **kw)
+        self.dt_bias = nn.Parameter(torch.ones(H_v, **kw))
+        self.A_log = nn.Parameter(torch.empty(H_v, **kw).uniform_(0.01, 16).log())  # transformers' init
+        self.norm = _qwen3_next().Qwen3NextRMSNormGated(m.value_head_dim).to(**kw)
+
+    def _split(self, qkvz: torch.Tensor, ba: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """transformers' ordering: per key head, [q (d_k), k (d_k), v and z (G·d_v each)], [β, a (G each)]
+        with G = H_v / H_k value heads per key head."""
+        m = self.m
+        B, T, _ = qkvz.shape
+        G = m.n_value_heads // m.n_key_heads
+        dk, dv = m.key_head_dim, m.value_head_dim
+        q, k, v, z = qkvz.view(B, T, m.n_key_heads, -1).split([dk, dk, G * dv, G * dv], dim=-1)
+        b, a = ba.view(B, T, m.n_key_heads, 2 * G).split([G, G], dim=-1)
+        v, z = v.reshape(B, T, -1, dv), z.reshape(B, T, -1, dv)  # (B, T, H_v, d_v)
+        return q, k, v, z, b.reshape(B, T, -1), a.reshape(B, T, -1)
+
+    def _conv(self, qkv: torch.Tensor, state: DeltaState, fresh: bool) -> torch.Tensor:
+        """The causal conv over (B, C, T), keeping the last K inputs in ``state.conv``."""
+        f, K, T = _qwen3_next(), self.m.conv_kernel, qkv.shape[-1]
+        weight = self.conv1d.weight.squeeze(1)  # (C, K)
+        if not fresh and T == 1:
+            return f.causal_conv1d_update(qkv, state.conv, weight, None, ACTIVATION)
+        full = qkv if fresh else torch.cat((state.conv, qkv), dim=-1)
+        state.conv.copy_(F.pad(full, (max(0, K - full.shape[-1]), 0))[..., -K:])
+        return f.causal_conv1d_fn(full, weight, None, activation=ACTIVATION)[..., -T:]
+
+    def forward(self, qkvz: torch.Tensor, ba: torch.Tensor, state: DeltaState, fresh: bool) -> torch.Tensor:
+        """``fresh``: a prompt from an empty state (the chunked form); else continue from ``state``
+        (one token: the recurrent form)."""
+        f, m = _qwen3_next(), self.m
+        B, T, _ = qkvz.shape
+        q, k, v, z, b, a = self._split(qkvz, ba)
+        qkv = torch.cat((q.reshape(B, T, -1), k.reshape(B, T, -1), v.reshape(B, T, -1)), dim=-1)
+        qkv = self._conv(qkv.transpose(1, 2), state, fresh).transpose(1, 2)  # (B, T, C)
+        q, k, v = qkv.split([m.key_dim, m.key_dim, m.value_dim], dim=-1)
+        q, k = q.reshape(B, T, -1, m.key_head_dim), k.reshape(B, T, -1, m.key_head_dim)
+        v = v.reshape(B, T, -1, m.value_head_dim)
+        beta = b.sigmoid()
+        g = -self.A_log.float().exp() * F.softplus(a.float() + self.dt_bias)  # log decay ≤ 0
+        rule = f.torch_recurrent_gated_delta_rule if not fresh and T == 1 else f.torch_chunk_gated_delta_rule
+        o, S = rule(q, k, v, g=g, beta=beta, initial_state=None if fresh else state.recurrent,
+                    output_final_state=True, use_qk_l2norm_in_kernel=True)  # fmt: skip
+        state.recurrent.copy_(S)
+        o = self.norm(o.reshape(-1, m.value_head_dim), z.reshape(-1, m.value_head_dim))
+        return o.view(B, T, m.value_dim)
+
+
+class GatedDeltaNetLayer(nn.Module):
+    """One Gated DeltaNet layer: the input maps (q, k, v, z: d × (2H_k·d_k + 2H_v·d_v); β, a: d × 2H_v),
+    the core, the output map (H_v·d_v × d), and its state (allocated per sequence, like a cache)."""
+
+    def __init__(self, shape: ModelShape, kind: str, **kw) -> None:
+        super().__init__()
+        m, d = shape.state_mixer, shape.d_model
+        self.kind = kind
+        self.in_proj_qkvz = nn.Linear(d, 2 * m.key_dim + 2 * m.value_dim, bias=False, **kw)
+        self.in_proj_ba = nn.Linear(d, 2 * m.n_value_heads, bias=False, **kw)
+        self.core = DeltaCore(m, **kw)
+        self.out_proj = nn.Linear(m.value_dim, d, bias=False, **kw)
+        self.state: DeltaState | None = None
+
+    def allocate(self, batch: int, max_tokens: int) -> None:
+        w = self.out_proj.weight
+        self.state = DeltaState.zeros(self.core.m, batch, w.dtype, w.device)
+
+    def forward(self, x: torch.Tensor, pos: int, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """x (B, T, d) at positions pos … pos + T − 1: pos 0 starts a sequence (the state is
+        overwritten), a later pos continues it. No rotary: the conv and the decay carry position."""
+        return self.out_proj(self.core(self.in_proj_qkvz(x), self.in_proj_ba(x), self.state, fresh=pos == 0))
+
+
+def delta_core_call(
+    shape: ModelShape, q_len: int, kv_len: int, batch: int, dtype: torch.dtype, device: str
+) -> Callable[[], object]:
+    """The core alone at this layer's head shapes on seeded random inputs, for the probe: a prompt
+    of q_len tokens when q_len = kv_len (chunked), else q_len tokens after a state (recurrent).
+    Inputs are N(0, 1/3), what a default-initialized map gives a unit-RMS token (as in the run),
+    so the decays underflow as often as they do there."""
+    m = shape.state_mixer
+    gen = torch.Generator(device=device).manual_seed(2)
+    core = DeltaCore(m, dtype=dtype, device=device).requires_grad_(False)
+    state = DeltaState.zeros(m, batch, dtype, device)
+    qkvz, ba = (
+        torch.randn(batch, q_len, n, generator=gen, dtype=dtype, device=device) / 3**0.5
+        for n in (2 * m.key_dim + 2 * m.value_dim, 2 * m.n_value_heads)
+    )
+    fresh = q_len == kv_len
+
+    def run() -> torch.Tensor:
+        with torch.inference_mode():
+            return core(qkvz, ba, state, fresh)
+
+    return run
