@@ -136,7 +136,9 @@ def _core_flops(layers: verify.Layers, tokens: int, decode: bool = False) -> int
     for block in layers.blocks:
         if isinstance(block.mixer, verify.GatedDeltaNetLayer):
             m = block.mixer.core.m
-            total += delta_rule_flops_by_hand(m.n_value_heads, m.key_head_dim, m.value_head_dim, tokens, decode=decode)
+            total += delta_rule_flops_by_hand(
+                m.n_value_heads, m.key_head_dim, m.value_head_dim, tokens, decode=decode
+            )
     return total
 
 
@@ -174,9 +176,12 @@ def test_counts_equal_the_built_modules(name):
                 continue
             K, V = blk.mixer.cache
             assert K.shape == V.shape == (B, K.shape[1], T + M, K.shape[3])
-            total += min(tokens, caps.get(blk.mixer.kind) or tokens) * (
-                K[0, :, 0].numel() + V[0, :, 0].numel()
-            ) * B * b
+            total += (
+                min(tokens, caps.get(blk.mixer.kind) or tokens)
+                * (K[0, :, 0].numel() + V[0, :, 0].numel())
+                * B
+                * b
+            )
         return total
 
     assert plan.cache_bytes == cache_bytes(T + M)
@@ -211,7 +216,9 @@ def test_flop_counter_sees_the_counted_matrix_products(name):
         if deltas:
             C = 64
             padded, chunks = -(-len(tokens) // C) * C, -(-len(tokens) // C)
-            solves = sum(m.n_value_heads * chunks * 2 * C * C * (m.key_head_dim + m.value_head_dim) for m in deltas)
+            solves = sum(
+                m.n_value_heads * chunks * 2 * C * C * (m.key_head_dim + m.value_head_dim) for m in deltas
+            )
             ran = sum(delta_rule_flops_by_hand(m.n_value_heads, m.key_head_dim, m.value_head_dim, padded)
                       for m in deltas)  # fmt: skip
             assert by_op.get("aten.bmm", 0) == (B * (ran - solves) if len(tokens) > 1 else 0)
@@ -312,7 +319,8 @@ def test_what_is_not_built_is_refused_by_name():
     odd = from_hf_config(DENSE | {"head_dim": 15})
     with pytest.raises(verify.VerifyError, match="even width, got 15"):
         verify.plan_build(odd, verify.VerifyRequest())
-    odd_partial = from_hf_config(DENSE | {"head_dim": 16, "partial_rotary_factor": 0.5625})  # ⌊16 × 0.5625⌋ = 9
+    # partial rotary: ⌊16 × 0.5625⌋ = 9 channels turn
+    odd_partial = from_hf_config(DENSE | {"head_dim": 16, "partial_rotary_factor": 0.5625})
     with pytest.raises(verify.VerifyError, match="even width, got 9"):
         verify.plan_build(odd_partial, verify.VerifyRequest())
     with pytest.raises(verify.VerifyError, match="dtype"):
