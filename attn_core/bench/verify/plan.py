@@ -78,6 +78,16 @@ class Plan:
     notes: tuple[str, ...] = ()
     layer_indices: tuple[int, ...] = ()  # which of the model's layers were built
 
+    @property
+    def kinds_built(self) -> str:
+        """The built layers by kind, e.g. '1 Gated DeltaNet, 1 full attention'."""
+        return ", ".join(f"{n} {kind_name(k)}" for k, n in self.shape.kind_counts.items())
+
+
+def kind_name(kind: str) -> str:
+    """'Gated DeltaNet', 'full attention', … : a layer kind as the page and the CLI say it."""
+    return STATE_KIND_NAMES.get(kind, f"{kind} attention")
+
 
 def refuse_unbuilt(shape: ModelShape) -> None:
     """VerifyError naming what this module does not build (rather than time something else)."""
@@ -150,8 +160,7 @@ def _layer_sets(shape: ModelShape, wanted: int) -> list[tuple[int, ...]]:
 
 def _firsts_note(shape: ModelShape, picked: tuple[int, ...], wanted: int) -> str:
     """Why the built layers are not the first ones, and which they are."""
-    names = [STATE_KIND_NAMES.get(shape.layer_kinds[i], f"{shape.layer_kinds[i]} attention") for i in picked]
-    which = " and ".join(f"{i} ({name})" for i, name in zip(picked, names, strict=True))
+    which = " and ".join(f"{i} ({kind_name(shape.layer_kinds[i])})" for i in picked)
     n = picked[-1] + 1
     fewer = "the first layer holds" if wanted == 1 else f"the first {wanted} hold"
     why = f"the first {n} or more do not fit the cap" if wanted >= n else f"{fewer} no attention layer"
