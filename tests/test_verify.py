@@ -394,17 +394,19 @@ def test_cost_page_button_runs_a_check_and_shows_the_table():
     assert all(e.endswith("%") for e in df["error"])
 
 
-def test_benchmark_rows_smoke():
+@pytest.mark.parametrize("name, built", [("moe", "2/2 layers, 8/8 experts"),
+                                         ("hybrid", "4/4 layers (3 Gated DeltaNet, 1 full attention), 8/8 experts")])  # fmt: skip
+def test_benchmark_rows_smoke(name, built):
     """benchmarks/verify_cost.py's Markdown rows for one tiny check: one per phase, every column."""
     from tests.conftest import load_benchmark
 
     bench = load_benchmark("verify_cost")
-    result = verify.verify(_shape("moe"), verify.VerifyRequest(seq_len=T, decode_steps=M))
+    result = verify.verify(_shape(name), verify.VerifyRequest(seq_len=T, decode_steps=M))
     lines = bench.rows(result)
     assert len(lines) == 2 and all(
         line.count("|") == bench.HEADER.splitlines()[0].count("|") for line in lines
     )
-    assert "8/8 experts" in lines[0] and "yes" in lines[0]
+    assert f"| {built} |" in lines[0] and "yes" in lines[0]
 
 
 def test_gated_deltanet_module_matches_cost_model_params():
