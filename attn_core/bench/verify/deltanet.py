@@ -148,13 +148,14 @@ def delta_core_call(
     Inputs are N(0, 1/3), what a default-initialized map gives a unit-RMS token (as in the run),
     so the decays underflow as often as they do there."""
     m = shape.state_mixer
-    gen = torch.Generator(device=device).manual_seed(2)
-    core = DeltaCore(m, dtype=dtype, device=device).requires_grad_(False)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(2)
+        core = DeltaCore(m, dtype=dtype, device="cpu").requires_grad_(False).to(device)
+        qkvz, ba = (
+            (torch.randn(batch, q_len, n, dtype=dtype) / 3**0.5).to(device)
+            for n in (2 * m.key_dim + 2 * m.value_dim, 2 * m.n_value_heads)
+        )
     state = DeltaState.zeros(m, batch, dtype, device)
-    qkvz, ba = (
-        torch.randn(batch, q_len, n, generator=gen, dtype=dtype, device=device) / 3**0.5
-        for n in (2 * m.key_dim + 2 * m.value_dim, 2 * m.n_value_heads)
-    )
     fresh = q_len == kv_len
 
     def run() -> torch.Tensor:
