@@ -67,7 +67,7 @@ from attn_core.bench.verify.counts import (
     mlp_gemms,
     prefill_counts,
 )
-from attn_core.bench.verify.deltanet import DeltaCore, DeltaState, GatedDeltaNetLayer, delta_core_call
+from attn_core.bench.verify.deltanet import DeltaCore, GatedDeltaNetLayer, delta_core_call
 from attn_core.bench.verify.layers import (
     ATTENTION_KEYS,
     MIXERS,
@@ -81,6 +81,7 @@ from attn_core.bench.verify.layers import (
     attend,
     build_layers,
 )
+from attn_core.bench.verify.linear import LinearState
 from attn_core.bench.verify.plan import (
     BUILT_STATE_KINDS,
     DEFAULT_DECODE_STEPS,
@@ -155,12 +156,12 @@ __all__ = [
     "AttentionCall",
     "Block",
     "DeltaCore",
-    "DeltaState",
     "GatedDeltaNetLayer",
     "GatedMLP",
     "Gemm",
     "Keys",
     "Layers",
+    "LinearState",
     "MoEMLP",
     "PhaseCounts",
     "PhaseResult",

@@ -11,51 +11,30 @@ state), the delta rule (``torch_chunk_gated_delta_rule`` over a prompt: a Python
 step) and the gated RMSNorm. The cost model counts the core's products (`attn_core.cost.mixers`,
 ``core_flops``); the conv, the gates and the norm are elementwise and left out, as everywhere.
 
-`DeltaState` is what transformers' cache (``cache_utils.LinearAttentionLayer``) holds for one
-layer: the last K conv inputs per channel at the model dtype, and one d_k × d_v matrix per value
-head in fp32 (the fallbacks compute it in fp32 whatever the model dtype: ``RECURRENT_DTYPE``).
+Its state (`linear.LinearState`) is what transformers' cache holds for one layer: the last K conv
+inputs per channel at the model dtype, and one d_k × d_v matrix per value head in fp32.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attn_core.bench.records import DTYPES
-from attn_core.bench.verify.plan import RECURRENT_DTYPE
+from attn_core.bench.verify.linear import LinearState, causal_conv
+from attn_core.bench.verify.linear import qwen3_next as _qwen3_next
 from attn_core.cost.mixers import GatedDeltaNet as GatedDeltaNetShape
 from attn_core.cost.shapes import ModelShape
 
 ACTIVATION = "silu"  # Qwen3-Next's hidden_act: the conv's activation and the norm's gate
 
 
-def _qwen3_next():
-    """transformers' Qwen3-Next module: its torch fallbacks are the core's reference code."""
-    from transformers.models.qwen3_next import modeling_qwen3_next
-
-    return modeling_qwen3_next
-
-
-@dataclass
-class DeltaState:
-    """One layer's state for B sequences, updated in place as tokens arrive."""
-
-    conv: torch.Tensor  # (B, 2H_k·d_k + H_v·d_v, K): the last K conv inputs, model dtype
-    recurrent: torch.Tensor  # (B, H_v, d_k, d_v): S, fp32
-
-    @classmethod
-    def zeros(cls, m: GatedDeltaNetShape, batch: int, dtype: torch.dtype, device: str) -> DeltaState:
-        conv = torch.zeros(batch, m.conv_channels, m.conv_kernel, dtype=dtype, device=device)
-        size = (batch, m.n_value_heads, m.key_head_dim, m.value_head_dim)
-        return cls(conv, torch.zeros(size, dtype=DTYPES[RECURRENT_DTYPE], device=device))
-
-    @property
-    def nbytes(self) -> int:
-        return self.conv.nbytes + self.recurrent.nbytes
+def delta_state(m: GatedDeltaNetShape, batch: int, dtype: torch.dtype, device: str) -> LinearState:
+    """The conv window (B, 2H_k·d_k + H_v·d_v, K) and S (B, H_v, d_k, d_v)."""
+    recurrent = (m.n_value_heads, m.key_head_dim, m.value_head_dim)
+    return LinearState.zeros(m.conv_channels, m.conv_kernel, recurrent, batch, dtype, device)
 
 
 class DeltaCore(nn.Module):
@@ -85,24 +64,14 @@ class DeltaCore(nn.Module):
         v, z = v.reshape(B, T, -1, dv), z.reshape(B, T, -1, dv)  # (B, T, H_v, d_v)
         return q, k, v, z, b.reshape(B, T, -1), a.reshape(B, T, -1)
 
-    def _conv(self, qkv: torch.Tensor, state: DeltaState, fresh: bool) -> torch.Tensor:
-        """The causal conv over (B, C, T), keeping the last K inputs in ``state.conv``."""
-        f, K, T = _qwen3_next(), self.m.conv_kernel, qkv.shape[-1]
-        weight = self.conv1d.weight.squeeze(1)  # (C, K)
-        if not fresh and T == 1:
-            return f.causal_conv1d_update(qkv, state.conv, weight, None, ACTIVATION)
-        full = qkv if fresh else torch.cat((state.conv, qkv), dim=-1)
-        state.conv.copy_(F.pad(full, (max(0, K - full.shape[-1]), 0))[..., -K:])
-        return f.causal_conv1d_fn(full, weight, None, activation=ACTIVATION)[..., -T:]
-
-    def forward(self, qkvz: torch.Tensor, ba: torch.Tensor, state: DeltaState, fresh: bool) -> torch.Tensor:
+    def forward(self, qkvz: torch.Tensor, ba: torch.Tensor, state: LinearState, fresh: bool) -> torch.Tensor:
         """``fresh``: a prompt from an empty state (the chunked form); else continue from ``state``
         (one token: the recurrent form)."""
         f, m = _qwen3_next(), self.m
         B, T, _ = qkvz.shape
         q, k, v, z, b, a = self._split(qkvz, ba)
         qkv = torch.cat((q.reshape(B, T, -1), k.reshape(B, T, -1), v.reshape(B, T, -1)), dim=-1)
-        qkv = self._conv(qkv.transpose(1, 2), state, fresh).transpose(1, 2)  # (B, T, C)
+        qkv = causal_conv(f, self.conv1d, qkv.transpose(1, 2), state, fresh, ACTIVATION).transpose(1, 2)
         q, k, v = qkv.split([m.key_dim, m.key_dim, m.value_dim], dim=-1)
         q, k = q.reshape(B, T, -1, m.key_head_dim), k.reshape(B, T, -1, m.key_head_dim)
         v = v.reshape(B, T, -1, m.value_head_dim)
@@ -128,11 +97,11 @@ class GatedDeltaNetLayer(nn.Module):
         self.in_proj_ba = nn.Linear(d, 2 * m.n_value_heads, bias=False, **kw)
         self.core = DeltaCore(m, **kw)
         self.out_proj = nn.Linear(m.value_dim, d, bias=False, **kw)
-        self.state: DeltaState | None = None
+        self.state: LinearState | None = None
 
     def allocate(self, batch: int, max_tokens: int) -> None:
         w = self.out_proj.weight
-        self.state = DeltaState.zeros(self.core.m, batch, w.dtype, w.device)
+        self.state = delta_state(self.core.m, batch, w.dtype, w.device)
 
     def forward(self, x: torch.Tensor, pos: int, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         """x (B, T, d) at positions pos … pos + T − 1: pos 0 starts a sequence (the state is
@@ -155,7 +124,7 @@ def delta_core_call(
             (torch.randn(batch, q_len, n, dtype=dtype) / 3**0.5).to(device)
             for n in (2 * m.key_dim + 2 * m.value_dim, 2 * m.n_value_heads)
         )
-    state = DeltaState.zeros(m, batch, dtype, device)
+    state = delta_state(m, batch, dtype, device)
     fresh = q_len == kv_len
 
     def run() -> torch.Tensor:
