@@ -72,7 +72,7 @@ def check_on_this_machine(shape: ModelShape) -> None:
         st.caption(
             "Builds the model's first layers at their true shapes with random weights (as many as fit "
             "the memory cap; a layer too big for it keeps fewer routed experts, same k and expert shape; "
-            "a hybrid too big for it, its first linear-attention and first attention layer), "
+            "a hybrid too big for it, the first layer of each kind), "
             "runs a prefill and decode steps here, and compares the time with the cost model."
         )
         c1, c2, c3, c4 = st.columns(4)

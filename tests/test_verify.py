@@ -46,7 +46,13 @@ HYBRID = {"model_type": "qwen3_next", "num_hidden_layers": 4, "hidden_size": 64,
           "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8,
           "linear_value_head_dim": 16, "linear_conv_kernel_dim": 4, "full_attention_interval": 4,
           "partial_rotary_factor": 0.25, "vocab_size": 100}  # fmt: skip
-CONFIGS = {"dense": DENSE, "moe": MOE, "sliding": SLIDING, "chunked": CHUNKED, "hybrid": HYBRID}
+# Nemotron-H in small: one block per layer, Mamba-2 ('M'), MLP ('-') and attention ('*'); chunks of 16.
+NEMOTRON = {"model_type": "nemotron_h", "hidden_size": 64, "hybrid_override_pattern": "M-M*-",
+            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
+            "mamba_num_heads": 4, "mamba_head_dim": 16, "n_groups": 2, "ssm_state_size": 16,
+            "conv_kernel": 4, "chunk_size": 16, "vocab_size": 100}  # fmt: skip
+CONFIGS = {"dense": DENSE, "moe": MOE, "sliding": SLIDING, "chunked": CHUNKED, "hybrid": HYBRID,
+           "nemotron": NEMOTRON}  # fmt: skip
 T, M, B = 16, 3, 2
 
 
@@ -74,12 +80,15 @@ def _matrices(module: torch.nn.Module) -> int:
 
 
 def _per_token_matrices(layers: verify.Layers) -> int:
-    """Matrix weights one token multiplies, read off the modules: attention, then the dense MLP
-    or the router + k routed experts (all alike) + shared experts + the shared gate."""
+    """Matrix weights one token multiplies, read off the modules: the mixer, then the dense MLP
+    or the router + k routed experts (all alike) + shared experts + the shared gate (a Nemotron-H
+    block has one of the two)."""
     total = 0
     for block in layers.blocks:
-        total += _matrices(block.mixer)
+        total += _matrices(block.mixer) if block.mixer is not None else 0
         mlp = block.mlp
+        if mlp is None:
+            continue
         if isinstance(mlp, verify.MoEMLP):
             total += mlp.router.weight.numel() + mlp.top_k * _matrices(mlp.experts[0])
             total += sum(_matrices(s) for s in mlp.shared)
@@ -130,8 +139,24 @@ def delta_rule_flops_by_hand(H_v: int, d_k: int, d_v: int, T: int, C: int = 64, 
     return H_v * total
 
 
+def ssd_flops_by_hand(H: int, P: int, N: int, G: int, T: int, Q: int, decode: bool = False) -> int:
+    """Mamba-2's scan (state-space duality) for one sequence, enumerated as the chunked algorithm
+    runs it (2 FLOPs per multiply-add), per chunk of c tokens: C·Bᵀ per group of B and C (2c²·N
+    each of G), the masked scores times x per head (2c²·P each of H), the chunk's state Bᵀ·x and the
+    read-out C·h per head (2c·N·P each). Decode: one token, the update Δ·B·x and the read-out C·h
+    per head (2·P·N each)."""
+    if decode:
+        return H * 2 * 2 * P * N * T
+    total, left = 0, T
+    while left:
+        c = min(Q, left)
+        total += 2 * c * c * N * G + 2 * c * c * P * H + 2 * 2 * c * N * P * H
+        left -= c
+    return total
+
+
 def _core_flops(layers: verify.Layers, tokens: int, decode: bool = False) -> int:
-    """Σ over the built Gated DeltaNet layers of the hand-counted delta rule, from each one's shape."""
+    """Σ over the built linear layers of their hand-counted cores, from each one's shape."""
     total = 0
     for block in layers.blocks:
         if isinstance(block.mixer, verify.GatedDeltaNetLayer):
@@ -139,6 +164,9 @@ def _core_flops(layers: verify.Layers, tokens: int, decode: bool = False) -> int
             total += delta_rule_flops_by_hand(
                 m.n_value_heads, m.key_head_dim, m.value_head_dim, tokens, decode=decode
             )
+        elif isinstance(block.mixer, verify.Mamba2Layer):
+            m = block.mixer.core.m
+            total += ssd_flops_by_hand(m.n_heads, m.head_dim, m.d_state, m.n_groups, tokens, m.chunk, decode)
     return total
 
 
@@ -171,8 +199,9 @@ def test_counts_equal_the_built_modules(name):
         caps = {"sliding": plan.shape.sliding_window, "chunked": plan.shape.attention_chunk_size}
         total = 0
         for blk in layers.blocks:
-            if isinstance(blk.mixer, verify.GatedDeltaNetLayer):
+            if isinstance(blk.mixer, verify.GatedDeltaNetLayer | verify.Mamba2Layer):
                 total += blk.mixer.state.conv.nbytes + blk.mixer.state.recurrent.nbytes
+            if not isinstance(blk.mixer, verify.Attention):
                 continue
             K, V = blk.mixer.cache
             assert K.shape == V.shape == (B, K.shape[1], T + M, K.shape[3])
@@ -200,6 +229,9 @@ def test_flop_counter_sees_the_counted_matrix_products(name):
     b = verify.DTYPE_BYTES[request.dtype]
     x, step = torch.randn(B, T, plan.shape.d_model), torch.randn(B, 1, plan.shape.d_model)
     deltas = [blk.mixer.core.m for blk in layers.blocks if isinstance(blk.mixer, verify.GatedDeltaNetLayer)]
+    linear = any(
+        isinstance(blk.mixer, verify.GatedDeltaNetLayer | verify.Mamba2Layer) for blk in layers.blocks
+    )
     for tokens, run, counts in (
         (range(T), lambda: layers(x, 0), verify.prefill_counts(plan.shape, T, B, b)),
         (range(T, T + 1), lambda: layers(step, T), verify.decode_counts(plan.shape, T, B, b)),
@@ -207,7 +239,7 @@ def test_flop_counter_sees_the_counted_matrix_products(name):
         with torch.inference_mode(), FlopCounterMode(display=False) as counter:
             run()
         by_op = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
-        kinds = ("mm", "addmm") if deltas else ("mm", "addmm", "bmm")
+        kinds = ("mm", "addmm") if linear else ("mm", "addmm", "bmm")  # a linear core's are its own
         matmuls = sum(n for op, n in by_op.items() if op.split(".")[1] in kinds)
         core = B * _core_flops(layers, len(tokens), decode=len(tokens) == 1)
         attention = counts.flops - matmuls - core
@@ -238,7 +270,7 @@ def test_decode_with_the_cache_equals_the_full_prefill(name):
     torch.testing.assert_close(step, full, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["dense", "moe", "hybrid"])
+@pytest.mark.parametrize("name", ["dense", "moe", "hybrid", "nemotron"])
 def test_verify_bound_is_below_the_run_and_json_keys(name, tmp_path):
     config = tmp_path / "config.json"
     config.write_text(json.dumps(CONFIGS[name]))
@@ -248,10 +280,10 @@ def test_verify_bound_is_below_the_run_and_json_keys(name, tmp_path):
     assert verify_cli.main(args) == 0
     data = json.loads(out.read_text())
     assert {"device", "layers_built", "experts_built", "probe", "prefill", "decode_step"} <= set(data)
-    assert data["device"] == "cpu" and data["layers_built"] == CONFIGS[name]["num_hidden_layers"]
-    assert data["experts_built"] == (None if name == "dense" else 8)
+    assert data["device"] == "cpu" and data["layers_built"] == _shape(name).n_layers
+    assert data["experts_built"] == (8 if name in ("moe", "hybrid") else None)
     assert {"matmul_flop_per_s", "bandwidth_bytes_per_s"} <= set(data["probe"])
-    if name == "hybrid":  # the Gated DeltaNet core, probed at the prompt and at one decode step
+    if name in ("hybrid", "nemotron"):  # the linear core, probed at the prompt and at one decode step
         cores = data["probe"]["state_core_ms"]
         assert {(c["q_len"], c["kv_len"]) for c in cores} == {(T, T), (1, T + (M - 1) // 2 + 1)}
     for phase in ("prefill", "decode_step"):
@@ -325,8 +357,7 @@ def test_what_is_not_built_is_refused_by_name():
         verify.plan_build(odd_partial, verify.VerifyRequest())
     with pytest.raises(verify.VerifyError, match="dtype"):
         verify.plan_build(_shape("dense"), verify.VerifyRequest(dtype="fp8"))
-    for preset, mixer in (("jamba-1.5-mini", "Mamba"), ("nemotron-h-8b", "Mamba-2"),
-                          ("kimi-linear-48b-a3b", "Kimi Delta Attention")):  # fmt: skip
+    for preset, mixer in (("jamba-1.5-mini", "Mamba"), ("kimi-linear-48b-a3b", "Kimi Delta Attention")):
         with pytest.raises(verify.VerifyError, match=f"state-space layers \\({mixer}\\) are not built"):
             verify.plan_build(load_preset(preset), verify.VerifyRequest())
 
@@ -350,7 +381,6 @@ def test_device_selection(monkeypatch):
         (["--model", "deepseek-v3"], "latent attention"),
         (["--model", "gpt-oss-120b"], "sinks"),
         (["--model", "jamba-1.5-mini"], "(Mamba) are not built by verify yet"),
-        (["--model", "nemotron-h-8b"], "(Mamba-2) are not built by verify yet"),
         (["--model", "kimi-linear-48b-a3b"], "(Kimi Delta Attention) are not built by verify yet"),
         (["--model", "llama-3-8b", "--memory-gib", "0.1"], "cap"),
         (["--model", "llama-3-8b", "--dtype", "int4"], "--dtype"),

@@ -1,16 +1,19 @@
-"""``verify`` on a hybrid (Qwen3-Next: Gated DeltaNet in 3 of 4 layers, gated attention, MoE).
+"""``verify`` on a hybrid: Qwen3-Next (Gated DeltaNet in 3 of 4 layers, gated attention, MoE) and
+Nemotron-H (Mamba-2, MLP and attention blocks).
 
 Oracles, each independent of the code it checks:
-- transformers' own ``Qwen3NextGatedDeltaNet`` and ``Qwen3NextAttention`` given the same weights:
+- transformers' own ``Qwen3NextGatedDeltaNet``, ``Qwen3NextAttention`` and ``NemotronHMamba2Mixer``
+  given the same weights:
   the same outputs over a prompt and decode steps, and the same state tensors in its own cache
   (``DynamicCache``'s ``LinearAttentionLayer``), byte for byte;
 - the modules built on the meta device at the preset's true shapes: their parameters against the
   cost model's ``params()``, ``matrix_weights()`` and ``attention_params``;
-- the delta rule's products enumerated chunk by chunk by hand (`tests/test_verify.py`), and torch's
-  FlopCounterMode over the core the probe times;
+- the delta rule's and the SSD scan's products enumerated chunk by chunk by hand
+  (`tests/test_verify.py`), and torch's FlopCounterMode over the core the probe times;
 - the cap's arithmetic redone from the preset's numbers.
 The shared checks (counts against the built modules, decode against a full prefill, the bound
-below the run) run on a tiny Qwen3-Next in `tests/test_verify.py` with the other kinds.
+below the run) run on a tiny Qwen3-Next and a tiny Nemotron-H in `tests/test_verify.py` with the
+other kinds.
 """
 
 from __future__ import annotations
@@ -25,15 +28,19 @@ from attn_core.cost.layer_config import ATTENTION_KINDS
 from attn_core.cost.params import attention_params, expert_params
 from attn_core.cost.serving import kv_cache_bytes, state_bytes
 from attn_core.cost.shapes import from_hf_config, load_preset
-from tests.test_verify import HYBRID, delta_rule_flops_by_hand
+from tests.test_verify import HYBRID, NEMOTRON, delta_rule_flops_by_hand, ssd_flops_by_hand
 
 qwen3_next = pytest.importorskip(
     "transformers.models.qwen3_next.modeling_qwen3_next", reason="transformers without Qwen3-Next"
 )
-from transformers import DynamicCache, Qwen3NextConfig  # noqa: E402  (after the skip)
+nemotron_h = pytest.importorskip(
+    "transformers.models.nemotron_h.modeling_nemotron_h", reason="transformers without Nemotron-H"
+)
+from transformers import DynamicCache, NemotronHConfig, Qwen3NextConfig  # noqa: E402  (after the skips)
 
 T, M, B = 70, 3, 2  # a full 64-token chunk and a partial one
 NEXT = load_preset("qwen3-next-80b-a3b")
+NEMO = load_preset("nemotron-h-8b")
 
 
 @pytest.fixture(autouse=True)
@@ -43,8 +50,8 @@ def small_probe(monkeypatch):
     monkeypatch.setitem(verify.STREAM_BYTES, "cpu", 8 << 20)
 
 
-def _tiny(dtype: str = "fp32"):
-    shape = from_hf_config(HYBRID, name="tiny-next")
+def _tiny(dtype: str = "fp32", config: dict = HYBRID):
+    shape = from_hf_config(config, name="tiny")
     request = verify.VerifyRequest(seq_len=T, batch=B, decode_steps=M, device="cpu", dtype=dtype)
     plan = verify.plan_build(shape, request)
     return plan, verify.build_layers(plan, request, "cpu")
@@ -99,6 +106,50 @@ def test_gated_deltanet_equals_transformers_and_holds_its_cache(dtype):
     assert ours.state.nbytes == state_bytes(one_layer, B, b, 4)
 
 
+def _nemotron_config(shape) -> NemotronHConfig:
+    m = shape.state_mixer
+    return NemotronHConfig(
+        hidden_size=shape.d_model, num_hidden_layers=1, hybrid_override_pattern="M",
+        mamba_num_heads=m.n_heads, mamba_head_dim=m.head_dim, n_groups=m.n_groups, ssm_state_size=m.d_state,
+        conv_kernel=m.conv_kernel, chunk_size=m.chunk, use_conv_bias=m.conv_bias, use_bias=m.proj_bias,
+        num_attention_heads=shape.n_heads, num_key_value_heads=shape.n_kv_heads, head_dim=shape.head_dim,
+        vocab_size=shape.vocab_size,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_mamba2_equals_transformers_and_holds_its_cache(dtype):
+    """Our Mamba-2 layer with transformers' weights (Nemotron-H's mixer): the same output over a
+    prompt of T = 70 (four full chunks of 16 and a partial one) and over decode steps, and the same
+    conv and recurrent state as transformers' own cache holds, sized by the cost model to the byte.
+    Same fallbacks on the same numbers: fp32 to rounding (1e-5), bf16 to its mantissa (2e-2)."""
+    plan, layers = _tiny(dtype, NEMOTRON)
+    ours = layers.blocks[0].mixer
+    assert isinstance(ours, verify.Mamba2Layer)
+    config = _nemotron_config(plan.shape)
+    theirs = nemotron_h.NemotronHMamba2Mixer(config, 0)
+    theirs.load_state_dict({k.removeprefix("core."): v for k, v in ours.state_dict().items()})
+    theirs.to(verify.DTYPES[dtype])
+    cache = DynamicCache(config=config)
+    x = torch.randn(B, T + M, plan.shape.d_model, dtype=verify.DTYPES[dtype])
+    tol = {"fp32": 1e-5, "bf16": 2e-2}[dtype]
+    with torch.inference_mode():
+        torch.testing.assert_close(ours(x[:, :T], 0, None, None), theirs(x[:, :T], cache_params=cache),
+                                   rtol=tol, atol=tol)  # fmt: skip
+        for t in range(T, T + M):
+            torch.testing.assert_close(ours(x[:, t : t + 1], t, None, None),
+                                       theirs(x[:, t : t + 1], cache_params=cache), rtol=tol, atol=tol)  # fmt: skip
+    held = cache.layers[0]
+    for mine, hf in (
+        (ours.state.conv, held.conv_states[0]),
+        (ours.state.recurrent, held.recurrent_states[0]),
+    ):
+        assert mine.shape == hf.shape and mine.dtype == hf.dtype
+        torch.testing.assert_close(mine, hf, rtol=tol, atol=tol)
+    one_layer = verify.cut_shape(plan.shape, [0, 3], None)  # one Mamba-2 block, one attention block
+    assert ours.state.nbytes == state_bytes(one_layer, B, verify.DTYPE_BYTES[dtype], 4)
+
+
 def test_gated_attention_equals_transformers():
     """The gated attention layer (query and gate per head from one map, QK-norm, rotary over the
     first d_h / 4 channels, o · sigmoid(gate) before O) against transformers' with the same
@@ -144,16 +195,32 @@ def test_true_shapes_hold_the_cost_models_parameters():
     assert n_attention == attention_params(NEXT).total == sum(p.numel() for p in hf_attention.parameters())
     assert sum(g.k * g.n for g in verify.MIXER_GEMMS["gdn"](NEXT, 1)) == m.matrix_weights()
     assert sum(g.k * g.n for g in verify.MIXER_GEMMS["full"](NEXT, 1)) == attention_params(NEXT).weights
+    with torch.device("meta"):  # Nemotron-H's Mamba-2 layer, against transformers' own
+        mamba = verify.Mamba2Layer(NEMO, "mamba2")
+        hf_mamba = nemotron_h.NemotronHMamba2Mixer(_nemotron_config(NEMO), 0)
+    m2 = NEMO.state_mixer
+    assert (
+        sum(p.numel() for p in mamba.parameters())
+        == m2.params()
+        == sum(p.numel() for p in hf_mamba.parameters())
+    )
+    assert sum(p.numel() for p in mamba.parameters() if p.ndim == 2) == m2.matrix_weights()
+    assert sum(g.k * g.n for g in verify.MIXER_GEMMS["mamba2"](NEMO, 1)) == m2.matrix_weights()
 
 
-@pytest.mark.parametrize("tokens", [1, 5, 64, 70, 129])
+@pytest.mark.parametrize("tokens", [1, 5, 64, 70, 129, 300])
 def test_core_flops_equal_the_hand_count(tokens):
-    """The cost model's closed form (pairs n·C² + r² inside chunks, 6·d_k·d_v per token with the
-    state) against the products enumerated chunk by chunk, prefill and decode."""
+    """The cost model's closed forms (pairs n·C² + r² inside chunks, the state products per token)
+    against the products enumerated chunk by chunk, prefill and decode: Gated DeltaNet (C = 64)
+    and Mamba-2 (Q = 128)."""
     m = NEXT.state_mixer
     H, dk, dv = m.n_value_heads, m.key_head_dim, m.value_head_dim
     assert m.core_flops(tokens) == delta_rule_flops_by_hand(H, dk, dv, tokens)
     assert m.core_flops(tokens, decode=True) == delta_rule_flops_by_hand(H, dk, dv, tokens, decode=True)
+    s = NEMO.state_mixer
+    args = (s.n_heads, s.head_dim, s.d_state, s.n_groups, tokens, s.chunk)
+    assert s.core_flops(tokens) == ssd_flops_by_hand(*args)
+    assert s.core_flops(tokens, decode=True) == ssd_flops_by_hand(*args, decode=True)
 
 
 def test_the_probed_core_runs_the_counted_products():
@@ -197,13 +264,24 @@ def test_the_preset_is_cut_to_one_linear_and_one_attention_layer():
     assert tiny.layer_indices == (0, 1, 2, 3) and tiny.notes == ()
 
 
+def test_nemotron_is_cut_to_one_block_of_each_kind():
+    """Nemotron-H 8B's first 8 blocks (M-M-M-M*: four Mamba-2, three MLP, the first attention) are
+    over 2 GiB of fp32, so verify builds its first Mamba-2, MLP and attention blocks (0, 1, 7)."""
+    plan = verify.plan_build(NEMO, verify.VerifyRequest())
+    first8 = verify.cut_shape(NEMO, 8, None)
+    assert verify.layer_params(first8) * 4 > 2 * 2**30
+    assert plan.layer_indices == (0, 1, 7) and plan.shape.layer_kinds.each(3) == ("mamba2", "mlp", "full")
+    assert plan.kinds_built == "1 Mamba-2, 1 MLP, 1 full attention"
+    assert any("layers 0 (Mamba-2), 1 (MLP) and 7 (full attention) of 52" in n for n in plan.notes)
+
+
 def test_the_tables_agree():
     """A kind is built when MIXERS has its module and MIXER_GEMMS its products; a linear kind also
     needs its probed core (STATE_CORES), and the plan refuses every other linear kind by name."""
     assert (
         set(verify.MIXERS) == set(verify.MIXER_GEMMS) == set(ATTENTION_KINDS) | set(verify.BUILT_STATE_KINDS)
     )
-    assert set(verify.STATE_CORES) == set(verify.BUILT_STATE_KINDS) == {"gdn"}
+    assert set(verify.STATE_CORES) == set(verify.BUILT_STATE_KINDS) == {"gdn", "mamba2"}
     assert set(verify.ATTENTION_KEYS) == set(ATTENTION_KINDS)
 
 

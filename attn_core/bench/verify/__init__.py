@@ -6,10 +6,10 @@ Three figures per phase (the prefill, one decode step), each from a different so
 
 - ``flops`` and ``bytes`` come from the cost model (`attn_core.cost`) for exactly what was built
   (`plan_build`: the first N layers, fewer routed experts when one layer is over the memory cap;
-  a hybrid's first linear-attention and first attention layer when no run of first layers fits),
+  a hybrid's first layer of each kind when no run of first layers holding them all fits),
   in the convention of ``python -m attn_core cost``: matrix products only, 2 FLOPs per
-  multiply-add (a Gated DeltaNet layer: its maps and its core's products, `cost.mixers`, chunked
-  in prefill, recurrent in decode); bytes = the active weights of the built layers (top-k experts:
+  multiply-add (a Gated DeltaNet or Mamba-2 layer: its maps and its core's products,
+  `cost.mixers`, chunked in prefill, recurrent in decode); bytes = the active weights of the built layers (top-k experts:
   the floor) plus the KV cache and the linear layers' state, written (prefill) or read (decode).
   The embedding table and output head are not built.
 - ``bound_ms`` = max(flops / peak, bytes / bandwidth) at this device's probed peaks (the fastest
@@ -19,9 +19,9 @@ Three figures per phase (the prefill, one decode step), each from a different so
   plus the attention kernel's time probed at the layer's shape. A mixture of experts' routed
   products are counted over the E·(1 − (1 − k/E)^N) distinct experts that N tokens touch under
   uniform routing, k·N / that many rows each: the same FLOPs as the cost model's, at the shapes
-  that run. A linear layer's core (its conv, delta rule and gated norm: small per-head products
-  in a Python loop over chunks, far below the matmul rate) is probed alone at the layer's head
-  shapes on random inputs, as attention is. The terms are summed, not maxed: a layer's products
+  that run. A linear layer's core (its conv, its scan — the delta rule or SSD — and gated norm:
+  small per-head products over chunks, far below the matmul rate) is probed alone at the layer's
+  head shapes on random inputs, with the cache flushed before each call, as attention is probed. The terms are summed, not maxed: a layer's products
   and its mixer run one after another, each already at its own mix of compute and memory time.
   Norms, rotary, the activation and the residual adds are left out (as in the cost model's FLOPs).
 - ``measured_ms``: the fastest of ``PREFILL_REPEATS`` prefills, and of the M decode steps (which
@@ -36,10 +36,11 @@ the model run's timing. A layer kind is one entry in each of three tables: ``MIX
 module, `layers`), ``MIXER_GEMMS`` (its matrix products, `counts`) and ``ATTENTION_KEYS`` (the keys
 a query sees, for the run and for the kernel probe, `layers`); counting, probing and timing are
 shared. A linear-attention or state-space kind adds its module, its products and, in place of the
-keys, its core for the probe (``STATE_CORES``): Gated DeltaNet (`deltanet`) is the one built;
-Mamba, Mamba-2 and KDA are refused by name. Attention is torch SDPA (its fused CPU flash kernel, GQA without repeating
-K/V): the kernel a serving stack runs, with no L × S matrix, as the cost model's bytes assume —
-`attn_core.attention` is the teaching reference and keeps every weight.
+keys, its core for the probe (``STATE_CORES``): Gated DeltaNet (`deltanet`) and Mamba-2
+(`mamba2`) are built; Mamba and KDA are refused by name. Attention is torch SDPA (its fused CPU
+flash kernel, GQA without repeating K/V): the kernel a serving stack runs, with no L × S matrix, as
+the cost model's bytes assume — `attn_core.attention` is the teaching reference and keeps every
+weight.
 
 Its modules, by job (each imports only those above it):
 
@@ -47,8 +48,10 @@ Its modules, by job (each imports only those above it):
   routed experts) that fit the memory cap.
 - `counts`: the cost model's FLOPs and bytes of what was built, each phase's matrix products
   (``MIXER_GEMMS``) and mixer calls.
-- `deltanet`: the Gated DeltaNet layer (transformers' torch fallbacks for its core), its state,
-  and its core alone for the probe.
+- `linear`: what the linear layers share: their state, the causal conv, the transformers modules
+  whose torch fallbacks are their cores.
+- `deltanet`, `mamba2`: the Gated DeltaNet and Mamba-2 layers, each with its core alone for the
+  probe.
 - `layers`: the torch layers (``ATTENTION_KEYS``, attention, MLP, mixture of experts, ``MIXERS``)
   and `build_layers`.
 - `probe`: the device's rates at those shapes, the clock, and `bound_ms` / `estimate_ms`.
@@ -64,6 +67,7 @@ from attn_core.bench.verify.counts import (
     attention_gemms,
     decode_counts,
     deltanet_gemms,
+    mamba2_gemms,
     mlp_gemms,
     prefill_counts,
 )
@@ -82,6 +86,7 @@ from attn_core.bench.verify.layers import (
     build_layers,
 )
 from attn_core.bench.verify.linear import LinearState
+from attn_core.bench.verify.mamba2 import Mamba2Core, Mamba2Layer, mamba2_core_call
 from attn_core.bench.verify.plan import (
     BUILT_STATE_KINDS,
     DEFAULT_DECODE_STEPS,
@@ -162,6 +167,8 @@ __all__ = [
     "Keys",
     "Layers",
     "LinearState",
+    "Mamba2Core",
+    "Mamba2Layer",
     "MoEMLP",
     "PhaseCounts",
     "PhaseResult",
@@ -186,6 +193,8 @@ __all__ = [
     "estimate_ms",
     "kind_name",
     "layer_params",
+    "mamba2_core_call",
+    "mamba2_gemms",
     "measure",
     "mlp_gemms",
     "plan_build",

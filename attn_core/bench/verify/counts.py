@@ -74,6 +74,13 @@ def deltanet_gemms(shape: ModelShape, tokens: int) -> list[Gemm]:
             Gemm(tokens, m.value_dim, d)]  # fmt: skip
 
 
+def mamba2_gemms(shape: ModelShape, tokens: int) -> list[Gemm]:
+    """A Mamba-2 layer's maps: in (z, x, B, C, Δ: d × (2H·P + 2G·N + H)), then out (H·P × d): its
+    ``matrix_weights``. Its scan is timed as a call, not a product."""
+    m, d = shape.state_mixer, shape.d_model
+    return [Gemm(tokens, d, m.d_inner + m.conv_channels + m.n_heads), Gemm(tokens, m.d_inner, d)]
+
+
 def mlp_gemms(shape: ModelShape, moe: bool, tokens: int) -> list[Gemm]:
     """The feed-forward products: the MLP (gate and up fused), or the router, the routed experts
     (k·tokens rows over the expected touched experts) and the shared experts."""
@@ -83,10 +90,11 @@ def mlp_gemms(shape: ModelShape, moe: bool, tokens: int) -> list[Gemm]:
     m = shape.moe
     touched = experts_touched_expected(m.n_experts, m.top_k, tokens)
     rows = m.top_k * tokens / touched
-    out = [Gemm(tokens, d, m.n_experts), Gemm(rows, d, 2 * m.expert_d_ff, touched),
+    up = m.expert_matrices - 1  # gate and up fused (SwiGLU), or up alone (Nemotron-H)
+    out = [Gemm(tokens, d, m.n_experts), Gemm(rows, d, up * m.expert_d_ff, touched),
            Gemm(rows, m.expert_d_ff, d, touched)]  # fmt: skip
     if m.n_shared:
-        out += [Gemm(tokens, d, 2 * m.shared_d_ff, m.n_shared), Gemm(tokens, m.shared_d_ff, d, m.n_shared)]
+        out += [Gemm(tokens, d, up * m.shared_d_ff, m.n_shared), Gemm(tokens, m.shared_d_ff, d, m.n_shared)]
     if m.shared_gate:
         out.append(Gemm(tokens, d, 1))
     return out
@@ -99,7 +107,14 @@ MIXER_GEMMS: dict[str, Callable[[ModelShape, int], list[Gemm]]] = {
     "sliding": attention_gemms,
     "chunked": attention_gemms,
     "gdn": deltanet_gemms,
+    "mamba2": mamba2_gemms,
 }
+
+
+def _block_gemms(shape: ModelShape, kind: str, moe: bool, tokens: int) -> list[Gemm]:
+    """One block's products: its mixer's and its feed-forward part's (a Nemotron-H block has one)."""
+    mixer = MIXER_GEMMS[kind](shape, tokens) if kind in MIXER_GEMMS else []
+    return mixer + (mlp_gemms(shape, moe, tokens) if shape.has_mlp(kind) else [])
 
 
 def _gemms(shape: ModelShape, tokens: int) -> tuple[Gemm, ...]:
@@ -107,7 +122,7 @@ def _gemms(shape: ModelShape, tokens: int) -> tuple[Gemm, ...]:
     return tuple(
         dataclasses.replace(g, count=g.count * n)
         for (kind, moe), n in shape.layer_census.items()
-        for g in MIXER_GEMMS[kind](shape, tokens) + mlp_gemms(shape, moe, tokens)
+        for g in _block_gemms(shape, kind, moe, tokens)
     )
 
 
@@ -130,7 +145,9 @@ def _phase(
     state (written or read, once), its products and its mixers' calls."""
     kv = cache_bytes(shape, cached, batch, b)
     floor, expected = _weight_bytes(shape, b, batch * q_len)
-    calls = tuple(AttentionCall(kind, q_len, kv_len, n) for kind, n in shape.kind_counts.items())
+    calls = tuple(
+        AttentionCall(kind, q_len, kv_len, n) for kind, n in shape.kind_counts.items() if kind in MIXER_GEMMS
+    )
     return PhaseCounts(int(flops), floor + kv, expected + kv, _gemms(shape, batch * q_len), calls)
 
 

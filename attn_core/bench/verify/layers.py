@@ -1,7 +1,7 @@
 """The layers, in torch: which keys each attention kind sees (SDPA, GQA without repeats), the
 attention (gated attention as Qwen3-Next has it), MLP and mixture-of-experts modules, one pre-norm
 block, and the built layers. ``MIXERS`` holds the module each layer kind builds; ``STATE_CORES``
-the core a linear kind's probe times (`deltanet`)."""
+the core a linear kind's probe times (`deltanet`, `mamba2`)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from torch import nn
 
 from attn_core.bench.records import DTYPES
 from attn_core.bench.verify.deltanet import GatedDeltaNetLayer, delta_core_call
+from attn_core.bench.verify.mamba2 import Mamba2Layer, mamba2_core_call
 from attn_core.bench.verify.plan import Plan, VerifyRequest
 from attn_core.cost.shapes import ModelShape
 
@@ -79,7 +80,10 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keys: Keys) -> tor
 
 # The core a linear-attention kind's probe times on random inputs, in place of attention's keys:
 # (shape, q_len, kv_len, B, dtype, device) -> a call (see `deltanet.delta_core_call`).
-STATE_CORES: dict[str, Callable[..., Callable[[], object]]] = {"gdn": delta_core_call}
+STATE_CORES: dict[str, Callable[..., Callable[[], object]]] = {
+    "gdn": delta_core_call,
+    "mamba2": mamba2_core_call,
+}
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -140,7 +144,8 @@ class Attention(nn.Module):
 
 
 class GatedMLP(nn.Module):
-    """SwiGLU (gate and up fused) or, ``gated=False``, up → GELU → down."""
+    """SwiGLU (gate and up fused) or, ``gated=False``, up → GELU → down (Nemotron-H's squared ReLU
+    is another elementwise function of the same shape)."""
 
     def __init__(self, d: int, d_ff: int, gated: bool = True, bias: bool = False, **kw) -> None:
         super().__init__()
@@ -165,10 +170,11 @@ class MoEMLP(nn.Module):
         m, d = shape.moe, shape.d_model
         self.top_k = m.top_k
         self.router = nn.Linear(d, m.n_experts, bias=m.router_bias, **kw)
+        gated = m.expert_matrices == 3  # Nemotron-H's experts are plain (up, down)
         self.experts = nn.ModuleList(
-            GatedMLP(d, m.expert_d_ff, bias=m.expert_bias, **kw) for _ in range(m.n_experts)
+            GatedMLP(d, m.expert_d_ff, gated, bias=m.expert_bias, **kw) for _ in range(m.n_experts)
         )
-        self.shared = nn.ModuleList(GatedMLP(d, m.shared_d_ff, **kw) for _ in range(m.n_shared))
+        self.shared = nn.ModuleList(GatedMLP(d, m.shared_d_ff, gated, **kw) for _ in range(m.n_shared))
         self.shared_gate = nn.Linear(d, 1, bias=False, **kw) if m.shared_gate else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -195,31 +201,38 @@ class MoEMLP(nn.Module):
 
 class Block(nn.Module):
     """Pre-norm block: x + mixer(norm(x)), then x + mlp(norm(x)); Gemma's post-norms when the model
-    has four norms a layer."""
+    has four norms a layer. In Nemotron-H's pattern a block is one part under one norm: a mixer
+    ('M', '*') or a feed-forward part ('-', 'E'); the other is None."""
 
     def __init__(self, shape: ModelShape, layer: int, **kw) -> None:
         super().__init__()
         norm = (lambda: nn.RMSNorm(shape.d_model, **kw)) if shape.norm_kind == "rms" else (
             lambda: nn.LayerNorm(shape.d_model, **kw))  # fmt: skip
         self.norms = nn.ModuleList(norm() for _ in range(shape.norms_per_layer))
-        self.mixer = MIXERS[shape.layer_kinds[layer]](shape, shape.layer_kinds[layer], **kw)
-        if shape.is_moe_layer(layer):
+        kind = shape.layer_kinds[layer]
+        self.mixer = MIXERS[kind](shape, kind, **kw) if kind in MIXERS else None
+        self.mlp = None
+        if shape.has_mlp(kind) and shape.is_moe_layer(layer):
             self.mlp = MoEMLP(shape, **kw)
-        else:
+        elif shape.has_mlp(kind):
             self.mlp = GatedMLP(shape.d_model, shape.d_ff, shape.mlp_kind == "gated", shape.mlp_bias, **kw)
 
     def forward(self, x: torch.Tensor, pos: int, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         post = len(self.norms) == 4
-        h = self.mixer(self.norms[0](x), pos, cos, sin)
-        x = x + (self.norms[2](h) if post else h)
-        h = self.mlp(self.norms[1](x))
-        return x + (self.norms[3](h) if post else h)
+        if self.mixer is not None:
+            h = self.mixer(self.norms[0](x), pos, cos, sin)
+            x = x + (self.norms[2](h) if post else h)
+        if self.mlp is not None:
+            h = self.mlp(self.norms[min(1, len(self.norms) - 1)](x))
+            x = x + (self.norms[3](h) if post else h)
+        return x
 
 
 # The mixer each layer kind builds: (shape, kind, dtype=, device=) -> a module with allocate(B, T_max)
 # and forward(x, pos, cos, sin). A linear-attention or state-space kind adds one entry here.
 MIXERS: dict[str, Callable[..., nn.Module]] = {
     "full": Attention, "sliding": Attention, "chunked": Attention, "gdn": GatedDeltaNetLayer,
+    "mamba2": Mamba2Layer,
 }  # fmt: skip
 
 
@@ -239,7 +252,8 @@ class Layers(nn.Module):
 
     def allocate(self, batch: int, max_tokens: int) -> None:
         for block in self.blocks:
-            block.mixer.allocate(batch, max_tokens)
+            if block.mixer is not None:
+                block.mixer.allocate(batch, max_tokens)
 
     def forward(self, x: torch.Tensor, pos: int) -> torch.Tensor:
         for block in self.blocks:

@@ -25,7 +25,7 @@ DEFAULT_DECODE_STEPS = 8
 DEFAULT_MEMORY_GIB = 2.0  # weights + KV cache of what is built (the dev machine: 23 GiB, shared)
 MAX_LAYERS = 64  # a config may declare millions of layers; we never build more than this
 # The linear-attention / state-space kinds `layers.MIXERS` builds (a test checks they agree).
-BUILT_STATE_KINDS = ("gdn",)
+BUILT_STATE_KINDS = ("gdn", "mamba2")
 # transformers' torch fallbacks keep a linear layer's recurrent state in fp32 whatever the model
 # dtype (its conv state at the model dtype): the cache bytes below and `deltanet.DeltaState` alike.
 RECURRENT_DTYPE = "fp32"
@@ -84,17 +84,20 @@ class Plan:
         return ", ".join(f"{n} {kind_name(k)}" for k, n in self.shape.kind_counts.items())
 
 
+FFN_BLOCK_NAMES = {"mlp": "MLP", "moe": "MoE"}  # Nemotron-H's feed-forward-only blocks
+
+
 def kind_name(kind: str) -> str:
-    """'Gated DeltaNet', 'full attention', … : a layer kind as the page and the CLI say it."""
-    return STATE_KIND_NAMES.get(kind, f"{kind} attention")
+    """'Gated DeltaNet', 'full attention', 'MLP', … : a layer kind as the page and the CLI say it."""
+    return STATE_KIND_NAMES.get(kind) or FFN_BLOCK_NAMES.get(kind) or f"{kind} attention"
 
 
 def refuse_unbuilt(shape: ModelShape) -> None:
     """VerifyError naming what this module does not build (rather than time something else)."""
     unbuilt = [k for k in shape.kind_counts if k in STATE_KIND_NAMES and k not in BUILT_STATE_KINDS]
-    if unbuilt or shape.one_mixer_per_layer:
-        mixer = STATE_KIND_NAMES[unbuilt[0]] if unbuilt else "one block per layer"
-        built = ", ".join(STATE_KIND_NAMES[k] for k in BUILT_STATE_KINDS)
+    if unbuilt:
+        mixer = STATE_KIND_NAMES[unbuilt[0]]
+        built = " and ".join(STATE_KIND_NAMES[k] for k in BUILT_STATE_KINDS)
         raise VerifyError(
             f"linear-attention / state-space layers ({mixer}) are not built by verify yet (it builds "
             f"{built}); `python -m attn_core cost` sizes them"
@@ -147,20 +150,22 @@ def cache_bytes(shape: ModelShape, tokens: int, batch: int, b: int) -> int:
 
 def _layer_sets(shape: ModelShape, wanted: int) -> list[tuple[int, ...]]:
     """The layer sets to try, largest first: the first n layers (n = wanted … 1) that hold an
-    attention layer (and, in a hybrid, a linear one), then the first layer of each of those kinds."""
+    attention layer and, in a hybrid, a layer of each other kind (linear, Nemotron-H's MLP blocks),
+    then the first layer of each of those kinds."""
     kinds = [shape.layer_kinds[i] for i in range(min(shape.n_layers, MAX_LAYERS))]
     attention = next((i for i, k in enumerate(kinds) if shape.is_attention(k)), None)
     if attention is None:
         raise VerifyError(f"no attention layer among the first {len(kinds)} layers: verify builds none")
-    state = next((i for i, k in enumerate(kinds) if k in STATE_KIND_NAMES), None)
-    minimal = tuple(sorted({attention} | ({state} if state is not None else set())))
+    others = {k: kinds.index(k) for k in kinds if not shape.is_attention(k)}  # each kind's first layer
+    minimal = tuple(sorted({attention, *others.values()}))
     sets = [tuple(range(n)) for n in range(wanted, minimal[-1], -1)]
     return sets if sets and sets[-1] == minimal else [*sets, minimal]
 
 
 def _firsts_note(shape: ModelShape, picked: tuple[int, ...], wanted: int) -> str:
     """Why the built layers are not the first ones, and which they are."""
-    which = " and ".join(f"{i} ({kind_name(shape.layer_kinds[i])})" for i in picked)
+    named = [f"{i} ({kind_name(shape.layer_kinds[i])})" for i in picked]
+    which = ", ".join(named[:-1]) + f" and {named[-1]}"
     n = picked[-1] + 1
     fewer = "the first layer holds" if wanted == 1 else f"the first {wanted} hold"
     why = f"the first {n} or more do not fit the cap" if wanted >= n else f"{fewer} no attention layer"
