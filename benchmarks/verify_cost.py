@@ -1,9 +1,10 @@
 """The cost model's calibrated estimate against real runs on this machine: ``verify`` for a dense
-GQA model, a mixture of experts and a hybrid (Gated DeltaNet + gated attention + MoE), repeated,
-as Markdown rows for benchmarks/RESULTS.md.
+GQA model, a mixture of experts and two hybrids (Qwen3-Next: Gated DeltaNet + gated attention +
+MoE; Nemotron-H: Mamba-2, MLP and attention blocks), repeated, as Markdown rows for
+benchmarks/RESULTS.md.
 
     PYTHONPATH=. .venv/bin/python benchmarks/verify_cost.py
-        [--models llama-3-8b,qwen3-30b-a3b,qwen3-next-80b-a3b]
+        [--models llama-3-8b,qwen3-30b-a3b,qwen3-next-80b-a3b,nemotron-h-8b]
         [--repeats 3] [--seq-len 256] [--decode-steps 8] [--memory-gib 2] [--json OUT]
 
 Goal: the estimate within ±25% of the measurement for the prefill and for a decode step, and the
@@ -46,7 +47,7 @@ def rows(result: verify.VerifyResult) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", default="llama-3-8b,qwen3-30b-a3b,qwen3-next-80b-a3b")
+    ap.add_argument("--models", default="llama-3-8b,qwen3-30b-a3b,qwen3-next-80b-a3b,nemotron-h-8b")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seq-len", type=int, default=verify.DEFAULT_SEQ_LEN)
     ap.add_argument("--decode-steps", type=int, default=verify.DEFAULT_DECODE_STEPS)
