@@ -57,6 +57,16 @@ def loaded(request):
     return hf.Loaded(model, None, request.param, sum(p.numel() for p in model.parameters()), 0.0, False)
 
 
+class CharTokenizer:
+    """The two calls read_input makes of a Hugging Face tokenizer: ids per character (ASCII)."""
+
+    def __call__(self, text: str) -> dict:
+        return {"input_ids": [ord(ch) % 128 for ch in text]}
+
+    def decode(self, ids: list[int]) -> str:
+        return "".join(chr(i) for i in ids)
+
+
 def ids(n: int = T, vocab: int = VOCAB) -> torch.Tensor:
     return torch.randint(0, vocab, (1, n), generator=torch.Generator().manual_seed(1))
 
@@ -189,6 +199,12 @@ def test_text_in_is_checked_and_cut():
         with pytest.raises(ValueError, match=message):
             lh.read_input(m, text, n)
     assert len(lh.sample_input(m, 100).split()) == 100
+    # a model with a tokenizer reads the prose and keeps its first n tokens (one per character here)
+    chars = lh.LongModel(**{**vars(m), "tokenizer": CharTokenizer(), "vocab_size": 128})
+    prose = lh.sample_input(chars, 50)
+    assert prose == lh.sample_text()  # the whole prose: read_input cuts it
+    inp = lh.read_input(chars, prose, 50)
+    assert "".join(inp.tokens) == prose[:50] and inp.dropped == len(prose) - 50
     trained = lh.from_trained(checkpoint.load().model, "shipped")
     with pytest.raises(ValueError, match="only the letters"):
         lh.read_input(trained, "abc!")
