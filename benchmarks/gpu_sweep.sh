@@ -4,7 +4,8 @@
 # within ~5 minutes and prints one line per record; then the cost model's check (`verify`) on a
 # dense GQA model and a mixture of experts at their real layer shapes, $OUT/verify-<model>.json.
 # Then commit $OUT/gpu-results.json as assets/bench/gpu-results-<device>-<date>.json: the Kernels
-# page shows it beside the live CPU run.
+# page shows it beside the live CPU run, and the Cost page's time table uses its measured rates
+# (meta.attained: matmul by rows, bandwidth) and attention kernels as its calibrated column.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/gpu-bench}"

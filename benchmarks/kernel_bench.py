@@ -21,7 +21,7 @@ import json
 import sys
 from pathlib import Path
 
-from attn_core.bench.device import device_facts, load_average
+from attn_core.bench.device import attained_rates, device_facts, load_average
 from attn_core.bench.runner import SweepConfig, run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,7 +109,8 @@ def gpu_main(out_dir: Path, budget_s: float) -> None:
     meta = {
         "device": facts.name, "capability": facts.capability, "memory_bytes": facts.memory_bytes,
         "sm_count": facts.sm_count, "versions": facts.versions, "peaks": facts.peak_flops,
-        "bandwidth": facts.bandwidth, "peak_source": facts.source,
+        "bandwidth": facts.bandwidth, "peak_source": facts.source, "kind": "cuda", "measured": facts.measured,
+        "attained": attained_rates("cuda"),  # what the Cost page's calibrated column uses
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }  # fmt: skip
     records = []

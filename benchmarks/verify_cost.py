@@ -1,7 +1,10 @@
 """The cost model's calibrated estimate against real runs on this machine: ``verify`` for a dense
-GQA model and a mixture of experts, repeated, as Markdown rows for benchmarks/RESULTS.md.
+GQA model, a mixture of experts and two hybrids (Qwen3-Next: Gated DeltaNet + gated attention +
+MoE; Nemotron-H: Mamba-2, MLP and attention blocks), repeated, as Markdown rows for
+benchmarks/RESULTS.md.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/verify_cost.py [--models llama-3-8b,qwen3-30b-a3b]
+    PYTHONPATH=. .venv/bin/python benchmarks/verify_cost.py
+        [--models llama-3-8b,qwen3-30b-a3b,qwen3-next-80b-a3b,nemotron-h-8b]
         [--repeats 3] [--seq-len 256] [--decode-steps 8] [--memory-gib 2] [--json OUT]
 
 Goal: the estimate within ±25% of the measurement for the prefill and for a decode step, and the
@@ -27,7 +30,8 @@ HEADER = (
 
 def rows(result: verify.VerifyResult) -> list[str]:
     p = result.plan
-    built = f"{p.layers_built}/{p.model_layers} layers" + (
+    kinds = f" ({p.kinds_built})" if p.shape.n_state_layers else ""
+    built = f"{p.layers_built}/{p.model_layers} layers{kinds}" + (
         f", {p.experts_built}/{p.model_experts} experts" if p.experts_built else ""
     )
     load = " → ".join(f"{x:.1f}" for x in result.load_average if x is not None)
@@ -43,7 +47,7 @@ def rows(result: verify.VerifyResult) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", default="llama-3-8b,qwen3-30b-a3b")
+    ap.add_argument("--models", default="llama-3-8b,qwen3-30b-a3b,qwen3-next-80b-a3b,nemotron-h-8b")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seq-len", type=int, default=verify.DEFAULT_SEQ_LEN)
     ap.add_argument("--decode-steps", type=int, default=verify.DEFAULT_DECODE_STEPS)

@@ -45,10 +45,11 @@ def _rows(result) -> list[dict]:
 def _show(result) -> None:
     plan, probe = result.plan, result.probe
     experts = f", {plan.experts_built} of {plan.model_experts} routed experts" if plan.experts_built else ""
+    cache = "KV cache and linear state" if plan.shape.n_state_layers else "KV cache"
     st.markdown(
         f"**{result.model}** on {result.device} ({result.device_name}), {result.dtype}: "
-        f"{plan.layers_built} of {plan.model_layers} layers built{experts}, random weights "
-        f"({format_bytes_binary(plan.weight_bytes)} + KV cache {format_bytes_binary(plan.cache_bytes)})."
+        f"{plan.layers_built} of {plan.model_layers} layers built ({plan.kinds_built}){experts}, random weights "
+        f"({format_bytes_binary(plan.weight_bytes)} + {cache} {format_bytes_binary(plan.cache_bytes)})."
     )
     for note in plan.notes:
         st.info(note)
@@ -58,7 +59,8 @@ def _show(result) -> None:
         f"Probe ({probe.seconds:.1f} s, before the layers were built): matmul up to "
         f"{probe.matmul_flop_per_s / 1e9:,.1f} GFLOP/s, bandwidth up to {probe.bandwidth_bytes_per_s / 1e9:,.1f} GB/s. "
         "Bound: the roofline at those peaks. Estimate: each matrix product at the rate probed at its "
-        "shape, plus the attention kernel probed at the layer's shape. Measured: the fastest prefill and "
+        "shape, plus the attention kernel (and a linear-attention layer's core) probed at the layer's "
+        "shape. Measured: the fastest prefill and "
         f"decode step, on {result.clock} (a CPU check runs on one thread and reads its own CPU time, which "
         f"other work on this server does not inflate; wall time beside it). Load average {before:.2f} → {after:.2f}."
     )
@@ -69,7 +71,8 @@ def check_on_this_machine(shape: ModelShape) -> None:
     with st.expander("Check this estimate on this machine"):
         st.caption(
             "Builds the model's first layers at their true shapes with random weights (as many as fit "
-            "the memory cap; a layer too big for it keeps fewer routed experts, same k and expert shape), "
+            "the memory cap; a layer too big for it keeps fewer routed experts, same k and expert shape; "
+            "a hybrid too big for it, the first layer of each kind), "
             "runs a prefill and decode steps here, and compares the time with the cost model."
         )
         c1, c2, c3, c4 = st.columns(4)

@@ -80,6 +80,12 @@ def on_record(record, expected: int) -> None:
     )
 
 
+def open_costs(choice: str, rates_dtype: str) -> None:
+    """The Cost calculator on this hardware, in the dtype the rates were measured in, at its time table."""
+    for key, value in {"co_gpu": choice, "co_dtype": rates_dtype, "co_section": "whole"}.items():
+        st.session_state[key] = st.session_state[f"_keep_{key}"] = value
+
+
 INPUTS = "the sweep's lengths, dtype, head sizes and contestants"
 view = compute(bench.kernels_page, request, run, st.session_state.get("kb_records"), on_record, inputs=INPUTS)
 require(view, fix="the sweep's settings")
@@ -179,6 +185,25 @@ def results() -> None:
         )
     for impl, why in view.left_out.items():
         st.caption(f"**{impl}**: {why}")
+
+    # -- The rates, for the Cost calculator ------------------------------------------------------------
+    if view.cost_rates is not None:
+        choice, rates_dtype, run_json = view.cost_rates
+        st.caption(
+            "This server's last sweep, with its matmul and bandwidth rates, calibrates the Cost calculator's "
+            f"time bounds ({choice}, {rates_dtype}); `python -m attn_core cost --calibration` reads the JSON."
+        )
+        left, right, _ = st.columns([2, 2, 3])
+        if left.button(
+            "Use these rates in the Cost calculator",
+            key="kb_costs",
+            on_click=open_costs,
+            args=(choice, rates_dtype),
+        ):
+            st.switch_page("pages/costs.py")
+        right.download_button(
+            "Download the run (JSON)", run_json, "kernel-run.json", "application/json", key="kb_json"
+        )
 
     # -- Recorded GPU results --------------------------------------------------------------------------
     st.subheader("Recorded GPU results")

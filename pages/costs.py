@@ -60,7 +60,10 @@ with st.sidebar:
         key="co_causal",
         help="Realized only by a kernel that skips masked blocks.",
     )
-    gpu_name = widgets.selectbox("GPU", cost.list_gpus(), key="co_gpu", default="a100-80gb")
+    cals = cost.calibrations()  # this server's Kernels sweep and the recorded GPU runs
+    gpu_name = widgets.selectbox(
+        "GPU", cost.hardware_choices(cals), key="co_gpu", default="a100-80gb", ids=cost.HARDWARE_IDS
+    )
     n_gpus = int(
         widgets.number("GPUs (weights and cache sharded)", 1, cost.MAX_GPUS, 1, key="co_ngpu", step=1)
     )
@@ -89,7 +92,8 @@ if shape is not None:
         kv=None if kv_choice == SAME else kv_choice,
         state=None if st_choice == SAME_KV else st_choice,
     )
-    v = attempt(cost.view, shape, workload, precision, cost.Hardware(cost.load_gpu(gpu_name), n_gpus), preset)
+    hardware = attempt(cost.hardware, gpu_name, n_gpus, cals)
+    v = None if hardware is None else attempt(cost.view, shape, workload, precision, hardware, preset, cals)
 require(v, fix="the model in the sidebar")
 
 with st.container(border=True):
@@ -151,6 +155,12 @@ def show_whole() -> None:
     st.markdown(w.times_title)
     table(pd.DataFrame(w.times), "time_bounds.csv", key="co_times", hide_index=True)
     st.caption(w.times_caption)
+    if w.calibrated_caption:
+        st.caption(w.calibrated_caption)
+    if w.calibration_hint:
+        st.info(w.calibration_hint, icon=":material/speed:")
+    for problem in w.calibration_problems:
+        st.warning(problem)
     for oracle, diff in w.checks:
         oracle_badge(oracle, diff, 0)
 

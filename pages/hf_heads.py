@@ -5,9 +5,11 @@ import pandas as pd
 import streamlit as st
 
 from attn_core.views import hf_heads as explore
+from attn_core.views import long_heads
 from attn_core.views.hf_heads import LOAD_CAP_S, MAX_PARAMS, MAX_TOKENS
 from lab_ui import figures, view_cache, widgets
 from lab_ui.badges import oracle_badge, table
+from lab_ui.long_heads import long_section
 from lab_ui.page import compute, header, require, run_section
 from lab_ui.trained_charts import head_grid, one_head
 
@@ -140,6 +142,10 @@ def maps() -> None:
 
 run_section(maps, inputs=f"the {label} and the model")
 T = len(view.tokens)
+
+st.subheader(f"Long inputs: up to {long_heads.MAX_LONG_TOKENS:,} tokens, tile by tile")
+long_model = long_heads.demo() if source == explore.DEMO else long_heads.from_hf(loaded)
+run_section(long_section, long_model, "hf_long", inputs="the long input")
 
 
 def open_costs() -> None:

@@ -6,10 +6,12 @@ import uuid
 import pandas as pd
 import streamlit as st
 
+from attn_core.views import long_heads
 from attn_core.views import trained_heads as explore
 from attn_core.views.trained_heads import TASKS, Section, TaskId
 from lab_ui import figures, view_cache, widgets
 from lab_ui.badges import attempt, oracle_badge, table
+from lab_ui.long_heads import long_section
 from lab_ui.page import header, require, run_section, section_picker
 from lab_ui.trained_charts import circuit, head_grid, loss_figure, one_head
 
@@ -224,5 +226,18 @@ def train_section() -> None:
         st.caption("Pick **your run** under *model* above to read its heads.")
 
 
-SHOW = {Section.READ: read_heads, Section.ABLATION: ablation_and_circuits, Section.TRAIN: train_section}
+def along_the_sequence() -> None:
+    st.caption(
+        "Every head's scores along a sequence as long as the model's context, and where each holds: a "
+        "previous-token head may do its job only up to some position, which its single average hides."
+    )
+    long_section(long_heads.from_trained(model, source), "th_long")
+
+
+SHOW = {
+    Section.READ: read_heads,
+    Section.ABLATION: ablation_and_circuits,
+    Section.LONG: along_the_sequence,
+    Section.TRAIN: train_section,
+}
 run_section(SHOW[section], inputs="the model and the sequence above")

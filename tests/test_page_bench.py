@@ -118,3 +118,41 @@ def test_a_second_visitor_sees_busy_and_the_last_results(app, monkeypatch):
         at.button(key="kb_run").click().run()
     assert not at.exception
     assert any("Another visitor's sweep is running" in w.value for w in at.warning)
+
+
+def test_the_sweep_calibrates_the_cost_calculator(app, tmp_path, capsys):
+    """After a sweep the page offers its rates to the Cost calculator (the hardware choice, the
+    sweep's dtype, the whole-model section) and as JSON that `cost --calibration` reads; the
+    calibrated attention rate there is the fastest correct contestant's on this page."""
+    from attn_core.cost.cli import main
+    from attn_core.cost.units import format_rate
+    from attn_core.views import calibrations
+
+    calibrations.clear_server_run()
+    try:
+        at = tiny(app(PAGE), impls=("naive", "sdpa", "online"))
+        at.button(key="kb_run").click().run()
+        assert not at.exception
+        # every contestant passes at this size (checked above): the fastest one's TFLOP/s, as charted
+        fastest = max(float(plotly_array(t["y"])[0]) for t in chart(at, "Throughput")["data"])
+        if torch.cuda.is_available():  # a GPU server calibrates its preset, not "this server"
+            return
+        at.button(key="kb_costs").click().run()
+        keep = {k: at.session_state[f"_keep_{k}"] for k in ("co_gpu", "co_dtype", "co_section")}
+        assert keep == {"co_gpu": calibrations.SERVER, "co_dtype": "fp32", "co_section": "whole"}
+        at.switch_page("pages/costs.py").run()
+        assert not at.exception and at.error.len == 0
+        assert any(
+            c.startswith("calibrated (measured rates, this server") for c in frame(at, "lower bound").columns
+        )
+        caption = next(c.value for c in at.caption if c.value.startswith("**Calibrated**"))
+        assert f"R_attn = {format_rate(fastest * 1e12, 'FLOP/s', 1)} (" in caption
+        run = tmp_path / "kernel-run.json"
+        run.write_text(json.dumps(calibrations.server_run()))
+        assert (
+            main(["cost", "--model", "gpt2", "--seq-len", "64", "--dtype", "fp32", "--calibration", str(run)])
+            == 0
+        )
+        assert "Calibrated (measured rates, " in capsys.readouterr().out
+    finally:
+        calibrations.clear_server_run()

@@ -6,7 +6,9 @@ Oracles, each independent of the code it checks:
 - torch's FlopCounterMode over the real prefill and decode step (every mm/addmm that ran);
 - attention pairs counted by brute force over the mask each layer kind allows;
 - the incremental decode checked against a full causal prefill of the same tokens;
-- a seeded simulation of uniform top-k routing for the expected touched experts.
+- a seeded simulation of uniform top-k routing for the expected touched experts;
+- for a Gated DeltaNet layer (a tiny Qwen3-Next), its core's products enumerated chunk by chunk
+  by hand (`tests/test_verify_hybrid.py` checks the layer against transformers' own).
 No time is asserted: only that the bound, a lower bound by construction, is below the run.
 """
 
@@ -37,7 +39,20 @@ CHUNKED = {"model_type": "llama4_text", "num_hidden_layers": 2, "hidden_size": 6
            "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 32, "intermediate_size_mlp": 96,
            "attention_chunk_size": 6, "no_rope_layers": [1, 0], "num_local_experts": 4,
            "num_experts_per_tok": 1, "interleave_moe_layer_step": 2, "vocab_size": 100}  # fmt: skip
-CONFIGS = {"dense": DENSE, "moe": MOE, "sliding": SLIDING, "chunked": CHUNKED}
+# Qwen3-Next in small: Gated DeltaNet in 3 of 4 layers, gated attention with partial rotary, MoE.
+HYBRID = {"model_type": "qwen3_next", "num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
+          "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96, "moe_intermediate_size": 32,
+          "num_experts": 8, "num_experts_per_tok": 2, "shared_expert_intermediate_size": 48,
+          "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8,
+          "linear_value_head_dim": 16, "linear_conv_kernel_dim": 4, "full_attention_interval": 4,
+          "partial_rotary_factor": 0.25, "vocab_size": 100}  # fmt: skip
+# Nemotron-H in small: one block per layer, Mamba-2 ('M'), MLP ('-') and attention ('*'); chunks of 16.
+NEMOTRON = {"model_type": "nemotron_h", "hidden_size": 64, "hybrid_override_pattern": "M-M*-",
+            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
+            "mamba_num_heads": 4, "mamba_head_dim": 16, "n_groups": 2, "ssm_state_size": 16,
+            "conv_kernel": 4, "chunk_size": 16, "vocab_size": 100}  # fmt: skip
+CONFIGS = {"dense": DENSE, "moe": MOE, "sliding": SLIDING, "chunked": CHUNKED, "hybrid": HYBRID,
+           "nemotron": NEMOTRON}  # fmt: skip
 T, M, B = 16, 3, 2
 
 
@@ -65,12 +80,15 @@ def _matrices(module: torch.nn.Module) -> int:
 
 
 def _per_token_matrices(layers: verify.Layers) -> int:
-    """Matrix weights one token multiplies, read off the modules: attention, then the dense MLP
-    or the router + k routed experts (all alike) + shared experts + the shared gate."""
+    """Matrix weights one token multiplies, read off the modules: the mixer, then the dense MLP
+    or the router + k routed experts (all alike) + shared experts + the shared gate (a Nemotron-H
+    block has one of the two)."""
     total = 0
     for block in layers.blocks:
-        total += _matrices(block.mixer)
+        total += _matrices(block.mixer) if block.mixer is not None else 0
         mlp = block.mlp
+        if mlp is None:
+            continue
         if isinstance(mlp, verify.MoEMLP):
             total += mlp.router.weight.numel() + mlp.top_k * _matrices(mlp.experts[0])
             total += sum(_matrices(s) for s in mlp.shared)
@@ -95,11 +113,60 @@ def _pairs(kind: str, shape, queries: range, n_keys: int) -> int:
 
 
 def _attention_flops(layers: verify.Layers, queries: range, n_keys: int) -> int:
-    """4·h·d_h per allowed pair (QKᵀ and PV), per layer, from each built layer's own shape."""
+    """4·h·d_h per allowed pair (QKᵀ and PV), per attention layer, from each one's own shape."""
     total = 0
     for block in layers.blocks:
-        s = block.mixer.shape
-        total += 4 * s.n_heads * s.head_dim * _pairs(block.mixer.kind, s, queries, n_keys)
+        if isinstance(block.mixer, verify.Attention):
+            s = block.mixer.shape
+            total += 4 * s.n_heads * s.head_dim * _pairs(block.mixer.kind, s, queries, n_keys)
+    return total
+
+
+def delta_rule_flops_by_hand(H_v: int, d_k: int, d_v: int, T: int, C: int = 64, decode: bool = False) -> int:
+    """The delta rule's products for one sequence, enumerated as the chunked algorithm runs them
+    (2 FLOPs per multiply-add). Per value head and chunk of c tokens: inside the chunk the c × c
+    blocks QKᵀ and (βK)Kᵀ (2c²·d_k each), the UT transform applied to the decayed βK and to βV
+    (counted as full c × c products: 2c²·d_k, 2c²·d_v) and the masked scores times the new values
+    (2c²·d_v); against the running state S (d_k × d_v): the read-out Q·S, the correction K·S and
+    the update Kᵀ·V_new (2c·d_k·d_v each). Decode (recurrent): one token, the three state products."""
+    if decode:
+        return H_v * 3 * 2 * d_k * d_v * T
+    total, left = 0, T
+    while left:
+        c = min(C, left)
+        total += 2 * c * c * d_k * 3 + 2 * c * c * d_v * 2 + 3 * 2 * c * d_k * d_v
+        left -= c
+    return H_v * total
+
+
+def ssd_flops_by_hand(H: int, P: int, N: int, G: int, T: int, Q: int, decode: bool = False) -> int:
+    """Mamba-2's scan (state-space duality) for one sequence, enumerated as the chunked algorithm
+    runs it (2 FLOPs per multiply-add), per chunk of c tokens: C·Bᵀ per group of B and C (2c²·N
+    each of G), the masked scores times x per head (2c²·P each of H), the chunk's state Bᵀ·x and the
+    read-out C·h per head (2c·N·P each). Decode: one token, the update Δ·B·x and the read-out C·h
+    per head (2·P·N each)."""
+    if decode:
+        return H * 2 * 2 * P * N * T
+    total, left = 0, T
+    while left:
+        c = min(Q, left)
+        total += 2 * c * c * N * G + 2 * c * c * P * H + 2 * 2 * c * N * P * H
+        left -= c
+    return total
+
+
+def _core_flops(layers: verify.Layers, tokens: int, decode: bool = False) -> int:
+    """Σ over the built linear layers of their hand-counted cores, from each one's shape."""
+    total = 0
+    for block in layers.blocks:
+        if isinstance(block.mixer, verify.GatedDeltaNetLayer):
+            m = block.mixer.core.m
+            total += delta_rule_flops_by_hand(
+                m.n_value_heads, m.key_head_dim, m.value_head_dim, tokens, decode=decode
+            )
+        elif isinstance(block.mixer, verify.Mamba2Layer):
+            m = block.mixer.core.m
+            total += ssd_flops_by_hand(m.n_heads, m.head_dim, m.d_state, m.n_groups, tokens, m.chunk, decode)
     return total
 
 
@@ -111,13 +178,13 @@ def test_counts_equal_the_built_modules(name):
     # FLOPs: 2 × matrix weights per token × tokens + brute-force attention pairs
     prefill = verify.prefill_counts(plan.shape, T, B, b)
     expected = 2 * _per_token_matrices(layers) * B * T + B * _attention_flops(layers, range(T), T)
-    assert prefill.flops == expected
+    assert prefill.flops == expected + B * _core_flops(layers, T)
     context = T + 1
     step = verify.decode_counts(plan.shape, context, B, b)
     expected = 2 * _per_token_matrices(layers) * B + B * _attention_flops(
         layers, range(context, context + 1), context + 1
     )
-    assert step.flops == expected
+    assert step.flops == expected + B * _core_flops(layers, 1, decode=True)
     # bytes: every parameter but the routed experts a token skips (the floor), plus the cache
     params = sum(p.numel() for p in layers.parameters())
     skipped = sum(
@@ -128,16 +195,23 @@ def test_counts_equal_the_built_modules(name):
 
     def cache_bytes(tokens: int) -> int:
         """Σ layers: tokens held (a window or chunk caps them) × a key and a value per KV head,
-        read off each layer's cache tensor (B, H_kv, T_max, d_h)."""
+        read off each layer's cache tensor (B, H_kv, T_max, d_h); a linear layer's state tensors."""
         caps = {"sliding": plan.shape.sliding_window, "chunked": plan.shape.attention_chunk_size}
         total = 0
         for blk in layers.blocks:
+            if isinstance(blk.mixer, verify.GatedDeltaNetLayer | verify.Mamba2Layer):
+                total += blk.mixer.state.conv.nbytes + blk.mixer.state.recurrent.nbytes
+            if not isinstance(blk.mixer, verify.Attention):
+                continue
             K, V = blk.mixer.cache
             assert K.shape == V.shape == (B, K.shape[1], T + M, K.shape[3])
-            total += min(tokens, caps.get(blk.mixer.kind) or tokens) * (
-                K[0, :, 0].numel() + V[0, :, 0].numel()
+            total += (
+                min(tokens, caps.get(blk.mixer.kind) or tokens)
+                * (K[0, :, 0].numel() + V[0, :, 0].numel())
+                * B
+                * b
             )
-        return total * B * b
+        return total
 
     assert plan.cache_bytes == cache_bytes(T + M)
     assert prefill.bytes == (params - skipped) * b + cache_bytes(T)
@@ -147,10 +221,17 @@ def test_counts_equal_the_built_modules(name):
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_flop_counter_sees_the_counted_matrix_products(name):
     """FlopCounterMode over the real prefill and decode step: its matmul FLOPs equal the cost
-    model's projections + MLP (each token runs exactly k experts, whatever the router picks)."""
+    model's projections + MLP (each token runs exactly k experts, whatever the router picks). A
+    Gated DeltaNet core's batched products (bmm) are what the hand count says, for the chunks as
+    torch runs them (the last one padded to C) and without the two UT solves, which it runs as
+    triangular solves rather than products; its recurrent decode step runs none."""
     request, plan, layers = _built(name)
     b = verify.DTYPE_BYTES[request.dtype]
     x, step = torch.randn(B, T, plan.shape.d_model), torch.randn(B, 1, plan.shape.d_model)
+    deltas = [blk.mixer.core.m for blk in layers.blocks if isinstance(blk.mixer, verify.GatedDeltaNetLayer)]
+    linear = any(
+        isinstance(blk.mixer, verify.GatedDeltaNetLayer | verify.Mamba2Layer) for blk in layers.blocks
+    )
     for tokens, run, counts in (
         (range(T), lambda: layers(x, 0), verify.prefill_counts(plan.shape, T, B, b)),
         (range(T, T + 1), lambda: layers(step, T), verify.decode_counts(plan.shape, T, B, b)),
@@ -158,10 +239,21 @@ def test_flop_counter_sees_the_counted_matrix_products(name):
         with torch.inference_mode(), FlopCounterMode(display=False) as counter:
             run()
         by_op = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
-        matmuls = sum(n for op, n in by_op.items() if op.split(".")[1] in ("mm", "addmm", "bmm"))
-        attention = counts.flops - matmuls
+        kinds = ("mm", "addmm") if linear else ("mm", "addmm", "bmm")  # a linear core's are its own
+        matmuls = sum(n for op, n in by_op.items() if op.split(".")[1] in kinds)
+        core = B * _core_flops(layers, len(tokens), decode=len(tokens) == 1)
+        attention = counts.flops - matmuls - core
         assert attention == B * _attention_flops(layers, tokens, tokens.stop)
         assert sum(g.flops for g in counts.gemms) == pytest.approx(matmuls, rel=1e-12)
+        if deltas:
+            C = 64
+            padded, chunks = -(-len(tokens) // C) * C, -(-len(tokens) // C)
+            solves = sum(
+                m.n_value_heads * chunks * 2 * C * C * (m.key_head_dim + m.value_head_dim) for m in deltas
+            )
+            ran = sum(delta_rule_flops_by_hand(m.n_value_heads, m.key_head_dim, m.value_head_dim, padded)
+                      for m in deltas)  # fmt: skip
+            assert by_op.get("aten.bmm", 0) == (B * (ran - solves) if len(tokens) > 1 else 0)
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
@@ -178,7 +270,7 @@ def test_decode_with_the_cache_equals_the_full_prefill(name):
     torch.testing.assert_close(step, full, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["dense", "moe"])
+@pytest.mark.parametrize("name", ["dense", "moe", "hybrid", "nemotron"])
 def test_verify_bound_is_below_the_run_and_json_keys(name, tmp_path):
     config = tmp_path / "config.json"
     config.write_text(json.dumps(CONFIGS[name]))
@@ -188,9 +280,12 @@ def test_verify_bound_is_below_the_run_and_json_keys(name, tmp_path):
     assert verify_cli.main(args) == 0
     data = json.loads(out.read_text())
     assert {"device", "layers_built", "experts_built", "probe", "prefill", "decode_step"} <= set(data)
-    assert data["device"] == "cpu" and data["layers_built"] == 2
-    assert data["experts_built"] == (8 if name == "moe" else None)
+    assert data["device"] == "cpu" and data["layers_built"] == _shape(name).n_layers
+    assert data["experts_built"] == (8 if name in ("moe", "hybrid") else None)
     assert {"matmul_flop_per_s", "bandwidth_bytes_per_s"} <= set(data["probe"])
+    if name in ("hybrid", "nemotron"):  # the linear core, probed at the prompt and at one decode step
+        cores = data["probe"]["state_core_ms"]
+        assert {(c["q_len"], c["kv_len"]) for c in cores} == {(T, T), (1, T + (M - 1) // 2 + 1)}
     for phase in ("prefill", "decode_step"):
         p = data[phase]
         assert {"flops", "bytes", "bound_ms", "estimate_ms", "measured_ms"} <= set(p)
@@ -254,12 +349,16 @@ def test_the_cap_cuts_layers_then_experts_keeping_k_and_width():
 
 def test_what_is_not_built_is_refused_by_name():
     odd = from_hf_config(DENSE | {"head_dim": 15})
-    with pytest.raises(verify.VerifyError, match="even head width"):
+    with pytest.raises(verify.VerifyError, match="even width, got 15"):
         verify.plan_build(odd, verify.VerifyRequest())
+    # partial rotary: ⌊16 × 0.5625⌋ = 9 channels turn
+    odd_partial = from_hf_config(DENSE | {"head_dim": 16, "partial_rotary_factor": 0.5625})
+    with pytest.raises(verify.VerifyError, match="even width, got 9"):
+        verify.plan_build(odd_partial, verify.VerifyRequest())
     with pytest.raises(verify.VerifyError, match="dtype"):
         verify.plan_build(_shape("dense"), verify.VerifyRequest(dtype="fp8"))
-    for preset, mixer in (("jamba-1.5-mini", "Mamba"), ("qwen3-next-80b-a3b", "GatedDeltaNet")):
-        with pytest.raises(verify.VerifyError, match=f"state-space layers \\({mixer}\\)"):
+    for preset, mixer in (("jamba-1.5-mini", "Mamba"), ("kimi-linear-48b-a3b", "Kimi Delta Attention")):
+        with pytest.raises(verify.VerifyError, match=f"state-space layers \\({mixer}\\) are not built"):
             verify.plan_build(load_preset(preset), verify.VerifyRequest())
 
 
@@ -281,6 +380,8 @@ def test_device_selection(monkeypatch):
         (["--model", "llama-3-8b", "--seq-len", "0"], "--seq-len"),
         (["--model", "deepseek-v3"], "latent attention"),
         (["--model", "gpt-oss-120b"], "sinks"),
+        (["--model", "jamba-1.5-mini"], "(Mamba) are not built by verify yet"),
+        (["--model", "kimi-linear-48b-a3b"], "(Kimi Delta Attention) are not built by verify yet"),
         (["--model", "llama-3-8b", "--memory-gib", "0.1"], "cap"),
         (["--model", "llama-3-8b", "--dtype", "int4"], "--dtype"),
         (["--model", "llama-3-8b", "--config", "x.json"], "not allowed"),
@@ -323,17 +424,19 @@ def test_cost_page_button_runs_a_check_and_shows_the_table():
     assert all(e.endswith("%") for e in df["error"])
 
 
-def test_benchmark_rows_smoke():
+@pytest.mark.parametrize("name, built", [("moe", "2/2 layers, 8/8 experts"),
+                                         ("hybrid", "4/4 layers (3 Gated DeltaNet, 1 full attention), 8/8 experts")])  # fmt: skip
+def test_benchmark_rows_smoke(name, built):
     """benchmarks/verify_cost.py's Markdown rows for one tiny check: one per phase, every column."""
     from tests.conftest import load_benchmark
 
     bench = load_benchmark("verify_cost")
-    result = verify.verify(_shape("moe"), verify.VerifyRequest(seq_len=T, decode_steps=M))
+    result = verify.verify(_shape(name), verify.VerifyRequest(seq_len=T, decode_steps=M))
     lines = bench.rows(result)
     assert len(lines) == 2 and all(
         line.count("|") == bench.HEADER.splitlines()[0].count("|") for line in lines
     )
-    assert "8/8 experts" in lines[0] and "yes" in lines[0]
+    assert f"| {built} |" in lines[0] and "yes" in lines[0]
 
 
 def test_gated_deltanet_module_matches_cost_model_params():

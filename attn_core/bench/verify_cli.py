@@ -62,10 +62,11 @@ def format_result(r) -> str:
     experts = (
         f", {p.experts_built} of {p.model_experts} routed experts" if p.experts_built is not None else ""
     )
+    cache = "KV cache and linear state" if p.shape.n_state_layers else "KV cache"
     lines = [
-        f"{r.model} on {r.device} ({r.device_name}), {r.dtype}: {p.layers_built} of {p.model_layers} layers built"
-        f"{experts}, random weights ({format_bytes_binary(p.weight_bytes)} + KV cache {format_bytes_binary(p.cache_bytes)}, "
-        f"cap {format_bytes_binary(req.memory_bytes)})",
+        f"{r.model} on {r.device} ({r.device_name}), {r.dtype}: {p.layers_built} of {p.model_layers} layers built "
+        f"({p.kinds_built}){experts}, random weights ({format_bytes_binary(p.weight_bytes)} + {cache} "
+        f"{format_bytes_binary(p.cache_bytes)}, cap {format_bytes_binary(req.memory_bytes)})",
         *(f"  note: {n}" for n in p.notes),
         f"probe ({r.probe.seconds:.1f} s, before the layers were built): matmul up to "
         f"{format_rate(r.probe.matmul_flop_per_s, 'FLOP/s')}, bandwidth up to "
@@ -85,7 +86,8 @@ def format_result(r) -> str:
     lines += [
         "",
         "bound: the roofline at the probed peaks (a lower bound); estimate: each matrix product at its "
-        "probed rate + the probed attention kernel; error = (estimate − measured) / measured.",
+        "probed rate + the probed attention kernel (and linear-attention core); "
+        "error = (estimate − measured) / measured.",
         f"measured: fastest of the prefills and of the {req.decode_steps} decode steps, on {r.clock} "
         f"(wall: {r.prefill.measured_wall_ms:,.1f} ms and {r.decode_step.measured_wall_ms:,.1f} ms); "
         f"load average {before:.2f} → {after:.2f} (other processes share this machine); {r.seconds:.1f} s in all",

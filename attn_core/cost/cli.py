@@ -4,9 +4,11 @@ Public contract (keep it):
     python -m attn_core cost (--model NAME | --config PATH) --seq-len T [--batch B]
         [--dtype fp32|fp16|bf16|fp8|int8] [--weight-dtype D] [--expert-dtype D] [--kv-dtype D] [--causal]
         [--gpu NAME | --gpu-mem-gib G --gpu-tflops F --gpu-bandwidth-gbs W] [--n-gpus N]
-        [--prompt-len P] [--gen-len N] [--efficiency E] [--json]
+        [--prompt-len P] [--gen-len N] [--efficiency E] [--calibration RUN.json] [--json]
     python -m attn_core models [--json]
-Bad arguments or configs print one line to stderr and exit 2.
+Bad arguments or configs print one line to stderr and exit 2. ``--calibration`` (a kernel bench
+run: assets/bench/gpu-results*.json, the Kernels page's export) adds the times at its measured
+rates, ``calibrated`` in --json; without --gpu it times the run's own device.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from attn_core.cost.calibrated import calibrated_timing, calibration_hardware
+from attn_core.cost.calibration import SERVER_GPU, CalibrationError, load_calibration
 from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS, weight_bytes_per_param
 from attn_core.cost.gpus import GPU, custom_gpu, list_gpus, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
@@ -114,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--gen-len", type=bounded_int(0, MAX_GEN_LEN), default=0, help="tokens generated N")
     cost.add_argument("--efficiency", type=positive_float("--efficiency"), default=1.0,
                       help="achieved fraction of peak (default 1.0: the bounds)")  # fmt: skip
+    cost.add_argument(
+        "--calibration", type=Path, help="a kernel bench run's JSON: times at its measured rates"
+    )
     cost.add_argument("--json", action="store_true", help="one JSON object instead of a table")
 
     models = sub.add_parser("models", help="list the model presets")
@@ -200,7 +207,8 @@ def _whole_lines(r: CostReport) -> list[str]:
     if t is not None:
         kind = f"estimates at {t.efficiency:g} of peak" if t.is_estimate else "lower bounds"
         lines += [
-            f"Time on {r.n_gpus} × {r.gpu.label} ({kind}; bf16 peak, perfect tensor parallelism)",
+            f"Time on {r.n_gpus} × {r.gpu.label} ({kind}; "
+            f"{'measured peaks' if r.gpu.name == SERVER_GPU else 'bf16 peak'}, perfect tensor parallelism)",
             f"  time to first token, P = {t.prompt_len:,}  {format_seconds(t.ttft_s)} ({t.ttft_bound}-bound, "
             "causal pairs)",
             f"  decode step at P                 {format_seconds(t.decode_step_s)}",
@@ -349,14 +357,24 @@ def _run(args: argparse.Namespace) -> str:
         )
     shape = load_shape(args)
     gpu = _gpu(args)
-    if args.n_gpus != 1 and gpu is None:
+    if args.n_gpus != 1 and gpu is None and args.calibration is None:
         raise UsageError("--n-gpus needs --gpu")
     # The objects validate what argparse cannot (efficiency ≤ 1); their ValueError is one line, exit 2.
     workload = Workload(args.seq_len, args.batch, args.prompt_len, args.gen_len, args.causal, args.efficiency)
     precision = Precision(args.dtype, args.weight_dtype, args.kv_dtype, args.expert_dtype, args.state_dtype)
-    hardware = None if gpu is None else Hardware(gpu, args.n_gpus)
+    hardware, calibrated = None if gpu is None else Hardware(gpu, args.n_gpus), None
+    try:  # a run that cannot be read or does not apply: one line naming the flag and the file
+        if args.calibration is not None:
+            run = load_calibration(args.calibration, str(args.calibration))
+            hardware = calibration_hardware(run, gpu, args.n_gpus)
+            calibrated = calibrated_timing(shape, workload, precision, hardware, run)
+    except CalibrationError as exc:
+        raise UsageError(f"--calibration {exc}") from None
     report = cost_report(shape, workload, precision, hardware, preset=args.model)
-    return json.dumps(report.to_json(), indent=2) if args.json else format_report(report)
+    if args.json:
+        extra = {"calibrated": calibrated.to_json()} if calibrated else {}
+        return json.dumps(report.to_json() | extra, indent=2)
+    return format_report(report) + (f"\n{calibrated.text()}" if calibrated else "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -65,6 +65,7 @@ class ModelShape:
     state_mixer: StateMixer | None = None  # the linear-attention / state-space layers' mixer (mixers.py)
     attention_output_gate: bool = False  # gated attention: W_Q is d × 2h·d_h, half of it a sigmoid gate
     one_mixer_per_layer: bool = False  # Nemotron-H: a layer is one block (M, *, - or E), not mixer + MLP
+    rotary_dim: int | None = None  # rotary turns the first this many of each head's d_h (None: all); no FLOPs
 
     def __post_init__(self) -> None:
         for field in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size"):
@@ -84,6 +85,11 @@ class ModelShape:
             value = getattr(self, field)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ConfigError(f"{field} must be a positive integer or absent, got {value!r}")
+        if self.rotary_dim is not None and (
+            isinstance(self.rotary_dim, bool) or not isinstance(self.rotary_dim, int)
+            or not 1 <= self.rotary_dim <= self.head_dim
+        ):  # fmt: skip
+            raise ConfigError(f"rotary_dim must be from 1 to d_h = {self.head_dim}, got {self.rotary_dim!r}")
         if self.learned_positions and self.max_context is None:
             raise ConfigError("learned position embeddings need a max context (n_positions)")
         self._check_layer_types()

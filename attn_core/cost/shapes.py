@@ -104,6 +104,24 @@ def _mlp_kind(config: Mapping[str, Any], model_type: str) -> MlpKind:
     return "gated" if str(act).lower() in GATED_ACTIVATIONS else "plain"
 
 
+ROTARY_FRACTION_KEYS = ("partial_rotary_factor", "rotary_pct")  # Qwen3-Next, Phi; GPT-NeoX
+
+
+def _rotary_dim(config: Mapping[str, Any], head_dim: int) -> int | None:
+    """⌊d_h × the config's rotary fraction⌋ (Hugging Face's rule), read at the top level or under
+    ``rope_parameters``; None when absent (rotary over the whole head)."""
+    nested = config.get("rope_parameters")
+    key, value = first(config, ROTARY_FRACTION_KEYS)
+    if key is None and isinstance(nested, Mapping):
+        key, value = first(nested, ROTARY_FRACTION_KEYS)
+    if key is None:
+        return None
+    ok = not isinstance(value, bool) and isinstance(value, int | float) and 0 < value <= 1
+    if not ok or int(head_dim * value) < 1:
+        raise ConfigError(f"config key {key!r} must be a fraction of the head width in (0, 1], got {value!r}")
+    return None if value == 1 else int(head_dim * value)
+
+
 def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelShape:
     """Build a ModelShape from a Hugging Face ``config.json`` dict.
 
@@ -189,6 +207,7 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
         attention_output_gate=model_type in OUTPUT_GATE_MODEL_TYPES
         or read_bool(config, ("attn_output_gate",), False),
         one_mixer_per_layer=one_block,
+        rotary_dim=None if mla is not None else _rotary_dim(config, head_dim),
     )
 
 

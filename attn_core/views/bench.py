@@ -18,9 +18,10 @@ from pathlib import Path
 import torch
 
 from attn_core.bench.contestants import CONTESTANTS
-from attn_core.bench.device import ASSETS, DeviceFacts, device_facts
+from attn_core.bench.device import DeviceFacts, attained_rates, device_facts
 from attn_core.bench.records import DTYPES, Record
 from attn_core.bench.runner import MAX_INTERPRETED_WORK, SweepConfig, run_sweep
+from attn_core.views import calibrations
 
 SEQ_LEN_CHOICES = (64, 128, 256, 512, 1024, 2048)  # the largest: 8 heads of naive = 128 MiB fp32
 DEFAULT_SEQ_LENS = (128, 256, 512)
@@ -36,8 +37,8 @@ LEFT_OUT = {
     "(~4 s per new shape); run `python -m attn_core bench --impl flex`. 'flex-eager' shows its "
     "unfused reference path."
 }
-RESULTS_DIR = ASSETS / "bench"
-RESULTS_GLOB = "gpu-results*.json"
+RESULTS_DIR = calibrations.RECORDED_DIR  # assets/bench
+RESULTS_GLOB = calibrations.RECORDED_GLOB
 
 _LOCK = threading.Lock()
 UNWIND_WAIT_S = 10.0  # longer than one timing call of the largest allowed case on a 2-core CPU
@@ -120,6 +121,8 @@ class BenchView:
     left_out: dict[str, str] = field(default_factory=dict)
     interpreted_cap: int = MAX_INTERPRETED_WORK
     error: str | None = None  # the request is outside the caps: why (nothing ran)
+    # this server's last sweep as a calibration for the Cost page: (hardware choice, dtype, run JSON)
+    cost_rates: tuple[str, str, str] | None = None
 
     @property
     def ridge(self) -> float | None:
@@ -145,6 +148,17 @@ def recorded_gpu_runs(folder: Path | None = None) -> list[RecordedRun]:
     return runs
 
 
+def run_meta(facts: DeviceFacts) -> dict:
+    """This server's device in the bench's run format (``meta`` of benchmarks/kernel_bench.py gpu,
+    with ``kind``, ``measured``, ``memory_bytes`` and the rates it attains): with the sweep's
+    records, a calibration for the Cost page and ``python -m attn_core cost --calibration``."""
+    memory = facts.memory_bytes if facts.kind == "cuda" else calibrations.machine_memory_bytes()
+    return {"device": facts.name, "kind": facts.kind, "measured": facts.measured, "peaks": facts.peak_flops,
+            "bandwidth": facts.bandwidth, "peak_source": facts.source, "threads": facts.threads,
+            "attained": attained_rates(facts.kind, tuple(facts.peak_flops) or tuple(DTYPES)),
+            "memory_bytes": memory, "versions": facts.versions, "date": calibrations.utc_now()}  # fmt: skip
+
+
 def _label(impl: str) -> str:
     return CONTESTANTS[impl].label
 
@@ -166,10 +180,21 @@ def _rows(records: list[Record]) -> tuple[list[dict], list[dict]]:
     return perf, errors
 
 
+def cost_rates() -> tuple[str, str, str] | None:
+    """(the Cost page's hardware choice, the dtype the sweep timed, the run's JSON) when this
+    server's last sweep calibrates a hardware choice there; None otherwise."""
+    server, _ = calibrations.server_calibration()
+    choice = None if server is None else calibrations.SERVER if server.kind == "cpu" else server.preset
+    if choice is None or (server.kind == "cpu" and not server.memory_bytes):
+        return None
+    return choice, server.attention[0].dtype, json.dumps(calibrations.server_run(), indent=1)
+
+
 def _view(facts: DeviceFacts, records: list[Record], **kw) -> BenchView:
     perf, errors = _rows(records)
     return BenchView(facts, facts.kind == "cuda", list(records), perf_rows=perf, error_rows=errors,
-                     recorded=recorded_gpu_runs(), left_out=dict(LEFT_OUT), **kw)  # fmt: skip
+                     recorded=recorded_gpu_runs(), left_out=dict(LEFT_OUT), cost_rates=cost_rates(),
+                     **kw)  # fmt: skip
 
 
 def kernels_page(
@@ -201,10 +226,12 @@ def kernels_page(
     def record(rec: Record) -> None:
         records.append(rec)
         _LAST[:] = records
+        calibrations.publish_server_run(meta, [r.to_json() for r in records])  # the Cost page's rates
         if on_record is not None:
             on_record(rec, expected)
 
     try:
+        meta = run_meta(facts)  # the rates this device attains: measured once per process, before the sweep
         result = run_sweep(config, on_record=record, should_stop=should_stop)
     finally:
         _LOCK.release()

@@ -13,6 +13,8 @@ from enum import StrEnum
 import numpy as np
 
 from attn_core.cost import memory
+from attn_core.cost.calibrated import CalibratedTiming, calibrated_timing
+from attn_core.cost.calibration import CalibrationError
 from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS
 from attn_core.cost.flops import crossover_seq_len, layer_flops
 from attn_core.cost.gpus import list_gpus as list_gpus
@@ -32,8 +34,10 @@ from attn_core.cost.shapes import load_preset as load_preset
 from attn_core.cost.shapes import parse_config_bytes as parse_config_bytes
 from attn_core.cost.shapes import parse_config_text as parse_config_text
 from attn_core.cost.units import format_bytes, format_bytes_binary, format_flops
+from attn_core.views import calibrations as calibration_view
 from attn_core.views import costs_text as text_view
 from attn_core.views import costs_whole as whole_view
+from attn_core.views.calibrations import SERVER, SERVER_ID, Calibrations
 
 DTYPES = list(DTYPE_BYTES)  # the sidebar's dtypes, fp16 (the default) first
 WEIGHT_DTYPES = list(WEIGHT_BITS)  # and the quantized weight formats (int4 with group scales, MXFP4)
@@ -70,6 +74,9 @@ class WholeSection:
     times_title: str
     times: Table
     times_caption: str
+    calibrated_caption: str | None  # the formula and the rates, when a calibration applies
+    calibration_hint: str | None  # how to get one, or why the one at hand does not apply
+    calibration_problems: tuple[str, ...]  # recorded runs that could not be read, by name
     checks: list[tuple[str, float]]  # (independent route, |Δ|)
 
 
@@ -118,6 +125,9 @@ class CostView:
     warnings: list[str]
     headline: list[tuple[str, str, str]]
     conventions: str
+    calibrated: CalibratedTiming | None = None  # the time bounds at a bench run's attained rates
+    calibration_hint: str | None = None
+    calibration_problems: tuple[str, ...] = ()
 
     @functools.cached_property
     def _sweep(self) -> tuple[np.ndarray, CostSweep, float | None, float | None]:
@@ -138,6 +148,7 @@ class CostView:
         grid = self._sweep[0]
         t = r.timing
         rows, note = whole_view.prefill_rows(r)
+        c = self.calibrated
         return WholeSection(
             params_chart=(parts, total, active),
             params=whole_view.params_rows(r),
@@ -149,9 +160,13 @@ class CostView:
             f"({'causal' if r.causal else 'all pairs'})**",
             prefill=rows,
             prefill_note=note,
-            times_title=f"**Time on {r.n_gpus} × {r.gpu.label}**, bf16 peak, perfect tensor parallelism",
-            times=whole_view.times_rows(t),
+            times_title=f"**Time on {r.n_gpus} × {r.gpu.label}**, "
+            f"{'its measured peaks' if r.gpu.name == SERVER_ID else 'bf16 peak'}, perfect tensor parallelism",
+            times=whole_view.times_rows(t, c),
             times_caption=whole_view.times_caption(t),
+            calibrated_caption=None if c is None else whole_view.calibrated_caption(c),
+            calibration_hint=self.calibration_hint,
+            calibration_problems=self.calibration_problems,
             checks=whole_view.whole_checks(r),
         )
 
@@ -246,13 +261,58 @@ class CostView:
         return text_view.how_its_asked(self.report)
 
 
+def calibrations() -> Calibrations:
+    """This server's Kernels sweep and the recorded GPU runs (`attn_core.views.calibrations`)."""
+    return calibration_view.available()
+
+
+def hardware_choices(cals: Calibrations) -> list[str]:
+    """The GPU presets, and SERVER once this server's CPU has a Kernels sweep to stand on."""
+    return [*list_gpus(), *([SERVER] if cals.has_server_cpu else [])]
+
+
+HARDWARE_IDS = {SERVER: SERVER_ID}  # what a link carries for the server choice
+
+
+def hardware(choice: str, n_gpus: int, cals: Calibrations) -> Hardware:
+    """A hardware choice as the cost model's input: a preset, or this server with its measured peaks."""
+    if choice == SERVER:
+        server = cals.for_hardware(SERVER_ID)
+        if server is None:
+            raise ValueError("this server has no Kernels sweep yet: pick a GPU preset")
+        return Hardware(server.as_gpu(), n_gpus)
+    return Hardware(load_gpu(choice), n_gpus)
+
+
+def calibrate(
+    shape: ModelShape, workload: Workload, precision: Precision, hw: Hardware, cals: Calibrations
+) -> tuple[CalibratedTiming | None, str | None]:
+    """(the time at the run's attained rates, None) where a run calibrates ``hw``; else (None,
+    one line: how to get a run, or why the one at hand does not apply)."""
+    run = cals.for_hardware(hw.gpu.name)
+    if run is None:
+        return None, calibration_view.HINT.format(hardware=hw.gpu.label)
+    try:
+        return calibrated_timing(shape, workload, precision, hw, run), None
+    except CalibrationError as exc:
+        dtype = precision.activations
+        return None, f"No calibrated column: {exc}. Pick a dtype it measured, or run the bench in {dtype}."
+
+
 def view(
-    shape: ModelShape, workload: Workload, precision: Precision, hardware: Hardware, preset: str | None = None
+    shape: ModelShape,
+    workload: Workload,
+    precision: Precision,
+    hardware: Hardware,
+    preset: str | None = None,
+    cals: Calibrations | None = None,
 ) -> CostView:
     """The Cost page's one call: the report (`attn_core.cost.report.cost_report`, the CLI's call) and
-    every table and text drawn from it. ValueError (ConfigError included) for what cannot be sized."""
+    every table and text drawn from it; with ``cals``, the time bounds at the attained rates of the
+    bench run for this hardware. ValueError (ConfigError included) for what cannot be sized."""
     r = cost_report(shape, workload, precision, hardware, preset)
     card, extras = text_view.model_card(r, precision.weights)
+    calibrated, hint = (None, None) if cals is None else calibrate(shape, workload, precision, hardware, cals)
     return CostView(
         r,
         card,
@@ -261,6 +321,9 @@ def view(
         text_view.warnings(r),
         text_view.headline(r),
         text_view.card_conventions(r),
+        calibrated,
+        hint,
+        () if cals is None else cals.problems,
     )
 
 

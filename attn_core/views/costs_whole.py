@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attn_core.cost.calibrated import FORMULA, CalibratedTiming
 from attn_core.cost.flops import layer_flops
 from attn_core.cost.ledger import attention_twin, layer_ledger, memory_sweep_T
 from attn_core.cost.mixers import STATE_KIND_NAMES
@@ -191,8 +192,9 @@ def prefill_rows(r: CostReport) -> tuple[dict[str, list], str]:
     return table, note
 
 
-def times_rows(t: Timing) -> dict[str, list]:
-    """TTFT, one decode step and the end-to-end time: bound, and the estimate at the efficiency."""
+def times_rows(t: Timing, calibrated: CalibratedTiming | None = None) -> dict[str, list]:
+    """TTFT, one decode step and the end-to-end time: bound, the estimate at the efficiency, and
+    the figure at a bench run's attained rates (`attn_core.cost.calibrated`) where one applies."""
     rows = [
         ("prefill compute (FLOPs / peak)", t.ttft_compute_s),
         ("prefill memory (bytes / bandwidth)", t.ttft_memory_s),
@@ -203,6 +205,10 @@ def times_rows(t: Timing) -> dict[str, list]:
     table = {"quantity": [q for q, _ in rows], "lower bound": [format_seconds(x) for _, x in rows]}
     if t.is_estimate:
         table[f"estimate at {t.efficiency:g} of peak"] = [format_seconds(x / t.efficiency) for _, x in rows]
+    if calibrated is not None:
+        c, p = calibrated.calibration, calibrated.prefill
+        figures = (p.compute_s, p.memory_s, calibrated.ttft_s, calibrated.decode_step_s, calibrated.total_s)
+        table[f"calibrated (measured rates, {c.run}, {c.date})"] = [format_seconds(x) for x in figures]
     return table
 
 
@@ -247,4 +253,19 @@ def times_caption(t: Timing) -> str:
         f"and the cache written. A decode step reads the active weights (top-k experts; an untied embedding table "
         f"only for its {t.batch:,} row(s)) and every cached token; step i reads a cache of P + i tokens. "
         f"{t.batch * t.gen_len:,} tokens in {format_seconds(t.total_s)}: {t.tokens_per_s:,.1f} tokens/s."
+    )
+
+
+def calibrated_caption(c: CalibratedTiming) -> str:
+    """The calibrated column's formula, why, and its rates with their sources."""
+    cal = c.calibration
+    return (
+        f"**Calibrated** ({cal.device}, {cal.run}, {cal.date}): each phase in two parts that run one after "
+        f"another, each at its own roofline, t = {FORMULA}: products over the weights (F_w FLOPs, W bytes), "
+        "then attention and any recurrent core (F_a, F_c FLOPs) with the cache and state they write or read "
+        "(M bytes). Max within a part, because a product's arithmetic hides under its weight stream; a sum "
+        'across parts, because they are separate kernels (RESULTS.md, "Calibrated time against real runs": '
+        f"the sum of compute and memory overshoots a measured decode step). Rates: {c.rates_text()}. "
+        "An estimate, not a bound (the efficiency does not apply to it): a kernel may beat the bench's "
+        "rates, and what is not a matrix product (norms, routing, gathers) is left out, as in the bound."
     )

@@ -64,6 +64,7 @@ class Section(StrEnum):
 
     READ = "Read the heads"
     ABLATION = "Ablation & circuits"
+    LONG = "Along the sequence"
     TRAIN = "Train"
 
 

@@ -5,10 +5,13 @@ bound and a calibrated estimate.
 Three figures per phase (the prefill, one decode step), each from a different source:
 
 - ``flops`` and ``bytes`` come from the cost model (`attn_core.cost`) for exactly what was built
-  (`plan_build`: the first N layers, fewer routed experts when one layer is over the memory cap),
+  (`plan_build`: the first N layers, fewer routed experts when one layer is over the memory cap;
+  a hybrid's first layer of each kind when no run of first layers holding them all fits),
   in the convention of ``python -m attn_core cost``: matrix products only, 2 FLOPs per
-  multiply-add; bytes = the active weights of the built layers (top-k experts: the floor) plus the
-  KV cache written (prefill) or read (decode). The embedding table and output head are not built.
+  multiply-add (a Gated DeltaNet or Mamba-2 layer: its maps and its core's products,
+  `cost.mixers`, chunked in prefill, recurrent in decode); bytes = the active weights of the built layers (top-k experts:
+  the floor) plus the KV cache and the linear layers' state, written (prefill) or read (decode).
+  The embedding table and output head are not built.
 - ``bound_ms`` = max(flops / peak, bytes / bandwidth) at this device's probed peaks (the fastest
   matmul and the fastest streaming read or copy the probe saw): the roofline, a lower bound.
 - ``estimate_ms``, calibrated: Σ over the phase's matrix products of 2·m·k·n / rate(m, k, n), the
@@ -16,9 +19,11 @@ Three figures per phase (the prefill, one decode step), each from a different so
   plus the attention kernel's time probed at the layer's shape. A mixture of experts' routed
   products are counted over the E·(1 − (1 − k/E)^N) distinct experts that N tokens touch under
   uniform routing, k·N / that many rows each: the same FLOPs as the cost model's, at the shapes
-  that run. The terms are summed, not maxed: a layer's products and its attention run one after
-  another, each already at its own mix of compute and memory time. Norms, rotary, the activation
-  and the residual adds are left out (as in the cost model's FLOPs).
+  that run. A linear layer's core (its conv, its scan — the delta rule or SSD — and gated norm:
+  small per-head products over chunks, far below the matmul rate) is probed alone at the layer's
+  head shapes on random inputs, with the cache flushed before each call, as attention is probed. The terms are summed, not maxed: a layer's products
+  and its mixer run one after another, each already at its own mix of compute and memory time.
+  Norms, rotary, the activation and the residual adds are left out (as in the cost model's FLOPs).
 - ``measured_ms``: the fastest of ``PREFILL_REPEATS`` prefills, and of the M decode steps (which
   differ by one cached token each). On a CPU the check runs on one thread by default and every
   time, probe and run alike, is that thread's CPU time (`clock`): on a machine shared with other
@@ -30,18 +35,23 @@ The probe runs before the layers are built and on tensors of its own, so no esti
 the model run's timing. A layer kind is one entry in each of three tables: ``MIXERS`` (its torch
 module, `layers`), ``MIXER_GEMMS`` (its matrix products, `counts`) and ``ATTENTION_KEYS`` (the keys
 a query sees, for the run and for the kernel probe, `layers`); counting, probing and timing are
-shared. A linear-attention or
-state-space kind, once the cost model sizes it, adds its module, its products and its scan in place
-of the keys. Attention is torch SDPA (its fused CPU flash kernel, GQA without repeating
-K/V): the kernel a serving stack runs, with no L × S matrix, as the cost model's bytes assume —
-`attn_core.attention` is the teaching reference and keeps every weight.
+shared. A linear-attention or state-space kind adds its module, its products and, in place of the
+keys, its core for the probe (``STATE_CORES``): Gated DeltaNet (`deltanet`) and Mamba-2
+(`mamba2`) are built; Mamba and KDA are refused by name. Attention is torch SDPA (its fused CPU
+flash kernel, GQA without repeating K/V): the kernel a serving stack runs, with no L × S matrix, as
+the cost model's bytes assume — `attn_core.attention` is the teaching reference and keeps every
+weight.
 
 Its modules, by job (each imports only those above it):
 
 - `plan`: the request (`VerifyRequest`), `select_device`, and `plan_build`: the first layers (and
   routed experts) that fit the memory cap.
 - `counts`: the cost model's FLOPs and bytes of what was built, each phase's matrix products
-  (``MIXER_GEMMS``) and attention calls.
+  (``MIXER_GEMMS``) and mixer calls.
+- `linear`: what the linear layers share: their state, the causal conv, the transformers modules
+  whose torch fallbacks are their cores.
+- `deltanet`, `mamba2`: the Gated DeltaNet and Mamba-2 layers, each with its core alone for the
+  probe.
 - `layers`: the torch layers (``ATTENTION_KEYS``, attention, MLP, mixture of experts, ``MIXERS``)
   and `build_layers`.
 - `probe`: the device's rates at those shapes, the clock, and `bound_ms` / `estimate_ms`.
@@ -56,12 +66,16 @@ from attn_core.bench.verify.counts import (
     PhaseCounts,
     attention_gemms,
     decode_counts,
+    deltanet_gemms,
+    mamba2_gemms,
     mlp_gemms,
     prefill_counts,
 )
+from attn_core.bench.verify.deltanet import DeltaCore, GatedDeltaNetLayer, delta_core_call
 from attn_core.bench.verify.layers import (
     ATTENTION_KEYS,
     MIXERS,
+    STATE_CORES,
     Attention,
     Block,
     GatedMLP,
@@ -71,16 +85,22 @@ from attn_core.bench.verify.layers import (
     attend,
     build_layers,
 )
+from attn_core.bench.verify.linear import LinearState
+from attn_core.bench.verify.mamba2 import Mamba2Core, Mamba2Layer, mamba2_core_call
 from attn_core.bench.verify.plan import (
+    BUILT_STATE_KINDS,
     DEFAULT_DECODE_STEPS,
     DEFAULT_MEMORY_GIB,
     DEFAULT_SEQ_LEN,
     MAX_LAYERS,
+    RECURRENT_DTYPE,
     Plan,
     VerifyError,
     VerifyRequest,
     active_layer_params,
+    cache_bytes,
     cut_shape,
+    kind_name,
     layer_params,
     plan_build,
     refuse_unbuilt,
@@ -99,6 +119,7 @@ from attn_core.bench.verify.probe import (
     clock,
     estimate_ms,
     probe_attention,
+    probe_core,
     probe_device,
     probe_gemm,
     probe_stream,
@@ -117,6 +138,7 @@ from attn_core.cost.dtypes import DTYPE_BYTES
 
 __all__ = [
     "ATTENTION_KEYS",
+    "BUILT_STATE_KINDS",
     "COLD_BYTES",
     "COMPUTE_ROWS",
     "DEFAULT_DECODE_STEPS",
@@ -132,14 +154,21 @@ __all__ = [
     "PROBE_COLS",
     "PROBE_ROUNDS",
     "PROBE_ROWS",
+    "RECURRENT_DTYPE",
+    "STATE_CORES",
     "STREAM_BYTES",
     "Attention",
     "AttentionCall",
     "Block",
+    "DeltaCore",
+    "GatedDeltaNetLayer",
     "GatedMLP",
     "Gemm",
     "Keys",
     "Layers",
+    "LinearState",
+    "Mamba2Core",
+    "Mamba2Layer",
     "MoEMLP",
     "PhaseCounts",
     "PhaseResult",
@@ -154,17 +183,24 @@ __all__ = [
     "attention_gemms",
     "bound_ms",
     "build_layers",
+    "cache_bytes",
     "clock",
     "cut_shape",
     "decode_counts",
+    "delta_core_call",
+    "deltanet_gemms",
     "device_name",
     "estimate_ms",
+    "kind_name",
     "layer_params",
+    "mamba2_core_call",
+    "mamba2_gemms",
     "measure",
     "mlp_gemms",
     "plan_build",
     "prefill_counts",
     "probe_attention",
+    "probe_core",
     "probe_device",
     "probe_gemm",
     "probe_stream",

@@ -1,6 +1,7 @@
 """The layers, in torch: which keys each attention kind sees (SDPA, GQA without repeats), the
-attention, MLP and mixture-of-experts modules, one pre-norm block, and the built layers.
-``MIXERS`` holds the module each layer kind builds."""
+attention (gated attention as Qwen3-Next has it), MLP and mixture-of-experts modules, one pre-norm
+block, and the built layers. ``MIXERS`` holds the module each layer kind builds; ``STATE_CORES``
+the core a linear kind's probe times (`deltanet`, `mamba2`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from attn_core.bench.records import DTYPES
+from attn_core.bench.verify.deltanet import GatedDeltaNetLayer, delta_core_call
+from attn_core.bench.verify.mamba2 import Mamba2Layer, mamba2_core_call
 from attn_core.bench.verify.plan import Plan, VerifyRequest
 from attn_core.cost.shapes import ModelShape
 
@@ -75,22 +78,37 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keys: Keys) -> tor
     return F.scaled_dot_product_attention(q, k, v, is_causal=keys.mode == "causal", enable_gqa=True)
 
 
+# The core a linear-attention kind's probe times on random inputs, in place of attention's keys:
+# (shape, q_len, kv_len, B, dtype, device) -> a call (see `deltanet.delta_core_call`).
+STATE_CORES: dict[str, Callable[..., Callable[[], object]]] = {
+    "gdn": delta_core_call,
+    "mamba2": mamba2_core_call,
+}
+
+
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotary embedding, half-split form (Llama): x·cos + rotate_half(x)·sin. x (B, H, T, d_h)."""
+    """Rotary embedding, half-split form (Llama): x·cos + rotate_half(x)·sin over the first r
+    channels of each head, r = cos's width (partial rotary: the rest pass). x (B, H, T, d_h)."""
+    r = cos.shape[-1]
+    if r < x.shape[-1]:
+        return torch.cat((_rotate(x[..., :r], cos, sin), x[..., r:]), dim=-1)
     x1, x2 = x.chunk(2, dim=-1)
     return x * cos + torch.cat((-x2, x1), dim=-1) * sin
 
 
 class Attention(nn.Module):
-    """One attention layer of ``kind``: fused QKV, QK-norm if the model has it, rotary, its own KV
-    cache (B, H_kv, T_max, d_h), SDPA, O."""
+    """One attention layer of ``kind``: fused QKV, QK-norm if the model has it, rotary (over the
+    first ``rotary_dim`` channels of a head), its own KV cache (B, H_kv, T_max, d_h), SDPA, O. In
+    gated attention (Qwen3-Next) each head's query comes with d_h gate channels, as transformers
+    lays out its ``q_proj``, and the output is o · sigmoid(gate) before O."""
 
     def __init__(self, shape: ModelShape, kind: str, **kw) -> None:
         super().__init__()
         self.shape, self.kind = shape, kind
         d, q, kv = shape.d_model, shape.q_width, shape.kv_width
         out_bias = shape.attention_bias if shape.output_bias is None else shape.output_bias
-        self.qkv = nn.Linear(d, q + 2 * kv, bias=shape.attention_bias, **kw)
+        self.gated = shape.attention_output_gate
+        self.qkv = nn.Linear(d, (2 if self.gated else 1) * q + 2 * kv, bias=shape.attention_bias, **kw)
         self.o = nn.Linear(q, d, bias=out_bias, **kw)
         self.q_norm = nn.RMSNorm(shape.head_dim, **kw) if shape.qk_norm else None
         self.k_norm = nn.RMSNorm(shape.head_dim, **kw) if shape.qk_norm else None
@@ -104,8 +122,13 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor, pos: int, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
         s = self.shape
-        q, k, v = self.qkv(x).split([s.q_width, s.kv_width, s.kv_width], dim=-1)
-        q = q.view(B, T, s.n_heads, s.head_dim).transpose(1, 2)  # (B, h, T, d_h)
+        q_width = (2 if self.gated else 1) * s.q_width
+        q, k, v = self.qkv(x).split([q_width, s.kv_width, s.kv_width], dim=-1)
+        gate = None
+        if self.gated:  # per head: d_h query channels, then d_h gate channels
+            q, gate = q.view(B, T, s.n_heads, 2 * s.head_dim).chunk(2, dim=-1)
+            gate = gate.reshape(B, T, s.q_width)
+        q = q.reshape(B, T, s.n_heads, s.head_dim).transpose(1, 2)  # (B, h, T, d_h)
         k = k.view(B, T, s.n_kv_heads, s.head_dim).transpose(1, 2)  # (B, H_kv, T, d_h)
         v = v.view(B, T, s.n_kv_heads, s.head_dim).transpose(1, 2)
         if self.q_norm is not None:
@@ -116,11 +139,13 @@ class Attention(nn.Module):
         K[:, :, pos : pos + T], V[:, :, pos : pos + T] = k, v
         keys = ATTENTION_KEYS[self.kind](s, T, pos + T)
         o = attend(q, K[:, :, : pos + T], V[:, :, : pos + T], keys)  # (B, h, T, d_h)
-        return self.o(o.transpose(1, 2).reshape(B, T, s.q_width))
+        o = o.transpose(1, 2).reshape(B, T, s.q_width)
+        return self.o(o * torch.sigmoid(gate) if gate is not None else o)
 
 
 class GatedMLP(nn.Module):
-    """SwiGLU (gate and up fused) or, ``gated=False``, up → GELU → down."""
+    """SwiGLU (gate and up fused) or, ``gated=False``, up → GELU → down (Nemotron-H's squared ReLU
+    is another elementwise function of the same shape)."""
 
     def __init__(self, d: int, d_ff: int, gated: bool = True, bias: bool = False, **kw) -> None:
         super().__init__()
@@ -145,10 +170,11 @@ class MoEMLP(nn.Module):
         m, d = shape.moe, shape.d_model
         self.top_k = m.top_k
         self.router = nn.Linear(d, m.n_experts, bias=m.router_bias, **kw)
+        gated = m.expert_matrices == 3  # Nemotron-H's experts are plain (up, down)
         self.experts = nn.ModuleList(
-            GatedMLP(d, m.expert_d_ff, bias=m.expert_bias, **kw) for _ in range(m.n_experts)
+            GatedMLP(d, m.expert_d_ff, gated, bias=m.expert_bias, **kw) for _ in range(m.n_experts)
         )
-        self.shared = nn.ModuleList(GatedMLP(d, m.shared_d_ff, **kw) for _ in range(m.n_shared))
+        self.shared = nn.ModuleList(GatedMLP(d, m.shared_d_ff, gated, **kw) for _ in range(m.n_shared))
         self.shared_gate = nn.Linear(d, 1, bias=False, **kw) if m.shared_gate else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -175,39 +201,49 @@ class MoEMLP(nn.Module):
 
 class Block(nn.Module):
     """Pre-norm block: x + mixer(norm(x)), then x + mlp(norm(x)); Gemma's post-norms when the model
-    has four norms a layer."""
+    has four norms a layer. In Nemotron-H's pattern a block is one part under one norm: a mixer
+    ('M', '*') or a feed-forward part ('-', 'E'); the other is None."""
 
     def __init__(self, shape: ModelShape, layer: int, **kw) -> None:
         super().__init__()
         norm = (lambda: nn.RMSNorm(shape.d_model, **kw)) if shape.norm_kind == "rms" else (
             lambda: nn.LayerNorm(shape.d_model, **kw))  # fmt: skip
         self.norms = nn.ModuleList(norm() for _ in range(shape.norms_per_layer))
-        self.mixer = MIXERS[shape.layer_kinds[layer]](shape, shape.layer_kinds[layer], **kw)
-        if shape.is_moe_layer(layer):
+        kind = shape.layer_kinds[layer]
+        self.mixer = MIXERS[kind](shape, kind, **kw) if kind in MIXERS else None
+        self.mlp = None
+        if shape.has_mlp(kind) and shape.is_moe_layer(layer):
             self.mlp = MoEMLP(shape, **kw)
-        else:
+        elif shape.has_mlp(kind):
             self.mlp = GatedMLP(shape.d_model, shape.d_ff, shape.mlp_kind == "gated", shape.mlp_bias, **kw)
 
     def forward(self, x: torch.Tensor, pos: int, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         post = len(self.norms) == 4
-        h = self.mixer(self.norms[0](x), pos, cos, sin)
-        x = x + (self.norms[2](h) if post else h)
-        h = self.mlp(self.norms[1](x))
-        return x + (self.norms[3](h) if post else h)
+        if self.mixer is not None:
+            h = self.mixer(self.norms[0](x), pos, cos, sin)
+            x = x + (self.norms[2](h) if post else h)
+        if self.mlp is not None:
+            h = self.mlp(self.norms[min(1, len(self.norms) - 1)](x))
+            x = x + (self.norms[3](h) if post else h)
+        return x
 
 
 # The mixer each layer kind builds: (shape, kind, dtype=, device=) -> a module with allocate(B, T_max)
 # and forward(x, pos, cos, sin). A linear-attention or state-space kind adds one entry here.
-MIXERS: dict[str, Callable[..., nn.Module]] = {"full": Attention, "sliding": Attention, "chunked": Attention}
+MIXERS: dict[str, Callable[..., nn.Module]] = {
+    "full": Attention, "sliding": Attention, "chunked": Attention, "gdn": GatedDeltaNetLayer,
+    "mamba2": Mamba2Layer,
+}  # fmt: skip
 
 
 class Layers(nn.Module):
-    """The built layers, one rotary table and every layer's cache."""
+    """The built layers, one rotary table (over the rotary channels of a head) and every layer's
+    cache or state."""
 
     def __init__(self, shape: ModelShape, max_tokens: int, **kw) -> None:
         super().__init__()
         self.blocks = nn.ModuleList(Block(shape, i, **kw) for i in range(shape.n_layers))
-        half = shape.head_dim // 2
+        half = (shape.rotary_dim or shape.head_dim) // 2
         freqs = torch.outer(
             torch.arange(max_tokens, dtype=torch.float32), 10_000.0 ** (-torch.arange(half) / half)
         )
@@ -216,7 +252,8 @@ class Layers(nn.Module):
 
     def allocate(self, batch: int, max_tokens: int) -> None:
         for block in self.blocks:
-            block.mixer.allocate(batch, max_tokens)
+            if block.mixer is not None:
+                block.mixer.allocate(batch, max_tokens)
 
     def forward(self, x: torch.Tensor, pos: int) -> torch.Tensor:
         for block in self.blocks:

@@ -1,9 +1,13 @@
 """What is built: the request (T, B, M, dtype, device, memory cap) and the plan that cuts the model
-to the first layers (and, when one layer is over the cap, fewer routed experts) that fit."""
+to the first layers (and, when one layer is over the cap, fewer routed experts) that fit. A hybrid
+is cut to first layers that hold an attention layer or, when none fit, to the first layer of its
+linear-attention mixer and the first attention layer (the cost model sizes no model without
+attention)."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -11,14 +15,20 @@ import torch
 from attn_core.bench.records import DTYPES
 from attn_core.cost.dtypes import DTYPE_BYTES
 from attn_core.cost.layers import LayerKinds, LayerSet
+from attn_core.cost.mixers import STATE_KIND_NAMES
 from attn_core.cost.params import expert_params, model_params
-from attn_core.cost.serving import kv_cache_bytes
+from attn_core.cost.serving import kv_cache_bytes, state_bytes
 from attn_core.cost.shapes import ModelShape
 
 DEFAULT_SEQ_LEN = 256
 DEFAULT_DECODE_STEPS = 8
 DEFAULT_MEMORY_GIB = 2.0  # weights + KV cache of what is built (the dev machine: 23 GiB, shared)
 MAX_LAYERS = 64  # a config may declare millions of layers; we never build more than this
+# The linear-attention / state-space kinds `layers.MIXERS` builds (a test checks they agree).
+BUILT_STATE_KINDS = ("gdn", "mamba2")
+# transformers' torch fallbacks keep a linear layer's recurrent state in fp32 whatever the model
+# dtype (its conv state at the model dtype): the cache bytes below and `deltanet.DeltaState` alike.
+RECURRENT_DTYPE = "fp32"
 
 
 class VerifyError(ValueError):
@@ -54,8 +64,9 @@ def select_device(requested: str = "auto") -> str:
 
 @dataclass(frozen=True)
 class Plan:
-    """What is built: ``shape`` is the model cut to ``layers_built`` layers and ``experts_built``
-    routed experts (same k, same expert width), the input the cost model counts."""
+    """What is built: ``shape`` is the model cut to ``layers_built`` layers (the model's layers
+    ``layer_indices``, numbered from 0) and ``experts_built`` routed experts (same k, same expert
+    width), the input the cost model counts."""
 
     shape: ModelShape
     layers_built: int
@@ -63,17 +74,33 @@ class Plan:
     model_layers: int
     model_experts: int | None
     weight_bytes: int  # every built weight, all experts
-    cache_bytes: int  # the KV cache for T + M tokens
+    cache_bytes: int  # the KV cache for T + M tokens and the linear layers' state
     notes: tuple[str, ...] = ()
+    layer_indices: tuple[int, ...] = ()  # which of the model's layers were built
+
+    @property
+    def kinds_built(self) -> str:
+        """The built layers by kind, e.g. '1 Gated DeltaNet, 1 full attention'."""
+        return ", ".join(f"{n} {kind_name(k)}" for k, n in self.shape.kind_counts.items())
+
+
+FFN_BLOCK_NAMES = {"mlp": "MLP", "moe": "MoE"}  # Nemotron-H's feed-forward-only blocks
+
+
+def kind_name(kind: str) -> str:
+    """'Gated DeltaNet', 'full attention', 'MLP', … : a layer kind as the page and the CLI say it."""
+    return STATE_KIND_NAMES.get(kind) or FFN_BLOCK_NAMES.get(kind) or f"{kind} attention"
 
 
 def refuse_unbuilt(shape: ModelShape) -> None:
     """VerifyError naming what this module does not build (rather than time something else)."""
-    if shape.is_hybrid or shape.state_mixer is not None:
-        mixer = type(shape.state_mixer).__name__ if shape.state_mixer is not None else "one-block-per-layer"
+    unbuilt = [k for k in shape.kind_counts if k in STATE_KIND_NAMES and k not in BUILT_STATE_KINDS]
+    if unbuilt:
+        mixer = STATE_KIND_NAMES[unbuilt[0]]
+        built = " and ".join(STATE_KIND_NAMES[k] for k in BUILT_STATE_KINDS)
         raise VerifyError(
-            f"linear-attention / state-space layers ({mixer}) are not built by verify yet; "
-            "`python -m attn_core cost` sizes them"
+            f"linear-attention / state-space layers ({mixer}) are not built by verify yet (it builds "
+            f"{built}); `python -m attn_core cost` sizes them"
         )
     if shape.mla is not None:
         raise VerifyError("multi-head latent attention (config key 'kv_lora_rank') is not built by verify")
@@ -81,22 +108,23 @@ def refuse_unbuilt(shape: ModelShape) -> None:
         raise VerifyError("attention sinks (gpt-oss) are not built by verify: SDPA has no sink logit")
     if shape.learned_positions:
         raise VerifyError("learned position tables (GPT-2 style) are not built by verify; rotary models are")
-    if shape.head_dim % 2:
-        raise VerifyError(f"rotary embedding needs an even head width, got {shape.head_dim}")
+    rotary = shape.rotary_dim or shape.head_dim
+    if rotary % 2:
+        raise VerifyError(f"rotary embedding needs an even width, got {rotary}")
 
 
-def cut_shape(shape: ModelShape, n_layers: int, n_experts: int | None) -> ModelShape:
-    """The first ``n_layers`` layers of ``shape`` (their kinds and MoE placement kept), with
-    ``n_experts`` routed experts per MoE layer."""
-    kinds = shape.layer_kinds
-    listed = tuple(kinds[i] for i in range(n_layers))
+def cut_shape(shape: ModelShape, layers: int | Sequence[int], n_experts: int | None) -> ModelShape:
+    """The model's layers ``layers`` (the first n, or the listed indices, in order), their kinds
+    and MoE placement kept, with ``n_experts`` routed experts per MoE layer."""
+    picked = tuple(range(layers)) if isinstance(layers, int) else tuple(layers)
+    listed = tuple(shape.layer_kinds[i] for i in picked)
     moe = shape.moe
     if moe is not None:
-        moe_layers = LayerSet.listed(i for i in range(n_layers) if shape.is_moe_layer(i))
+        moe_layers = LayerSet.listed(j for j, i in enumerate(picked) if shape.is_moe_layer(i))
         moe = dataclasses.replace(moe, n_experts=n_experts or moe.n_experts, moe_layers=moe_layers)
+    n = len(picked)
     return dataclasses.replace(
-        shape, n_layers=n_layers, layer_types=LayerKinds(n_layers, listed=listed), moe=moe,
-        nextn_layers_left_out=0,
+        shape, n_layers=n, layer_types=LayerKinds(n, listed=listed), moe=moe, nextn_layers_left_out=0,
     )  # fmt: skip
 
 
@@ -104,7 +132,7 @@ def layer_params(shape: ModelShape) -> int:
     """Every weight of the layers (all routed experts), without embeddings, head and final norm."""
     p = model_params(shape)
     final_norm = p.norms // (shape.norms_per_layer * shape.n_layers + 1)
-    return p.attention + p.mlp + p.experts + p.norms - final_norm
+    return p.attention + p.state_mixers + p.mlp + p.experts + p.norms - final_norm
 
 
 def active_layer_params(shape: ModelShape) -> int:
@@ -113,9 +141,41 @@ def active_layer_params(shape: ModelShape) -> int:
     return layer_params(shape) - p.experts + p.experts_active
 
 
+def cache_bytes(shape: ModelShape, tokens: int, batch: int, b: int) -> int:
+    """The KV cache of ``tokens`` tokens and the linear layers' state (conv at b bytes, recurrent
+    at RECURRENT_DTYPE's), for B sequences: what the built layers hold."""
+    state = state_bytes(shape, batch, b, DTYPE_BYTES[RECURRENT_DTYPE])
+    return int(kv_cache_bytes(shape, tokens, batch, b)) + state
+
+
+def _layer_sets(shape: ModelShape, wanted: int) -> list[tuple[int, ...]]:
+    """The layer sets to try, largest first: the first n layers (n = wanted … 1) that hold an
+    attention layer and, in a hybrid, a layer of each other kind (linear, Nemotron-H's MLP blocks),
+    then the first layer of each of those kinds."""
+    kinds = [shape.layer_kinds[i] for i in range(min(shape.n_layers, MAX_LAYERS))]
+    attention = next((i for i, k in enumerate(kinds) if shape.is_attention(k)), None)
+    if attention is None:
+        raise VerifyError(f"no attention layer among the first {len(kinds)} layers: verify builds none")
+    others = {k: kinds.index(k) for k in kinds if not shape.is_attention(k)}  # each kind's first layer
+    minimal = tuple(sorted({attention, *others.values()}))
+    sets = [tuple(range(n)) for n in range(wanted, minimal[-1], -1)]
+    return sets if sets and sets[-1] == minimal else [*sets, minimal]
+
+
+def _firsts_note(shape: ModelShape, picked: tuple[int, ...], wanted: int) -> str:
+    """Why the built layers are not the first ones, and which they are."""
+    named = [f"{i} ({kind_name(shape.layer_kinds[i])})" for i in picked]
+    which = ", ".join(named[:-1]) + f" and {named[-1]}"
+    n = picked[-1] + 1
+    fewer = "the first layer holds" if wanted == 1 else f"the first {wanted} hold"
+    why = f"the first {n} or more do not fit the cap" if wanted >= n else f"{fewer} no attention layer"
+    return f"built layers {which} of {shape.n_layers} (numbered from 0), the first of each kind: {why}"
+
+
 def plan_build(shape: ModelShape, request: VerifyRequest) -> Plan:
-    """As many of the first layers as fit the cap (at most ``request.layers``); when one layer does
-    not fit and it has routed experts, as many experts as fit (never fewer than k)."""
+    """As many of the first layers as fit the cap (at most ``request.layers``; a hybrid's first
+    linear and first attention layer when no such run fits); when the smallest set does not fit
+    and it has routed experts, as many experts as fit (never fewer than k)."""
     refuse_unbuilt(shape)
     if request.dtype not in DTYPES:
         raise VerifyError(f"dtype must be one of {', '.join(DTYPES)}, got {request.dtype!r}")
@@ -124,7 +184,7 @@ def plan_build(shape: ModelShape, request: VerifyRequest) -> Plan:
     cap = f"{request.memory_bytes / 2**30:.2f} GiB cap"
 
     def need(s: ModelShape) -> tuple[int, int]:
-        return layer_params(s) * b, int(kv_cache_bytes(s, tokens, request.batch, b))
+        return layer_params(s) * b, cache_bytes(s, tokens, request.batch, b)
 
     wanted = min(request.layers or shape.n_layers, shape.n_layers, MAX_LAYERS)
     notes = []
@@ -132,36 +192,43 @@ def plan_build(shape: ModelShape, request: VerifyRequest) -> Plan:
         notes.append(
             f"asked for {request.layers:,} layers; the model has {shape.n_layers:,}, at most {MAX_LAYERS} are built"
         )
+    sets = _layer_sets(shape, wanted)
     experts = shape.moe.n_experts if shape.moe is not None else None
-    for n in range(wanted, 0, -1):
-        cut = cut_shape(shape, n, experts)
+    for picked in sets:
+        cut = cut_shape(shape, picked, experts)
         if sum(need(cut)) <= request.memory_bytes:
             break
     else:
-        cut = cut_shape(shape, 1, experts)
+        picked = sets[-1]
+        cut = cut_shape(shape, picked, experts)
         if cut.moe is None or cut.n_moe_layers == 0:
             raise VerifyError(
-                f"one layer with its KV cache needs {sum(need(cut)) / 2**30:.2f} GiB, over the "
-                f"{cap}: raise the memory cap or shorten T"
+                f"{'one layer' if len(picked) == 1 else f'{len(picked)} layers'} with the cache need "
+                f"{sum(need(cut)) / 2**30:.2f} GiB, over the {cap}: raise the memory cap or shorten T"
             )
-        per_expert = expert_params(cut, cut.moe.expert_d_ff, cut.moe.expert_bias) * b
+        one = expert_params(cut, cut.moe.expert_d_ff, cut.moe.expert_bias) * b
+        per_expert = one * cut.n_moe_layers  # one more routed expert in every MoE layer built
         rest = sum(need(cut)) - cut.moe.n_experts * per_expert
         experts = min(cut.moe.n_experts, (request.memory_bytes - rest) // per_expert)
         if experts < cut.moe.top_k:
+            layers = "" if cut.n_moe_layers == 1 else f" in each of {cut.n_moe_layers} layers"
             raise VerifyError(
-                f"the {cap} holds {max(experts, 0)} routed experts of "
-                f"{per_expert / 2**20:,.0f} MiB, fewer than the k = {cut.moe.top_k} each token runs: raise the cap"
+                f"the {cap} holds {max(experts, 0)} routed experts of {one / 2**20:,.0f} MiB{layers}, "
+                f"fewer than the k = {cut.moe.top_k} each token runs: raise the cap"
             )
-        cut = cut_shape(shape, 1, experts)
+        cut = cut_shape(shape, picked, experts)
+        which = "one layer does not" if len(picked) == 1 else f"{len(picked)} layers do not"
         notes.append(
-            f"one layer does not fit the cap: built with {experts} of its {shape.moe.n_experts} routed experts "
+            f"{which} fit the cap: built with {experts} of its {shape.moe.n_experts} routed experts "
             f"(same k = {shape.moe.top_k}, same expert shape)"
         )
-    if cut.n_layers < wanted:
+    if picked != tuple(range(len(picked))):
+        notes.insert(0, _firsts_note(shape, picked, wanted))
+    elif cut.n_layers < wanted:
         notes.append(f"{cut.n_layers} of {wanted} layers fit the {cap}")
     weights, cache = need(cut)
     return Plan(
         shape=cut, layers_built=cut.n_layers, experts_built=cut.moe.n_experts if cut.moe else None,
         model_layers=shape.n_layers, model_experts=shape.moe.n_experts if shape.moe else None,
-        weight_bytes=weights, cache_bytes=cache, notes=tuple(notes),
+        weight_bytes=weights, cache_bytes=cache, notes=tuple(notes), layer_indices=picked,
     )  # fmt: skip

@@ -1,6 +1,7 @@
 """The probe: this device's rates, measured apart from the model — matmul at each product's shape
 (weights cold in cache when it has few rows), the peak matmul and bandwidth, each attention kernel
-call — and the clock every time is read on; then the bound and the estimate, counts × probe."""
+call and each linear layer's core (on random inputs at the layer's head shapes) — and the clock
+every time is read on; then the bound and the estimate, counts × probe."""
 
 from __future__ import annotations
 
@@ -13,14 +14,14 @@ import torch
 
 from attn_core.bench.records import DTYPES
 from attn_core.bench.verify.counts import AttentionCall, PhaseCounts
-from attn_core.bench.verify.layers import ATTENTION_KEYS, attend
+from attn_core.bench.verify.layers import ATTENTION_KEYS, STATE_CORES, attend
 from attn_core.bench.verify.plan import Plan, VerifyRequest
 from attn_core.cost.dtypes import DTYPE_BYTES
 from attn_core.cost.shapes import ModelShape
 
 PROBE_ROUNDS = 3
 PROBE_ROWS = {"cpu": 256, "cuda": 4096}  # a product with more rows is probed at this many (same rate)
-PROBE_COLS = {"cpu": 2048, "cuda": 16384}  # … and at most this many output columns
+PROBE_COLS = {"cpu": 2048, "cuda": 16384}  # … and at most this many output columns (compute-bound ones)
 COLD_BYTES = {"cpu": 96 * 2**20, "cuda": 512 * 2**20}  # > 3× the last-level cache: weights come from DRAM
 COMPUTE_ROWS = 64  # from this many rows on a product is compute-bound here: no need for cold copies
 STREAM_BYTES = {"cpu": 128 * 2**20, "cuda": 2 * 2**30}
@@ -49,16 +50,27 @@ def time_call(fn: Callable[[], object], device: str) -> tuple[float, float]:
     return now() - start, time.perf_counter() - wall
 
 
-def _best_s(fn: Callable[[], object], device: str, rounds: int = PROBE_ROUNDS) -> float:
-    """Best time of ``rounds`` calls after one warm-up, on ``clock(device)``."""
+def _best_s(
+    fn: Callable[[], object],
+    device: str,
+    rounds: int = PROBE_ROUNDS,
+    before: Callable[[], object] | None = None,
+) -> float:
+    """Best time of ``rounds`` calls after one warm-up, on ``clock(device)``; ``before`` runs
+    untimed ahead of each call."""
     fn()
-    return min(time_call(fn, device)[0] for _ in range(rounds))
+    times = []
+    for _ in range(rounds):
+        if before is not None:
+            before()
+        times.append(time_call(fn, device)[0])
+    return min(times)
 
 
 @dataclass
 class Probe:
     """What the probe measured: the fastest matmul and stream (the roofline's peaks), each product
-    shape's rate with cold weights, and each attention call's time."""
+    shape's rate with cold weights, and each mixer call's time (attention, or a linear core)."""
 
     device: str
     dtype: str
@@ -78,31 +90,39 @@ class Probe:
             "matmul_flop_per_s": self.matmul_flop_per_s,
             "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
             "gemm_flop_per_s": gemms,
-            "attention_ms": calls,
+            "attention_ms": [c for c in calls if c["kind"] in ATTENTION_KEYS],
+            "state_core_ms": [c for c in calls if c["kind"] not in ATTENTION_KEYS],
             "seconds": self.seconds,
         }
 
 
 def probed_shape(m: int, k: int, n: int, device: str) -> tuple[int, int, int]:
-    """The shape the probe times for a product of (m × k) by (k × n): at most PROBE_ROWS rows
-    and PROBE_COLS columns (beyond them the rate no longer changes much)."""
+    """The shape the probe times for a product of (m × k) by (k × n): a compute-bound one (from
+    COMPUTE_ROWS rows on) at most PROBE_ROWS rows and PROBE_COLS columns (beyond them the rate no
+    longer changes much); one with fewer rows as it is, for its rate is that of streaming its
+    weights, which a longer stream does faster (on the dev machine's one thread a 470 MB matrix
+    streamed at ~24 GB/s, 32 MB ones at ~21: capped, Llama 3 8B's decode bound came out above
+    its run)."""
+    if m < COMPUTE_ROWS:
+        return m, k, n
     return min(m, PROBE_ROWS[device]), k, min(n, PROBE_COLS[device])
 
 
 def probe_gemm(m: int, k: int, n: int, dtype: torch.dtype, device: str) -> float:
-    """FLOP/s of (m × k) @ (k × n) as given. With few rows the (k × n) operand is streamed, so the
-    probe cycles through enough distinct copies of it to exceed COLD_BYTES: cold in cache, as the
-    weights of a model larger than the cache are."""
+    """FLOP/s of (m × k) @ (k × n) as given, the weights stored as nn.Linear holds them (n × k,
+    multiplied transposed). With few rows the weights are streamed, so the probe cycles through
+    enough distinct copies of them to exceed COLD_BYTES: cold in cache, as the weights of a model
+    larger than the cache are."""
     b = dtype.itemsize
     cold = m < COMPUTE_ROWS  # few rows: the product streams its weights, which must come from DRAM
     copies = max(1, min(64, math.ceil(COLD_BYTES[device] / (k * n * b)))) if cold else 1
     x = torch.randn(m, k, device=device, dtype=dtype)
-    ws = [torch.randn(k, n, device=device, dtype=dtype) for _ in range(copies)]
+    ws = [torch.randn(n, k, device=device, dtype=dtype) for _ in range(copies)]
     out = torch.empty(m, n, device=device, dtype=dtype)
 
     def run() -> None:
         for w in ws:
-            torch.matmul(x, w, out=out)
+            torch.mm(x, w.t(), out=out)
 
     return 2.0 * m * k * n * copies / _best_s(run, device)
 
@@ -129,6 +149,18 @@ def probe_attention(
     return _best_s(lambda: attend(q, k, v, keys), device)
 
 
+def probe_core(shape: ModelShape, call: AttentionCall, batch: int, dtype: torch.dtype, device: str) -> float:
+    """Seconds of one linear layer's core (`STATE_CORES`) alone on random inputs at its head shapes:
+    a prompt of q_len tokens, or q_len tokens after a state. Each call starts with the cache
+    flushed (COLD_BYTES copied, untimed), as in the run, where the other layers' weights pass
+    through it between two calls of one layer: its state and inputs then come from memory (a
+    decode step's core: ~1.5× its hot time here)."""
+    src = torch.zeros(COLD_BYTES[device] // 4, device=device)
+    dst = torch.empty_like(src)
+    run = STATE_CORES[call.kind](shape, call.q_len, call.kv_len, batch, dtype, device)
+    return _best_s(run, device, before=lambda: dst.copy_(src))
+
+
 def probe_device(plan: Plan, request: VerifyRequest, device: str, phases: tuple[PhaseCounts, ...]) -> Probe:
     """Probe every product shape and attention call of ``phases`` and the device's peaks, before
     any layer is built."""
@@ -147,7 +179,8 @@ def probe_device(plan: Plan, request: VerifyRequest, device: str, phases: tuple[
         for call in phase.attention:
             key = (call.kind, call.q_len, call.kv_len)
             if key not in probe.attention_s:
-                probe.attention_s[key] = probe_attention(plan.shape, call, request.batch, dtype, device)
+                timer = probe_attention if call.kind in ATTENTION_KEYS else probe_core
+                probe.attention_s[key] = timer(plan.shape, call, request.batch, dtype, device)
     probe.matmul_flop_per_s = max([*rates, *timed.values()])
     # a product with few rows streams its weights: its bytes / time is a bandwidth the roofline must allow
     b = DTYPE_BYTES[request.dtype]
@@ -164,7 +197,7 @@ def bound_ms(counts: PhaseCounts, probe: Probe) -> float:
 
 
 def estimate_ms(counts: PhaseCounts, probe: Probe) -> float:
-    """Σ products 2mkn / rate(m, k, n) + Σ attention calls' probed time (see the module docstring)."""
+    """Σ products 2mkn / rate(m, k, n) + Σ mixer calls' probed time (see the package docstring)."""
     gemm_s = sum(g.flops / probe.gemm_flop_per_s[g.probe_shape] for g in counts.gemms)
     attn_s = sum(c.count * probe.attention_s[(c.kind, c.q_len, c.kv_len)] for c in counts.attention)
     return 1e3 * (gemm_s + attn_s)

@@ -84,6 +84,7 @@ class VerifyResult:
             "model": self.model, "device": self.device, "device_name": self.device_name, "dtype": self.dtype, "clock": self.clock,
             "threads": torch.get_num_threads() if self.device == "cpu" else None,
             "layers_built": p.layers_built, "model_layers": p.model_layers,
+            "layer_indices_built": list(p.layer_indices), "layer_kinds_built": dict(p.shape.kind_counts),
             "experts_built": p.experts_built, "model_experts": p.model_experts,
             "weight_bytes_built": p.weight_bytes, "cache_bytes": p.cache_bytes, "memory_cap_bytes": r.memory_bytes,
             "seq_len": r.seq_len, "batch": r.batch, "decode_steps": r.decode_steps, "decode_context": self.decode_context,
