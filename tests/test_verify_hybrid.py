@@ -70,6 +70,28 @@ def _hf_config(shape, layer_type: str) -> Qwen3NextConfig:
     )  # fmt: skip
 
 
+def same_as_transformers(ours, theirs, cache, d_model: int, dtype: str):
+    """Our linear layer and transformers' own, holding the same weights, give the same output over
+    a T-token prompt and M one-token decode steps, and end with the same conv and recurrent state.
+    Returns transformers' cache layer."""
+    x = torch.randn(B, T + M, d_model, dtype=verify.DTYPES[dtype])
+    tol = {"fp32": 1e-5, "bf16": 2e-2}[dtype]
+    with torch.inference_mode():
+        torch.testing.assert_close(ours(x[:, :T], 0, None, None), theirs(x[:, :T], cache_params=cache),
+                                   rtol=tol, atol=tol)  # fmt: skip
+        for t in range(T, T + M):
+            torch.testing.assert_close(ours(x[:, t : t + 1], t, None, None),
+                                       theirs(x[:, t : t + 1], cache_params=cache), rtol=tol, atol=tol)  # fmt: skip
+    held = cache.layers[0]
+    for mine, hf in (
+        (ours.state.conv, held.conv_states[0]),
+        (ours.state.recurrent, held.recurrent_states[0]),
+    ):
+        assert mine.shape == hf.shape and mine.dtype == hf.dtype
+        torch.testing.assert_close(mine, hf, rtol=tol, atol=tol)
+    return held
+
+
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_gated_deltanet_equals_transformers_and_holds_its_cache(dtype):
     """Our layer with transformers' weights: the same output over a prompt (chunked: a full chunk
@@ -85,21 +107,7 @@ def test_gated_deltanet_equals_transformers_and_holds_its_cache(dtype):
     theirs.load_state_dict(weights)  # strict: every name and shape matches
     theirs.to(verify.DTYPES[dtype])
     cache = DynamicCache(config=_hf_config(plan.shape, "linear_attention"))
-    x = torch.randn(B, T + M, plan.shape.d_model, dtype=verify.DTYPES[dtype])
-    tol = {"fp32": 1e-5, "bf16": 2e-2}[dtype]
-    with torch.inference_mode():
-        torch.testing.assert_close(ours(x[:, :T], 0, None, None), theirs(x[:, :T], cache_params=cache),
-                                   rtol=tol, atol=tol)  # fmt: skip
-        for t in range(T, T + M):
-            torch.testing.assert_close(ours(x[:, t : t + 1], t, None, None),
-                                       theirs(x[:, t : t + 1], cache_params=cache), rtol=tol, atol=tol)  # fmt: skip
-    held = cache.layers[0]
-    for mine, hf in (
-        (ours.state.conv, held.conv_states[0]),
-        (ours.state.recurrent, held.recurrent_states[0]),
-    ):
-        assert mine.shape == hf.shape and mine.dtype == hf.dtype
-        torch.testing.assert_close(mine, hf, rtol=tol, atol=tol)
+    held = same_as_transformers(ours, theirs, cache, plan.shape.d_model, dtype)
     b = verify.DTYPE_BYTES[dtype]
     one_layer = verify.cut_shape(plan.shape, [0, 3], None)  # one linear layer, one attention layer
     assert ours.state.nbytes == held.conv_states[0].nbytes + held.recurrent_states[0].nbytes
@@ -131,21 +139,7 @@ def test_mamba2_equals_transformers_and_holds_its_cache(dtype):
     theirs.load_state_dict({k.removeprefix("core."): v for k, v in ours.state_dict().items()})
     theirs.to(verify.DTYPES[dtype])
     cache = DynamicCache(config=config)
-    x = torch.randn(B, T + M, plan.shape.d_model, dtype=verify.DTYPES[dtype])
-    tol = {"fp32": 1e-5, "bf16": 2e-2}[dtype]
-    with torch.inference_mode():
-        torch.testing.assert_close(ours(x[:, :T], 0, None, None), theirs(x[:, :T], cache_params=cache),
-                                   rtol=tol, atol=tol)  # fmt: skip
-        for t in range(T, T + M):
-            torch.testing.assert_close(ours(x[:, t : t + 1], t, None, None),
-                                       theirs(x[:, t : t + 1], cache_params=cache), rtol=tol, atol=tol)  # fmt: skip
-    held = cache.layers[0]
-    for mine, hf in (
-        (ours.state.conv, held.conv_states[0]),
-        (ours.state.recurrent, held.recurrent_states[0]),
-    ):
-        assert mine.shape == hf.shape and mine.dtype == hf.dtype
-        torch.testing.assert_close(mine, hf, rtol=tol, atol=tol)
+    same_as_transformers(ours, theirs, cache, plan.shape.d_model, dtype)
     one_layer = verify.cut_shape(plan.shape, [0, 3], None)  # one Mamba-2 block, one attention block
     assert ours.state.nbytes == state_bytes(one_layer, B, verify.DTYPE_BYTES[dtype], 4)
 
