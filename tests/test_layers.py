@@ -41,9 +41,6 @@ MATH = (
     "oracle", "limits", "dtypes", "heads", "tile_maps",
 )  # fmt: skip
 PAGE_LIBRARIES = {"streamlit", "pandas", "lab_ui"}
-# Pages that still import attn_core beyond their view module while they are being rewritten.
-# This set only shrinks: a page listed here that no longer needs it fails the test below. Empty: every page is thin.
-NOT_YET: set[str] = set()
 STDLIB = set(sys.stdlib_module_names)
 
 
@@ -178,13 +175,7 @@ def page_breach(i: Import) -> bool:
 def test_pages_import_only_the_ui_and_their_views():
     pages = {p: f for p, f in tree().items() if p.startswith("pages/")}
     assert len(pages) >= 10
-    assert breaches({p: f for p, f in pages.items() if p not in NOT_YET}, page_breach) == []
-
-
-def test_the_pages_not_yet_thin_still_need_their_exemption():
-    # a listed page that became thin must leave NOT_YET: the set only shrinks
-    thin = [page for page in NOT_YET if not breaches({page: tree()[page]}, page_breach)]
-    assert thin == [] and len(NOT_YET) <= 1
+    assert breaches(pages, page_breach) == []
 
 
 def test_hf_and_trained_do_not_import_each_other():
