@@ -268,11 +268,12 @@ def price(run: Run) -> Priced:
     return Priced(run, bw / 1e9, run.value, run.unit, run.value * 1e9 / bw, how, band)
 
 
-def load_runs(path: Path = RUNS_FILE) -> tuple[Run, ...]:
-    """Every row of the file (ids unique); PublishedError naming the first bad one."""
+def load_runs(path: Path | None = None) -> tuple[Run, ...]:
+    """Every row of the file (default `RUNS_FILE`; ids unique); PublishedError naming the first bad one."""
+    path = RUNS_FILE if path is None else path
     try:
         doc = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise PublishedError(f"{Path(path).name}: {exc}") from None
     rows = doc.get("runs") if isinstance(doc, dict) else None
     if not isinstance(rows, list) or not rows:
