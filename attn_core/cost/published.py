@@ -134,6 +134,11 @@ class Priced:
         return DEFECT if self.ratio > 1 else None
 
 
+def format_figure(x: float) -> str:
+    """A published figure or a bound as printed beside it: 19,694 · 104.9 · 13.17 · 1.983."""
+    return f"{x:,.0f}" if x >= 1000 else f"{x:.4g}"
+
+
 def _whole(value: Any, name: str, row: str, allow_none: bool = False) -> int | None:
     if value is None and allow_none:
         return None

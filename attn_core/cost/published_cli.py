@@ -9,7 +9,7 @@ import json
 from collections.abc import Sequence
 
 from attn_core.cost.cli import Parser, UsageError, fail
-from attn_core.cost.published import REGIMES, Priced, PublishedError, band, priced_runs
+from attn_core.cost.published import REGIMES, Priced, PublishedError, band, format_figure, priced_runs
 from attn_core.cost.units import format_percent
 
 HEADER = (
@@ -17,10 +17,6 @@ HEADER = (
     "what the row's conditions allow at the datasheet peaks; attained = bound ÷ measured time "
     "(= measured ÷ bound rate)."
 )
-
-
-def _number(x: float) -> str:
-    return f"{x:,.0f}" if x >= 100 else f"{x:,.3g}"
 
 
 def setup(p: Priced) -> str:
@@ -86,8 +82,8 @@ def text_report(priced: tuple[Priced, ...]) -> str:
         got = "—  " + p.defect if p.defect else format_percent(p.attained)
         lines += [
             f"{p.run.id}  [{REGIMES[p.band]}]  {setup(p)}",
-            f"    published {p.run.text} · bound {sign} {_number(p.bound)} {p.unit} · measured "
-            f"{_number(p.measured)} {p.unit} · attained {got}",
+            f"    published {p.run.text} · bound {sign} {format_figure(p.bound)} {p.unit} · measured "
+            f"{format_figure(p.measured)} {p.unit} · attained {got}",
         ]
     lines += ["", "Attained fraction of the bound, by regime (rows that beat their bound left out):"]
     for b in bands_json(priced).values():

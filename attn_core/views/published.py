@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attn_core.cost.published import REGIMES, Band, Priced, band, priced_runs
+from attn_core.cost.published import REGIMES, Band, Priced, band, format_figure, priced_runs
 from attn_core.cost.report import CostReport
 from attn_core.cost.units import format_percent, format_seconds
 
@@ -46,10 +46,6 @@ def attained_text(p: Priced) -> str:
     return format_percent(p.attained) if p.attained is not None else f"— {p.defect}"
 
 
-def _figure(x: float, unit: str) -> str:
-    return f"{x:,.0f} {unit}" if x >= 100 else f"{x:,.3g} {unit}"
-
-
 def rows_table(priced: tuple[Priced, ...]) -> Table:
     """One line per run: conditions, the figure as published, the bound and the fraction attained."""
     columns: Table = {k: [] for k in ("regime", "source", "model", "GPU", "GPUs", "precision (w / KV / compute)",
@@ -60,7 +56,7 @@ def rows_table(priced: tuple[Priced, ...]) -> Table:
         values = (REGIMES[p.band], r.source, r.model, r.gpu, f"{r.n_gpus} ({r.parallelism})",
                   f"{r.weights} / {r.kv} / {r.compute}", r.batch, r.input_len, r.output_len,
                   f"{r.framework} {r.version}", r.text,
-                  ("≥ " if p.unit == "ms" else "≤ ") + _figure(p.bound, p.unit), attained_text(p), r.where)  # fmt: skip
+                  ("≥ " if p.unit == "ms" else "≤ ") + f"{format_figure(p.bound)} {p.unit}", attained_text(p), r.where)  # fmt: skip
         for column, value in zip(columns, values, strict=True):
             columns[column].append(value)
     return columns
@@ -119,7 +115,7 @@ def kernel_rows() -> KernelRows:
                                    "framework", "where")}  # fmt: skip
     for p in priced:
         r = p.run
-        values = (r.kernel or r.framework, r.gpu, r.compute, r.model, r.text, _figure(p.bound, p.unit),
+        values = (r.kernel or r.framework, r.gpu, r.compute, r.model, r.text, f"{format_figure(p.bound)} {p.unit}",
                   attained_text(p), f"{r.framework} {r.version}", r.where)  # fmt: skip
         for column, value in zip(rows, values, strict=True):
             rows[column].append(value)
