@@ -93,6 +93,13 @@ def cost_band(report: CostReport) -> CostBand:
     if report.batch > 1:
         lines.append(f"The published prefill rows are at batch 1; this what-if has batch {report.batch:,}.")
     shown = tuple(p for p in priced if p.band in (decode, "prefill-b1"))
+    gpu = None if report.hardware is None else report.hardware.gpu.name
+    same = [p for p in shown if p.run.preset == report.model.name and p.run.gpu_preset == gpu]
+    if same:
+        named = "; ".join(
+            f"`{p.run.id}` ({p.run.source}, {REGIMES[p.band]}) {attained_text(p)}" for p in same[:4]
+        )
+        lines.append(f"Published on this model and GPU: {named}.")
     return CostBand(
         title=f"**What runs published by others attained** ({BY_OTHERS})",
         lines=lines,
