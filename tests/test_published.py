@@ -168,8 +168,9 @@ def test_the_cost_page_shows_the_published_range_beside_its_bounds(app):
     )
     assert any("Published batch-1 prefill runs attained" in m.value for m in at.markdown)
     assert any("published by others, not measured by this lab" in m.value for m in at.markdown)
-    same = next(m.value for m in at.markdown if m.value.startswith("Published on this model and GPU"))
-    assert "`gptfast-7b-bf16` (gpt-fast, batch-1 decode) 68.3%" in same  # Llama 2 7B on an A100 80GB
+    same = next(m.value for m in at.markdown if m.value.startswith("Published on this model and these GPUs"))
+    assert "`gptfast-7b-bf16` (gpt-fast, bf16 weights) 68.3%" in same  # Llama 2 7B on one A100 80GB
+    assert "int8 weights) 50.8%" in same and "tp2" not in same  # two GPUs are another setup
     rows = frame(at, "attained")
     assert set(rows["regime"]) == {"batch-1 decode", "batch-1 prefill"}
     assert "gpt-fast" in set(rows["source"]) and rows["published"].iloc[0] == '104.9 tokens/s, "1397.31 GB/s"'

@@ -93,15 +93,16 @@ def cost_band(report: CostReport) -> CostBand:
     if report.batch > 1:
         lines.append(f"The published prefill rows are at batch 1; this what-if has batch {report.batch:,}.")
     shown = tuple(p for p in priced if p.band in (decode, "prefill-b1"))
-    gpu = None if report.hardware is None else report.hardware.gpu.name
-    same = [p for p in shown if p.run.preset == report.model.name and p.run.gpu_preset == gpu]
+    hw = report.hardware
+    setup = None if hw is None else (report.model.name, hw.gpu.name, hw.n_gpus)
+    same = [p for p in shown if (p.run.preset, p.run.gpu_preset, p.run.n_gpus) == setup]
     if same:
         named = "; ".join(
-            f"`{p.run.id}` ({p.run.source}, {REGIMES[p.band]}) {attained_text(p)}" for p in same[:4]
+            f"`{p.run.id}` ({p.run.source}, {p.run.weights} weights) {attained_text(p)}" for p in same
         )
-        lines.append(f"Published on this model and GPU: {named}.")
+        lines.append(f"Published on this model and these GPUs: {named}.")
     return CostBand(
-        title=f"**What runs published by others attained** ({BY_OTHERS})",
+        title=f"**What GPU runs attained against bounds like these** ({BY_OTHERS})",
         lines=lines,
         rows_title=f"The {len(shown)} published runs behind these ranges, priced by this calculator",
         rows=rows_table(shown),
