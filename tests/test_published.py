@@ -8,6 +8,9 @@ through the cost model; and the figures as their publishers printed them."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from apptest_helpers import frame
@@ -151,6 +154,19 @@ def test_the_command_prints_every_row_and_json(capsys):
     assert "fa4-b200-fwd-bf16-best" in text and "gptfast" not in text and "attained 71.7%" in text
     assert published_main(["--regime", "nope"]) == 2
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_python_m_attn_core_published_runs_without_torch():
+    """The real command line: the provenance line first, the rows as text; `-X importtime` lists
+    every module imported, and torch is not among them."""
+    root = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-X", "importtime", "-m", "attn_core", "published"]
+    p = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("GPU runs published by others (not measured by this lab)")
+    assert "gptfast-7b-bf16  [batch-1 decode]" in p.stdout and "attained 68.3%" in p.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines() if "|" in line}
+    assert "attn_core.cost.published" in imported and "torch" not in imported
 
 
 def _whole(at):
