@@ -1,5 +1,6 @@
 """``python -m attn_core``: the cost commands (attn_core/cost/cli.py), the kernel bench and the
-cost model's check against a run on this machine (``verify``)."""
+cost model's check against a run on this machine (``verify``), and the published GPU runs
+priced by the cost model (``published``)."""
 
 import sys
 
@@ -14,4 +15,8 @@ if __name__ == "__main__":
         from attn_core.bench.verify_cli import main as verify_main
 
         sys.exit(verify_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["published"]:  # published GPU runs, priced: attn_core/cost/published_cli.py
+        from attn_core.cost.published_cli import main as published_main
+
+        sys.exit(published_main(sys.argv[2:]))
     sys.exit(main())

@@ -6,7 +6,7 @@ import streamlit as st
 
 from attn_core.views import bench
 from attn_core.views.bench import CONTESTANTS
-from lab_ui import bench_charts, figures, widgets
+from lab_ui import bench_charts, figures, published_runs, widgets
 from lab_ui.badges import table
 from lab_ui.page import compute, header, require, safety_net
 
@@ -238,6 +238,7 @@ def results() -> None:
             key=f"kb_rec_{run_.file}",
             hide_index=True,
         )
+    published_runs.kernel_rows()  # FA2/FA3/FA4, cuDNN, FlashMLA as their authors published them
 
 
 with safety_net(INPUTS):  # not a fragment: it fills the device box above

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from attn_core.views import costs as cost
-from lab_ui import cost_charts, cost_verify, figures, widgets
+from lab_ui import cost_charts, cost_verify, figures, published_runs, widgets
 from lab_ui.badges import attempt, oracle_badge, table
 from lab_ui.page import header, require, run_section, section_picker, show_code
 
@@ -155,6 +155,7 @@ def show_whole() -> None:
     st.markdown(w.times_title)
     table(pd.DataFrame(w.times), "time_bounds.csv", key="co_times", hide_index=True)
     st.caption(w.times_caption)
+    published_runs.cost_band(v.report)  # the range published runs attained, beside these bounds
     if w.calibrated_caption:
         st.caption(w.calibrated_caption)
     if w.calibration_hint:
