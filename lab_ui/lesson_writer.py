@@ -17,6 +17,7 @@ from lab_ui import lessons
 
 _DRAFT = "_lesson_draft"  # session key: {"title": str, "steps": [step dicts]}
 _UPLOAD_ERROR = "_lesson_upload_error"
+_OPEN = "_lesson_writer_open"  # session key: the writer box is open
 NO_QUESTION = ""
 
 
@@ -75,6 +76,10 @@ def draft_lesson() -> model.Lesson | None:
     )
 
 
+def _toggle() -> None:
+    st.session_state[_OPEN] = bool(st.session_state.get("lesson_writer"))
+
+
 def _name() -> None:
     _draft()["title"] = st.session_state.get("lesson_w_name", "")
 
@@ -110,8 +115,13 @@ def box() -> None:
             st.text(error)  # plain text: a file name is never read as markdown
         if playing is not None:
             st.caption(f"Playing *{playing[0].title}*, step {playing[1] + 1}.")
-    with st.expander("Write a lesson", icon=":material/edit_note:"):
-        _writer()
+    # Its contents are sent only once opened (most screens never write a lesson); it stays open
+    # from page to page while the teacher collects steps (the same key on another page is a new
+    # widget, which would start closed).
+    st.session_state["lesson_writer"] = bool(st.session_state.get(_OPEN))
+    with st.expander("Write a lesson", icon=":material/edit_note:", key="lesson_writer", on_change=_toggle):
+        if st.session_state.get("lesson_writer"):
+            _writer()
 
 
 def _writer() -> None:

@@ -27,7 +27,7 @@ from typing import TypeVar
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
-from lab_ui import lesson_writer, lessons, widgets
+from lab_ui import lesson_writer, lessons, palettes, widgets
 from lab_ui.badges import attempt
 
 T = TypeVar("T")
@@ -59,6 +59,7 @@ def header(title: str, intro: str) -> None:
     st.markdown(intro)
     with st.sidebar:
         lesson_writer.box()
+        palettes.svg_button()  # every figure's toolbar: PNG and SVG (lab_ui/figures.py)
 
 
 @contextmanager

@@ -159,6 +159,8 @@ def test_closing_the_lesson_and_an_unknown_one(app):
 def test_the_writer_saves_the_view_on_screen_and_downloads_a_lesson(app):
     at = app("pages/scaling.py")
     at.number_input(key="sc_dk").set_value(32).run()
+    at.session_state["_lesson_writer_open"] = True  # open the "Write a lesson" box
+    at.run()
     at.text_input(key="lesson_w_name").input("My first lesson")
     at.text_input(key="lesson_w_title").input("Narrow heads")
     at.text_area(key="lesson_w_text").input("Line one.\nLine two.")
