@@ -134,7 +134,12 @@ def plot_config(name: str) -> dict[str, Any]:
 # Adds an SVG button beside each figure toolbar's camera (PNG). Plotly's camera reads its format
 # from the figure's toImageButtonOptions when pressed, so the SVG button sets it to "svg",
 # presses the camera, and sets it back: plotly's own client-side export, nothing on the server.
-SVG_BUTTON_SCRIPT = """<script>
+SVG_BUTTON_SCRIPT = """<style>
+/* A phone follows the presenter and exports nothing: the toolbar would cover the figure's title. */
+@media (max-width: 640px) {
+  [data-testid="stPlotlyChart"] .modebar-container, [class*="__slides"] { display: none; }
+}
+</style><script>
 (() => {
   if (window.__attnLabSvgButton) return;
   window.__attnLabSvgButton = true;
@@ -144,6 +149,8 @@ SVG_BUTTON_SCRIPT = """<script>
     const svg = camera.cloneNode(true);
     svg.classList.add('attn-lab-svg');
     svg.setAttribute('data-title', 'Download plot as SVG');
+    svg.textContent = 'SVG';  // not a second camera: say which format it gives
+    svg.style.cssText += 'font: 600 10px sans-serif; line-height: 16px; vertical-align: top;';
     svg.addEventListener('click', (event) => {
       event.preventDefault();
       event.stopPropagation();
