@@ -182,15 +182,19 @@ def panel() -> None:
     request = st.session_state.pop(_GOTO, None)
     if request is not None:
         _open(request)
-    wanted = st.query_params.get(LESSON_KEY)
     first = not st.session_state.get(_STARTED)
     st.session_state[_STARTED] = True
     fresh = first and KEEP_PREFIX + LESSON_KEY not in st.session_state  # a link just opened
     playing = active(from_link=fresh)
     if playing is None:
-        if wanted is not None and fresh:
+        # An id this server does not have (a link's typo, or a lesson uploaded to another server
+        # of a room): said, and kept as it is, so a follower's values still equal the room's.
+        wanted = _stored(LESSON_KEY, fresh)
+        if wanted is not None:
             st.caption(f":orange[There is no lesson `{wanted[:40].replace('`', '')}` on this server.]")
-        _keep(None, 0)
+        for name in (LESSON_KEY, STEP_KEY):
+            if name in st.query_params and KEEP_PREFIX + name not in st.session_state:
+                del st.query_params[name]
         return
     lesson, index = playing
     if fresh:

@@ -207,3 +207,19 @@ def test_a_follower_moves_with_the_presenters_step(app, memory_rooms):
     presenter.button(key="lesson_close").click().run()
     follower.run()
     assert not [b for b in follower.button if b.key == "lesson_next"]  # closed for the room too
+
+
+def test_an_uploaded_lesson_never_replaces_a_shipped_one_and_uploads_are_bounded():
+    from lab_ui import lessons
+
+    shipped = SHIPPED["causal-mask"]
+    mine = lessons.register(model.Lesson(shipped.id, "Mine", "", shipped.steps[:1]))
+    assert mine.id == "causal-mask-mine" and lessons.catalogue()["causal-mask"] == shipped
+    for i in range(lessons.MAX_UPLOADED + 5):
+        lessons.register(model.Lesson(f"up-{i}", "Up", "", shipped.steps[:1]))
+    uploaded = set(lessons.catalogue()) - set(SHIPPED)
+    assert (
+        len(uploaded) == lessons.MAX_UPLOADED
+        and "up-0" not in uploaded
+        and "causal-mask-mine" not in uploaded
+    )
