@@ -194,7 +194,7 @@ def show(fig: go.Figure, key: str) -> None:
     under it, a "For slides" popover whose standalone HTML download is built only when pressed
     (the popover's contents are sent only once it is opened, like `page.show_code`)."""
     styled = palettes.restyle(fig)
-    st.plotly_chart(styled, key=key, config=palettes.plot_config(key))
+    st.plotly_chart(styled, key=key, config=palettes.plot_config(key), theme=palettes.chart_theme())
     slides = f"{key}__slides"
     with st.popover(
         "For slides", icon=":material/slideshow:", type="tertiary", key=slides, on_change="rerun"

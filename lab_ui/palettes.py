@@ -126,6 +126,11 @@ def restyle(fig: go.Figure, palette: Palette | None = None) -> go.Figure | dict:
     return spec
 
 
+def chart_theme() -> str | None:
+    """Streamlit's chart theme greys the axes' text; high contrast keeps the figure's own black."""
+    return None if current() is Palette.CONTRAST else "streamlit"
+
+
 def plot_config(name: str) -> dict[str, Any]:
     """The toolbar of a figure: its image downloads are named after the figure's key."""
     return {**PLOT_CONFIG, "toImageButtonOptions": {**PLOT_CONFIG["toImageButtonOptions"], "filename": name}}

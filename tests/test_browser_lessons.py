@@ -136,3 +136,21 @@ def test_a_figure_downloads_as_png_svg_and_offline_html(server_url, page, browse
     finally:
         offline.close()
     assert page.console_errors == []
+
+
+@pytest.mark.parametrize(("palette", "first_colour"), [("cb", "#00224e"), ("contrast", "#440154")])
+def test_a_palette_link_recolours_the_heatmaps(server_url, page, palette, first_colour):
+    """Cividis starts at #00224e, viridis at #440154: the designed Blues would start near white."""
+    page.goto(f"{server_url}/playground?palette={palette}&in_src=random&in_L=8&in_S=8")
+    wait_idle(page, 60_000)
+    page.wait_for_selector("[data-testid=stPlotlyChart] .js-plotly-plot .main-svg")
+    scales = page.evaluate(
+        """() => [...document.querySelectorAll('.js-plotly-plot')]
+              .map((gd) => gd._fullData[0]).filter((t) => t.type === 'heatmap')
+              .map((t) => [t.colorscale[0][1].replace(/ /g, ''), t.zmid !== undefined && t.zmid !== null])"""
+    )
+    sequential = [c for c, diverging in scales if not diverging]
+    assert sequential and all(c == first_colour for c in sequential), scales
+    assert f"palette={palette}" in page.url
+    page.screenshot(path=str(ARTIFACTS / f"palette-{palette}.png"), full_page=True)
+    assert page.console_errors == []

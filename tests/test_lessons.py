@@ -151,6 +151,10 @@ def test_closing_the_lesson_and_an_unknown_one(app):
     odd = app(lesson="no-such-[lesson](x)")
     assert not odd.exception
     assert any("There is no lesson" in c.value for c in odd.caption)
+    assert "lesson" not in odd.query_params  # not carried on
+    for bad_step, shown in (("abc", 1), ("999", 6), ("-4", 1)):
+        at = app(lesson="causal-mask", lesson_step=bad_step)
+        _check_step(at, SHIPPED["causal-mask"], shown - 1)
 
 
 # ------------------------------------------------------------------------------ the writer
