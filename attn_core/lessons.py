@@ -179,6 +179,8 @@ def loads(
         raw = json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"the file is not JSON: {exc}") from None
+    except RecursionError:  # [[[[… : valid-looking JSON nested past the parser's stack
+        raise ValueError("the file is not a lesson: its JSON is nested too deeply") from None
     return parse(raw, pages, drills)
 
 

@@ -33,24 +33,6 @@ _STARTED = "_lesson_started"  # session key: the session has had its first run
 _GOTO = "_lesson_goto"  # session key: the step a button or key asked for, opened on the next run
 PAGE_BY_URL: dict[str, PageInfo] = {p.url_path: p for p in (HOME, *PAGES)}
 MAX_UPLOADED = 32  # lessons uploaded to this server process (a few KiB each), oldest out first
-KEYS_SCRIPT = """<script>
-(() => {
-  if (window.__attnLabLessonKeys) return;
-  window.__attnLabLessonKeys = true;
-  // Arrow keys belong to whatever has focus when it uses them: a text box, a slider, a radio row.
-  const busy = 'input, textarea, select, [contenteditable="true"], [role="slider"], [role="radio"], ' +
-    '[role="radiogroup"], [role="combobox"], [role="listbox"], [role="option"], [role="tab"]';
-  document.addEventListener("keydown", (e) => {
-    if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;
-    const which = {ArrowRight: "lesson_next", ArrowLeft: "lesson_prev"}[e.key];
-    if (!which || (e.target instanceof Element && e.target.closest(busy))) return;
-    const button = document.querySelector(".st-key-" + which + " button");
-    if (!button || button.disabled) return;
-    e.preventDefault();
-    button.click();
-  });
-})();
-</script>"""
 
 _uploaded: OrderedDict[str, model.Lesson] = OrderedDict()
 _uploaded_lock = threading.Lock()
@@ -228,7 +210,27 @@ def _draw(lesson: model.Lesson, index: int) -> None:
                 st.button("Back to this step", key="lesson_again", on_click=go, args=(lesson.id, index))
             st.button("Close the lesson", key="lesson_close", type="tertiary", on_click=go, args=(None,))
         st.caption("The ← and → keys step too (when no control has the focus).")
-    st.html(KEYS_SCRIPT, unsafe_allow_javascript=True)
+    st.html(  # a constant: tests/test_security.py
+        """<script>
+(() => {
+  if (window.__attnLabLessonKeys) return;
+  window.__attnLabLessonKeys = true;
+  // Arrow keys belong to whatever has focus when it uses them: a text box, a slider, a radio row.
+  const busy = 'input, textarea, select, [contenteditable="true"], [role="slider"], [role="radio"], ' +
+    '[role="radiogroup"], [role="combobox"], [role="listbox"], [role="option"], [role="tab"]';
+  document.addEventListener("keydown", (e) => {
+    if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;
+    const which = {ArrowRight: "lesson_next", ArrowLeft: "lesson_prev"}[e.key];
+    if (!which || (e.target instanceof Element && e.target.closest(busy))) return;
+    const button = document.querySelector(".st-key-" + which + " button");
+    if (!button || button.disabled) return;
+    e.preventDefault();
+    button.click();
+  });
+})();
+</script>""",
+        unsafe_allow_javascript=True,
+    )
 
 
 def _question(lesson: model.Lesson, index: int, card: str) -> None:

@@ -58,10 +58,6 @@ PLOT_CONFIG = {
     "displaylogo": False,
     "toImageButtonOptions": {"format": "png", "scale": 2},  # crisp slides
 }
-CONTRAST_CSS = (
-    "<style>.stApp, .stMarkdown p, .stCaption, label, .stMetric { color: #000 !important; }"
-    " .stMarkdown p { font-weight: 500; } hr { border-color: #000; }</style>"
-)
 
 
 def _stops(scale) -> tuple[tuple[float, str], ...]:
@@ -82,7 +78,10 @@ def picker() -> Palette:
         "Palette", Palette, key=KEY, help="Colour-blind-safe heatmaps, or high contrast for a projector."
     )
     if palette is Palette.CONTRAST:
-        st.html(CONTRAST_CSS)
+        st.html(  # a constant: tests/test_security.py
+            "<style>.stApp, .stMarkdown p, .stCaption, label, .stMetric { color: #000 !important; }"
+            " .stMarkdown p { font-weight: 500; } hr { border-color: #000; }</style>"
+        )
     return palette
 
 
@@ -136,10 +135,13 @@ def plot_config(name: str) -> dict[str, Any]:
     return {**PLOT_CONFIG, "toImageButtonOptions": {**PLOT_CONFIG["toImageButtonOptions"], "filename": name}}
 
 
-# Adds an SVG button beside each figure toolbar's camera (PNG). Plotly's camera reads its format
-# from the figure's toImageButtonOptions when pressed, so the SVG button sets it to "svg",
-# presses the camera, and sets it back: plotly's own client-side export, nothing on the server.
-SVG_BUTTON_SCRIPT = """<style>
+def svg_button() -> None:
+    """Put an SVG button beside the camera (PNG) of every figure toolbar on the page (once per page
+    is enough). Plotly's camera reads its format from the figure's toImageButtonOptions when
+    pressed, so the SVG button sets it to "svg", presses the camera, and sets it back: plotly's
+    own client-side export, nothing on the server."""
+    st.html(  # a constant: tests/test_security.py
+        """<style>
 /* A phone follows the presenter and exports nothing: the toolbar would cover the figure's title. */
 @media (max-width: 640px) {
   [data-testid="stPlotlyChart"] .modebar-container, [class*="__slides"] { display: none; }
@@ -169,9 +171,6 @@ SVG_BUTTON_SCRIPT = """<style>
   new MutationObserver(add).observe(document.body, {childList: true, subtree: true});
   add();
 })();
-</script>"""
-
-
-def svg_button() -> None:
-    """Put the SVG button into every figure toolbar of the page (once per page is enough)."""
-    st.html(SVG_BUTTON_SCRIPT, unsafe_allow_javascript=True)
+</script>""",
+        unsafe_allow_javascript=True,
+    )

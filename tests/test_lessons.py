@@ -80,6 +80,8 @@ def test_bad_lessons_are_refused_with_the_reason(raw, words):
 def test_files_that_are_not_lessons_are_refused():
     with pytest.raises(ValueError, match="not JSON"):
         model.loads(b"\xff\xfe{", PAGE_IDS)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        model.loads(b"[" * 100_000, PAGE_IDS)  # what the fuzzer uploads
     with pytest.raises(ValueError, match="at most 256 KiB"):
         model.loads(b" " * (model.MAX_FILE_BYTES + 1), PAGE_IDS)
 
