@@ -18,6 +18,7 @@ from lab_ui import lessons
 _DRAFT = "_lesson_draft"  # session key: {"title": str, "steps": [step dicts]}
 _UPLOAD_ERROR = "_lesson_upload_error"
 _OPEN = "_lesson_writer_open"  # session key: the writer box is open
+_BOX_OPEN = "_lesson_box_open"  # session key: the Lessons box is open
 NO_QUESTION = ""
 
 
@@ -76,6 +77,10 @@ def draft_lesson() -> model.Lesson | None:
     )
 
 
+def _toggle_box() -> None:
+    st.session_state[_BOX_OPEN] = bool(st.session_state.get("lesson_box"))
+
+
 def _toggle() -> None:
     st.session_state[_OPEN] = bool(st.session_state.get("lesson_writer"))
 
@@ -101,20 +106,12 @@ def _play() -> None:
 
 
 def box() -> None:
-    """The sidebar's Lessons box (call in the sidebar, outside a fragment)."""
-    catalogue = lessons.catalogue()
-    playing = lessons.active()
-    with st.expander("Lessons", icon=":material/school:"):
-        st.selectbox(
-            "lesson", list(catalogue), key="lesson_pick", format_func=lambda i: catalogue[i].title,
-            label_visibility="collapsed",
-        )  # fmt: skip
-        st.button("Play this lesson", key="lesson_play", on_click=_play, icon=":material/play_arrow:")
-        st.file_uploader("…or play a lesson file", type=["json"], key="lesson_upload", on_change=_upload)
-        if (error := st.session_state.pop(_UPLOAD_ERROR, None)) is not None:
-            st.text(error)  # plain text: a file name is never read as markdown
-        if playing is not None:
-            st.caption(f"Playing *{playing[0].title}*, step {playing[1] + 1}.")
+    """The sidebar's Lessons and Write-a-lesson boxes (call in the sidebar, outside a fragment)."""
+    # Sent only once opened, and kept open from page to page (as the writer below).
+    st.session_state["lesson_box"] = bool(st.session_state.get(_BOX_OPEN))
+    with st.expander("Lessons", icon=":material/school:", key="lesson_box", on_change=_toggle_box):
+        if st.session_state.get("lesson_box"):
+            _player_box()
     # Its contents are sent only once opened (most screens never write a lesson); it stays open
     # from page to page while the teacher collects steps (the same key on another page is a new
     # widget, which would start closed).
@@ -122,6 +119,20 @@ def box() -> None:
     with st.expander("Write a lesson", icon=":material/edit_note:", key="lesson_writer", on_change=_toggle):
         if st.session_state.get("lesson_writer"):
             _writer()
+
+
+def _player_box() -> None:
+    catalogue = lessons.catalogue()
+    st.selectbox(
+        "lesson", list(catalogue), key="lesson_pick", format_func=lambda i: catalogue[i].title,
+        label_visibility="collapsed",
+    )  # fmt: skip
+    st.button("Play this lesson", key="lesson_play", on_click=_play, icon=":material/play_arrow:")
+    st.file_uploader("…or play a lesson file", type=["json"], key="lesson_upload", on_change=_upload)
+    if (error := st.session_state.pop(_UPLOAD_ERROR, None)) is not None:
+        st.text(error)  # plain text: a file name is never read as markdown
+    if (playing := lessons.active()) is not None:
+        st.caption(f"Playing *{playing[0].title}*, step {playing[1] + 1}.")
 
 
 def _writer() -> None:

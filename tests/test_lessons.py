@@ -129,6 +129,8 @@ def test_every_step_opens_its_page_at_its_settings(app, lesson_id):
 def test_a_step_forgets_the_settings_the_last_view_left(app):
     at = app("pages/scaling.py")
     at.number_input(key="sc_seed").set_value(7).run()
+    at.session_state["_lesson_box_open"] = True  # open the Lessons box
+    at.run()
     at.selectbox(key="lesson_pick").set_value("scale-sqrt-dk")
     at.button(key="lesson_play").click().run()
     _check_step(at, SHIPPED["scale-sqrt-dk"], 0)
@@ -201,6 +203,8 @@ def test_a_follower_moves_with_the_presenters_step(app, memory_rooms):
     presenter = app("pages/scaling.py")
     presenter.button(key="classroom_start").click().run()
     room_id = presenter.session_state[classroom._ROOM]["id"]
+    presenter.session_state["_lesson_box_open"] = True
+    presenter.run()
     presenter.selectbox(key="lesson_pick").set_value("causal-mask")
     presenter.button(key="lesson_play").click().run()
     follower = app(room=room_id)
