@@ -155,7 +155,7 @@ def test_standalone_html_inlines_plotly_and_the_data():
     html = figures.standalone_html(palettes.restyle(figures.heatmap(z, title="P <i>"), Palette.CB), "P <i>")
     assert html.startswith("<!doctype html>") and "<title>P &lt;i&gt;</title>" in html
     # that it fetches nothing is checked where it counts: in Chromium with the network blocked
-    assert len(html) > 3_000_000  # plotly.js itself (~4.6 MB) is in the file
+    assert len(html) > 3_000_000  # plotly.js itself (4.6 MiB) is in the file
     assert "Plotly.downloadImage" in html  # its own SVG and PNG buttons
     import json
     import re
