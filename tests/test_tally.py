@@ -66,3 +66,19 @@ def test_nobody_answered_and_the_bounds():
 def test_everyone_in_the_room_gets_the_same_question():
     """The room keeps (card, seed, difficulty); every follower's draw is then identical."""
     assert drills.draw("13", 42) == drills.draw("13", 42)
+
+
+def test_the_presenters_chart_shows_every_count():
+    from lab_ui import question_tally
+
+    q, right, slip = kv_question()
+    t = tally(q, {"a": f"{right:g}", "b": f"{slip:g}", "c": f"{slip:g}", "d": "x"}, seats=["e"])
+    bars = question_tally.figure(t).data[0]
+    heads, kv = q.inputs["heads"], q.inputs["kv_heads"]
+    assert list(bars.x) == [
+        "right",
+        f"used the {heads} query heads instead of the {kv} KV heads",
+        "could not be read",
+        "no answer",
+    ]
+    assert list(bars.y) == [1, 2, 1, 1]
