@@ -3,7 +3,7 @@
 import streamlit as st
 import torch
 
-from lab_ui import figures, widgets
+from lab_ui import figures, palettes, widgets
 from lab_ui.classroom import follow
 from lab_ui.nav import HOME, PAGES, open_home_alias
 from lab_ui.page import safety_net
@@ -27,6 +27,7 @@ with st.sidebar:
         "Projector mode", key="projector", help="Larger text and figures for a classroom screen."
     ):
         figures.use_projector_sizes()
+    palettes.picker()
     follow.sidebar(page)
 with safety_net(f"the settings of {page.title}"):  # the last net: a section's own net is first
     page.run()

@@ -27,7 +27,7 @@ from typing import TypeVar
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
-from lab_ui import widgets
+from lab_ui import lesson_writer, lessons, palettes, widgets
 from lab_ui.badges import attempt
 
 T = TypeVar("T")
@@ -51,10 +51,15 @@ def _enter_through_app() -> None:
 
 
 def header(title: str, intro: str) -> None:
-    """Call first on every page."""
+    """Call first on every page. A playing lesson's narration goes under the title, above
+    everything the page draws (lab_ui/lessons.py); the sidebar gets the Lessons box."""
     _enter_through_app()
     st.title(title)
+    lessons.panel()
     st.markdown(intro)
+    with st.sidebar:
+        lesson_writer.box()
+        palettes.svg_button()  # every figure's toolbar: PNG and SVG (lab_ui/figures.py)
 
 
 @contextmanager
