@@ -3,10 +3,17 @@
 A generator draws the numbers, calls the card's own attn_core function for the answer and for
 each recognisable slip, and returns a `Question`. `Question.judge` parses the learner's text,
 compares it with the answer at the stated tolerance, and names the slip an answer matches.
+
+The skeleton every card fills in: a question maker takes the drawn numbers and returns what it
+worked out from them (`Worked`: prompt, answer, worked steps, slips, page link); `asks` declares
+the rest once, above the maker (card, title, answer kind, unit, tolerance, hint), and turns the
+maker into one that returns the full `Question`, its inputs being the maker's own arguments.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -161,3 +168,73 @@ def pick_variant(
     if worked and difficulty is Difficulty.EASY and rng.random() < 0.25:
         return worked[int(rng.integers(len(worked)))]()
     return makers[int(rng.integers(len(makers)))](rng, difficulty)
+
+
+@dataclass(frozen=True)
+class Worked:
+    """What a card's question maker works out from the drawn numbers."""
+
+    prompt: str
+    answer: Answer
+    steps: tuple[str, ...]
+    slips: dict[str, Answer]
+    link: PageLink | None = None
+    inputs: dict[str, Any] | None = None  # the drawn numbers by name; by default the maker's arguments
+
+
+def asks(
+    card: str,
+    title: str,
+    *,
+    kind: AnswerKind = AnswerKind.NUMBER,
+    unit: str = "",
+    rel_tol: float = 5e-3,
+    abs_tol: float = 0.0,
+    choices: tuple[str, ...] = (),
+    hint: str = "",
+) -> Callable[[Callable[..., Worked]], Callable[..., Question]]:
+    """The drill skeleton: what is fixed about one kind of question, declared above its maker.
+
+    The decorated maker is called with the drawn numbers and returns a `Worked`; the result is a
+    maker of full `Question`s whose ``inputs`` are the call's arguments by name (defaults filled in),
+    unless the `Worked` names its own."""
+
+    def skeleton(maker: Callable[..., Worked]) -> Callable[..., Question]:
+        signature = inspect.signature(maker)
+
+        @functools.wraps(maker)
+        def question(*args: Any, **kwargs: Any) -> Question:
+            worked = maker(*args, **kwargs)
+            inputs = worked.inputs
+            if inputs is None:
+                bound = signature.bind(*args, **kwargs)
+                bound.apply_defaults()
+                inputs = dict(bound.arguments)
+            return Question(
+                card=card,
+                title=title,
+                prompt=worked.prompt,
+                inputs=inputs,
+                answer_kind=kind,
+                answer=worked.answer,
+                steps=worked.steps,
+                slips=worked.slips,
+                link=worked.link,
+                unit=unit,
+                rel_tol=rel_tol,
+                abs_tol=abs_tol,
+                choices=choices,
+                hint=hint,
+            )
+
+        return question
+
+    return skeleton
+
+
+def variant_drill(
+    card: str, title: str, makers: tuple[Maker, ...], worked: tuple[Callable[[], Question], ...]
+) -> CardDrill:
+    """A card's drill that draws one of its kinds of question (`pick_variant`); the card's own
+    numbers are its first worked example."""
+    return CardDrill(card, title, functools.partial(pick_variant, makers=makers, worked=worked), worked[0])
