@@ -13,9 +13,9 @@ import math
 import numpy as np
 
 from attn_core.practice.cards_variance import draw_d_k
+from attn_core.practice.page_links import ALIGNMENT, RULES, SINKS
+from attn_core.practice.page_links import scaling_link as link
 from attn_core.practice.question import Difficulty, Question, Worked, asks, fmt, variant_drill
-from attn_core.practice.theory_links import ALIGNMENT, RULES, SINKS
-from attn_core.practice.theory_links import scaling_link as link
 from attn_core.theory import sinks as sink_theory
 from attn_core.theory.alignment import aligned_moments
 

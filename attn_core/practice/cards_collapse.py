@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 
+from attn_core.practice.page_links import COLLAPSE
+from attn_core.practice.page_links import one_head_link as link
 from attn_core.practice.question import Difficulty, Question, Worked, asks, fmt, variant_drill
-from attn_core.practice.theory_links import COLLAPSE
-from attn_core.practice.theory_links import one_head_link as link
 from attn_core.theory.collapse import uniform_head_variance
 
 

@@ -13,7 +13,8 @@ from attn_core.cost.memory import naive_score_bytes
 from attn_core.cost.params import attention_params
 from attn_core.cost.serving import kv_cache_bytes_per_token
 from attn_core.cost.shapes import from_hf_config
-from attn_core.practice.question import CardDrill, Difficulty, PageLink, Question, Worked, asks, fmt
+from attn_core.practice.page_links import FLOPS, KV, PASTED, SCORES
+from attn_core.practice.question import CardDrill, Difficulty, Question, Worked, asks, fmt
 
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}
 
@@ -38,15 +39,9 @@ def _shape(config: dict):
     return from_hf_config(config, name="drill model")
 
 
-def _cost_link(config: dict, section: str, T: int = 4096, dtype: str = "fp16") -> PageLink:
-    params = {
-        "co_src": "paste or upload config.json",
-        "co_paste": json.dumps(config),
-        "co_T": str(T),
-        "co_dtype": dtype,
-        "co_section": section,
-    }
-    return PageLink("costs", params, section)
+def _cost_params(config: dict, T: int = 4096, dtype: str = "fp16") -> dict[str, str]:
+    """The Cost page's inputs: this config pasted, at T tokens in ``dtype``."""
+    return {"co_src": PASTED, "co_paste": json.dumps(config), "co_T": str(T), "co_dtype": dtype}
 
 
 # -- card 13: KV cache per token -----------------------------------------------------------------
@@ -78,7 +73,7 @@ def _kv_question(layers: int, heads: int, kv_heads: int, d_h: int, dtype: str) -
             "counted bits, not bytes": per_token * 8 / 2**10,
             "used KB (1,000 B) instead of KiB": per_token / 1e3,
         },
-        link=_cost_link(config, "KV cache & GQA", dtype=dtype),
+        link=KV.link(_cost_params(config, dtype=dtype)),
     )
 
 
@@ -114,7 +109,7 @@ def _gqa_question(layers: int, heads: int, kv_heads: int, d_h: int) -> Worked:
             "inverted the ratio (H_kv/h)": gqa / mha,
             "divided by the KV-head count alone": float(kv_heads),
         },
-        link=_cost_link(gqa_config, "KV cache & GQA"),
+        link=KV.link(_cost_params(gqa_config)),
     )
 
 
@@ -145,7 +140,7 @@ def _params_question(d: int, heads: int, kv_heads: int) -> Worked:
             "forgot the output projection W_O": float(count - d * heads * d_h),
             "counted per head, not per layer": float(count / heads),
         },
-        link=_cost_link(config, "FLOPs"),
+        link=FLOPS.link(_cost_params(config)),
     )
 
 
@@ -181,7 +176,7 @@ def _crossover_question(d: int, heads: int, d_ff: int) -> Worked:
             ),
             "left the MLP out": float(2 * d),
         },
-        link=_cost_link(config, "FLOPs"),
+        link=FLOPS.link(_cost_params(config)),
     )
 
 
@@ -217,7 +212,7 @@ def _scores_question(T: int, dtype: str) -> Worked:
             "used GB (10⁹ B) and called it GiB": naive / 1e9,
             "linear in T (T · b)": T * b / 2**30,
         },
-        link=_cost_link(_config(32, 4096, 32, 8, 14336), "Score memory", T=T, dtype=dtype),
+        link=SCORES.link(_cost_params(_config(32, 4096, 32, 8, 14336), T=T, dtype=dtype)),
     )
 
 

@@ -7,9 +7,10 @@ import numpy as np
 import torch
 
 from attn_core.experiments.equivariance import permutation_test
-from attn_core.masks import causal_mask
+from attn_core.masks import MaskKind, causal_mask
 from attn_core.oracle import MATCH_TOL
-from attn_core.practice.question import AnswerKind, CardDrill, Difficulty, PageLink, Question, Worked, asks
+from attn_core.practice.page_links import GALLERY, PERMUTATIONS
+from attn_core.practice.question import AnswerKind, CardDrill, Difficulty, Question, Worked, asks, choice_id
 
 F64 = torch.float64
 
@@ -29,15 +30,12 @@ def _causal_question(T: int) -> Worked:
             "blocked the diagonal too (triu(ones, 0))": float(T * (T - 1) // 2),
             "counted every pair (no mask)": float(T * T),
         },
-        link=PageLink(
-            "masks",
+        link=GALLERY.link(
             {
-                "mk_section": "Mask gallery",
-                "mk_kind": "causal (top-left)",
+                "mk_kind": choice_id(MaskKind.CAUSAL_TOP_LEFT),
                 "mk_gL": str(min(T, 64)),
                 "mk_gS": str(min(T, 64)),
-            },
-            "Mask gallery",
+            }
         ),
     )
 
@@ -85,11 +83,7 @@ def _permutation_question(T: int, perm: tuple[int, ...], causal: bool, positions
             f"Measured here: max |Attn(ΠX) − Π Attn(X)| = {report.equivariance_error:.2g}.",
         ),
         slips=slips,
-        link=PageLink(
-            "masks",
-            {"mk_section": "Permutations", "mk_causal": str(causal), "mk_pos": str(positions)},
-            "Permutations",
-        ),
+        link=PERMUTATIONS.link({"mk_causal": str(causal), "mk_pos": str(positions)}),
         inputs={"T": T, "perm": perm, "causal": causal, "positions": positions},
     )
 

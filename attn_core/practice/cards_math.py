@@ -12,7 +12,9 @@ from attn_core import toy
 from attn_core.attention import attention, stable_softmax
 from attn_core.backward import attention_backward
 from attn_core.jacobian import jacobian_spectrum
+from attn_core.limits import LIMITS
 from attn_core.online import PartialState, merge_partials
+from attn_core.practice.page_links import JACOBIAN, MERGE, NO_SCALE, ONE_ROW, RANDOM, TEMPERATURE, TYPED
 from attn_core.practice.question import (
     AnswerKind,
     CardDrill,
@@ -40,18 +42,17 @@ def _typed(rows) -> str:
     return "\n".join(", ".join(f"{float(x):g}" for x in row) for row in rows)
 
 
-def _row_link(scores, values, page: str, section: str, extra: dict[str, str] | None = None) -> PageLink:
+def _row_params(scores, values, **extra: str) -> dict[str, str]:
     """The shared input picker loaded with one query whose raw scores are ``scores``: d_k = 1,
     q = 1, k_j = s_j, scale none (1), so S = q kᵀ = s exactly."""
-    params = {
-        "in_src": "typed matrices",
+    return {
+        "in_src": TYPED,
         "in_Q": "1",
         "in_K": _typed([[s] for s in scores]),
         "in_V": _typed(values),
-        "in_scale": "none (1)",
-        **(extra or {}),
+        "in_scale": NO_SCALE,
+        **extra,
     }
-    return PageLink(page, params, section)
 
 
 # -- card 1: shapes ----------------------------------------------------------------------------
@@ -88,20 +89,24 @@ def _shapes_question(B: int, h: int, L: int, S: int, d_k: int, d_v: int) -> Work
             "one output per key (L and S swapped)": (B, h, S, d_v),
             "the score matrix's shape (forgot P V)": (B, h, L, S),
         },
-        link=PageLink(
-            "playground",
-            {
-                "in_src": "random",
-                "in_L": str(L),
-                "in_S": str(S),
-                "in_dk": str(d_k),
-                "in_dv": str(d_v),
-                "in_H": str(h),
-                "in_Hkv": str(h),
-            },
-            "Shapes of every intermediate",
-        ),
+        link=_shapes_link(h, L, S, d_k, d_v),
     )
+
+
+def _shapes_link(h: int, L: int, S: int, d_k: int, d_v: int) -> PageLink:
+    """The Playground's random input at these sizes, cut to its caps (LIMITS: lengths, widths, heads
+    and the work heads · L · S · (d_k + d_v)) where the card's own numbers are larger: a value over
+    a cap would open at the widget's default instead."""
+    shown = (h, L, S, d_k, d_v)
+    h, L, S = min(h, LIMITS.max_heads), min(L, LIMITS.max_len), min(S, LIMITS.max_len)
+    d_k, d_v = min(d_k, LIMITS.max_width), min(d_v, LIMITS.max_width)
+    cut = (h, L, S, d_k, d_v) != shown
+    while h * L * S * (d_k + d_v) > LIMITS.max_work:
+        L, S = max(L // 2, 1), max(S // 2, 1)
+        cut = True
+    sizes = {"in_L": L, "in_S": S, "in_dk": d_k, "in_dv": d_v, "in_H": h, "in_Hkv": h}
+    where = "Shapes of every intermediate" + (" (sizes cut to the page's caps)" if cut else "")
+    return PageLink("playground", {"in_src": RANDOM, **{k: str(v) for k, v in sizes.items()}}, where)
 
 
 def shapes(rng: np.random.Generator, difficulty: Difficulty) -> Question:
@@ -130,12 +135,10 @@ def _softmax_question(scores: tuple[float, ...], tau: float) -> Worked:
             "multiplied by τ instead of dividing": float(stable_softmax(s * tau).max()),
             "ignored the temperature": float(stable_softmax(s).max()),
         },
-        link=_row_link(
-            scores,
-            values,
+        link=PageLink(
             "playground",
+            _row_params(scores, values, in_scale=TEMPERATURE, in_tau=f"{tau:g}"),
             "How peaked is each row?",
-            {"in_scale": "custom temperature", "in_tau": f"{tau:g}"},
         ),
     )
 
@@ -170,13 +173,7 @@ def _jacobian_question(scores: tuple[float, ...], scale: float = 1.0) -> Worked:
             "the Gershgorin bound, not the eigenvalue": 2 * float((p * (1 - p)).max()),
             "the largest weight": float(p.max()),
         },
-        link=_row_link(
-            scores,
-            [[1.0]] * len(scores),
-            "gradients",
-            "Softmax Jacobian",
-            {"in_scale": "none (1)", "gr_section": "Softmax Jacobian"},
-        ),
+        link=JACOBIAN.link(_row_params(scores, [[1.0]] * len(scores))),
     )
 
 
@@ -213,7 +210,7 @@ def _backward_question(scores, values, g, key: int) -> Worked:
             "dropped the row-sum term gᵀo": float(p[key] * gv[key]),
             "forgot the weight p_j": float(gv[key] - go),
         },
-        link=_row_link(scores, values, "gradients", "One row, one key", {"gr_section": "One row, one key"}),
+        link=ONE_ROW.link(_row_params(scores, values)),
         inputs={"scores": tuple(scores), "values": tuple(map(tuple, values)), "g": tuple(g), "key": key},
     )
 
@@ -253,7 +250,7 @@ def _merge_question(a: tuple[float, float, float], b: tuple[float, float, float]
             "rescaled the wrong way (e^{m − m_a})": (a[2] / wa + b[2] / wb) / (a[1] / wa + b[1] / wb),
             "averaged the two outputs": (a[2] / a[1] + b[2] / b[1]) / 2,
         },
-        link=PageLink("online_softmax", {"os_section": "Merge (split-K)"}, "Merge (split-K)"),
+        link=MERGE.link(),
     )
 
 

@@ -14,6 +14,8 @@ import numpy as np
 import torch
 
 from attn_core.attention import attention
+from attn_core.practice.page_links import KERNEL, RANK, SELECT
+from attn_core.practice.page_links import one_head_link as link
 from attn_core.practice.question import (
     AnswerKind,
     Difficulty,
@@ -24,8 +26,6 @@ from attn_core.practice.question import (
     variant_drill,
     vec,
 )
-from attn_core.practice.theory_links import KERNEL, RANK, SELECT
-from attn_core.practice.theory_links import one_head_link as link
 
 
 # -- card 8: Nadaraya–Watson is attention ---------------------------------------------------------------

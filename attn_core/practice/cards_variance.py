@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 
+from attn_core.practice.page_links import ENTROPY, RULES, TWO_KEYS, VARIANCE
+from attn_core.practice.page_links import scaling_link as link
 from attn_core.practice.question import CardDrill, Difficulty, Question, Worked, asks, fmt, pick_variant, vec
-from attn_core.practice.theory_links import ENTROPY, RULES, TWO_KEYS, VARIANCE
-from attn_core.practice.theory_links import scaling_link as link
 from attn_core.theory.scaling import two_key_gaussian, variance_theory
 
 LN99 = math.log(99)  # two keys: the top weight passes 0.99 when the gap passes ln 99

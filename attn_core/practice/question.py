@@ -17,7 +17,7 @@ import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum, StrEnum
 from typing import Any
 
 import numpy as np
@@ -46,8 +46,30 @@ class PageLink:
     """The card's live page section with these exact numbers loaded (its URL state)."""
 
     url_path: str  # as in lab_ui/nav.py
-    params: dict[str, str]
+    params: dict[str, str]  # URL keys → values, a choice by its id (see `PageSection`)
     section: str  # what to look at there, in words
+
+
+def choice_id(option: Enum) -> str:
+    """What a page's URL carries for an Enum choice: the member's name, lower-cased
+    (lab_ui.widgets.url_id's rule), so that a relabelled option keeps the link working."""
+    return option.name.lower()
+
+
+@dataclass(frozen=True)
+class PageSection:
+    """One section of a page as a drill links to it: the page (its url_path in lab_ui/nav.py), the
+    key of its section picker, the id its URL keeps for the section and the label it shows.
+    tests/test_practice_links.py opens every drill's link and checks the page keeps each value."""
+
+    url_path: str
+    key: str  # "co_section"
+    id: str  # "kv": the page's Section member, lower-cased
+    label: str  # "KV cache & GQA", what the feedback names
+
+    def link(self, params: dict[str, str] | None = None) -> PageLink:
+        """This section with ``params`` (URL keys → values) loaded."""
+        return PageLink(self.url_path, {self.key: self.id, **(params or {})}, self.label)
 
 
 @dataclass(frozen=True)
