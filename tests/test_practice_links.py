@@ -13,8 +13,9 @@ import importlib
 
 import pytest
 
-from attn_core.practice import drills
-from attn_core.practice.question import Difficulty, PageLink
+from attn_core.practice import drills, page_links
+from attn_core.practice.question import Difficulty, PageLink, PageSection
+from attn_core.views.inputs import InputKind, ScaleKind
 from lab_ui.nav import PAGES
 from lab_ui.widgets import url_id
 
@@ -80,3 +81,17 @@ def test_the_page_opens_on_the_link_and_keeps_every_value(app, link):
     for key, value in link.params.items():
         # a value the page kept stays in its address as given (a default one is dropped from it)
         assert at.query_params.get(key, value) == value, (key, value, at.query_params.get(key))
+
+
+def test_every_link_target_is_a_section_of_its_page_by_id_and_label():
+    targets = [v for v in vars(page_links).values() if isinstance(v, PageSection)]
+    assert len(targets) >= 16
+    for t in targets:
+        assert t.key == SECTION_KEYS[t.url_path] and t.url_path in PATHS
+        section = importlib.import_module(f"attn_core.views.{t.url_path}").Section(t.label)
+        assert t.id == url_id(section)
+    assert (url_id(InputKind.TYPED), url_id(InputKind.RANDOM)) == (page_links.TYPED, page_links.RANDOM)
+    assert (
+        url_id(ScaleKind.NONE),
+        url_id(ScaleKind.TEMPERATURE),
+    ) == (page_links.NO_SCALE, page_links.TEMPERATURE)
