@@ -217,9 +217,6 @@ NOT_YET_NAMED = {
     "attn_core.bench.verify.plan",
     "attn_core.bench.verify.probe",
     "attn_core.bench.verify.run",
-    "attn_core.views.costs_text",
-    "attn_core.views.costs_whole",
-    "attn_core.views.published",
 }
 
 
@@ -265,7 +262,6 @@ def test_the_name_finder_sees_imports_dotted_names_and_paths():
     found = named_in(source, "tests.test_x")
     assert {
         "attn_core.practice.question",
-        "attn_core.views.costs_text",
     } <= found
     assert "attn_core.views.costs" not in found and "attn_core.cost.led" not in found  # whole names only
 
