@@ -32,7 +32,9 @@ with st.sidebar:
     else:
         st.caption("A Hugging Face config.json (≤ 1 MiB). An uploaded file wins over pasted text.")
         upload = st.file_uploader("Upload config.json", type=["json"], key="co_upload")
-        pasted = widgets.text_area("…or paste it", key="co_paste", default="", max_chars=4000, height=160)
+        pasted = widgets.text_area(
+            "…or paste it", key="co_paste", default="", max_chars=cost.MAX_CONFIG_CHARS, height=160
+        )
         if upload is not None:
             shape = attempt(cost.parse_config_bytes, upload.getvalue())
         elif pasted.strip():

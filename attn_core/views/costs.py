@@ -23,6 +23,7 @@ from attn_core.cost.inputs import Hardware as Hardware
 from attn_core.cost.inputs import Precision as Precision
 from attn_core.cost.inputs import Workload as Workload
 from attn_core.cost.limits import MAX_BATCH as MAX_BATCH
+from attn_core.cost.limits import MAX_CONFIG_CHARS as MAX_CONFIG_CHARS
 from attn_core.cost.limits import MAX_GEN_LEN as MAX_GEN_LEN
 from attn_core.cost.limits import MAX_GPUS as MAX_GPUS
 from attn_core.cost.limits import MAX_SEQ_LEN as MAX_SEQ_LEN

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from attn_core.cost.limits import MAX_CONFIG_CHARS
 from attn_core.heads import uniform_entropy
 from attn_core.hf import attention_maps as hf
 from attn_core.hf.attention_maps import LOAD_CAP_S as LOAD_CAP_S  # re-exported for the page
@@ -23,7 +24,6 @@ from attn_core.hf.demo import build_demo
 DEMO = "demo"
 DEMO_LABEL = "a tiny random Mistral-style model built here (GQA 4:2, rotary, sliding window 8)"
 DEMO_TEXT = "3 14 15 92 65 35 89 79 32 38 46 26 43 38 32 79"
-COST_PASTE_MAX = 4000  # the Cost calculator's paste box holds at most this many characters
 _LOCK = threading.Lock()  # one new load at a time on the server: loads are the expensive part
 
 
@@ -141,6 +141,6 @@ def hf_view(loaded: hf.Loaded, text: str) -> HFView:
         worst_layer=max(range(len(ratios)), key=ratios.__getitem__),
         layer_rows=rows,
         uniform_entropy=uniform_entropy(len(tokens)),
-        config_json=config if len(config) <= COST_PASTE_MAX else None,
+        config_json=config if len(config) <= MAX_CONFIG_CHARS else None,  # fits the Cost page's box
         n_layers=len(view.maps),
     )
