@@ -20,7 +20,8 @@ beyond the outage itself.
 
 Usage: .venv/bin/python benchmarks/follow_load.py [--followers 40] [--changes 15] [--every 3] [--replicas N]
        [--fault presenter-reload|redis-kill] [--down 5]
-Prints `follow p50/p95/max … ms`, `missed N` and `exception deltas N, errors N`.
+Prints `follow p50/p95/max … ms`, `refused N, missed N` (a follower the room refused a seat is
+counted, not followed) and `exception deltas N, errors N`.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 KEY = "in_L"
 ROOM = re.compile(r"Presenting room \*\*([a-z2-9]{6})\*\*")
 COOKIE = re.compile(r"attn_lab_presenter=([a-z2-9]{6}\.[A-Za-z0-9_-]+)")  # lab_ui.classroom.follow.COOKIE
+REFUSED = -1  # what follower() returns for a screen the room refused a seat
 LAG_S = 5.0  # a follower whose view trails the presenter's by more than this has lost it
 
 
@@ -243,6 +245,9 @@ async def follower(
     Like a browser, it reads whatever the server sends (a server that pushes reruns sends them
     unasked) and, on its own timer, asks for the polling fragment every interval."""
     client = await _open(url, "playground", stats, query=f"room={room}", index=index)
+    if any("is full" in text for text in client.alerts):  # refused a seat: counted, not followed
+        await client.ws.close()
+        return REFUSED, client
     seen, mine = 0, delays.setdefault(index, [])
     timeline = timelines.setdefault(index, [(time.perf_counter(), client.value(KEY))])
 
@@ -328,10 +333,13 @@ async def run(
     await lead
     if shared.restart is not None:
         await shared.restart
+    refused = sum(m == REFUSED for m, _ in got)
+    got = [(m, c) for m, c in got if m != REFUSED]
     alerts = [" ".join(c.alerts) if c else "" for _, c in got]
     worst = {i: longest_stale(shared.changes, t) for i, t in timelines.items()}
     return {
         "delays": [x for d in delays.values() for x in d],
+        "refused": refused,
         "missed": sum(m for m, _ in got),
         "exceptions": sum(len(s.exceptions) for s in stats),
         "errors": [e for s in stats for e in s.errors],
@@ -345,7 +353,7 @@ async def run(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--followers", type=int, default=40)  # a room seats rooms.MAX_FOLLOWERS
+    parser.add_argument("--followers", type=int, default=40)
     parser.add_argument("--changes", type=int, default=15)
     parser.add_argument("--every", type=float, default=3.0)
     parser.add_argument(
@@ -377,7 +385,10 @@ def main() -> int:
     where = f"{args.replicas} replicas behind nginx" if args.replicas else "one server"
     print(f"{args.followers} followers, {args.changes} changes every {args.every:g} s, {where}")
     print(f"follow p50 {pct(50):.0f} ms, p95 {pct(95):.0f} ms, max {pct(100):.0f} ms over {len(d)} views")
-    print(f"missed {res['missed']}; server CPU {cpu:.1f} s; load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"refused {res['refused']}, missed {res['missed']}; server CPU {cpu:.1f} s; "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     if args.fault:
         back = f", presenter back after {shared.recovered_s:.2f} s" if shared.recovered_s is not None else ""
         print(f"fault {args.fault}{back}; {'; '.join(shared.notes)}")
@@ -390,7 +401,7 @@ def main() -> int:
     for e in res["errors"][:5]:
         print("  ", e)
     lost = res["told_ended"] or res["lagged"] or any("present" in n for n in shared.notes)
-    return 0 if not res["errors"] and not res["missed"] and not lost else 1
+    return 0 if not res["errors"] and not res["missed"] and not res["refused"] and not lost else 1
 
 
 if __name__ == "__main__":

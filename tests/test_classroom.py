@@ -271,3 +271,61 @@ def test_a_redis_restart_without_data_is_repaired_by_the_presenter(app, redis_ro
     presenter.button(key="classroom_end").click().run()
     follower.run()
     assert "presenter has ended the room" in _shown(follower)
+
+
+# ------------------------------------------------------------------ seats, and rooms only the server issued
+
+
+def test_the_presenter_sees_who_follows_and_raises_the_seats_per_address(app):
+    """Every AppTest session comes from the same (unknown) address: a class behind one NAT."""
+    presenter, room_id = start_room(app)
+    seated = [app(room=room_id) for _ in range(rooms.SEATS_PER_CLIENT)]
+    refused = app(room=room_id)
+    assert any("your network address" in w.value for w in refused.warning) and not refused.exception
+    assert refused.session_state[classroom._ROOM] is None
+    presenter.run()
+    assert any(f"**{rooms.SEATS_PER_CLIENT}** of" in c.value for c in presenter.sidebar.caption)
+    presenter.number_input(key="classroom_per_client").set_value(40).run()
+    late = app(room=room_id)
+    assert late.session_state[classroom._ROOM]["following"]
+    presenter.run()
+    assert any(f"**{rooms.SEATS_PER_CLIENT + 1}** of" in c.value for c in presenter.sidebar.caption)
+    assert all(f.session_state[classroom._ROOM]["following"] for f in seated)
+
+
+def test_a_forged_cookie_makes_no_room(app, monkeypatch):
+    """A cookie the server did not sign, with a room id nobody started: a student link to no room,
+    and no room is made, however many are tried."""
+    for i in range(5):
+        room_id = rooms.new_room_id()
+        monkeypatch.setattr(
+            classroom, "_cookies", lambda r=room_id, n=i: {classroom.COOKIE: f"{r}.forged-{n}"}
+        )
+        forger = app(room=room_id)
+        assert any("no live room" in w.value for w in forger.warning)
+        forger.run()  # its publisher would have run by now
+        assert not forger.exception
+        assert forger.session_state[classroom._ROOM] is None
+        assert rooms.store().status(room_id) is None
+    assert len(rooms.store()) == 0
+
+
+def test_a_room_that_aged_out_comes_back_to_its_presenter_only(app, monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms(clock=clock))
+    presenter, room_id = start_room(app)
+    secret = presenter.session_state[classroom._ROOM]["secret"]
+    presenter.radio(key="in_src").set_value("random").run()
+    clock.now = rooms.PRESENTER_TTL_S + 1  # the teacher's laptop slept: the room aged out
+    assert rooms.store().status(room_id) is None
+    forged = rooms.issue_secret(b"not the server's key, 32 bytes..", room_id)
+    monkeypatch.setattr(classroom, "_cookies", lambda: {classroom.COOKIE: f"{room_id}.{forged}"})
+    taker = app(room=room_id)
+    assert taker.session_state[classroom._ROOM] is None and rooms.store().status(room_id) is None
+    monkeypatch.setattr(classroom, "_cookies", lambda: {classroom.COOKIE: f"{room_id}.{secret}"})
+    back = app(room=room_id)  # the teacher reloads her tab
+    assert back.session_state[classroom._ROOM]["role"] == "present"
+    assert rooms.store().snapshot(room_id).version >= 1  # her publish restored it
+    monkeypatch.setattr(classroom, "_cookies", dict)
+    student = app(room=room_id)
+    assert student.session_state[classroom._ROOM]["role"] == "follow" and not student.exception

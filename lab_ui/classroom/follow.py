@@ -46,6 +46,7 @@ _ROOM = "_classroom"  # session key: {"id", "role", "secret"?, "seen", "followin
 _ERROR = "_classroom_error"  # a message for the next run's sidebar
 _SET_COOKIE = "_classroom_cookie"  # the cookie value to write on the next run ("" clears it)
 PRIVATE_KEYS = frozenset({"projector"})  # each screen keeps its own projector mode
+_PER_CLIENT_KEY = "classroom_per_client"  # the presenter's seats-per-address input
 _COOKIE_BOX = "classroom_cookie"  # keyed container: Streamlit gives it the class st-key-<key>
 UNREACHABLE = "The classroom server cannot be reached: retrying every few seconds."
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$&])")
@@ -130,11 +131,13 @@ def _presenter(room_id: str) -> dict[str, Any] | None:
     if cookie_room != room_id or not secret:
         return None
     try:
-        rooms.store().publish(room_id, secret, None)  # a check-in proves the secret
+        if not rooms.store().issued(room_id, secret):
+            return None  # a secret this server never signed for this room: follow it like anyone else
+        rooms.store().publish(room_id, secret, None)  # a check-in proves it is this room's
     except (rooms.RoomGone, rooms.RoomsUnavailable):
-        pass  # lost by the store or unreachable: the presenter's publish restores or retries
+        pass  # lost by the store or unreachable: the presenter's publish restores (signed) or retries
     except rooms.RoomError:
-        return None  # not this room's secret: follow it like anyone else
+        return None  # another room holds this id now: follow it like anyone else
     return {"id": room_id, "role": "present", "secret": secret, "version": 0, "sent": None, "adopt": True}
 
 
@@ -201,23 +204,20 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> None:
         push.unregister(session_id)
         return
     try:
-        seated = rooms.store().follow(room["id"], _seat())
+        seat = rooms.store().follow(room["id"], _seat(), client_address())
         snap = rooms.store().snapshot(room["id"])
     except rooms.RoomsUnavailable:
         room["trouble"] = UNREACHABLE  # the sidebar's poll shows it and retries
         return
     except rooms.RoomGone:
-        seated, snap = True, None
+        seat, snap = rooms.Seat.TAKEN, None
     room["trouble"] = None
     if snap is None:
         _missing(room)
         return
     room["missing_since"] = None
-    if not seated:
-        _leave(
-            f"Room **{room['id']}** is full: {rooms.MAX_FOLLOWERS} screens already follow it. "
-            "Explore on your own, or look at the projector."
-        )
+    if seat is not rooms.Seat.TAKEN:
+        _leave(_refusal(room["id"], seat))
         return
     push.register(room["id"], session_id)
     target = snap.payload.get("page")
@@ -237,6 +237,14 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> None:
         room["seen"] = snap.version
     if elsewhere:
         st.switch_page(pages_by_url[target], query_params={ROOM_PARAM: room["id"]})
+
+
+def _refusal(room_id: str, seat: rooms.Seat) -> str:
+    if seat is rooms.Seat.ROOM_FULL:
+        why = f"all its {rooms.store().seats:,} seats are taken"
+    else:
+        why = "every seat your network address may hold in it is taken (the presenter can raise that)"
+    return f"Room **{room_id}** is full: {why}. Explore on your own, or look at the projector."
 
 
 _AGED_OUT_MARGIN_S = 60  # a follower's last poll saw the presenter this close to the TTL: aged out
@@ -295,7 +303,9 @@ def _publish(url_path: str) -> None:
         except rooms.RoomGone:
             if store.ended(room["id"]):
                 raise
-            version = store.restore(room["id"], room["secret"], payload, version=room["version"] + 1)
+            version = store.restore(
+                room["id"], room["secret"], payload, version=room["version"] + 1, client=client_address()
+            )
     except rooms.RoomsUnavailable:
         room["trouble"] = UNREACHABLE + " Your room is kept and re-published when it is back."
         return
@@ -339,7 +349,9 @@ def _check_version() -> None:
         return
     try:
         status = rooms.store().status(room["id"])
-        seated = status is None or rooms.store().follow(room["id"], _seat())
+        seated = (
+            status is None or rooms.store().follow(room["id"], _seat(), client_address()) is rooms.Seat.TAKEN
+        )
     except rooms.RoomsUnavailable:
         st.warning(UNREACHABLE + " You keep the last view.", icon=":material/cloud_off:")
         room["trouble"] = UNREACHABLE
@@ -384,6 +396,51 @@ def _publisher(url_path: str) -> None:
         _publish(url_path)
         if (room := _room()) is not None and room.get("trouble"):
             st.warning(room["trouble"], icon=":material/cloud_off:")
+        elif room is not None:
+            _seats(room)
+
+
+def _seats(room: dict[str, Any]) -> None:
+    """The presenter's count of followers, and how many seats one network address may hold."""
+    try:
+        status = rooms.store().status(room["id"])
+    except rooms.RoomError:
+        return
+    if status is None:
+        return
+    seats = rooms.store().seats
+    st.caption(
+        f"**{status.followers:,}** of {seats:,} seats taken (screens seen in the last "
+        f"{rooms.FOLLOWER_TTL_S} s); up to {status.per_client:,} per network address."
+    )
+
+
+def _per_client_input(room: dict[str, Any]) -> None:
+    """How many seats one network address may hold: a class behind one NAT address (a campus
+    network) needs it raised to the class's size."""
+    if _PER_CLIENT_KEY not in st.session_state:  # a reloaded presenter starts from the room's
+        try:
+            status = rooms.store().status(room["id"])
+        except rooms.RoomError:
+            status = None
+        st.session_state[_PER_CLIENT_KEY] = rooms.SEATS_PER_CLIENT if status is None else status.per_client
+    st.number_input(
+        "Seats per network address",
+        min_value=1,
+        max_value=rooms.store().seats,
+        key=_PER_CLIENT_KEY,
+        on_change=_set_per_client,
+        help="Students behind one address (a campus or school network) share this many seats: "
+        "raise it to your class's size if they do.",
+    )
+
+
+def _set_per_client() -> None:
+    room = _room()
+    try:
+        rooms.store().set_per_client(room["id"], room["secret"], int(st.session_state[_PER_CLIENT_KEY]))
+    except rooms.RoomError as err:
+        st.session_state[_ERROR] = f"Could not change the seats per address: {err}."
 
 
 def _start() -> None:
@@ -392,6 +449,7 @@ def _start() -> None:
     except rooms.RoomError as err:
         st.session_state[_ERROR] = f"Could not start a room: {err}."
     else:
+        st.session_state.pop(_PER_CLIENT_KEY, None)
         st.session_state[_ROOM] = {
             "id": room_id,
             "role": "present",
@@ -464,6 +522,7 @@ def sidebar(page) -> None:
             st.markdown(f"Presenting room **{room['id']}**. Students open:")
             st.code(link, language=None)
             st.image(qr_png(link), caption="Scan to follow", width=180)
+            _per_client_input(room)
             st.button("End the room", key="classroom_end", on_click=_end)
         elif room["following"]:
             st.markdown(f"Following room **{room['id']}**: your screen shows the presenter's.")
