@@ -28,6 +28,8 @@ with st.sidebar:
     ):
         figures.use_projector_sizes()
     follow.sidebar(page)
-with safety_net(f"the settings of {page.title}"):  # the last net: a section's own net is first
-    page.run()
-follow.after_page(page)
+try:
+    with safety_net(f"the settings of {page.title}"):  # the last net: a section's own net is first
+        page.run()
+finally:  # also after a page's st.stop (bad input): the presenter publishes, a follower's run ends
+    follow.after_page(page)

@@ -329,3 +329,34 @@ def test_a_room_that_aged_out_comes_back_to_its_presenter_only(app, monkeypatch)
     monkeypatch.setattr(classroom, "_cookies", dict)
     student = app(room=room_id)
     assert student.session_state[classroom._ROOM]["role"] == "follow" and not student.exception
+
+
+# ------------------------------------------------------------------ a presenter is always present
+
+
+def test_a_presenter_stopped_by_bad_input_still_publishes_and_followers_see_the_same_message(app):
+    presenter, room_id = start_room(app)
+    presenter.radio(key="in_src").set_value("typed matrices").run()
+    follower = app(room=room_id)
+    assert follower.text_area(key="in_Q").value == presenter.text_area(key="in_Q").value
+    before = rooms.store().version(room_id)
+    presenter.text_area(key="in_Q").set_value("1, 2\n3, x").run()  # a typo: the page stops at require()
+    assert any(i.value.startswith("Fix ") for i in presenter.info)  # (the oracle: the page did stop)
+    snap = rooms.store().snapshot(room_id)
+    assert snap.version == before + 1 and snap.payload["values"]["in_Q"] == "1, 2\n3, x"
+    follower.run()
+    assert follower.text_area(key="in_Q").value == "1, 2\n3, x"
+    assert [i.value for i in follower.info] == [i.value for i in presenter.info]  # the same "Fix …"
+    assert [e.value for e in follower.error] == [e.value for e in presenter.error]
+    assert follower.session_state[classroom._ROOM]["following"]  # still following, not exploring
+
+
+def test_a_stopped_presenter_keeps_checking_in(app, monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms(clock=clock))
+    presenter, room_id = start_room(app)
+    presenter.radio(key="in_src").set_value("typed matrices").run()
+    presenter.text_area(key="in_Q").set_value("oops").run()
+    clock.now = 60
+    presenter.run()  # what the sidebar publisher's one-second timer does, even on a stopped page
+    assert rooms.store().status(room_id).presenter_age_s == 0.0

@@ -76,10 +76,23 @@ def client_address() -> str:
     return peer if isinstance(peer, str) and peer else "unknown"
 
 
-def current_values() -> dict[str, Any]:
-    """This session's URL-synced widget values that can travel as JSON."""
+def _state_after_stop() -> Mapping[str, Any]:
+    """This session's state, readable in a ``finally`` after the page called st.stop: from then
+    on every st.session_state access raises Streamlit's StopException, its underlying store's
+    does not (Streamlit's runtime internals; st.session_state where they are missing)."""
+    from streamlit.runtime.state import get_session_state
+
+    safe = get_session_state()
+    state = getattr(safe, "_state", None)
+    return (
+        state.filtered_state if state is not None and hasattr(state, "filtered_state") else st.session_state
+    )
+
+
+def current_values(state: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """This session's (or ``state``'s) URL-synced widget values that can travel as JSON."""
     values = {}
-    for key, value in st.session_state.items():
+    for key, value in (st.session_state if state is None else state).items():
         if not key.startswith(KEEP_PREFIX) or key[len(KEEP_PREFIX) :] in PRIVATE_KEYS:
             continue
         try:
@@ -196,6 +209,7 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> None:
         return
     st.query_params[ROOM_PARAM] = room["id"]  # a reload keeps the room (the presenter's too)
     if room["role"] == "present":
+        room["full_run"] = True  # the sidebar's publisher only checks in until the page has run
         if room.pop("adopt", False):
             _adopt(room, page, pages_by_url)
         return
@@ -273,33 +287,39 @@ def _missing(room: dict[str, Any]) -> None:
 
 
 def after_page(page) -> None:
-    """Call in app.py after page.run(): the presenter publishes; a follower who changed a widget
-    starts exploring on their own."""
-    room = _room()
+    """Call in app.py after page.run(), in a ``finally``: also when the page stopped early (a
+    ``require`` on bad input) or raised. The presenter publishes what its page shows, the bad input
+    too, so followers show the same message; a follower's run is done (the next pushed one may
+    start); a follower who changed a widget starts exploring on their own."""
+    state = _state_after_stop()
+    room = state.get(_ROOM)
     if room is None:
         return
     if room["role"] == "present":
-        with st.sidebar:  # publishes now, after the page's widgets, and then every POLL_S
-            _publisher(page.url_path)
+        room["full_run"] = False
+        _publish(room, page.url_path, current_values(state))  # no element: after a stop, one would raise
         return
     push.finished(_session_id())  # this follower's run is done: the next one may start
     if room["following"] and room["seen"] >= 0:
-        now = current_values()
+        now = current_values(state)
         if any(now.get(k, v) != v for k, v in room["applied"].items()):
             room["following"] = False
             st.toast("You changed a control, so you are exploring on your own. **Rejoin** to follow again.")
 
 
-def _publish(url_path: str) -> None:
+def _publish(
+    room: dict[str, Any], url_path: str, values: dict[str, Any], check_in_only: bool = False
+) -> None:
     """Publish the view if it changed since this screen last sent it, else only check in (a
-    second tab of the same presenter, left idle, never overwrites the first)."""
-    room = _room()
-    payload = {"page": url_path, "values": current_values()}
+    second tab of the same presenter, left idle, never overwrites the first). ``check_in_only``:
+    the page has not run yet in this run (its widgets' values are not all kept yet)."""
+    payload = {"page": url_path, "values": values}
     store = rooms.store()
     try:
         text = rooms.encode_payload(payload)
+        unchanged = check_in_only or text == room["sent"]
         try:
-            version = store.publish(room["id"], room["secret"], None if text == room["sent"] else payload)
+            version = store.publish(room["id"], room["secret"], None if unchanged else payload)
         except rooms.RoomGone:
             if store.ended(room["id"]):
                 raise
@@ -313,7 +333,9 @@ def _publish(url_path: str) -> None:
         _leave(f"The room has stopped: {err}.")
         st.session_state[_SET_COOKIE] = ""
         return
-    room.update(version=version, sent=text, trouble=None)
+    room.update(version=version, trouble=None)
+    if not check_in_only:
+        room["sent"] = text
 
 
 def student_link(room_id: str, url_path: str) -> str:
@@ -393,7 +415,7 @@ def _publisher(url_path: str) -> None:
     second either way: a room whose presenter stops checking in ends."""
     room = _room()
     if room is not None and room["role"] == "present":
-        _publish(url_path)
+        _publish(room, url_path, current_values(), check_in_only=room.get("full_run", False))
         if (room := _room()) is not None and room.get("trouble"):
             st.warning(room["trouble"], icon=":material/cloud_off:")
         elif room is not None:
@@ -534,3 +556,5 @@ def sidebar(page) -> None:
             )
     if room is not None and room["role"] == "follow" and room["following"]:
         _watch()  # only followers poll: everyone else pays nothing
+    elif room is not None and room["role"] == "present":
+        _publisher(page.url_path)  # before the page: it checks in every POLL_S, whatever the page does
