@@ -10,6 +10,9 @@ from lab_ui.classroom import rooms
 
 @pytest.fixture(autouse=True)
 def fresh_store(monkeypatch):
+    """A fresh store that takes every view at once: these tests change views milliseconds apart
+    (the publish rate limit has its own tests)."""
+    monkeypatch.setattr(rooms, "PUBLISH_EVERY_S", 0.0)
     monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms())
 
 
@@ -360,3 +363,89 @@ def test_a_stopped_presenter_keeps_checking_in(app, monkeypatch):
     clock.now = 60
     presenter.run()  # what the sidebar publisher's one-second timer does, even on a stopped page
     assert rooms.store().status(room_id).presenter_age_s == 0.0
+
+
+# ------------------------------------------------------------------ fair seats and pushes, honest addresses
+
+
+def test_x_forwarded_for_is_believed_only_from_a_named_proxy(monkeypatch):
+    assert classroom.client_of("203.0.113.5", "10.9.9.9", frozenset()) == "203.0.113.5"  # no proxy
+    assert classroom.client_of("203.0.113.5", "10.9.9.9", frozenset({"127.0.0.1"})) == "203.0.113.5"
+    proxy = frozenset({"127.0.0.1"})
+    # the last entry is the one our nginx appended; earlier ones are whatever the client sent
+    assert classroom.client_of("127.0.0.1", "6.6.6.6, 198.51.100.7", proxy) == "198.51.100.7"
+    assert classroom.client_of("127.0.0.1", "", proxy) == "127.0.0.1"
+    assert classroom.client_of(None, None, proxy) == "unknown"
+    monkeypatch.setenv(classroom.TRUSTED_PROXIES_ENV, "127.0.0.1, 10.0.0.2  10.0.0.3")
+    assert classroom.trusted_proxies() == {"127.0.0.1", "10.0.0.2", "10.0.0.3"}
+    monkeypatch.delenv(classroom.TRUSTED_PROXIES_ENV)
+    assert classroom.trusted_proxies() == frozenset()
+
+
+def test_a_view_of_non_ascii_text_reaches_followers_and_an_oversize_one_stops_nothing(app):
+    presenter, room_id = start_room(app)
+    presenter.radio(key="in_src").set_value("typed matrices").run()
+    follower = app(room=room_id)
+    text = "𝔸" * 4000  # the text areas' cap, 4-byte characters (not a matrix: the page says so)
+    for key in ("in_Q", "in_K", "in_V"):
+        presenter.text_area(key=key).set_value(text).run()
+    follower.run()
+    assert follower.text_area(key="in_V").value == text and not follower.exception
+    room = presenter.session_state[classroom._ROOM]
+    # a view over the limit (only a hostile presenter could make one): said, and the room goes on
+    presenter.session_state["_keep_huge"] = "x" * rooms.MAX_PAYLOAD_BYTES
+    presenter.run()
+    assert any("keep your last view" in w.value for w in presenter.sidebar.warning)
+    assert presenter.session_state[classroom._ROOM] is room and rooms.store().status(room_id) is not None
+
+
+class _Loop:
+    def __init__(self):
+        self.later = []
+
+    def call_later(self, delay, fn, *args):
+        self.later.append((fn, args))
+
+
+class _Session:
+    def __init__(self, name, log):
+        from streamlit.proto.ClientState_pb2 import ClientState
+
+        self.name, self.log, self._client_state = name, log, ClientState()
+
+    def request_rerun(self, state):
+        assert state.fragment_id == ""  # the whole app
+        self.log.append(self.name)
+
+
+class _Manager:
+    def __init__(self, names, log):
+        self.sessions = {n: _Session(n, log) for n in names}
+
+    def get_active_session_info(self, session_id):
+        session = self.sessions.get(session_id)
+        return None if session is None else type("Info", (), {"session": session})()
+
+
+def test_pushed_reruns_take_turns_between_rooms():
+    """A room whose 40 followers are all waiting delays another room's follower by one rerun, not
+    by 40: each room with someone waiting gets one rerun per turn (one at a time, as finished()
+    starts the next)."""
+    from lab_ui.classroom import push
+
+    busy = [f"busy-{i}" for i in range(40)]
+    log: list[str] = []
+    loop, manager = _Loop(), _Manager([*busy, "teacher-student", "other-student"], log)
+    push._queues.clear(), push._turns.clear()
+    push._running[0] = None
+    push._enqueue(loop, manager, "busyroom", busy)
+    push._enqueue(loop, manager, "teacher", ["teacher-student"])
+    push._enqueue(loop, manager, "busyroom", busy[:5])  # woken again: queued once only
+    push._enqueue(loop, manager, "gone", ["closed-tab"])  # a closed tab is passed over
+    push._enqueue(loop, manager, "other", ["other-student"])
+    while push._running[0] is not None:
+        push._next(loop, manager)  # what finished() does when a rerun ends
+    # busy-0 started at once, and busyroom's next turn was queued before the others arrived
+    assert log[:4] == ["busy-0", "busy-1", "teacher-student", "other-student"]
+    assert sorted(log) == sorted([*busy, "teacher-student", "other-student"])  # everyone, once
+    assert not push._queues and not push._turns

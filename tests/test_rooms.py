@@ -5,6 +5,7 @@ started here on a free port, and killed and restarted where the test is about a 
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 import time
@@ -28,6 +29,12 @@ def redis_url(tmp_path_factory):
     server = RedisServer(tmp_path_factory.mktemp("redis"), persist=False).start()
     yield server.url
     server.stop(signal.SIGTERM)
+
+
+@pytest.fixture(autouse=True)
+def publish_at_once(monkeypatch):
+    """Tests that publish view after view without waiting take them all (one test sets the limit)."""
+    monkeypatch.setattr(rooms, "PUBLISH_EVERY_S", 0.0)
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -469,3 +476,43 @@ def test_the_operator_key_signs_for_every_replica(monkeypatch, request):
     monkeypatch.setenv(rooms.KEY_ENV, "short")
     with pytest.raises(rooms.RoomError, match=rooms.KEY_ENV):
         rooms.MemoryRooms()
+
+
+# ------------------------------------------------------------------ fair pushes, views that fit
+
+
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+def test_a_room_takes_a_new_view_at_most_every_half_second(backend, request):
+    clock = Clock()
+    kw = {"publish_every_s": 0.5}
+    store = rooms.MemoryRooms(clock=clock, **kw) if backend == "memory" else _redis(request, **kw)
+    room_id, secret = store.create()
+    assert store.publish(room_id, secret, {"values": {"L": 1}}) == 1
+    t0 = time.monotonic()
+    clock.now = 0.2
+    with pytest.raises(rooms.RoomBusy):
+        store.publish(room_id, secret, {"values": {"L": 2}})
+    if backend == "redis" and time.monotonic() - t0 >= 0.5:
+        pytest.fail("the second publish came too late to test the limit (a loaded machine?)")
+    assert store.status(room_id).presenter_age_s < 0.5  # the refused view still checked in
+    assert store.publish(room_id, secret, {"values": {"L": 1}}) == 1  # the same view is no new one
+    assert store.snapshot(room_id).payload == {"values": {"L": 1}}
+    clock.now = 0.6
+    if backend == "redis":
+        time.sleep(0.6)
+    assert store.publish(room_id, secret, {"values": {"L": 2}}) == 2
+
+
+def test_views_are_measured_on_their_utf8_bytes(store):
+    """Three text areas at their 4,000-character cap of 4-byte characters fit (48,000 bytes of
+    UTF-8; ASCII-escaped they would be 144,000 bytes); a view over the limit is refused with its size."""
+    room_id, secret = store.create()
+    text = "𝔸" * 4000
+    view = {"page": "playground", "values": {"in_Q": text, "in_K": text, "in_V": text}}
+    assert len(json.dumps(view).encode()) > rooms.MAX_PAYLOAD_BYTES  # the escaped form would not fit
+    assert store.publish(room_id, secret, view) == 1
+    assert store.snapshot(room_id).payload == view  # and it comes back intact
+    over = {"values": {"a": "é" * (rooms.MAX_PAYLOAD_BYTES // 2)}}  # 2 bytes each
+    with pytest.raises(rooms.ViewTooLarge, match=r"64\.0 KiB, more than the 64 KiB"):
+        store.publish(room_id, secret, over)
+    assert store.snapshot(room_id).payload == view

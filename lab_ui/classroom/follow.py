@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import os
 import re
 import secrets
 import time
@@ -67,13 +68,29 @@ def _cookies() -> Mapping[str, str]:
     return st.context.cookies
 
 
+TRUSTED_PROXIES_ENV = "ATTN_LAB_TRUSTED_PROXIES"  # proxy addresses whose X-Forwarded-For is believed
+
+
+def client_of(peer: object, forwarded: object, trusted: frozenset[str]) -> str:
+    """Who is asking, for the per-client limits: the socket's peer, unless that peer is a proxy the
+    operator named (``trusted``), whose X-Forwarded-For's last entry (the address that proxy itself
+    saw and appended) is the client. Anyone can send the header; only a named proxy is believed."""
+    peer = peer if isinstance(peer, str) and peer else "unknown"
+    if peer in trusted and isinstance(forwarded, str) and forwarded.strip():
+        return forwarded.split(",")[-1].strip()[:64] or peer
+    return peer
+
+
+def trusted_proxies(env: Mapping[str, str] | None = None) -> frozenset[str]:
+    """ATTN_LAB_TRUSTED_PROXIES: addresses separated by commas or spaces (deploy/serve.sh names
+    its nginx); empty by default, so a server with no proxy in front believes no header."""
+    raw = (os.environ if env is None else env).get(TRUSTED_PROXIES_ENV, "")
+    return frozenset(a for a in re.split(r"[,\s]+", raw) if a)
+
+
 def client_address() -> str:
-    """Who is asking, for the per-client room limit: behind the nginx of deploy/ the last
-    X-Forwarded-For entry (the one nginx itself appended), else the socket's peer."""
-    forwarded, peer = st.context.headers.get("X-Forwarded-For"), st.context.ip_address
-    if isinstance(forwarded, str) and forwarded.strip():
-        return forwarded.split(",")[-1].strip()
-    return peer if isinstance(peer, str) and peer else "unknown"
+    """This session's client address (client_of the socket's peer and its X-Forwarded-For)."""
+    return client_of(st.context.ip_address, st.context.headers.get("X-Forwarded-For"), trusted_proxies())
 
 
 def _state_after_stop() -> Mapping[str, Any]:
@@ -312,12 +329,17 @@ def _publish(
 ) -> None:
     """Publish the view if it changed since this screen last sent it, else only check in (a
     second tab of the same presenter, left idle, never overwrites the first). ``check_in_only``:
-    the page has not run yet in this run (its widgets' values are not all kept yet)."""
+    the page has not run yet in this run (its widgets' values are not all kept yet). A view the
+    room cannot take now (too soon after the last, or too large) is a check-in, and said."""
     payload = {"page": url_path, "values": values}
     store = rooms.store()
     try:
-        text = rooms.encode_payload(payload)
-        unchanged = check_in_only or text == room["sent"]
+        text, trouble = rooms.encode_payload(payload), None
+    except rooms.ViewTooLarge as err:
+        text, trouble = None, f"Your students keep your last view: {err}."
+        payload = {"page": url_path, "values": {}}
+    unchanged = check_in_only or text is None or text == room["sent"]
+    try:
         try:
             version = store.publish(room["id"], room["secret"], None if unchanged else payload)
         except rooms.RoomGone:
@@ -329,12 +351,15 @@ def _publish(
     except rooms.RoomsUnavailable:
         room["trouble"] = UNREACHABLE + " Your room is kept and re-published when it is back."
         return
+    except rooms.RoomBusy:
+        room["trouble"] = None  # checked in; `sent` stays, so the publisher's next tick sends it
+        return
     except rooms.RoomError as err:
         _leave(f"The room has stopped: {err}.")
         st.session_state[_SET_COOKIE] = ""
         return
-    room.update(version=version, trouble=None)
-    if not check_in_only:
+    room.update(version=version, trouble=trouble)
+    if not unchanged:
         room["sent"] = text
 
 

@@ -79,31 +79,54 @@ def wake(room_id: str) -> bool:
         return False
     loop, manager = found
     with contextlib.suppress(RuntimeError):  # the loop is closing: the server is stopping
-        loop.call_soon_threadsafe(_enqueue, loop, manager, sorted(followers(room_id)))
+        loop.call_soon_threadsafe(_enqueue, loop, manager, room_id, sorted(followers(room_id)))
     return True
 
 
 # One follower rerun at a time. Started all at once, 60 reruns fight over the GIL, each takes
 # several times longer and the backlog never drains (measured: p50 17 s for 60 followers on one
-# server, changes every 3 s). Back to back, the n-th follower is served after n reruns.
-_queue: collections.deque[str] = collections.deque()  # session ids waiting, touched on the loop only
+# server, changes every 3 s). Back to back, and fair between rooms: each room with followers
+# waiting gets one rerun per turn, so a room whose presenter changes the view twice a second
+# for its 40 followers delays another room's followers by one rerun each, not by 40.
+_queues: dict[str, dict[str, None]] = {}  # room id -> its sessions waiting, in order (loop only)
+_turns: collections.deque[str] = collections.deque()  # rooms with someone waiting, in turn order
 _running: list[str | None] = [None]  # the session whose pushed rerun is in flight
 STALL_S = 0.5  # a rerun that has not reported back by then (a closed tab, an error) is passed over
 
 
-def _enqueue(loop, manager, session_ids: list[str]) -> None:
+def _enqueue(loop, manager, room_id: str, session_ids: list[str]) -> None:
+    waiting = _queues.setdefault(room_id, {})
     for session_id in session_ids:
-        if session_id not in _queue and session_id != _running[0]:
-            _queue.append(session_id)
+        if session_id != _running[0]:
+            waiting.setdefault(session_id, None)
+    if waiting and room_id not in _turns:
+        _turns.append(room_id)
     if _running[0] is None:
         _next(loop, manager)
+
+
+def _pop_next() -> str | None:
+    """The next session to rerun: the first waiting one of the room whose turn it is."""
+    while _turns:
+        room_id = _turns.popleft()
+        waiting = _queues.get(room_id)
+        if not waiting:
+            _queues.pop(room_id, None)
+            continue
+        session_id = next(iter(waiting))
+        del waiting[session_id]
+        if waiting:
+            _turns.append(room_id)  # its next follower waits for every other room's turn
+        else:
+            del _queues[room_id]
+        return session_id
+    return None
 
 
 def _next(loop, manager) -> None:
     """On the event loop: start the next queued follower's rerun."""
     _running[0] = None
-    while _queue:
-        session_id = _queue.popleft()
+    while (session_id := _pop_next()) is not None:
         info = manager.get_active_session_info(session_id)
         if info is None:  # the tab was closed
             unregister(session_id)

@@ -61,7 +61,9 @@ FOLLOWER_TTL_S = 90  # a follower's seat is freed 90 s after its last check (a b
 ISSUED_TTL_S = 12 * 3600  # a presenter's secret restores its room for this long (the cookie's life)
 KEY_ENV = "ATTN_LAB_SECRET"  # the key that signs presenter secrets (any string of 32+ characters)
 ENDED_TTL_S = 600  # how long "the presenter ended this room" is remembered for late followers
-MAX_PAYLOAD_BYTES = 64 * 1024  # a view is a page name and a few dozen widget values
+MAX_PAYLOAD_BYTES = 64 * 1024  # a view is a page name and a few dozen widget values (UTF-8 JSON:
+#                                three 4,000-character text areas of 4-byte characters fit)
+PUBLISH_EVERY_S = 0.5  # a room takes a new view at most this often (each wakes every follower)
 ROOM_ID = re.compile(r"^[a-z2-9]{6}$")  # what a room id looks like in a link
 _ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"  # no 0/o, 1/l: ids are read off a projector
 
@@ -92,6 +94,10 @@ class RoomError(ValueError):
 
 class RoomGone(RoomError):
     """The room is not in the store: ended, expired, or lost by a store that restarted."""
+
+
+class RoomBusy(RoomError):
+    """The room took a new view less than PUBLISH_EVERY_S ago: send this one again shortly."""
 
 
 class RoomsUnavailable(RoomError):
@@ -240,11 +246,19 @@ def _check_secret(stored_digest: str, secret: object) -> None:
 
 
 def encode_payload(payload: dict[str, Any]) -> str:
-    """Canonical JSON (sorted keys) so that equal views compare equal; bounded in size."""
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    if len(text.encode()) > MAX_PAYLOAD_BYTES:
-        raise RoomError(f"a room's view is limited to {MAX_PAYLOAD_BYTES // 1024} KiB")
+    """Canonical JSON (sorted keys) so that equal views compare equal; bounded in size, measured
+    on the UTF-8 bytes stored (not ASCII-escaped: a 4-byte character costs 4 bytes, not 12)."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    size = len(text.encode())
+    if size > MAX_PAYLOAD_BYTES:
+        raise ViewTooLarge(
+            f"this view is {size / 1024:,.1f} KiB, more than the {MAX_PAYLOAD_BYTES // 1024} KiB a room shares"
+        )
     return text
+
+
+class ViewTooLarge(RoomError):
+    """A view over MAX_PAYLOAD_BYTES: not shared, the room goes on."""
 
 
 def _full(max_rooms: int) -> RoomError:
@@ -264,6 +278,10 @@ def _per_client(seats: object, room_seats: int) -> int:
     return seats
 
 
+def _busy() -> RoomBusy:
+    return RoomBusy(f"a room takes a new view at most every {PUBLISH_EVERY_S:g} s")
+
+
 def _gone(room_id: str) -> RoomGone:
     return RoomGone(f"room {room_id!r} has ended or expired")
 
@@ -277,8 +295,10 @@ class MemoryRooms:
         ttl_s: float = PRESENTER_TTL_S,
         clock: Callable[[], float] = time.monotonic,
         max_followers: int | None = None,
+        publish_every_s: float | None = None,
     ):
         self._rooms: dict[str, dict[str, Any]] = {}
+        self._publish_every_s = PUBLISH_EVERY_S if publish_every_s is None else publish_every_s
         self._ended: dict[str, float] = {}
         self._creates: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
@@ -304,6 +324,7 @@ class MemoryRooms:
             "seen": self._clock(),
             "followers": {},  # session -> (last check-in, client address)
             "per_client": SEATS_PER_CLIENT,
+            "published": -float("inf"),  # when the last new view was taken
         }
 
     def _creations(self, client: str) -> deque[float]:
@@ -358,10 +379,12 @@ class MemoryRooms:
             if room is None:
                 raise _gone(room_id)
             _check_secret(room["digest"], secret)
-            room["seen"] = self._clock()
+            room["seen"] = now = self._clock()
             changed = text is not None and text != room["text"]
+            if changed and now - room["published"] < self._publish_every_s:
+                raise _busy()
             if changed:
-                room["text"], room["version"] = text, room["version"] + 1
+                room["text"], room["version"], room["published"] = text, room["version"] + 1, now
             version = room["version"]
         if changed:
             _notify(room_id)
@@ -456,24 +479,31 @@ return 1
 """
 )
 
-# KEYS: room hash, live-rooms zset. ARGV: id, digest, ttl, text ('' = a check-in only), channel.
-# Returns the version, -1 missing, -2 wrong secret. The digest is compared with ==: it is the
-# SHA-256 of a 192-bit random secret, so timing reveals nothing usable about the secret.
+# KEYS: room hash, live-rooms zset. ARGV: id, digest, ttl, text ('' = a check-in only), channel,
+# seconds between new views. Returns the version, -1 missing, -2 wrong secret, -3 too soon (checked
+# in, view not taken). The digest is compared with ==: it is the SHA-256 of a secret with a
+# 96-bit random nonce and a 128-bit HMAC, so timing reveals nothing usable about the secret.
 _PUBLISH = (
     _NOW
     + """
-local h = redis.call('HMGET', KEYS[1], 'digest', 'version', 'text')
+local h = redis.call('HMGET', KEYS[1], 'digest', 'version', 'text', 'published')
 if not h[1] then return -1 end
 if h[1] ~= ARGV[2] then return -2 end
 local v = tonumber(h[2])
+local busy = false
 if ARGV[4] ~= '' and ARGV[4] ~= h[3] then
-  v = v + 1
-  redis.call('HSET', KEYS[1], 'version', v, 'text', ARGV[4])
-  redis.call('PUBLISH', ARGV[5], ARGV[1])
+  if h[4] and now - tonumber(h[4]) < tonumber(ARGV[6]) then
+    busy = true
+  else
+    v = v + 1
+    redis.call('HSET', KEYS[1], 'version', v, 'text', ARGV[4], 'published', now)
+    redis.call('PUBLISH', ARGV[5], ARGV[1])
+  end
 end
 redis.call('HSET', KEYS[1], 'seen', now)
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])
+if busy then return -3 end
 return v
 """
 )
@@ -557,9 +587,11 @@ class RedisRooms:
         max_rooms: int = MAX_ROOMS,
         ttl_s: int = PRESENTER_TTL_S,
         max_followers: int | None = None,
+        publish_every_s: float | None = None,
     ):
         import redis  # only where Redis is configured
 
+        self._publish_every_s = PUBLISH_EVERY_S if publish_every_s is None else publish_every_s
         self._r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=2, socket_connect_timeout=2)
         self._max, self._ttl = max_rooms, int(ttl_s)
         self.seats = room_seats() if max_followers is None else max_followers
@@ -644,13 +676,14 @@ class RedisRooms:
         if not isinstance(secret, str):
             raise RoomError("only the presenter who started this room can change it")
         keys = [self._key_of(room_id), self.LIVE]
-        version = int(
-            self._publish(keys=keys, args=[room_id, _digest(secret), self._ttl, text, self.CHANNEL])
-        )
+        args = [room_id, _digest(secret), self._ttl, text, self.CHANNEL, self._publish_every_s]
+        version = int(self._publish(keys=keys, args=args))
         if version == -1:
             raise _gone(room_id)
         if version == -2:
             raise RoomError("only the presenter who started this room can change it")
+        if version == -3:
+            raise _busy()
         return version
 
     @_redis_call
