@@ -35,6 +35,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.client import (  # benchmarks/harness/
@@ -51,6 +52,8 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 KEY = "in_L"
+LABEL = "L (queries)"  # the slider's label: a follower shown the presenter's frame reads it as text
+SETTING = re.compile(r"^(.+?): `(.*)`$")  # lab_ui.classroom.frames: a control drawn as "label: `value`"
 ROOM = re.compile(r"Presenting room \*\*([a-z2-9]{6})\*\*")
 COOKIE = re.compile(r"attn_lab_presenter=([a-z2-9]{6}\.[A-Za-z0-9_-]+)")  # lab_ui.classroom.follow.COOKIE
 REFUSED = -1  # what follower() returns for a screen the room refused a seat
@@ -69,6 +72,8 @@ class Client(Session):
         self.shown: dict[str, float] = {}
         self.alerts: list[str] = []  # warnings the sidebar showed
         self.cookie = ""  # what the page's script would store in the browser
+        self.settings: dict[str, str] = {}  # the presenter's controls as a frame shows them
+        self.on_frame = False  # the last value came as the frame's text line, not as a widget
 
     def _read(self, fwd: ForwardMsg, kind: str | None) -> None:
         if kind == "auto_rerun":
@@ -79,6 +84,11 @@ class Client(Session):
         which = element.WhichOneof("type") if element is not None else None
         if which == "markdown":
             self.markdown.append(element.markdown.body)
+            if m := SETTING.match(element.markdown.body):
+                self.settings[m.group(1)] = m.group(2)
+                self.on_frame = m.group(1) == LABEL or self.on_frame
+        elif which == "slider" and element.slider.id.endswith("-" + KEY):
+            self.on_frame = False  # the page ran: the slider itself shows the value
         elif which == "alert":
             self.alerts.append(element.alert.body)
         elif which == "html" and (m := COOKIE.search(element.html.body)):
@@ -86,7 +96,10 @@ class Client(Session):
 
     def value(self, key: str) -> float:
         """The widget's value as the browser would show it: a run that sets it from the server
-        (set_value) moves it; a run that does not leaves the browser's value where it was."""
+        (set_value) moves it; a run that does not leaves the browser's value where it was. On the
+        presenter's frame (no widget), the value its text line shows."""
+        if self.on_frame:
+            return float(self.settings[LABEL])
         _, w = self.find_widget(key)
         if w.set_value or key not in self.shown:
             self.shown[key] = (list(w.value) if w.set_value else list(w.default))[0]
@@ -116,6 +129,8 @@ class Shared:
     recovered_s: float | None = None  # presenter reload: until it presents the room again
     notes: list[str] = field(default_factory=list)
     restart: asyncio.Task | None = None  # redis-kill: the pending restart
+    cpu: Callable[[], float] | None = None  # the server processes' CPU seconds so far
+    cpu_marks: list[float] = field(default_factory=list)  # at the first change, after the last
 
 
 async def _open(
@@ -175,6 +190,8 @@ async def _present(
     ready.set_result(room)
     await asyncio.sleep(every)
     changed, back = widget_states_for(*client.find_widget(KEY))  # L+1 and L, alternately
+    if shared.cpu is not None:
+        shared.cpu_marks.append(shared.cpu())
     for i in range(changes):
         if i == changes // 2 and fault is not None:
             shared.fault_at = time.perf_counter()
@@ -188,6 +205,8 @@ async def _present(
         for t in timers:
             t.cancel()
         await asyncio.gather(*timers, return_exceptions=True)
+    if shared.cpu is not None:
+        shared.cpu_marks.append(shared.cpu())
     await client.ws.close()
 
 
@@ -368,7 +387,8 @@ def main() -> int:
     with target as server:
         for url in getattr(server, "warm_urls", [server.ws]):  # each replica imports torch and the page once
             asyncio.run(_warm(url))
-        shared = Shared()
+        pids = list(server.replica_pids().values()) if args.replicas else [server.proc.pid]
+        shared = Shared(cpu=lambda: sum(cpu_seconds(pid) for pid in pids))
         outage = args.down if args.fault == "redis-kill" else 0.0
         fault = {
             None: None,
@@ -378,13 +398,19 @@ def main() -> int:
         res = asyncio.run(
             run(server.ws, args.followers, args.changes, args.every, fault and fault(), shared, outage)
         )
-        pids = list(server.replica_pids().values()) if args.replicas else [server.proc.pid]
-        cpu = sum(cpu_seconds(pid) for pid in pids)
+        cpu = shared.cpu()
     d = sorted(res["delays"])
     pct = (lambda q: d[min(len(d) - 1, int(q / 100 * len(d)))] * 1000) if d else (lambda q: float("nan"))
     where = f"{args.replicas} replicas behind nginx" if args.replicas else "one server"
     print(f"{args.followers} followers, {args.changes} changes every {args.every:g} s, {where}")
     print(f"follow p50 {pct(50):.0f} ms, p95 {pct(95):.0f} ms, max {pct(100):.0f} ms over {len(d)} views")
+    if len(shared.cpu_marks) == 2 and args.changes:
+        during = shared.cpu_marks[1] - shared.cpu_marks[0]  # the presenter's runs and check-ins too
+        seated = max(1, args.followers - res["refused"])
+        print(
+            f"server CPU while changing {during:.2f} s: {during / args.changes * 1000:.0f} ms per change, "
+            f"{during / args.changes / seated * 1000:.1f} ms per follower per change"
+        )
     print(
         f"refused {res['refused']}, missed {res['missed']}; server CPU {cpu:.1f} s; "
         f"load average {os.getloadavg()[0]:.2f}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from lab_ui.classroom import follow as classroom
@@ -14,6 +16,20 @@ def fresh_store(monkeypatch):
     (the publish rate limit has its own tests)."""
     monkeypatch.setattr(rooms, "PUBLISH_EVERY_S", 0.0)
     monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms())
+    monkeypatch.setattr(classroom, "_frame_cache", {})
+
+
+@pytest.fixture(autouse=True)
+def followers_run_the_page(request, monkeypatch):
+    """Most tests here drive a follower's own widgets: the path a follower takes when there is no
+    frame of the presenter's page (a view changed in a fragment, a frame too large). Tests that
+    ask for `frames_on` see the presenter's frame instead, as followers do by default."""
+    monkeypatch.setattr(classroom, "VIEW_FRAMES", "frames_on" in request.fixturenames)
+
+
+@pytest.fixture
+def frames_on():
+    """Followers see the presenter's page as drawn (lab_ui.classroom.frames)."""
 
 
 def start_room(app, page="pages/playground.py"):
@@ -449,3 +465,100 @@ def test_pushed_reruns_take_turns_between_rooms():
     assert log[:4] == ["busy-0", "busy-1", "teacher-student", "other-student"]
     assert sorted(log) == sorted([*busy, "teacher-student", "other-student"])  # everyone, once
     assert not push._queues and not push._turns
+
+
+# ------------------------------------------------------------------ followers see the presenter's page as drawn
+
+
+def _figures(at) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def test_a_follower_sees_the_presenters_figures_and_they_update(app, frames_on):
+    presenter, room_id = start_room(app)
+    presenter.radio(key="in_src").set_value("random").run()
+    follower = app(room=room_id)
+    room = follower.session_state[classroom._ROOM]
+    assert room["viewing"] and not follower.exception
+    assert _figures(follower) == _figures(presenter) and len(_figures(presenter)) >= 3
+    assert [t.value for t in follower.title] == ["Attention Playground"]
+    assert not follower.get("slider")  # the presenter's controls are text on this screen...
+    assert any(m.value == "L (queries): `6`" for m in follower.sidebar.markdown)  # ...with their values
+    assert classroom._COOKIE_BOX not in str(follower.sidebar)  # nothing of the presenter's sidebar box
+    before = _figures(follower)
+    presenter.slider(key="in_L").set_value(9).run()
+    follower.run()
+    assert _figures(follower) == _figures(presenter) != before
+    assert any(m.value == "L (queries): `9`" for m in follower.sidebar.markdown)
+    # the page did not run for the follower: its own session never made the page's widgets
+    assert "in_L" not in follower.session_state or follower.session_state["in_L"] == 9
+
+
+def test_a_follower_takes_control_at_the_presenters_state(app, frames_on):
+    presenter, room_id = start_room(app)
+    presenter.radio(key="in_src").set_value("random").run()
+    presenter.slider(key="in_L").set_value(9).run()
+    presenter.slider(key="in_dk").set_value(5).run()
+    follower = app(room=room_id)
+    assert follower.session_state[classroom._ROOM]["viewing"]
+    assert follower.sidebar.button(key="classroom_leave").label == "Take control"
+    follower.button(key="classroom_leave").click().run()
+    assert not follower.session_state[classroom._ROOM]["following"]
+    assert follower.slider(key="in_L").value == 9 and follower.slider(key="in_dk").value == 5
+    assert _figures(follower) == _figures(presenter)  # the full page, computed here, at her state
+    follower.slider(key="in_L").set_value(3).run()  # and it is the student's to change
+    assert _figures(follower) != _figures(presenter)
+    follower.button(key="classroom_rejoin").click().run()
+    assert _figures(follower) == _figures(presenter)
+
+
+def test_followers_see_the_presenters_error_state(app, frames_on):
+    presenter, room_id = start_room(app)
+    presenter.radio(key="in_src").set_value("typed matrices").run()
+    follower = app(room=room_id)
+    presenter.text_area(key="in_Q").set_value("1, 2\n3, x").run()  # the page stops at require()
+    follower.run()
+    assert [i.value for i in follower.info] == [i.value for i in presenter.info] != []
+    assert [e.value for e in follower.error] == [e.value for e in presenter.error]
+    assert not follower.get("plotly_chart")  # not the stale figures of the last good view
+
+
+def test_a_view_changed_in_a_fragment_is_run_by_the_follower(app, frames_on, monkeypatch):
+    """No frame for the room's latest view (it came from a fragment run, or was too large): the
+    follower runs the page at the presenter's values, as before frames existed."""
+    presenter, room_id = start_room(app)
+    presenter.radio(key="in_src").set_value("random").run()
+    monkeypatch.setattr(rooms.store(), "frame", lambda room_id: None)
+    monkeypatch.setattr(rooms.store(), "frame_view", lambda room_id: None)
+    follower = app(room=room_id)
+    assert not follower.session_state[classroom._ROOM]["viewing"]
+    assert follower.slider(key="in_L").value == presenter.slider(key="in_L").value
+    assert _figures(follower) == _figures(presenter)
+
+
+def test_a_frame_never_carries_what_only_the_presenters_server_can_serve():
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    from lab_ui.classroom import frames
+
+    def delta(path, fill):
+        msg = ForwardMsg()
+        msg.metadata.delta_path.extend(path)
+        fill(msg.delta.new_element)
+        return msg
+
+    kept = [
+        frames._keep(delta([0, 5], lambda e: setattr(e.markdown, "body", "hello"))),
+        frames._keep(delta([0, 6], lambda e: e.imgs.imgs.add().__setattr__("url", "/media/x.png"))),
+        frames._keep(delta([1, 7], lambda e: setattr(e.html, "body", "<script>x</script>"))),
+        frames._keep(delta([1, 8], lambda e: setattr(e.download_button, "url", "/media/a.csv"))),
+        frames._keep(delta([2, 0], lambda e: setattr(e.toast, "body", "hi"))),  # the event container
+    ]
+    assert kept[0].delta.new_element.markdown.body == "hello"
+    for dropped in kept[1:4]:
+        assert dropped.delta.new_element.WhichOneof("type") == "empty"
+    assert kept[4] is None
+    frame = frames.frame_of([k for k in kept if k is not None])
+    assert [list(m.metadata.delta_path) for m in frame.messages] == [[0, 0], [0, 1], [1, 0], [1, 1]]
+    again = frames.Frame.decode(frame.encode())
+    assert [m.delta for m in again.messages] == [m.delta for m in frame.messages]

@@ -22,19 +22,21 @@ the last view while the page retries.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import json
 import os
 import re
 import secrets
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
 import streamlit as st
 
-from lab_ui.classroom import push, rooms
+from lab_ui.classroom import frames, push, rooms
 from lab_ui.widgets import KEEP_PREFIX
 
 ROOM_PARAM = "room"  # the student link's query parameter
@@ -218,38 +220,40 @@ def _join_from_link() -> None:
         st.session_state[_ROOM] = _follower(room_id)
 
 
-def before_page(page, pages_by_url: Mapping[str, Any]) -> None:
-    """Call in app.py after st.navigation and before page.run()."""
+def before_page(page, pages_by_url: Mapping[str, Any]) -> bool:
+    """Call in app.py after st.navigation and before page.run(). True when it drew the
+    presenter's page for a follower (lab_ui.classroom.frames): then app.py does not run the page."""
     _join_from_link()
     room = _room()
     if room is None:
-        return
+        return False
     st.query_params[ROOM_PARAM] = room["id"]  # a reload keeps the room (the presenter's too)
     if room["role"] == "present":
         room["full_run"] = True  # the sidebar's publisher only checks in until the page has run
         if room.pop("adopt", False):
             _adopt(room, page, pages_by_url)
-        return
+        return False
+    room["viewing"] = False
     session_id = _session_id()
     if not room["following"]:
         push.unregister(session_id)
-        return
+        return False
     try:
         seat = rooms.store().follow(room["id"], _seat(), client_address())
         snap = rooms.store().snapshot(room["id"])
     except rooms.RoomsUnavailable:
         room["trouble"] = UNREACHABLE  # the sidebar's poll shows it and retries
-        return
+        return False
     except rooms.RoomGone:
         seat, snap = rooms.Seat.TAKEN, None
     room["trouble"] = None
     if snap is None:
         _missing(room)
-        return
+        return False
     room["missing_since"] = None
     if seat is not rooms.Seat.TAKEN:
         _leave(_refusal(room["id"], seat))
-        return
+        return False
     push.register(room["id"], session_id)
     target = snap.payload.get("page")
     elsewhere = isinstance(target, str) and target != page.url_path and target in pages_by_url
@@ -259,7 +263,7 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> None:
         room["following"] = False
         push.unregister(session_id)
         st.toast("You opened another page, so you are exploring on your own. **Rejoin** to follow again.")
-        return
+        return False
     if snap.version != room["seen"]:
         values = snap.payload.get("values", {})
         if isinstance(values, Mapping):
@@ -268,6 +272,39 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> None:
         room["seen"] = snap.version
     if elsewhere:
         st.switch_page(pages_by_url[target], query_params={ROOM_PARAM: room["id"]})
+    frame = _frame_for(room["id"], snap) if VIEW_FRAMES else None
+    room["viewing"] = frame is not None and frames.show(frame)
+    return room["viewing"]
+
+
+VIEW_FRAMES = os.environ.get("ATTN_LAB_FOLLOW_FRAMES", "1") != "0"  # 0: followers run the page
+_FRAME_CACHE_ROOMS = 16  # frames decoded in this process (one per room, latest rooms kept)
+_frame_cache: dict[str, tuple[str, frames.Frame]] = {}  # room id -> (view key, frame)
+_frame_lock = threading.Lock()
+
+
+def _frame_for(room_id: str, snap: rooms.Snapshot) -> frames.Frame | None:
+    """The presenter's drawn page for this snapshot's view, fetched and decoded once per process
+    and view; None when there is none (the view came from a fragment run, the frame was too large,
+    or the store cannot be reached): the follower then runs the page."""
+    with _frame_lock:
+        cached = _frame_cache.get(room_id)
+        if cached is not None and cached[0] == snap.view:
+            return cached[1]
+        try:
+            if rooms.store().frame_view(room_id) != snap.view:
+                return None
+            found = rooms.store().frame(room_id)
+        except rooms.RoomError:
+            return None
+        if found is None or found[0] != snap.view:
+            return None
+        frame = frames.Frame.decode(found[1])
+        _frame_cache.pop(room_id, None)
+        _frame_cache[room_id] = (snap.view, frame)
+        while len(_frame_cache) > _FRAME_CACHE_ROOMS:
+            del _frame_cache[next(iter(_frame_cache))]
+        return frame
 
 
 def _refusal(room_id: str, seat: rooms.Seat) -> str:
@@ -303,18 +340,35 @@ def _missing(room: dict[str, Any]) -> None:
         _leave("The room is gone: its presenter did not bring it back. You keep the last view.")
 
 
-def after_page(page) -> None:
+@contextlib.contextmanager
+def recording(drawn: list):
+    """Around page.run() in app.py: a presenter's run records what its page draws into ``drawn``
+    (lab_ui.classroom.frames), for after_page to share; anyone else's records nothing."""
+    room = _room()
+    if room is None or room["role"] != "present":
+        yield
+        return
+    with frames.recording() as got:
+        try:
+            yield
+        finally:
+            drawn.extend(got)
+
+
+def after_page(page, drawn: list | None = None) -> None:
     """Call in app.py after page.run(), in a ``finally``: also when the page stopped early (a
     ``require`` on bad input) or raised. The presenter publishes what its page shows, the bad input
-    too, so followers show the same message; a follower's run is done (the next pushed one may
-    start); a follower who changed a widget starts exploring on their own."""
+    too, and the page as drawn (``drawn``, from `recording`), so followers show the same; a
+    follower's run is done (the next pushed one may start); a follower who changed a widget starts
+    exploring on their own."""
     state = _state_after_stop()
     room = state.get(_ROOM)
     if room is None:
         return
     if room["role"] == "present":
         room["full_run"] = False
-        _publish(room, page.url_path, current_values(state))  # no element: after a stop, one would raise
+        # no element here: after a stop, drawing one would raise
+        _publish(room, page.url_path, current_values(state), drawn=drawn)
         return
     push.finished(_session_id())  # this follower's run is done: the next one may start
     if room["following"] and room["seen"] >= 0:
@@ -325,7 +379,11 @@ def after_page(page) -> None:
 
 
 def _publish(
-    room: dict[str, Any], url_path: str, values: dict[str, Any], check_in_only: bool = False
+    room: dict[str, Any],
+    url_path: str,
+    values: dict[str, Any],
+    check_in_only: bool = False,
+    drawn: list | None = None,
 ) -> None:
     """Publish the view if it changed since this screen last sent it, else only check in (a
     second tab of the same presenter, left idle, never overwrites the first). ``check_in_only``:
@@ -340,6 +398,8 @@ def _publish(
         payload = {"page": url_path, "values": {}}
     unchanged = check_in_only or text is None or text == room["sent"]
     try:
+        if drawn and text is not None:
+            _put_frame(room, text, drawn)  # before the view: a follower woken by it finds its frame
         try:
             version = store.publish(room["id"], room["secret"], None if unchanged else payload)
         except rooms.RoomGone:
@@ -361,6 +421,20 @@ def _publish(
     room.update(version=version, trouble=trouble)
     if not unchanged:
         room["sent"] = text
+
+
+def _put_frame(room: dict[str, Any], text: str, drawn: list) -> None:
+    """Share the page as drawn for the view ``text``, once per view (RoomGone: the publish that
+    follows restores the room, and the next run shares the frame)."""
+    view = rooms.view_key(text)
+    if room.get("framed") == view:
+        return
+    frame = frames.frame_of(drawn)
+    if frame is None:
+        return  # too large to share: followers run the page
+    with contextlib.suppress(rooms.RoomGone):
+        rooms.store().put_frame(room["id"], room["secret"], view, frame.encode())
+        room["framed"] = view
 
 
 def student_link(room_id: str, url_path: str) -> str:
@@ -573,7 +647,16 @@ def sidebar(page) -> None:
             st.button("End the room", key="classroom_end", on_click=_end)
         elif room["following"]:
             st.markdown(f"Following room **{room['id']}**: your screen shows the presenter's.")
-            st.button("Explore on my own", key="classroom_leave", on_click=_follow, args=(False,))
+            if room.get("viewing"):
+                st.caption("You see the presenter's page as drawn; its controls are theirs.")
+            st.button(
+                "Take control" if room.get("viewing") else "Explore on my own",
+                key="classroom_leave",
+                on_click=_follow,
+                args=(False,),
+                help="Opens the full page at the presenter's settings, yours to change. "
+                "**Rejoin** follows again.",
+            )
         else:
             st.markdown(f"Exploring on your own (room **{room['id']}**).")
             st.button(

@@ -42,7 +42,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
@@ -112,6 +112,7 @@ def _unavailable() -> RoomsUnavailable:
 class Snapshot:
     version: int
     payload: dict[str, Any]
+    view: str = field(default="", compare=False)  # view_key of the stored text: names its frame
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,16 @@ class RoomStore(Protocol):
 
     def ended(self, room_id: str) -> bool:
         """Whether the room's presenter ended it (in the last ENDED_TTL_S)."""
+
+    def put_frame(self, room_id: str, secret: str, view: str, blob: bytes) -> None:
+        """Keep the presenter's drawn page (lab_ui.classroom.frames) for the view whose
+        `view_key` is ``view``; only the latest frame of a room is kept."""
+
+    def frame(self, room_id: str) -> tuple[str, bytes] | None:
+        """The room's latest frame: (its view key, its bytes), or None."""
+
+    def frame_view(self, room_id: str) -> str | None:
+        """The view key of the room's latest frame, or None (a small read)."""
 
     def follow(self, room_id: str, session: str, client: str = "") -> Seat:
         """Take or refresh ``session``'s seat (``client``: its address, for the per-client limit)."""
@@ -259,6 +270,21 @@ def encode_payload(payload: dict[str, Any]) -> str:
 
 class ViewTooLarge(RoomError):
     """A view over MAX_PAYLOAD_BYTES: not shared, the room goes on."""
+
+
+def view_key(text: str) -> str:
+    """What names a view (its canonical JSON, `encode_payload`) for the frame drawn from it."""
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+MAX_FRAME_BYTES = 4 * 2**20  # one page as drawn (lab_ui.classroom.frames); larger ones are not kept
+
+
+def _check_frame(view: object, blob: object) -> None:
+    if not isinstance(view, str) or len(view) != 32 or not isinstance(blob, bytes):
+        raise RoomError("a frame is a view key and bytes")
+    if len(blob) > MAX_FRAME_BYTES:
+        raise RoomError(f"a room keeps frames up to {MAX_FRAME_BYTES // 2**20} MiB")
 
 
 def _full(max_rooms: int) -> RoomError:
@@ -407,7 +433,9 @@ class MemoryRooms:
     def snapshot(self, room_id: str) -> Snapshot | None:
         with self._lock:
             room = self._live(room_id)
-            return None if room is None else Snapshot(room["version"], json.loads(room["text"]))
+            if room is None:
+                return None
+            return Snapshot(room["version"], json.loads(room["text"]), view_key(room["text"]))
 
     def close(self, room_id: str, secret: str) -> None:
         with self._lock:
@@ -448,6 +476,24 @@ class MemoryRooms:
                 raise _gone(room_id)
             _check_secret(room["digest"], secret)
             room["per_client"] = seats
+
+    def put_frame(self, room_id: str, secret: str, view: str, blob: bytes) -> None:
+        _check_frame(view, blob)
+        with self._lock:
+            room = self._live(room_id)
+            if room is None:
+                raise _gone(room_id)
+            _check_secret(room["digest"], secret)
+            room["frame"] = (view, blob)
+
+    def frame(self, room_id: str) -> tuple[str, bytes] | None:
+        with self._lock:
+            room = self._live(room_id)
+            return None if room is None else room.get("frame")
+
+    def frame_view(self, room_id: str) -> str | None:
+        found = self.frame(room_id)
+        return None if found is None else found[0]
 
     def __len__(self) -> int:
         with self._lock:
@@ -543,6 +589,17 @@ return 1
 """
 )
 
+# KEYS: room hash, frame hash. ARGV: digest, view key, frame bytes, ttl.
+# Returns 1 kept, -1 no room, -2 wrong secret.
+_PUT_FRAME = """
+local d = redis.call('HGET', KEYS[1], 'digest')
+if not d then return -1 end
+if d ~= ARGV[1] then return -2 end
+redis.call('HSET', KEYS[2], 'view', ARGV[2], 'blob', ARGV[3])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+return 1
+"""
+
 # KEYS: room hash. ARGV: digest, seats per client. Returns 1 set, -1 missing, -2 wrong secret.
 _PER_CLIENT = """
 local d = redis.call('HGET', KEYS[1], 'digest')
@@ -578,6 +635,7 @@ class RedisRooms:
     ENDED = "attn_lab:ended:"
     CREATES = "attn_lab:creates:"
     FOLLOWERS = "attn_lab:followers:"
+    FRAME = "attn_lab:frame:"  # a room's latest drawn page (view key, bytes)
     KEY = "attn_lab:signing-key"  # the shared key that signs presenter secrets (without ATTN_LAB_SECRET)
     CHANNEL = "attn_lab:room-changed"  # every replica hears every room's changes
 
@@ -603,6 +661,9 @@ class RedisRooms:
         self._status = self._r.register_script(_STATUS)
         self._follow = self._r.register_script(_FOLLOW)
         self._per_client = self._r.register_script(_PER_CLIENT)
+        # frames are bytes: a client that does not decode them
+        self._raw = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        self._put_frame = self._raw.register_script(_PUT_FRAME)
         threading.Thread(target=self._listen, name="rooms-redis-listener", daemon=True).start()
 
     def _listen(self) -> None:
@@ -703,7 +764,7 @@ class RedisRooms:
     @_redis_call
     def snapshot(self, room_id: str) -> Snapshot | None:
         version, text = self._r.hmget(self._key_of(room_id), "version", "text")
-        return None if version is None else Snapshot(int(version), json.loads(text))
+        return None if version is None else Snapshot(int(version), json.loads(text), view_key(text))
 
     @_redis_call
     def close(self, room_id: str, secret: str) -> None:
@@ -712,7 +773,7 @@ class RedisRooms:
             _check_secret(digest, secret)
             with self._r.pipeline() as pipe:  # MULTI: the tombstone and the deletion together
                 pipe.set(self.ENDED + room_id, 1, ex=ENDED_TTL_S)
-                pipe.delete(self._key_of(room_id), self.FOLLOWERS + room_id)  # per-client sets expire
+                pipe.delete(self._key_of(room_id), self.FOLLOWERS + room_id, self.FRAME + room_id)
                 pipe.zrem(self.LIVE, room_id)
                 pipe.publish(self.CHANNEL, room_id)
                 pipe.execute()
@@ -744,6 +805,28 @@ class RedisRooms:
             raise _gone(room_id)
         if done == -2:
             raise RoomError("only the presenter who started this room can change it")
+
+    @_redis_call
+    def put_frame(self, room_id: str, secret: str, view: str, blob: bytes) -> None:
+        _check_frame(view, blob)
+        if not isinstance(secret, str):
+            raise RoomError("only the presenter who started this room can change it")
+        keys = [self._key_of(room_id), self.FRAME + room_id]
+        done = int(self._put_frame(keys=keys, args=[_digest(secret), view, blob, self._ttl]))
+        if done == -1:
+            raise _gone(room_id)
+        if done == -2:
+            raise RoomError("only the presenter who started this room can change it")
+
+    @_redis_call
+    def frame(self, room_id: str) -> tuple[str, bytes] | None:
+        view, blob = self._raw.hmget(self.FRAME + room_id, "view", "blob")
+        return None if view is None or blob is None else (view.decode(), blob)
+
+    @_redis_call
+    def frame_view(self, room_id: str) -> str | None:
+        """Only the latest frame's view key (a few bytes: is the frame I hold still the latest?)."""
+        return self._r.hget(self.FRAME + room_id, "view")
 
 
 def _client_key(client: str) -> str:
