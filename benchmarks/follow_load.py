@@ -74,6 +74,8 @@ class Client(Session):
         self.cookie = ""  # what the page's script would store in the browser
         self.settings: dict[str, str] = {}  # the presenter's controls as a frame shows them
         self.on_frame = False  # the last value came as the frame's text line, not as a widget
+        self.running = False  # between a run's new_session and its script_finished
+        self.pushed = 0  # frame messages received between runs (sent with no run)
 
     def _read(self, fwd: ForwardMsg, kind: str | None) -> None:
         if kind == "auto_rerun":
@@ -287,11 +289,20 @@ async def follower(
             except TimeoutError:
                 continue
             kind = fwd.WhichOneof("type")
+            if kind == "new_session":
+                client.running = True
             if kind != "script_finished":
                 client._read(fwd, kind)
+                # a frame sent between runs (lab_ui.classroom.push): its sidebar line comes last
+                if client.running or not (kind == "delta" and fwd.metadata.delta_path[:1] == [1]):
+                    continue
+                if not client.on_frame:
+                    continue
+                client.pushed += 1
+            elif fwd.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
                 continue
-            if fwd.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
-                continue
+            else:
+                client.running = False
             now, value = time.perf_counter(), client.value(KEY)
             timeline.append((now, value))
             while seen < len(shared.changes) and value == shared.changes[seen].value:
@@ -352,6 +363,7 @@ async def run(
     await lead
     if shared.restart is not None:
         await shared.restart
+    pushed = sum(c.pushed > 0 for _, c in got if c is not None)
     refused = sum(m == REFUSED for m, _ in got)
     got = [(m, c) for m, c in got if m != REFUSED]
     alerts = [" ".join(c.alerts) if c else "" for _, c in got]
@@ -359,6 +371,7 @@ async def run(
     return {
         "delays": [x for d in delays.values() for x in d],
         "refused": refused,
+        "pushed": pushed,
         "missed": sum(m for m, _ in got),
         "exceptions": sum(len(s.exceptions) for s in stats),
         "errors": [e for s in stats for e in s.errors],
@@ -412,7 +425,8 @@ def main() -> int:
             f"{during / args.changes / seated * 1000:.1f} ms per follower per change"
         )
     print(
-        f"refused {res['refused']}, missed {res['missed']}; server CPU {cpu:.1f} s; "
+        f"refused {res['refused']}, missed {res['missed']}; {res['pushed']} followers got frames with no run; "
+        f"server CPU {cpu:.1f} s; "
         f"load average {os.getloadavg()[0]:.2f}"
     )
     if args.fault:

@@ -562,3 +562,55 @@ def test_a_frame_never_carries_what_only_the_presenters_server_can_serve():
     assert [list(m.metadata.delta_path) for m in frame.messages] == [[0, 0], [0, 1], [1, 0], [1, 1]]
     again = frames.Frame.decode(frame.encode())
     assert [m.delta for m in again.messages] == [m.delta for m in frame.messages]
+
+
+class _Screen:
+    """A follower's server session as lab_ui.classroom.push sees it between runs."""
+
+    def __init__(self, room, running=False):
+        from streamlit.runtime.app_session import AppSessionState
+
+        self.session_state = {classroom._ROOM: room}
+        self._state = AppSessionState.APP_IS_RUNNING if running else AppSessionState.APP_NOT_RUNNING
+        self.sent = []
+
+    def _enqueue_forward_msg(self, msg):
+        self.sent.append(msg)
+
+
+def test_a_new_frame_goes_straight_to_a_viewing_screen_with_no_run(app, frames_on):
+    """The presenter's change reaches a screen that shows her last frame on the same page as
+    messages only: its two boxes emptied and refilled with the new frame, main area first."""
+    presenter, room_id = start_room(app)
+    presenter.radio(key="in_src").set_value("random").run()
+    follower = app(room=room_id)
+    room = dict(follower.session_state[classroom._ROOM])
+    presenter.slider(key="in_L").set_value(9).run()
+    version = rooms.store().version(room_id)
+    put = classroom._frame_pusher(room_id)
+    screen = _Screen(room)
+    assert put(screen) and room["seen"] == version
+    boxes = room["boxes"]
+    main, side = boxes[0], boxes[1]
+    paths = [list(m.metadata.delta_path) for m in screen.sent]
+    assert paths[:4] == [side, side, main, main]  # each box emptied, then made again
+    kinds = [m.delta.WhichOneof("type") for m in screen.sent[:4]]
+    assert kinds == ["new_element", "add_block"] * 2
+    body = screen.sent[4:]
+    roots = [list(m.metadata.delta_path[: len(main)]) == main for m in body]
+    assert roots == sorted(roots, reverse=True)  # the main area's messages first
+    specs = [
+        json.loads(m.delta.new_element.plotly_chart.spec)
+        for m in body
+        if m.delta.new_element.plotly_chart.spec
+    ]
+    assert specs == _figures(presenter)  # the presenter's figures, as she drew them
+    assert any(m.delta.new_element.markdown.body == "L (queries): `9`" for m in body)
+    assert put(screen) and len(screen.sent) == len(paths)  # already shown: nothing sent again
+    for declined in (
+        _Screen(dict(room, seen=-1), running=True),  # mid-run: its own deltas are on the way
+        _Screen(dict(room, seen=-1, page="masks")),  # another page: it reruns (switch_page)
+        _Screen(dict(room, seen=-1, viewing=False)),  # runs the page itself
+        _Screen(dict(room, seen=-1, following=False)),  # exploring on its own
+    ):
+        assert not put(declined) and not declined.sent

@@ -264,17 +264,61 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> bool:
         push.unregister(session_id)
         st.toast("You opened another page, so you are exploring on your own. **Rejoin** to follow again.")
         return False
-    if snap.version != room["seen"]:
+    if snap.version != room.get("applied_version"):  # a pushed frame moves "seen", not the values
         values = snap.payload.get("values", {})
         if isinstance(values, Mapping):
             _apply(values)
             room["applied"] = dict(values)
-        room["seen"] = snap.version
+        room["applied_version"] = snap.version
+    room["seen"] = snap.version
     if elsewhere:
         st.switch_page(pages_by_url[target], query_params={ROOM_PARAM: room["id"]})
     frame = _frame_for(room["id"], snap) if VIEW_FRAMES else None
-    room["viewing"] = frame is not None and frames.show(frame)
+    boxes = frames.show(frame) if frame is not None else None
+    room.update(viewing=boxes is not None, boxes=boxes, page=page.url_path)
     return room["viewing"]
+
+
+def _frame_pusher(room_id: str):
+    """For lab_ui.classroom.push (off the event loop, once per change of the room): a function
+    that puts the room's new frame straight onto a following screen that shows its last frame on
+    the same page, with no run (True), or declines (False: that screen is rerun instead)."""
+    try:
+        snap = rooms.store().snapshot(room_id)
+    except rooms.RoomError:
+        return None
+    frame = _frame_for(room_id, snap) if snap is not None and VIEW_FRAMES else None
+    if frame is None:
+        return None
+
+    def put(session) -> bool:
+        from streamlit.runtime.app_session import AppSessionState
+
+        try:
+            room = session.session_state[_ROOM]
+        except KeyError:
+            return False
+        if not (
+            isinstance(room, dict)
+            and room.get("id") == room_id
+            and room.get("role") == "follow"
+            and room.get("following")
+            and room.get("viewing")
+            and room.get("page") == snap.payload.get("page")
+            and session._state == AppSessionState.APP_NOT_RUNNING  # never between a run's deltas
+        ):
+            return False
+        if room["seen"] >= snap.version:
+            return True  # already shows it
+        for msg in frames.replace(frame, room["boxes"]):
+            session._enqueue_forward_msg(msg)
+        room["seen"] = snap.version
+        return True
+
+    return put
+
+
+push.set_frame_pusher(_frame_pusher)
 
 
 VIEW_FRAMES = os.environ.get("ATTN_LAB_FOLLOW_FRAMES", "1") != "0"  # 0: followers run the page

@@ -185,21 +185,51 @@ def frame_of(recorded: list[ForwardMsg]) -> Frame | None:
     return Frame(messages)
 
 
-def show(frame: Frame) -> bool:
-    """Draw ``frame`` in this run: a box at the top of the sidebar for the page's sidebar part and
-    a box in the main area for the rest. False where the internals are missing (nothing drawn)."""
-    ctx = _ctx()
-    if ctx is None:
-        return False
-    boxes = {SIDEBAR: st.sidebar.container(), MAIN: st.container()}
-    bases = {root: box._block_delta_path for root, box in boxes.items()}
-    if not all(bases.values()):
-        return False
+def _placed(frame: Frame, bases: dict[int, list[int]]) -> Iterator[ForwardMsg]:
+    """The frame's messages under the two boxes whose delta paths are ``bases``."""
     for msg in frame.messages:
         root, *rest = msg.metadata.delta_path
         out = ForwardMsg()
-        out.CopyFrom(msg)  # with its hash: enqueue does not hash it again
+        out.CopyFrom(msg)  # with its hash: nothing hashes it again
         del out.metadata.delta_path[:]
         out.metadata.delta_path.extend([*bases[root], *rest])
-        ctx.enqueue(out)
-    return True
+        yield out
+
+
+def show(frame: Frame) -> dict[int, list[int]] | None:
+    """Draw ``frame`` in this run: a box at the top of the sidebar for the page's sidebar part and
+    a box in the main area for the rest. Returns the boxes' delta paths (for `replace`), or None
+    where the internals are missing (nothing drawn)."""
+    ctx = _ctx()
+    if ctx is None:
+        return None
+    boxes = {SIDEBAR: st.sidebar.container(), MAIN: st.container()}
+    bases = {root: box._block_delta_path for root, box in boxes.items()}
+    if not all(bases.values()):
+        return None
+    for msg in _placed(frame, bases):
+        ctx.enqueue(msg)
+    return bases
+
+
+def replace(frame: Frame, bases: dict[int, list[int]]) -> list[ForwardMsg]:
+    """The messages that put ``frame`` into a follower's screen in place of the frame its last run
+    drew in the boxes at ``bases``, with no run: each box is emptied (an element replaces the block
+    and its children) and made again, then filled. Sent between runs, they belong to the screen's
+    last run, as that run's own elements do."""
+    from streamlit.runtime.forward_msg_cache import populate_hash_if_needed
+
+    out = []
+    for path in bases.values():
+        for fill in ("empty", "block"):
+            msg = ForwardMsg()
+            msg.metadata.delta_path.extend(path)
+            if fill == "empty":
+                msg.delta.new_element.empty.SetInParent()
+            else:
+                msg.delta.add_block.vertical.SetInParent()
+                msg.delta.add_block.allow_empty = True
+            populate_hash_if_needed(msg)
+            out.append(msg)
+    placed = sorted(_placed(frame, bases), key=lambda m: m.metadata.delta_path[0] != bases[MAIN][0])
+    return [*out, *placed]  # the main area first: the sidebar's lines say the frame is complete

@@ -71,15 +71,32 @@ def _rerun(session) -> None:
     session.request_rerun(state)
 
 
+_frame_pusher: list = [None]  # room id -> (session -> bool) | None, from lab_ui.classroom.follow
+
+
+def set_frame_pusher(make) -> None:
+    """``make(room_id)``, called off the event loop once per change of a room, returns None or a
+    function that shows the change on one session without a run (True) or declines (False)."""
+    _frame_pusher[0] = make
+
+
 def wake(room_id: str) -> bool:
-    """Queue a rerun for every session of this process that follows ``room_id``; False when this
-    process cannot push (they will see the change at their next poll)."""
+    """Bring every session of this process that follows ``room_id`` up to date: its new frame sent
+    straight to the screen where it can be, else a rerun queued; False when this process cannot
+    push (they will see the change at their next poll)."""
     found = _runtime()
     if found is None:
         return False
     loop, manager = found
+    sessions = sorted(followers(room_id))
+    put = None
+    if sessions and _frame_pusher[0] is not None:
+        try:
+            put = _frame_pusher[0](room_id)
+        except Exception:  # a frame that cannot be sent is a rerun, never a lost change
+            put = None
     with contextlib.suppress(RuntimeError):  # the loop is closing: the server is stopping
-        loop.call_soon_threadsafe(_enqueue, loop, manager, room_id, sorted(followers(room_id)))
+        loop.call_soon_threadsafe(_enqueue, loop, manager, room_id, sessions, put)
     return True
 
 
@@ -94,9 +111,17 @@ _running: list[str | None] = [None]  # the session whose pushed rerun is in flig
 STALL_S = 0.5  # a rerun that has not reported back by then (a closed tab, an error) is passed over
 
 
-def _enqueue(loop, manager, room_id: str, session_ids: list[str]) -> None:
+def _enqueue(loop, manager, room_id: str, session_ids: list[str], put=None) -> None:
+    """On the event loop: show the change to each session ``put`` takes (at once, no run), and
+    queue a rerun for the others."""
     waiting = _queues.setdefault(room_id, {})
     for session_id in session_ids:
+        if put is not None and (info := manager.get_active_session_info(session_id)) is not None:
+            try:
+                if put(info.session):
+                    continue
+            except Exception:  # a frame that cannot be sent is a rerun, never a lost change
+                pass
         if session_id != _running[0]:
             waiting.setdefault(session_id, None)
     if waiting and room_id not in _turns:
