@@ -55,7 +55,8 @@ KEY = "in_L"
 LABEL = "L (queries)"  # the slider's label: a follower shown the presenter's frame reads it as text
 SETTING = re.compile(r"^(.+?): `(.*)`$")  # lab_ui.classroom.frames: a control drawn as "label: `value`"
 ROOM = re.compile(r"Presenting room \*\*([a-z2-9]{6})\*\*")
-COOKIE = re.compile(r"attn_lab_presenter=([a-z2-9]{6}\.[A-Za-z0-9_-]+)")  # lab_ui.classroom.follow.COOKIE
+# the cookie's value, as the page hands it to its cookie script (a hidden text box: "<room>.<secret>")
+COOKIE = re.compile(r"^([a-z2-9]{6}\.[0-9a-f]+-[0-9a-f]+-[0-9a-f]+)$")
 REFUSED = -1  # what follower() returns for a screen the room refused a seat
 LAG_S = 5.0  # a follower whose view trails the presenter's by more than this has lost it
 
@@ -93,7 +94,7 @@ class Client(Session):
             self.on_frame = False  # the page ran: the slider itself shows the value
         elif which == "alert":
             self.alerts.append(element.alert.body)
-        elif which == "html" and (m := COOKIE.search(element.html.body)):
+        elif which == "text" and (m := COOKIE.match(element.text.body.strip())):
             self.cookie = m.group(1)
 
     def value(self, key: str) -> float:

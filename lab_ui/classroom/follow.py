@@ -254,6 +254,7 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> bool:
     if seat is not rooms.Seat.TAKEN:
         _leave(_refusal(room["id"], seat))
         return False
+    room["seat_at"] = time.monotonic()
     push.register(room["id"], session_id)
     target = snap.payload.get("page")
     elsewhere = isinstance(target, str) and target != page.url_path and target in pages_by_url
@@ -310,8 +311,14 @@ def _frame_pusher(room_id: str):
             return False
         if room["seen"] >= snap.version:
             return True  # already shows it
-        for msg in frames.replace(frame, room["boxes"]):
-            session._enqueue_forward_msg(msg)
+        messages = frames.replace(frame, room["boxes"])
+        queue = getattr(session, "_browser_queue", None)  # one wake-up of the sender, not one each
+        for msg in messages[:-1]:
+            if queue is not None:
+                queue.enqueue(msg)
+            else:
+                session._enqueue_forward_msg(msg)
+        session._enqueue_forward_msg(messages[-1])
         room["seen"] = snap.version
         return True
 
@@ -514,9 +521,7 @@ def _check_version() -> None:
         return
     try:
         status = rooms.store().status(room["id"])
-        seated = (
-            status is None or rooms.store().follow(room["id"], _seat(), client_address()) is rooms.Seat.TAKEN
-        )
+        seated = status is None or _keep_seat(room)
     except rooms.RoomsUnavailable:
         st.warning(UNREACHABLE + " You keep the last view.", icon=":material/cloud_off:")
         room["trouble"] = UNREACHABLE
@@ -549,6 +554,18 @@ def _check_version() -> None:
             f"asleep or reloading?). You keep the last view; the room ends in {left} s unless they return.",
             icon=":material/person_off:",
         )
+
+
+SEAT_REFRESH_S = rooms.FOLLOWER_TTL_S / 3  # a poll renews its seat this often, not every poll
+
+
+def _keep_seat(room: dict[str, Any]) -> bool:
+    """Renew this screen's seat when it is due (a seat lasts FOLLOWER_TTL_S); whether it has one."""
+    if time.monotonic() - room.get("seat_at", -SEAT_REFRESH_S) < SEAT_REFRESH_S:
+        return True
+    seated = rooms.store().follow(room["id"], _seat(), client_address()) is rooms.Seat.TAKEN
+    room["seat_at"] = time.monotonic() if seated else -SEAT_REFRESH_S
+    return seated
 
 
 @st.fragment(run_every=POLL_S)
