@@ -1,14 +1,20 @@
 """Follow the presenter: a teacher starts a room, students' screens show what the projector shows.
 
-What is shared is what lab_ui.widgets already keeps per session: the current page and every
-URL-synced widget value (the ``_keep_`` keys). The presenter's session publishes them after
-each run, and its screen checks in every second; a follower's session applies them before the
-page's widgets are made, so each widget simply starts from the presenter's value. A follower
-polls with a fragment that reads only the room's version and the presenter's last check-in, and
-reruns the app only when the version moved.
+What is shared is what lab_ui.widgets already keeps per session — the current page and every
+URL-synced widget value (the ``_keep_`` keys) — and the page as the presenter's run drew it
+(lab_ui.classroom.frames). The presenter's session publishes both after each run (also a run
+stopped by bad input), and its screen checks in every second. A follower's screen shows the
+frame: sent straight to it when the presenter changes something (lab_ui.classroom.push), or drawn
+by its own run in place of the page; either way the page does not run for it. Its session also
+takes the values, so **Take control** opens the full page at the presenter's state. Where there is
+no frame for the room's view (a change made in a fragment, a page over the size cap), the follower
+runs the page at those values, each widget starting from the presenter's value. A follower polls
+with a fragment that reads only the room's version and the presenter's last check-in, and reruns
+the app only when the version moved without reaching it.
 
-A student who touches a widget while following is switched to "exploring on my own" (the
-presenter's next change would otherwise overwrite it); "Rejoin" catches up at once.
+A student who takes control, touches a widget of a page it runs, or opens another page is
+switched to "exploring on my own" (the presenter's next change would otherwise overwrite it);
+"Rejoin" catches up at once.
 
 The room's secret never appears in a link or on a follower's page. It lives in the presenter's
 session and in a cookie of the presenter's browser (``attn_lab_presenter``, SameSite=Strict),

@@ -1,11 +1,13 @@
-"""Wake a room's followers the moment its presenter publishes, instead of at their next poll.
+"""Bring a room's followers up to date the moment its presenter publishes, not at their next poll.
 
 Each server process keeps the ids of its sessions that follow a room. When a room's version
-moves (published in this process, or by another replica through Redis's pub/sub), every such
-session is asked to rerun, exactly as Streamlit's own run-on-save does: `request_rerun` with the
-session's last client state (same page, same query string), on the server's event loop, one
-follower after another. Followers then cost nothing while the presenter is idle, and a change
-reaches them as fast as the server can rerun them.
+moves (published in this process, or by another replica through Redis's pub/sub), the room's new
+frame (lab_ui.classroom.frames) is sent straight to every such session whose screen shows the
+room's last frame on the same page: messages only, no run. Every other one is asked to rerun,
+exactly as Streamlit's own run-on-save does: `request_rerun` with the session's last client state
+(same page, same query string), on the server's event loop, one follower after another, the
+rooms taking turns. Followers then cost nothing while the presenter is idle, and a change reaches
+them as fast as the server can send it.
 
 This reaches into Streamlit's runtime (its session manager and event loop; streamlit is pinned
 in requirements.txt). Where those are missing — AppTest, another Streamlit version — `wake`

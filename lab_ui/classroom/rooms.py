@@ -1,8 +1,9 @@
 """Classroom rooms: a presenter's view, published so that students' screens can follow it.
 
 A room holds one JSON payload (the presenter's page and widget values) and a version number
-that goes up by one each time the presenter publishes a different payload. Followers poll the
-version (one small read) and fetch the payload only when it changed.
+that goes up by one each time the presenter publishes a different payload, and the latest frame
+(the page as drawn, lab_ui.classroom.frames) named by the payload it was drawn from. Followers
+poll the version (one small read) and fetch the payload and frame only when it changed.
 
 Two backends behind one small interface (`RoomStore`):
 - `MemoryRooms`: a dict in this process, the default for a single server;
