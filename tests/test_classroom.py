@@ -614,3 +614,31 @@ def test_a_new_frame_goes_straight_to_a_viewing_screen_with_no_run(app, frames_o
         _Screen(dict(room, seen=-1, following=False)),  # exploring on its own
     ):
         assert not put(declined) and not declined.sent
+
+
+def test_a_presenter_run_cut_short_by_a_rerun_shares_no_half_page(app, frames_on, monkeypatch):
+    """A page that calls st.rerun halfway (or switches page) drew half of itself: that half is
+    not the room's frame; the run that follows publishes the whole page."""
+    presenter, room_id = start_room(app)
+    presenter.radio(key="in_src").set_value("random").run()
+    whole = rooms.store().frame(room_id)
+    from lab_ui import page as page_module
+
+    real_require, calls = page_module.require, []
+
+    def rerun_once(*values, **kw):  # the Playground calls require() after its inputs
+        calls.append(1)
+        if len(calls) == 1:
+            import streamlit as st
+
+            st.rerun()
+        return real_require(*values, **kw)
+
+    monkeypatch.setattr(page_module, "require", rerun_once)  # page files import it at every run
+    presenter.slider(key="in_L").set_value(8).run()
+    assert len(calls) >= 2  # (the oracle: the run was cut short once, then ran again)
+    frame = rooms.store().frame(room_id)
+    snap = rooms.store().snapshot(room_id)
+    assert frame is not None and frame != whole and frame[0] == snap.view
+    follower = app(room=room_id)
+    assert _figures(follower) == _figures(presenter) and len(_figures(follower)) >= 3

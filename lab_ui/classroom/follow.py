@@ -401,6 +401,8 @@ def _missing(room: dict[str, Any]) -> None:
 def recording(drawn: list):
     """Around page.run() in app.py: a presenter's run records what its page draws into ``drawn``
     (lab_ui.classroom.frames), for after_page to share; anyone else's records nothing."""
+    from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
+
     room = _room()
     if room is None or room["role"] != "present":
         yield
@@ -408,8 +410,12 @@ def recording(drawn: list):
     with frames.recording() as got:
         try:
             yield
+        except RerunException:
+            room["rerunning"] = True  # a page cut short by st.rerun/switch_page: its next run shares
+            raise
         finally:
-            drawn.extend(got)
+            if not room.get("rerunning"):
+                drawn.extend(got)  # a page that ran to its end, or stopped on bad input (st.stop)
 
 
 def after_page(page, drawn: list | None = None) -> None:
@@ -424,6 +430,8 @@ def after_page(page, drawn: list | None = None) -> None:
         return
     if room["role"] == "present":
         room["full_run"] = False
+        if room.pop("rerunning", False):
+            return  # half a page: the run that follows publishes the whole
         # no element here: after a stop, drawing one would raise
         _publish(room, page.url_path, current_values(state), drawn=drawn)
         return
