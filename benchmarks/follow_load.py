@@ -19,7 +19,10 @@ a follower showed another view than the presenter's, and how many were stale mor
 beyond the outage itself.
 
 Usage: .venv/bin/python benchmarks/follow_load.py [--followers 40] [--changes 15] [--every 3] [--replicas N]
-       [--fault presenter-reload|redis-kill] [--down 5]
+       [--fault presenter-reload|redis-kill] [--down 5] [--noisy-room N]
+
+``--noisy-room N``: another room meanwhile, N followers, its presenter changing every 0.5 s (one
+busy room must not delay another room's followers).
 Prints `follow p50/p95/max … ms`, `refused N, missed N` (a follower the room refused a seat is
 counted, not followed) and `exception deltas N, errors N`.
 """
@@ -347,12 +350,38 @@ def longest_stale(changes: list[Change], timeline: list[tuple[float, float]]) ->
     return max(worst, end - since) if since is not None else worst
 
 
+NOISE_EVERY_S = 0.5  # the other room's presenter changes its view this often (a script would)
+
+
+async def noise(url: str, followers: int, seconds: float, first_index: int) -> None:
+    """Another room beside the measured one: its presenter changes the view every NOISE_EVERY_S
+    for ``seconds``, ``followers`` screens follow it (from their own addresses)."""
+    shared, ready = Shared(), asyncio.get_running_loop().create_future()
+    lead = asyncio.create_task(
+        presenter(url, shared, int(seconds / NOISE_EVERY_S), NOISE_EVERY_S, ready, None)
+    )
+    room = await asyncio.wait_for(ready, 120)
+    await asyncio.gather(
+        *(follower(url, room, shared, {}, {}, SessionStats(), first_index + i) for i in range(followers))
+    )
+    await lead
+
+
 async def run(
-    url: str, followers: int, changes: int, every: float, fault=None, shared=None, outage_s: float = 0.0
+    url: str,
+    followers: int,
+    changes: int,
+    every: float,
+    fault=None,
+    shared=None,
+    outage_s: float = 0.0,
+    noisy: int = 0,
 ) -> dict:
     """``outage_s``: how long the fault itself keeps changes from anyone (Redis down): a view
-    counts as lost when it stays stale LAG_S beyond that."""
+    counts as lost when it stays stale LAG_S beyond that. ``noisy``: followers of another room
+    whose presenter changes every NOISE_EVERY_S meanwhile (0: none)."""
     shared, ready = shared or Shared(), asyncio.get_running_loop().create_future()
+    other = asyncio.create_task(noise(url, noisy, changes * every + every, followers + 1)) if noisy else None
     lead = asyncio.create_task(presenter(url, shared, changes, every, ready, fault))
     room = await asyncio.wait_for(ready, 120)
     delays: dict[int, list[float]] = {}
@@ -364,6 +393,8 @@ async def run(
     await lead
     if shared.restart is not None:
         await shared.restart
+    if other is not None:
+        await other
     pushed = sum(c.pushed > 0 for _, c in got if c is not None)
     refused = sum(m == REFUSED for m, _ in got)
     got = [(m, c) for m, c in got if m != REFUSED]
@@ -394,6 +425,13 @@ def main() -> int:
     )
     parser.add_argument("--fault", choices=["presenter-reload", "redis-kill"], default=None)
     parser.add_argument("--down", type=float, default=5.0, help="redis-kill: seconds before Redis restarts")
+    parser.add_argument(
+        "--noisy-room",
+        type=int,
+        default=0,
+        metavar="N",
+        help=f"meanwhile another room of N followers whose presenter changes every {NOISE_EVERY_S:g} s",
+    )
     args = parser.parse_args()
     if args.fault == "redis-kill" and not args.replicas:
         parser.error("--fault redis-kill needs --replicas (one server keeps rooms in memory)")
@@ -410,13 +448,25 @@ def main() -> int:
             "redis-kill": lambda: kill_redis(server, args.down, shared),
         }[args.fault]
         res = asyncio.run(
-            run(server.ws, args.followers, args.changes, args.every, fault and fault(), shared, outage)
+            run(
+                server.ws,
+                args.followers,
+                args.changes,
+                args.every,
+                fault and fault(),
+                shared,
+                outage,
+                args.noisy_room,
+            )
         )
         cpu = shared.cpu()
     d = sorted(res["delays"])
     pct = (lambda q: d[min(len(d) - 1, int(q / 100 * len(d)))] * 1000) if d else (lambda q: float("nan"))
     where = f"{args.replicas} replicas behind nginx" if args.replicas else "one server"
-    print(f"{args.followers} followers, {args.changes} changes every {args.every:g} s, {where}")
+    noisy = f"; beside a room of {args.noisy_room} followers changing every {NOISE_EVERY_S:g} s" * bool(
+        args.noisy_room
+    )
+    print(f"{args.followers} followers, {args.changes} changes every {args.every:g} s, {where}{noisy}")
     print(f"follow p50 {pct(50):.0f} ms, p95 {pct(95):.0f} ms, max {pct(100):.0f} ms over {len(d)} views")
     if len(shared.cpu_marks) == 2 and args.changes:
         during = shared.cpu_marks[1] - shared.cpu_marks[0]  # the presenter's runs and check-ins too
