@@ -101,17 +101,15 @@ def client_address() -> str:
     return client_of(st.context.ip_address, st.context.headers.get("X-Forwarded-For"), trusted_proxies())
 
 
-def _state_after_stop() -> Mapping[str, Any]:
+def _state_after_stop():
     """This session's state, readable in a ``finally`` after the page called st.stop: from then
     on every st.session_state access raises Streamlit's StopException, its underlying store's
-    does not (Streamlit's runtime internals; st.session_state where they are missing)."""
+    does not (Streamlit's runtime internals; st.session_state where they are missing). Supports
+    ``in``, ``[]`` and ``filtered_state`` (a dict of the user's keys)."""
     from streamlit.runtime.state import get_session_state
 
-    safe = get_session_state()
-    state = getattr(safe, "_state", None)
-    return (
-        state.filtered_state if state is not None and hasattr(state, "filtered_state") else st.session_state
-    )
+    state = getattr(get_session_state(), "_state", None)
+    return state if state is not None and hasattr(state, "filtered_state") else st.session_state
 
 
 def current_values(state: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -425,19 +423,20 @@ def after_page(page, drawn: list | None = None) -> None:
     follower's run is done (the next pushed one may start); a follower who changed a widget starts
     exploring on their own."""
     state = _state_after_stop()
-    room = state.get(_ROOM)
+    room = state[_ROOM] if _ROOM in state else None  # noqa: SIM401 (Streamlit's store has no .get)
     if room is None:
         return
+    values = state.filtered_state if hasattr(state, "filtered_state") else state
     if room["role"] == "present":
         room["full_run"] = False
         if room.pop("rerunning", False):
             return  # half a page: the run that follows publishes the whole
         # no element here: after a stop, drawing one would raise
-        _publish(room, page.url_path, current_values(state), drawn=drawn)
+        _publish(room, page.url_path, current_values(values), drawn=drawn)
         return
     push.finished(_session_id())  # this follower's run is done: the next one may start
     if room["following"] and room["seen"] >= 0:
-        now = current_values(state)
+        now = current_values(values)
         if any(now.get(k, v) != v for k, v in room["applied"].items()):
             room["following"] = False
             st.toast("You changed a control, so you are exploring on your own. **Rejoin** to follow again.")
