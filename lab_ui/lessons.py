@@ -23,11 +23,10 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attn_core import lessons as model
 from lab_ui.nav import HOME, PAGES, PageInfo
-from lab_ui.widgets import KEEP_PREFIX
+from lab_ui.widgets import KEEP_PREFIX, SCREEN_KEYS
 
 LESSON_KEY, STEP_KEY = "lesson", "lesson_step"  # the URL keys (and `_keep_` session keys)
 ROOM_PARAM = "room"  # lab_ui.classroom.follow's link parameter: a step keeps it
-SCREEN_KEYS = frozenset({"projector", "palette"})  # each screen's own display settings: a step keeps them
 KEPT = SCREEN_KEYS | {LESSON_KEY, STEP_KEY}
 _STARTED = "_lesson_started"  # session key: the session has had its first run
 _GOTO = "_lesson_goto"  # session key: the step a button or key asked for, opened on the next run

@@ -50,6 +50,26 @@ def test_follower_opens_on_the_presenters_page_and_values(app):
     assert not follower.exception
 
 
+def test_each_screen_keeps_its_own_projector_mode_and_palette(app):
+    """A presenter on a projector in high contrast does not restyle her students' phones, and a
+    student who picks the colour-blind-safe palette is still following."""
+    presenter, room_id = start_room(app)
+    presenter.toggle(key="projector").set_value(True).run()
+    presenter.selectbox(key="palette").select_index(2).run()
+    assert presenter.selectbox(key="palette").index == 2
+    follower = app(room=room_id)
+    assert follower.toggle(key="projector").value is False
+    assert follower.selectbox(key="palette").index == 0
+    follower.selectbox(key="palette").select_index(1).run()
+    presenter.radio(key="in_src").set_value("random").run()
+    presenter.slider(key="in_L").set_value(9).run()
+    follower.run()
+    assert follower.slider(key="in_L").value == 9  # still following the presenter
+    assert follower.session_state[classroom._ROOM]["following"] is True
+    assert follower.selectbox(key="palette").index == 1
+    assert presenter.selectbox(key="palette").index == 2 and not follower.exception
+
+
 def test_follower_catches_up_on_the_next_poll(app):
     presenter, room_id = start_room(app)
     follower = app(room=room_id)

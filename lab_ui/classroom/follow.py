@@ -43,7 +43,7 @@ from typing import Any
 import streamlit as st
 
 from lab_ui.classroom import frames, push, rooms
-from lab_ui.widgets import KEEP_PREFIX
+from lab_ui.widgets import KEEP_PREFIX, SCREEN_KEYS
 
 ROOM_PARAM = "room"  # the student link's query parameter
 COOKIE = "attn_lab_presenter"  # "<room id>.<secret>" in the presenter's browser
@@ -54,7 +54,7 @@ rooms.on_change(push.wake)
 _ROOM = "_classroom"  # session key: {"id", "role", "secret"?, "seen", "following", "applied", ...}
 _ERROR = "_classroom_error"  # a message for the next run's sidebar
 _SET_COOKIE = "_classroom_cookie"  # the cookie value to write on the next run ("" clears it)
-PRIVATE_KEYS = frozenset({"projector"})  # each screen keeps its own projector mode
+PRIVATE_KEYS = SCREEN_KEYS  # each screen keeps its own projector mode and palette
 _PER_CLIENT_KEY = "classroom_per_client"  # the presenter's seats-per-address input
 _COOKIE_BOX = "classroom_cookie"  # keyed container: Streamlit gives it the class st-key-<key>
 UNREACHABLE = "The classroom server cannot be reached: retrying every few seconds."
