@@ -207,6 +207,8 @@ def results() -> None:
 
     # -- Recorded GPU results --------------------------------------------------------------------------
     st.subheader("Recorded GPU results")
+    for problem in view.recorded_problems:
+        st.warning(problem)
     if not view.recorded:
         st.info(
             "No GPU results are recorded in this project yet. They come only from a real GPU run "

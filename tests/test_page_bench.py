@@ -156,3 +156,33 @@ def test_the_sweep_calibrates_the_cost_calculator(app, tmp_path, capsys):
         assert "Calibrated (measured rates, " in capsys.readouterr().out
     finally:
         calibrations.clear_server_run()
+
+
+def test_a_corrupt_recorded_file_is_skipped_by_name_and_the_page_stays(app, tmp_path, monkeypatch):
+    """One unreadable file in assets/bench/ (cut short, not an object, a record that is not an
+    object) is named in a warning with what is wrong; the good run beside it is still shown and
+    nothing blames the visitor's settings."""
+    from attn_core.views import bench
+
+    good = {
+        "meta": {"device": "NVIDIA H100", "date": "2026-12-01"},
+        "records": [_record("triton", 8192, 300.0)],
+    }
+    (tmp_path / "gpu-results-a-good.json").write_text(json.dumps(good))
+    (tmp_path / "gpu-results-b-cut.json").write_text(json.dumps(good)[:40])
+    (tmp_path / "gpu-results-c-list.json").write_text("[1, 2]")
+    (tmp_path / "gpu-results-d-record.json").write_text(json.dumps({"meta": {}, "records": [3]}))
+    problems: list[str] = []
+    runs = bench.recorded_gpu_runs(tmp_path, problems)
+    assert [r.file for r in runs] == ["gpu-results-a-good.json"]
+    assert [p.split(" was skipped")[0] for p in problems] == [
+        "assets/bench/gpu-results-d-record.json", "assets/bench/gpu-results-c-list.json",
+        "assets/bench/gpu-results-b-cut.json",
+    ]  # fmt: skip
+    assert "record 0 is not an object" in problems[0] and "Unterminated string" in problems[2]
+    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path)
+    at = app(PAGE)
+    assert not at.exception and not at.error
+    warned = [w.value for w in at.warning]
+    assert sum("gpu-results-" in w and "was skipped" in w for w in warned) == 3
+    assert any("NVIDIA H100" in m.value for m in at.markdown)

@@ -118,6 +118,7 @@ class BenchView:
     perf_rows: list[dict] = field(default_factory=list)  # timed records, for the charts
     error_rows: list[dict] = field(default_factory=list)  # every record: error, rule, verdict
     recorded: list[RecordedRun] = field(default_factory=list)
+    recorded_problems: list[str] = field(default_factory=list)  # files of assets/bench/ skipped, and why
     left_out: dict[str, str] = field(default_factory=dict)
     interpreted_cap: int = MAX_INTERPRETED_WORK
     error: str | None = None  # the request is outside the caps: why (nothing ran)
@@ -139,12 +140,24 @@ def _facts(device: str, dtype: str) -> DeviceFacts:
     return device_facts(device, tuple(dict.fromkeys(("fp32", dtype))))
 
 
-def recorded_gpu_runs(folder: Path | None = None) -> list[RecordedRun]:
-    """Every assets/bench/gpu-results*.json ({"meta": …, "records": […]}), newest name first."""
+def recorded_gpu_runs(folder: Path | None = None, problems: list[str] | None = None) -> list[RecordedRun]:
+    """Every assets/bench/gpu-results*.json ({"meta": …, "records": […]}), newest name first. A
+    file that cannot be read is skipped; its name and what is wrong go to ``problems``."""
     runs = []
     for path in sorted((folder or RESULTS_DIR).glob(RESULTS_GLOB), reverse=True):
-        data = json.loads(path.read_text())
-        runs.append(RecordedRun(path.name, data["meta"], data["records"]))
+        try:
+            data = json.loads(path.read_text())
+            meta, records = data["meta"], data["records"]
+            if not isinstance(meta, dict) or not isinstance(records, list):
+                raise ValueError('expected {"meta": {…}, "records": […]}')
+            if (bad := next((i for i, r in enumerate(records) if not isinstance(r, dict)), None)) is not None:
+                raise ValueError(f"record {bad} is not an object")
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+            why = f"no {exc} key" if isinstance(exc, KeyError) else str(exc).splitlines()[0][:120]
+            if problems is not None:
+                problems.append(f"assets/bench/{path.name} was skipped: it cannot be read ({why})")
+            continue
+        runs.append(RecordedRun(path.name, meta, records))
     return runs
 
 
@@ -192,9 +205,11 @@ def cost_rates() -> tuple[str, str, str] | None:
 
 def _view(facts: DeviceFacts, records: list[Record], **kw) -> BenchView:
     perf, errors = _rows(records)
+    problems: list[str] = []
+    recorded = recorded_gpu_runs(problems=problems)
     return BenchView(facts, facts.kind == "cuda", list(records), perf_rows=perf, error_rows=errors,
-                     recorded=recorded_gpu_runs(), left_out=dict(LEFT_OUT), cost_rates=cost_rates(),
-                     **kw)  # fmt: skip
+                     recorded=recorded, recorded_problems=problems, left_out=dict(LEFT_OUT),
+                     cost_rates=cost_rates(), **kw)  # fmt: skip
 
 
 def kernels_page(
