@@ -186,3 +186,29 @@ def test_a_corrupt_recorded_file_is_skipped_by_name_and_the_page_stays(app, tmp_
     warned = [w.value for w in at.warning]
     assert sum("gpu-results-" in w and "was skipped" in w for w in warned) == 3
     assert any("NVIDIA H100" in m.value for m in at.markdown)
+
+
+def test_a_partial_sweep_stays_with_its_visitor(app):
+    """A naive-only sweep (its attention rate made the next visitor's time to first token 20,600 s)
+    does not become this server's calibration: the Cost page keeps its previous state, the
+    visitor is told why and can download the run. A sweep that times SDPA to its end does."""
+    from attn_core.views import calibrations
+
+    calibrations.clear_server_run()
+    try:
+        at = tiny(app(PAGE), impls=("naive",))
+        at.button(key="kb_run").click().run()
+        assert not at.exception and at.dataframe  # the visitor sees the sweep
+        assert calibrations.server_run() is None and not calibrations.available().has_server_cpu
+        assert any(
+            "This sweep stays yours" in c.value and "no correct SDPA timing" in c.value for c in at.caption
+        )
+        assert at.get("download_button")  # the run, to use with cost --calibration
+        at = tiny(app(PAGE), impls=("naive", "sdpa"))
+        at.button(key="kb_run").click().run()
+        assert not at.exception
+        run = calibrations.server_run()
+        assert run is not None and {r["impl"] for r in run["records"]} >= {"naive", "sdpa"}
+        assert not any("This sweep stays yours" in c.value for c in at.caption)
+    finally:
+        calibrations.clear_server_run()

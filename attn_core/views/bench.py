@@ -124,6 +124,8 @@ class BenchView:
     error: str | None = None  # the request is outside the caps: why (nothing ran)
     # this server's last sweep as a calibration for the Cost page: (hardware choice, dtype, run JSON)
     cost_rates: tuple[str, str, str] | None = None
+    # a sweep of this visitor's that is not the server's calibration: (why not, its run JSON)
+    own_run: tuple[str, str] | None = None
 
     @property
     def ridge(self) -> float | None:
@@ -241,7 +243,6 @@ def kernels_page(
     def record(rec: Record) -> None:
         records.append(rec)
         _LAST[:] = records
-        calibrations.publish_server_run(meta, [r.to_json() for r in records])  # the Cost page's rates
         if on_record is not None:
             on_record(rec, expected)
 
@@ -250,4 +251,26 @@ def kernels_page(
         result = run_sweep(config, on_record=record, should_stop=should_stop)
     finally:
         _LOCK.release()
-    return _view(facts, result.records, stopped=result.stopped, load=(result.load_before, result.load_after))
+    run_json = {"meta": meta, "records": [r.to_json() for r in result.records]}
+    why = not_a_server_calibration(config, result, run_json)
+    if why is None:  # the Cost page's rates for every visitor
+        calibrations.publish_server_run(meta, run_json["records"])
+    own = None if why is None else (why, json.dumps(run_json, indent=1))
+    return _view(facts, result.records, stopped=result.stopped, load=(result.load_before, result.load_after),
+                 own_run=own)  # fmt: skip
+
+
+def not_a_server_calibration(config, result, run_json: dict) -> str | None:
+    """Why a sweep may not become this server's calibration for every visitor, or None: it must
+    have run to its end, timed SDPA (the kernel the cost model's attention stands for) correctly,
+    and read as a calibration with rates in range. A partial sweep (say, the naive contestant
+    alone: 20,600 s to the first token of a small model) stays with the visitor who ran it."""
+    if result.stopped:
+        return f"it ended early ({result.stopped})"
+    if not any(r.impl == "sdpa" and r.ok and r.tflops for r in result.records):
+        return "it has no correct SDPA timing, the kernel the cost model's attention stands for"
+    try:
+        calibrations.read_calibration(run_json, calibrations.SERVER_RUN_NAME)
+    except calibrations.CalibrationError as exc:
+        return str(exc)
+    return None
