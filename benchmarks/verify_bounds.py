@@ -1,6 +1,6 @@
 """The "check this estimate on this machine" cases a hostile visitor can send, under the check's
 bounds: each is refused by the plan, or run in its child process at the page's settings, with
-its planned peak beside the child's measured peak resident memory (``ru_maxrss`` beyond its
+its planned peak beside the child's measured peak resident memory (``VmHWM`` beyond its
 warmed-up start), its expected time beside the wall time, and the outcome (one line when it
 fails). Markdown rows for benchmarks/RESULTS.md.
 

@@ -3,7 +3,7 @@ child process really holds, what one check may build is capped, the child is sto
 memory limit, its wall clock or a Stop, and every failure comes back as one line; the CLI bounds
 its flags by this machine.
 
-Oracles: the child's own peak resident memory (``ru_maxrss`` beyond its start, read by the
+Oracles: the child's own peak resident memory (``VmHWM`` beyond its start, read by the
 kernel, not by the plan); direct products of the config's numbers for the activations the audit
 named (B·T·d_ff wide MLP outputs, experts built); the exit status and stderr of the CLI. The heavy
 cases at the audit's sizes are measured by benchmarks/verify_bounds.py (RESULTS.md).

@@ -75,10 +75,15 @@ def _limit_memory(job: Job, device: str) -> int:
     return mapped
 
 
-def _rss_bytes() -> int:
-    """This process's resident memory now, from /proc/self/statm."""
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+def _status_bytes(field: str) -> int:
+    """A size from /proc/self/status (VmRSS: resident now; VmHWM: this process image's peak
+    resident memory — unlike getrusage's ru_maxrss, which keeps the forking parent's peak across
+    the exec)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
 
 
 def _one_line(exc: BaseException) -> str:
@@ -118,9 +123,9 @@ def child_main() -> int:
         device = plan.select_device(job.request.device)
         _warm_up(job, device)
         _limit_memory(job, device)
-        base = _rss_bytes()
+        base = _status_bytes("VmRSS")
         result = run.verify(job.shape, job.request)
-        grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
+        grown = _status_bytes("VmHWM") - base
         outcome = ("ok", result, max(grown, 0))
     except plan.VerifyError as exc:
         outcome = ("refused", str(exc), 0)
