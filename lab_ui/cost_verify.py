@@ -25,7 +25,7 @@ MAX_BATCH = 4
 RESULT_KEY = "co_vf_result"  # the last check of this session, kept across reruns
 CHECK_KEY = "co_vf_check"  # this session's running check (a `verify.Check`)
 LIMIT_S = 120  # a check's wall clock: one that is expected to take longer is refused
-POLL_S = 1.0
+POLL_S = 1.0  # while a check runs, its panel reruns this often (and waits up to half of it)
 
 
 def _rows(result) -> list[dict]:
@@ -118,13 +118,15 @@ def check_on_this_machine(shape: ModelShape) -> None:
                 st.warning(str(exc))
             except verify.VerifyError as exc:
                 st.error(str(exc))
-        _progress(shape.name)
+        check = st.session_state.get(CHECK_KEY)
+        polling = check is not None and not check.done  # only a running check reruns by itself
+        st.fragment(_progress, run_every=POLL_S if polling else None)(shape.name, polling)
 
 
-@st.fragment(run_every=POLL_S)
-def _progress(model: str) -> None:
+def _progress(model: str, polling: bool) -> None:
     """The running check (elapsed time and a Stop button) until it ends, then its table or its
-    one line."""
+    one line. Run as a fragment, every POLL_S while a check runs; the whole page reruns once when
+    it ends, which stops the polling."""
     check = st.session_state.get(CHECK_KEY)
     if check is not None and not check.join(POLL_S / 2):
         st.info(f"Running: {check.elapsed:,.0f} s of at most {check.seconds:,.0f} s.")
@@ -137,6 +139,8 @@ def _progress(model: str) -> None:
         else:
             st.session_state[RESULT_KEY] = check.result
             st.session_state.pop("co_vf_error", None)
+        if polling:
+            st.rerun()
     if "co_vf_error" in st.session_state:
         st.error(st.session_state["co_vf_error"])
     result = st.session_state.get(RESULT_KEY)

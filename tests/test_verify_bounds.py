@@ -177,3 +177,30 @@ def test_presets_plan_within_the_default_cap():
         plan = verify.plan_build(load_preset(name), verify.VerifyRequest(device="cpu"))
         assert plan.peak_bytes <= verify.VerifyRequest().memory_bytes
         assert plan.peak.activations > 0 and plan.peak.probe > 0
+
+
+def _cost_panel():
+    """The Cost page's check panel under a model whose check runs for a while (the default probe)."""
+    from attn_core.cost.shapes import from_hf_config
+    from lab_ui import cost_verify
+
+    wide = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "intermediate_size": 20_000, "vocab_size": 100}  # fmt: skip
+    cost_verify.check_on_this_machine(from_hf_config(wide, name="wide"))
+
+
+def test_the_page_shows_the_plan_first_and_stop_gives_one_line():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_cost_panel, default_timeout=60).run()
+    assert any(c.value.startswith("Planned peak ") and "stopped at 120 s" in c.value for c in at.caption)
+    at.button(key="co_vf_run").click().run()
+    assert at.info and at.info[0].value.startswith("Running:")
+    at.button(key="co_vf_stop").click().run()
+    start = time.monotonic()
+    while at.info and at.info[0].value.startswith("Running") and time.monotonic() - start < 30:
+        time.sleep(0.2)
+        at.run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["the check was stopped"]
+    assert verify.running() is None or verify.running().done
