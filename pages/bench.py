@@ -205,8 +205,20 @@ def results() -> None:
             "Download the run (JSON)", run_json, "kernel-run.json", "application/json", key="kb_json"
         )
 
+    if view.own_run is not None:
+        why, own_json = view.own_run
+        st.caption(
+            f"This sweep stays yours: it is not this server's calibration for the Cost calculator ({why}). "
+            "Download it to use it with `python -m attn_core cost --calibration`."
+        )
+        st.download_button(
+            "Download your run (JSON)", own_json, "kernel-run.json", "application/json", key="kb_own"
+        )
+
     # -- Recorded GPU results --------------------------------------------------------------------------
     st.subheader("Recorded GPU results")
+    for problem in view.recorded_problems:
+        st.warning(problem)
     if not view.recorded:
         st.info(
             "No GPU results are recorded in this project yet. They come only from a real GPU run "

@@ -93,6 +93,19 @@ def test_models_lists_presets(capsys):
     assert [row["name"] for row in json.loads(capsys.readouterr().out)] == list_presets()
 
 
+def test_models_columns_line_up_whatever_the_name_length(capsys):
+    """Every row has the header's width and each header label ends where its column's values end
+    (the longest preset names, e.g. qwen3-next-80b-a3b, used to push their row out of line)."""
+    assert main(["models"]) == 0
+    header, *body = capsys.readouterr().out.splitlines()
+    assert len(body) == len(list_presets()) and max(len(n) for n in list_presets()) >= 18
+    assert {len(line) for line in body} == {len(header)}
+    names = [line.split()[0] for line in body]
+    assert names == list_presets()
+    kind_at = header.index("kind")
+    assert all(line[kind_at - 1] == " " and line[kind_at] != " " for line in body)
+
+
 def test_int8_cache(capsys):
     assert main(["cost", "--model", "llama-2-7b", "--seq-len", "1", "--kv-dtype", "int8", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["kv_cache_bytes_per_token"] == 256 * 1024
