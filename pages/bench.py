@@ -6,7 +6,7 @@ import streamlit as st
 
 from attn_core.views import bench
 from attn_core.views.bench import CONTESTANTS
-from lab_ui import bench_charts, figures, published_runs, widgets
+from lab_ui import bench_charts, figures, kernel_rates, published_runs, widgets
 from lab_ui.badges import table
 from lab_ui.page import compute, header, require, safety_net
 
@@ -78,12 +78,6 @@ def on_record(record, expected: int) -> None:
     progress.progress(
         min(1.0, done / expected), text=f"{done} of {expected}: {record.impl} at L = {record.seq_len:,}"
     )
-
-
-def open_costs(choice: str, rates_dtype: str) -> None:
-    """The Cost calculator on this hardware, in the dtype the rates were measured in, at its time table."""
-    for key, value in {"co_gpu": choice, "co_dtype": rates_dtype, "co_section": "whole"}.items():
-        st.session_state[key] = st.session_state[f"_keep_{key}"] = value
 
 
 INPUTS = "the sweep's lengths, dtype, head sizes and contestants"
@@ -187,33 +181,7 @@ def results() -> None:
         st.caption(f"**{impl}**: {why}")
 
     # -- The rates, for the Cost calculator ------------------------------------------------------------
-    if view.cost_rates is not None:
-        choice, rates_dtype, run_json = view.cost_rates
-        st.caption(
-            "This server's last sweep, with its matmul and bandwidth rates, calibrates the Cost calculator's "
-            f"time bounds ({choice}, {rates_dtype}); `python -m attn_core cost --calibration` reads the JSON."
-        )
-        left, right, _ = st.columns([2, 2, 3])
-        if left.button(
-            "Use these rates in the Cost calculator",
-            key="kb_costs",
-            on_click=open_costs,
-            args=(choice, rates_dtype),
-        ):
-            st.switch_page("pages/costs.py")
-        right.download_button(
-            "Download the run (JSON)", run_json, "kernel-run.json", "application/json", key="kb_json"
-        )
-
-    if view.own_run is not None:
-        why, own_json = view.own_run
-        st.caption(
-            f"This sweep stays yours: it is not this server's calibration for the Cost calculator ({why}). "
-            "Download it to use it with `python -m attn_core cost --calibration`."
-        )
-        st.download_button(
-            "Download your run (JSON)", own_json, "kernel-run.json", "application/json", key="kb_own"
-        )
+    kernel_rates.rates_box(view.cost_rates, view.own_run)
 
     # -- Recorded GPU results --------------------------------------------------------------------------
     st.subheader("Recorded GPU results")

@@ -17,6 +17,8 @@ import time
 import pytest
 
 from attn_core.bench import verify, verify_cli
+from attn_core.bench.verify.child import CheckFailed, start_check
+from attn_core.bench.verify.peak import FLOOR_BYTES
 from attn_core.cost.shapes import from_hf_config, load_preset
 
 LLAMA = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
@@ -68,13 +70,13 @@ def test_planned_peak_bounds_the_child_measured_peak(small_probe, config, change
     shape = _shape(config, **changes)
     request = _request(seq_len=T, batch=B)
     plan = verify.plan_build(shape, request)
-    check = verify.start_check(shape, request, 120)
+    check = start_check(shape, request, 120)
     result = check.wait(130)
     assert result.plan.peak_bytes == plan.peak_bytes
     # the kernel's high-water mark of the child's resident memory, beyond its warmed-up start
     assert 0 < check.measured_peak_bytes <= plan.peak_bytes
     # … and the plan is not vacuous: within 3× of it plus the floor
-    assert plan.peak_bytes <= 3 * check.measured_peak_bytes + verify.FLOOR_BYTES
+    assert plan.peak_bytes <= 3 * check.measured_peak_bytes + FLOOR_BYTES
 
 
 # -- the audit's cases, at small scale --------------------------------------------------------
@@ -121,8 +123,8 @@ def test_a_child_over_its_memory_limit_is_one_line(small_probe):
     """The address-space cap given to the child far under what the check holds: the allocation
     fails inside the child and the page gets one line (not a blank page, not a dead server)."""
     shape = _shape(LLAMA, intermediate_size=40_000)
-    check = verify.start_check(shape, _request(seq_len=128, batch=2), 60, memory_bytes=32 << 20)
-    with pytest.raises(verify.CheckFailed) as failed:
+    check = start_check(shape, _request(seq_len=128, batch=2), 60, memory_bytes=32 << 20)
+    with pytest.raises(CheckFailed) as failed:
         check.wait(90)
     line = str(failed.value)
     assert "\n" not in line and "memory" in line
@@ -130,18 +132,18 @@ def test_a_child_over_its_memory_limit_is_one_line(small_probe):
 
 
 def test_a_child_past_its_wall_clock_is_stopped_and_one_line(small_probe):
-    check = verify.start_check(_shape(LLAMA), _request(seq_len=64), 0.5)
-    with pytest.raises(verify.CheckFailed, match=r"^the check ran past its 0\.5 s limit and was stopped$"):
+    check = start_check(_shape(LLAMA), _request(seq_len=64), 0.5)
+    with pytest.raises(CheckFailed, match=r"^the check ran past its 0\.5 s limit and was stopped$"):
         check.wait(30)
 
 
 def test_stop_ends_the_child_and_frees_the_slot(small_probe):
-    check = verify.start_check(_shape(LLAMA), _request(seq_len=64), 60)
+    check = start_check(_shape(LLAMA), _request(seq_len=64), 60)
     with pytest.raises(verify.VerifyBusy):
-        verify.start_check(_shape(LLAMA), _request(seq_len=64), 60)
+        start_check(_shape(LLAMA), _request(seq_len=64), 60)
     start = time.monotonic()
     check.stop()
-    with pytest.raises(verify.CheckFailed, match=r"^the check was stopped$"):
+    with pytest.raises(CheckFailed, match=r"^the check was stopped$"):
         check.wait(10)
     assert time.monotonic() - start < 5 and verify.running() is None
     with pytest.raises(ProcessLookupError):  # the child and its group are gone
