@@ -30,7 +30,7 @@ def grid(at):
 
 
 def test_demo_opens_checked_and_follows_the_layer_slider(app):
-    at = app(PAGE)
+    at = app(PAGE, hf_src="demo")
     ok(at)
     assert any("✓ matches attn_core.attention vs the model's own" in b for b in badges(at))
     model = explore.load(explore.DEMO).model
@@ -51,7 +51,7 @@ def test_demo_opens_checked_and_follows_the_layer_slider(app):
     ("text", "message"), [("1, x", "whole numbers"), ("1 2 100", "outside the vocabulary")]
 )
 def test_bad_ids_give_a_message(app, text, message):
-    at = app(PAGE)
+    at = app(PAGE, hf_src="demo")
     at.text_area(key="hf_text").input(text).run()
     assert not at.exception and message in at.error[0].value
 
