@@ -142,3 +142,23 @@ def test_the_page_opens_them_with_a_green_badge(app, allowed, name):
     assert not any("NOT REPRODUCED" in b for b in shown)
     if name == "gpt_oss-sinks":
         assert any("learned sinks" in b for b in shown)
+
+
+def test_the_probe_fits_a_short_model_and_matches_output_attentions(allowed):
+    """GPT-2 here has 64 positions: the probe shortens to n = 31 (BOS + 2 · 31 = 63 tokens). Its
+    scores against a direct computation from transformers' own output_attentions."""
+    loaded = explore.load(str(allowed / "gpt2"))
+    scores = explore.head_probe(loaded)
+    ids, n = scores.ids, scores.period
+    assert n == 31 and ids.shape == (1, 63) and torch.equal(ids[0, 1 : n + 1], ids[0, n + 1 :])
+    oracle = tf.AutoModelForCausalLM.from_pretrained(allowed / "gpt2", attn_implementation="eager").eval()
+    with torch.no_grad():
+        A = torch.stack(oracle(ids, output_attentions=True).attentions)[:, 0].double()  # (layer, H, T, T)
+    induction = torch.stack([A[:, :, t, t - n + 1] for t in range(n + 1, 2 * n + 1)], -1).mean(-1)
+    previous = torch.stack([A[:, :, t, t - 1] for t in range(1, 2 * n + 1)], -1).mean(-1)
+    sink = A[:, :, 1:, 0].mean(-1)
+    for ours, direct in ((scores.induction, induction), (scores.previous, previous), (scores.sink, sink)):
+        torch.testing.assert_close(ours, direct, atol=1e-5, rtol=0)  # float32 model vs float64 recompute
+    best = scores.top("previous token", 1)[0]
+    layer, head = int(best[0][1 : best[0].index("H")]), int(best[0][best[0].index("H") + 1 :])
+    assert best[1] == pytest.approx(float(previous[layer, head])) == pytest.approx(float(previous.max()))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.heads import induction_score, previous_token_score, sink_share
-from attn_core.hf.attention_maps import capture, recompute_weights
+from attn_core.hf.attention_maps import capture, model_positions, recompute_weights
 
 PROBE_TOKENS = 50  # n random tokens per copy, as in TransformerLens's tutorials
 PROBE_BATCH = 1  # sequences averaged (each a forward of 2n + 1 tokens; ~5 s for SmolLM2 on 2 cores)
@@ -73,10 +73,16 @@ def probe_ids(
 def probe(
     model: torch.nn.Module, bos: int | None, n: int = PROBE_TOKENS, batch: int = PROBE_BATCH
 ) -> ProbeScores:
-    """Every attention layer's head scores on the probe, averaged over ``batch`` sequences."""
+    """Every attention layer's head scores on the probe, averaged over ``batch`` sequences; n is
+    cut to fit the model's positions (2n + 1 ≤ positions)."""
     vocab = model.config.vocab_size
     if bos is not None and not 0 <= bos < vocab:
         bos = None
+    positions = model_positions(model.config)
+    if positions is not None:  # a model with few positions gets a shorter probe
+        n = min(n, (positions - 1) // 2)
+    if n < 2:
+        raise ValueError(f"the model's {positions} positions leave no room for a repeated sequence")
     ids = probe_ids(vocab, bos, n, batch)
     ind, prev, sink, layers = [], [], [], []
     for seq in ids:
