@@ -66,3 +66,16 @@ def test_the_page_opens_on_smollm2_with_a_green_badge_and_its_induction_heads(ap
 
     config = json.loads(at.session_state["_keep_co_paste"])
     assert config["num_hidden_layers"] == 30 and config["num_key_value_heads"] == 3
+
+
+def test_the_load_progress_counts_the_tensors_transformers_walks():
+    """The page's progress bar: transformers' GGUF loader walks its tensors under a tqdm bar, which
+    the load replaces by a counter while it runs (and restores after)."""
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+    original, seen = gguf_utils.tqdm, []
+    with shipped._tensor_progress(seen.append):
+        assert list(gguf_utils.tqdm(range(4), desc="tensors")) == [0, 1, 2, 3]
+    assert gguf_utils.tqdm is original
+    share = shipped.TOKENIZER_SHARE
+    assert seen == pytest.approx([share + (1 - share) * i / 4 for i in (1, 2, 3, 4)]) and seen[-1] == 1

@@ -253,14 +253,6 @@ def recording(recorder: Callable) -> Iterator[None]:
         _RECORDING.recorder = None
 
 
-def interface_calls(model: torch.nn.Module) -> int:
-    """How many attention modules the model has that report a layer index (a hybrid's linear
-    layers do not call the interface)."""
-    return sum(
-        1 for m in model.modules() if type(m).__name__.endswith("Attention") and hasattr(m, "layer_idx")
-    )
-
-
 @dataclass(frozen=True)
 class LayerCapture:
     layer: int  # the decoder layer (a hybrid's attention layers are not every layer)
