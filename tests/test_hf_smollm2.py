@@ -66,6 +66,11 @@ def test_the_page_opens_on_smollm2_with_a_green_badge_and_its_induction_heads(ap
 
     config = json.loads(at.session_state["_keep_co_paste"])
     assert config["num_hidden_layers"] == 30 and config["num_key_value_heads"] == 3
+    at.switch_page("pages/costs.py").run()
+    assert not at.exception and at.error.len == 0, [e.value for e in at.error]
+    summary = " ".join(m.value for m in at.markdown if "parameters**" in m.value)
+    assert "(134,515,008)" in summary  # the checkpoint's own count, through the Cost calculator
+    assert "site-packages" not in summary and "SmolLM2-135M-Instruct" in summary  # no server path
 
 
 def test_the_load_progress_counts_the_tensors_transformers_walks():

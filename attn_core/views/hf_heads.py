@@ -173,7 +173,9 @@ def hf_view(loaded: hf.Loaded, text: str) -> HFView:
         }
         for i in range(len(view.maps))
     ]
-    config = json.dumps(loaded.model.config.to_dict(), separators=(",", ":"), default=str)
+    # the name the visitor knows, never where the weights sit on this server
+    fields = loaded.model.config.to_dict() | {"_name_or_path": loaded.name}
+    config = json.dumps(fields, separators=(",", ":"), default=str)
     return HFView(
         tokens=tokens,
         view=view,
