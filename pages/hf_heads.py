@@ -54,7 +54,7 @@ with c2:
     if kind == SOURCES[0]:
         source = explore.SHIPPED
         st.caption(
-            f"{explore.SHIPPED_LABEL}: {explore.shipped.ORIGIN}. The weights are 4-bit quantized and "
+            f"{explore.SHIPPED_LABEL}: {explore.SHIPPED_ORIGIN}. The weights are 4-bit quantized and "
             "de-quantized here, so every figure on this page is this quantized model's (README, "
             "*The pretrained model*)."
         )
@@ -74,7 +74,9 @@ st.caption(f"**{loaded.name}** · {loaded.n_params:,} parameters · loaded in {l
 
 label = "token ids (comma or space separated)" if loaded.tokenizer is None else "text"
 default = explore.DEMO_TEXT if loaded.tokenizer is None else explore.SHIPPED_TEXT
-text = widgets.text_area(label, key="hf_text", default=default, max_chars=4000, height=68)
+# ids and prose keep separate boxes: switching between SmolLM2 and the demo never feeds one the other's
+text_key = "hf_text" if loaded.tokenizer is None else "hf_prose"
+text = widgets.text_area(label, key=text_key, default=default, max_chars=4000, height=68)
 view = compute(view_cache.view, explore.hf_view, loaded, text, inputs=f"the {label} and the model")
 require(view, fix="the input above (the model stays loaded)")
 

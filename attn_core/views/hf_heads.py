@@ -31,6 +31,7 @@ from attn_core.hf.probe import ProbeScores, probe
 DEMO = "demo"
 SHIPPED = "smollm2"
 SHIPPED_LABEL = shipped.NAME
+SHIPPED_ORIGIN = shipped.ORIGIN
 SHIPPED_TEXT = "The quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog."
 TRIED = (
     "SmolLM2-135M-Instruct, and tiny random checkpoints of Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3, "
