@@ -6,7 +6,7 @@ the shipped sample text, then reads the text with ``long_heads.long_view`` under
 enough to run each length, timing it (wall clock) and recording the process's peak resident set
 growth (VmHWM after a reset, minus the resident set before). float32, batch 1, this CPU.
 
-Usage: PYTHONPATH=$PWD .venv/bin/python benchmarks/smollm2_long.py [--L 1024 4096]
+Usage: PYTHONPATH=$PWD .venv/bin/python benchmarks/smollm2_long.py [--L 1024 4096] [--layers 2]
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ def _rss(field: str) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--L", type=int, nargs="+", default=[1024, 2048, 4096])
+    parser.add_argument("--layers", type=int, default=None, help="read only the first layers (all by default)")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     start = time.perf_counter()
@@ -40,12 +41,12 @@ def main() -> None:
     for L in args.L:
         inp = lh.read_input(m, lh.sample_text(), L)
         tile = lh.TILE if L >= 16 * lh.TILE else max(1, L // 16)
-        est = lh.estimate(m, L, tile=tile)
+        est = lh.estimate(m, L, tile=tile, layers=args.layers)
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # reset VmHWM
         before = _rss("VmRSS")
         t0 = time.perf_counter()
-        view = lh.long_view(m, inp, wide, tile=tile)
+        view = lh.long_view(m, inp, wide, tile=tile, layers=args.layers)
         seconds = time.perf_counter() - t0
         peak = _rss("VmHWM") - before
         print(
