@@ -177,7 +177,7 @@ def probe_section() -> None:
     st.subheader("Induction, previous-token and sink heads: the standard probe")
     st.caption(
         f"TransformerLens's test: BOS, then {explore.PROBE_TOKENS} random token ids, then the same "
-        f"{explore.PROBE_TOKENS} again; mean over {explore.PROBE_BATCH} seeded sequences. Induction: mean "
+        f"{explore.PROBE_TOKENS} again (seeded; the same ids on every visit). Induction: mean "
         "weight a second-copy token puts on the token *after* its earlier occurrence. Previous token: mean "
         "weight on t − 1. Sink: mean weight on position 0 (BOS), rows t ≥ 1. Scores by position on real "
         "text come from the long-input section below."
