@@ -175,17 +175,17 @@ T = len(view.tokens)
 
 def probe_section() -> None:
     st.subheader("Induction, previous-token and sink heads: the standard probe")
-    st.caption(
-        f"TransformerLens's test: BOS, then {explore.PROBE_TOKENS} random token ids, then the same "
-        f"{explore.PROBE_TOKENS} again (seeded; the same ids on every visit). Induction: mean "
-        "weight a second-copy token puts on the token *after* its earlier occurrence. Previous token: mean "
-        "weight on t − 1. Sink: mean weight on position 0 (BOS), rows t ≥ 1. Scores by position on real "
-        "text come from the long-input section below."
-    )
     with st.spinner("running the probe…"):
         scores = compute(view_cache.view, explore.head_probe, loaded, inputs="the model")
     if scores is None:
         return
+    n = scores.period
+    st.caption(
+        f"TransformerLens's test: BOS, then {n} random token ids, then the same {n} again (seeded; the same "
+        "ids on every visit). Induction: mean weight a second-copy token puts on the token *after* its "
+        "earlier occurrence. Previous token: mean weight on t − 1. Sink: mean weight on position 0 (BOS), "
+        "rows t ≥ 1. Scores by position on real text come from the long-input section below."
+    )
     tops = {name: scores.top(name) for name in explore.SCORES}
     st.markdown(
         "  \n".join(

@@ -23,9 +23,7 @@ from attn_core.hf.attention_maps import LOAD_CAP_S as LOAD_CAP_S  # re-exported 
 from attn_core.hf.attention_maps import MAX_PARAMS as MAX_PARAMS
 from attn_core.hf.attention_maps import MAX_TOKENS as MAX_TOKENS
 from attn_core.hf.demo import build_demo
-from attn_core.hf.probe import PROBE_BATCH as PROBE_BATCH  # re-exported for the page
-from attn_core.hf.probe import PROBE_TOKENS as PROBE_TOKENS
-from attn_core.hf.probe import SCORES as SCORES
+from attn_core.hf.probe import SCORES as SCORES  # re-exported for the page
 from attn_core.hf.probe import ProbeScores, probe
 
 DEMO = "demo"
