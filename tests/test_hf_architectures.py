@@ -131,7 +131,7 @@ def test_what_is_not_reproduced_is_named(allowed):
     ]
 
 
-@pytest.mark.parametrize("name", ["gpt_oss-sinks", "gpt_neox-partial-rotary"])
+@pytest.mark.parametrize("name", ["gpt_oss-sinks", "gpt_neox-partial-rotary", "qwen3_next-hybrid"])
 def test_the_page_opens_them_with_a_green_badge(app, allowed, name):
     at = app("pages/hf_heads.py", hf_src="local folder or hub id")
     at.text_input(key="hf_path").input(str(allowed / name)).run()
@@ -142,6 +142,8 @@ def test_the_page_opens_them_with_a_green_badge(app, allowed, name):
     assert not any("NOT REPRODUCED" in b for b in shown)
     if name == "gpt_oss-sinks":
         assert any("learned sinks" in b for b in shown)
+    if name == "qwen3_next-hybrid":  # its linear-attention layers have no map, and the page says so
+        assert any("Attention layers: 3 of 4" in c.value for c in at.caption)
 
 
 def test_the_probe_fits_a_short_model_and_matches_output_attentions(allowed):
