@@ -246,11 +246,12 @@ def use_capture(model: torch.nn.Module) -> None:
 def recording(recorder: Callable) -> Iterator[None]:
     """While inside, this thread's attention calls go to ``recorder(eager, module, query, key,
     value, attention_mask, **kwargs)``, which returns what eager would."""
+    previous = getattr(_RECORDING, "recorder", None)
     _RECORDING.recorder = recorder
     try:
         yield
     finally:
-        _RECORDING.recorder = None
+        _RECORDING.recorder = previous
 
 
 @dataclass(frozen=True)
@@ -285,12 +286,15 @@ def _unexpressed(module: torch.nn.Module, kwargs: dict) -> tuple[str, ...]:
     return tuple(odd)
 
 
-def _record(module, query, key, attention_mask, kwargs, weights) -> LayerCapture:
+def _record(module, query, key, attention_mask, kwargs, weights, order: int) -> LayerCapture:
+    """What one call received; ``order``: how many calls came before (the layer, for a module
+    that does not carry its ``layer_idx``)."""
     scale = kwargs.get("scaling")
+    layer = getattr(module, "layer_idx", None)
     sinks = kwargs.get("s_aux")
     softcap = kwargs.get("softcap")
     return LayerCapture(
-        layer=int(getattr(module, "layer_idx", -1)),
+        layer=layer if isinstance(layer, int) else order,
         q=query.detach(),
         k=key.detach(),
         scale=float(scale if scale is not None else query.shape[-1] ** -0.5),
@@ -312,7 +316,7 @@ def capture(model: torch.nn.Module, idx: torch.Tensor) -> tuple[list[LayerCaptur
 
     def recorder(eager, module, query, key, value, attention_mask, *args, **kwargs):
         out, weights = eager(module, query, key, value, attention_mask, *args, **kwargs)
-        records.append(_record(module, query, key, attention_mask, kwargs, weights))
+        records.append(_record(module, query, key, attention_mask, kwargs, weights, len(records)))
         return out, weights
 
     with recording(recorder), torch.no_grad():
