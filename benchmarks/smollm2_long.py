@@ -29,7 +29,9 @@ def _rss(field: str) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--L", type=int, nargs="+", default=[1024, 2048, 4096])
-    parser.add_argument("--layers", type=int, default=None, help="read only the first layers (all by default)")
+    parser.add_argument(
+        "--layers", type=int, default=None, help="read only the first layers (all by default)"
+    )
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     start = time.perf_counter()

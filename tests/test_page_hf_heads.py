@@ -32,7 +32,10 @@ def grid(at):
 def test_demo_opens_checked_and_follows_the_layer_slider(app):
     at = app(PAGE, hf_src="demo")
     ok(at)
-    assert any("✓ matches attn_core.attention (GQA 4:2, sliding window 8) vs the model's own" in b for b in badges(at))
+    assert any(
+        "✓ matches attn_core.attention (GQA 4:2, sliding window 8) vs the model's own" in b
+        for b in badges(at)
+    )
     model = explore.load(explore.DEMO).model
     ids = [int(x) for x in explore.DEMO_TEXT.split()]
     own = own_maps(model, ids)
