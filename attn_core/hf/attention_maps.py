@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 
 from attn_core.attention import attention, check_shapes, expand_kv, masked_scores, stable_softmax
 from attn_core.heads import head_metrics, rank_one_distance
@@ -131,7 +132,8 @@ def load(
         )
     except OverCap:
         raise
-    except (OSError, ValueError) as exc:  # no config.json, unknown model type, no network, no such repo
+    # no config.json, unknown model type, no network, no such repo; a corrupt safetensors header
+    except (OSError, ValueError, SafetensorError) as exc:
         if not folder:
             raise hub_miss from exc
         detail = str(exc).splitlines()[0].replace(name, shown) if str(exc) else type(exc).__name__
