@@ -36,8 +36,8 @@ def test_arrow_keys_step_the_lesson_and_leave_a_focused_slider_alone(server_url,
     slider.focus()
     page.keyboard.press("ArrowRight")  # the slider's key, not the lesson's
     wait_idle(page)
+    expect(page).to_have_url(re.compile(r"mk_t=3"), timeout=20_000)  # the slider moved from t = 2 to 3
     expect(page.locator(PANEL).get_by_text("step 3 of 6")).to_be_visible()
-    assert "mk_t=3" in page.url  # the slider moved from t = 2 to 3
     page.locator("h1").first.click()
     page.keyboard.press("ArrowLeft")
     _step_shown(page, 2, 6)
