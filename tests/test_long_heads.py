@@ -282,3 +282,32 @@ def test_long_views_over_the_shared_caches_bound_are_kept(monkeypatch):
     again = page.LONG_VIEWS.view(lh.long_view, m, inp, tile=4)
     assert again is first and not calls
     assert view_cache.size_of(first) > view_cache.CACHE.max_entry_bytes  # the shared cache would drop it
+
+
+def test_a_long_read_of_a_hugging_face_model_never_holds_up_its_short_maps(loaded):
+    """The capture is per thread (attn_core.hf.attention_maps.recording): while one visitor's long
+    read of a model is held inside its first layer, another visitor's short map of the same loaded
+    model runs to its end and equals the one computed when nothing else runs."""
+    import threading
+    import time
+
+    m = lh.from_hf(loaded)
+    inp = lh.read_input(m, " ".join(map(str, ids()[0].tolist())))
+    alone = hf.recompute(loaded.model, ids()).maps
+    inside, release = threading.Event(), threading.Event()
+
+    def hold(done: int, total: int) -> None:
+        inside.set()
+        release.wait(30)
+
+    reader = threading.Thread(target=lambda: lh.long_view(m, inp, tile=8, on_layer=hold))
+    reader.start()
+    try:
+        assert inside.wait(30)
+        start = time.perf_counter()
+        beside = hf.recompute(loaded.model, ids()).maps
+        assert time.perf_counter() - start < 10
+    finally:
+        release.set()
+        reader.join(30)
+    assert all(torch.equal(a, b) for a, b in zip(alone, beside, strict=True))
