@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
+import inspect
 import os
 import sys
 import threading
@@ -197,8 +198,13 @@ class ViewCache:
         self.check_writes = False  # tests: fingerprint each stored value so that verify() can compare
 
     def view(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """``fn(*args, **kwargs)``, computed once per distinct input content. Read-only result."""
-        key = fingerprint(*args, **kwargs)
+        """``fn(*args, **kwargs)``, computed once per distinct input content. Read-only result. A
+        bound method's instance is an input too (a page view's ``view.part(x)``)."""
+        key = (
+            fingerprint(fn.__self__, *args, **kwargs)
+            if inspect.ismethod(fn)
+            else fingerprint(*args, **kwargs)
+        )
         return self.get(f"{fn.__module__}.{fn.__qualname__}", key, lambda: fn(*args, **kwargs))
 
     def get(self, name: str, key: bytes, compute: Callable[[], T]) -> T:
