@@ -90,7 +90,7 @@ def compute(fn: Callable[..., T], *args, inputs: str, fresh: bool = False, **kwa
     with a function among its arguments is fresh too (a callback has effects, and the cache keys
     a function by its name, not its state). ``compute(view_cache.view, fn, ...)``, the older
     spelling, is the same call."""
-    if fn is not view_cache.view and not fresh and not any(callable(a) for a in (*args, *kwargs.values())):
+    if fn is not view_cache.view and not fresh and not any(map(inspect.isroutine, (*args, *kwargs.values()))):
         args, fn = (fn, *args), view_cache.view
     result = None
     with safety_net(inputs):
