@@ -4,9 +4,17 @@ import pandas as pd
 import streamlit as st
 
 from attn_core.views import masks
+from attn_core.views.masks import MAX_D, MAX_T
 from lab_ui import figures, widgets
 from lab_ui.badges import format_diff, oracle_badge, table
-from lab_ui.mask_charts import gallery_picker, leak_figure, mask_figure, output_heatmap, slip_panels
+from lab_ui.mask_charts import (
+    bos_figure,
+    gallery_picker,
+    leak_figure,
+    mask_figure,
+    output_heatmap,
+    slip_panels,
+)
 from lab_ui.page import compute, header, require, run_section, section_picker
 
 INPUTS = "T, d and the seed in the sidebar"
@@ -62,10 +70,8 @@ def change_the_future(view: masks.MasksView) -> None:
         return
     figures.show(leak_figure(future, t), key="mk_leak_fig")
     table(pd.DataFrame(future.table), "change_the_future.csv", key="mk_leak", hide_index=True)
-    if kind == "future":
-        st.caption(masks.note("future_right", tol=masks.ROUNDING_TOL))
-    else:
-        st.caption(masks.note("future_control"))
+    right = "future_right" if kind == "future" else "future_control"  # the control's note has no numbers
+    st.caption(masks.note(right, tol=masks.ROUNDING_TOL))
     st.caption(masks.TOY_NOTE)
 
 
@@ -184,25 +190,11 @@ def permutations(view: masks.MasksView) -> None:
         output_heatmap(r.permuted_outputs, perm.permuted_words, "Π Attn(X)", key="mk_perm_b")
     st.caption(masks.note("card7"))
     st.markdown("**Position from nothing: the BOS share under a causal mask**")
-    n = widgets.slider("positions", 2, masks.MAX_T, 8, key="mk_bosT")
+    n = widgets.slider("positions", 2, MAX_T, 8, key="mk_bosT")
     b = compute(view.bos, n, inputs="the positions")
     if b is None:
         return
-    series = {
-        "causal: o_t": b.causal.tolist(),
-        "1/t": b.expected.tolist(),
-        "no mask: o_t": b.unmasked.tolist(),
-    }
-    figures.show(
-        figures.lines(
-            list(range(1, n + 1)),
-            series,
-            title="Equal scores, v₁ = 1, others 0: output = token 1's share",
-            x_title="position t (1 = first)",
-            y_title="o_t",
-        ),
-        key="mk_bos_fig",
-    )
+    figures.show(bos_figure(b), key="mk_bos_fig")
     st.caption(
         "With the mask, position t spreads its weight over t keys: o_t = 1/t (max |o_t − 1/t| = "
         f"{format_diff(b.max_gap)}). Without it every position gets 1/T = {1 / n:.4g}: no signal."
@@ -247,11 +239,9 @@ header(
 )
 with st.sidebar:
     st.header("Tokens for the experiments")
-    st.caption(
-        f"Seeded random q, k, v per token (float64, one head). Caps: T ≤ {masks.MAX_T}, d ≤ {masks.MAX_D}."
-    )
-    T = widgets.slider("T (tokens)", 2, masks.MAX_T, 8, key="mk_T")
-    d = widgets.slider("d_k = d_v", 1, masks.MAX_D, 4, key="mk_d")
+    st.caption(f"Seeded random q, k, v per token (float64, one head). Caps: T ≤ {MAX_T}, d ≤ {MAX_D}.")
+    T = widgets.slider("T (tokens)", 2, MAX_T, 8, key="mk_T")
+    d = widgets.slider("d_k = d_v", 1, MAX_D, 4, key="mk_d")
     seed = int(widgets.number("seed", 0, 2**31 - 1, 0, key="mk_seed", step=1))
 view = compute(masks.view, T, d, seed, inputs=INPUTS)
 section = section_picker(masks.Section, key="mk_section")

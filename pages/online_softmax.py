@@ -102,8 +102,9 @@ def tiles(view: OnlineView) -> None:
     L, S = view.qkv.L, view.qkv.S
     smallest = online_softmax.smallest_block(L, S)
     st.caption(
-        f"Square tiles of b queries × b keys. A tile the mask removes entirely is skipped: never "
-        f"multiplied, never exponentiated. Cap: {online_softmax.MAX_TILES:,} tiles per rerun (here b ≥ {smallest})."
+        "Square tiles of b queries × b keys. A tile the mask removes entirely is skipped: never "
+        f"multiplied, never exponentiated. Cap: {online_softmax.MAX_TILES:,} tiles per rerun "
+        f"(here b ≥ {smallest})."
     )
     block = (
         widgets.slider("block size b", 1, max(L, S), smallest, key="os_tile_block") if max(L, S) > 1 else 1

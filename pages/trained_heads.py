@@ -12,12 +12,9 @@ from lab_ui import figures, view_cache, widgets
 from lab_ui.badges import oracle_badge, table
 from lab_ui.long_heads import long_section
 from lab_ui.page import compute, header, require, run_section, section_picker
-from lab_ui.trained_charts import circuit, head_grid, loss_figure, one_head
+from lab_ui.trained_charts import circuit, head_grid, loss_figure, one_head, phase_caption
 
 SHIPPED, YOURS = "shipped checkpoint", "your run"
-ONE_LAYER_NOTE = (
-    " One layer cannot form an induction head: it needs a previous-token head in an earlier layer."
-)
 MAX_TEXT = 200  # characters in the sequence box (a model reads at most 64 tokens of it)
 
 
@@ -41,9 +38,7 @@ def read_heads(tv: TrainedView) -> None:
         ),
         key="th_grid",
     )
-    pick = widgets.selectbox(
-        "enlarge a head", tv.head_names, key="th_head", default=trained_heads.best_induction_head(tv.model)
-    )
+    pick = widgets.selectbox("enlarge a head", tv.head_names, key="th_head", default=tv.best_head)
     layer, head = trained_heads.parse_head(pick)
     figures.show(one_head(view.maps[layer, head], view.tokens, f"{pick} on your sequence"), key="th_one")
     st.markdown("**Head scores**")
@@ -72,17 +67,16 @@ def ablation_and_circuits(tv: TrainedView) -> None:
         delta_color="inverse",
     )
     st.caption(
-        f"128 held-out sequences of the {tv.task} task. On the shipped model, zeroing the previous-token head "
-        "breaks every induction head at once (K-composition), while the layer-1 induction heads back each "
-        "other up."
+        f"128 held-out sequences of the {tv.task} task. On the shipped model, zeroing the previous-token "
+        "head breaks every induction head at once (K-composition), while the layer-1 induction heads back "
+        "each other up."
     )
     circuits(tv)
 
 
 def circuits(tv: TrainedView) -> None:
     st.subheader("The two circuits of one head, over the vocabulary")
-    best = trained_heads.best_induction_head(tv.model)
-    pick = widgets.selectbox("head", tv.head_names, key="th_circ", default=best)
+    pick = widgets.selectbox("head", tv.head_names, key="th_circ", default=tv.best_head)
     cv = compute(tv.circuits, pick, inputs="the head")
     if cv is None:
         return
@@ -158,17 +152,8 @@ def train_section(tv: TrainedView) -> None:
         st.success(note)
     fig = loss_figure(*trained_heads.loss_curve(current.losses), lines, current.phase_change_step, title)
     chart.plotly_chart(fig, key="th_loss", config=figures.PLOT_CONFIG)
-    phase = current.phase_change_step
     if current.config.task is TaskId.INDUCTION:
-        st.caption(
-            f"Phase change: the 50-step mean loss first at or below {lines['phase-change threshold']:.2f} "
-            "nats — half the best loss without looking the current letter up "
-            f"({lines['best without lookup']:.2f}), "
-            f"{lines['unigram baseline'] - lines['phase-change threshold']:.2f} nats below the unigram "
-            f"baseline ln 26 = {lines['unigram baseline']:.2f}. "
-            + (f"Passed at step {phase:,}." if phase else "Not passed yet.")
-            + (ONE_LAYER_NOTE if current.model.config.n_layer == 1 else "")
-        )
+        st.caption(phase_caption(lines, current.phase_change_step, current.model.config.n_layer))
     if current.step:
         st.caption("Pick **your run** under *model* above to read its heads.")
 

@@ -32,7 +32,7 @@ from attn_core.slips.masking import SLIPS
 from attn_core.views.inputs import QKV, random_qkv
 from attn_core.views.mask_gallery import PAINTED  # the page reads the gallery's names through here
 
-__all__ = [  # what the page reads (the page import rule: tests/test_page_shape.py)
+__all__ = [  # what the page and its charts (lab_ui/mask_charts.py) read
     "MATCH_TOL",
     "MAX_D",
     "MAX_T",
@@ -42,9 +42,12 @@ __all__ = [  # what the page reads (the page import rule: tests/test_page_shape.
     "ROUNDING_TOL",
     "SLIPS",
     "SLIP_ALIASES",
+    "TORCH_VERSION",
     "TOY_NOTE",
+    "FutureView",
     "MasksView",
     "Section",
+    "SlipView",
     "note",
     "view",
 ]

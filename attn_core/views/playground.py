@@ -13,6 +13,15 @@ from attn_core.slips.forward import SLIPS
 from attn_core.stats import TemperatureSweep, effective_keys, row_entropy, temperature_sweep
 from attn_core.views.inputs import QKV
 
+__all__ = [  # what the page reads (the page import rule: tests/test_page_shape.py)
+    "CODE",
+    "SLIPS",
+    "SWEEP_KEYS",
+    "PlaygroundView",
+    "slip_outcome",
+    "view",
+]
+
 SWEEP_KEYS = 12  # keys drawn in the temperature sweep: more lines than this are unreadable
 CODE = attention  # what the page's "show the code" shows
 

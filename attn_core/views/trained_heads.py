@@ -49,6 +49,30 @@ from attn_core.trained.training import (
     train,
 )
 
+__all__ = [  # what the page reads (the page import rule: tests/test_page_shape.py)
+    "DEFAULT_SIZE",
+    "DEFAULT_TEXT",
+    "MAPS_EVERY",
+    "MAX_CONCURRENT_RUNS",
+    "MAX_RUN_S",
+    "MAX_RUN_STEPS",
+    "SIZES",
+    "SIZE_IDS",
+    "TASKS",
+    "Section",
+    "TaskId",
+    "TrainedView",
+    "best_induction_head",
+    "live_maps",
+    "loss_curve",
+    "parse_head",
+    "run_training",
+    "shipped",
+    "start_run",
+    "thresholds",
+    "view",
+]
+
 MAX_RUN_STEPS = 3000
 REPORT_EVERY = 50  # steps between loss-curve updates
 MAPS_EVERY = 250  # steps between head-grid updates during a run
@@ -279,6 +303,11 @@ class TrainedView:
     def head_names(self) -> list[str]:
         c = self.model.config
         return [f"L{i}H{j}" for i in range(c.n_layer) for j in range(c.n_head)]
+
+    @property
+    def best_head(self) -> str:
+        """The head a picker opens on: the model's strongest induction head."""
+        return best_induction_head(self.model)
 
     def heads(self) -> HeadsView:
         return heads_view(self.model, self.task, self.text)
