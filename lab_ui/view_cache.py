@@ -1,7 +1,8 @@
 """One computation per state: every page's view, shared by all sessions of this server process.
 
-A page calls its view as ``attempt(view_cache.view, playground.view, qkv, mask, scale)``
-instead of ``attempt(playground.view, qkv, mask, scale)``. The key is the view function and a
+A page calls its view as ``compute(playground.view, qkv, mask, scale, inputs=…)``
+(`lab_ui/page.py`), which computes ``playground.view(qkv, mask, scale)`` once through
+``view_cache.view``. The key is the view function and a
 fingerprint of its inputs' *content* (tensor bytes, dataclass fields, numbers, strings), so a
 follower who reruns the presenter's state, or a second student with the same inputs, gets the
 object the first one computed; any change in any input is a different key.
