@@ -22,12 +22,20 @@ array bytes, string lengths, a small charge per Python object). A single result 
 never cached. Models and other objects that are not data (an ``nn.Module``, a tokenizer) enter
 the key by identity and, for modules, by the version counters of their parameters, which every
 in-place update (an optimizer step) bumps: a model trained further is a new key.
+
+Evicted memory is given back at once. The server runs with Streamlit's post-run garbage
+collection off (README, "Serving"), and a view holding a reference cycle (a dataclass that points
+back at its figure, a tensor's autograd graph) is freed only by a full collection, which Python
+runs rarely: resident memory swung to ~3x ``MAX_BYTES`` between passes. So once ``COLLECT_BYTES``
+have been evicted since the last one, the cache runs ``gc.collect()`` itself (outside its lock;
+~10-50 ms, at most once per 64 MiB given back).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import gc
 import hashlib
 import inspect
 import os
@@ -49,6 +57,7 @@ MAX_ENTRIES = 64  # states per view function (a class following one presenter ne
 MAX_BYTES = 256 * 2**20  # all views together
 MAX_ENTRY_BYTES = 64 * 2**20  # one result larger than this is computed, shown, and not kept
 OBJECT_BYTES = 64  # the charge for one Python object inside a result (a float, a dict slot)
+COLLECT_BYTES = 64 * 2**20  # evicted since the last full collection: collect now
 
 
 # ---------------------------------------------------------------------------------- fingerprint
@@ -195,6 +204,7 @@ class ViewCache:
         self._lock = threading.Lock()
         self._inflight: dict[tuple[str, bytes], threading.Event] = {}
         self.nbytes = 0
+        self.evicted = 0  # bytes evicted since the last full collection
         self.hits = self.misses = 0
         self.check_writes = False  # tests: fingerprint each stored value so that verify() can compare
 
@@ -238,15 +248,25 @@ class ViewCache:
         if nbytes > self.max_entry_bytes:
             return
         entry = _Entry(value, nbytes, fingerprint(value) if self.check_writes else None)
+        evicted: list[_Entry] = []
         with self._lock:
             entries = self._pages.setdefault(name, OrderedDict())
             entries[key] = entry
             self.nbytes += nbytes
             while len(entries) > self.max_entries:
-                self.nbytes -= entries.popitem(last=False)[1].nbytes
+                evicted.append(entries.popitem(last=False)[1])
+                self.nbytes -= evicted[-1].nbytes
             while self.nbytes > self.max_bytes:  # the least recently used of the largest page
                 page = max(self._pages.values(), key=lambda e: sum(x.nbytes for x in e.values()))
-                self.nbytes -= page.popitem(last=False)[1].nbytes
+                evicted.append(page.popitem(last=False)[1])
+                self.nbytes -= evicted[-1].nbytes
+            self.evicted += sum(e.nbytes for e in evicted)
+            collect = self.evicted >= COLLECT_BYTES
+            if collect:
+                self.evicted = 0
+        del evicted
+        if collect:  # the evicted views' cycles go now, not at Python's next full pass
+            gc.collect()
 
     def entries(self) -> dict[str, int]:
         """States kept per view function."""
