@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from attn_core.hf.attention_maps import CAPTURE
 from attn_core.hf.demo import build_demo
 
 V, D, FF, LAYERS, H, HKV = 100, 64, 128, 2, 4, 2
@@ -20,7 +21,8 @@ def test_the_parameter_count_is_the_configs_worked_out_by_hand():
     per_layer = D * D + 2 * D * HKV * d_h + D * D + 3 * D * FF + 2 * D
     assert loaded.n_params == V * D + LAYERS * per_layer + D + V * D == 86_848
     c = loaded.model.config
-    assert (c.num_key_value_heads, c.sliding_window, c._attn_implementation) == (HKV, 8, "eager")
+    # the lab's capture function, which runs the model's own eager attention
+    assert (c.num_key_value_heads, c.sliding_window, c._attn_implementation) == (HKV, 8, CAPTURE)
     assert not loaded.model.training
 
 
