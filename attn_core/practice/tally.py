@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from attn_core.practice.answers import MAX_ANSWER_CHARS
 from attn_core.practice.question import Question
 
-MAX_SEATS = 256  # answers counted per question (a room seats 40; lab_ui/classroom/rooms.py)
+MAX_SEATS = 10_000  # seats counted per question: a room's most (lab_ui/classroom/rooms.py MAX_SEATS)
 
 
 @dataclass(frozen=True)

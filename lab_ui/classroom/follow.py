@@ -42,7 +42,7 @@ from typing import Any
 
 import streamlit as st
 
-from lab_ui.classroom import frames, push, rooms
+from lab_ui.classroom import ask, frames, push, rooms
 from lab_ui.widgets import KEEP_PREFIX, SCREEN_KEYS
 
 ROOM_PARAM = "room"  # the student link's query parameter
@@ -241,6 +241,7 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> bool:
     session_id = _session_id()
     if not room["following"]:
         push.unregister(session_id)
+        ask.follower_box(room, _seat())  # exploring on their own, a student still answers
         return False
     try:
         seat = rooms.store().follow(room["id"], _seat(), client_address())
@@ -278,6 +279,7 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> bool:
     room["seen"] = snap.version
     if elsewhere:
         st.switch_page(pages_by_url[target], query_params={ROOM_PARAM: room["id"]})
+    ask.follower_box(room, _seat())  # above the page: its own run's, so it works beside a pushed frame
     frame = _frame_for(room["id"], snap) if VIEW_FRAMES else None
     boxes = frames.show(frame) if frame is not None else None
     room.update(viewing=boxes is not None, boxes=boxes, page=page.url_path)
@@ -295,6 +297,11 @@ def _frame_pusher(room_id: str):
     frame = _frame_for(room_id, snap) if snap is not None and VIEW_FRAMES else None
     if frame is None:
         return None
+    try:
+        status = rooms.store().status(room_id)
+    except rooms.RoomError:
+        return None
+    asking = "" if status is None else status.question
 
     def put(session) -> bool:
         from streamlit.runtime.app_session import AppSessionState
@@ -313,6 +320,8 @@ def _frame_pusher(room_id: str):
             and session._state == AppSessionState.APP_NOT_RUNNING  # never between a run's deltas
         ):
             return False
+        if room.get("question_tag", "") != asking:
+            return False  # a new or closed question: its run draws the answer box
         if room["seen"] >= snap.version:
             return True  # already shows it
         messages = frames.replace(frame, room["boxes"])
@@ -556,6 +565,7 @@ def _check_version() -> None:
         room.get("trouble")
         or room.get("missing_since") is not None
         or status.version != room["seen"]
+        or status.question != room.get("question_tag", "")  # asked or closed: draw the answer box
         or not seated
     ):
         st.rerun(scope="app")
@@ -593,6 +603,7 @@ def _publisher(url_path: str) -> None:
             st.warning(room["trouble"], icon=":material/cloud_off:")
         elif room is not None:
             _seats(room)
+            ask.live(room)
 
 
 def _seats(room: dict[str, Any]) -> None:
@@ -718,6 +729,7 @@ def sidebar(page) -> None:
             st.code(link, language=None)
             st.image(qr_png(link), caption="Scan to follow", width=180)
             _per_client_input(room)
+            ask.presenter_box(room, page.url_path)
             st.button("End the room", key="classroom_end", on_click=_end)
         elif room["following"]:
             st.markdown(f"Following room **{room['id']}**: your screen shows the presenter's.")
