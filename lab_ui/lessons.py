@@ -249,7 +249,9 @@ def _question(lesson: model.Lesson, index: int, card: str) -> None:
     from attn_core.practice.drills import DRILLS
 
     st.markdown(f"**Ask the room:** card {card}, *{DRILLS[card].title}*: a fresh question in Practice.")
-    st.caption("Presenting a room? **Ask the room** in the sidebar's Classroom box asks every follower this card.")
+    st.caption(
+        "Presenting a room? **Ask the room** in the sidebar's Classroom box asks every follower this card."
+    )
     st.button(
         "Open this question in Practice",
         key="lesson_question",

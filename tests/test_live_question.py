@@ -169,3 +169,83 @@ def test_memory_answers_age_out_with_the_room():
     now[0] = 11.0  # the presenter has not checked in for longer than the room's TTL
     assert store.question(room_id) is None and store.status(room_id) is None
     assert room_id not in store._rooms  # the answers went with the room's dict
+
+
+# -- the whole app, through AppTest: a presenter on a lesson step, followers on the frames path ----
+
+
+@pytest.fixture
+def app_store(request, tmp_path, monkeypatch, store):
+    """The app's room store is ``store`` (each backend in turn), taking every view at once."""
+    from lab_ui.classroom import follow
+
+    monkeypatch.setattr(rooms, "PUBLISH_EVERY_S", 0.0)
+    monkeypatch.setattr(rooms, "_store", store)
+    monkeypatch.setattr(follow, "_frame_cache", {})
+    monkeypatch.setattr(follow, "VIEW_FRAMES", True)  # followers see the presenter's page as drawn
+    return store
+
+
+def _texts(at) -> str:
+    kinds = ("markdown", "caption", "warning", "success", "info")
+    return "\n".join(str(e.value) for kind in kinds for e in at.get(kind))
+
+
+def test_a_lesson_steps_question_is_asked_answered_and_counted(app, app_store):
+    from lab_ui.classroom import follow
+
+    presenter = app(lesson="memory-128k")
+    presenter.button(key="classroom_start").click().run()
+    room = presenter.session_state[follow._ROOM]
+    assert "Ask this lesson step's question: card 13" in _texts(presenter)
+    followers = [app(room=room["id"]) for _ in range(3)]
+    presenter.button(key="classroom_ask").click().run()
+    asked = app_store.question(room["id"])
+    assert asked is not None and asked.card == "13" and asked.difficulty == "medium"
+    right, slip = kib(asked)
+    for at in followers:
+        at.run()
+        assert not at.exception
+        assert at.session_state[follow._ROOM]["viewing"]  # the presenter's frame, not a page run
+        assert at.session_state[follow._ROOM]["question_tag"] == asked.tag
+    followers[0].text_input(key=f"classroom_answer_{asked.id}").input(f"{right:g}")
+    followers[0].button(key=f"classroom_send_{asked.id}").click().run()
+    followers[1].text_input(key=f"classroom_answer_{asked.id}").input(f"{slip:g}")
+    followers[1].button(key=f"classroom_send_{asked.id}").click().run()
+    followers[1].text_input(key=f"classroom_answer_{asked.id}").input(f"{slip:g} KiB")  # a rewrite
+    followers[1].button(key=f"classroom_send_{asked.id}").click().run()
+    # followers[2] gives no answer
+    assert "Sent:" in _texts(followers[0]) and "Sent:" not in _texts(followers[2])
+    assert sorted(app_store.answers(room["id"], room["secret"])[0].values()) == sorted(
+        [f"{right:g}", f"{slip:g} KiB"]
+    )
+    presenter.run()
+    i = drills.draw(asked.card, asked.seed, asked.difficulty).inputs
+    shown = _texts(presenter)
+    assert "2 of 3 answered; 1 right." in shown
+    assert f"1 used the {i['heads']} query heads instead of the {i['kv_heads']} KV heads." in shown
+
+    presenter.button(key="classroom_close_question").click().run()
+    for at in followers:
+        at.run()
+        assert "The answer:" in _texts(at)
+    assert "right." in _texts(followers[0])
+    assert f"when you used the {i['heads']} query heads" in _texts(followers[1])
+    assert not any(at.exception for at in (presenter, *followers))
+
+
+def test_the_practice_pages_drill_is_the_one_asked(app, app_store):
+    """On Practice the presenter asks the card of the drill on her screen (read from the page's own
+    keys), with the page's difficulty and a fresh seed."""
+    from attn_core.views.practice import next_question
+    from lab_ui.classroom import follow
+
+    presenter = app("pages/practice.py", pr_cards="6,13")
+    presenter.selectbox(key="pr_diff").select("hard").run()
+    presenter.button(key="classroom_start").click().run()
+    state = presenter.session_state
+    on_screen = next_question(list(state["pr_cards"]), "hard", state["pr_seed"], state["pr_n"])
+    presenter.button(key="classroom_ask").click().run()
+    asked = app_store.question(state[follow._ROOM]["id"])
+    assert (asked.card, asked.difficulty) == (on_screen.card, "hard")
+    assert not presenter.exception

@@ -29,6 +29,7 @@ from lab_ui.classroom import rooms
 
 _SENT = "_classroom_answer_sent"  # session key: {question id: the text this screen sent}
 _NOTE = "_classroom_question_note"  # session key: a message for the presenter's box
+_ANSWER_NOTE = "_classroom_answer_note"  # session key: why a follower's answer was not taken
 PRACTICE = "practice"  # the Practice page's url_path (lab_ui/nav.py)
 
 
@@ -149,34 +150,50 @@ def _answer_box(room_id: str, seat: str, asked: rooms.Asked) -> None:
             _reveal(question, sent.get(asked.id))
 
 
+def _send(room_id: str, seat: str, question_id: str) -> None:
+    """The Send button's callback (it runs before the box's next run, so a press is never lost
+    to a rerun): the answer to the room, or the reason it was not taken for the box to say."""
+    text = st.session_state.get(f"classroom_answer_{question_id}")
+    text = "" if text is None else str(text).strip()
+    sent = st.session_state.setdefault(_SENT, {})
+    if not text:
+        st.session_state[_ANSWER_NOTE] = "Type an answer first."
+        return
+    try:
+        rooms.store().answer(room_id, seat, question_id, text)
+    except rooms.RoomError as err:
+        st.session_state[_ANSWER_NOTE] = f"Your answer was not taken: {err}."
+    else:
+        sent.clear()  # one question's answer at a time: nothing else is kept
+        sent[question_id] = text
+
+
 def _answer_form(room_id: str, seat: str, asked: rooms.Asked, question: Question, sent: dict) -> None:
-    with st.form(f"classroom_answer_{asked.id}", border=False):
+    with st.form(f"classroom_form_{asked.id}", border=False):
         if question.answer_kind is AnswerKind.CHOICE:
-            text = st.radio("Your answer", question.choices, index=None, key=f"classroom_answer_{asked.id}")
+            st.radio("Your answer", question.choices, index=None, key=f"classroom_answer_{asked.id}")
         else:
-            text = st.text_input(
+            st.text_input(
                 "Your answer",
                 key=f"classroom_answer_{asked.id}",
                 placeholder=question.hint,
                 max_chars=rooms.MAX_ANSWER_CHARS,
             )
-        pressed = st.form_submit_button("Send my answer", type="primary", icon=":material/send:")
-    if pressed:
-        text = (text or "").strip()
-        if not text:
-            st.warning("Type an answer first.")
-        else:
-            try:
-                rooms.store().answer(room_id, seat, asked.id, text)
-            except rooms.RoomError as err:
-                st.warning(f"Your answer was not taken: {err}.")
-            else:
-                sent.clear()  # one question's answer at a time: nothing else is kept
-                sent[asked.id] = text
+        st.form_submit_button(
+            "Send my answer",
+            type="primary",
+            icon=":material/send:",
+            key=f"classroom_send_{asked.id}",
+            on_click=_send,
+            args=(room_id, seat, asked.id),
+        )
+    note = st.session_state.pop(_ANSWER_NOTE, None)
+    if note:
+        st.warning(note, icon=":material/error:")
     if asked.id in sent:
         shown = sent[asked.id].replace("`", "'")[:200]
         st.caption(f"Sent: `{shown}`. You can change it until the presenter closes the question.")
-    st.caption(f"Units and tolerance: {question.tolerance_text}. {question.hint}".strip())
+    st.caption(f"Units and tolerance: {question.tolerance_text}.")
 
 
 def _reveal(question: Question, mine: str | None) -> None:
