@@ -103,7 +103,7 @@ def step_question() -> str | None:
         if lesson is None:
             return None
         return lesson.steps[min(max(int(request["step"]), 0), len(lesson.steps) - 1)].question
-    playing = active()
+    playing = active(from_link=not st.session_state.get(_STARTED))  # a link opened in this run
     return None if playing is None else playing[0].steps[playing[1]].question
 
 
@@ -249,9 +249,6 @@ def _question(lesson: model.Lesson, index: int, card: str) -> None:
     from attn_core.practice.drills import DRILLS
 
     st.markdown(f"**Ask the room:** card {card}, *{DRILLS[card].title}*: a fresh question in Practice.")
-    st.caption(
-        "Presenting a room? **Ask the room** in the sidebar's Classroom box asks every follower this card."
-    )
     st.button(
         "Open this question in Practice",
         key="lesson_question",

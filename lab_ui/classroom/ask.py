@@ -122,10 +122,10 @@ def live(room: dict) -> None:
         state = "open" if asked.open else "closed: followers see the answer"
         st.markdown(f"**Card {asked.card}, {question.title}** ({state})")
         st.caption(f"Answer: {show_answer(question)}")
-        question_tally.show(tally(question, answers, seats=seated), key="classroom_tally_chart")
+        question_tally.show(tally(question, answers, seats=seated), key="classroom_tally_chart", folded=True)
 
 
-def follower_box(room: dict, seat: str) -> None:
+def follower_box(room: dict, seat: str, client: str) -> None:
     """Above the page on a follower's screen: the room's question, if any, and this screen's
     answer box. Remembers which question (and state) it drew, for the poll to notice a change."""
     try:
@@ -134,25 +134,26 @@ def follower_box(room: dict, seat: str) -> None:
         return
     room["question_tag"] = "" if asked is None else asked.tag
     if asked is not None:
-        _answer_box(room["id"], seat, asked)
+        _answer_box(room["id"], seat, client, asked)
 
 
 @st.fragment
-def _answer_box(room_id: str, seat: str, asked: rooms.Asked) -> None:
+def _answer_box(room_id: str, seat: str, client: str, asked: rooms.Asked) -> None:
     question = _of(asked)
     sent = st.session_state.setdefault(_SENT, {})
     with st.container(border=True, key="classroom_question"):
         st.markdown(f"**The presenter asks the room** · card {question.card}, *{question.title}*")
         st.markdown(question.prompt)
         if asked.open:
-            _answer_form(room_id, seat, asked, question, sent)
+            _answer_form(room_id, seat, client, asked, question, sent)
         else:
             _reveal(question, sent.get(asked.id))
 
 
-def _send(room_id: str, seat: str, question_id: str) -> None:
+def _send(room_id: str, seat: str, client: str, question_id: str) -> None:
     """The Send button's callback (it runs before the box's next run, so a press is never lost
-    to a rerun): the answer to the room, or the reason it was not taken for the box to say."""
+    to a rerun): the answer to the room, or the reason it was not taken for the box to say. The
+    seat is renewed first: a student exploring on their own does not poll, and still answers."""
     text = st.session_state.get(f"classroom_answer_{question_id}")
     text = "" if text is None else str(text).strip()
     sent = st.session_state.setdefault(_SENT, {})
@@ -160,6 +161,8 @@ def _send(room_id: str, seat: str, question_id: str) -> None:
         st.session_state[_ANSWER_NOTE] = "Type an answer first."
         return
     try:
+        if rooms.store().follow(room_id, seat, client) is not rooms.Seat.TAKEN:
+            raise rooms.RoomError("every seat of the room is taken")
         rooms.store().answer(room_id, seat, question_id, text)
     except rooms.RoomError as err:
         st.session_state[_ANSWER_NOTE] = f"Your answer was not taken: {err}."
@@ -168,7 +171,9 @@ def _send(room_id: str, seat: str, question_id: str) -> None:
         sent[question_id] = text
 
 
-def _answer_form(room_id: str, seat: str, asked: rooms.Asked, question: Question, sent: dict) -> None:
+def _answer_form(
+    room_id: str, seat: str, client: str, asked: rooms.Asked, question: Question, sent: dict
+) -> None:
     with st.form(f"classroom_form_{asked.id}", border=False):
         if question.answer_kind is AnswerKind.CHOICE:
             st.radio("Your answer", question.choices, index=None, key=f"classroom_answer_{asked.id}")
@@ -185,7 +190,7 @@ def _answer_form(room_id: str, seat: str, asked: rooms.Asked, question: Question
             icon=":material/send:",
             key=f"classroom_send_{asked.id}",
             on_click=_send,
-            args=(room_id, seat, asked.id),
+            args=(room_id, seat, client, asked.id),
         )
     note = st.session_state.pop(_ANSWER_NOTE, None)
     if note:

@@ -241,7 +241,7 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> bool:
     session_id = _session_id()
     if not room["following"]:
         push.unregister(session_id)
-        ask.follower_box(room, _seat())  # exploring on their own, a student still answers
+        ask.follower_box(room, _seat(), client_address())  # exploring on their own, a student still answers
         return False
     try:
         seat = rooms.store().follow(room["id"], _seat(), client_address())
@@ -279,7 +279,9 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> bool:
     room["seen"] = snap.version
     if elsewhere:
         st.switch_page(pages_by_url[target], query_params={ROOM_PARAM: room["id"]})
-    ask.follower_box(room, _seat())  # above the page: its own run's, so it works beside a pushed frame
+    ask.follower_box(
+        room, _seat(), client_address()
+    )  # above the page: its own run's, so it works beside a pushed frame
     frame = _frame_for(room["id"], snap) if VIEW_FRAMES else None
     boxes = frames.show(frame) if frame is not None else None
     room.update(viewing=boxes is not None, boxes=boxes, page=page.url_path)
