@@ -80,6 +80,7 @@ def test_a_room_answers_the_lessons_question_and_the_presenter_sees_the_slips(se
             tally.get_by_text(f"1 used the {heads} query heads instead of the {kv} KV heads.")
         ).to_be_visible()
         presenter.screenshot(path=str(ARTIFACTS / "live-question-presenter.png"), full_page=True)
+        tally.screenshot(path=str(ARTIFACTS / "live-question-tally.png"))
 
         presenter.get_by_role("button", name="Close the question and show the answer").click()
         for student in students:
