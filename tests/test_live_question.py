@@ -254,3 +254,28 @@ def test_the_practice_pages_drill_is_the_one_asked(app, app_store):
     asked = app_store.question(state[follow._ROOM]["id"])
     assert (asked.card, asked.difficulty) == (on_screen.card, "hard")
     assert not presenter.exception
+
+
+def test_a_question_reruns_a_screen_that_a_pushed_frame_would_leave_without_its_box(app, app_store):
+    """A follower shown the presenter's frame with no run keeps the answer box its own last run
+    drew; a new or closed question is a rerun instead (its run draws the box), never a frame."""
+    from test_classroom import _Screen
+
+    from lab_ui.classroom import follow
+
+    presenter = app(lesson="memory-128k")
+    presenter.button(key="classroom_start").click().run()
+    room_id, secret = (presenter.session_state[follow._ROOM][k] for k in ("id", "secret"))
+    follower = app(room=room_id)
+    room = dict(follower.session_state[follow._ROOM])
+    assert room["viewing"] and room["question_tag"] == ""
+    assert follow._frame_pusher(room_id)(_Screen(dict(room)))  # nothing asked: the frame as before
+    asked = app_store.ask(room_id, secret, "13", "medium")
+    stale = _Screen(dict(room))
+    assert not follow._frame_pusher(room_id)(stale) and not stale.sent  # rerun: it draws the box
+    follower.run()
+    room = dict(follower.session_state[follow._ROOM])
+    assert room["question_tag"] == asked.tag
+    assert follow._frame_pusher(room_id)(_Screen(dict(room)))
+    app_store.close_question(room_id, secret)
+    assert not follow._frame_pusher(room_id)(_Screen(dict(room)))  # closed: rerun to show the answer
