@@ -17,6 +17,7 @@ screen to draw the box again.
 from __future__ import annotations
 
 import functools
+import hashlib
 
 import streamlit as st
 
@@ -41,6 +42,36 @@ def drawn(card: str, seed: int, difficulty: str) -> Question:
 
 def _of(asked: rooms.Asked) -> Question:
     return drawn(asked.card, asked.seed, asked.difficulty)
+
+
+_JUDGED_QUESTIONS = 16  # questions whose verdicts this process keeps (a live room has one)
+
+
+class _ByDigest(dict):
+    """Verdicts by answer text, keyed by the text's 16-byte digest (an answer may be 2,000
+    characters; its digest is what is kept)."""
+
+    def get(self, text, default=None):
+        return super().get(hashlib.blake2b(text.encode(), digest_size=16).digest(), default)
+
+    def __setitem__(self, text, verdict) -> None:
+        super().__setitem__(hashlib.blake2b(text.encode(), digest_size=16).digest(), verdict)
+
+
+_judged: dict[str, _ByDigest] = {}  # question id -> its verdicts, newest question last
+
+
+def _verdicts(asked: rooms.Asked) -> _ByDigest:
+    """The verdicts already given for this question's answers, by text: the presenter's count
+    runs every second, and judges only the answers it has not seen (a judgement takes up to
+    ~0.3 ms, so 1,024 distinct answers re-judged each second would cost ~0.3 s a second)."""
+    found = _judged.pop(asked.id, None)
+    if found is None or len(found) > 4 * rooms.MAX_ANSWERS:  # rewrites only add: bounded anyway
+        found = _ByDigest()
+    _judged[asked.id] = found
+    while len(_judged) > _JUDGED_QUESTIONS:
+        del _judged[next(iter(_judged))]
+    return found
 
 
 def askable(url_path: str) -> tuple[str, str, str] | None:
@@ -122,7 +153,8 @@ def live(room: dict) -> None:
         state = "open" if asked.open else "closed: followers see the answer"
         st.markdown(f"**Card {asked.card}, {question.title}** ({state})")
         st.caption(f"Answer: {show_answer(question)}")
-        question_tally.show(tally(question, answers, seats=seated), key="classroom_tally_chart", folded=True)
+        counted = tally(question, answers, seats=seated, judged=_verdicts(asked))
+        question_tally.show(counted, key="classroom_tally_chart", folded=True)
 
 
 def follower_box(room: dict, seat: str, client: str) -> None:
