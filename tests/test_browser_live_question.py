@@ -1,7 +1,8 @@
 """A live question in real browsers: a presenter playing a lesson starts a room and asks the room
-the step's question, two students answer on their own screens (one right, one with the
-query-heads slip, the second after the presenter has moved to the next step), the presenter sees
-the answers grouped by slip, closes the question, and each student is shown the answer.
+the step's question, two students answer on their own screens (the first, exploring on its own,
+right; the second, after the presenter has moved to the next step, with the query-heads slip),
+the presenter sees the answers grouped by slip, closes the question, and each student is shown
+the answer.
 
 Oracle: card 13's KV cache per token, 2 · L · H_kv · d_h · b bytes, computed here from the numbers
 the students' screens print; the slip is the same product with the query heads."""
@@ -55,6 +56,9 @@ def test_a_room_answers_the_lessons_question_and_the_presenter_sees_the_slips(se
             wait_idle(student, 60_000)
             expect(student.get_by_text("Following room")).to_be_visible(timeout=20_000)
 
+        # the first student explores on their own: no frames, no pushes, and still asked
+        students[0].get_by_role("button", name="Take control").click()
+        expect(students[0].get_by_role("button", name="Rejoin the presenter")).to_be_visible(timeout=30_000)
         presenter.get_by_role("button", name="Ask the room").click()
         wait_idle(presenter)
         numbers = [_numbers(student) for student in students]

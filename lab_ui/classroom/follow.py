@@ -531,8 +531,9 @@ def qr_png(text: str) -> bytes:
 
 
 def _watch() -> None:
-    """Followers: rerun the app only when the room's version moved (a cheap check, each second
-    where the server cannot push, every few seconds where it can)."""
+    """Students: rerun the app only when the room's version moved or a question was asked or
+    closed (a cheap check, each second where the server cannot push, every few seconds where it
+    can); a student exploring on their own only for a question."""
     interval = SAFETY_POLL_S if push.available() else POLL_S
     st.fragment(_check_version, run_every=interval)()
 
@@ -541,7 +542,10 @@ def _check_version() -> None:
     """The follower's poll: keep its seat, notice a new version, and say what is wrong, if
     anything (server unreachable, presenter away, room missing)."""
     room = _room()
-    if room is None or room["role"] != "follow" or not room["following"]:
+    if room is None or room["role"] != "follow":
+        return
+    if not room["following"]:
+        _check_question(room)
         return
     try:
         status = rooms.store().status(room["id"])
@@ -579,6 +583,17 @@ def _check_version() -> None:
             f"asleep or reloading?). You keep the last view; the room ends in {left} s unless they return.",
             icon=":material/person_off:",
         )
+
+
+def _check_question(room: dict[str, Any]) -> None:
+    """A student exploring on their own still answers the room's questions: a new or closed one
+    reruns their screen, whose run draws the box (lab_ui.classroom.ask)."""
+    try:
+        status = rooms.store().status(room["id"])
+    except rooms.RoomError:
+        return
+    if status is not None and status.question != room.get("question_tag", ""):
+        st.rerun(scope="app")
 
 
 SEAT_REFRESH_S = rooms.FOLLOWER_TTL_S / 3  # a poll renews its seat this often, not every poll
@@ -750,7 +765,7 @@ def sidebar(page) -> None:
             st.button(
                 "Rejoin the presenter", key="classroom_rejoin", type="primary", on_click=_follow, args=(True,)
             )
-    if room is not None and room["role"] == "follow" and room["following"]:
-        _watch()  # only followers poll: everyone else pays nothing
+    if room is not None and room["role"] == "follow":
+        _watch()  # only students poll (exploring: for a new question only); everyone else pays nothing
     elif room is not None and room["role"] == "present":
         _publisher(page.url_path)  # before the page: it checks in every POLL_S, whatever the page does
