@@ -94,6 +94,19 @@ def active(from_link: bool = False) -> tuple[model.Lesson, int] | None:
     return lesson, min(max(step, 0), len(lesson.steps) - 1)
 
 
+def step_question() -> str | None:
+    """The card of the question of the step this run shows (a step button pressed before this
+    run counts: the sidebar asks before the page's panel opens it), or None."""
+    request = st.session_state.get(_GOTO)
+    if request is not None:
+        lesson = catalogue().get(request["lesson"] or "")
+        if lesson is None:
+            return None
+        return lesson.steps[min(max(int(request["step"]), 0), len(lesson.steps) - 1)].question
+    playing = active(from_link=not st.session_state.get(_STARTED))  # a link opened in this run
+    return None if playing is None else playing[0].steps[playing[1]].question
+
+
 def go(
     lesson_id: str | None, step: int = 0, *, state: Mapping[str, str] | None = None, page: str = ""
 ) -> None:

@@ -24,8 +24,13 @@ def figure(t: Tally) -> go.Figure:
     )
 
 
-def show(t: Tally, key: str) -> None:
-    """The summary lines, then the bars."""
+def show(t: Tally, key: str, folded: bool = False) -> None:
+    """The summary lines, then the bars (``folded``: in a closed expander, for a narrow sidebar
+    where the lines say it all and the chart is for the projector)."""
     for line in t.lines():
         st.markdown(line)
-    figures.show(figure(t), key=key)
+    if not folded:
+        figures.show(figure(t), key=key)
+        return
+    with st.expander("The answers as a chart", icon=":material/bar_chart:"):
+        figures.show(figure(t), key=key)

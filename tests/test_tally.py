@@ -82,3 +82,22 @@ def test_the_presenters_chart_shows_every_count():
         "no answer",
     ]
     assert list(bars.y) == [1, 2, 1, 1]
+
+
+def test_a_count_kept_between_calls_judges_each_distinct_answer_once(monkeypatch):
+    """The presenter's screen counts every second: with ``judged`` kept, an answer text already
+    judged is not judged again, and the counts are those of a fresh count."""
+    from attn_core.practice.question import Question
+
+    q, right, slip = kv_question()
+    calls = []
+    judge = Question.judge
+    monkeypatch.setattr(Question, "judge", lambda self, text: calls.append(text) or judge(self, text))
+    answers = {f"s{i}": f"{(right, slip)[i % 2]:g}" for i in range(40)}
+    judged: dict = {}
+    first = tally(q, answers, judged=judged)
+    assert len(calls) == 2  # two distinct texts among 40 answers
+    answers["s40"] = "lots"
+    again = tally(q, answers, judged=judged)
+    assert len(calls) == 3  # only the new text
+    assert again == tally(q, answers) and (first.right, first.wrong) == (20, 20)

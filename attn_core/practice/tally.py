@@ -12,13 +12,13 @@ keyed by an opaque seat id, one per seat, and only counts come out.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 
 from attn_core.practice.answers import MAX_ANSWER_CHARS
-from attn_core.practice.question import Question
+from attn_core.practice.question import Question, Verdict
 
-MAX_SEATS = 256  # answers counted per question (a room seats 40; lab_ui/classroom/rooms.py)
+MAX_SEATS = 10_000  # seats counted per question: a room's most (lab_ui/classroom/rooms.py MAX_SEATS)
 
 
 @dataclass(frozen=True)
@@ -51,10 +51,17 @@ class Tally:
         return out
 
 
-def tally(question: Question, answers: Mapping[str, str | None], seats: Iterable[str] = ()) -> Tally:
+def tally(
+    question: Question,
+    answers: Mapping[str, str | None],
+    seats: Iterable[str] = (),
+    judged: MutableMapping[str, Verdict] | None = None,
+) -> Tally:
     """Count ``answers`` (seat id → typed text, None or "" for no answer) to ``question``. ``seats``
     are the room's seated followers (those who have not answered count as no answer); a seat
-    that answered is counted even if it is no longer seated. At most `MAX_SEATS` answers."""
+    that answered is counted even if it is no longer seated. At most `MAX_SEATS` answers.
+    ``judged``: verdicts by answer text, kept by a caller that counts the same question again
+    (a presenter's screen, every second), so each distinct answer is judged once."""
     everyone = set(seats) | set(answers)
     if len(everyone) > MAX_SEATS:
         raise ValueError(f"{len(everyone)} seats; a question is tallied for at most {MAX_SEATS}")
@@ -66,7 +73,11 @@ def tally(question: Question, answers: Mapping[str, str | None], seats: Iterable
         if len(text) > MAX_ANSWER_CHARS:
             unreadable += 1
             continue
-        verdict = question.judge(text)
+        verdict = None if judged is None else judged.get(text)
+        if verdict is None:
+            verdict = question.judge(text)
+            if judged is not None:
+                judged[text] = verdict
         if verdict.got is None:
             unreadable += 1
             continue

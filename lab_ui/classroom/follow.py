@@ -42,7 +42,7 @@ from typing import Any
 
 import streamlit as st
 
-from lab_ui.classroom import frames, push, rooms
+from lab_ui.classroom import ask, frames, push, rooms
 from lab_ui.widgets import KEEP_PREFIX, SCREEN_KEYS
 
 ROOM_PARAM = "room"  # the student link's query parameter
@@ -241,6 +241,7 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> bool:
     session_id = _session_id()
     if not room["following"]:
         push.unregister(session_id)
+        ask.follower_box(room, _seat(), client_address())  # exploring on their own, a student still answers
         return False
     try:
         seat = rooms.store().follow(room["id"], _seat(), client_address())
@@ -278,6 +279,9 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> bool:
     room["seen"] = snap.version
     if elsewhere:
         st.switch_page(pages_by_url[target], query_params={ROOM_PARAM: room["id"]})
+    ask.follower_box(
+        room, _seat(), client_address()
+    )  # above the page: its own run's, so it works beside a pushed frame
     frame = _frame_for(room["id"], snap) if VIEW_FRAMES else None
     boxes = frames.show(frame) if frame is not None else None
     room.update(viewing=boxes is not None, boxes=boxes, page=page.url_path)
@@ -295,6 +299,11 @@ def _frame_pusher(room_id: str):
     frame = _frame_for(room_id, snap) if snap is not None and VIEW_FRAMES else None
     if frame is None:
         return None
+    try:
+        status = rooms.store().status(room_id)
+    except rooms.RoomError:
+        return None
+    asking = "" if status is None else status.question
 
     def put(session) -> bool:
         from streamlit.runtime.app_session import AppSessionState
@@ -313,6 +322,8 @@ def _frame_pusher(room_id: str):
             and session._state == AppSessionState.APP_NOT_RUNNING  # never between a run's deltas
         ):
             return False
+        if room.get("question_tag", "") != asking:
+            return False  # a new or closed question: its run draws the answer box
         if room["seen"] >= snap.version:
             return True  # already shows it
         messages = frames.replace(frame, room["boxes"])
@@ -520,8 +531,9 @@ def qr_png(text: str) -> bytes:
 
 
 def _watch() -> None:
-    """Followers: rerun the app only when the room's version moved (a cheap check, each second
-    where the server cannot push, every few seconds where it can)."""
+    """Students: rerun the app only when the room's version moved or a question was asked or
+    closed (a cheap check, each second where the server cannot push, every few seconds where it
+    can); a student exploring on their own only for a question."""
     interval = SAFETY_POLL_S if push.available() else POLL_S
     st.fragment(_check_version, run_every=interval)()
 
@@ -530,7 +542,10 @@ def _check_version() -> None:
     """The follower's poll: keep its seat, notice a new version, and say what is wrong, if
     anything (server unreachable, presenter away, room missing)."""
     room = _room()
-    if room is None or room["role"] != "follow" or not room["following"]:
+    if room is None or room["role"] != "follow":
+        return
+    if not room["following"]:
+        _check_question(room)
         return
     try:
         status = rooms.store().status(room["id"])
@@ -556,6 +571,7 @@ def _check_version() -> None:
         room.get("trouble")
         or room.get("missing_since") is not None
         or status.version != room["seen"]
+        or status.question != room.get("question_tag", "")  # asked or closed: draw the answer box
         or not seated
     ):
         st.rerun(scope="app")
@@ -567,6 +583,17 @@ def _check_version() -> None:
             f"asleep or reloading?). You keep the last view; the room ends in {left} s unless they return.",
             icon=":material/person_off:",
         )
+
+
+def _check_question(room: dict[str, Any]) -> None:
+    """A student exploring on their own still answers the room's questions: a new or closed one
+    reruns their screen, whose run draws the box (lab_ui.classroom.ask)."""
+    try:
+        status = rooms.store().status(room["id"])
+    except rooms.RoomError:
+        return
+    if status is not None and status.question != room.get("question_tag", ""):
+        st.rerun(scope="app")
 
 
 SEAT_REFRESH_S = rooms.FOLLOWER_TTL_S / 3  # a poll renews its seat this often, not every poll
@@ -593,6 +620,7 @@ def _publisher(url_path: str) -> None:
             st.warning(room["trouble"], icon=":material/cloud_off:")
         elif room is not None:
             _seats(room)
+            ask.live(room)
 
 
 def _seats(room: dict[str, Any]) -> None:
@@ -718,6 +746,7 @@ def sidebar(page) -> None:
             st.code(link, language=None)
             st.image(qr_png(link), caption="Scan to follow", width=180)
             _per_client_input(room)
+            ask.presenter_box(room, page.url_path)
             st.button("End the room", key="classroom_end", on_click=_end)
         elif room["following"]:
             st.markdown(f"Following room **{room['id']}**: your screen shows the presenter's.")
@@ -736,7 +765,7 @@ def sidebar(page) -> None:
             st.button(
                 "Rejoin the presenter", key="classroom_rejoin", type="primary", on_click=_follow, args=(True,)
             )
-    if room is not None and room["role"] == "follow" and room["following"]:
-        _watch()  # only followers poll: everyone else pays nothing
+    if room is not None and room["role"] == "follow":
+        _watch()  # only students poll (exploring: for a new question only); everyone else pays nothing
     elif room is not None and room["role"] == "present":
         _publisher(page.url_path)  # before the page: it checks in every POLL_S, whatever the page does

@@ -23,7 +23,13 @@ room holds the id; a restore counts against the per-client room limit like a new
   operator's ATTN_LAB_ROOM_SEATS); one client address holds at most SEATS_PER_CLIENT of them
   unless the room's presenter raises that (a class behind one NAT address); a follower that has
   not checked in for FOLLOWER_TTL_S frees its seat.
-In Redis, creating, publishing and following are each one Lua script, so the caps hold between
+A room may hold one live question (`Asked`: a Practice drill as card, seed and difficulty, so
+every screen draws the same numbers) and its answers, one per follower seat (a rewrite replaces
+it), each at most MAX_ANSWER_CHARS, at most `answer_cap` of them; a seat must be seated to answer.
+The answers live and die with the room (in Redis a hash whose expiry the presenter's check-in
+refreshes), and asking a new question deletes the last one's. They are keyed by the seat's random
+id: nothing names a student, and nothing of theirs outlives the room.
+In Redis, creating, publishing, following and answering are each one Lua script, so the caps hold between
 replicas and no room is ever written without its expiry. A Redis that cannot be reached raises
 `RoomsUnavailable` (a `RoomError` with a plain message), never a redis exception. This module
 imports no Streamlit, so it is tested on its own.
@@ -31,6 +37,7 @@ imports no Streamlit, so it is tested on its own.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import hmac
@@ -122,6 +129,70 @@ class Status:
     presenter_age_s: float  # seconds since the presenter's screen last checked in
     followers: int = 0  # screens that checked in within FOLLOWER_TTL_S
     per_client: int = SEATS_PER_CLIENT  # seats one client address may hold in this room
+    question: str = ""  # the live question's `Asked.tag`, "" when there is none
+
+
+@dataclass(frozen=True)
+class Asked:
+    """The room's question: a drill (attn_core.practice.drills.draw) and whether it is still open
+    for answers (closed: followers are shown the answer and its worked steps)."""
+
+    id: str  # names this asking: an answer sent for an older question is refused
+    card: str
+    seed: int
+    difficulty: str
+    open: bool = True
+
+    @property
+    def tag(self) -> str:
+        """What a follower's poll compares: changes when a question is asked or closed."""
+        return f"{self.id}:{'open' if self.open else 'closed'}"
+
+    def encode(self) -> str:
+        return json.dumps(
+            {"id": self.id, "card": self.card, "seed": self.seed, "difficulty": self.difficulty}
+        )
+
+    @staticmethod
+    def decode(text: str, state: str) -> Asked:
+        got = json.loads(text)
+        return Asked(got["id"], got["card"], int(got["seed"]), got["difficulty"], state == "open")
+
+
+MAX_ANSWER_CHARS = 2000  # a typed answer (attn_core.practice.answers' own limit)
+MAX_ANSWERS = 1024  # answers a room keeps per question, whatever its seats (attn_core.practice.tally)
+_CARD = re.compile(r"^[0-9]{1,3}$")
+DIFFICULTIES = ("easy", "medium", "hard")  # attn_core.practice.question.Difficulty's values
+
+
+def _asked(card: object, difficulty: object) -> Asked:
+    """A new question for the room: a fresh seed and id."""
+    if not isinstance(card, str) or not _CARD.match(card):
+        raise RoomError("a room's question is a drill's card number")
+    if difficulty not in DIFFICULTIES:
+        raise RoomError(f"difficulty must be one of {', '.join(DIFFICULTIES)}")
+    return Asked(secrets.token_hex(6), card, secrets.randbelow(2**31), str(difficulty))
+
+
+def _check_answer(question_id: object, seat: object, text: object) -> None:
+    if not isinstance(question_id, str) or not isinstance(seat, str) or not 0 < len(seat) <= 64:
+        raise RoomError("an answer names its question and seat")
+    if not isinstance(text, str):
+        raise RoomError("an answer is text")
+    if len(text) > MAX_ANSWER_CHARS:
+        raise RoomError(f"an answer is at most {MAX_ANSWER_CHARS:,} characters; this one is {len(text):,}")
+
+
+def _not_open() -> RoomError:
+    return RoomError("this question is closed or has been replaced by a new one")
+
+
+def _not_seated() -> RoomError:
+    return RoomError("only a screen seated in the room can answer")
+
+
+def _answers_full(cap: int) -> RoomError:
+    return RoomError(f"the room has taken {cap:,} answers, as many as it keeps")
 
 
 class Seat(Enum):
@@ -200,6 +271,21 @@ class RoomStore(Protocol):
 
     def set_per_client(self, room_id: str, secret: str, seats: int) -> None:
         """The presenter sets how many seats one client address may hold (1..the room's seats)."""
+
+    def ask(self, room_id: str, secret: str, card: str, difficulty: str) -> Asked:
+        """The presenter asks the room ``card`` with a fresh seed; the last question's answers go."""
+
+    def close_question(self, room_id: str, secret: str) -> None:
+        """The presenter closes the question: no more answers, followers are shown the answer."""
+
+    def question(self, room_id: str) -> Asked | None:
+        """The room's question (open or closed), or None."""
+
+    def answer(self, room_id: str, seat: str, question_id: str, text: str) -> None:
+        """A seated follower's answer to the open question ``question_id`` (replaces its last)."""
+
+    def answers(self, room_id: str, secret: str) -> tuple[dict[str, str], list[str]]:
+        """The presenter's read: (seat → answer, seats seated now)."""
 
 
 def new_room_id() -> str:
@@ -424,7 +510,9 @@ class MemoryRooms:
                 return None
             now = self._clock()
             following = sum(now - t <= FOLLOWER_TTL_S for t, _ in room["followers"].values())
-            return Status(room["version"], now - room["seen"], following, room["per_client"])
+            asked = room.get("question")
+            tag = "" if asked is None else asked.tag
+            return Status(room["version"], now - room["seen"], following, room["per_client"], tag)
 
     def version(self, room_id: str) -> int | None:
         with self._lock:
@@ -478,6 +566,61 @@ class MemoryRooms:
             _check_secret(room["digest"], secret)
             room["per_client"] = seats
 
+    def answer_cap(self) -> int:
+        return min(self.seats, MAX_ANSWERS)
+
+    def _presenters(self, room_id: str, secret: str) -> dict[str, Any]:
+        room = self._live(room_id)
+        if room is None:
+            raise _gone(room_id)
+        _check_secret(room["digest"], secret)
+        return room
+
+    def ask(self, room_id: str, secret: str, card: str, difficulty: str) -> Asked:
+        asked = _asked(card, difficulty)
+        with self._lock:
+            room = self._presenters(room_id, secret)
+            room["question"], room["answers"] = asked, {}
+        _notify(room_id)
+        return asked
+
+    def close_question(self, room_id: str, secret: str) -> None:
+        with self._lock:
+            room = self._presenters(room_id, secret)
+            if room.get("question") is None:
+                return
+            room["question"] = dataclasses.replace(room["question"], open=False)
+        _notify(room_id)
+
+    def question(self, room_id: str) -> Asked | None:
+        with self._lock:
+            room = self._live(room_id)
+            return None if room is None else room.get("question")
+
+    def answer(self, room_id: str, seat: str, question_id: str, text: str) -> None:
+        _check_answer(question_id, seat, text)
+        with self._lock:
+            room = self._live(room_id)
+            if room is None:
+                raise _gone(room_id)
+            asked = room.get("question")
+            if asked is None or asked.id != question_id or not asked.open:
+                raise _not_open()
+            seen = room["followers"].get(seat)
+            if seen is None or self._clock() - seen[0] > FOLLOWER_TTL_S:
+                raise _not_seated()
+            answers = room["answers"]
+            if seat not in answers and len(answers) >= self.answer_cap():
+                raise _answers_full(self.answer_cap())
+            answers[seat] = text
+
+    def answers(self, room_id: str, secret: str) -> tuple[dict[str, str], list[str]]:
+        with self._lock:
+            room = self._presenters(room_id, secret)
+            now = self._clock()
+            seated = [s for s, (t, _) in room["followers"].items() if now - t <= FOLLOWER_TTL_S]
+            return dict(room.get("answers", {})), seated
+
     def put_frame(self, room_id: str, secret: str, view: str, blob: bytes) -> None:
         _check_frame(view, blob)
         with self._lock:
@@ -526,7 +669,8 @@ return 1
 """
 )
 
-# KEYS: room hash, live-rooms zset. ARGV: id, digest, ttl, text ('' = a check-in only), channel,
+# KEYS: room hash, live-rooms zset, answers hash (its expiry follows the room's). ARGV: id, digest,
+# ttl, text ('' = a check-in only), channel,
 # seconds between new views. Returns the version, -1 missing, -2 wrong secret, -3 too soon (checked
 # in, view not taken). The digest is compared with ==: it is the SHA-256 of a secret with a
 # 96-bit random nonce and a 128-bit HMAC, so timing reveals nothing usable about the secret.
@@ -549,6 +693,7 @@ if ARGV[4] ~= '' and ARGV[4] ~= h[3] then
 end
 redis.call('HSET', KEYS[1], 'seen', now)
 redis.call('EXPIRE', KEYS[1], ARGV[3])
+redis.call('EXPIRE', KEYS[3], ARGV[3])
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])
 if busy then return -3 end
 return v
@@ -556,14 +701,17 @@ return v
 )
 
 # KEYS: room hash, followers zset. ARGV: follower ttl, default seats per client.
-# Returns {version, seconds since the presenter was seen, followers, seats per client} or nil.
+# Returns {version, seconds since the presenter was seen, followers, seats per client, question tag}
+# or nil.
 _STATUS = (
     _NOW
     + """
-local h = redis.call('HMGET', KEYS[1], 'version', 'seen', 'per_client')
+local h = redis.call('HMGET', KEYS[1], 'version', 'seen', 'per_client', 'q_id', 'q_state')
 if not h[1] then return nil end
 local following = redis.call('ZCOUNT', KEYS[2], now - tonumber(ARGV[1]), '+inf')
-return {h[1], tostring(now - tonumber(h[2])), following, h[3] or ARGV[2]}
+local tag = ''
+if h[4] then tag = h[4] .. ':' .. h[5] end
+return {h[1], tostring(now - tonumber(h[2])), following, h[3] or ARGV[2], tag}
 """
 )
 
@@ -611,6 +759,64 @@ return 1
 """
 
 
+# KEYS: room hash, answers hash. ARGV: digest, question id, question JSON, channel, room id.
+# Returns 1 asked, -1 missing, -2 wrong secret. The last question's answers go with it.
+_ASK = """
+local d = redis.call('HGET', KEYS[1], 'digest')
+if not d then return -1 end
+if d ~= ARGV[1] then return -2 end
+redis.call('HSET', KEYS[1], 'q_id', ARGV[2], 'question', ARGV[3], 'q_state', 'open')
+redis.call('DEL', KEYS[2])
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return 1
+"""
+
+# KEYS: room hash. ARGV: digest, channel, room id. Returns 1 closed (or none asked), -1, -2.
+_CLOSE_QUESTION = """
+local h = redis.call('HMGET', KEYS[1], 'digest', 'q_id')
+if not h[1] then return -1 end
+if h[1] ~= ARGV[1] then return -2 end
+if h[2] then
+  redis.call('HSET', KEYS[1], 'q_state', 'closed')
+  redis.call('PUBLISH', ARGV[2], ARGV[3])
+end
+return 1
+"""
+
+# KEYS: room hash, answers hash, followers zset. ARGV: question id, seat, text, most answers,
+# follower ttl. Returns 1 kept, -1 no room, -2 not the open question, -3 not seated, -4 full.
+# The answers expire with the room (its remaining TTL, refreshed by each presenter check-in).
+_ANSWER = (
+    _NOW
+    + """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local h = redis.call('HMGET', KEYS[1], 'q_id', 'q_state')
+if h[1] ~= ARGV[1] or h[2] ~= 'open' then return -2 end
+local seen = redis.call('ZSCORE', KEYS[3], ARGV[2])
+if not seen or tonumber(seen) < now - tonumber(ARGV[5]) then return -3 end
+if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 0 and redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[4]) then
+  return -4
+end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+local ttl = redis.call('TTL', KEYS[1])
+if ttl > 0 then redis.call('EXPIRE', KEYS[2], ttl) end
+return 1
+"""
+)
+
+# KEYS: room hash, answers hash, followers zset. ARGV: digest, follower ttl.
+# Returns {flat answers, seated seats}, or -1 missing, -2 wrong secret.
+_ANSWERS = (
+    _NOW
+    + """
+local d = redis.call('HGET', KEYS[1], 'digest')
+if not d then return -1 end
+if d ~= ARGV[1] then return -2 end
+return {redis.call('HGETALL', KEYS[2]), redis.call('ZRANGEBYSCORE', KEYS[3], now - tonumber(ARGV[2]), '+inf')}
+"""
+)
+
+
 def _redis_call(method):
     """Turn the redis client's errors into RoomsUnavailable (logged once per call)."""
 
@@ -637,6 +843,7 @@ class RedisRooms:
     CREATES = "attn_lab:creates:"
     FOLLOWERS = "attn_lab:followers:"
     FRAME = "attn_lab:frame:"  # a room's latest drawn page (view key, bytes)
+    ANSWERS = "attn_lab:answers:"  # the question's answers: seat -> text, expiring with the room
     KEY = "attn_lab:signing-key"  # the shared key that signs presenter secrets (without ATTN_LAB_SECRET)
     CHANNEL = "attn_lab:room-changed"  # every replica hears every room's changes
 
@@ -662,6 +869,10 @@ class RedisRooms:
         self._status = self._r.register_script(_STATUS)
         self._follow = self._r.register_script(_FOLLOW)
         self._per_client = self._r.register_script(_PER_CLIENT)
+        self._ask = self._r.register_script(_ASK)
+        self._close_question = self._r.register_script(_CLOSE_QUESTION)
+        self._answer = self._r.register_script(_ANSWER)
+        self._answers = self._r.register_script(_ANSWERS)
         # frames are bytes: a client that does not decode them
         self._raw = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
         self._put_frame = self._raw.register_script(_PUT_FRAME)
@@ -737,7 +948,7 @@ class RedisRooms:
         text = "" if payload is None else encode_payload(payload)
         if not isinstance(secret, str):
             raise RoomError("only the presenter who started this room can change it")
-        keys = [self._key_of(room_id), self.LIVE]
+        keys = [self._key_of(room_id), self.LIVE, self.ANSWERS + room_id]
         args = [room_id, _digest(secret), self._ttl, text, self.CHANNEL, self._publish_every_s]
         version = int(self._publish(keys=keys, args=args))
         if version == -1:
@@ -755,7 +966,7 @@ class RedisRooms:
         )
         if got is None:
             return None
-        return Status(int(got[0]), max(0.0, float(got[1])), int(got[2]), int(got[3]))
+        return Status(int(got[0]), max(0.0, float(got[1])), int(got[2]), int(got[3]), got[4])
 
     @_redis_call
     def version(self, room_id: str) -> int | None:
@@ -774,7 +985,12 @@ class RedisRooms:
             _check_secret(digest, secret)
             with self._r.pipeline() as pipe:  # MULTI: the tombstone and the deletion together
                 pipe.set(self.ENDED + room_id, 1, ex=ENDED_TTL_S)
-                pipe.delete(self._key_of(room_id), self.FOLLOWERS + room_id, self.FRAME + room_id)
+                pipe.delete(
+                    self._key_of(room_id),
+                    self.FOLLOWERS + room_id,
+                    self.FRAME + room_id,
+                    self.ANSWERS + room_id,
+                )
                 pipe.zrem(self.LIVE, room_id)
                 pipe.publish(self.CHANNEL, room_id)
                 pipe.execute()
@@ -806,6 +1022,64 @@ class RedisRooms:
             raise _gone(room_id)
         if done == -2:
             raise RoomError("only the presenter who started this room can change it")
+
+    def answer_cap(self) -> int:
+        return min(self.seats, MAX_ANSWERS)
+
+    @staticmethod
+    def _presenter_done(done: int, room_id: str) -> None:
+        if done == -1:
+            raise _gone(room_id)
+        if done == -2:
+            raise RoomError("only the presenter who started this room can change it")
+
+    @_redis_call
+    def ask(self, room_id: str, secret: str, card: str, difficulty: str) -> Asked:
+        asked = _asked(card, difficulty)
+        if not isinstance(secret, str):
+            raise RoomError("only the presenter who started this room can change it")
+        keys = [self._key_of(room_id), self.ANSWERS + room_id]
+        args = [_digest(secret), asked.id, asked.encode(), self.CHANNEL, room_id]
+        self._presenter_done(int(self._ask(keys=keys, args=args)), room_id)
+        return asked
+
+    @_redis_call
+    def close_question(self, room_id: str, secret: str) -> None:
+        if not isinstance(secret, str):
+            raise RoomError("only the presenter who started this room can change it")
+        args = [_digest(secret), self.CHANNEL, room_id]
+        self._presenter_done(int(self._close_question(keys=[self._key_of(room_id)], args=args)), room_id)
+
+    @_redis_call
+    def question(self, room_id: str) -> Asked | None:
+        text, state = self._r.hmget(self._key_of(room_id), "question", "q_state")
+        return None if text is None else Asked.decode(text, state)
+
+    @_redis_call
+    def answer(self, room_id: str, seat: str, question_id: str, text: str) -> None:
+        _check_answer(question_id, seat, text)
+        keys = [self._key_of(room_id), self.ANSWERS + room_id, self.FOLLOWERS + room_id]
+        args = [question_id, seat, text, self.answer_cap(), FOLLOWER_TTL_S]
+        done = int(self._answer(keys=keys, args=args))
+        if done == -1:
+            raise _gone(room_id)
+        if done == -2:
+            raise _not_open()
+        if done == -3:
+            raise _not_seated()
+        if done == -4:
+            raise _answers_full(self.answer_cap())
+
+    @_redis_call
+    def answers(self, room_id: str, secret: str) -> tuple[dict[str, str], list[str]]:
+        if not isinstance(secret, str):
+            raise RoomError("only the presenter who started this room can change it")
+        keys = [self._key_of(room_id), self.ANSWERS + room_id, self.FOLLOWERS + room_id]
+        got = self._answers(keys=keys, args=[_digest(secret), FOLLOWER_TTL_S])
+        if not isinstance(got, list):
+            self._presenter_done(int(got), room_id)
+        flat, seated = got
+        return dict(zip(flat[::2], flat[1::2], strict=True)), list(seated)
 
     @_redis_call
     def put_frame(self, room_id: str, secret: str, view: str, blob: bytes) -> None:
