@@ -196,7 +196,14 @@ def test_the_writer_saves_the_view_on_screen_and_downloads_a_lesson(app):
 
 @pytest.fixture
 def memory_rooms(monkeypatch):
-    monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms())
+    """A fresh store that takes every view at once: a presenter stepping a lesson in AppTest
+    changes views milliseconds apart, faster than a room's publish rate (which has its own tests
+    in tests/test_rooms.py)."""
+    monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms(publish_every_s=0.0))
+    # the follower runs the page itself (the path of a view changed in a fragment), so its widgets
+    # and URL can be read here; the default path, the presenter's frame shown with no run, is
+    # tests/test_browser_lessons.py's follower on a phone
+    monkeypatch.setattr(classroom, "VIEW_FRAMES", False)
 
 
 def test_a_follower_moves_with_the_presenters_step(app, memory_rooms):
