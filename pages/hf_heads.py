@@ -39,10 +39,11 @@ def load_model(source: str):
         with st.spinner("loading the model…"):
             return compute(explore.load, source, inputs="the model folder or hub id")
     bar = st.progress(0.0, text="loading SmolLM2-135M (once per server, about 20 s)…")
-    loaded = compute(
-        explore.load, source, progress=lambda f, stage: bar.progress(min(f, 1.0), text=f"SmolLM2: {stage}…"),
-        inputs="the model",
-    )  # fmt: skip
+
+    def progress(fraction: float, stage: str) -> None:
+        bar.progress(min(fraction, 1.0), text=f"SmolLM2: {stage}…")
+
+    loaded = compute(explore.load, source, progress=progress, inputs="the model")
     bar.empty()
     return loaded
 
@@ -86,16 +87,17 @@ def maps() -> None:
     oracle_badge(f"{view.oracle} (worst layer: {v.layers[worst]})", v.max_abs_diff[worst], v.tol[worst])
     if v.not_reproduced:
         st.markdown(":red-badge[✗ NOT REPRODUCED: " + "; ".join(v.not_reproduced) + "]")
+    only = (
+        f" Attention layers: {', '.join(map(str, v.layers))} of {v.n_decoder_layers}"
+        " (the others have no map)."
+        if view.n_layers < v.n_decoder_layers
+        else ""
+    )
     st.caption(
         "Tolerance per layer: the model's float rounding, 2·d·u·scale·max‖q‖·max‖k‖ + 8u with u the unit "
-        "roundoff of its dtype (Higham's bound for a length-d dot product). Anything the model adds that the "
-        "recomputation does not reproduce (an argument it does not know, a mask of its own) is named in a red "
-        "badge."
-        + (
-            f" Attention layers: {', '.join(map(str, v.layers))} of {v.n_decoder_layers} (the others have no map)."
-            if view.n_layers < v.n_decoder_layers
-            else ""
-        )
+        "roundoff of its dtype (Higham's bound for a length-d dot product). Anything the model adds that "
+        "the recomputation does not reproduce (an argument it does not know, a mask of its own) is named "
+        "in a red badge." + only
     )
 
     index = widgets.slider("layer", 0, view.n_layers - 1, 0, key="hf_layer") if view.n_layers > 1 else 0
@@ -195,10 +197,18 @@ def probe_section() -> None:
     )
     name = widgets.radio("score", explore.SCORES, key="hf_probe_score", horizontal=True)
     s = scores.by_name()[name]
+    layers, heads = [str(layer) for layer in scores.layers], [str(h) for h in range(s.shape[1])]
     fig = figures.heatmap(
-        s.T, [str(layer) for layer in scores.layers], [str(h) for h in range(s.shape[1])],
-        title=f"{name} score of every head", x_title="layer", y_title="head", value_name=name, zmin=0, zmax=1,
-    )  # fmt: skip
+        s.T,
+        layers,
+        heads,
+        title=f"{name} score of every head",
+        x_title="layer",
+        y_title="head",
+        value_name=name,
+        zmin=0,
+        zmax=1,
+    )
     figures.show(fig, key="hf_probe_map")
     table(pd.DataFrame(scores.rows()), "head_scores.csv", key="hf_probe", hide_index=True)
 

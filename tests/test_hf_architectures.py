@@ -164,3 +164,18 @@ def test_the_probe_fits_a_short_model_and_matches_output_attentions(allowed):
     best = scores.top("previous token", 1)[0]
     layer, head = int(best[0][1 : best[0].index("H")]), int(best[0][best[0].index("H") + 1 :])
     assert best[1] == pytest.approx(float(previous[layer, head])) == pytest.approx(float(previous.max()))
+
+
+def test_the_probe_sequence_repeats_its_random_half_with_or_without_bos():
+    """attn_core.hf.probe.probe_ids: [BOS, r, r] with r drawn from the whole vocabulary, the same
+    draw on every call (seeded); without a BOS id the sequence starts at r (still period n)."""
+    from attn_core.hf.probe import probe_ids
+
+    with_bos = probe_ids(50_000, bos=1, n=40, batch=3)
+    assert with_bos.shape == (3, 81) and (with_bos[:, 0] == 1).all()
+    assert torch.equal(with_bos[:, 1:41], with_bos[:, 41:])
+    assert torch.equal(with_bos, probe_ids(50_000, bos=1, n=40, batch=3))  # seeded
+    assert len(set(with_bos[:, 1:41].flatten().tolist())) > 100  # spread over the vocabulary
+    bare = probe_ids(50_000, bos=None, n=40, batch=3)
+    assert bare.shape == (3, 80) and torch.equal(bare[:, :40], bare[:, 40:])
+    assert torch.equal(bare, with_bos[:, 1:])
