@@ -110,3 +110,12 @@ def build_on_meta(cfg):
     except Exception as exc:
         raise BuildRefused(f"transformers cannot build it: {_one_line(exc)}") from None
     return model.eval()
+
+
+def completed_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The language model's config as transformers completes it (every class default written
+    out, as ``save_pretrained`` would): what the formulas read when a config.json leaves keys out."""
+    cfg = text_config(config)
+    out = cfg.to_dict()
+    out["model_type"] = cfg.model_type
+    return out

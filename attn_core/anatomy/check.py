@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from attn_core.anatomy.build import BuildRefused
+from attn_core.anatomy.build import BuildRefused, completed_config
 from attn_core.anatomy.derive import Anatomy, derive
 from attn_core.cost.config_keys import ConfigError
 from attn_core.cost.model_shape import ModelShape
@@ -71,9 +71,11 @@ class Check:
         head = f"Checked against transformers' own build ({a.built_class}, transformers {a.transformers_version}, meta device)"
         if self.analytic_error:
             return [head, f"  the formulas do not cover this model ({self.analytic_error}): figures from the build"]
+        unread = [f"  its cache is not read ({a.cache_unread})"] if a.cache_unread else []
         if not self.differences:
-            return [head + ": parameters, cache per token and fixed state agree to the unit"]
-        return [head + ": THE FORMULA DIFFERS", *("  " + d.text for d in self.differences)]
+            what = "parameters" if a.cache_unread else "parameters, cache per token and fixed state"
+            return [head + f": {what} agree to the unit", *unread]
+        return [head + ": THE FORMULA DIFFERS", *("  " + d.text for d in self.differences), *unread]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -109,6 +111,8 @@ def differences(shape: ModelShape, anatomy: Anatomy) -> tuple[Difference, ...]:
 
 def _cache_differences(shape: ModelShape, anatomy: Anatomy) -> tuple[Difference, ...]:
     out = []
+    if anatomy.cache_unread:
+        return ()
     kv = kv_cache_bytes_per_token(shape, 2)
     if kv != anatomy.cache_bytes_per_token:
         out.append(Difference("cache per token (bf16)", kv, anatomy.cache_bytes_per_token, "bytes"))
@@ -131,6 +135,12 @@ def check_config(config: Mapping[str, Any], shape: ModelShape | None = None) -> 
         anatomy = derive(config)
     except BuildRefused as exc:
         return Check(None, str(exc), analytic_error, ())
+    if shape is None:  # keys the config leaves out: read again with transformers' class defaults
+        try:
+            shape = from_hf_config(completed_config(config), name=config.get("_name_or_path"))
+            analytic_error = None
+        except (ConfigError, BuildRefused):
+            pass
     if shape is None:
         return Check(anatomy, None, analytic_error, ())
     return Check(anatomy, None, None, differences(shape, anatomy))

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from attn_core.anatomy.build import MODEL_DTYPE, build_on_meta, text_config
+from attn_core.anatomy.build import MODEL_DTYPE, BuildRefused, build_on_meta, text_config
 from attn_core.anatomy.cache import LayerCache, layer_caches
 from attn_core.anatomy.parts import PARTS, param_parts
 
@@ -47,6 +47,7 @@ class Anatomy:
     checkpoint_buffers: int  # numbers a checkpoint holds beyond the parameters (persistent buffers)
     groups: tuple[LayerGroup, ...]
     seconds: float
+    cache_unread: str | None = None  # why the cache could not be read (its forward fails on meta)
 
     @property
     def cache_bytes_per_token(self) -> int:
@@ -80,6 +81,7 @@ class Anatomy:
             "experts_k_of_E": list(self.experts) if self.experts else None,
             "checkpoint_buffers": self.checkpoint_buffers,
             "cache_dtype_bytes": BYTES_PER_VALUE,
+            "cache_unread": self.cache_unread,
             "cache_bytes_per_token": self.cache_bytes_per_token,
             "fixed_state_bytes": self.fixed_state_bytes,
             "layer_groups": [
@@ -117,7 +119,10 @@ def _derive(config: Mapping[str, Any]) -> Anatomy:
     cfg = text_config(config)
     model = build_on_meta(cfg)
     parts = param_parts(model, cfg)
-    caches = layer_caches(model, len(parts.layers))
+    try:
+        caches, unread = layer_caches(model, len(parts.layers)), None
+    except BuildRefused as exc:  # the parameters stand; the cache is not read
+        caches, unread = [LayerCache(0, 0, 0, None, "not read")] * len(parts.layers), str(exc)
     by_part = {p: parts.by_part[p] for p in PARTS if parts.by_part.get(p)}
     return Anatomy(
         model_type=str(cfg.model_type),
@@ -131,6 +136,7 @@ def _derive(config: Mapping[str, Any]) -> Anatomy:
         checkpoint_buffers=parts.buffers,
         groups=_groups(parts.layers, caches),
         seconds=time.perf_counter() - start,
+        cache_unread=unread,
     )
 
 

@@ -19,7 +19,7 @@ PARTS = (
     "embeddings", "attention", "linear mixer", "mlp", "routed experts", "shared experts", "router",
     "norms", "head", "other",
 )  # fmt: skip
-_MIXER = re.compile(r"Mamba|Mixer|DeltaNet|Lightning|ShortConv|Recurrent|Rglru|SSM|Rwkv", re.I)
+_MIXER = re.compile(r"Mamba|Mixer|DeltaNet|Lightning|ShortConv|Recurrent|Rglru|SSM|Rwkv")
 _ATTN = re.compile(r"Attention|Attn", re.I)
 _MLP = re.compile(r"MLP|FeedForward|FFN|Dense", re.I)
 _NORM = re.compile(r"Norm", re.I)
