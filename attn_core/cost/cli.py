@@ -4,7 +4,7 @@ Public contract (keep it):
     python -m attn_core cost (--model NAME | --config PATH) --seq-len T [--batch B]
         [--dtype fp32|fp16|bf16|fp8|int8] [--weight-dtype D] [--expert-dtype D] [--kv-dtype D] [--causal]
         [--gpu NAME | --gpu-mem-gib G --gpu-tflops F --gpu-bandwidth-gbs W] [--n-gpus N]
-        [--prompt-len P] [--gen-len N] [--efficiency E] [--calibration RUN.json] [--json]
+        [--prompt-len P] [--gen-len N] [--efficiency E] [--calibration RUN.json] [--json] [--analytic-only]
     python -m attn_core models [--json]
 Bad arguments or configs print one line to stderr and exit 2. ``--calibration`` (a kernel bench
 run: assets/bench/gpu-results*.json, the Kernels page's export) adds the times at its measured
@@ -22,6 +22,7 @@ from typing import NoReturn
 
 from attn_core.cost.calibrated import calibrated_timing, calibration_hardware
 from attn_core.cost.calibration import SERVER_GPU, CalibrationError, load_calibration
+from attn_core.cost.derived_records import preset_record, record_lines
 from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS, weight_bytes_per_param
 from attn_core.cost.gpus import GPU, custom_gpu, list_gpus, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
@@ -35,6 +36,7 @@ from attn_core.cost.shapes import (
     ModelShape,
     list_presets,
     load_preset,
+    load_preset_config,
     parse_config_bytes,
 )
 from attn_core.cost.units import (
@@ -122,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--calibration", type=Path, help="a kernel bench run's JSON: times at its measured rates"
     )
     cost.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    cost.add_argument("--analytic-only", action="store_true",
+                      help="--config: the formulas alone, without checking them against transformers' build (no torch)")  # fmt: skip
 
     models = sub.add_parser("models", help="list the model presets")
     models.add_argument("--json", action="store_true")
@@ -371,10 +375,14 @@ def _run(args: argparse.Namespace) -> str:
     except CalibrationError as exc:
         raise UsageError(f"--calibration {exc}") from None
     report = cost_report(shape, workload, precision, hardware, preset=args.model)
+    record = preset_record(args.model, load_preset_config(args.model)) if args.model else None
     if args.json:
         extra = {"calibrated": calibrated.to_json()} if calibrated else {}
+        if args.model:
+            extra["model_check"] = record
         return json.dumps(report.to_json() | extra, indent=2)
-    return format_report(report) + (f"\n{calibrated.text()}" if calibrated else "")
+    checked = "\n\n" + "\n".join(record_lines(record)) if args.model else ""
+    return format_report(report) + (f"\n{calibrated.text()}" if calibrated else "") + checked
 
 
 def main(argv: Sequence[str] | None = None) -> int:

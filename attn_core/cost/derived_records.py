@@ -1,0 +1,52 @@
+"""The model-derived figures of the shipped presets, recorded (``assets/models/derived.json``,
+written by ``benchmarks/derive_presets.py`` from transformers' own build on the meta device), so
+that a preset is checked without importing torch. Each record carries its config's content key:
+a preset edited since its record was written has no record (and says so) rather than a stale one.
+`tests/test_anatomy.py` holds the records against a fresh derivation."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+RECORDS_FILE = Path(__file__).resolve().parents[2] / "assets" / "models" / "derived.json"
+
+
+def config_key(config: Any) -> str:
+    """The config's content as one canonical string (the same key the model-derived path caches by)."""
+    return json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+
+
+@functools.cache
+def _records() -> dict[str, Any]:
+    if not RECORDS_FILE.is_file():
+        return {}
+    return json.loads(RECORDS_FILE.read_text())
+
+
+def preset_record(name: str, config: Any) -> dict[str, Any] | None:
+    """The recorded check of a preset (``Check.to_json()`` plus its config key), or None when
+    none was recorded for this exact config."""
+    rec = _records().get(name)
+    if rec is None or rec.get("config_key") != config_key(config):
+        return None
+    return rec
+
+
+def record_lines(rec: dict[str, Any] | None) -> list[str]:
+    """The check in a few lines for the CLI and the page."""
+    if rec is None:
+        return ["Not checked against transformers' build: no record for this config (benchmarks/derive_presets.py writes them)"]
+    d = rec.get("model_derived")
+    if d is None:
+        return [f"Not checked against transformers: {rec.get('refused')}; figures from the formulas alone"]
+    head = f"Checked against transformers' own build ({d['class']}, transformers {d['transformers_version']}, meta device, recorded)"
+    if rec["agrees"]:
+        return [head + ": parameters, cache per token and fixed state agree to the unit"]
+    out = [head + ": THE FORMULA DIFFERS"]
+    for diff in rec["differences"]:
+        out.append(f"  {diff['what']}: the formula gives {diff['analytic']:,} {diff['unit']}, the build "
+                   f"{diff['derived']:,}; the formula does not cover this part")  # fmt: skip
+    return out
