@@ -61,7 +61,7 @@ def _per_layer(cache, n_layers: int) -> list[tuple[int, int, str, int | None]]:
                 rows[i][0] += t.numel() * t.element_size()
                 rows[i][1] += t.numel() * t.element_size() if t.dtype == torch.float32 else 0
     for name, value in vars(cache).items():  # per-layer lists kept beside the layers
-        if name == "layers" or not isinstance(value, list) or len(value) != n_layers:
+        if name == "layers" or not isinstance(value, list) or not 0 < len(value) <= n_layers:
             continue
         for i, item in enumerate(value):
             for t in _tensors(item):

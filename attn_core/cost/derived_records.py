@@ -50,3 +50,33 @@ def record_lines(rec: dict[str, Any] | None) -> list[str]:
         out.append(f"  {diff['what']}: the formula gives {diff['analytic']:,} {diff['unit']}, the build "
                    f"{diff['derived']:,}; the formula does not cover this part")  # fmt: skip
     return out
+
+
+def recorded_cache_bytes(derived: dict[str, Any], T: int, batch: int = 1) -> int:
+    """The cache after T tokens for B sequences from a record's layer groups (transformers'
+    dynamic cache: a sliding layer keeps min(T, W − 1) tokens), plus the fixed state."""
+    per_seq = 0
+    for g in derived["layer_groups"]:
+        kept = T if g["window"] is None else min(T, g["window"] - 1)
+        per_seq += g["count"] * (g["cache_bytes_per_token"] * kept + g["fixed_bytes"])
+    return batch * per_seq
+
+
+def derived_only_lines(name: str, reason: str, rec: dict[str, Any] | None, T: int, batch: int) -> list[str]:
+    """A preset the formulas do not cover, answered from its recorded build (no torch)."""
+    if rec is None or rec.get("model_derived") is None:
+        return []
+    d = rec["model_derived"]
+    at_T = recorded_cache_bytes(d, T, batch)
+    return [
+        f"{name}: {d['model_type']}, built by transformers {d['transformers_version']} as {d['class']} "
+        f"(meta device, recorded), {d['n_layers']} layers",
+        f"the formulas do not cover this model ({reason}): every figure below is from transformers' build",
+        "",
+        f"Parameters  total {d['params_total']:,}, active per token {d['params_active']:,}",
+        *(f"  {part:<16}{n:>22,}" for part, n in d["params_by_part"].items()),
+        "Cache (bf16, transformers' dynamic cache: a sliding layer keeps W − 1 tokens)",
+        f"  per token                 {d['cache_bytes_per_token']:>22,} B",
+        f"  fixed state per sequence  {d['fixed_state_bytes']:>22,} B",
+        f"  at T = {T:,}, B = {batch:,}  {at_T:>22,} B",
+    ]
