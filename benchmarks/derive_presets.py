@@ -1,6 +1,6 @@
 """The model-derived path per preset: time to build each preset on the meta device and read its
 cache (a fresh process per preset, so torch's and transformers' import is counted in each), and
-the recorded check every preset carries (``assets/models/derived.json``, read by the CLI and the
+the recorded check every preset carries (``assets/derived/presets.json``, read by the CLI and the
 Cost page without torch).
 
     .venv/bin/python benchmarks/derive_presets.py            # times + rewrites the records

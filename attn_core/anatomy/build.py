@@ -14,6 +14,12 @@ from typing import Any
 import torch
 
 MODEL_DTYPE = torch.bfloat16  # the dtype the cache figures are read at (2 bytes per value)
+# What one build may cost this server (a meta build takes ~10 ms per layer, more with one module
+# per expert): the largest shipped models have 94 layers and 61 × 256 experts.
+MAX_BUILD_LAYERS = 1024
+MAX_BUILD_LAYER_EXPERTS = 131_072  # layers × routed experts
+LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 
 
 class BuildRefused(Exception):
@@ -54,12 +60,35 @@ def text_config(config: Mapping[str, Any]):
         remote = " (its auto_map names remote code, which is not run here)" if "auto_map" in config else ""
         raise BuildRefused(f"transformers {_version()} has no model_type {model_type!r}{remote}")
     kwargs = {k: v for k, v in config.items() if k not in ("model_type", "auto_map", "transformers_version")}
+    for part in (config, config.get("text_config")):  # refuse a huge build before transformers reads it
+        if isinstance(part, Mapping):
+            check_build_size(part)
     try:
         with quiet():
             full = AutoConfig.for_model(model_type, **kwargs)
-            return full.get_text_config(decoder=True)
+            text = full.get_text_config(decoder=True)
     except Exception as exc:
         raise BuildRefused(f"transformers rejects the config: {_one_line(exc)}") from None
+    check_build_size(text.to_dict())
+    return text
+
+
+def _count(config: Mapping[str, Any], keys: tuple[str, ...]) -> int:
+    for key in keys:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return 1
+
+
+def check_build_size(config: Mapping[str, Any]) -> None:
+    """BuildRefused for a model too large to build here (layers, or layers × experts, over the caps)."""
+    layers, experts = _count(config, LAYER_KEYS), _count(config, EXPERT_KEYS)
+    if layers > MAX_BUILD_LAYERS or layers * max(experts, 1) > MAX_BUILD_LAYER_EXPERTS:
+        raise BuildRefused(
+            f"too large to build on this server ({layers:,} layers × {experts:,} experts; the caps are "
+            f"{MAX_BUILD_LAYERS:,} layers and {MAX_BUILD_LAYER_EXPERTS:,} layer-experts)"
+        )
 
 
 def _version() -> str:
@@ -80,8 +109,8 @@ def causal_lm_class(cfg):
     if found is not None:
         return found
     raise BuildRefused(
-            f"transformers {_version()} has no causal language model for model_type {cfg.model_type!r}"
-        )
+        f"transformers {_version()} has no causal language model for model_type {cfg.model_type!r}"
+    )
 
 
 def _causal_lm_beside(cfg):
@@ -95,7 +124,11 @@ def _causal_lm_beside(cfg):
         return None
     for name in dir(mod):
         cls = getattr(mod, name)
-        if name.endswith("ForCausalLM") and isinstance(cls, type) and getattr(cls, "config_class", None) is type(cfg):
+        if (
+            name.endswith("ForCausalLM")
+            and isinstance(cls, type)
+            and getattr(cls, "config_class", None) is type(cfg)
+        ):
             return cls
     return None
 

@@ -70,7 +70,10 @@ class Check:
         a = self.anatomy
         head = f"Checked against transformers' own build ({a.built_class}, transformers {a.transformers_version}, meta device)"
         if self.analytic_error:
-            return [head, f"  the formulas do not cover this model ({self.analytic_error}): figures from the build"]
+            return [
+                head,
+                f"  the formulas do not cover this model ({self.analytic_error}): figures from the build",
+            ]
         unread = [f"  its cache is not read ({a.cache_unread})"] if a.cache_unread else []
         if not self.differences:
             what = "parameters" if a.cache_unread else "parameters, cache per token and fixed state"
@@ -103,7 +106,9 @@ def differences(shape: ModelShape, anatomy: Anatomy) -> tuple[Difference, ...]:
             if ours != theirs:
                 out.append(Difference(f"parameters, {name}", ours, theirs, "parameters"))
         if parts.get("other"):
-            out.append(Difference("parameters, other (no part of the formula)", 0, parts["other"], "parameters"))
+            out.append(
+                Difference("parameters, other (no part of the formula)", 0, parts["other"], "parameters")
+            )
     if p.active != anatomy.params_active and not any(d.what.startswith("parameters, routed") for d in out):
         out.append(Difference("parameters, active per token", p.active, anatomy.params_active, "parameters"))
     return (*out, *_cache_differences(shape, anatomy))
@@ -139,7 +144,9 @@ def check_config(config: Mapping[str, Any], shape: ModelShape | None = None) -> 
         try:
             shape = from_hf_config(completed_config(config), name=config.get("_name_or_path"))
             analytic_error = None
-        except (ConfigError, BuildRefused):
+        except ConfigError as exc:  # the completed config's reason says more than a missing key
+            analytic_error = str(exc)
+        except BuildRefused:
             pass
     if shape is None:
         return Check(anatomy, None, analytic_error, ())

@@ -12,15 +12,26 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from attn_core.anatomy.check import Check, check_config
 from attn_core.cost.cli import UsageError, build_parser, fail
 from attn_core.cost.cli import _run as analytic_run
 from attn_core.cost.config_keys import ConfigError
 from attn_core.cost.shapes import MAX_CONFIG_BYTES, parse_config_text
 from attn_core.cost.units import format_bytes, format_count_short
 
+NO_TYPE = "the config names no 'model_type', so transformers cannot tell which class reads it"
 
-def derived_text(check: Check, T: int, batch: int, name: str) -> str:
+
+def _model_type(config) -> str | None:
+    """The model_type transformers would read (top level, or the text config's); None if none."""
+    if not isinstance(config, dict):
+        return None
+    for part in (config, config.get("text_config")):
+        if isinstance(part, dict) and isinstance(part.get("model_type"), str) and part["model_type"]:
+            return part["model_type"]
+    return None
+
+
+def derived_text(check, T: int, batch: int, name: str) -> str:
     """The model-derived answer where the formulas do not cover the model."""
     a = check.anatomy
     lines = [
@@ -35,7 +46,8 @@ def derived_text(check: Check, T: int, batch: int, name: str) -> str:
         "Layers",
         *(
             f"  {g.count:>4} × {g.kind}: {sum(g.params.values()):,} parameters, cache "
-            f"{g.cache.per_token:,} B per token" + (f" (window {g.cache.window:,})" if g.cache.window else "")
+            f"{g.cache.per_token:,} B per token"
+            + (f" (window {g.cache.window:,})" if g.cache.window else "")
             + (f", fixed {g.cache.fixed:,} B per sequence" if g.cache.fixed else "")
             for g in a.groups
         ),
@@ -79,19 +91,34 @@ def run(args) -> str:
         raise UsageError(f"--config {args.config}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
     try:
         parse_config_text(text)
-        analytic, analytic_error = analytic_run(args), None
-    except (UsageError, ConfigError) as exc:
-        analytic, analytic_error = None, str(exc)
+        analytic_error = None
+    except (ConfigError, RecursionError) as exc:  # the formulas do not read it; the build may
+        analytic_error = str(exc) or "nested too deeply"
+    # a bad flag (--n-gpus without --gpu, …) is the user's to fix whatever reads the config
+    analytic = None if analytic_error else analytic_run(args)
+    if _model_type(config) is None:  # nothing transformers could build: no torch imported
+        if analytic is None:
+            raise UsageError(f"--config {args.config}: {analytic_error}; transformers: {NO_TYPE}")
+        note = f"Not checked against transformers' build: {NO_TYPE}"
+        return (
+            json.dumps(json.loads(analytic) | {"model_check": None}, indent=2)
+            if args.json
+            else f"{analytic}\n\n{note}"
+        )
+    from attn_core.anatomy.check import Check, check_config  # torch and transformers from here
+
     check = check_config(config)
     if analytic is None and check.anatomy is None:
-        raise UsageError(f"{analytic_error}; transformers: {check.refused}")
+        raise UsageError(f"--config {args.config}: {analytic_error}; transformers: {check.refused}")
     if analytic is None:
         check = Check(check.anatomy, None, check.analytic_error or analytic_error, ())
     if args.json:
         body = json.loads(analytic) if analytic is not None else {"model": str(config.get("model_type"))}
         return json.dumps(body | {"model_check": check.to_json()}, indent=2)
     if analytic is None:
-        return derived_text(check, args.seq_len, args.batch, str(config.get("_name_or_path") or config.get("model_type")))
+        return derived_text(
+            check, args.seq_len, args.batch, str(config.get("_name_or_path") or config.get("model_type"))
+        )
     return analytic + "\n\n" + "\n".join(check.lines())
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import json
 import time
-
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -154,6 +153,3 @@ def derive(config: Mapping[str, Any]) -> Anatomy:
     """The model's anatomy from transformers' own build (meta device); BuildRefused (one line,
     transformers' reason) where it cannot be built. Cached by config content."""
     return _derive_cached(config_key(config))
-
-
-

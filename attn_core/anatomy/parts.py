@@ -146,7 +146,7 @@ def param_parts(model: nn.Module, cfg) -> ParamParts:
     for layer in stack:
         lp = LayerParts()
         mixers = []
-        for child_name, child in layer.named_children():
+        for _, child in layer.named_children():
             kind = block_kind(child)
             if kind in ("attention", "linear mixer"):
                 mixers.append(type(child).__name__)
@@ -165,7 +165,7 @@ def param_parts(model: nn.Module, cfg) -> ParamParts:
                 seen.add(id(p))
                 part = _moe_part(name, child) if kind == "moe" else kind
                 lp.params[part] += p.numel()
-        for name, p in layer.named_parameters(recurse=False):
+        for p in layer.parameters(recurse=False):
             if id(p) not in seen:
                 seen.add(id(p))
                 lp.params["other"] += p.numel()
@@ -198,4 +198,3 @@ def param_parts(model: nn.Module, cfg) -> ParamParts:
 
 def parameter_bytes(model: nn.Module) -> int:
     return sum(p.numel() * p.element_size() for p in model.parameters())
-

@@ -375,7 +375,9 @@ def _run(args: argparse.Namespace) -> str:
         lines = derived_only_lines(args.model, str(exc), rec, args.seq_len, args.batch)
         if not lines:
             raise
-        return json.dumps({"model": args.model, "model_check": rec}, indent=2) if args.json else "\n".join(lines)
+        return (
+            json.dumps({"model": args.model, "model_check": rec}, indent=2) if args.json else "\n".join(lines)
+        )
     gpu = _gpu(args)
     if args.n_gpus != 1 and gpu is None and args.calibration is None:
         raise UsageError("--n-gpus needs --gpu")

@@ -1,4 +1,4 @@
-"""The model-derived figures of the shipped presets, recorded (``assets/models/derived.json``,
+"""The model-derived figures of the shipped presets, recorded (``assets/derived/presets.json``,
 written by ``benchmarks/derive_presets.py`` from transformers' own build on the meta device), so
 that a preset is checked without importing torch. Each record carries its config's content key:
 a preset edited since its record was written has no record (and says so) rather than a stale one.
@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-RECORDS_FILE = Path(__file__).resolve().parents[2] / "assets" / "models" / "derived.json"
+RECORDS_FILE = Path(__file__).resolve().parents[2] / "assets" / "derived" / "presets.json"
 
 
 def config_key(config: Any) -> str:
@@ -38,7 +38,9 @@ def preset_record(name: str, config: Any) -> dict[str, Any] | None:
 def record_lines(rec: dict[str, Any] | None) -> list[str]:
     """The check in a few lines for the CLI and the page."""
     if rec is None:
-        return ["Not checked against transformers' build: no record for this config (benchmarks/derive_presets.py writes them)"]
+        return [
+            "Not checked against transformers' build: no record for this config (benchmarks/derive_presets.py writes them)"
+        ]
     d = rec.get("model_derived")
     if d is None:
         return [f"Not checked against transformers: {rec.get('refused')}; figures from the formulas alone"]

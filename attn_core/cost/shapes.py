@@ -56,7 +56,9 @@ QK_NORM_MODEL_TYPES = frozenset(
      "qwen3_5_moe_text"}
 )  # fmt: skip
 # Gated attention: the query map is twice as wide and its second half gates the output (Qwen3-Next).
-OUTPUT_GATE_MODEL_TYPES = frozenset({"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"})
+OUTPUT_GATE_MODEL_TYPES = frozenset(
+    {"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"}
+)
 # Gemma 2 and 3 norm before and after both attention and MLP: four norms per layer.
 FOUR_NORM_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text"})
 # Activations that, with no model_type at all, mean a gated MLP (LLaMA's SwiGLU convention). A
@@ -263,7 +265,7 @@ def list_presets() -> list[str]:
 @functools.cache
 def _built_texts() -> dict[str, str]:
     """Presets under assets/models/built/: families the formulas do not (yet) read, sized from
-    transformers' own build (their recorded figures: assets/models/derived.json)."""
+    transformers' own build (their recorded figures: assets/derived/presets.json)."""
     return {p.stem: p.read_text() for p in sorted((MODELS_DIR / "built").glob("*.json"))}
 
 
@@ -276,7 +278,9 @@ def load_preset_config(name: str) -> dict[str, Any]:
     """The raw config.json dict of a preset (a fresh copy: callers may change it)."""
     text = _preset_texts().get(name) or _built_texts().get(name)
     if text is None:
-        raise ConfigError(f"unknown model {name!r}; presets: {', '.join(list_presets() + list_built_presets())}")
+        raise ConfigError(
+            f"unknown model {name!r}; presets: {', '.join(list_presets() + list_built_presets())}"
+        )
     return json.loads(text)
 
 
