@@ -26,8 +26,8 @@ def show(preset: str | None, config_text: str | None, T: int, batch: int) -> str
     elif v.status == "uncovered":
         st.warning(v.headline, icon=":material/construction:")
         table(pd.DataFrame(v.derived), "model_derived.csv", key="co_check_derived", hide_index=True)
-    else:
-        st.info(v.headline)
+    else:  # a caption, not a box: the formulas' own message (if any) stays the one to read
+        st.caption(v.headline)
     for note in v.notes:
         st.caption(note)
     return v.status

@@ -15,20 +15,9 @@ from collections.abc import Sequence
 from attn_core.cost.cli import UsageError, build_parser, fail
 from attn_core.cost.cli import _run as analytic_run
 from attn_core.cost.config_keys import ConfigError
+from attn_core.cost.derived_records import NO_TYPE, buildable_type
 from attn_core.cost.shapes import MAX_CONFIG_BYTES, parse_config_text
 from attn_core.cost.units import format_bytes, format_count_short
-
-NO_TYPE = "the config names no 'model_type', so transformers cannot tell which class reads it"
-
-
-def _model_type(config) -> str | None:
-    """The model_type transformers would read (top level, or the text config's); None if none."""
-    if not isinstance(config, dict):
-        return None
-    for part in (config, config.get("text_config")):
-        if isinstance(part, dict) and isinstance(part.get("model_type"), str) and part["model_type"]:
-            return part["model_type"]
-    return None
 
 
 def derived_text(check, T: int, batch: int, name: str) -> str:
@@ -96,7 +85,7 @@ def run(args) -> str:
         analytic_error = str(exc) or "nested too deeply"
     # a bad flag (--n-gpus without --gpu, …) is the user's to fix whatever reads the config
     analytic = None if analytic_error else analytic_run(args)
-    if _model_type(config) is None:  # nothing transformers could build: no torch imported
+    if buildable_type(config) is None:  # nothing transformers could build: no torch imported
         if analytic is None:
             raise UsageError(f"--config {args.config}: {analytic_error}; transformers: {NO_TYPE}")
         note = f"Not checked against transformers' build: {NO_TYPE}"

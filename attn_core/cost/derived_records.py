@@ -14,6 +14,20 @@ from typing import Any
 RECORDS_FILE = Path(__file__).resolve().parents[2] / "assets" / "derived" / "presets.json"
 
 
+NO_TYPE = "the config names no 'model_type', so transformers cannot tell which class reads it"
+
+
+def buildable_type(config: Any) -> str | None:
+    """The model_type transformers would read (top level, or the text config's); None if none,
+    in which case nothing can be built and torch need not be imported to say so."""
+    if not isinstance(config, dict):
+        return None
+    for part in (config, config.get("text_config")):
+        if isinstance(part, dict) and isinstance(part.get("model_type"), str) and part["model_type"]:
+            return part["model_type"]
+    return None
+
+
 def config_key(config: Any) -> str:
     """The config's content as one canonical string (the same key the model-derived path caches by)."""
     return json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from attn_core.cost.derived_records import preset_record, recorded_cache_bytes
+from attn_core.cost.derived_records import NO_TYPE, buildable_type, preset_record, recorded_cache_bytes
 from attn_core.cost.shapes import load_preset_config
 from attn_core.cost.units import format_bytes, format_count_short
 
@@ -89,14 +89,12 @@ def for_preset(name: str, T: int, batch: int) -> CheckView:
 
 def for_config(text: str, T: int, batch: int) -> CheckView:
     """A pasted or uploaded config built on the meta device (torch; cached by content)."""
-    from attn_core.anatomy.check import check_config
-
     try:
         config = json.loads(text)
     except (json.JSONDecodeError, RecursionError):
         return CheckView("unchecked", "Not checked against transformers' build: not valid JSON.")
-    if not isinstance(config, dict):
-        return CheckView(
-            "unchecked", "Not checked against transformers' build: a config must be a JSON object."
-        )
+    if buildable_type(config) is None:  # nothing to build: no torch imported
+        return CheckView("unchecked", f"Not checked against transformers' build: {NO_TYPE}.")
+    from attn_core.anatomy.check import check_config  # torch and transformers from here
+
     return _view(check_config(config).to_json(), T, batch, recorded=False)
