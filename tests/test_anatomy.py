@@ -40,9 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # The families the issue's survey found misread or refused: always in the sweep.
 ALWAYS = [
     "gemma4_text", "qwen3_5_text", "qwen3_5_moe_text", "deepseek_v32", "minimax", "falcon_h1", "lfm2",
-    "zamba2", "mamba2", "mllama", "vaultgemma", "bitnet", "hrm_text", "jamba", "qwen3_next", "llama",
+    "zamba2", "mamba2", "mllama", "vaultgemma", "bitnet", "hrm_text", "llama",
 ]  # fmt: skip
-SAMPLE = 10
+SAMPLE = 6
 _all = sorted(set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) - set(ALWAYS))
 SWEEP = ALWAYS + (
     _all if os.environ.get("ANATOMY_SWEEP") == "all" else random.Random(29).sample(_all, SAMPLE)
@@ -81,10 +81,15 @@ def test_parameters_equal_transformers_build_and_the_formula_agrees_or_is_flagge
     assert anatomy.params_active <= anatomy.params_total
     check = check_config(config)
     try:
-        analytic = model_params(from_hf_config(completed_config(config))).total
-    except ConfigError:
-        assert check.analytic_error, "the formulas refuse it, and the check must say so"
-        return
+        shape = from_hf_config(completed_config(config))
+    except ConfigError as exc:
+        if check.shape is None:
+            assert check.analytic_error, "the formulas refuse it, and the check must say so"
+            return
+        # only the MLP kind was missing from the formulas' table: the build said it, and said so
+        assert "'mlp_kind'" in str(exc) and check.mlp_kind_from_build
+        shape = check.shape
+    analytic = model_params(shape).total
     if analytic in (oracle, oracle + anatomy.checkpoint_buffers):
         assert not [d for d in check.differences if d.what.startswith("parameters")]
     else:
@@ -229,7 +234,7 @@ def test_cli_config_misread_names_the_part(tmp_path):
     whats = {d["what"]: d for d in check["differences"]}
     assert check["agrees"] is False and "parameters, norms" in whats
     assert whats["parameters, total"]["derived"] == derived["params_total"]
-    text = _cli("cost", "--config", str(path), "--seq-len", "64").stdout
+    text = "\n".join(check_config(config).lines())  # what the table form prints (cached: no rebuild)
     assert "THE FORMULA DIFFERS" in text and "parameters, norms" in text
 
 

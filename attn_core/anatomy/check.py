@@ -43,7 +43,9 @@ class Difference:
     @property
     def text(self) -> str:
         rel = (self.analytic - self.derived) / self.derived if self.derived else float("inf")
-        rel_text = f"{rel:+.1%}" if self.derived else "none in the model"
+        rel_text = (
+            (f"{rel:+.1%}" if abs(rel) >= 1e-3 else f"{rel:+.4%}") if self.derived else "none in the model"
+        )
         return (f"{self.what}: the formula gives {self.analytic:,} {self.unit}, transformers' build "
                 f"{self.derived:,} ({rel_text}); the formula does not cover this part")  # fmt: skip
 
@@ -59,6 +61,8 @@ class Check:
     refused: str | None
     analytic_error: str | None  # the formulas refuse it (they do not cover the architecture)
     differences: tuple[Difference, ...]
+    mlp_kind_from_build: bool = False  # the formulas read the MLP kind from the build (not in their table)
+    shape: ModelShape | None = None  # what the formulas read (with class defaults, and the build's MLP kind)
 
     @property
     def agrees(self) -> bool:
@@ -75,6 +79,10 @@ class Check:
                 f"  the formulas do not cover this model ({self.analytic_error}): figures from the build",
             ]
         unread = [f"  its cache is not read ({a.cache_unread})"] if a.cache_unread else []
+        if self.mlp_kind_from_build:
+            unread.append(
+                f"  the MLP kind ({a.mlp_kind}) is read from the build: no table of the formulas names this model_type"
+            )
         if not self.differences:
             what = "parameters" if a.cache_unread else "parameters, cache per token and fixed state"
             return [head + f": {what} agree to the unit", *unread]
@@ -86,6 +94,7 @@ class Check:
             "refused": self.refused,
             "analytic_error": self.analytic_error,
             "differences": [d.to_json() for d in self.differences],
+            "mlp_kind_from_build": self.mlp_kind_from_build,
             "model_derived": None if self.anatomy is None else self.anatomy.to_json(),
         }
 
@@ -130,7 +139,7 @@ def _cache_differences(shape: ModelShape, anatomy: Anatomy) -> tuple[Difference,
 
 def check_config(config: Mapping[str, Any], shape: ModelShape | None = None) -> Check:
     """The analytic reading of ``config`` (or ``shape``, already read) held against the build."""
-    analytic_error = None
+    analytic_error, mlp_from_build = None, False
     if shape is None:
         try:
             shape = from_hf_config(config)
@@ -141,13 +150,30 @@ def check_config(config: Mapping[str, Any], shape: ModelShape | None = None) -> 
     except BuildRefused as exc:
         return Check(None, str(exc), analytic_error, ())
     if shape is None:  # keys the config leaves out: read again with transformers' class defaults
-        try:
-            shape = from_hf_config(completed_config(config), name=config.get("_name_or_path"))
-            analytic_error = None
-        except ConfigError as exc:  # the completed config's reason says more than a missing key
-            analytic_error = str(exc)
-        except BuildRefused:
-            pass
+        shape, analytic_error, mlp_from_build = _read_completed(config, anatomy, analytic_error)
     if shape is None:
         return Check(anatomy, None, analytic_error, ())
-    return Check(anatomy, None, None, differences(shape, anatomy))
+    return Check(anatomy, None, None, differences(shape, anatomy), mlp_from_build, shape)
+
+
+def _read_completed(
+    config, anatomy: Anatomy, error: str | None
+) -> tuple[ModelShape | None, str | None, bool]:
+    """The formulas on transformers' completed config; where they refuse only because a
+    model_type's MLP kind is not in their table, on the kind the build shows (the model answers
+    the one question the table cannot), which the check then holds like any other figure."""
+    try:
+        full = completed_config(config)
+    except BuildRefused:
+        return None, error, False
+    name = config.get("_name_or_path")
+    try:
+        return from_hf_config(full, name=name), None, False
+    except ConfigError as exc:
+        error = str(exc)
+        if "'mlp_kind'" not in error or anatomy.mlp_kind is None:
+            return None, error, False
+    try:
+        return from_hf_config(full | {"mlp_kind": anatomy.mlp_kind}, name=name), None, True
+    except ConfigError as exc:
+        return None, str(exc), False

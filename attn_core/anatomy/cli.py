@@ -97,6 +97,8 @@ def run(args) -> str:
     from attn_core.anatomy.check import Check, check_config  # torch and transformers from here
 
     check = check_config(config)
+    if analytic is None and check.analytic_error is None and check.shape is not None:
+        analytic = analytic_run(args, check.shape)  # read with the build's help (its MLP kind)
     if analytic is None and check.anatomy is None:
         raise UsageError(f"--config {args.config}: {analytic_error}; transformers: {check.refused}")
     if analytic is None:

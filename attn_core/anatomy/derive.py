@@ -46,6 +46,7 @@ class Anatomy:
     checkpoint_buffers: int  # numbers a checkpoint holds beyond the parameters (persistent buffers)
     groups: tuple[LayerGroup, ...]
     seconds: float
+    mlp_kind: str | None = None  # the dense MLP's kind as built: "gated", "plain" or None (none or neither)
     cache_unread: str | None = None  # why the cache could not be read (its forward fails on meta)
 
     @property
@@ -79,6 +80,7 @@ class Anatomy:
             "params_by_part": self.params_by_part,
             "experts_k_of_E": list(self.experts) if self.experts else None,
             "checkpoint_buffers": self.checkpoint_buffers,
+            "mlp_kind": self.mlp_kind,
             "cache_dtype_bytes": BYTES_PER_VALUE,
             "cache_unread": self.cache_unread,
             "cache_bytes_per_token": self.cache_bytes_per_token,
@@ -135,6 +137,7 @@ def _derive(config: Mapping[str, Any]) -> Anatomy:
         checkpoint_buffers=parts.buffers,
         groups=_groups(parts.layers, caches),
         seconds=time.perf_counter() - start,
+        mlp_kind=parts.mlp_kind,
         cache_unread=unread,
     )
 

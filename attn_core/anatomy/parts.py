@@ -46,6 +46,7 @@ class ParamParts:
     routed_active: int  # the same at k of E per layer
     experts: tuple[int, int] | None  # (k, E) of the first MoE layer
     buffers: int  # persistent buffers (in the state dict, so in a checkpoint): DeepSeek's router bias
+    mlp_kind: str | None = None  # the first dense MLP's: "gated" (a gate beside up and down) or "plain"
 
     @property
     def active(self) -> int:
@@ -133,6 +134,20 @@ def _experts_of(moe: nn.Module) -> tuple[int, int, int] | None:
     return (k, E, routed) if E and k else None
 
 
+def mlp_kind_of(mlp: nn.Module) -> str | None:
+    """Gated (a gate matrix beside up and down, or a fused gate-up twice d_ff wide) or plain
+    (two matrices), read from the MLP's own linear maps; None when it is neither shape."""
+    linears = {n: m for n, m in mlp.named_children() if isinstance(m, nn.Linear)}
+    params = {n for n, _ in mlp.named_parameters(recurse=False)}
+    if any("gate" in n for n in (*linears, *params)):
+        return "gated"
+    if len(linears) == 3:
+        return "gated"
+    if len(linears) == 2:
+        return "plain"
+    return None
+
+
 def param_parts(model: nn.Module, cfg) -> ParamParts:
     """Every parameter (each shared tensor once) assigned to a part, per layer and outside."""
     stack_path, stack = decoder_layers(model)
@@ -142,12 +157,14 @@ def param_parts(model: nn.Module, cfg) -> ParamParts:
     by_part: Counter = Counter()
     layers = []
     routed_total = routed_active = 0
-    experts = None
+    experts = mlp_kind = None
     for layer in stack:
         lp = LayerParts()
         mixers = []
         for _, child in layer.named_children():
             kind = block_kind(child)
+            if kind == "mlp" and mlp_kind is None:
+                mlp_kind = mlp_kind_of(child)
             if kind in ("attention", "linear mixer"):
                 mixers.append(type(child).__name__)
             elif kind == "moe":
@@ -193,7 +210,7 @@ def param_parts(model: nn.Module, cfg) -> ParamParts:
     state = model.state_dict(keep_vars=True)
     param_ids = {id(p) for p in model.parameters()}
     buffers = sum(t.numel() for t in {id(t): t for t in state.values() if id(t) not in param_ids}.values())
-    return ParamParts(total, by_part, layers, routed_total, routed_active, experts, buffers)
+    return ParamParts(total, by_part, layers, routed_total, routed_active, experts, buffers, mlp_kind)
 
 
 def parameter_bytes(model: nn.Module) -> int:

@@ -343,7 +343,7 @@ def _gpu(args: argparse.Namespace) -> GPU | None:
     return load_gpu(args.gpu) if args.gpu else None
 
 
-def _run(args: argparse.Namespace) -> str:
+def _run(args: argparse.Namespace, shape: ModelShape | None = None) -> str:
     if args.command == "models":
         rows = _models_rows()
         if args.json:
@@ -369,7 +369,7 @@ def _run(args: argparse.Namespace) -> str:
             for g in gpus
         )
     try:
-        shape = load_shape(args)
+        shape = shape or load_shape(args)  # ``shape``: one already read (attn_core/anatomy/cli.py)
     except ConfigError as exc:  # a preset the formulas do not cover: its recorded build answers
         rec = preset_record(args.model, load_preset_config(args.model))
         lines = derived_only_lines(args.model, str(exc), rec, args.seq_len, args.batch)
