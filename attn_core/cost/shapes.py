@@ -33,6 +33,10 @@ from attn_core.cost.model_types import (
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "assets" / "models"
 
+# The tables below are the formulas' explanation of what a model_type implies, not the last word:
+# every config the page or the CLI opens is held against transformers' own build of it
+# (attn_core/anatomy/check.py), which names any part they get wrong, and a model_type missing from
+# the MLP tables takes its MLP kind from that build.
 # Architectures whose feed-forward network is gated (SwiGLU/GeGLU: gate, up and down matrices).
 GATED_MODEL_TYPES = frozenset(
     {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text", "phi3", "olmo",
