@@ -9,8 +9,10 @@ from attn_core.views import cost_check
 from lab_ui.badges import table
 
 
-def show(preset: str | None, config_text: str | None, T: int, batch: int) -> str | None:
-    """Draw the check for a preset or a config's text; returns its status (None: nothing to check)."""
+def show(preset: str | None, config_text: str | None, T: int, batch: int, alone: bool = False) -> str | None:
+    """Draw the check for a preset or a config's text; returns its status (None: nothing to check).
+    ``alone``: the formulas could not read the model, so when the build sized it the page ends here
+    (its other sections need the formulas), saying so instead of asking for a fix."""
     if preset is not None:
         v = cost_check.for_preset(preset, T, batch)
     elif config_text:
@@ -30,4 +32,10 @@ def show(preset: str | None, config_text: str | None, T: int, batch: int) -> str
         st.caption(v.headline)
     for note in v.notes:
         st.caption(note)
+    if alone and v.status in ("uncovered", "differs"):
+        st.caption(
+            "FLOPs, time bounds and serving need the formulas, which do not read this model: pick a "
+            "model they read for those sections (the presets above the build-only ones)."
+        )
+        st.stop()
     return v.status

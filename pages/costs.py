@@ -96,7 +96,7 @@ if shape is not None:
     )
     hardware = attempt(cost.hardware, gpu_name, n_gpus, cals)
     v = None if hardware is None else attempt(cost.view, shape, workload, precision, hardware, preset, cals)
-cost_check.show(preset, config_text, T, batch)  # the formulas against transformers' own build
+cost_check.show(preset, config_text, T, batch, alone=shape is None)  # formulas vs transformers' build
 require(v, fix="the model in the sidebar")
 
 with st.container(border=True):

@@ -112,7 +112,10 @@ def test_malformed_upload_is_reported_and_page_survives(app, content, message):
     at.run()
     assert not at.exception
     assert any(message in e.value for e in at.error)
-    assert at.info[0].value.startswith("Fix the model")
+    # then either a fix is asked for, or (GPT-2 with an expert key the formulas cannot place, which
+    # transformers builds, ignoring it) the build's figures stand in for the formulas'
+    built = any("do not cover this model" in w.value for w in at.warning)
+    assert built or at.info[0].value.startswith("Fix the model")
     # The rest keeps working: going back to a preset restores every number.
     at.radio(key="co_src").set_value("preset").run()
     assert at.error.len == 0 and metric(at, "KV cache / token") == "512 KiB"
@@ -359,6 +362,7 @@ def test_a_preset_the_formulas_do_not_cover_is_sized_by_its_recorded_build(app):
     at = app(PAGE, co_model="lfm2-1.2b")
     assert not at.exception
     assert any("do not cover this model" in w.value for w in at.warning)
+    assert not any(i.value.startswith("Fix") for i in at.info)  # not a fault of the input: said so
     rows = table_with(at, "value").set_index("figure")
     total = int(rows.loc["parameters: total", "value"].split(" ")[0].replace(",", ""))
     assert abs(total - 1.17e9) / 1.17e9 < 0.01
