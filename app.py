@@ -3,7 +3,7 @@
 import streamlit as st
 import torch
 
-from lab_ui import figures, widgets
+from lab_ui import figures, palettes, widgets
 from lab_ui.classroom import follow
 from lab_ui.nav import HOME, PAGES, open_home_alias
 from lab_ui.page import safety_net
@@ -21,13 +21,18 @@ pages = [
 ]
 open_home_alias()
 page = st.navigation(pages)
-follow.before_page(page, {p.url_path: p for p in pages})
+shown = follow.before_page(page, {p.url_path: p for p in pages})  # a follower sees the presenter's page
 with st.sidebar:
     if widgets.toggle(
         "Projector mode", key="projector", help="Larger text and figures for a classroom screen."
     ):
         figures.use_projector_sizes()
+    palettes.picker()
     follow.sidebar(page)
-with safety_net(f"the settings of {page.title}"):  # the last net: a section's own net is first
-    page.run()
-follow.after_page(page)
+drawn: list = []  # what a presenter's page draws, shared with followers
+try:
+    if not shown:
+        with follow.recording(drawn), safety_net(f"the settings of {page.title}"):  # the last net
+            page.run()
+finally:  # also after a page's st.stop (bad input): the presenter publishes, a follower's run ends
+    follow.after_page(page, drawn)

@@ -19,8 +19,12 @@ a follower showed another view than the presenter's, and how many were stale mor
 beyond the outage itself.
 
 Usage: .venv/bin/python benchmarks/follow_load.py [--followers 40] [--changes 15] [--every 3] [--replicas N]
-       [--fault presenter-reload|redis-kill] [--down 5]
-Prints `follow p50/p95/max … ms`, `missed N` and `exception deltas N, errors N`.
+       [--fault presenter-reload|redis-kill] [--down 5] [--noisy-room N]
+
+``--noisy-room N``: another room meanwhile, N followers, its presenter changing every 0.5 s (one
+busy room must not delay another room's followers).
+Prints `follow p50/p95/max … ms`, `refused N, missed N` (a follower the room refused a seat is
+counted, not followed) and `exception deltas N, errors N`.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.client import (  # benchmarks/harness/
@@ -50,8 +55,12 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 KEY = "in_L"
+LABEL = "L (queries)"  # the slider's label: a follower shown the presenter's frame reads it as text
+SETTING = re.compile(r"^(.+?): `(.*)`$")  # lab_ui.classroom.frames: a control drawn as "label: `value`"
 ROOM = re.compile(r"Presenting room \*\*([a-z2-9]{6})\*\*")
-COOKIE = re.compile(r"attn_lab_presenter=([a-z2-9]{6}\.[A-Za-z0-9_-]+)")  # lab_ui.classroom.follow.COOKIE
+# the cookie's value, as the page hands it to its cookie script (a hidden text box: "<room>.<secret>")
+COOKIE = re.compile(r"^([a-z2-9]{6}\.[0-9a-f]+-[0-9a-f]+-[0-9a-f]+)$")
+REFUSED = -1  # what follower() returns for a screen the room refused a seat
 LAG_S = 5.0  # a follower whose view trails the presenter's by more than this has lost it
 
 
@@ -67,6 +76,10 @@ class Client(Session):
         self.shown: dict[str, float] = {}
         self.alerts: list[str] = []  # warnings the sidebar showed
         self.cookie = ""  # what the page's script would store in the browser
+        self.settings: dict[str, str] = {}  # the presenter's controls as a frame shows them
+        self.on_frame = False  # the last value came as the frame's text line, not as a widget
+        self.running = False  # between a run's new_session and its script_finished
+        self.pushed = 0  # frame messages received between runs (sent with no run)
 
     def _read(self, fwd: ForwardMsg, kind: str | None) -> None:
         if kind == "auto_rerun":
@@ -77,14 +90,22 @@ class Client(Session):
         which = element.WhichOneof("type") if element is not None else None
         if which == "markdown":
             self.markdown.append(element.markdown.body)
+            if m := SETTING.match(element.markdown.body):
+                self.settings[m.group(1)] = m.group(2)
+                self.on_frame = m.group(1) == LABEL or self.on_frame
+        elif which == "slider" and element.slider.id.endswith("-" + KEY):
+            self.on_frame = False  # the page ran: the slider itself shows the value
         elif which == "alert":
             self.alerts.append(element.alert.body)
-        elif which == "html" and (m := COOKIE.search(element.html.body)):
+        elif which == "text" and (m := COOKIE.match(element.text.body.strip())):
             self.cookie = m.group(1)
 
     def value(self, key: str) -> float:
         """The widget's value as the browser would show it: a run that sets it from the server
-        (set_value) moves it; a run that does not leaves the browser's value where it was."""
+        (set_value) moves it; a run that does not leaves the browser's value where it was. On the
+        presenter's frame (no widget), the value its text line shows."""
+        if self.on_frame:
+            return float(self.settings[LABEL])
         _, w = self.find_widget(key)
         if w.set_value or key not in self.shown:
             self.shown[key] = (list(w.value) if w.set_value else list(w.default))[0]
@@ -114,6 +135,8 @@ class Shared:
     recovered_s: float | None = None  # presenter reload: until it presents the room again
     notes: list[str] = field(default_factory=list)
     restart: asyncio.Task | None = None  # redis-kill: the pending restart
+    cpu: Callable[[], float] | None = None  # the server processes' CPU seconds so far
+    cpu_marks: list[float] = field(default_factory=list)  # at the first change, after the last
 
 
 async def _open(
@@ -173,6 +196,8 @@ async def _present(
     ready.set_result(room)
     await asyncio.sleep(every)
     changed, back = widget_states_for(*client.find_widget(KEY))  # L+1 and L, alternately
+    if shared.cpu is not None:
+        shared.cpu_marks.append(shared.cpu())
     for i in range(changes):
         if i == changes // 2 and fault is not None:
             shared.fault_at = time.perf_counter()
@@ -186,6 +211,8 @@ async def _present(
         for t in timers:
             t.cancel()
         await asyncio.gather(*timers, return_exceptions=True)
+    if shared.cpu is not None:
+        shared.cpu_marks.append(shared.cpu())
     await client.ws.close()
 
 
@@ -243,6 +270,9 @@ async def follower(
     Like a browser, it reads whatever the server sends (a server that pushes reruns sends them
     unasked) and, on its own timer, asks for the polling fragment every interval."""
     client = await _open(url, "playground", stats, query=f"room={room}", index=index)
+    if any("is full" in text for text in client.alerts):  # refused a seat: counted, not followed
+        await client.ws.close()
+        return REFUSED, client
     seen, mine = 0, delays.setdefault(index, [])
     timeline = timelines.setdefault(index, [(time.perf_counter(), client.value(KEY))])
 
@@ -263,11 +293,20 @@ async def follower(
             except TimeoutError:
                 continue
             kind = fwd.WhichOneof("type")
+            if kind == "new_session":
+                client.running = True
             if kind != "script_finished":
                 client._read(fwd, kind)
+                # a frame sent between runs (lab_ui.classroom.push): its sidebar line comes last
+                if client.running or not (kind == "delta" and fwd.metadata.delta_path[:1] == [1]):
+                    continue
+                if not client.on_frame:
+                    continue
+                client.pushed += 1
+            elif fwd.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
                 continue
-            if fwd.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
-                continue
+            else:
+                client.running = False
             now, value = time.perf_counter(), client.value(KEY)
             timeline.append((now, value))
             while seen < len(shared.changes) and value == shared.changes[seen].value:
@@ -311,12 +350,38 @@ def longest_stale(changes: list[Change], timeline: list[tuple[float, float]]) ->
     return max(worst, end - since) if since is not None else worst
 
 
+NOISE_EVERY_S = 0.5  # the other room's presenter changes its view this often (a script would)
+
+
+async def noise(url: str, followers: int, seconds: float, first_index: int) -> None:
+    """Another room beside the measured one: its presenter changes the view every NOISE_EVERY_S
+    for ``seconds``, ``followers`` screens follow it (from their own addresses)."""
+    shared, ready = Shared(), asyncio.get_running_loop().create_future()
+    lead = asyncio.create_task(
+        presenter(url, shared, int(seconds / NOISE_EVERY_S), NOISE_EVERY_S, ready, None)
+    )
+    room = await asyncio.wait_for(ready, 120)
+    await asyncio.gather(
+        *(follower(url, room, shared, {}, {}, SessionStats(), first_index + i) for i in range(followers))
+    )
+    await lead
+
+
 async def run(
-    url: str, followers: int, changes: int, every: float, fault=None, shared=None, outage_s: float = 0.0
+    url: str,
+    followers: int,
+    changes: int,
+    every: float,
+    fault=None,
+    shared=None,
+    outage_s: float = 0.0,
+    noisy: int = 0,
 ) -> dict:
     """``outage_s``: how long the fault itself keeps changes from anyone (Redis down): a view
-    counts as lost when it stays stale LAG_S beyond that."""
+    counts as lost when it stays stale LAG_S beyond that. ``noisy``: followers of another room
+    whose presenter changes every NOISE_EVERY_S meanwhile (0: none)."""
     shared, ready = shared or Shared(), asyncio.get_running_loop().create_future()
+    other = asyncio.create_task(noise(url, noisy, changes * every + every, followers + 1)) if noisy else None
     lead = asyncio.create_task(presenter(url, shared, changes, every, ready, fault))
     room = await asyncio.wait_for(ready, 120)
     delays: dict[int, list[float]] = {}
@@ -328,10 +393,17 @@ async def run(
     await lead
     if shared.restart is not None:
         await shared.restart
+    if other is not None:
+        await other
+    pushed = sum(c.pushed > 0 for _, c in got if c is not None)
+    refused = sum(m == REFUSED for m, _ in got)
+    got = [(m, c) for m, c in got if m != REFUSED]
     alerts = [" ".join(c.alerts) if c else "" for _, c in got]
     worst = {i: longest_stale(shared.changes, t) for i, t in timelines.items()}
     return {
         "delays": [x for d in delays.values() for x in d],
+        "refused": refused,
+        "pushed": pushed,
         "missed": sum(m for m, _ in got),
         "exceptions": sum(len(s.exceptions) for s in stats),
         "errors": [e for s in stats for e in s.errors],
@@ -345,7 +417,7 @@ async def run(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--followers", type=int, default=40)  # a room seats rooms.MAX_FOLLOWERS
+    parser.add_argument("--followers", type=int, default=40)
     parser.add_argument("--changes", type=int, default=15)
     parser.add_argument("--every", type=float, default=3.0)
     parser.add_argument(
@@ -353,6 +425,13 @@ def main() -> int:
     )
     parser.add_argument("--fault", choices=["presenter-reload", "redis-kill"], default=None)
     parser.add_argument("--down", type=float, default=5.0, help="redis-kill: seconds before Redis restarts")
+    parser.add_argument(
+        "--noisy-room",
+        type=int,
+        default=0,
+        metavar="N",
+        help=f"meanwhile another room of N followers whose presenter changes every {NOISE_EVERY_S:g} s",
+    )
     args = parser.parse_args()
     if args.fault == "redis-kill" and not args.replicas:
         parser.error("--fault redis-kill needs --replicas (one server keeps rooms in memory)")
@@ -360,7 +439,8 @@ def main() -> int:
     with target as server:
         for url in getattr(server, "warm_urls", [server.ws]):  # each replica imports torch and the page once
             asyncio.run(_warm(url))
-        shared = Shared()
+        pids = list(server.replica_pids().values()) if args.replicas else [server.proc.pid]
+        shared = Shared(cpu=lambda: sum(cpu_seconds(pid) for pid in pids))
         outage = args.down if args.fault == "redis-kill" else 0.0
         fault = {
             None: None,
@@ -368,16 +448,38 @@ def main() -> int:
             "redis-kill": lambda: kill_redis(server, args.down, shared),
         }[args.fault]
         res = asyncio.run(
-            run(server.ws, args.followers, args.changes, args.every, fault and fault(), shared, outage)
+            run(
+                server.ws,
+                args.followers,
+                args.changes,
+                args.every,
+                fault and fault(),
+                shared,
+                outage,
+                args.noisy_room,
+            )
         )
-        pids = list(server.replica_pids().values()) if args.replicas else [server.proc.pid]
-        cpu = sum(cpu_seconds(pid) for pid in pids)
+        cpu = shared.cpu()
     d = sorted(res["delays"])
     pct = (lambda q: d[min(len(d) - 1, int(q / 100 * len(d)))] * 1000) if d else (lambda q: float("nan"))
     where = f"{args.replicas} replicas behind nginx" if args.replicas else "one server"
-    print(f"{args.followers} followers, {args.changes} changes every {args.every:g} s, {where}")
+    noisy = f"; beside a room of {args.noisy_room} followers changing every {NOISE_EVERY_S:g} s" * bool(
+        args.noisy_room
+    )
+    print(f"{args.followers} followers, {args.changes} changes every {args.every:g} s, {where}{noisy}")
     print(f"follow p50 {pct(50):.0f} ms, p95 {pct(95):.0f} ms, max {pct(100):.0f} ms over {len(d)} views")
-    print(f"missed {res['missed']}; server CPU {cpu:.1f} s; load average {os.getloadavg()[0]:.2f}")
+    if len(shared.cpu_marks) == 2 and args.changes:
+        during = shared.cpu_marks[1] - shared.cpu_marks[0]  # the presenter's runs and check-ins too
+        seated = max(1, args.followers - res["refused"])
+        print(
+            f"server CPU while changing {during:.2f} s: {during / args.changes * 1000:.0f} ms per change, "
+            f"{during / args.changes / seated * 1000:.1f} ms per follower per change"
+        )
+    print(
+        f"refused {res['refused']}, missed {res['missed']}; {res['pushed']} followers got frames with no run; "
+        f"server CPU {cpu:.1f} s; "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     if args.fault:
         back = f", presenter back after {shared.recovered_s:.2f} s" if shared.recovered_s is not None else ""
         print(f"fault {args.fault}{back}; {'; '.join(shared.notes)}")
@@ -390,7 +492,7 @@ def main() -> int:
     for e in res["errors"][:5]:
         print("  ", e)
     lost = res["told_ended"] or res["lagged"] or any("present" in n for n in shared.notes)
-    return 0 if not res["errors"] and not res["missed"] and not lost else 1
+    return 0 if not res["errors"] and not res["missed"] and not res["refused"] and not lost else 1
 
 
 if __name__ == "__main__":

@@ -214,8 +214,8 @@ SCENARIOS: list[Scenario] = [
     ),
     Scenario("pages/trained_heads.py", "defaults", _trained_head),
     Scenario("pages/trained_heads.py", "text", _trained_text),
-    Scenario("pages/hf_heads.py", "defaults", _hf_layer),
-    Scenario("pages/hf_heads.py", "text", _hf_text),
+    Scenario("pages/hf_heads.py", "defaults", _hf_layer, {"hf_src": "demo"}),  # the demo, as before SmolLM2
+    Scenario("pages/hf_heads.py", "text", _hf_text, {"hf_src": "demo"}),
 ]
 
 

@@ -39,7 +39,7 @@ INTERACTIONS = [
     ("costs", "", "co_causal"),
     ("one_head", "", "oh_lam"),
     ("trained_heads", "", "th_head"),
-    ("hf_heads", "", "hf_layer"),
+    ("hf_heads", "hf_src=demo", "hf_layer"),  # the demo model, as before the page opened on SmolLM2
 ]
 IDLE_CPU_S_PER_S = 0.0  # an idle server's own CPU (none measurable: no file watcher, no GC)
 

@@ -23,6 +23,12 @@
 #   ROOMS_URL=redis://h:p/0  the Redis that holds classroom rooms for every replica (lab_ui/classroom/rooms.py);
 #                            default: a redis-server started here on REDIS_PORT (with REPLICAS > 0)
 #   REDIS_PORT=6391          port of that local Redis (loopback only, no persistence)
+#   ATTN_LAB_REPLICAS=N      replicas serving the rooms; a room seats 150 per replica (default: the
+#                            upstreams nginx balances over); ATTN_LAB_ROOM_SEATS=N sets seats per room
+#   TRUSTED_PROXIES=127.0.0.1  the proxy addresses whose X-Forwarded-For the replicas believe (the
+#                            nginx in front; "" with NGINX=0 and no proxy: the socket's peer is the client)
+#   SECRET_FILE=$RUN_DIR/secret  the key that signs presenter cookies, shared by every replica (made
+#                            here, mode 600, when missing; copy it to every backend of a multi-machine setup)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -35,6 +41,7 @@ RUN_DIR="${RUN_DIR:-$ROOT/.run/serve}"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 HEALTH_TIMEOUT="${HEALTH_TIMEOUT:-120}"
 REDIS_PORT="${REDIS_PORT:-6391}"
+TRUSTED_PROXIES="${TRUSTED_PROXIES-127.0.0.1}"
 ROOMS_URL="${ROOMS_URL:-}"
 [[ "$PYTHON" == */* && "$PYTHON" != /* ]] && PYTHON="$PWD/$PYTHON"  # the replicas start in $ROOT
 NGINX_BIN="${NGINX_BIN:-$(PATH="$PATH:/usr/sbin:/sbin" command -v nginx || echo nginx)}"
@@ -143,6 +150,14 @@ start() {
         ROOMS_URL="redis://127.0.0.1:$REDIS_PORT/0"
     fi
     export ATTN_LAB_ROOMS="$ROOMS_URL"
+    export ATTN_LAB_REPLICAS="${ATTN_LAB_REPLICAS:-$(wc -w <<<"$(upstreams)")}"
+    export ATTN_LAB_TRUSTED_PROXIES="$TRUSTED_PROXIES"
+    local secret_file="${SECRET_FILE:-$RUN_DIR/secret}"
+    if [[ ! -s "$secret_file" ]]; then
+        (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$secret_file")
+    fi
+    ATTN_LAB_SECRET="$(cat "$secret_file")"
+    export ATTN_LAB_SECRET
     for ((i = 0; i < REPLICAS; i++)); do
         port=$((BASE_PORT + i))
         # The flags of `make run`; .streamlit/config.toml (read from the repo root) does the rest.

@@ -96,6 +96,14 @@ def table(df: pd.DataFrame, file_name: str, key: str, **kwargs) -> None:
     )
 
 
+def number_table(rows: list[dict] | dict[str, list], file_name: str, key: str, fmt: str = "%.4g") -> None:
+    """``table`` for rows of numbers: every float column shown in ``fmt`` (printf style); the CSV
+    keeps full float64 precision."""
+    df = pd.DataFrame(rows)
+    config = {c: st.column_config.NumberColumn(format=fmt) for c in df.columns if df[c].dtype.kind == "f"}
+    table(df, file_name, key=key, hide_index=True, column_config=config)
+
+
 def attempt(fn: Callable[..., T], *args, **kwargs) -> T | None:
     """Call fn; on ValueError show the message right here (next to the widget that caused it)
     and return None, so the rest of the page keeps working."""

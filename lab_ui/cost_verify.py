@@ -1,8 +1,10 @@
 """The Cost page's "check this estimate on this machine": an expander with a button that builds the
 chosen model's layers with random weights, times a prefill and decode steps on this server, and
 shows the bound, the calibrated estimate and the measurement with the error in % (the engine and
-its conventions: `attn_core.bench.verify`). One check runs at a time on the server; sizes are
-capped so that a check takes well under a minute of a shared 2-core CPU.
+its conventions: `attn_core.bench.verify`). One check runs at a time on the server, in a child
+process capped at its planned peak memory and LIMIT_S seconds (`attn_core.bench.verify.child`);
+its planned peak and expected time are shown before it runs, a Stop button ends it, and whatever
+goes wrong comes back as one line.
 
 The Cost page calls one line: ``cost_verify.check_on_this_machine(s)``.
 """
@@ -21,6 +23,9 @@ DECODE_STEPS = (4, 8, 16)
 MEMORY_GIB = (0.5, 1.0, 2.0)
 MAX_BATCH = 4
 RESULT_KEY = "co_vf_result"  # the last check of this session, kept across reruns
+CHECK_KEY = "co_vf_check"  # this session's running check (a `verify.Check`)
+LIMIT_S = 120  # a check's wall clock: one that is expected to take longer is refused
+POLL_S = 1.0  # while a check runs, its panel reruns this often (and waits up to half of it)
 
 
 def _rows(result) -> list[dict]:
@@ -84,24 +89,62 @@ def check_on_this_machine(shape: ModelShape) -> None:
             batch = int(widgets.number("batch", 1, MAX_BATCH, 1, key="co_vf_B", step=1))
         with c4:
             gib = widgets.selectbox("memory cap, GiB", MEMORY_GIB, key="co_vf_mem", default=1.0)
-        # A callback, not the button's return value: the press survives any rerun before this line.
-        st.button("Run the check", key="co_vf_run", icon=":material/speed:",
-                  on_click=st.session_state.update, args=({"co_vf_go": True},))  # fmt: skip
-        if st.session_state.pop("co_vf_go", False):
-            from attn_core.bench import verify  # torch: only when a check is asked for
+        from attn_core.bench import verify  # torch: the Cost page's check only
 
-            request = verify.VerifyRequest(
-                seq_len=T, batch=batch, decode_steps=steps, memory_bytes=int(gib * 2**30)
+        request = verify.VerifyRequest(
+            seq_len=T, batch=batch, decode_steps=steps, memory_bytes=int(gib * 2**30)
+        )
+        try:
+            plan = verify.plan_build(shape, request)
+        except ValueError as exc:  # VerifyError, or a shape the cost model accepted and verify cannot cut
+            st.info(f"This model is not checked here: {exc}")
+            return
+        seconds = verify.expected_seconds(plan, request, verify.select_device(request.device))
+        st.caption(
+            f"Planned peak {format_bytes_binary(plan.peak_bytes)} (weights, cache, activations, probe); "
+            f"expected to take up to ~{seconds:,.0f} s, stopped at {LIMIT_S} s."
+        )
+        # A callback, not the button's return value: the press survives any rerun before this line.
+        st.button("Run the check", key="co_vf_run", icon=":material/speed:", disabled=seconds > LIMIT_S,
+                  on_click=st.session_state.update, args=({"co_vf_go": True},))  # fmt: skip
+        if seconds > LIMIT_S:
+            st.warning(
+                f"Expected to take longer than the {LIMIT_S} s a check may run: shorten T or lower the cap."
             )
+        if st.session_state.pop("co_vf_go", False) and seconds <= LIMIT_S:
             try:
-                with st.spinner("Probing this machine, building the layers, running…"):
-                    st.session_state[RESULT_KEY] = verify.verify(shape, request, wait=False)
+                st.session_state[CHECK_KEY] = verify.start_check(shape, request, LIMIT_S)
             except verify.VerifyBusy as exc:
                 st.warning(str(exc))
             except verify.VerifyError as exc:
                 st.error(str(exc))
-        result = st.session_state.get(RESULT_KEY)
-        if result is not None:
-            if result.model != shape.name:
-                st.caption(f"The last check was of {result.model}; run it again for this model.")
-            _show(result)
+        check = st.session_state.get(CHECK_KEY)
+        polling = check is not None and not check.done  # only a running check reruns by itself
+        st.fragment(_progress, run_every=POLL_S if polling else None)(shape.name, polling)
+
+
+def _progress(model: str, polling: bool) -> None:
+    """The running check (elapsed time and a Stop button) until it ends, then its table or its
+    one line. Run as a fragment, every POLL_S while a check runs; the whole page reruns once when
+    it ends, which stops the polling."""
+    check = st.session_state.get(CHECK_KEY)
+    if check is not None and not check.join(POLL_S / 2):
+        st.info(f"Running: {check.elapsed:,.0f} s of at most {check.seconds:,.0f} s.")
+        st.button("Stop", key="co_vf_stop", icon=":material/stop:", on_click=check.stop)
+        return
+    if check is not None:
+        del st.session_state[CHECK_KEY]
+        if check.error is not None:
+            st.session_state["co_vf_error"] = check.error
+        else:
+            st.session_state[RESULT_KEY] = check.result
+            st.session_state.pop("co_vf_error", None)
+        if polling:
+            st.rerun()
+    if "co_vf_error" in st.session_state:
+        st.error(st.session_state["co_vf_error"])
+    result = st.session_state.get(RESULT_KEY)
+    if result is not None:
+        if result.model != model:
+            st.caption(f"The last check was of {result.model}; run it again for this model.")
+        _show(result)

@@ -1,4 +1,11 @@
-"""Plotly figure builders shared by every page: readable on a projector, exact on hover."""
+"""Plotly figure builders shared by every page: readable on a projector, exact on hover.
+
+`show` is where every page's figure reaches the screen: it applies this screen's palette
+(lab_ui/palettes.py, kept in the URL like the projector mode) and offers the figure for slides,
+as a standalone HTML file (plotly.js inlined, 4.6 MiB: it opens with no server and no network, and has
+its own SVG and PNG buttons) and, in the figure's toolbar, as PNG or SVG (plotly's own
+client-side toImage: the server renders nothing).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
 
+from lab_ui import palettes
+
 BASE_FONT_SIZE = 15
 PROJECTOR_FONT_SIZE = 22
 CELL_TEXT_MAX = 12  # write the value inside each cell up to 12 × 12; beyond that, hover only
@@ -17,10 +26,7 @@ EXACT_MAX = 64  # send float64 (hover shows 10 digits) up to 64 × 64, float32 b
 # (a ~3 KB dict deep-copied into every figure, twice) only costs CPU and bytes: half of a figure's
 # server time and 70% of its JSON. Measured: 2.6 → 1.5 ms and 4.7 → 1.4 KB per small heatmap.
 pio.templates.default = "none"
-PLOT_CONFIG = {
-    "displaylogo": False,
-    "toImageButtonOptions": {"format": "png", "scale": 2},  # crisp slides
-}
+PLOT_CONFIG = palettes.PLOT_CONFIG  # the toolbar's settings (pages that call st.plotly_chart)
 
 
 def font_size() -> int:
@@ -148,6 +154,70 @@ def bars(
     return go.Figure({"data": traces, "layout": layout})
 
 
+# The standalone file's own buttons: plotly.js is in the file, so Plotly.downloadImage works
+# offline. `{plot_id}` is the figure's div (plotly.io.to_html fills it in).
+_STANDALONE_BUTTONS = """
+const gd = document.getElementById('{plot_id}');
+const bar = document.createElement('p');
+bar.style.fontFamily = 'sans-serif';
+for (const format of ['svg', 'png']) {
+  const b = document.createElement('button');
+  b.textContent = 'Download ' + format.toUpperCase();
+  b.id = 'download-' + format;
+  b.style.marginRight = '0.5em';
+  b.onclick = () => Plotly.downloadImage(gd, {format: format, scale: format === 'png' ? 2 : 1,
+                                              filename: document.title});
+  bar.appendChild(b);
+}
+gd.parentNode.appendChild(bar);
+"""
+
+
+def standalone_html(fig: go.Figure | dict, title: str = "Attention Lab figure") -> str:
+    """The figure as one HTML file with plotly.js inlined: it opens from disk, with no
+    server and no network, and keeps hover, zoom and its SVG/PNG buttons (4.6 MiB for a small
+    figure, 6.3 MiB for a 512 × 512 heatmap: benchmarks/slides_export.py)."""
+    html = pio.to_html(
+        fig,
+        include_plotlyjs=True,
+        full_html=True,
+        config={"displaylogo": False, "toImageButtonOptions": {"format": "svg", "filename": title}},
+        post_script=_STANDALONE_BUTTONS,
+        default_width="100%",
+        default_height="90vh",
+    )
+    safe = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return html.replace("<head>", f"<head><title>{safe}</title>", 1)
+
+
 def show(fig: go.Figure, key: str) -> None:
-    """Render a figure full-width with the PNG download button in its modebar."""
-    st.plotly_chart(fig, key=key, config=PLOT_CONFIG)
+    """Render a figure full-width in this screen's palette, with PNG and SVG in its toolbar and,
+    under it, a "For slides" popover whose standalone HTML download is built only when pressed
+    (the popover's contents are sent only once it is opened, like `page.show_code`)."""
+    styled = palettes.restyle(fig)
+    st.plotly_chart(styled, key=key, config=palettes.plot_config(key), theme=palettes.chart_theme())
+    slides = f"{key}__slides"
+    with st.popover(
+        "For slides", icon=":material/slideshow:", type="tertiary", key=slides, on_change="rerun"
+    ):
+        if st.session_state.get(slides):
+            st.download_button(
+                "Standalone HTML (works offline)",
+                lambda: standalone_html(styled, _title(styled) or key),
+                file_name=f"{key}.html",
+                mime="text/html",
+                key=f"{key}__html",
+                icon=":material/download:",
+                on_click="ignore",
+            )
+            st.caption(
+                "One file with plotly.js inside: it opens in any browser with no network, keeps "
+                "hover and zoom, and has its own SVG and PNG buttons. PNG and SVG of this view: the "
+                "camera icons in the figure's toolbar."
+            )
+
+
+def _title(fig: go.Figure | dict) -> str:
+    layout = fig.get("layout", {}) if isinstance(fig, dict) else fig.to_plotly_json().get("layout", {})
+    title = layout.get("title", {})
+    return str(title.get("text", "") if isinstance(title, dict) else title)[:80]

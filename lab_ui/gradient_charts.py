@@ -12,22 +12,8 @@ from lab_ui import figures
 from lab_ui.figures import font_size
 
 
-def saturation(
-    temperatures,
-    series: dict[str, Sequence[float]],
-    *,
-    current: float,
-    bound: float = 0.5,
-    title: str = "",
-    height: int = 400,
-) -> go.Figure:
-    """Lines over a log temperature axis, a dotted horizontal line at ``bound`` and a dashed vertical
-    line at the current τ. Built as one dict (plotly's add_hline/add_vline cost ~10 ms each)."""
-    x = np.asarray(temperatures, dtype=np.float64)
-    traces = [
-        {"type": "scatter", "x": x, "y": np.asarray(y, dtype=np.float64), "mode": "lines", "name": name}
-        for name, y in series.items()
-    ]
+def _guides(bound: float, current: float) -> tuple[list[dict], list[dict]]:
+    """The dotted line at ``bound`` and the dashed line at the current τ, with their labels."""
     shapes = [
         {
             "type": "line",
@@ -65,6 +51,26 @@ def saturation(
             "showarrow": False,
         },
     ]
+    return shapes, annotations
+
+
+def saturation(
+    temperatures,
+    series: dict[str, Sequence[float]],
+    *,
+    current: float,
+    bound: float = 0.5,
+    title: str = "",
+    height: int = 400,
+) -> go.Figure:
+    """Lines over a log temperature axis, a dotted horizontal line at ``bound`` and a dashed vertical
+    line at the current τ. Built as one dict (plotly's add_hline/add_vline cost ~10 ms each)."""
+    x = np.asarray(temperatures, dtype=np.float64)
+    traces = [
+        {"type": "scatter", "x": x, "y": np.asarray(y, dtype=np.float64), "mode": "lines", "name": name}
+        for name, y in series.items()
+    ]
+    shapes, annotations = _guides(bound, current)
     layout = {
         "title": {"text": title},
         "font": {"size": font_size()},

@@ -18,6 +18,10 @@ from lab_ui.trained_charts import head_grid
 
 MAX_TEXT_CHARS = 60_000  # the shipped sample is ~18,000 characters; 4,096 ids fit in ~20,000
 SUMMARIES = {"mass (each row block sums to 1)": "mass", "max weight in the tile": "max"}
+# Long views, shared by all sessions: at most 2, LONG_VIEW_BYTES together (one may be all of it).
+LONG_VIEWS_KEPT, LONG_VIEW_BYTES = 2, 160 * 2**20
+LONG_VIEWS = view_cache.ViewCache(max_entries=LONG_VIEWS_KEPT, max_bytes=LONG_VIEW_BYTES)
+LONG_VIEWS.max_entry_bytes = LONG_VIEW_BYTES
 METRICS = ("sink share", "previous token", "mean distance, tokens", "local share", "entropy, nats")
 
 
@@ -76,7 +80,7 @@ def long_section(m: lh.LongModel, key: str) -> None:
         return
     with st.spinner(f"reading {inp.idx.shape[1]:,} tokens, one layer at a time…"):
         view = compute(
-            view_cache.view, lh.long_view, m, inp, tile=tile_for(inp.idx.shape[1]), inputs="the long input"
+            LONG_VIEWS.view, lh.long_view, m, inp, tile=tile_for(inp.idx.shape[1]), inputs="the long input"
         )
     if view is None:
         return

@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
+from attn_core.experiments.equivariance import BosShare
 from attn_core.experiments.perturbation import METHODS
 from attn_core.limits import LIMITS
 from attn_core.masks import MaskKind
@@ -69,6 +70,22 @@ def leak_figure(view: FutureView, t: int) -> go.Figure:
             name="leak: a row that must not move did", hovertemplate="%{text}<br>row %{x}: %{y:.4g}<extra></extra>",
         ))  # fmt: skip
     return fig
+
+
+def bos_figure(b: BosShare) -> go.Figure:
+    """Card 7's BOS share: o_t under the causal mask, 1/t, and o_t without a mask, by position."""
+    series = {
+        "causal: o_t": b.causal.tolist(),
+        "1/t": b.expected.tolist(),
+        "no mask: o_t": b.unmasked.tolist(),
+    }
+    return figures.lines(
+        list(range(1, b.T + 1)),
+        series,
+        title="Equal scores, v₁ = 1, others 0: output = token 1's share",
+        x_title="position t (1 = first)",
+        y_title="o_t",
+    )
 
 
 def output_heatmap(values: torch.Tensor, tokens: list[str], title: str, key: str) -> None:

@@ -3,10 +3,13 @@
 - `header(title, intro)` routes the page through app.py, then draws the title and intro.
 - `section_picker(Section, key)` is the row of section names over a page's `Section` enum (the
   URL keeps a section's short id).
-- `compute(fn, *args, inputs=…)` is the view call: an expected `ValueError` is shown as its own
-  message, anything else goes through the safety net; either way it returns None.
+- `compute(fn, *args, inputs=…)` is the view call, and the one way a page calls its view: the
+  result comes from the server's shared cache (`lab_ui/view_cache.py`); an expected `ValueError`
+  is shown as its own message, anything else goes through the safety net; either way it returns
+  None.
 - `require(value, …)` stops the page, with one line saying what to fix, when a value is None.
-- `run_section(body, *args, inputs=…)` runs the chosen section as a fragment, inside the net.
+- `run_section(body, view, inputs=…)` runs the chosen section, a function of the view alone, as a
+  fragment inside the net.
 - `show_code(title, fn)` is the "show the code" expander.
 
 The safety net: a page section whose domain code raises something unexpected shows one message
@@ -27,7 +30,7 @@ from typing import TypeVar
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
-from lab_ui import widgets
+from lab_ui import lesson_writer, lessons, palettes, view_cache, widgets
 from lab_ui.badges import attempt
 
 T = TypeVar("T")
@@ -51,10 +54,15 @@ def _enter_through_app() -> None:
 
 
 def header(title: str, intro: str) -> None:
-    """Call first on every page."""
+    """Call first on every page. A playing lesson's narration goes under the title, above
+    everything the page draws (lab_ui/lessons.py); the sidebar gets the Lessons box."""
     _enter_through_app()
     st.title(title)
+    lessons.panel()
     st.markdown(intro)
+    with st.sidebar:
+        lesson_writer.box()
+        palettes.svg_button()  # every figure's toolbar: PNG and SVG (lab_ui/figures.py)
 
 
 @contextmanager
@@ -73,9 +81,17 @@ def safety_net(inputs: str) -> Iterator[None]:
         )
 
 
-def compute(fn: Callable[..., T], *args, inputs: str, **kwargs) -> T | None:
-    """The page's view call: its value, or None after a message (the error's own words for a
-    ValueError, the safety net's for anything else)."""
+def compute(fn: Callable[..., T], *args, inputs: str, fresh: bool = False, **kwargs) -> T | None:
+    """The page's view call ``fn(*args, **kwargs)``: its value, shared by every session with the
+    same inputs (`lab_ui/view_cache.py`), or None after a message (the error's own words for a
+    ValueError, the safety net's for anything else).
+
+    ``fresh=True`` computes every time: a call with effects (starting a training run). A call
+    with a function among its arguments is fresh too (a callback has effects, and the cache keys
+    a function by its name, not its state). ``compute(view_cache.view, fn, ...)``, the older
+    spelling, is the same call."""
+    if fn is not view_cache.view and not fresh and not any(map(inspect.isroutine, (*args, *kwargs.values()))):
+        args, fn = (fn, *args), view_cache.view
     result = None
     with safety_net(inputs):
         result = attempt(fn, *args, **kwargs)
@@ -100,11 +116,12 @@ def section_picker(sections: type[E], key: str, default: E | None = None) -> E:
 
 
 def run_section(body: Callable[..., None], *args, inputs: str = "the inputs above") -> None:
-    """Run one section of a page as a fragment, inside the safety net: a control inside it reruns
-    that section alone, not the header, the sidebar and their inputs (the Masks gallery's L
-    slider: 17.7 → 10.7 ms of server CPU per change, `benchmarks/rerun_cpu.py`). A change in the
-    sidebar still reruns everything. The section must not write to the sidebar (Streamlit
-    forbids it in a fragment)."""
+    """Run the chosen section ``body(view)`` (``args`` is the view; pages not yet converted pass
+    none or several) as a fragment, inside the safety net: a control inside
+    it reruns that section alone, not the header, the sidebar and their inputs (the Masks gallery's
+    L slider: 17.7 → 10.7 ms of server CPU per change, `benchmarks/rerun_cpu.py`). A change in the
+    sidebar still reruns everything. The section must not write to the sidebar (Streamlit forbids
+    it in a fragment)."""
 
     @functools.wraps(body)  # the fragment's id comes from the body's name
     def guarded(*a) -> None:

@@ -78,3 +78,21 @@ def circuit(matrix: torch.Tensor, labels: list[str], title: str, y_title: str, x
     m = float(matrix.abs().max()) or 1.0
     return figures.heatmap(matrix, labels, labels, title=title, x_title=x_title, y_title=y_title,
                            colorscale="RdBu", zmin=-m, zmax=m, zmid=0, height=560)  # fmt: skip
+
+
+def phase_caption(lines: dict[str, float], phase: int | None, n_layer: int) -> str:
+    """What the induction task's loss curve shows: the phase-change threshold and where (whether)
+    the run passed it; ``lines`` are the view's thresholds."""
+    note = (
+        f"Phase change: the 50-step mean loss first at or below {lines['phase-change threshold']:.2f} "
+        "nats — half the best loss without looking the current letter up "
+        f"({lines['best without lookup']:.2f}), "
+        f"{lines['unigram baseline'] - lines['phase-change threshold']:.2f} nats below the unigram "
+        f"baseline ln 26 = {lines['unigram baseline']:.2f}. "
+        + (f"Passed at step {phase:,}." if phase else "Not passed yet.")
+    )
+    if n_layer == 1:
+        note += (
+            " One layer cannot form an induction head: it needs a previous-token head in an earlier layer."
+        )
+    return note

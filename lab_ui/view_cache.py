@@ -1,7 +1,8 @@
 """One computation per state: every page's view, shared by all sessions of this server process.
 
-A page calls its view as ``attempt(view_cache.view, playground.view, qkv, mask, scale)``
-instead of ``attempt(playground.view, qkv, mask, scale)``. The key is the view function and a
+A page calls its view as ``compute(playground.view, qkv, mask, scale, inputs=…)``
+(`lab_ui/page.py`), which computes ``playground.view(qkv, mask, scale)`` once through
+``view_cache.view``. The key is the view function and a
 fingerprint of its inputs' *content* (tensor bytes, dataclass fields, numbers, strings), so a
 follower who reruns the presenter's state, or a second student with the same inputs, gets the
 object the first one computed; any change in any input is a different key.
@@ -28,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
+import inspect
 import os
 import sys
 import threading
@@ -197,8 +199,13 @@ class ViewCache:
         self.check_writes = False  # tests: fingerprint each stored value so that verify() can compare
 
     def view(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """``fn(*args, **kwargs)``, computed once per distinct input content. Read-only result."""
-        key = fingerprint(*args, **kwargs)
+        """``fn(*args, **kwargs)``, computed once per distinct input content. Read-only result. A
+        bound method's instance is an input too (a page view's ``view.part(x)``)."""
+        key = (
+            fingerprint(fn.__self__, *args, **kwargs)
+            if inspect.ismethod(fn)
+            else fingerprint(*args, **kwargs)
+        )
         return self.get(f"{fn.__module__}.{fn.__qualname__}", key, lambda: fn(*args, **kwargs))
 
     def get(self, name: str, key: bytes, compute: Callable[[], T]) -> T:

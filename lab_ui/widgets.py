@@ -26,6 +26,9 @@ import streamlit as st
 
 T = TypeVar("T")
 KEEP_PREFIX = "_keep_"  # session key prefix of every URL-synced value (lab_ui.classroom shares them)
+# Each screen's own display settings (projector mode, palette): a lesson step keeps them and a
+# classroom follower keeps its own rather than taking the presenter's.
+SCREEN_KEYS = frozenset({"projector", "palette"})
 
 
 def _seed(key: str, default: T, parse: Callable[[str], T], valid: Callable[[T], bool]) -> str | None:

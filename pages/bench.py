@@ -6,7 +6,7 @@ import streamlit as st
 
 from attn_core.views import bench
 from attn_core.views.bench import CONTESTANTS
-from lab_ui import bench_charts, figures, widgets
+from lab_ui import bench_charts, figures, kernel_rates, published_runs, widgets
 from lab_ui.badges import table
 from lab_ui.page import compute, header, require, safety_net
 
@@ -78,12 +78,6 @@ def on_record(record, expected: int) -> None:
     progress.progress(
         min(1.0, done / expected), text=f"{done} of {expected}: {record.impl} at L = {record.seq_len:,}"
     )
-
-
-def open_costs(choice: str, rates_dtype: str) -> None:
-    """The Cost calculator on this hardware, in the dtype the rates were measured in, at its time table."""
-    for key, value in {"co_gpu": choice, "co_dtype": rates_dtype, "co_section": "whole"}.items():
-        st.session_state[key] = st.session_state[f"_keep_{key}"] = value
 
 
 INPUTS = "the sweep's lengths, dtype, head sizes and contestants"
@@ -187,26 +181,12 @@ def results() -> None:
         st.caption(f"**{impl}**: {why}")
 
     # -- The rates, for the Cost calculator ------------------------------------------------------------
-    if view.cost_rates is not None:
-        choice, rates_dtype, run_json = view.cost_rates
-        st.caption(
-            "This server's last sweep, with its matmul and bandwidth rates, calibrates the Cost calculator's "
-            f"time bounds ({choice}, {rates_dtype}); `python -m attn_core cost --calibration` reads the JSON."
-        )
-        left, right, _ = st.columns([2, 2, 3])
-        if left.button(
-            "Use these rates in the Cost calculator",
-            key="kb_costs",
-            on_click=open_costs,
-            args=(choice, rates_dtype),
-        ):
-            st.switch_page("pages/costs.py")
-        right.download_button(
-            "Download the run (JSON)", run_json, "kernel-run.json", "application/json", key="kb_json"
-        )
+    kernel_rates.rates_box(view.cost_rates, view.own_run)
 
     # -- Recorded GPU results --------------------------------------------------------------------------
     st.subheader("Recorded GPU results")
+    for problem in view.recorded_problems:
+        st.warning(problem)
     if not view.recorded:
         st.info(
             "No GPU results are recorded in this project yet. They come only from a real GPU run "
@@ -238,6 +218,7 @@ def results() -> None:
             key=f"kb_rec_{run_.file}",
             hide_index=True,
         )
+    published_runs.kernel_rows()  # FA2/FA3/FA4, cuDNN, FlashMLA as their authors published them
 
 
 with safety_net(INPUTS):  # not a fragment: it fills the device box above

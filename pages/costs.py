@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from attn_core.views import costs as cost
-from lab_ui import cost_charts, cost_check, cost_verify, figures, widgets
+from lab_ui import cost_charts, cost_check, cost_verify, figures, published_runs, widgets
 from lab_ui.badges import attempt, oracle_badge, table
 from lab_ui.page import header, require, run_section, section_picker, show_code
 
@@ -32,13 +32,13 @@ with st.sidebar:
     else:
         st.caption("A Hugging Face config.json (≤ 1 MiB). An uploaded file wins over pasted text.")
         upload = st.file_uploader("Upload config.json", type=["json"], key="co_upload")
-        pasted = widgets.text_area("…or paste it", key="co_paste", default="", max_chars=4000, height=160)
-        if upload is not None:
-            config_text = upload.getvalue().decode("utf-8-sig", "replace")
-            shape = attempt(cost.parse_config_bytes, upload.getvalue())
-        elif pasted.strip():
-            config_text = pasted
-            shape = attempt(cost.parse_config_text, pasted)
+        pasted = widgets.text_area(
+            "…or paste it", key="co_paste", default="", max_chars=cost.MAX_CONFIG_CHARS, height=160
+        )
+        raw = upload.getvalue() if upload is not None else pasted.strip() and pasted
+        if raw:  # bytes (an upload: size and UTF-8 checked) or pasted text
+            config_text = cost.config_text(raw)
+            shape = attempt(cost.parse_config_bytes if upload is not None else cost.parse_config_text, raw)
         else:
             st.info("Upload or paste a config.json to size it.")
 
@@ -158,6 +158,7 @@ def show_whole() -> None:
     st.markdown(w.times_title)
     table(pd.DataFrame(w.times), "time_bounds.csv", key="co_times", hide_index=True)
     st.caption(w.times_caption)
+    published_runs.cost_band(v.report)  # the range published runs attained, beside these bounds
     if w.calibrated_caption:
         st.caption(w.calibrated_caption)
     if w.calibration_hint:

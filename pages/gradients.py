@@ -1,37 +1,19 @@
 """Gradients: the softmax Jacobian of one row, and the backward pass checked three ways (cards 4, 5)."""
 
-import pandas as pd
 import streamlit as st
 
 from attn_core.views import gradient_slips, gradients
 from attn_core.views.gradients import FD_CAPS, JACOBIAN_MAX_KEYS, SLIPS, Section, Upstream
-from lab_ui import figures, gradient_charts, view_cache, widgets
-from lab_ui.badges import attempt, check_badge, oracle_badge, slip_columns, slip_picker, table
+from lab_ui import figures, gradient_charts, widgets
+from lab_ui.badges import check_badge, number_table, oracle_badge, slip_columns, slip_picker
 from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
 from lab_ui.page import compute, header, require, run_section, section_picker, show_code
 
-header(
-    "Gradients",
-    "How the loss reaches **Q**, **K** and **V**. The softmax of one row has the Jacobian "
-    "J = diag(p) − ppᵀ (card 4); the backward pass is five matrix lines, dV = Pᵀ dO, dP = dO Vᵀ, "
-    "dS = P ⊙ (dP − rowsum(dO ⊙ O)), dQ = dS K·scale, dK = dSᵀ Q·scale (card 5). Every number is "
-    "checked against torch autograd through SDPA and against central finite differences in float64. "
-    "The loss is L = ⟨O, G⟩ for the upstream gradient G = ∂L/∂O you choose.",
-)
+INPUTS = "Q, K, V, the scale, the mask and G in the sidebar"
 
 
-def number_format(df: pd.DataFrame, fmt: str) -> dict:
-    """Display format for every numeric column (the CSV keeps full float64 precision)."""
-    return {c: st.column_config.NumberColumn(format=fmt) for c in df.columns if df[c].dtype.kind == "f"}
-
-
-def show_table(data: dict, file_name: str, key: str, fmt: str) -> None:
-    df = pd.DataFrame(data)
-    table(df, file_name, key=key, hide_index=True, column_config=number_format(df, fmt))
-
-
-def jacobian(ex) -> None:
-    q_name, row_keys = ex.qkv.query_tokens[ex.row], ex.row_key_names
+def jacobian(ex: gradients.GradientsView) -> None:
+    q_name = ex.qkv.query_tokens[ex.row]
     st.subheader(f"J = ∂p/∂s for query {q_name} at τ = {ex.temperature:g}")
     st.caption(
         "p = softmax(s/τ) over the row's allowed keys; τ = 1 is the current attention. Entry (i, j) is how "
@@ -42,7 +24,14 @@ def jacobian(ex) -> None:
     m[1].metric("Gershgorin 2·max p(1−p)", f"{ex.gershgorin:.4g}")
     m[2].metric("bound for any row", "1/2")
     m[3].metric("‖J‖_F", f"{ex.frobenius:.4g}")
-    spec = ex.spectrum
+    spectrum(ex)
+    for check in ex.jacobian_checks:
+        check_badge(check)
+    saturation(ex)
+
+
+def spectrum(ex: gradients.GradientsView) -> None:
+    spec, row_keys = ex.spectrum, ex.row_key_names
     if spec is None:
         st.info(
             f"This row has {len(row_keys)} allowed keys: J and its full spectrum are drawn for rows of up to "
@@ -69,14 +58,15 @@ def jacobian(ex) -> None:
                 "eigenvalue": spec.eigenvalues.tolist(),
                 "|cos(eigenvector, 1)|": spec.ones_alignment.tolist(),
             }
-            show_table(eig, "jacobian_eigenvalues.csv", "gr_eig", "%.4g")
+            number_table(eig, "jacobian_eigenvalues.csv", "gr_eig", "%.4g")
             st.caption(
                 "The smallest eigenvalue is 0 and its eigenvector is the all-ones direction (|cos| = 1): "
                 "raising every score by the same amount moves no weight."
             )
-    for check in ex.jacobian_checks:
-        check_badge(check)
-    sweep = ex.sweep
+
+
+def saturation(ex: gradients.GradientsView) -> None:
+    sweep, row_keys = ex.sweep, ex.row_key_names
     series = {"λ_max(J)": sweep.lambda_max, "‖J‖_F": sweep.frobenius, "max weight": sweep.max_weight}
     fig = gradient_charts.saturation(
         sweep.temperatures,
@@ -93,11 +83,11 @@ def jacobian(ex) -> None:
     )
 
 
-def backward_pass(ex) -> None:
+def backward_pass(ex: gradients.GradientsView) -> None:
     st.subheader("Manual backward vs autograd vs finite differences")
     auto = ex.agreement[0]
     oracle_badge("torch autograd through SDPA (float64)", auto.worst, auto.tolerance)
-    show_table(ex.agreement_table(), "gradient_agreement.csv", "gr_agree", "%.1e")
+    number_table(ex.agreement_table(), "gradient_agreement.csv", "gr_agree", "%.1e")
     if ex.finite is not None:
         st.caption(
             f"Finite differences: (L(θ+ε) − L(θ−ε))/2ε for each of the {ex.coordinates:,} coordinates and "
@@ -116,7 +106,7 @@ def backward_pass(ex) -> None:
     show_code("attn_core.attention_backward", gradients.CODE)
 
 
-def one_row(ex, toy_g: bool) -> None:
+def one_row(ex: gradients.GradientsView) -> None:
     q_name, s = ex.qkv.query_tokens[ex.row], ex.step
     st.subheader(f"∂L/∂s_j = p_j (gᵀv_j − gᵀo) for query {q_name}")
     st.caption(
@@ -125,14 +115,14 @@ def one_row(ex, toy_g: bool) -> None:
         "its value beats the row's average output: it is large only where the key has weight and its value "
         "differs from the average. The entries sum to 0."
     )
-    show_table(ex.reading_table(), "score_gradient_by_key.csv", "gr_reading", "%.4f")
+    number_table(ex.reading_table(), "score_gradient_by_key.csv", "gr_reading", "%.4f")
     check_badge(ex.reading_check)
     st.subheader(f"One gradient-descent step on q_{q_name} (η = {s.lr:g})")
     st.caption(
         "q ← q − η ∂L/∂q with the keys held fixed. Descent moves each score against its gradient: a key with "
         "∂L/∂s_j < 0 gains score, one with ∂L/∂s_j > 0 loses it (not the other way round)."
     )
-    show_table(ex.step_table(), "descent_step.csv", "gr_step", "%.4f")
+    number_table(ex.step_table(), "descent_step.csv", "gr_step", "%.4f")
     m = st.columns(3)
     m[0].metric("∂L/∂q", ", ".join(f"{x:.3f}" for x in ex.backward.dq[0, ex.head, ex.row].tolist()))
     m[1].metric("row loss gᵀo before", f"{s.loss_before:.6g}")
@@ -142,7 +132,7 @@ def one_row(ex, toy_g: bool) -> None:
         delta=f"{s.loss_after - s.loss_before:.3g}",
         delta_color="inverse",
     )
-    if toy_g:
+    if ex.toy_lesson:
         st.caption(
             "Toy, g = (−1, 0): the loss falls as bank reads more geography. River's score gradient is "
             "negative, so the step raises river's score and lowers bank's own; bank's output moves towards "
@@ -150,7 +140,7 @@ def one_row(ex, toy_g: bool) -> None:
         )
 
 
-def slips(ex) -> None:
+def slips(ex: gradients.GradientsView) -> None:
     st.subheader("Slips in the backward pass, each failing its check")
     slip = slip_picker(SLIPS, key="gr_slip")
     if slip is None:
@@ -158,7 +148,9 @@ def slips(ex) -> None:
         for check in ex.checks:
             check_badge(check)
         return
-    outcome = gradient_slips.gradient_slip_outcome(ex, slip)
+    outcome = compute(gradient_slips.gradient_slip_outcome, ex, slip, inputs="the slip")
+    if outcome is None:
+        return
     q_tok, k_tok, head = ex.qkv.query_tokens, ex.qkv.key_tokens, ex.head
 
     def side(dscores, title: str, checks, key: str):
@@ -179,7 +171,31 @@ def slips(ex) -> None:
         st.warning(f"Every check passes here. {outcome.hidden}")
 
 
-INPUTS = "Q, K, V, the scale, the mask and G in the sidebar"
+def summary(ex: gradients.GradientsView) -> None:
+    """The numbers above every section."""
+    c = st.columns(5)
+    c[0].metric("query row", ex.qkv.query_tokens[ex.row])
+    c[1].metric("allowed keys T", len(ex.reading.keys))
+    c[2].metric("loss L = ⟨O, G⟩", f"{ex.loss:.6g}")
+    c[3].metric("scale", f"{ex.backward.forward.scale:.6g}")
+    c[4].metric("Q, K, V coordinates", f"{ex.coordinates:,}")
+
+
+SHOW = {
+    Section.JACOBIAN: jacobian,
+    Section.BACKWARD: backward_pass,
+    Section.ONE_ROW: one_row,
+    Section.SLIPS: slips,
+}
+
+header(
+    "Gradients",
+    "How the loss reaches **Q**, **K** and **V**. The softmax of one row has the Jacobian "
+    "J = diag(p) − ppᵀ (card 4); the backward pass is five matrix lines, dV = Pᵀ dO, dP = dO Vᵀ, "
+    "dS = P ⊙ (dP − rowsum(dO ⊙ O)), dQ = dS K·scale, dK = dSᵀ Q·scale (card 5). Every number is "
+    "checked against torch autograd through SDPA and against central finite differences in float64. "
+    "The loss is L = ⟨O, G⟩ for the upstream gradient G = ∂L/∂O you choose.",
+)
 section = section_picker(Section, key="gr_section")
 with st.sidebar:
     st.header("Inputs (shared with the Playground)")
@@ -198,9 +214,8 @@ with st.sidebar:
         elif kind == Upstream.TYPED:
             st.caption(f"L × d_v = {qkv.L} × {qkv.v.shape[-1]}: one row per query, used for every head.")
             text = widgets.text_area("G", key="gr_Gtext", default="-1, 0", height=90)
-        G = attempt(
-            gradients.build_upstream, kind, (1, qkv.heads, qkv.L, qkv.v.shape[-1]), seed=seed, text=text
-        )
+        shape = (1, qkv.heads, qkv.L, qkv.v.shape[-1])
+        G = compute(gradients.build_upstream, kind, shape, seed=seed, text=text, inputs="G")
         tau = widgets.slider(
             "temperature τ for the Jacobian (p = softmax(s/τ))", 0.02, 20.0, 1.0, key="gr_tau", step=0.01
         )
@@ -212,23 +227,10 @@ with st.sidebar:
             "temperature": tau,
             "lr": lr,
             "run_finite_differences": section is Section.BACKWARD,
+            "upstream": kind,
         }
         if scale is not None and mask is not None and G is not None:
-            ex = compute(
-                view_cache.view, gradients.gradients_view, qkv, mask.allowed, scale, G, inputs=INPUTS, **at
-            )
+            ex = compute(gradients.gradients_view, qkv, mask.allowed, scale, G, inputs=INPUTS, **at)
 require(qkv, ex)
-
-c = st.columns(5)
-c[0].metric("query row", qkv.query_tokens[ex.row])
-c[1].metric("allowed keys T", len(ex.reading.keys))
-c[2].metric("loss L = ⟨O, G⟩", f"{ex.loss:.6g}")
-c[3].metric("scale", f"{ex.backward.forward.scale:.6g}")
-c[4].metric("Q, K, V coordinates", f"{ex.coordinates:,}")
-SHOW = {
-    Section.JACOBIAN: lambda: jacobian(ex),
-    Section.BACKWARD: lambda: backward_pass(ex),
-    Section.ONE_ROW: lambda: one_row(ex, gradients.toy_lesson(qkv, kind)),
-    Section.SLIPS: lambda: slips(ex),
-}
-run_section(SHOW[section], inputs=INPUTS)
+summary(ex)
+run_section(SHOW[section], ex, inputs=INPUTS)

@@ -13,29 +13,52 @@ from lab_ui.long_heads import long_section
 from lab_ui.page import compute, header, require, run_section
 from lab_ui.trained_charts import head_grid, one_head
 
-SOURCES = ("demo model built here", "local folder or hub id")
-SOURCE_IDS = dict(zip(SOURCES, ("demo", "local"), strict=True))  # what a link carries
+SOURCES = ("SmolLM2-135M, pretrained (shipped)", "demo model built here (fastest)", "local folder or hub id")
+SOURCE_IDS = dict(zip(SOURCES, ("smollm2", "demo", "local"), strict=True))  # what a link carries
 COSTS_SOURCE = "paste or upload config.json"  # the Cost calculator's radio option
 
 header(
     "Hugging Face heads",
-    "Any causal LM of the Llama, Mistral, Qwen2 or GPT-2 families: every layer's queries and keys are "
-    "captured **after rotary embedding**, exactly as the model's eager attention receives them, and "
-    "the weights are recomputed by `attn_core.attention` with the model's scale, a causal mask we "
-    "build, its GQA grouping and its sliding window — then compared with the model's own "
-    "probabilities. Weights cannot be downloaded here: the page opens on a seeded random model; a "
-    "model folder on this server (config.json + weights) loads the same way.",
+    "A causal LM's attention, read where every transformers model hands its queries and keys to its "
+    "attention function (after rotary embedding and any QK-norm, KV heads not repeated): the weights are "
+    "recomputed by `attn_core.attention` with the model's scale, soft-capping and learned sinks, a causal "
+    "mask we build, its GQA grouping and its sliding windows — then compared with the model's own "
+    "probabilities. The page opens on **SmolLM2-135M-Instruct**, a pretrained model installed with the "
+    "app (no download): its sinks, previous-token and induction heads are real.",
 )
 st.caption(
     f"Caps: at most {MAX_PARAMS / 1e6:,.0f} million parameters (read from the config before any weight "
     f"loads), {MAX_TOKENS} tokens, and a load time of {LOAD_CAP_S:.0f} s (reported when exceeded: a load "
-    "cannot be interrupted). float32 on the CPU."
+    f"cannot be interrupted). float32 on the CPU. Tried: {explore.TRIED}."
 )
+
+
+def load_model(source: str):
+    """The model, with a progress bar while SmolLM2 loads for the first time in this server."""
+    if source != explore.SHIPPED or explore.shipped_loaded():
+        with st.spinner("loading the model…"):
+            return compute(explore.load, source, inputs="the model folder or hub id")
+    bar = st.progress(0.0, text="loading SmolLM2-135M (once per server, about 20 s)…")
+    loaded = compute(
+        explore.load, source, progress=lambda f, stage: bar.progress(min(f, 1.0), text=f"SmolLM2: {stage}…"),
+        inputs="the model",
+    )  # fmt: skip
+    bar.empty()
+    return loaded
+
+
 c1, c2 = st.columns([1, 2])
 with c1:
     kind = widgets.radio("model", SOURCES, key="hf_src", ids=SOURCE_IDS)
 with c2:
     if kind == SOURCES[0]:
+        source = explore.SHIPPED
+        st.caption(
+            f"{explore.SHIPPED_LABEL}: {explore.SHIPPED_ORIGIN}. The weights are 4-bit quantized and "
+            "de-quantized here, so every figure on this page is this quantized model's (README, "
+            "*The pretrained model*)."
+        )
+    elif kind == SOURCES[1]:
         source = explore.DEMO
         st.caption(explore.DEMO_LABEL + ". No tokenizer: type token ids (0…99).")
     else:
@@ -43,35 +66,41 @@ with c2:
 require(
     source or None, fix="the model: give a folder on this server (or a hub id, where the hub is reachable)"
 )
-with st.spinner("loading the model…"):
-    loaded = compute(explore.load, source, inputs="the model folder or hub id")
+loaded = load_model(source)
 require(loaded, fix="the model folder or hub id")
 if loaded.over_time_cap:
     st.warning(f"Loading took {loaded.load_s:.0f} s, over the {LOAD_CAP_S:.0f} s cap: pick a smaller model.")
 st.caption(f"**{loaded.name}** · {loaded.n_params:,} parameters · loaded in {loaded.load_s:.1f} s.")
 
 label = "token ids (comma or space separated)" if loaded.tokenizer is None else "text"
-default = explore.DEMO_TEXT if loaded.tokenizer is None else "The cat sat on the mat. The cat sat on the"
-text = widgets.text_area(label, key="hf_text", default=default, max_chars=4000, height=68)
+default = explore.DEMO_TEXT if loaded.tokenizer is None else explore.SHIPPED_TEXT
+# ids and prose keep separate boxes: switching between SmolLM2 and the demo never feeds one the other's
+text_key = "hf_text" if loaded.tokenizer is None else "hf_prose"
+text = widgets.text_area(label, key=text_key, default=default, max_chars=4000, height=68)
 view = compute(view_cache.view, explore.hf_view, loaded, text, inputs=f"the {label} and the model")
 require(view, fix="the input above (the model stays loaded)")
 
 
 def maps() -> None:
     v, worst = view.view, view.worst_layer
-    oracle_badge(
-        f"attn_core.attention vs the model's own eager probabilities (worst layer: {worst})",
-        v.max_abs_diff[worst],
-        v.tol[worst],
-    )
+    oracle_badge(f"{view.oracle} (worst layer: {v.layers[worst]})", v.max_abs_diff[worst], v.tol[worst])
+    if v.not_reproduced:
+        st.markdown(":red-badge[✗ NOT REPRODUCED: " + "; ".join(v.not_reproduced) + "]")
     st.caption(
         "Tolerance per layer: the model's float rounding, 2·d·u·scale·max‖q‖·max‖k‖ + 8u with u the unit "
-        "roundoff of its dtype (Higham's bound for a length-d dot product). A model whose attention adds "
-        "something else (ALiBi, soft-capping, learned sinks) shows a red badge: its maps are not plain SDPA."
+        "roundoff of its dtype (Higham's bound for a length-d dot product). Anything the model adds that the "
+        "recomputation does not reproduce (an argument it does not know, a mask of its own) is named in a red "
+        "badge."
+        + (
+            f" Attention layers: {', '.join(map(str, v.layers))} of {v.n_decoder_layers} (the others have no map)."
+            if view.n_layers < v.n_decoder_layers
+            else ""
+        )
     )
 
-    layer = widgets.slider("layer", 0, view.n_layers - 1, 0, key="hf_layer") if view.n_layers > 1 else 0
-    P = v.maps[layer]
+    index = widgets.slider("layer", 0, view.n_layers - 1, 0, key="hf_layer") if view.n_layers > 1 else 0
+    layer = v.layers[index]
+    P = v.maps[index]
     figures.show(
         view_cache.figure(
             head_grid, P[None], view.tokens, f"Layer {layer}: every head (row: query, column: key)", layer
@@ -88,7 +117,7 @@ def maps() -> None:
 
     st.subheader("Layer by layer")
     left, right = st.columns(2)
-    layers = list(range(view.n_layers))
+    layers = v.layers
     with left:
         fig = figures.lines(
             layers,
@@ -142,6 +171,39 @@ def maps() -> None:
 
 run_section(maps, inputs=f"the {label} and the model")
 T = len(view.tokens)
+
+
+def probe_section() -> None:
+    st.subheader("Induction, previous-token and sink heads: the standard probe")
+    with st.spinner("running the probe…"):
+        scores = compute(view_cache.view, explore.head_probe, loaded, inputs="the model")
+    if scores is None:
+        return
+    n = scores.period
+    st.caption(
+        f"TransformerLens's test: BOS, then {n} random token ids, then the same {n} again (seeded; the same "
+        "ids on every visit). Induction: mean weight a second-copy token puts on the token *after* its "
+        "earlier occurrence. Previous token: mean weight on t − 1. Sink: mean weight on position 0 (BOS), "
+        "rows t ≥ 1. Scores by position on real text come from the long-input section below."
+    )
+    tops = {name: scores.top(name) for name in explore.SCORES}
+    st.markdown(
+        "  \n".join(
+            f"**Top {name} heads:** " + ", ".join(f"{head} ({value:.2f})" for head, value in top)
+            for name, top in tops.items()
+        )
+    )
+    name = widgets.radio("score", explore.SCORES, key="hf_probe_score", horizontal=True)
+    s = scores.by_name()[name]
+    fig = figures.heatmap(
+        s.T, [str(layer) for layer in scores.layers], [str(h) for h in range(s.shape[1])],
+        title=f"{name} score of every head", x_title="layer", y_title="head", value_name=name, zmin=0, zmax=1,
+    )  # fmt: skip
+    figures.show(fig, key="hf_probe_map")
+    table(pd.DataFrame(scores.rows()), "head_scores.csv", key="hf_probe", hide_index=True)
+
+
+run_section(probe_section, inputs="the model")
 
 st.subheader(f"Long inputs: up to {long_heads.MAX_LONG_TOKENS:,} tokens, tile by tile")
 long_model = long_heads.demo() if source == explore.DEMO else long_heads.from_hf(loaded)

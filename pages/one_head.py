@@ -4,10 +4,9 @@ card 9's heads sum). Every number comes from one call into attn_core.views.one_h
 
 from dataclasses import replace
 
-import pandas as pd
 import streamlit as st
 
-from attn_core.views import one_head as explore
+from attn_core.views import one_head
 from attn_core.views.one_head import (
     IDENTITY_TOL,
     MAX_LAYERS,
@@ -17,28 +16,12 @@ from attn_core.views.one_head import (
     ExpressivityInputs,
     Section,
 )
-from lab_ui import figures, view_cache, widgets
+from lab_ui import figures, widgets
 from lab_ui import theory_charts as charts
-from lab_ui.badges import attempt, check_badge, slip_columns, table
-from lab_ui.page import header, require, run_section, section_picker, show_code
+from lab_ui.badges import check_badge, number_table, slip_columns
+from lab_ui.page import compute, header, require, run_section, section_picker, show_code
 
-header(
-    "What one head can express",
-    "A head returns a weighted average of its values, with weights softmax(q·k/√d_k). That makes it a "
-    "**kernel smoother** (card 8) whose logits have **rank at most d_k** (card 10); stacked without "
-    "residuals, heads drive every token to the same vector (card 17). What a head computes depends on W_Q "
-    "W_Kᵀ and W_V W_O only: any invertible change of basis leaves it unchanged.",
-)
-
-
-def run(section: str, x: ExpressivityInputs):
-    return view_cache.view(explore.view, section, x)
-
-
-def show_table(rows, file_name: str, key: str, fmt: str = "%.4g") -> None:
-    df = pd.DataFrame(rows)
-    config = {c: st.column_config.NumberColumn(format=fmt) for c in df.columns if df[c].dtype.kind == "f"}
-    table(df, file_name, key=key, hide_index=True, column_config=config)
+INPUTS = "the sizes and the seed in the sidebar"
 
 
 def kernel(x: ExpressivityInputs) -> None:
@@ -47,7 +30,7 @@ def kernel(x: ExpressivityInputs) -> None:
         lam = widgets.slider("bandwidth λ", 0.0, 3.0, 0.5, key="oh_lam", step=0.05)
     with c[1]:
         noise = widgets.slider("noise sd", 0.0, 1.0, 0.3, key="oh_noise", step=0.05)
-    view = attempt(run, Section.KERNEL, replace(x, bandwidth=lam, noise=noise))
+    view = compute(one_head.view, Section.KERNEL, replace(x, bandwidth=lam, noise=noise), inputs=INPUTS)
     if view is None:
         return
     sm = view.smoothing
@@ -57,7 +40,7 @@ def kernel(x: ExpressivityInputs) -> None:
         "attention + key bias": sm.with_bias,
         "✗ attention, no bias": sm.without_bias,
     }
-    title = f"{explore.NW_POINTS} noisy points of sin x, λ = {lam:g}"
+    title = f"{one_head.NW_POINTS} noisy points of sin x, λ = {lam:g}"
     figures.show(charts.smoothing_chart(sm.x, sm.y, sm.grid, curves, title), key="oh_nw")
     m = st.columns(2)
     m[0].metric("max |NW − attention with bias|", f"{sm.bias_error:.1e}")
@@ -73,14 +56,14 @@ def kernel(x: ExpressivityInputs) -> None:
 
 
 def ranks(x: ExpressivityInputs) -> None:
-    view = attempt(run, Section.RANK, x)
+    view = compute(one_head.view, Section.RANK, x, inputs=INPUTS)
     if view is None:
         return
     s = view.study
     title = f"Singular values, T = {s.T}, d_k = {s.d_k} (S = QKᵀ/√d_k)"
     figures.show(charts.singular_values(s.singular_values, s.d_k, title), key="oh_sv")
     rows = [{"matrix": n, "numerical rank": s.ranks[n], "card 10's bound": s.bounds[n]} for n in s.ranks]
-    show_table(rows, "one_head_ranks.csv", "oh_rank")
+    number_table(rows, "one_head_ranks.csv", "oh_rank")
     for check in view.checks:
         check_badge(check)
     st.caption(
@@ -90,7 +73,7 @@ def ranks(x: ExpressivityInputs) -> None:
 
 
 def select(x: ExpressivityInputs) -> None:
-    view = attempt(run, Section.SELECT, x)
+    view = compute(one_head.view, Section.SELECT, x, inputs=INPUTS)
     if view is None:
         return
     one = view.one_dim
@@ -107,7 +90,7 @@ def select(x: ExpressivityInputs) -> None:
     )
     figures.show(fig, key="oh_one_dim")
     fig = charts.selection_bars(
-        view.counts, f"{x.circle_keys} keys on a circle, {explore.CIRCLE_QUERIES} queries"
+        view.counts, f"{x.circle_keys} keys on a circle, {one_head.CIRCLE_QUERIES} queries"
     )
     figures.show(fig, key="oh_select")
     for check in view.checks:
@@ -119,7 +102,7 @@ def select(x: ExpressivityInputs) -> None:
 
 
 def collapse(x: ExpressivityInputs) -> None:
-    view = attempt(run, Section.COLLAPSE, x)
+    view = compute(one_head.view, Section.COLLAPSE, x, inputs=INPUTS)
     if view is None:
         return
     cur = view.curves
@@ -136,7 +119,7 @@ def collapse(x: ExpressivityInputs) -> None:
         {"layer l": i, "r_l pure": float(cur.pure[i + 1]), "r_(l+1) / r_l³": float(cur.cubic_ratio[i])}
         for i in range(min(6, len(cur.cubic_ratio)))
     ]
-    show_table(rows, "one_head_collapse.csv", "oh_collapse", "%.3g")
+    number_table(rows, "one_head_collapse.csv", "oh_collapse", "%.3g")
     st.caption(
         "Slip: 'residuals prevent collapse' — they slow it at random initialization. r_(l+1) ≤ C·r_l³ is a "
         "bound: here the ratios fall below 1 after the first layer (the outputs shrink, so C does). The "
@@ -147,7 +130,7 @@ def collapse(x: ExpressivityInputs) -> None:
 
 
 def circuits(x: ExpressivityInputs) -> None:
-    view = attempt(run, Section.CIRCUITS, x)
+    view = compute(one_head.view, Section.CIRCUITS, x, inputs=INPUTS)
     if view is None:
         return
     diffs = {
@@ -178,6 +161,21 @@ def circuits(x: ExpressivityInputs) -> None:
     )
 
 
+SHOW = {
+    Section.KERNEL: kernel,
+    Section.RANK: ranks,
+    Section.SELECT: select,
+    Section.COLLAPSE: collapse,
+    Section.CIRCUITS: circuits,
+}
+
+header(
+    "What one head can express",
+    "A head returns a weighted average of its values, with weights softmax(q·k/√d_k). That makes it a "
+    "**kernel smoother** (card 8) whose logits have **rank at most d_k** (card 10); stacked without "
+    "residuals, heads drive every token to the same vector (card 17). What a head computes depends on W_Q "
+    "W_Kᵀ and W_V W_O only: any invertible change of basis leaves it unchanged.",
+)
 with st.sidebar:
     st.header("Inputs")
     T = widgets.slider("T (tokens, rank study)", 2, MAX_RANK_T, 64, key="oh_T")
@@ -198,16 +196,8 @@ with st.sidebar:
         heads=int(heads),
         seed=int(seed),
     )
-    checked = attempt(explore.validate, inputs)
-
+    x = compute(one_head.validate, inputs, inputs=INPUTS)
 section = section_picker(Section, key="oh_section")
-require(checked)
-SHOW = {
-    Section.KERNEL: kernel,
-    Section.RANK: ranks,
-    Section.SELECT: select,
-    Section.COLLAPSE: collapse,
-    Section.CIRCUITS: circuits,
-}
-run_section(SHOW[section], inputs, inputs="the sizes and the seed in the sidebar")
-show_code("attn_core.theory.kernel_smoothing: attention with the key bias", explore.CODE)
+require(x)
+run_section(SHOW[section], x, inputs=INPUTS)
+show_code("attn_core.theory.kernel_smoothing: attention with the key bias", one_head.CODE)

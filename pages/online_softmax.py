@@ -1,22 +1,26 @@
 """Online softmax & tiling: FlashAttention's recurrence step by step, exact, with its memory bill
 (cards 2, 12 and 15). Every number comes from one call into attn_core.views.online_softmax per section."""
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
-from attn_core.views import memory_bill
-from attn_core.views import online_softmax as explore
-from attn_core.views.online_softmax import NEEDS_QKV, QKV, SLIPS, Section, format_flops
-from lab_ui import figures, view_cache, widgets
+from attn_core.views import memory_bill, online_softmax
+from attn_core.views.online_softmax import QKV, SLIPS, OnlineView, Section, format_flops
+from lab_ui import figures, widgets
 from lab_ui import online_softmax as ui
-from lab_ui.badges import attempt, oracle_badge, slip_columns, slip_picker, table
+from lab_ui.badges import oracle_badge, slip_columns, slip_picker, table
 from lab_ui.inputs import mask_picker, qkv_picker
-from lab_ui.page import header, require, run_section, section_picker, show_code
+from lab_ui.page import compute, header, require, run_section, section_picker, show_code
+
+INPUTS = "Q, K, V, the mask, the head and the row in the sidebar"
 
 
 # -- Step through -------------------------------------------------------------------------------
-def step_through(qkv: QKV, allowed, head: int, row: int) -> None:
-    if explore.is_toy(qkv):
+def step_through(view: OnlineView) -> None:
+    qkv = view.qkv
+    if view.toy:
         st.caption(
             "Bank's row of the toy, one key per block, replays card 15: *river* raises the max from 0 to "
             "1.414, so the past is rescaled by e^(0 − 1.414) = 0.243 and ℓ goes 1 → 1.243 → 1.736; the "
@@ -29,35 +33,39 @@ def step_through(qkv: QKV, allowed, head: int, row: int) -> None:
         c1, c2 = st.columns(2)
         with c1:
             dtype = widgets.selectbox(
-                "dtype of the walk", list(explore.TRACE_DTYPES), key="os_dtype", default="float16"
+                "dtype of the walk", list(online_softmax.TRACE_DTYPES), key="os_dtype", default="float16"
             )
         with c2:
             logit_scale = widgets.slider(
                 "multiply the row's scores by", 1.0, 20.0, 10.0, key="os_logit", step=0.5
             )
         st.caption("Bank's largest score is 1.414; ×10 makes it 14.1, past fp16's e^11.09 = 65,504.")
-    args = (qkv.q, qkv.k, qkv.v, allowed)
-    kw = dict(head=head, row=row, block_size=block, dtype=dtype, logit_scale=logit_scale)
-    walk = attempt(view_cache.view, explore.walk_row, *args, **kw)
-    wrong = attempt(view_cache.view, explore.walk_row, *args, **kw, slip=slip) if slip else None
+    walk = compute(view.walk, block, dtype, logit_scale, inputs="the block size and the dtype")
+    wrong = compute(view.walk, block, dtype, logit_scale, slip, inputs="the slip") if slip else None
     if walk is None or (slip and wrong is None):
         return
     n_steps = len(walk.trace.steps)
     playing = ui.play_controls(n_steps, key="os_step")
 
-    def body() -> None:
-        ui.advance(n_steps, key="os_step")
-        step = widgets.slider("blocks processed", 0, n_steps, n_steps, key="os_step")
-        show_walk(qkv, walk, step, "ok")
-        if wrong is not None:
-            slip_columns(lambda: show_final(walk, step), lambda: show_final(wrong, step), SLIPS[slip].label)
-        else:
-            show_final(walk, step)
+    def frame() -> None:  # the player's fragment is named after its function
+        play_step(qkv, walk, wrong, slip)
 
-    ui.player(playing, body)
+    ui.player(playing, frame)
 
 
-def show_walk(qkv: QKV, walk: explore.RowWalk, step: int, key: str) -> None:
+def play_step(qkv: QKV, walk: online_softmax.RowWalk, wrong, slip: str | None) -> None:
+    """One frame of the step-through: the walk up to the slider's step, and the final output."""
+    n_steps = len(walk.trace.steps)
+    ui.advance(n_steps, key="os_step")
+    step = widgets.slider("blocks processed", 0, n_steps, n_steps, key="os_step")
+    show_walk(qkv, walk, step, "ok")
+    if wrong is not None:
+        slip_columns(partial(show_final, walk, step), partial(show_final, wrong, step), SLIPS[slip].label)
+    else:
+        show_final(walk, step)
+
+
+def show_walk(qkv: QKV, walk: online_softmax.RowWalk, step: int, key: str) -> None:
     fig = ui.walk_heatmap(walk, step, qkv.query_tokens, qkv.key_tokens)
     figures.show(fig, key=f"os_scores_{key}")
     if step == 0:
@@ -75,7 +83,7 @@ def show_walk(qkv: QKV, walk: explore.RowWalk, step: int, key: str) -> None:
     table(df, "online_softmax_steps.csv", key=f"os_steps_{key}", hide_index=True)
 
 
-def show_final(walk: explore.RowWalk, step: int) -> None:
+def show_final(walk: online_softmax.RowWalk, step: int) -> None:
     n = len(walk.trace.steps)
     if step < n:
         st.caption(f"u / ℓ after all {n} blocks appears at the last step.")
@@ -90,30 +98,31 @@ def show_final(walk: explore.RowWalk, step: int) -> None:
 
 
 # -- Tiles & block size -------------------------------------------------------------------------
-def tiles(qkv: QKV, allowed) -> None:
-    L, S = qkv.L, qkv.S
-    smallest = explore.smallest_block(L, S)
+def tiles(view: OnlineView) -> None:
+    L, S = view.qkv.L, view.qkv.S
+    smallest = online_softmax.smallest_block(L, S)
     st.caption(
-        f"Square tiles of b queries × b keys. A tile the mask removes entirely is skipped: never "
-        f"multiplied, never exponentiated. Cap: {explore.MAX_TILES:,} tiles per rerun (here b ≥ {smallest})."
+        "Square tiles of b queries × b keys. A tile the mask removes entirely is skipped: never "
+        f"multiplied, never exponentiated. Cap: {online_softmax.MAX_TILES:,} tiles per rerun "
+        f"(here b ≥ {smallest})."
     )
     block = (
         widgets.slider("block size b", 1, max(L, S), smallest, key="os_tile_block") if max(L, S) > 1 else 1
     )
-    view = attempt(view_cache.view, explore.tile_view, qkv.q, qkv.k, qkv.v, allowed, block_size=block)
-    if view is None:
+    tv = compute(view.tiles, block, inputs="the block size")
+    if tv is None:
         return
-    oracle_badge("torch SDPA (float64), whole output", view.max_abs_diff, view.tolerance)
+    oracle_badge("torch SDPA (float64), whole output", tv.max_abs_diff, tv.tolerance)
     c = st.columns(4)
-    c[0].metric("tiles computed", f"{view.tiles_computed:,}")
-    c[1].metric("tiles skipped", f"{view.tiles_skipped:,}")
-    c[2].metric("tiles in all", f"{view.tiles_total:,}")
-    c[3].metric("max |lse − logsumexp(S)|", f"{view.lse_max_abs_diff:.1e}")
-    figures.show(ui.tile_grid(view.computed.numpy(), block, L, S), key="os_tile_grid")
-    figures.show(ui.block_sweep_chart(view.sweep), key="os_tile_sweep")
+    c[0].metric("tiles computed", f"{tv.tiles_computed:,}")
+    c[1].metric("tiles skipped", f"{tv.tiles_skipped:,}")
+    c[2].metric("tiles in all", f"{tv.tiles_total:,}")
+    c[3].metric("max |lse − logsumexp(S)|", f"{tv.lse_max_abs_diff:.1e}")
+    figures.show(ui.tile_grid(tv.computed.numpy(), block, L, S), key="os_tile_grid")
+    figures.show(ui.block_sweep_chart(tv.sweep), key="os_tile_sweep")
     config = ui.scientific(["max |online − attention|"])
     table(
-        ui.block_sweep_table(view.sweep),
+        ui.block_sweep_table(tv.sweep),
         "online_block_sizes.csv",
         key="os_sweep",
         hide_index=True,
@@ -122,12 +131,13 @@ def tiles(qkv: QKV, allowed) -> None:
 
 
 # -- Merge --------------------------------------------------------------------------------------
-def merge(qkv: QKV, allowed, head: int, row: int) -> None:
+def merge(view: OnlineView) -> None:
+    qkv = view.qkv
     st.caption(
         "Two devices each see half of the keys and return (m, ℓ, u). Merging is the same rescale: "
         "m = max(m_a, m_b), ℓ = e^(m_a − m)ℓ_a + e^(m_b − m)ℓ_b, and u likewise."
     )
-    drill = explore.drill_11()
+    drill = online_softmax.drill_11()
     st.markdown(
         f"Drill 11: (3, 1.1353, 2.1353) ⊕ (5, 1.0498, 4.1494) → o = **{float(drill.output):.4f}**, "
         f"logsumexp **{float(drill.lse):.4f}**."
@@ -136,7 +146,7 @@ def merge(qkv: QKV, allowed, head: int, row: int) -> None:
         st.info("Splitting needs at least two keys: pick an input with S ≥ 2.")
         return
     split = widgets.slider("keys on device a", 1, qkv.S - 1, (qkv.S + 1) // 2, key="os_split")
-    res = attempt(explore.row_split_merge, qkv.q, qkv.k, qkv.v, allowed, head=head, row=row, split=split)
+    res = compute(view.merge, split, inputs="the split")
     if res is None:
         return
     table(ui.merge_table(res.rows(), qkv.key_tokens), "online_merge.csv", key="os_merge", hide_index=True)
@@ -145,21 +155,19 @@ def merge(qkv: QKV, allowed, head: int, row: int) -> None:
 
 
 # -- Precision ----------------------------------------------------------------------------------
-@st.cache_data(show_spinner="Running the kernel in four dtypes…")
-def precision_view() -> explore.PrecisionView:
-    return explore.precision_view()
-
-
-def precision_section() -> None:
+def precision_section(view: OnlineView) -> None:
     st.caption(
         "The tiled kernel on 16 query rows of T random keys (d = 64, blocks of 128), in each dtype, with "
         "its running state kept in the input dtype or in fp32 as FlashAttention does. Error: max |o − "
         "o_fp64| "
         "/ max |o_fp64|, against float64 attention on the *same rounded inputs*."
     )
-    view = precision_view()
-    figures.show(ui.precision_chart(view.T_values, view.curves), key="os_precision")
-    df, config = pd.DataFrame(view.rows), ui.scientific(["relative error", "input rounding (abs.)"])
+    with st.spinner("Running the kernel in four dtypes…"):
+        pv = compute(online_softmax.precision_view, inputs="the precision study")
+    if pv is None:
+        return
+    figures.show(ui.precision_chart(pv.T_values, pv.curves), key="os_precision")
+    df, config = pd.DataFrame(pv.rows), ui.scientific(["relative error", "input rounding (abs.)"])
     table(df, "online_precision.csv", key="os_precision", hide_index=True, column_config=config)
     st.caption(
         "Unit roundoff u: float64 2⁻⁵³ ≈ 1.1e-16, float32 2⁻²⁴ ≈ 6.0e-8, float16 2⁻¹¹ ≈ 4.9e-4, bfloat16 2⁻⁸ "
@@ -170,11 +178,12 @@ def precision_section() -> None:
 
 
 # -- Memory bill --------------------------------------------------------------------------------
-def memory_section(name: str, T: int, dtype: str, batch: int) -> None:
-    view = attempt(memory_bill.memory_view, name, T, dtype, batch)
-    if view is None:
+def memory_section(view: OnlineView) -> None:
+    name, T, dtype, batch = memory_inputs()
+    mv = compute(memory_bill.memory_view, name, T, dtype, batch, inputs="the model, T, the dtype and B")
+    if mv is None:
         return
-    bill, shape = view.bill, view.model
+    bill, shape = mv.bill, mv.model
     st.caption(
         f"{name}: {shape.n_layers} layers × {shape.n_heads} query heads, d = {shape.d_model:,}. Every query "
         f"head has its own T × T weights, GQA or not. "
@@ -187,8 +196,8 @@ def memory_section(name: str, T: int, dtype: str, batch: int) -> None:
         f"{format_flops(bill.forward_quadratic_flops_per_layer)}: FlashAttention does more FLOPs, not fewer, "
         "and wins on memory traffic. Not the KV cache (card 13): that is inference, linear in T."
     )
-    figures.show(ui.memory_chart(view.grid, view.sweep), key="os_memory")
-    table(ui.memory_table(view.grid, view.sweep), "online_memory.csv", key="os_memory", hide_index=True)
+    figures.show(ui.memory_chart(mv.grid, mv.sweep), key="os_memory")
+    table(ui.memory_table(mv.grid, mv.sweep), "online_memory.csv", key="os_memory", hide_index=True)
 
 
 def memory_inputs() -> tuple[str, int, str, int]:
@@ -205,6 +214,14 @@ def memory_inputs() -> tuple[str, int, str, int]:
 
 
 # -- The page -----------------------------------------------------------------------------------
+SHOW = {
+    Section.STEP: step_through,
+    Section.TILES: tiles,
+    Section.MERGE: merge,
+    Section.PRECISION: precision_section,
+    Section.MEMORY: memory_section,
+}
+
 header(
     "Online softmax & tiling",
     "FlashAttention never forms the L × S score matrix. It walks the keys **block by block**, keeping "
@@ -213,7 +230,6 @@ header(
     "e^(m_old − m_new); at the end o = u / ℓ is **exactly** softmax attention — only rounding "
     "differs. The price is memory traffic saved, not FLOPs: the backward pass even recomputes P.",
 )
-
 with st.sidebar:
     st.header("Inputs")
     qkv = qkv_picker()
@@ -224,17 +240,10 @@ with st.sidebar:
     if qkv is not None:
         head = widgets.slider("head", 0, qkv.heads - 1, 0, key="os_head") if qkv.heads > 1 else 0
         row = widgets.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="os_row") if qkv.L > 1 else 0
-
+view = compute(online_softmax.view, qkv, mask.allowed if mask else None, head, row, inputs=INPUTS)
 section = section_picker(Section, key="os_section")
-if section in NEEDS_QKV:
+needs_qkv = section in online_softmax.NEEDS_QKV
+if needs_qkv:
     require(qkv, mask)
-INPUTS = "Q, K, V, the mask, the head and the row in the sidebar"
-SHOW = {
-    Section.STEP: lambda: step_through(qkv, mask.allowed, head, row),
-    Section.TILES: lambda: tiles(qkv, mask.allowed),
-    Section.MERGE: lambda: merge(qkv, mask.allowed, head, row),
-    Section.PRECISION: precision_section,
-    Section.MEMORY: lambda: memory_section(*memory_inputs()),
-}
-run_section(SHOW[section], inputs=INPUTS if section in NEEDS_QKV else "the inputs of this section")
-show_code("attn_core.online: one tile of the recurrence", explore.CODE)
+run_section(SHOW[section], view, inputs=INPUTS if needs_qkv else "the inputs of this section")
+show_code("attn_core.online: one tile of the recurrence", online_softmax.CODE)

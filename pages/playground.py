@@ -4,7 +4,6 @@ import pandas as pd
 import streamlit as st
 
 from attn_core.views import playground
-from attn_core.views.playground import SLIPS, SWEEP_KEYS
 from lab_ui import figures, view_cache, widgets
 from lab_ui.badges import check_badge, oracle_badge, slip_columns, slip_picker, table
 from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
@@ -12,28 +11,9 @@ from lab_ui.page import compute, header, require, run_section, show_code
 
 INPUTS = "Q, K, V, the scale and the mask in the sidebar"
 
-header(
-    "Attention Playground",
-    "Choose where **Q**, **K**, **V** come from, a scale and a mask. The page computes "
-    "S = QKᵀ·scale + M, P = softmax(S) row by row, and O = PV, and checks O against "
-    "`torch.nn.functional.scaled_dot_product_attention`.",
-)
 
-with st.sidebar:
-    st.header("Inputs")
-    qkv = qkv_picker()
-    ex = None
-    if qkv is not None:
-        scale = scale_picker(qkv.q.shape[-1])
-        mask = mask_picker(qkv.L, qkv.S)
-        head = widgets.slider("head to view", 0, qkv.heads - 1, 0, key="pg_head") if qkv.heads > 1 else 0
-        if scale is not None and mask is not None:
-            ex = compute(view_cache.view, playground.view, qkv, mask.allowed, scale, inputs=INPUTS)
-require(ex)
-res = ex.result
-
-
-def body() -> None:
+def maps(ex: playground.PlaygroundView) -> None:
+    qkv, res, head = ex.qkv, ex.result, ex.head
     oracle_badge("torch SDPA (float64)", ex.sdpa_max_abs_diff, ex.sdpa_tol)
 
     c = st.columns(6)
@@ -93,20 +73,26 @@ def body() -> None:
         key="pg_output",
     )
 
+
+def row_peaks(ex: playground.PlaygroundView) -> None:
     st.subheader("How peaked is each row?")
     st.caption(
         "Entropy H = −Σ p ln p in nats; e^H is the effective number of keys a query reads (1 = one-hot)."
     )
-    table(pd.DataFrame(ex.row_table(head)), "row_statistics.csv", key="pg_stats", hide_index=True)
+    table(pd.DataFrame(ex.row_table(ex.head)), "row_statistics.csv", key="pg_stats", hide_index=True)
 
+
+def temperature(ex: playground.PlaygroundView) -> None:
+    qkv, shown = ex.qkv, playground.SWEEP_KEYS
+    q_tok, k_tok = qkv.query_tokens, qkv.key_tokens
     st.subheader("Temperature: from one-hot to uniform")
     row = widgets.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="pg_row") if qkv.L > 1 else 0
-    sweep = ex.sweep(head, row)
+    sweep = ex.sweep(ex.head, row)
     figures.show(
         view_cache.figure(
             figures.lines,
             sweep.temperatures,
-            {f"p({k_tok[j]})": sweep.weights[:, j] for j in range(min(qkv.S, SWEEP_KEYS))},
+            {f"p({k_tok[j]})": sweep.weights[:, j] for j in range(min(qkv.S, shown))},
             title=f"softmax(s/τ) for query {q_tok[row]} (τ = 1 is the current scale)",
             x_title="temperature τ",
             y_title="weight",
@@ -114,45 +100,74 @@ def body() -> None:
         ),
         key="pg_sweep",
     )
-    if qkv.S > SWEEP_KEYS:
-        st.caption(f"Showing the first {SWEEP_KEYS} of {qkv.S} keys.")
+    if shown < qkv.S:
+        st.caption(f"Showing the first {shown} of {qkv.S} keys.")
     st.caption(
         f"Entropy goes from {float(sweep.entropy[0]):.3f} nats at τ = {float(sweep.temperatures[0]):.2g} "
         f"to {float(sweep.entropy[-1]):.3f} at τ = {float(sweep.temperatures[-1]):.0f}; the uniform limit is "
         f"ln(allowed keys) = {sweep.max_entropy:.3f}."
     )
 
+
+def checks(ex: playground.PlaygroundView) -> None:
+    qkv, head, slips = ex.qkv, ex.head, playground.SLIPS
+    q_tok, k_tok = qkv.query_tokens, qkv.key_tokens
     st.subheader("Checks, and the slips that fail them")
-    slip = slip_picker(SLIPS, key="pg_slip")
+    slip = slip_picker(slips, key="pg_slip")
     if slip is None:
         for check in ex.checks:
             check_badge(check)
-    else:
-        outcome = playground.slip_outcome(ex, slip, head)
+        return
+    outcome = playground.slip_outcome(ex, slip, head)
 
-        def show_right() -> None:
+    def show_right() -> None:
+        figures.show(
+            view_cache.figure(figures.heatmap, ex.result.weights[0, head], k_tok, q_tok, title="P", zmin=0),
+            key="pg_slip_right",
+        )
+        for check in ex.checks:
+            check_badge(check)
+
+    def show_wrong() -> None:
+        if outcome.weights is not None:
+            w = outcome.weights
+            labels = (k_tok, q_tok) if tuple(w.shape) == (qkv.L, qkv.S) else (None, None)
             figures.show(
-                view_cache.figure(figures.heatmap, res.weights[0, head], k_tok, q_tok, title="P", zmin=0),
-                key="pg_slip_right",
+                view_cache.figure(figures.heatmap, w, *labels, title="what the slip computes", zmin=0),
+                key="pg_slip_wrong",
             )
-            for check in ex.checks:
-                check_badge(check)
+        if outcome.note:
+            st.info(outcome.note)
+        for check in outcome.checks:
+            check_badge(check)
 
-        def show_wrong() -> None:
-            if outcome.weights is not None:
-                w = outcome.weights
-                labels = (k_tok, q_tok) if tuple(w.shape) == (qkv.L, qkv.S) else (None, None)
-                figures.show(
-                    view_cache.figure(figures.heatmap, w, *labels, title="what the slip computes", zmin=0),
-                    key="pg_slip_wrong",
-                )
-            if outcome.note:
-                st.info(outcome.note)
-            for check in outcome.checks:
-                check_badge(check)
-
-        slip_columns(show_right, show_wrong, SLIPS[slip].label)
+    slip_columns(show_right, show_wrong, slips[slip].label)
 
 
-run_section(body, inputs=INPUTS)
+def everything(ex: playground.PlaygroundView) -> None:
+    """The page's one section: the maps, then the row statistics, the sweep and the checks."""
+    maps(ex)
+    row_peaks(ex)
+    temperature(ex)
+    checks(ex)
+
+
+header(
+    "Attention Playground",
+    "Choose where **Q**, **K**, **V** come from, a scale and a mask. The page computes "
+    "S = QKᵀ·scale + M, P = softmax(S) row by row, and O = PV, and checks O against "
+    "`torch.nn.functional.scaled_dot_product_attention`.",
+)
+with st.sidebar:
+    st.header("Inputs")
+    qkv = qkv_picker()
+    ex = None
+    if qkv is not None:
+        scale = scale_picker(qkv.q.shape[-1])
+        mask = mask_picker(qkv.L, qkv.S)
+        head = widgets.slider("head to view", 0, qkv.heads - 1, 0, key="pg_head") if qkv.heads > 1 else 0
+        if scale is not None and mask is not None:
+            ex = compute(playground.view, qkv, mask.allowed, scale, inputs=INPUTS)
+require(ex)
+run_section(everything, ex.at_head(head), inputs=INPUTS)
 show_code("attn_core.attention", playground.CODE)

@@ -7,20 +7,13 @@ import pandas as pd
 import streamlit as st
 
 from attn_core.views import practice
-from attn_core.views.practice import Difficulty, from_csv, to_csv
+from attn_core.views.practice import Difficulty
 from lab_ui import figures, widgets
-from lab_ui.badges import attempt, table
+from lab_ui.badges import table
 from lab_ui.nav import PAGES
-from lab_ui.page import header, require, safety_net
+from lab_ui.page import compute, header, require, safety_net
 
 NAV_PATH = {p.url_path: p.path for p in PAGES}
-
-header(
-    "Practice",
-    "Cover the card, derive the answer on paper, then type it. Every question draws fresh numbers, and "
-    "its answer is computed live by the same attn_core function the card's page uses; a wrong answer is "
-    "matched against the slips people make. **Enter** checks, **N** draws the next question.",
-)
 
 
 def setup() -> tuple[list[str], str, str]:
@@ -123,19 +116,26 @@ def show_progress(cards: list[str]) -> None:
         }
     )
     table(df, "practice_by_card.csv", key="pr_progress", hide_index=True)
-    log_csv = to_csv(log).encode()
+    log_csv = practice.to_csv(log).encode()
     st.download_button(
         "⬇ Progress log (CSV)", log_csv, "practice_log.csv", "text/csv", key="pr_log_csv", on_click="ignore"
     )
     upload = st.file_uploader("Continue from a downloaded log", type=["csv"], key="pr_upload")
     if upload is not None and st.session_state.get("pr_loaded") != upload.file_id:
-        loaded = attempt(from_csv, upload.getvalue().decode("utf-8", errors="replace"))
+        text = upload.getvalue().decode("utf-8", errors="replace")
+        loaded = compute(practice.from_csv, text, inputs="the uploaded log", fresh=True)
         if loaded is not None:
             st.session_state.pr_log = [*loaded, *log]
             st.session_state.pr_loaded = upload.file_id
             st.rerun()
 
 
+header(
+    "Practice",
+    "Cover the card, derive the answer on paper, then type it. Every question draws fresh numbers, and "
+    "its answer is computed live by the same attn_core function the card's page uses; a wrong answer is "
+    "matched against the slips people make. **Enter** checks, **N** draws the next question.",
+)
 cards, difficulty, timer = setup()
 require(cards or None, fix="the drill: pick at least one card in the sidebar")
 seed, n = session()

@@ -3,43 +3,25 @@ Every number comes from one call into attn_core.views.scaling per section."""
 
 from dataclasses import replace
 
-import pandas as pd
 import streamlit as st
 
-from attn_core.views import scaling as explore
+from attn_core.views import scaling
 from attn_core.views.scaling import MAX_D_K, MAX_KEYS, SLIPS, ScaleRule, ScalingInputs, Section
-from lab_ui import figures, view_cache, widgets
+from lab_ui import figures, widgets
 from lab_ui import theory_charts as charts
-from lab_ui.badges import attempt, check_badge, slip_columns, slip_picker, table
-from lab_ui.page import header, require, run_section, section_picker, show_code
+from lab_ui.badges import check_badge, number_table, slip_columns, slip_picker
+from lab_ui.page import compute, header, require, run_section, section_picker, show_code
 
-header(
-    "Scaling",
-    "For independent q and k with mean-0 components, **Var(q·k) = d_k σ_q² σ_k²**: a sum of d_k independent "
-    "products (card 3). Dividing by √d_k brings unit-variance components back to unit-variance logits; too "
-    "big a spread makes rows one-hot, too small makes them uniform. The argument is about initialization: "
-    "once training aligns q and k the mean grows like √d_k (card 16), which is why modern stacks also bound "
-    "the logits directly (card 18).",
-)
-
-
-def run(section: str, x: ScalingInputs):
-    return view_cache.view(explore.view, section, x)
-
-
-def fmt_table(rows: list[dict], file_name: str, key: str, fmt: str = "%.4g") -> None:
-    df = pd.DataFrame(rows)
-    config = {c: st.column_config.NumberColumn(format=fmt) for c in df.columns if df[c].dtype.kind == "f"}
-    table(df, file_name, key=key, hide_index=True, column_config=config)
+INPUTS = "d_k, σ_q, σ_k, T, ρ, the scale and the seed in the sidebar"
 
 
 def variance(x: ScalingInputs) -> None:
     slip = slip_picker(SLIPS, key="sc_slip")
-    view = attempt(run, Section.VARIANCE, replace(x, slip=slip))
+    view = compute(scaling.view, Section.VARIANCE, replace(x, slip=slip), inputs=INPUTS)
     if view is None:
         return
     st.markdown(
-        f"**Logits of {explore.pairs(x.d_k):,} independent (q, k) pairs at d_k = {x.d_k}, under each scale**"
+        f"**Logits of {scaling.pairs(x.d_k):,} independent (q, k) pairs at d_k = {x.d_k}, under each scale**"
     )
     for col, rule in zip(st.columns(3), ScaleRule, strict=True):
         title = f"{rule.value}: Var = {view.theory_by_rule[rule]:.4g}"
@@ -50,7 +32,7 @@ def variance(x: ScalingInputs) -> None:
             )
     c = st.columns(3)
     c[0].metric("Var(q·k) simulated", f"{view.raw.variance:.4g}")
-    c[1].metric("d_k σ_q² σ_k² (theory)", f"{explore.variance_theory(x.d_k, x.sigma_q, x.sigma_k, 1.0):.4g}")
+    c[1].metric("d_k σ_q² σ_k² (theory)", f"{scaling.variance_theory(x.d_k, x.sigma_q, x.sigma_k, 1.0):.4g}")
     c[2].metric(
         f"Var under {ScaleRule(x.rule).value}",
         f"{view.scaled.variance:.4g}",
@@ -72,13 +54,13 @@ def variance(x: ScalingInputs) -> None:
         slip_columns(right, wrong, SLIPS[slip].label)
     st.caption(
         "The right scale for other spreads is 1/(√d_k σ_q σ_k); normalization layers keep σ near 1. Table: "
-        f"{explore.TABLE_PAIRS:,} pairs per width (the lesson's 8, 32, 128 and card 3's 512)."
+        f"{scaling.TABLE_PAIRS:,} pairs per width (the lesson's 8, 32, 128 and card 3's 512)."
     )
-    fmt_table(view.table, "scaling_variance.csv", "sc_var")
+    number_table(view.table, "scaling_variance.csv", "sc_var")
 
 
 def entropy(x: ScalingInputs) -> None:
-    view = attempt(run, Section.ENTROPY, x)
+    view = compute(scaling.view, Section.ENTROPY, x, inputs=INPUTS)
     if view is None:
         return
     fig = charts.entropy_curve(
@@ -103,15 +85,15 @@ def entropy(x: ScalingInputs) -> None:
     c[2].metric(
         "curve leaves the formula at",
         "—" if view.breaks_at is None else f"σ ≈ {view.breaks_at:.2f}",
-        help=f"first σ where |simulated − approximation| > {explore.APPROX_GAP} nats",
+        help=f"first σ where |simulated − approximation| > {scaling.APPROX_GAP} nats",
     )
     for check in view.checks:
         check_badge(check)
     st.markdown(
         f"**Rows of T = {x.T:,} keys at d_k = {x.d_k}**, σ_q = {x.sigma_q:g}, σ_k = {x.sigma_k:g} (median "
-        f"of {explore.ROWS} rows per scale):"
+        f"of {scaling.ROWS} rows per scale):"
     )
-    fmt_table(view.table, "scaling_rows.csv", "sc_rows")
+    number_table(view.table, "scaling_rows.csv", "sc_rows")
     st.caption(
         "Slips: dividing by d_k makes every row almost uniform (e^H ≈ T); saying unscaled gradients "
         "'vanish' — ‖J‖_F unscaled is larger, but concentrated on ~2 keys. Where the spec is off: at d_k = "
@@ -122,7 +104,7 @@ def entropy(x: ScalingInputs) -> None:
 
 
 def two_keys(x: ScalingInputs) -> None:
-    view = attempt(run, Section.TWO_KEYS, x)
+    view = compute(scaling.view, Section.TWO_KEYS, x, inputs=INPUTS)
     if view is None:
         return
     fig = charts.two_key_curves(
@@ -139,17 +121,17 @@ def two_keys(x: ScalingInputs) -> None:
         for n, v in view.at_d_k.items()
     ]
     st.markdown(f"At **d_k = {x.d_k}** the gap must exceed ln 99 = {view.threshold:.3f}:")
-    fmt_table(rows, "scaling_two_keys.csv", "sc_two")
+    number_table(rows, "scaling_two_keys.csv", "sc_two")
     for check in view.checks:
         check_badge(check)
     st.caption(
-        f"Simulated: {explore.TWO_KEY_DRAWS} draws of real q, k₁, k₂ per width (a share of 0 has no point "
+        f"Simulated: {scaling.TWO_KEY_DRAWS} draws of real q, k₁, k₂ per width (a share of 0 has no point "
         "on the log axis). Card 3 at d_k = 128: exact 0.773 / 0.00135, Gaussian 0.774 / 0.00116."
     )
 
 
 def aligned(x: ScalingInputs) -> None:
-    view = attempt(run, Section.ALIGNMENT, x)
+    view = compute(scaling.view, Section.ALIGNMENT, x, inputs=INPUTS)
     if view is None:
         return
     curve = view.curve
@@ -168,7 +150,7 @@ def aligned(x: ScalingInputs) -> None:
         }
         for r, s in view.samples.items()
     ]
-    fmt_table(rows, "scaling_alignment.csv", "sc_align")
+    number_table(rows, "scaling_alignment.csv", "sc_align")
     for check in view.checks:
         check_badge(check)
     st.caption(
@@ -187,7 +169,12 @@ def sinks_section(x: ScalingInputs) -> None:
     with c[2]:
         g = widgets.slider("QK-norm gain g", 0.0, 10.0, 5.0, key="sc_g", step=0.05)
     window = widgets.slider("eviction: cache budget (tokens kept)", 8, 128, 32, key="sc_window")
-    view = attempt(run, Section.SINKS, replace(x, target_weight=w, advantage=a, gain=g, window=window))
+    view = compute(
+        scaling.view,
+        Section.SINKS,
+        replace(x, target_weight=w, advantage=a, gain=g, window=window),
+        inputs=INPUTS,
+    )
     if view is None:
         return
     m = st.columns(4)
@@ -204,7 +191,7 @@ def sinks_section(x: ScalingInputs) -> None:
         f"bandwidth {view.usual_bandwidth:.3g} — no row can select anything. All at T = {x.T:,}."
     )
     figures.show(charts.cap_curves(view.gains, view.caps, w, "QK-norm caps the top weight"), key="sc_caps")
-    fmt_table(view.table, "scaling_sinks.csv", "sc_sinks")
+    number_table(view.table, "scaling_sinks.csv", "sc_sinks")
     ev = view.eviction
     st.markdown(
         f"**Eviction** — {len(ev.positions) + window} tokens, a local head whose sink (token 0, value 0) "
@@ -222,6 +209,22 @@ def sinks_section(x: ScalingInputs) -> None:
 
 
 # -- sidebar and sections ---------------------------------------------------------------------
+SHOW = {
+    Section.VARIANCE: variance,
+    Section.ENTROPY: entropy,
+    Section.TWO_KEYS: two_keys,
+    Section.ALIGNMENT: aligned,
+    Section.SINKS: sinks_section,
+}
+
+header(
+    "Scaling",
+    "For independent q and k with mean-0 components, **Var(q·k) = d_k σ_q² σ_k²**: a sum of d_k independent "
+    "products (card 3). Dividing by √d_k brings unit-variance components back to unit-variance logits; too "
+    "big a spread makes rows one-hot, too small makes them uniform. The argument is about initialization: "
+    "once training aligns q and k the mean grows like √d_k (card 16), which is why modern stacks also bound "
+    "the logits directly (card 18).",
+)
 with st.sidebar:
     st.header("Inputs")
     d_k = widgets.number("d_k", 1, MAX_D_K, 128, key="sc_dk", step=1)
@@ -234,16 +237,8 @@ with st.sidebar:
     inputs = ScalingInputs(
         int(d_k), float(sigma_q), float(sigma_k), int(T), float(rho), ScaleRule(rule), int(seed)
     )
-    checked = attempt(explore.validate, inputs)
-
+    x = compute(scaling.validate, inputs, inputs=INPUTS)
 section = section_picker(Section, key="sc_section")
-require(checked)
-SHOW = {
-    Section.VARIANCE: variance,
-    Section.ENTROPY: entropy,
-    Section.TWO_KEYS: two_keys,
-    Section.ALIGNMENT: aligned,
-    Section.SINKS: sinks_section,
-}
-run_section(SHOW[section], inputs, inputs="d_k, σ_q, σ_k, T, ρ, the scale and the seed in the sidebar")
-show_code("attn_core.theory.scaling: the exact two-key probability", explore.CODE)
+require(x)
+run_section(SHOW[section], x, inputs=INPUTS)
+show_code("attn_core.theory.scaling: the exact two-key probability", scaling.CODE)

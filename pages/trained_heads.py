@@ -6,65 +6,20 @@ import uuid
 import pandas as pd
 import streamlit as st
 
-from attn_core.views import long_heads
-from attn_core.views import trained_heads as explore
-from attn_core.views.trained_heads import TASKS, Section, TaskId
+from attn_core.views import long_heads, trained_heads
+from attn_core.views.trained_heads import TASKS, Section, TaskId, TrainedView
 from lab_ui import figures, view_cache, widgets
-from lab_ui.badges import attempt, oracle_badge, table
+from lab_ui.badges import oracle_badge, table
 from lab_ui.long_heads import long_section
-from lab_ui.page import header, require, run_section, section_picker
-from lab_ui.trained_charts import circuit, head_grid, loss_figure, one_head
+from lab_ui.page import compute, header, require, run_section, section_picker
+from lab_ui.trained_charts import circuit, head_grid, loss_figure, one_head, phase_caption
 
 SHIPPED, YOURS = "shipped checkpoint", "your run"
-ONE_LAYER_NOTE = (
-    " One layer cannot form an induction head: it needs a previous-token head in an earlier layer."
-)
 MAX_TEXT = 200  # characters in the sequence box (a model reads at most 64 tokens of it)
 
-header(
-    "Trained heads",
-    "A small decoder (token and learned position embeddings, causal self-attention, no LayerNorm) whose "
-    "attention **is** `attn_core.attention`: autograd runs through the lab's own function. The page opens "
-    "on a model this project trained on *repeated random letters*, where a **previous-token head** in layer "
-    "0 and **induction heads** in layer 1 form suddenly (the phase change). Type a sequence to see every "
-    "head; train your own under **Train**. Tokens: `^` = BOS, `|` = SEP, letters a–z.",
-)
 
-run = st.session_state.get("th_run")  # this session's TrainState, kept across reruns
-sources = [SHIPPED] + ([YOURS] if run is not None and run.step > 0 else [])
-c1, c2 = st.columns([2, 3])
-with c1:
-    source = widgets.radio(
-        "model", sources, key="th_model", horizontal=True, ids={SHIPPED: "shipped", YOURS: "yours"}
-    )
-    ck = attempt(explore.shipped)  # a missing or damaged asset: say so, do not crash
-    require(ck, fix="the server's shipped checkpoint (assets/trained/)")
-    model, task = (ck.model, ck.train_config.task) if source == SHIPPED else (run.model, run.config.task)
-    st.caption(
-        f"{model.config.n_layer} layers × {model.config.n_head} heads, d_model "
-        f"{model.config.n_embd}{', MLPs' if model.config.mlp else ', attention-only'}, trained "
-        f"{len(ck.losses) if source == SHIPPED else run.step:,} steps; positions "
-        f"0…{model.config.block_size - 1}; task: {TASKS[task].label}."
-    )
-with c2:
-    text = widgets.text_area(
-        "sequence (spaces are ignored)",
-        key="th_text",
-        default=explore.DEFAULT_TEXT,
-        max_chars=MAX_TEXT,
-        height=68,
-    )
-section = section_picker(Section, key="th_section")
-head_names = [f"L{i}H{j}" for i in range(model.config.n_layer) for j in range(model.config.n_head)]
-
-
-def parse_head(name: str) -> tuple[int, int]:
-    layer, head = name[1:].split("H")
-    return int(layer), int(head)
-
-
-def read_heads() -> None:
-    view = attempt(view_cache.view, explore.heads_view, model, task, text)
+def read_heads(tv: TrainedView) -> None:
+    view = compute(tv.heads, inputs="the sequence above")
     if view is None:
         st.info("Fix the sequence above; the rest of the page keeps working (see *Ablation & circuits*).")
         return
@@ -83,10 +38,8 @@ def read_heads() -> None:
         ),
         key="th_grid",
     )
-    pick = widgets.selectbox(
-        "enlarge a head", head_names, key="th_head", default=explore.best_induction_head(model)
-    )
-    layer, head = parse_head(pick)
+    pick = widgets.selectbox("enlarge a head", tv.head_names, key="th_head", default=tv.best_head)
+    layer, head = trained_heads.parse_head(pick)
     figures.show(one_head(view.maps[layer, head], view.tokens, f"{pick} on your sequence"), key="th_one")
     st.markdown("**Head scores**")
     table(pd.DataFrame(view.rows).round(4), "head_scores.csv", key="th_scores", hide_index=True)
@@ -94,15 +47,17 @@ def read_heads() -> None:
         f"Probe: 64 held-out sequences ^ x₁…xₙ x₁…xₙ₋₁ of n = {view.period} distinct letters. Induction = "
         "mean weight on the token after the current token's first occurrence; previous-token = mean weight "
         "on t − 1; sink share = mean weight on token 0 (rows t ≥ 1, card 18); entropy in nats (card 17; a "
-        f"uniform row over t + 1 keys has ln(t + 1)). Ablation Δloss: the held-out loss of {task} "
+        f"uniform row over t + 1 keys has ln(t + 1)). Ablation Δloss: the held-out loss of {tv.task} "
         f"({view.base_loss:.3f} nats) with that head's output zeroed, minus the loss with every head."
     )
 
 
-def ablation_and_circuits() -> None:
+def ablation_and_circuits(tv: TrainedView) -> None:
     st.subheader("Ablation: zero heads, measure the loss")
-    chosen = st.multiselect("heads to zero", head_names, key="th_ablate")
-    ab = view_cache.view(explore.ablate, model, task, chosen)
+    chosen = st.multiselect("heads to zero", tv.head_names, key="th_ablate")
+    ab = compute(tv.ablation, chosen, inputs="the heads to zero")
+    if ab is None:
+        return
     m = st.columns(2)
     m[0].metric("held-out loss, all heads", f"{ab.base_loss:.4f} nats")
     m[1].metric(
@@ -112,13 +67,19 @@ def ablation_and_circuits() -> None:
         delta_color="inverse",
     )
     st.caption(
-        f"128 held-out sequences of the {task} task. On the shipped model, zeroing the previous-token head "
-        "breaks every induction head at once (K-composition), while the layer-1 induction heads back each "
-        "other up."
+        f"128 held-out sequences of the {tv.task} task. On the shipped model, zeroing the previous-token "
+        "head breaks every induction head at once (K-composition), while the layer-1 induction heads back "
+        "each other up."
     )
+    circuits(tv)
+
+
+def circuits(tv: TrainedView) -> None:
     st.subheader("The two circuits of one head, over the vocabulary")
-    pick = widgets.selectbox("head", head_names, key="th_circ", default=explore.best_induction_head(model))
-    cv = view_cache.view(explore.circuit_view, model, *parse_head(pick))
+    pick = widgets.selectbox("head", tv.head_names, key="th_circ", default=tv.best_head)
+    cv = compute(tv.circuits, pick, inputs="the head")
+    if cv is None:
+        return
     oracle_badge("the layer's own projections applied to the embeddings (float64)", cv.max_abs_diff, cv.tol)
     left, right = st.columns(2)
     with left:
@@ -135,26 +96,27 @@ def ablation_and_circuits() -> None:
     )
 
 
-def train_section() -> None:
+def train_controls() -> tuple[TaskId, str, int, int]:
+    """The run's task, size, steps and seed, the caps, and the three buttons."""
     c = st.columns(4)
     with c[0]:
         task_ = widgets.selectbox("task", list(TaskId), key="th_task", format_func=lambda t: TASKS[t].label)
     with c[1]:
         size = widgets.selectbox(
             "model size",
-            list(explore.SIZES),
+            list(trained_heads.SIZES),
             key="th_size",
-            default=explore.DEFAULT_SIZE,
-            ids=explore.SIZE_IDS,
+            default=trained_heads.DEFAULT_SIZE,
+            ids=trained_heads.SIZE_IDS,
         )
     with c[2]:
-        steps = widgets.slider("steps", 50, explore.MAX_RUN_STEPS, 1500, key="th_steps", step=50)
+        steps = widgets.slider("steps", 50, trained_heads.MAX_RUN_STEPS, 1500, key="th_steps", step=50)
     with c[3]:
         seed = int(widgets.number("seed", 0, 10_000, 0, key="th_seed", step=1))
     st.caption(
-        f"{TASKS[task_].how}. Caps: {explore.MAX_RUN_STEPS:,} steps, {explore.MAX_RUN_S} s per press (press "
-        f"Resume to go on), one run per visitor, {explore.MAX_CONCURRENT_RUNS} on the whole server at a "
-        "time."
+        f"{TASKS[task_].how}. Caps: {trained_heads.MAX_RUN_STEPS:,} steps, {trained_heads.MAX_RUN_S} s per "
+        f"press (press Resume to go on), one run per visitor, {trained_heads.MAX_CONCURRENT_RUNS} on the "
+        "whole server at a time."
     )
     b = st.columns([1, 1, 1, 3])
     b[0].button(
@@ -166,72 +128,78 @@ def train_section() -> None:
     b[2].button(
         "■ Stop", key="th_stop", help="Stops the run; the model trained so far stays (Resume goes on)."
     )
+    return task_, size, steps, seed
+
+
+def train_section(tv: TrainedView) -> None:
+    task_, size, steps, seed = train_controls()
+    current = st.session_state.get("th_run")
     do = st.session_state.pop("th_do", None)
     if do == "new":
-        current = attempt(explore.start_run, task_, size, seed, steps)
+        current = compute(trained_heads.start_run, task_, size, seed, steps, inputs="the run", fresh=True)
         if current is None:
             return
         st.session_state["th_run"] = current
     if current is None:
         st.info("Press **▶ Train**: the default model passes the induction phase change in about 430 steps.")
         return
-    lines = explore.thresholds(current.config.task)
+    lines = trained_heads.thresholds(current.config.task)
     title = f"Training loss: {current.config.task}"
     chart, grid = st.empty(), st.empty()
     if do is not None:
-        st.session_state.setdefault("th_session", uuid.uuid4().hex)
-        bar = st.progress(current.step / current.config.steps, text="starting…")
-
-        def on_progress(p) -> None:
-            status = f"step {p.step:,} of {p.steps:,} · loss {p.loss:.3f} nats · {p.elapsed_s:.1f} s"
-            bar.progress(p.step / p.steps, text=status)
-            fig = loss_figure(*explore.loss_curve(current.losses), lines, p.phase_change_step, title)
-            chart.plotly_chart(fig, key=f"th_live_{p.step}", config=figures.PLOT_CONFIG)
-            if p.step % explore.MAPS_EVERY == 0 and (live := attempt_maps()) is not None:
-                fig = head_grid(live[1], live[0], f"Your model at step {p.step:,}")
-                grid.plotly_chart(fig, key=f"th_live_grid_{p.step}", config=figures.PLOT_CONFIG)
-
-        def attempt_maps():
-            try:
-                return explore.live_maps(current.model, text)
-            except ValueError:
-                return None
-
-        out = explore.run_training(current, st.session_state["th_session"], on_progress)
-        bar.empty()
-        if out.busy:
-            st.warning(out.busy_reason)
-        else:  # rerun so that the model picker above lists the run
-            st.session_state["th_note"] = (
-                f"Trained {current.step:,} of {current.config.steps:,} steps in {current.elapsed_s:.1f} s "
-                f"({out.seconds:.1f} s this press)."
-            )
-            st.rerun()
+        train_live(current, tv.text, lines, title, chart, grid)
     if note := st.session_state.pop("th_note", None):
         st.success(note)
-    fig = loss_figure(*explore.loss_curve(current.losses), lines, current.phase_change_step, title)
+    fig = loss_figure(*trained_heads.loss_curve(current.losses), lines, current.phase_change_step, title)
     chart.plotly_chart(fig, key="th_loss", config=figures.PLOT_CONFIG)
-    phase = current.phase_change_step
     if current.config.task is TaskId.INDUCTION:
-        st.caption(
-            f"Phase change: the 50-step mean loss first at or below {lines['phase-change threshold']:.2f} "
-            "nats — half the best loss without looking the current letter up "
-            f"({lines['best without lookup']:.2f}), "
-            f"{lines['unigram baseline'] - lines['phase-change threshold']:.2f} nats below the unigram "
-            f"baseline ln 26 = {lines['unigram baseline']:.2f}. "
-            + (f"Passed at step {phase:,}." if phase else "Not passed yet.")
-            + (ONE_LAYER_NOTE if current.model.config.n_layer == 1 else "")
-        )
+        st.caption(phase_caption(lines, current.phase_change_step, current.model.config.n_layer))
     if current.step:
         st.caption("Pick **your run** under *model* above to read its heads.")
 
 
-def along_the_sequence() -> None:
+def train_live(current, text: str, lines: dict, title: str, chart, grid) -> None:
+    """One press of Train or Resume: the run, drawn live into ``chart`` and ``grid``."""
+    st.session_state.setdefault("th_session", uuid.uuid4().hex)
+    bar = st.progress(current.step / current.config.steps, text="starting…")
+
+    def on_progress(p) -> None:
+        status = f"step {p.step:,} of {p.steps:,} · loss {p.loss:.3f} nats · {p.elapsed_s:.1f} s"
+        bar.progress(p.step / p.steps, text=status)
+        fig = loss_figure(*trained_heads.loss_curve(current.losses), lines, p.phase_change_step, title)
+        chart.plotly_chart(fig, key=f"th_live_{p.step}", config=figures.PLOT_CONFIG)
+        if p.step % trained_heads.MAPS_EVERY == 0 and (live := attempt_maps()) is not None:
+            fig = head_grid(live[1], live[0], f"Your model at step {p.step:,}")
+            grid.plotly_chart(fig, key=f"th_live_grid_{p.step}", config=figures.PLOT_CONFIG)
+
+    def attempt_maps():
+        try:
+            return trained_heads.live_maps(current.model, text)
+        except ValueError:
+            return None
+
+    out = compute(
+        trained_heads.run_training, current, st.session_state["th_session"], on_progress, inputs="the run"
+    )
+    bar.empty()
+    if out is None:
+        return
+    if out.busy:
+        st.warning(out.busy_reason)
+    else:  # rerun so that the model picker above lists the run
+        st.session_state["th_note"] = (
+            f"Trained {current.step:,} of {current.config.steps:,} steps in {current.elapsed_s:.1f} s "
+            f"({out.seconds:.1f} s this press)."
+        )
+        st.rerun()
+
+
+def along_the_sequence(tv: TrainedView) -> None:
     st.caption(
         "Every head's scores along a sequence as long as the model's context, and where each holds: a "
         "previous-token head may do its job only up to some position, which its single average hides."
     )
-    long_section(long_heads.from_trained(model, source), "th_long")
+    long_section(long_heads.from_trained(tv.model, tv.source), "th_long")
 
 
 SHOW = {
@@ -240,4 +208,41 @@ SHOW = {
     Section.LONG: along_the_sequence,
     Section.TRAIN: train_section,
 }
-run_section(SHOW[section], inputs="the model and the sequence above")
+
+header(
+    "Trained heads",
+    "A small decoder (token and learned position embeddings, causal self-attention, no LayerNorm) whose "
+    "attention **is** `attn_core.attention`: autograd runs through the lab's own function. The page opens "
+    "on a model this project trained on *repeated random letters*, where a **previous-token head** in layer "
+    "0 and **induction heads** in layer 1 form suddenly (the phase change). Type a sequence to see every "
+    "head; train your own under **Train**. Tokens: `^` = BOS, `|` = SEP, letters a–z.",
+)
+run = st.session_state.get("th_run")  # this session's TrainState, kept across reruns
+sources = [SHIPPED] + ([YOURS] if run is not None and run.step > 0 else [])
+c1, c2 = st.columns([2, 3])
+with c1:
+    source = widgets.radio(
+        "model", sources, key="th_model", horizontal=True, ids={SHIPPED: "shipped", YOURS: "yours"}
+    )
+    # a missing or damaged asset: say so, do not crash
+    ck = compute(trained_heads.shipped, inputs="the shipped checkpoint", fresh=True)
+    require(ck, fix="the server's shipped checkpoint (assets/trained/)")
+    model, task = (ck.model, ck.train_config.task) if source == SHIPPED else (run.model, run.config.task)
+    st.caption(
+        f"{model.config.n_layer} layers × {model.config.n_head} heads, d_model "
+        f"{model.config.n_embd}{', MLPs' if model.config.mlp else ', attention-only'}, trained "
+        f"{len(ck.losses) if source == SHIPPED else run.step:,} steps; positions "
+        f"0…{model.config.block_size - 1}; task: {TASKS[task].label}."
+    )
+with c2:
+    text = widgets.text_area(
+        "sequence (spaces are ignored)",
+        key="th_text",
+        default=trained_heads.DEFAULT_TEXT,
+        max_chars=MAX_TEXT,
+        height=68,
+    )
+section = section_picker(Section, key="th_section")
+view = compute(trained_heads.view, model, task, text, source, inputs="the model and the sequence", fresh=True)
+require(view)
+run_section(SHOW[section], view, inputs="the model and the sequence above")

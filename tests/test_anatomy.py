@@ -252,3 +252,50 @@ def test_a_build_too_large_for_the_server_is_refused_before_transformers_reads_i
         derive(config)
     check = check_config(config)  # the formulas' figures stand, marked unchecked with the reason
     assert check.anatomy is None and "too large" in check.refused
+
+
+def test_the_mlp_kind_is_read_from_the_mlp_s_own_matrices():
+    from torch import nn
+
+    from attn_core.anatomy.parts import mlp_kind_of
+
+    gated, plain = nn.Module(), nn.Module()
+    gated.gate_proj, gated.up_proj, gated.down_proj = nn.Linear(4, 8), nn.Linear(4, 8), nn.Linear(8, 4)
+    plain.fc1, plain.fc2 = nn.Linear(4, 8), nn.Linear(8, 4)
+    assert (mlp_kind_of(gated), mlp_kind_of(plain), mlp_kind_of(nn.Module())) == ("gated", "plain", None)
+
+
+def test_layer_caches_of_a_dense_model_by_hand():
+    from attn_core.anatomy.build import build_on_meta, text_config
+    from attn_core.anatomy.cache import layer_caches
+
+    caches = layer_caches(build_on_meta(text_config(TINY["dense"])), 2)
+    # a key and a value per KV head: 2 · 2 heads · 16 wide · 2 bytes per token, nothing fixed
+    assert [(c.per_token, c.fixed, c.window) for c in caches] == [(2 * 2 * 16 * 2, 0, None)] * 2
+
+
+def test_the_checked_cli_in_process(tmp_path, capsys):
+    from attn_core.anatomy import cli
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(TINY["short convolution"]))
+    assert cli.main(["cost", "--config", str(path), "--seq-len", "10", "--json"]) == 0
+    derived = json.loads(capsys.readouterr().out)["model_check"]["model_derived"]
+    assert derived["built_by"] == "transformers" and derived["n_layers"] == 3
+    assert (
+        sum(real_cache_bytes(TINY["short convolution"], 10))
+        == 10 * derived["cache_bytes_per_token"] + derived["fixed_state_bytes"]
+    )
+
+
+def test_the_page_view_of_the_check():
+    from attn_core.views import cost_check
+
+    assert cost_check.for_preset("llama-2-7b", 4096, 1).status == "agrees"
+    lfm2 = cost_check.for_preset("lfm2-1.2b", 4096, 2)
+    rows = dict(zip(lfm2.derived["figure"], lfm2.derived["value"], strict=True))
+    assert lfm2.status == "uncovered" and rows["parameters: total"].startswith("1,170,340,608 ")
+    d = json.loads(RECORDS_FILE.read_text())["lfm2-1.2b"]["model_derived"]
+    at_T = 2 * (4096 * d["cache_bytes_per_token"] + d["fixed_state_bytes"])  # no sliding layer
+    assert rows["cache at T = 4,096, B = 2"].startswith(f"{at_T:,} B")
+    assert cost_check.for_config("{}", 10, 1).status == "unchecked"  # no model_type: nothing built

@@ -334,3 +334,49 @@ def test_the_rows_curve_is_skipped_where_it_would_take_seconds():
     from attn_core.bench.device import measure_matmul_rows
 
     assert measure_matmul_rows("fp16", "cpu", square=1e6) == {}
+
+
+def _no_constants(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "named"),
+    [
+        (("meta", "attained", "matmul_flop_per_s", "fp32"), 5e-324, "meta.attained.matmul_flop_per_s.fp32"),
+        (("meta", "attained", "bandwidth_bytes_per_s"), 1e-300, "meta.attained.bandwidth_bytes_per_s"),
+        (("meta", "attained", "matmul_rows", "fp32", "1"), 1e300, "matmul_rows.fp32.1"),
+        (("records", 0, "tflops"), 5e-324, "record 0: tflops"),
+    ],
+)
+def test_a_rate_no_device_has_is_refused_and_json_stays_json(tmp_path, capsys, where, value, named):
+    """A subnormal (or absurd) rate made every time "inf s" and cost --json print Infinity: it is
+    refused by name, and the accepted run's --json parses as strict JSON (no NaN, no Infinity)."""
+    run = cpu_run()
+    node = run
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(run))
+    with pytest.raises(CalibrationError, match=rf"{named} = .* is outside any device's range"):
+        load_calibration(path)
+    argv = [
+        "cost",
+        "--model",
+        "gpt2",
+        "--seq-len",
+        "512",
+        "--dtype",
+        "fp32",
+        "--calibration",
+        str(path),
+        "--json",
+    ]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "outside any device's range" in err
+    path.write_text(json.dumps(cpu_run()))
+    assert main(argv) == 0
+    j = json.loads(capsys.readouterr().out, parse_constant=_no_constants)
+    assert all(math.isfinite(v) for v in j["calibrated"].values() if isinstance(v, float))

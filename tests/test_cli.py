@@ -96,6 +96,20 @@ def test_models_lists_presets(capsys):
     ] == list_presets() + list_built_presets()
 
 
+def test_models_columns_line_up_whatever_the_name_length(capsys):
+    """Every row has the header's width and each header label ends where its column's values end
+    (the longest preset names, e.g. qwen3-next-80b-a3b, used to push their row out of line)."""
+    assert main(["models"]) == 0
+    header, *body = capsys.readouterr().out.splitlines()
+    every = list_presets() + list_built_presets()  # then those only transformers' build sizes
+    assert len(body) == len(every) and max(len(n) for n in every) >= 18
+    assert {len(line) for line in body} == {len(header)}
+    names = [line.split()[0] for line in body]
+    assert names == every
+    kind_at = header.index("kind")
+    assert all(line[kind_at - 1] == " " and line[kind_at] != " " for line in body)
+
+
 def test_int8_cache(capsys):
     assert main(["cost", "--model", "llama-2-7b", "--seq-len", "1", "--kv-dtype", "int8", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["kv_cache_bytes_per_token"] == 256 * 1024

@@ -122,3 +122,20 @@ def test_caps_and_bad_input_are_explained(folder, tmp_path):
     with pytest.raises(ValueError, match=f"1…{hf.MAX_TOKENS}"):
         hf.parse_ids(" ".join(["1"] * (hf.MAX_TOKENS + 1)), 64)
     assert hf.parse_ids("3, 4 5", 64).tolist() == [[3, 4, 5]]
+
+
+def test_a_corrupt_safetensors_header_is_named(folder, tmp_path):
+    """A weights file whose header is not what safetensors expects: the message says what is wrong
+    (safetensors' own words), not just an exception's class name."""
+    import json
+    import shutil
+    import struct
+
+    _, path = folder
+    broken = tmp_path / "broken"
+    shutil.copytree(path, broken)
+    header = json.dumps({"lm_head.weight": {"dtype": "F32"}}).encode()  # no shape, no offsets
+    (broken / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header)
+    with pytest.raises(ValueError, match=r"could not load the folder .*header") as failed:
+        hf.load(str(broken))
+    assert "SafetensorError" not in str(failed.value)

@@ -15,6 +15,7 @@ Oracle: the file tree and Python's own parser; the walker is itself checked on k
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from dataclasses import dataclass
 from functools import cache
@@ -41,9 +42,6 @@ MATH = (
     "oracle", "limits", "dtypes", "heads", "tile_maps",
 )  # fmt: skip
 PAGE_LIBRARIES = {"streamlit", "pandas", "lab_ui"}
-# Pages that still import attn_core beyond their view module while they are being rewritten.
-# This set only shrinks: a page listed here that no longer needs it fails the test below. Empty: every page is thin.
-NOT_YET: set[str] = set()
 STDLIB = set(sys.stdlib_module_names)
 
 
@@ -178,13 +176,7 @@ def page_breach(i: Import) -> bool:
 def test_pages_import_only_the_ui_and_their_views():
     pages = {p: f for p, f in tree().items() if p.startswith("pages/")}
     assert len(pages) >= 10
-    assert breaches({p: f for p, f in pages.items() if p not in NOT_YET}, page_breach) == []
-
-
-def test_the_pages_not_yet_thin_still_need_their_exemption():
-    # a listed page that became thin must leave NOT_YET: the set only shrinks
-    thin = [page for page in NOT_YET if not breaches({page: tree()[page]}, page_breach)]
-    assert thin == [] and len(NOT_YET) <= 1
+    assert breaches(pages, page_breach) == []
 
 
 def test_hf_and_trained_do_not_import_each_other():
@@ -209,3 +201,61 @@ def test_nothing_below_the_views_imports_them():
 def test_inside_the_package_nothing_goes_through_the_lazy_face():
     inner = {p: f for p, f in core_files().items() if p != f"{CORE}/__init__.py"}
     assert breaches(inner, lambda i: i.face) == []
+
+
+# ------------------------------------------------------------------ every module named by a test
+
+TESTS = ROOT / "tests"
+
+
+def core_modules() -> list[str]:
+    """Every module of attn_core by its dotted name (a package by its own, from __init__.py)."""
+    return sorted(module_name(p) for p in (ROOT / CORE).rglob("*.py"))
+
+
+def named_in(source: str, name: str) -> set[str]:
+    """The attn_core modules a test file names: those it imports (``from attn_core.cost import
+    ledger`` names attn_core.cost.ledger), and any dotted name or repo path in its text."""
+    found = {i.module for i in imports_of(source, name, False) if top(i.module) == CORE}
+    dotted = re.findall(r"\battn_core(?:\.\w+)+", source)
+    dotted += [p[:-3].replace("/", ".") for p in re.findall(r"\battn_core(?:/\w+)+\.py", source)]
+    for name in dotted:  # attn_core.cost.shapes.from_hf_config names attn_core.cost.shapes
+        parts = name.split(".")
+        found |= {".".join(parts[:n]) for n in range(2, len(parts) + 1)}
+    return found
+
+
+@cache
+def named_by_tests() -> frozenset[str]:
+    """What the test files name, this file aside (its own lists name modules without testing them)."""
+    here = Path(__file__).resolve()
+    return frozenset(
+        module
+        for path in sorted(TESTS.rglob("*.py"))
+        if path.resolve() != here
+        for module in named_in(path.read_text(encoding="utf-8"), "tests." + path.stem)
+    )
+
+
+def test_the_name_finder_sees_imports_dotted_names_and_paths():
+    source = "\n".join([
+        "from attn_core.cost import ledger",
+        "import attn_core.views.scaling as sc",
+        "from attn_core.practice.question import Difficulty",
+        "NAME = 'attn_core.hf.demo'",
+        "PATH = 'attn_core/bench/timing.py'",
+        "COSTS = 'attn_core.views.costs_text'",
+        "f = attn_core.cost.mla.mla_cache_bytes",
+    ])  # fmt: skip
+    found = named_in(source, "tests.test_x")
+    assert {
+        "attn_core.practice.question",
+    } <= found
+    assert "attn_core.views.costs" not in found and "attn_core.cost.led" not in found  # whole names only
+
+
+def test_every_module_is_named_by_some_test():
+    modules = core_modules()
+    assert len(modules) > 100 and "attn_core.cost.shapes" in modules
+    unnamed = [m for m in modules if m not in named_by_tests()]
+    assert unnamed == [], "named by no test file: give each a test of its own"

@@ -210,3 +210,104 @@ def test_text_in_is_checked_and_cut():
         lh.read_input(trained, "abc!")
     assert "public domain" in " ".join((long_inputs.SAMPLE.parent / "README.md").read_text().lower().split())
     assert len(lh.sample_text().split()) > 3000
+
+
+# -- one long read at a time, within its seconds, its view kept --------------------------------
+def _trained():
+    m = lh.from_trained(checkpoint.load().model, "shipped")
+    return m, lh.read_input(m, lh.sample_input(m))
+
+
+def test_a_second_long_read_is_busy_at_once_and_short_views_still_run():
+    """While one long read runs (held inside its first layer's callback), a second one is told
+    the server is busy at once rather than queued behind it, a zoom that would re-run the forward
+    too, and a short view of the trained model (its own traced forward) is not held up."""
+    import threading
+    import time
+
+    m, inp = _trained()
+    inside, release = threading.Event(), threading.Event()
+    first: list = []
+
+    def hold(done: int, total: int) -> None:
+        inside.set()
+        release.wait(30)
+
+    reader = threading.Thread(target=lambda: first.append(lh.long_view(m, inp, tile=4, on_layer=hold)))
+    reader.start()
+    try:
+        assert inside.wait(30)
+        start = time.perf_counter()
+        with pytest.raises(lh.Busy, match="another long read is running"):
+            lh.long_view(m, inp, tile=8)
+        trace = run_trace(m.model, inp.idx)  # the trained heads page's short view
+        assert time.perf_counter() - start < 10 and len(trace.layers) == m.n_layers
+    finally:
+        release.set()
+        reader.join(30)
+    view = first[0]
+    assert len(view.layers) == m.n_layers
+    bare = lh.LongHeadsView(**{**view.__dict__, "captures": None})  # a zoom must re-run the forward
+    assert lh.region(m, bare, 0, 0, (0, 4), (0, 4)).recaptured  # the slot is free again
+
+
+def test_a_long_read_past_its_seconds_stops_after_that_layer():
+    """The estimate fits the budget but the read runs slower (here: 0.3 s spent in each layer's
+    callback, as on a loaded server): it stops after the layer that crossed the budget."""
+    import time
+
+    m, inp = _trained()
+    est = lh.estimate(m, inp.idx.shape[1], tile=4)
+    budget = lh.Budget(max_seconds=max(0.2, est.seconds * 1.01))
+    assert lh.estimate(m, inp.idx.shape[1], budget, tile=4).fits
+    with pytest.raises(lh.OverBudget, match=rf"^stopped after 1 of {m.n_layers} layers: .* over the"):
+        lh.long_view(
+            m, inp, budget, tile=4, on_layer=lambda done, total: time.sleep(budget.max_seconds + 0.1)
+        )
+    lh.long_view(m, inp, budget, tile=4)  # the slot was released
+
+
+def test_long_views_over_the_shared_caches_bound_are_kept(monkeypatch):
+    """A long view larger than one result of the shared view cache is kept in the long store:
+    the next rerun gets the same object, the input is not read again."""
+    from lab_ui import long_heads as page
+    from lab_ui import view_cache
+
+    m, inp = _trained()
+    first = page.LONG_VIEWS.view(lh.long_view, m, inp, tile=4)
+    monkeypatch.setattr(view_cache.CACHE, "max_entry_bytes", view_cache.size_of(first) - 1)
+    calls = []
+    capture = lh._capture
+    monkeypatch.setattr(lh, "_capture", lambda m: calls.append(1) or capture(m))  # a read would call it
+    again = page.LONG_VIEWS.view(lh.long_view, m, inp, tile=4)
+    assert again is first and not calls
+    assert view_cache.size_of(first) > view_cache.CACHE.max_entry_bytes  # the shared cache would drop it
+
+
+def test_a_long_read_of_a_hugging_face_model_never_holds_up_its_short_maps(loaded):
+    """The capture is per thread (attn_core.hf.attention_maps.recording): while one visitor's long
+    read of a model is held inside its first layer, another visitor's short map of the same loaded
+    model runs to its end and equals the one computed when nothing else runs."""
+    import threading
+    import time
+
+    m = lh.from_hf(loaded)
+    inp = lh.read_input(m, " ".join(map(str, ids()[0].tolist())))
+    alone = hf.recompute(loaded.model, ids()).maps
+    inside, release = threading.Event(), threading.Event()
+
+    def hold(done: int, total: int) -> None:
+        inside.set()
+        release.wait(30)
+
+    reader = threading.Thread(target=lambda: lh.long_view(m, inp, tile=8, on_layer=hold))
+    reader.start()
+    try:
+        assert inside.wait(30)
+        start = time.perf_counter()
+        beside = hf.recompute(loaded.model, ids()).maps
+        assert time.perf_counter() - start < 10
+    finally:
+        release.set()
+        reader.join(30)
+    assert all(torch.equal(a, b) for a, b in zip(alone, beside, strict=True))

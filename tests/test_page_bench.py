@@ -156,3 +156,59 @@ def test_the_sweep_calibrates_the_cost_calculator(app, tmp_path, capsys):
         assert "Calibrated (measured rates, " in capsys.readouterr().out
     finally:
         calibrations.clear_server_run()
+
+
+def test_a_corrupt_recorded_file_is_skipped_by_name_and_the_page_stays(app, tmp_path, monkeypatch):
+    """One unreadable file in assets/bench/ (cut short, not an object, a record that is not an
+    object) is named in a warning with what is wrong; the good run beside it is still shown and
+    nothing blames the visitor's settings."""
+    from attn_core.views import bench
+
+    good = {
+        "meta": {"device": "NVIDIA H100", "date": "2026-12-01"},
+        "records": [_record("triton", 8192, 300.0)],
+    }
+    (tmp_path / "gpu-results-a-good.json").write_text(json.dumps(good))
+    (tmp_path / "gpu-results-b-cut.json").write_text(json.dumps(good)[:40])
+    (tmp_path / "gpu-results-c-list.json").write_text("[1, 2]")
+    (tmp_path / "gpu-results-d-record.json").write_text(json.dumps({"meta": {}, "records": [3]}))
+    problems: list[str] = []
+    runs = bench.recorded_gpu_runs(tmp_path, problems)
+    assert [r.file for r in runs] == ["gpu-results-a-good.json"]
+    assert [p.split(" was skipped")[0] for p in problems] == [
+        "assets/bench/gpu-results-d-record.json", "assets/bench/gpu-results-c-list.json",
+        "assets/bench/gpu-results-b-cut.json",
+    ]  # fmt: skip
+    assert "record 0 is not an object" in problems[0] and "Unterminated string" in problems[2]
+    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path)
+    at = app(PAGE)
+    assert not at.exception and not at.error
+    warned = [w.value for w in at.warning]
+    assert sum("gpu-results-" in w and "was skipped" in w for w in warned) == 3
+    assert any("NVIDIA H100" in m.value for m in at.markdown)
+
+
+def test_a_partial_sweep_stays_with_its_visitor(app):
+    """A naive-only sweep (its attention rate made the next visitor's time to first token 20,600 s)
+    does not become this server's calibration: the Cost page keeps its previous state, the
+    visitor is told why and can download the run. A sweep that times SDPA to its end does."""
+    from attn_core.views import calibrations
+
+    calibrations.clear_server_run()
+    try:
+        at = tiny(app(PAGE), impls=("naive",))
+        at.button(key="kb_run").click().run()
+        assert not at.exception and at.dataframe  # the visitor sees the sweep
+        assert calibrations.server_run() is None and not calibrations.available().has_server_cpu
+        assert any(
+            "This sweep stays yours" in c.value and "no correct SDPA timing" in c.value for c in at.caption
+        )
+        assert at.get("download_button")  # the run, to use with cost --calibration
+        at = tiny(app(PAGE), impls=("naive", "sdpa"))
+        at.button(key="kb_run").click().run()
+        assert not at.exception
+        run = calibrations.server_run()
+        assert run is not None and {r["impl"] for r in run["records"]} >= {"naive", "sdpa"}
+        assert not any("This sweep stays yours" in c.value for c in at.caption)
+    finally:
+        calibrations.clear_server_run()

@@ -30,9 +30,12 @@ def grid(at):
 
 
 def test_demo_opens_checked_and_follows_the_layer_slider(app):
-    at = app(PAGE)
+    at = app(PAGE, hf_src="demo")
     ok(at)
-    assert any("✓ matches attn_core.attention vs the model's own" in b for b in badges(at))
+    assert any(
+        "✓ matches attn_core.attention (GQA 4:2, sliding window 8) vs the model's own" in b
+        for b in badges(at)
+    )
     model = explore.load(explore.DEMO).model
     ids = [int(x) for x in explore.DEMO_TEXT.split()]
     own = own_maps(model, ids)
@@ -51,7 +54,7 @@ def test_demo_opens_checked_and_follows_the_layer_slider(app):
     ("text", "message"), [("1, x", "whole numbers"), ("1 2 100", "outside the vocabulary")]
 )
 def test_bad_ids_give_a_message(app, text, message):
-    at = app(PAGE)
+    at = app(PAGE, hf_src="demo")
     at.text_area(key="hf_text").input(text).run()
     assert not at.exception and message in at.error[0].value
 

@@ -34,7 +34,7 @@ def dense_tile_mass(P: np.ndarray, B: int) -> np.ndarray:
 
 
 def test_hf_demo_long_read_is_opt_in_and_matches_the_dense_maps(app):
-    at = app("pages/hf_heads.py")
+    at = app("pages/hf_heads.py", hf_src="demo")
     ok(at)
     assert not [c for c in at.get("plotly_chart") if "tile summary" in c.proto.spec]  # nothing ran yet
     assert any("it allows **4,096 tokens**" in c.value for c in at.caption)  # the budget decides
@@ -65,7 +65,7 @@ def test_hf_demo_long_read_is_opt_in_and_matches_the_dense_maps(app):
 
 
 def test_a_region_past_the_map_gets_a_message_and_the_maps_stay(app):
-    at = app("pages/hf_heads.py")
+    at = app("pages/hf_heads.py", hf_src="demo")
     at.number_input(key="hf_long_n").set_value(64).run()
     at.toggle(key="hf_long_on").set_value(True).run()
     at.number_input(key="hf_long_zh").set_value(3).run()

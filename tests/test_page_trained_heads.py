@@ -11,6 +11,7 @@ from apptest_helpers import badges, chart, frame, heatmap_z, metric, plotly_arra
 from test_trained_model import reference_forward
 
 from attn_core.trained import checkpoint
+from attn_core.trained.slots import HANDOVER_S, TrainingSlots
 from attn_core.trained.tasks import TaskId, encode
 from attn_core.trained.training import eval_loss
 from attn_core.views import trained_heads as explore
@@ -108,25 +109,21 @@ def test_a_tiny_training_run_through_the_page(app):
     assert len(chart(at, "Every head")["data"]) == 2
 
 
-def test_a_busy_server_says_so(app):
+def test_a_busy_server_says_so(app, monkeypatch):
     at = app(PAGE, th_section="Train", th_steps=50, th_size="1 layer × 2 heads, d_model 32")
-    assert explore._SLOTS.acquire(blocking=False)  # another visitor holds the only slot
-    try:
-        at.button(key="th_go").click().run()
-    finally:
-        explore._SLOTS.release()
+    monkeypatch.setattr(explore, "SLOTS", TrainingSlots())
+    assert explore.SLOTS.take("another visitor") == ""  # who holds the only slot
+    at.button(key="th_go").click().run()
     assert not at.exception
     assert "holds the server's training slot" in at.warning[0].value
 
 
-def test_one_run_per_session_and_the_slot_survives_an_interrupted_run():
+def test_one_run_per_session_and_the_slot_survives_an_interrupted_run(monkeypatch):
+    monkeypatch.setattr(explore, "SLOTS", TrainingSlots())
     state = explore.start_run(TaskId.COPY, "1 layer × 2 heads, d_model 32", 0, 120)
-    with explore._ACTIVE_LOCK:
-        explore._ACTIVE.add("tab-a")
-    try:
-        assert explore.run_training(state, "tab-a", lambda p: None).busy and state.step == 0
-    finally:
-        explore._ACTIVE.discard("tab-a")
+    assert explore.SLOTS.take("tab-a") == ""  # tab-a is training (in another thread)
+    assert explore.run_training(state, "tab-a", lambda p: None).busy and state.step == 0
+    explore.SLOTS.give_back("tab-a")
 
     def interrupted(progress):  # what a Streamlit rerun does inside the callback
         raise RuntimeError("rerun")
@@ -136,15 +133,14 @@ def test_one_run_per_session_and_the_slot_survives_an_interrupted_run():
     assert state.step == explore.REPORT_EVERY  # stopped at the first report; the model keeps its steps
     out = explore.run_training(state, "tab-b", lambda p: None)  # slot and session were released
     assert not out.busy and state.done and out.seconds > 0
+    assert explore.SLOTS.training() == set()
 
 
 def test_the_training_slot_is_shared_fairly(monkeypatch):
     """A visitor refused while another trains gets the slot next: the one who just trained and
     presses Train again waits HANDOVER_S, and only if the waiting visitor does not come back."""
     now = [1000.0]
-    monkeypatch.setattr(explore, "_clock", lambda: now[0])
-    monkeypatch.setattr(explore, "_WAITING", {})
-    monkeypatch.setattr(explore, "_RESERVED", [None, 0.0])
+    monkeypatch.setattr(explore, "SLOTS", TrainingSlots(clock=lambda: now[0]))
     run = lambda: explore.start_run(TaskId.COPY, "1 layer × 2 heads, d_model 32", 0, 50)  # noqa: E731
     refused = []
 
@@ -160,5 +156,5 @@ def test_the_training_slot_is_shared_fairly(monkeypatch):
     # B is refused during A's run but never comes back: A waits HANDOVER_S, then may go on
     assert not explore.run_training(run(), "tab-a", b_presses_meanwhile).busy
     assert explore.run_training(run(), "tab-a", lambda p: None).busy
-    now[0] += explore.HANDOVER_S + 1
+    now[0] += HANDOVER_S + 1
     assert not explore.run_training(run(), "tab-a", lambda p: None).busy

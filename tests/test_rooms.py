@@ -5,6 +5,7 @@ started here on a free port, and killed and restarted where the test is about a 
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 import time
@@ -28,6 +29,12 @@ def redis_url(tmp_path_factory):
     server = RedisServer(tmp_path_factory.mktemp("redis"), persist=False).start()
     yield server.url
     server.stop(signal.SIGTERM)
+
+
+@pytest.fixture(autouse=True)
+def publish_at_once(monkeypatch):
+    """Tests that publish view after view without waiting take them all (one test sets the limit)."""
+    monkeypatch.setattr(rooms, "PUBLISH_EVERY_S", 0.0)
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -168,18 +175,66 @@ def test_followers_per_room_are_capped(request):
     clock = Clock()
     for store in (rooms.MemoryRooms(max_followers=2, clock=clock), _redis(request, max_followers=2)):
         room_id, _ = store.create()
-        assert store.follow(room_id, "s1") and store.follow(room_id, "s2")
-        assert not store.follow(room_id, "s3")  # the one refused is told so by the page
-        assert store.follow(room_id, "s1")  # a seated follower keeps its seat
+        assert store.follow(room_id, "s1", "a") is store.follow(room_id, "s2", "b") is rooms.Seat.TAKEN
+        assert store.follow(room_id, "s3", "c") is rooms.Seat.ROOM_FULL  # the page tells the one refused
+        assert store.follow(room_id, "s1", "a") is rooms.Seat.TAKEN  # a seated follower keeps its seat
+        assert store.status(room_id).followers == 2
         with pytest.raises(rooms.RoomGone):
             store.follow("zzzzzz", "s1")
     clock.now = rooms.FOLLOWER_TTL_S + 1  # the first two tabs were closed
     memory = rooms.MemoryRooms(max_followers=1, clock=clock)
     room_id, secret = memory.create()
-    assert memory.follow(room_id, "s1")
+    assert memory.follow(room_id, "s1") is rooms.Seat.TAKEN
     clock.now += rooms.FOLLOWER_TTL_S + 1
     memory.publish(room_id, secret, None)
-    assert memory.follow(room_id, "s2")  # s1 stopped checking in: its seat is free
+    assert memory.status(room_id).followers == 0
+    assert memory.follow(room_id, "s2") is rooms.Seat.TAKEN  # s1 stopped checking in: its seat is free
+
+
+def test_seats_per_room_come_from_the_deployment():
+    assert rooms.room_seats({}) == rooms.SEATS_PER_REPLICA  # one server
+    assert rooms.room_seats({rooms.REPLICAS_ENV: "2"}) == 2 * rooms.SEATS_PER_REPLICA
+    assert rooms.room_seats({rooms.REPLICAS_ENV: "2", rooms.SEATS_ENV: "500"}) == 500  # the operator's
+    for bad in ("0", "-3", "1e3", "many", str(rooms.MAX_SEATS + 1)):
+        with pytest.raises(rooms.RoomError, match=rooms.SEATS_ENV):
+            rooms.room_seats({rooms.SEATS_ENV: bad})
+        with pytest.raises(rooms.RoomError, match=rooms.REPLICAS_ENV):
+            rooms.room_seats({rooms.REPLICAS_ENV: bad})
+
+
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+def test_a_room_seats_a_whole_class(backend, request, monkeypatch):
+    """A hundred students from their own addresses all get a seat (more than the 40 a room once
+    had); the seats counted are the ones the presenter is shown."""
+    monkeypatch.setenv(rooms.REPLICAS_ENV, "2")
+    store = rooms.MemoryRooms() if backend == "memory" else _redis(request)
+    assert store.seats == 2 * rooms.SEATS_PER_REPLICA
+    room_id, _ = store.create()
+    seats = [store.follow(room_id, f"s{i}", f"10.0.{i // 250}.{i % 250}") for i in range(100)]
+    assert seats == [rooms.Seat.TAKEN] * 100
+    assert store.status(room_id).followers == 100
+
+
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+def test_one_address_holds_a_few_seats_until_the_presenter_raises_it(backend, request):
+    """A script cannot take every seat from one address; a class behind one NAT address follows
+    once its presenter raises the per-address seats."""
+    store = rooms.MemoryRooms(max_followers=60) if backend == "memory" else _redis(request, max_followers=60)
+    room_id, secret = store.create()
+    nat = [store.follow(room_id, f"s{i}", "203.0.113.9") for i in range(rooms.SEATS_PER_CLIENT + 1)]
+    assert nat == [rooms.Seat.TAKEN] * rooms.SEATS_PER_CLIENT + [rooms.Seat.CLIENT_FULL]
+    assert store.follow(room_id, "s0", "203.0.113.9") is rooms.Seat.TAKEN  # a seated screen keeps it
+    assert store.follow(room_id, "other", "198.51.100.1") is rooms.Seat.TAKEN  # others still get in
+    with pytest.raises(rooms.RoomError, match="only the presenter"):
+        store.set_per_client(room_id, "forged", 60)
+    for bad in (0, 61, 2.5, True, "60"):
+        with pytest.raises(rooms.RoomError, match="seats per address"):
+            store.set_per_client(room_id, secret, bad)
+    store.set_per_client(room_id, secret, 60)
+    assert store.status(room_id).per_client == 60
+    more = [store.follow(room_id, f"t{i}", "203.0.113.9") for i in range(49)]
+    assert more == [rooms.Seat.TAKEN] * 49  # 10 + 49 from the NAT and 1 other: the room's 60
+    assert store.follow(room_id, "t49", "203.0.113.9") is rooms.Seat.ROOM_FULL
 
 
 def _redis(request, **kw) -> rooms.RedisRooms:
@@ -251,6 +306,8 @@ def test_redis_writes_are_atomic(request):
     for command, client in seen:
         name = command.split()[0].strip('"').upper()
         in_tx = (in_tx or name == "MULTI") and name != "EXEC"
+        if command.startswith(f"SET {rooms.RedisRooms.KEY} ") and command.endswith(" NX"):
+            continue  # one atomic command: puts the signing key back only where it is missing
         if name in writes:
             assert in_tx or client == "lua", f"{command} ran outside a script or transaction: {seen}"
     assert sum(client == "lua" for _, client in seen) > 5  # the oracle sees inside scripts
@@ -305,7 +362,7 @@ def test_a_presenter_restores_a_room_the_store_lost(backend, tmp_path):
             store.publish(room_id, secret, None)
         assert store.restore(room_id, secret, {"page": "masks"}, version=2) == 2
         assert store.snapshot(room_id) == rooms.Snapshot(2, {"page": "masks"})
-        with pytest.raises(rooms.RoomError, match="only the presenter"):
+        with pytest.raises(rooms.RoomError, match="not started from this browser"):
             store.restore(room_id, "not-the-secret", {"page": "evil"})
         store.close(room_id, secret)
         assert store.ended(room_id)
@@ -314,3 +371,148 @@ def test_a_presenter_restores_a_room_the_store_lost(backend, tmp_path):
     finally:
         if server:
             server.stop()
+
+
+# ------------------------------------------------------------------ rooms only the server issued
+
+
+def _forgeries(room_id: str, secret: str, other_id: str) -> list[object]:
+    """Secrets that are not this server's for ``room_id``: made up, altered, signed for another
+    room, signed with another key, signed long ago."""
+    issued, nonce, mac = secret.split("-")
+    flipped = mac[:-1] + ("0" if mac[-1] != "0" else "1")
+    stale = int(time.time()) - rooms.ISSUED_TTL_S - 60
+    return [
+        "anything",
+        "1-2-3",
+        f"{issued}-{nonce}-{flipped}",
+        f"{issued}-{'0' * len(nonce)}-{mac}",
+        rooms.issue_secret(b"k" * 32, room_id),
+        secret,  # (checked against other_id below)
+        f"{stale:x}-{nonce}-{mac}",
+        "x" * 10_000,
+        None,
+    ], other_id
+
+
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+def test_a_forged_secret_restores_no_room(backend, request):
+    """Nobody makes a room the server did not issue: no id from a made-up or borrowed secret."""
+    store = rooms.MemoryRooms() if backend == "memory" else _redis(request)
+    room_id, secret = store.create("teacher")
+    store.close(room_id, secret)
+    free = next(r for r in iter(rooms.new_room_id, None) if store.status(r) is None and not store.ended(r))
+    candidates, other = _forgeries(room_id, secret, free)
+    for forged in candidates:
+        target = other if forged == secret else free
+        assert not store.issued(target, forged)
+        with pytest.raises(rooms.RoomError, match="not started from this browser"):
+            store.restore(target, forged, {"page": "evil"}, client="attacker")
+        assert store.status(target) is None
+
+
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+def test_a_lost_room_comes_back_to_its_presenter_only_and_restores_are_counted(backend, request, tmp_path):
+    server = RedisServer(tmp_path, persist=False).start() if backend == "redis" else None
+    try:
+        store = rooms.RedisRooms(server.url) if server else rooms.MemoryRooms()
+
+        def lose() -> None:  # the rooms age out (the creation counts stay, as they do then)
+            if server:
+                import redis
+
+                r = redis.Redis.from_url(server.url)
+                r.delete(*(k for k in r.scan_iter(rooms.RedisRooms.PREFIX + "*")), rooms.RedisRooms.LIVE)
+            else:
+                store._rooms.clear()
+
+        room_id, secret = store.create("teacher")
+        other_id, _ = store.create("student")
+        lose()
+        with pytest.raises(rooms.RoomError, match="not started from this browser"):  # signed for another id
+            store.restore(other_id, secret, {"page": "evil"})
+        assert store.restore(room_id, secret, {"page": "masks"}, version=3, client="teacher") == 3
+        # a secret once signed for this id (the id re-issued after an earlier room aged out) does
+        # not take it while her room lives
+        key = store._signing_key() if server else store._key
+        with pytest.raises(rooms.RoomError, match="only the presenter"):
+            store.restore(room_id, rooms.issue_secret(key, room_id), {"page": "evil"})
+        assert store.snapshot(room_id).payload == {"page": "masks"}
+        # the teacher made one room and restored it once; one more restore fills her allowance
+        lose()
+        store.restore(room_id, secret, {"page": "masks"}, client="teacher")
+        lose()
+        with pytest.raises(rooms.RoomError, match=f"you started {rooms.MAX_CREATES_PER_CLIENT} rooms"):
+            store.restore(room_id, secret, {"page": "masks"}, client="teacher")
+        assert store.status(room_id) is None
+    finally:
+        if server:
+            server.stop()
+
+
+def test_replicas_share_the_signing_key_and_an_empty_redis_gets_it_back(tmp_path, monkeypatch):
+    """Without ATTN_LAB_SECRET, the first replica makes the key in Redis and every other one reads
+    it; a Redis that restarts empty gets it back, so presenters keep their rooms."""
+    monkeypatch.delenv(rooms.KEY_ENV, raising=False)
+    server = RedisServer(tmp_path, persist=False).start()
+    try:
+        one, two = rooms.RedisRooms(server.url), rooms.RedisRooms(server.url)
+        room_id, secret = one.create("teacher")
+        assert two.issued(room_id, secret)
+        server.stop()
+        server.start()  # empty: rooms and key gone
+        assert two.restore(room_id, secret, {"page": "masks"}, client="teacher") == 1
+        three = rooms.RedisRooms(server.url)  # a replica started after the restart
+        assert three.issued(room_id, secret)
+    finally:
+        server.stop()
+
+
+def test_the_operator_key_signs_for_every_replica(monkeypatch, request):
+    monkeypatch.setenv(rooms.KEY_ENV, "s" * 40)
+    memory, shared = rooms.MemoryRooms(), _redis(request)
+    room_id, secret = memory.create()
+    assert shared.issued(room_id, secret)  # same key, another store
+    monkeypatch.setenv(rooms.KEY_ENV, "short")
+    with pytest.raises(rooms.RoomError, match=rooms.KEY_ENV):
+        rooms.MemoryRooms()
+
+
+# ------------------------------------------------------------------ fair pushes, views that fit
+
+
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+def test_a_room_takes_a_new_view_at_most_every_half_second(backend, request):
+    clock = Clock()
+    kw = {"publish_every_s": 0.5}
+    store = rooms.MemoryRooms(clock=clock, **kw) if backend == "memory" else _redis(request, **kw)
+    room_id, secret = store.create()
+    assert store.publish(room_id, secret, {"values": {"L": 1}}) == 1
+    t0 = time.monotonic()
+    clock.now = 0.2
+    with pytest.raises(rooms.RoomBusy):
+        store.publish(room_id, secret, {"values": {"L": 2}})
+    if backend == "redis" and time.monotonic() - t0 >= 0.5:
+        pytest.fail("the second publish came too late to test the limit (a loaded machine?)")
+    assert store.status(room_id).presenter_age_s < 0.5  # the refused view still checked in
+    assert store.publish(room_id, secret, {"values": {"L": 1}}) == 1  # the same view is no new one
+    assert store.snapshot(room_id).payload == {"values": {"L": 1}}
+    clock.now = 0.6
+    if backend == "redis":
+        time.sleep(0.6)
+    assert store.publish(room_id, secret, {"values": {"L": 2}}) == 2
+
+
+def test_views_are_measured_on_their_utf8_bytes(store):
+    """Three text areas at their 4,000-character cap of 4-byte characters fit (48,000 bytes of
+    UTF-8; ASCII-escaped they would be 144,000 bytes); a view over the limit is refused with its size."""
+    room_id, secret = store.create()
+    text = "𝔸" * 4000
+    view = {"page": "playground", "values": {"in_Q": text, "in_K": text, "in_V": text}}
+    assert len(json.dumps(view).encode()) > rooms.MAX_PAYLOAD_BYTES  # the escaped form would not fit
+    assert store.publish(room_id, secret, view) == 1
+    assert store.snapshot(room_id).payload == view  # and it comes back intact
+    over = {"values": {"a": "é" * (rooms.MAX_PAYLOAD_BYTES // 2)}}  # 2 bytes each
+    with pytest.raises(rooms.ViewTooLarge, match=r"64\.0 KiB, more than the 64 KiB"):
+        store.publish(room_id, secret, over)
+    assert store.snapshot(room_id).payload == view

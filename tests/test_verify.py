@@ -14,8 +14,10 @@ No time is asserted: only that the bound, a lower bound by construction, is belo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import time
 
 import numpy as np
 import pytest
@@ -322,26 +324,28 @@ def test_expected_experts_matches_a_seeded_routing_simulation():
         assert np.mean(trials) == pytest.approx(experts_touched_expected(E, k, N), abs=0.05)
 
 
-def test_the_cap_cuts_layers_then_experts_keeping_k_and_width():
+def test_the_cap_cuts_layers_then_experts_keeping_k_and_width(monkeypatch):
+    for sizes, size in ((verify.PEAK_N, 16), (verify.COLD_BYTES, 1 << 14), (verify.STREAM_BYTES, 1 << 14)):
+        monkeypatch.setitem(sizes, "cpu", size)  # a probe smaller than the layers: the cap cuts them
     shape = _shape("moe")
     full = verify.plan_build(shape, verify.VerifyRequest(seq_len=T, decode_steps=M))
+    one = verify.plan_build(shape, verify.VerifyRequest(seq_len=T, decode_steps=M, layers=1))
     one_layer = verify.plan_build(
         shape,
-        verify.VerifyRequest(
-            seq_len=T, decode_steps=M, memory_bytes=full.weight_bytes // 2 + full.cache_bytes
-        ),
+        verify.VerifyRequest(seq_len=T, decode_steps=M, memory_bytes=(full.peak_bytes + one.peak_bytes) // 2),
     )
-    assert one_layer.layers_built == 1 and one_layer.experts_built == 8
-    squeezed = verify.plan_build(
-        shape, verify.VerifyRequest(seq_len=T, decode_steps=M, memory_bytes=one_layer.weight_bytes * 3 // 4)
-    )
+    assert full.layers_built == 2 and one_layer.layers_built == 1 and one_layer.experts_built == 8
+    k_only = verify.plan_build(dataclasses.replace(shape, moe=dataclasses.replace(shape.moe, n_experts=2)),
+                               verify.VerifyRequest(seq_len=T, decode_steps=M, layers=1))  # fmt: skip
+    cap = (k_only.peak_bytes + one.peak_bytes) // 2
+    squeezed = verify.plan_build(shape, verify.VerifyRequest(seq_len=T, decode_steps=M, memory_bytes=cap))
     assert squeezed.layers_built == 1 and 2 <= squeezed.experts_built < 8
     assert squeezed.shape.moe.top_k == 2 and squeezed.shape.moe.expert_d_ff == 32
-    assert squeezed.weight_bytes + squeezed.cache_bytes <= one_layer.weight_bytes * 3 // 4
+    assert squeezed.peak_bytes <= cap
     assert any("routed experts" in n for n in squeezed.notes)
-    with pytest.raises(verify.VerifyError, match="fewer than the k = 2"):
+    with pytest.raises(verify.VerifyError, match="does not hold the k = 2 routed experts"):
         verify.plan_build(
-            shape, verify.VerifyRequest(seq_len=T, decode_steps=M, memory_bytes=one_layer.weight_bytes // 8)
+            shape, verify.VerifyRequest(seq_len=T, decode_steps=M, memory_bytes=k_only.peak_bytes - 1)
         )
     with pytest.raises(verify.VerifyError, match="cap"):
         verify.plan_build(_shape("dense"), verify.VerifyRequest(memory_bytes=1000))
@@ -410,13 +414,25 @@ def _cost_page_stub():
     cost_verify.check_on_this_machine(from_hf_config(tiny, name="tiny"))
 
 
+def wait_for_check(at, seconds: float = 120):
+    """Rerun the page while its check runs in the child (showing its time and a Stop button), as
+    the page's polling fragment does."""
+    start = time.monotonic()
+    while at.info and at.info[0].value.startswith("Running") and time.monotonic() - start < seconds:
+        assert at.button(key="co_vf_stop") is not None
+        time.sleep(0.5)
+        at.run()
+    return at
+
+
 def test_cost_page_button_runs_a_check_and_shows_the_table():
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_function(_cost_page_stub, default_timeout=120).run()
     assert not at.exception and not at.dataframe  # nothing runs before the button
     at.selectbox(key="co_vf_T").set_value(64)
-    at.button(key="co_vf_run").click().run()
+    assert "Planned peak" in at.caption[1].value and "expected to take up to" in at.caption[1].value
+    wait_for_check(at.button(key="co_vf_run").click().run())
     assert not at.exception and not at.error
     df = at.dataframe[0].value
     assert list(df["phase"]) == ["prefill, 1 × 64 tokens", "one decode step, 67 cached"]

@@ -238,21 +238,25 @@ def test_the_probed_core_runs_the_counted_products():
 def test_the_preset_is_cut_to_one_linear_and_one_attention_layer():
     """Qwen3-Next's first attention layer is its 4th; 4 layers of 512 experts are ~24 GiB of fp32,
     so the default 2 GiB builds layers 0 (Gated DeltaNet) and 3 (full attention) with the routed
-    experts that fit: (cap − the rest) ÷ (2 layers × 3·d·d_ff·4 B) = 74, k and width kept."""
+    experts whose planned peak (weights, cache, activations, expert modules) fits, k and width kept."""
     plan = verify.plan_build(NEXT, verify.VerifyRequest())
     assert plan.layer_indices == (0, 3) and plan.shape.layer_kinds.each(2) == ("gdn", "full")
     assert plan.shape.moe.top_k == 10 and plan.shape.moe.expert_d_ff == 512
     one = expert_params(NEXT, 512) * 4  # one routed expert, fp32
-    rest = plan.weight_bytes - 2 * plan.experts_built * one + plan.cache_bytes
     assert 10 <= plan.experts_built < 512
-    assert rest + 2 * plan.experts_built * one <= 2 * 2**30 < rest + 2 * (plan.experts_built + 1) * one
+    assert plan.weight_bytes - plan.peak.weights == 0 and plan.peak_bytes <= 2 * 2**30
+    more = verify.cut_shape(NEXT, (0, 3), plan.experts_built + 1)
+    grown = verify.planned_peak(more, verify.VerifyRequest(), "cpu")
+    assert grown.total > 2 * 2**30 and grown.weights - plan.peak.weights == 2 * (
+        one + NEXT.d_model * 4
+    )  # + a router row
     assert plan.cache_bytes == kv_cache_bytes(plan.shape, 256 + 8, 1, 4) + state_bytes(plan.shape, 1, 4, 4)
     assert any("layers 0 (Gated DeltaNet) and 3 (full attention) of 48" in n for n in plan.notes)
     asked = verify.plan_build(NEXT, verify.VerifyRequest(layers=1))
     assert asked.layer_indices == (0, 3) and any(
         "the first layer holds no attention" in n for n in asked.notes
     )
-    with pytest.raises(verify.VerifyError, match="fewer than the k = 10"):
+    with pytest.raises(verify.VerifyError, match="does not hold the k = 10 routed experts"):
         verify.plan_build(NEXT, verify.VerifyRequest(memory_bytes=2**30 // 4))
     tiny = verify.plan_build(from_hf_config(HYBRID), verify.VerifyRequest())
     assert tiny.layer_indices == (0, 1, 2, 3) and tiny.notes == ()
@@ -326,9 +330,11 @@ def _hybrid_page_stub():
 def test_cost_page_button_checks_a_hybrid():
     from streamlit.testing.v1 import AppTest
 
+    from tests.test_verify import wait_for_check
+
     at = AppTest.from_function(_hybrid_page_stub, default_timeout=120).run()
     at.selectbox(key="co_vf_T").set_value(64)
-    at.button(key="co_vf_run").click().run()
+    wait_for_check(at.button(key="co_vf_run").click().run())
     assert not at.exception and not at.error
     df = at.dataframe[0].value
     assert list(df["phase"]) == ["prefill, 1 × 64 tokens", "one decode step, 67 cached"]

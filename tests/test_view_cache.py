@@ -211,6 +211,8 @@ def set_text(at, i):
 
 
 def set_hf_text(at, i):
+    if i == 0:  # the demo model: token ids
+        at.radio(key="hf_src").set_value("demo model built here (fastest)").run()
     at.text_area(key="hf_text").set_value(["1 2 3 1 2 3", "4 5 6 7 8 9"][i % 2])
 
 

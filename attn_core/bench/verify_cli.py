@@ -3,18 +3,23 @@
 Contract:
     python -m attn_core verify (--model NAME | --config PATH) [--layers N] [--seq-len T]
         [--batch B] [--decode-steps M] [--dtype fp32|fp16|bf16] [--device auto|cpu|cuda]
-        [--memory-gib G] [--threads N] [--json OUT]
+        [--memory-gib G] [--threads N] [--time-limit S] [--json OUT]
 ``--json`` writes one object: ``device``, ``layers_built``, ``experts_built`` (null for a dense
 model), ``probe`` {``matmul_flop_per_s``, ``bandwidth_bytes_per_s``, …} and ``prefill`` and
 ``decode_step``, each {``flops``, ``bytes``, ``bound_ms``, ``estimate_ms``, ``measured_ms``, …}
-(see `attn_core.bench.verify`). Bad arguments or configs print one line to stderr and exit 2;
-torch is imported only once the arguments are fine.
+(see `attn_core.bench.verify`). The check runs in a child process capped at its planned peak
+memory and ``--time-limit`` seconds (`attn_core.bench.verify.child`); ``--memory-gib`` is bounded
+by this machine's memory (/proc/meminfo) and ``--threads`` by its cores. Bad arguments or configs,
+and a check that fails or runs past its limit, print one line to stderr and exit 2; torch is
+imported only once the arguments are fine.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,6 +36,28 @@ MAX_LAYERS = 64
 MAX_SEQ_LEN = 131_072
 MAX_BATCH = 1_024
 MAX_DECODE_STEPS = 4_096
+DEFAULT_TIME_LIMIT_S = 1_800
+MAX_TIME_LIMIT_S = 86_400
+
+
+def machine_memory_gib() -> float:
+    """This machine's memory, GiB (MemTotal in /proc/meminfo; 1 GiB if it cannot be read)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return 1.0
+
+
+def _memory_gib(text: str) -> float:
+    value = positive_float("--memory-gib")(text)
+    total = machine_memory_gib()
+    if value > total:
+        raise argparse.ArgumentTypeError(f"--memory-gib {value:g} is over this machine's {total:,.1f} GiB")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,10 +75,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="decode steps M")  # fmt: skip
     p.add_argument("--dtype", choices=DTYPES, default="fp32", help="weights, activations and cache")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: CUDA if present")
-    p.add_argument("--memory-gib", type=positive_float("--memory-gib"), default=DEFAULT_MEMORY_GIB,
-                   help="cap on the built weights + KV cache, GiB")  # fmt: skip
-    p.add_argument("--threads", type=bounded_int(0, 1024), default=1,
-                   help="CPU threads (default 1: timed on its own CPU time; 0: torch's default, wall time)")  # fmt: skip
+    p.add_argument("--memory-gib", type=_memory_gib, default=DEFAULT_MEMORY_GIB,
+                   help="cap on the check's planned peak (weights, cache, activations, probe), GiB; "
+                   "at most this machine's memory")  # fmt: skip
+    p.add_argument("--threads", type=bounded_int(0, os.cpu_count() or 1), default=1,
+                   help="CPU threads, at most this machine's cores (default 1: timed on its own CPU time; "
+                   "0: torch's default, wall time)")  # fmt: skip
+    p.add_argument("--time-limit", type=bounded_int(1, MAX_TIME_LIMIT_S), default=DEFAULT_TIME_LIMIT_S,
+                   help="seconds the check may run before it is stopped")  # fmt: skip
     p.add_argument("--json", type=Path, default=None, help="write the result here as JSON")
     return p
 
@@ -108,14 +139,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             memory_bytes=int(args.memory_gib * 2**30), dtype=args.dtype, device=args.device,
             threads=args.threads or None,
         )  # fmt: skip
-        verify.select_device(args.device)
-        verify.plan_build(shape, request)  # refuse what cannot be built before probing anything
-        result = verify.verify(shape, request)
+        device = verify.select_device(args.device)
+        plan = verify.plan_build(shape, request)  # refuse what cannot be built before probing anything
+        seconds = verify.expected_seconds(plan, request, device)
+        if seconds > args.time_limit:
+            return fail(
+                f"this check is expected to take ~{seconds:,.0f} s, over --time-limit {args.time_limit:,} s"
+            )
+        print(f"expected to take up to ~{seconds:,.0f} s (stopped at {args.time_limit:,} s); planned peak "
+              f"{format_bytes_binary(plan.peak_bytes)}", file=sys.stderr)  # fmt: skip
+        result = verify.start_check(shape, request, args.time_limit).wait()
     except (UsageError, ConfigError, ValueError) as exc:  # VerifyError is a ValueError
         return fail(str(exc))
-    except (RuntimeError, MemoryError) as exc:  # the run itself failed (out of memory, a kernel refused)
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return fail(f"the run failed ({exc.__class__.__name__}: {first[:200]})")
+    except verify.CheckFailed as exc:  # out of memory, past the limit, killed: one line
+        return fail(str(exc))
     if args.json is not None:
         args.json.write_text(json.dumps(result.to_json(), indent=1))
     print(format_result(result))

@@ -29,6 +29,10 @@ GPU_PEAKS_FILE = Path(__file__).resolve().parents[2] / "assets" / "bench" / "gpu
 MAX_CALIBRATION_BYTES = 16 * 2**20  # a full GPU sweep is ~0.3 MiB
 MAX_RECORDS = 20_000
 KINDS = ("cpu", "cuda")
+# A rate a device can have, FLOP/s or bytes/s: 1 k/s is below any machine that could run a sweep,
+# 1e20 /s (100 EFLOP/s) above any chip. A subnormal rate would turn every time into "inf s" and
+# the CLI's --json into a non-JSON Infinity.
+MIN_RATE, MAX_RATE = 1e3, 1e20
 SERVER_GPU = "server"  # the name of a CPU run's device as the cost model's hardware (`as_gpu`)
 
 
@@ -174,6 +178,16 @@ def _positive(value: Any, what: str) -> float:
     return float(value)
 
 
+def _rate(value: Any, what: str, unit: float = 1.0) -> float:
+    """A positive number that, times ``unit``, is a rate within MIN_RATE … MAX_RATE per second."""
+    v = _positive(value, what)
+    if not MIN_RATE <= v * unit <= MAX_RATE:
+        raise ValueError(
+            f"{what} = {str(value)[:40]} is outside any device's range ({MIN_RATE / unit:g} … {MAX_RATE / unit:g})"
+        )
+    return v
+
+
 def _whole(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{what} must be a whole number ≥ 1, got {str(value)[:40]!r}")
@@ -214,15 +228,15 @@ def _rates(meta: dict, kind: str) -> tuple[dict[str, Rate], Rate]:
             raise ValueError(f"{what} must map dtypes to FLOP/s")
         for dtype, value in table.items():
             if dtype in DTYPE_BYTES:
-                matmul[dtype] = Rate(_positive(value, f"{what}.{dtype}"), source, is_measured)
+                matmul[dtype] = Rate(_rate(value, f"{what}.{dtype}"), source, is_measured)
     if not matmul:
         raise ValueError("no matmul rate (meta.peaks or meta.attained.matmul_flop_per_s)")
     if attained.get("bandwidth_bytes_per_s") is not None:
-        value = _positive(attained["bandwidth_bytes_per_s"], "meta.attained.bandwidth_bytes_per_s")
+        value = _rate(attained["bandwidth_bytes_per_s"], "meta.attained.bandwidth_bytes_per_s")
         return matmul, Rate(value, attained_source)
     if meta.get("bandwidth") is None:
         raise ValueError("no bandwidth (meta.bandwidth or meta.attained.bandwidth_bytes_per_s)")
-    return matmul, Rate(_positive(meta["bandwidth"], "meta.bandwidth"), peaks_source, measured)
+    return matmul, Rate(_rate(meta["bandwidth"], "meta.bandwidth"), peaks_source, measured)
 
 
 def _curves(meta: dict) -> dict[str, tuple[tuple[int, float], ...]]:
@@ -241,7 +255,7 @@ def _curves(meta: dict) -> dict[str, tuple[tuple[int, float], ...]]:
         for m, rate in curve.items():
             rows = int(m) if isinstance(m, str) and m.strip().isdigit() else m
             points.append(
-                (_whole(rows, f"matmul_rows.{dtype} row count"), _positive(rate, f"matmul_rows.{dtype}.{m}"))
+                (_whole(rows, f"matmul_rows.{dtype} row count"), _rate(rate, f"matmul_rows.{dtype}.{m}"))
             )
         out[dtype] = tuple(sorted(points))
     return out
@@ -273,7 +287,7 @@ def _attention(records: list) -> tuple[AttentionRate, ...]:
             causal=r["causal"],
             heads=heads,
             kv_heads=_whole(r.get("kv_heads", heads), f"{where}: kv_heads"),
-            flop_per_s=1e12 * _positive(r["tflops"], f"{where}: tflops"),
+            flop_per_s=1e12 * _rate(r["tflops"], f"{where}: tflops", 1e12),
         )
         case = (rate.dtype, rate.head_dim, rate.seq_len, rate.kv_len, rate.causal, rate.heads, rate.kv_heads)
         if case not in best or rate.flop_per_s > best[case].flop_per_s:

@@ -348,10 +348,11 @@ def _run(args: argparse.Namespace, shape: ModelShape | None = None) -> str:
         rows = _models_rows()
         if args.json:
             return json.dumps(rows, indent=2)
-        w = max(15, *(len(r["name"]) + 1 for r in rows))
-        header = f"{'name':<{w}}{'kind':<5}{'L':>4}{'d':>7}{'h':>4}{'H_kv':>5}{'d_h':>5}{'d_ff':>7}  mlp    params  active"
+        w = max(len(r["name"]) for r in rows) + 2  # the longest name sets the column: every row lines up
+        k = max(len(r["attention_kind"]) for r in rows) + 1
+        header = f"{'name':<{w}}{'kind':<{k}}{'L':>4}{'d':>7}{'h':>4}{'H_kv':>5}{'d_h':>5}{'d_ff':>7}  {'mlp':<6} {'params':>7} {'active':>7}"
         body = [
-            f"{r['name']:<{w}}{r['attention_kind']:<5}{r['n_layers']:>4}{r['d_model']:>7}{r['n_heads']:>4}"
+            f"{r['name']:<{w}}{r['attention_kind']:<{k}}{r['n_layers']:>4}{r['d_model']:>7}{r['n_heads']:>4}"
             f"{r['n_kv_heads']:>5}{r['head_dim']:>5}{r['d_ff']:>7}  {r['mlp_kind']:<6} "
             f"{format_count_short(r['params'], 2):>7} {format_count_short(r['active_params'], 2):>7}"
             for r in rows

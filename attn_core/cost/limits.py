@@ -11,3 +11,7 @@ MAX_SEQ_LEN = MAX_INT  # T: 16,777,216 tokens
 MAX_BATCH = 65_536
 MAX_GPUS = 1_024
 MAX_GEN_LEN = 1 << 20  # generated tokens summed step by step: 1,048,576 steps at most
+# A pasted config.json's length: the text travels in the page address (co_paste), so a shared link
+# stays a link; a Llama-style config is ~700 characters. Other pages that open the Cost page with a
+# config (the Hugging Face heads page) check against this same number.
+MAX_CONFIG_CHARS = 4000

@@ -12,7 +12,7 @@ import threading
 
 import torch
 
-from attn_core.hf.attention_maps import Loaded
+from attn_core.hf.attention_maps import Loaded, use_capture
 
 DEMO_SEED = 0
 _LOCK = threading.Lock()
@@ -31,4 +31,5 @@ def build_demo(max_positions: int, label: str) -> Loaded:
     with _LOCK, torch.random.fork_rng():
         torch.manual_seed(DEMO_SEED)
         model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+    use_capture(model)
     return Loaded(model, None, label, sum(p.numel() for p in model.parameters()), 0.0, False)

@@ -2,8 +2,8 @@
 
 ``attention_maps.capture`` keeps each layer's eager probabilities, (Hq, L, L) per layer: at 4,096
 tokens that is 805 MB per layer of a GPT-2-small shape, and the eager forward forms as much again
-while it runs. Here the same wrapped ``eager_attention_forward`` records only what the layer
-received — q and k after rotary, the KV heads not repeated, ``scaling``, ``sliding_window`` —
+while it runs. Here the same capture function (transformers' attention interface,
+``attention_maps.use_capture``) records only what the layer received — q and k after rotary, the KV heads not repeated, ``scaling``, ``sliding_window`` —
 and computes the layer's output without an L × L: torch's fused SDPA with ``is_causal`` (its CPU
 kernel walks key blocks), or, for a sliding-window layer, the lab's own tiled kernel
 ``online.online_attention`` with the window planned in closed form.
@@ -18,18 +18,17 @@ forward stops as soon as the layers asked for are recorded.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 
 from attn_core.attention import expand_kv
-from attn_core.hf.attention_maps import wrapped_attention
+from attn_core.hf.attention_maps import recording, use_capture
 from attn_core.online import online_attention
 from attn_core.tile_maps import LayerQK
 
-UNSUPPORTED = ("softcap", "s_aux")  # soft-capped scores, learned sinks: no longer plain softmax(QKᵀ)
+UNSUPPORTED = {"softcap": "soft-capped scores", "s_aux": "learned sinks"}  # not plain softmax(QKᵀ) tiles
 
 
 class _Enough(Exception):
@@ -64,44 +63,42 @@ def capture_qk(
         raise ValueError(f"one sequence of token ids (1, L), got {tuple(idx.shape)}")
     records: list[LayerQK] = []
     wanted = min(layers or model.config.num_hidden_layers, model.config.num_hidden_layers)
-    seen, owner, L = 0, threading.get_ident(), idx.shape[1]
+    seen, L = 0, idx.shape[1]
     no_mask = torch.zeros((), dtype=model.dtype).expand(1, 1, L, L)  # prepared 4-D, no memory
 
-    def wrap(eager):
-        def attend(module, query, key, value, attention_mask, *args, **kwargs):
-            nonlocal seen
-            if threading.get_ident() != owner:  # another session's forward through the same modeling file
-                return eager(module, query, key, value, attention_mask, *args, **kwargs)
-            if bad := [name for name in UNSUPPORTED if kwargs.get(name) is not None]:
-                raise ValueError(f"{type(module).__name__} adds {bad[0]} to its scores: not plain attention")
-            if attention_mask is not no_mask or query.shape[-2] != key.shape[-2]:
-                raise ValueError(f"{type(module).__name__} reshapes its mask: not a plain causal model")
-            scale = kwargs.get("scaling")
-            scale = float(scale if scale is not None else query.shape[-1] ** -0.5)
-            window = int(kwargs["sliding_window"]) if kwargs.get("sliding_window") else None
-            record = LayerQK(_compact(query[0]), _compact(key[0]), scale, window)
-            out = None if seen + 1 >= wanted else layer_output(query, key, value, scale, window)
-            if on_layer is None:
-                records.append(record)
-            else:
-                on_layer(seen, record)
-            seen += 1
-            if out is None:
-                raise _Enough
-            return out.transpose(1, 2).contiguous(), None  # (1, L, Hq, d_v), as eager returns it
+    def recorder(eager, module, query, key, value, attention_mask, *args, **kwargs):
+        nonlocal seen
+        if bad := [what for name, what in UNSUPPORTED.items() if kwargs.get(name) is not None]:
+            raise ValueError(
+                f"{type(module).__name__} has {bad[0]}: the long read tiles plain attention only"
+            )
+        if attention_mask is not no_mask or query.shape[-2] != key.shape[-2]:
+            raise ValueError(f"{type(module).__name__} reshapes its mask: not a plain causal model")
+        scale = kwargs.get("scaling")
+        scale = float(scale if scale is not None else query.shape[-1] ** -0.5)
+        window = int(kwargs["sliding_window"]) if kwargs.get("sliding_window") else None
+        record = LayerQK(_compact(query[0]), _compact(key[0]), scale, window)
+        out = None if seen + 1 >= wanted else layer_output(query, key, value, scale, window)
+        if on_layer is None:
+            records.append(record)
+        else:
+            on_layer(seen, record)
+        seen += 1
+        if out is None:
+            raise _Enough
+        return out.transpose(1, 2).contiguous(), None  # (1, L, Hq, d_v), as eager returns it
 
-        return attend
-
+    use_capture(model)
     body = model.base_model  # GPT2LMHeadModel.transformer, MistralForCausalLM.model: no LM head
     try:
-        with wrapped_attention(model, wrap), torch.no_grad():
+        with recording(recorder), torch.no_grad():
             body(input_ids=idx, attention_mask=no_mask, use_cache=False)
     except _Enough:
         pass
     if seen < wanted:
         raise ValueError(
-            f"{type(model).__name__}'s attention did not run through eager_attention_forward: "
-            "load it with attn_implementation='eager'"
+            f"{type(model).__name__}'s attention did not go through transformers' attention interface "
+            f"in every layer ({seen} of {wanted} recorded): not readable here"
         )
     return records
 

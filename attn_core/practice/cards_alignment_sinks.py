@@ -13,15 +13,16 @@ import math
 import numpy as np
 
 from attn_core.practice.cards_variance import draw_d_k
-from attn_core.practice.question import AnswerKind, CardDrill, Difficulty, Question, fmt, pick_variant
-from attn_core.practice.theory_links import ALIGNMENT, RULES, SINKS
-from attn_core.practice.theory_links import scaling_link as link
+from attn_core.practice.page_links import ALIGNMENT, RULES, SINKS
+from attn_core.practice.page_links import scaling_link as link
+from attn_core.practice.question import Difficulty, Question, Worked, asks, fmt, variant_drill
 from attn_core.theory import sinks as sink_theory
 from attn_core.theory.alignment import aligned_moments
 
 
 # -- card 16: aligned q and k ----------------------------------------------------------------------------
-def alignment_question(d_k: int, rho: float, rule: str, ask: str) -> Question:
+@asks("16", "When 1/√d_k is wrong: alignment and μP's 1/d_k", abs_tol=5e-4, hint="a number, e.g. 5.66")
+def alignment_question(d_k: int, rho: float, rule: str, ask: str) -> Worked:
     """k = ρq + √(1 − ρ²) z: E[q·k] = ρ d_k and Var(q·k) = d_k(1 + ρ²); ``ask`` is "mean" or "sd"."""
     alpha = RULES[rule](d_k)
     moments = aligned_moments(d_k, rho, alpha)  # the Scaling page's own closed form
@@ -41,9 +42,7 @@ def alignment_question(d_k: int, rho: float, rule: str, ask: str) -> Question:
             "gave the variance, not the standard deviation": sd**2,
         }
     )
-    return Question(
-        card="16",
-        title="When 1/√d_k is wrong: alignment and μP's 1/d_k",
+    return Worked(
         prompt=(
             f"q has d_k = {d_k} standard-normal components and the key is aligned with it: k = ρq + √(1 − "
             "ρ²) z with "
@@ -51,8 +50,6 @@ def alignment_question(d_k: int, rho: float, rule: str, ask: str) -> Question:
             f"{'mean' if ask == 'mean' else 'standard deviation'} "
             f"of the logit α q·k with α = {rule}?"
         ),
-        inputs={"d_k": d_k, "rho": rho, "rule": rule, "ask": ask},
-        answer_kind=AnswerKind.NUMBER,
         answer=mean if ask == "mean" else sd,
         steps=(
             "Mean: E[q·k] = ρ E‖q‖² + √(1 − ρ²) E[q·z] = ρ d_k.",
@@ -65,8 +62,6 @@ def alignment_question(d_k: int, rho: float, rule: str, ask: str) -> Question:
         ),
         slips=slips,
         link=link(ALIGNMENT, dk=d_k, rho=rho, rule=rule),
-        abs_tol=5e-4,
-        hint="a number, e.g. 5.66",
     )
 
 
@@ -83,17 +78,16 @@ def alignment(rng: np.random.Generator, difficulty: Difficulty) -> Question:
 
 
 # -- card 18: sinks and QK-norm ----------------------------------------------------------------------------
-def sink_advantage_question(T: int, w: float) -> Question:
+@asks(
+    "18", "Attention sinks: the logit needed to park mass", abs_tol=5e-4, hint="a logit difference, e.g. 9.13"
+)
+def sink_advantage_question(T: int, w: float) -> Worked:
     a = sink_theory.sink_advantage(w, T)
-    return Question(
-        card="18",
-        title="Attention sinks: the logit needed to park mass",
+    return Worked(
         prompt=(
             f"A row over T = {T:,} keys. By how much must a sink's logit beat each of the other T − 1 "
             f"(equal) logits for the sink to take {fmt(100 * w)}% of the weight?"
         ),
-        inputs={"T": T, "w": w},
-        answer_kind=AnswerKind.NUMBER,
         answer=a,
         steps=(
             "Shift invariance: set the other T − 1 logits to 0 and the sink's to a, so w = e^a / (e^a + T "
@@ -109,24 +103,23 @@ def sink_advantage_question(T: int, w: float) -> Question:
             "used log₁₀": math.log10(w * (T - 1) / (1 - w)),
         },
         link=link(SINKS, T=T, w=w),
-        abs_tol=5e-4,
-        hint="a logit difference, e.g. 9.13",
     )
 
 
-def sink_share_question(T: int, a: float) -> Question:
+@asks(
+    "18",
+    "Attention sinks: the share a logit advantage buys",
+    unit="%",
+    hint="a percentage, e.g. 12.7 or 12.7%",
+)
+def sink_share_question(T: int, a: float) -> Worked:
     w = sink_theory.sink_weight(a, T)
-    return Question(
-        card="18",
-        title="Attention sinks: the share a logit advantage buys",
+    return Worked(
         prompt=(
             f"A sink's logit beats each of the other keys of a T = {T:,} row by a = {fmt(a)}. What "
             "percentage of the row's weight does it take?"
         ),
-        inputs={"T": T, "a": a},
-        answer_kind=AnswerKind.NUMBER,
         answer=100 * w,
-        unit="%",
         steps=(
             "Set the other T − 1 logits to 0 (shift invariance) and the sink's to a: w = e^a / (e^a + T − "
             "1).",
@@ -139,22 +132,18 @@ def sink_share_question(T: int, a: float) -> Question:
             "counted T other keys, not T − 1": 100 * math.exp(a) / (math.exp(a) + T),
         },
         link=link(SINKS, T=T, a=a),
-        hint="a percentage, e.g. 12.7 or 12.7%",
     )
 
 
-def qk_norm_cap_question(T: int, g: float, shown_g: str | None = None) -> Question:
+@asks("18", "QK-norm caps every weight", hint="a weight in (0, 1), e.g. 0.843 or 2.9e-4")
+def qk_norm_cap_question(T: int, g: float, shown_g: str | None = None) -> Worked:
     cap = sink_theory.qk_norm_cap(g, T)
-    return Question(
-        card="18",
-        title="QK-norm caps every weight",
+    return Worked(
         prompt=(
             f"QK-norm: every logit is g q̂·k̂ with unit-length q̂, k̂ and gain g = {shown_g or fmt(g)}. "
             f"Over T = {T:,} keys, "
             "what is the largest weight any key can get?"
         ),
-        inputs={"T": T, "g": g},
-        answer_kind=AnswerKind.NUMBER,
         answer=cap,
         steps=(
             "Unit vectors put every logit in [−g, g]. A weight is largest when its own logit is g and all "
@@ -168,21 +157,15 @@ def qk_norm_cap_question(T: int, g: float, shown_g: str | None = None) -> Questi
             "gave the uniform weight 1/T": 1 / T,
         },
         link=link(SINKS, T=T, g=f"{g:.6g}"),
-        hint="a weight in (0, 1), e.g. 0.843 or 2.9e-4",
+        inputs={"T": T, "g": g},
     )
 
 
-def qk_norm_gain_question(T: int, w: float) -> Question:
+@asks("18", "The QK-norm gain a sharp head needs", abs_tol=5e-4, hint="a gain, e.g. 5.26")
+def qk_norm_gain_question(T: int, w: float) -> Worked:
     g = sink_theory.qk_norm_gain(w, T)
-    return Question(
-        card="18",
-        title="The QK-norm gain a sharp head needs",
-        prompt=(
-            f"With QK-norm over T = {T:,} keys, what is the smallest gain g that lets one key take "
-            f"{fmt(100 * w)}% of a row?"
-        ),
-        inputs={"T": T, "w": w},
-        answer_kind=AnswerKind.NUMBER,
+    return Worked(
+        prompt=f"With QK-norm over T = {T:,} keys, what is the smallest gain g that lets one key take {fmt(100 * w)}% of a row?",
         answer=g,
         steps=(
             "The cap is e^g / (e^g + (T − 1)e^{−g}) = e^{2g} / (e^{2g} + T − 1): a sink with advantage a = "
@@ -194,8 +177,6 @@ def qk_norm_gain_question(T: int, w: float) -> Question:
             "forgot the other keys (½ ln(w/(1 − w)))": 0.5 * math.log(w / (1 - w)),
         },
         link=link(SINKS, T=T, w=w),
-        abs_tol=5e-4,
-        hint="a gain, e.g. 5.26",
     )
 
 
@@ -254,15 +235,7 @@ WORKED = {  # the cards' own numbers
 }
 
 
-def card16(rng: np.random.Generator, difficulty: Difficulty) -> Question:
-    return pick_variant(rng, difficulty, (alignment,), WORKED["16"])
-
-
-def card18(rng: np.random.Generator, difficulty: Difficulty) -> Question:
-    return pick_variant(rng, difficulty, (sinks,), WORKED["18"])
-
-
 DRILLS = (
-    CardDrill("16", "Alignment and μP's 1/d_k", card16, WORKED["16"][0]),
-    CardDrill("18", "Attention sinks and QK-norm", card18, WORKED["18"][0]),
+    variant_drill("16", "Alignment and μP's 1/d_k", (alignment,), WORKED["16"]),
+    variant_drill("18", "Attention sinks and QK-norm", (sinks,), WORKED["18"]),
 )

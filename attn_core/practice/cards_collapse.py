@@ -11,25 +11,22 @@ import math
 
 import numpy as np
 
-from attn_core.practice.question import AnswerKind, CardDrill, Difficulty, Question, fmt, pick_variant
-from attn_core.practice.theory_links import COLLAPSE
-from attn_core.practice.theory_links import one_head_link as link
+from attn_core.practice.page_links import COLLAPSE
+from attn_core.practice.page_links import one_head_link as link
+from attn_core.practice.question import Difficulty, Question, Worked, asks, fmt, variant_drill
 from attn_core.theory.collapse import uniform_head_variance
 
 
 # -- card 17: uniform heads and rank collapse ---------------------------------------------------------------
-def uniform_question(T: int, sigma_v: float) -> Question:
+@asks("17", "A uniform head averages the values", hint="a number, e.g. 2.44e-4")
+def uniform_question(T: int, sigma_v: float) -> Worked:
     answer = uniform_head_variance(T, sigma_v)  # the What-one-head page's own formula
-    return Question(
-        card="17",
-        title="A uniform head averages the values",
+    return Worked(
         prompt=(
             f"A head puts weight 1/T on each of T = {T:,} values whose coordinates are independent with "
             "standard "
             f"deviation σ_v = {fmt(sigma_v)}. What is the variance of one output coordinate?"
         ),
-        inputs={"T": T, "sigma_v": sigma_v},
-        answer_kind=AnswerKind.NUMBER,
         answer=answer,
         steps=(
             "Var((1/T) Σ v_j) = (1/T²) Σ Var(v_j) = T σ_v² / T² = σ_v²/T: independent variances add.",
@@ -43,7 +40,6 @@ def uniform_question(T: int, sigma_v: float) -> Question:
             "no shrinkage (σ_v²)": sigma_v**2,
         },
         link=link(COLLAPSE),
-        hint="a number, e.g. 2.44e-4",
     )
 
 
@@ -56,19 +52,16 @@ def uniform(rng: np.random.Generator, difficulty: Difficulty) -> Question:
     )
 
 
-def collapse_bound_question(C: float, r0: float, L: int) -> Question:
+@asks("17", "Rank collapse is doubly exponential", hint="a number, scientific notation welcome, e.g. 2.2e-6")
+def collapse_bound_question(C: float, r0: float, L: int) -> Worked:
     u0 = math.sqrt(C) * r0
     answer = u0 ** (3**L) / math.sqrt(C)
-    return Question(
-        card="17",
-        title="Rank collapse is doubly exponential",
+    return Worked(
         prompt=(
             f"A stack of pure attention layers obeys r_{{l+1}} ≤ C r_l³ with C = {fmt(C)}, starting from "
             f"r_0 = {fmt(r0)}. "
             f"What bound does that give on r_{L}, the distance from 'all tokens identical' after {L} layers?"
         ),
-        inputs={"C": C, "r0": r0, "L": L},
-        answer_kind=AnswerKind.NUMBER,
         answer=answer,
         steps=(
             "Rescale u = √C r: u_{l+1} = √C r_{l+1} ≤ √C · C r_l³ = u_l³, so u_L ≤ u_0^{3^L}.",
@@ -81,7 +74,6 @@ def collapse_bound_question(C: float, r0: float, L: int) -> Question:
             "forgot to rescale (r_0^{3^L})": r0 ** (3**L),
         },
         link=link(COLLAPSE, layers=L),
-        hint="a number, scientific notation welcome, e.g. 2.2e-6",
     )
 
 
@@ -91,18 +83,15 @@ def collapse_bound(rng: np.random.Generator, difficulty: Difficulty) -> Question
     return collapse_bound_question(C, r0, int(rng.integers(2, 4 if difficulty is Difficulty.EASY else 6)))
 
 
-def cubic_ratio_question(r: float, r_next: float, layer: int) -> Question:
+@asks("17", "Reading a cubic collapse off the measurements", hint="a number, e.g. 0.57")
+def cubic_ratio_question(r: float, r_next: float, layer: int) -> Worked:
     ratio = r_next / r**3
-    return Question(
-        card="17",
-        title="Reading a cubic collapse off the measurements",
+    return Worked(
         prompt=(
             f"A pure-attention stack measures r_{layer} = {fmt(r)} and r_{layer + 1} = {fmt(r_next)}. If "
             "the layer "
             f"obeys r_{{l+1}} ≈ C r_l³, what is its C, r_{layer + 1}/r_{layer}³?"
         ),
-        inputs={"r": r, "r_next": r_next, "layer": layer},
-        answer_kind=AnswerKind.NUMBER,
         answer=ratio,
         steps=(
             "The logit's cross term is O(r²) and multiplies a residual O(r): the output residual is O(r³).",
@@ -111,7 +100,6 @@ def cubic_ratio_question(r: float, r_next: float, layer: int) -> Question:
         ),
         slips={"took the plain ratio r_{l+1}/r_l": r_next / r, "divided by r_l², not r_l³": r_next / r**2},
         link=link(COLLAPSE),
-        hint="a number, e.g. 0.57",
     )
 
 
@@ -129,8 +117,8 @@ WORKED = (  # the card's own numbers
 )
 
 
-def card17(rng: np.random.Generator, difficulty: Difficulty) -> Question:
-    return pick_variant(rng, difficulty, (uniform, collapse_bound, cubic_ratio), WORKED)
-
-
-DRILLS = (CardDrill("17", "Uniform attention and rank collapse", card17, WORKED[0]),)
+DRILLS = (
+    variant_drill(
+        "17", "Uniform attention and rank collapse", (uniform, collapse_bound, cubic_ratio), WORKED
+    ),
+)

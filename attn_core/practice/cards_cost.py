@@ -13,7 +13,8 @@ from attn_core.cost.memory import naive_score_bytes
 from attn_core.cost.params import attention_params
 from attn_core.cost.serving import kv_cache_bytes_per_token
 from attn_core.cost.shapes import from_hf_config
-from attn_core.practice.question import AnswerKind, CardDrill, Difficulty, PageLink, Question, fmt
+from attn_core.practice.page_links import FLOPS, KV, PASTED, SCORES
+from attn_core.practice.question import CardDrill, Difficulty, Question, Worked, asks, fmt
 
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}
 
@@ -38,33 +39,23 @@ def _shape(config: dict):
     return from_hf_config(config, name="drill model")
 
 
-def _cost_link(config: dict, section: str, T: int = 4096, dtype: str = "fp16") -> PageLink:
-    params = {
-        "co_src": "paste or upload config.json",
-        "co_paste": json.dumps(config),
-        "co_T": str(T),
-        "co_dtype": dtype,
-        "co_section": section,
-    }
-    return PageLink("costs", params, section)
+def _cost_params(config: dict, T: int = 4096, dtype: str = "fp16") -> dict[str, str]:
+    """The Cost page's inputs: this config pasted, at T tokens in ``dtype``."""
+    return {"co_src": PASTED, "co_paste": json.dumps(config), "co_T": str(T), "co_dtype": dtype}
 
 
 # -- card 13: KV cache per token -----------------------------------------------------------------
-def _kv_question(layers: int, heads: int, kv_heads: int, d_h: int, dtype: str) -> Question:
+@asks("13", "KV-cache size", unit="KiB", hint="a number of KiB, e.g. 512 (you may also type 0.5 MiB)")
+def _kv_question(layers: int, heads: int, kv_heads: int, d_h: int, dtype: str) -> Worked:
     config = _config(layers, heads * d_h, heads, kv_heads, 4 * heads * d_h)
     b = DTYPE_BYTES[dtype]
     per_token = kv_cache_bytes_per_token(_shape(config), b)
-    return Question(
-        card="13",
-        title="KV-cache size",
+    return Worked(
         prompt=(
             f"A model has {layers} layers, {heads} query heads and {kv_heads} KV heads of width {d_h}, and keeps "
             f"its cache in {dtype}. How many KiB of KV cache does one token take?"
         ),
-        inputs={"layers": layers, "heads": heads, "kv_heads": kv_heads, "d_h": d_h, "dtype": dtype},
-        answer_kind=AnswerKind.NUMBER,
         answer=per_token / 2**10,
-        unit="KiB",
         steps=(
             "Each layer stores one key and one value per KV head per token: 2 · L · H_kv · d_h numbers of b bytes.",
             f"2 × {layers} × {kv_heads} × {d_h} × {b} B = {per_token:,} B = {fmt(per_token / 2**10)} KiB "
@@ -82,8 +73,7 @@ def _kv_question(layers: int, heads: int, kv_heads: int, d_h: int, dtype: str) -
             "counted bits, not bytes": per_token * 8 / 2**10,
             "used KB (1,000 B) instead of KiB": per_token / 1e3,
         },
-        link=_cost_link(config, "KV cache & GQA", dtype=dtype),
-        hint="a number of KiB, e.g. 512 (you may also type 0.5 MiB)",
+        link=KV.link(_cost_params(config, dtype=dtype)),
     )
 
 
@@ -97,20 +87,17 @@ def kv_cache_per_token(rng: np.random.Generator, difficulty: Difficulty) -> Ques
 
 
 # -- card 14: what GQA saves ----------------------------------------------------------------------
-def _gqa_question(layers: int, heads: int, kv_heads: int, d_h: int) -> Question:
+@asks("14", "MQA/GQA: what sharing saves", hint="a factor, e.g. 8")
+def _gqa_question(layers: int, heads: int, kv_heads: int, d_h: int) -> Worked:
     mha = kv_cache_bytes_per_token(_shape(_config(layers, heads * d_h, heads, heads, 4 * heads * d_h)))
     gqa_config = _config(layers, heads * d_h, heads, kv_heads, 4 * heads * d_h)
     gqa = kv_cache_bytes_per_token(_shape(gqa_config))
-    return Question(
-        card="14",
-        title="MQA/GQA: what sharing saves",
+    return Worked(
         prompt=(
             f"A {layers}-layer model with {heads} heads of width {d_h} is served with multi-head attention. "
             f"Retrained with grouped-query attention over {kv_heads} KV heads, by what factor does its KV "
             "cache shrink?"
         ),
-        inputs={"layers": layers, "heads": heads, "kv_heads": kv_heads, "d_h": d_h},
-        answer_kind=AnswerKind.NUMBER,
         answer=mha / gqa,
         steps=(
             "The cache holds 2 · L · H_kv · d_h · b bytes per token; only H_kv changes.",
@@ -122,8 +109,7 @@ def _gqa_question(layers: int, heads: int, kv_heads: int, d_h: int) -> Question:
             "inverted the ratio (H_kv/h)": gqa / mha,
             "divided by the KV-head count alone": float(kv_heads),
         },
-        link=_cost_link(gqa_config, "KV cache & GQA"),
-        hint="a factor, e.g. 8",
+        link=KV.link(_cost_params(gqa_config)),
     )
 
 
@@ -134,19 +120,16 @@ def gqa_saving(rng: np.random.Generator, difficulty: Difficulty) -> Question:
 
 
 # -- card 9: attention parameters ---------------------------------------------------------------
-def _params_question(d: int, heads: int, kv_heads: int) -> Question:
+@asks("9", "Multi-head parameter count", rel_tol=1e-3, hint="a count; 67,108,864 or 67.1M both work")
+def _params_question(d: int, heads: int, kv_heads: int) -> Worked:
     config = _config(32, d, heads, kv_heads, 4 * d)
     count = attention_params(_shape(config), bias=False).weights
     d_h = d // heads
-    return Question(
-        card="9",
-        title="Multi-head parameter count",
+    return Worked(
         prompt=(
             f"One attention layer: model width d = {d:,}, {heads} query heads and {kv_heads} KV heads of width "
             f"{d_h}, no biases. How many weights do W_Q, W_K, W_V and W_O hold together?"
         ),
-        inputs={"d": d, "heads": heads, "kv_heads": kv_heads},
-        answer_kind=AnswerKind.NUMBER,
         answer=float(count),
         steps=(
             "W_Q and W_O are d × (h·d_h); W_K and W_V are d × (H_kv·d_h). The head count only reshapes them.",
@@ -157,9 +140,7 @@ def _params_question(d: int, heads: int, kv_heads: int) -> Question:
             "forgot the output projection W_O": float(count - d * heads * d_h),
             "counted per head, not per layer": float(count / heads),
         },
-        link=_cost_link(config, "FLOPs"),
-        rel_tol=1e-3,
-        hint="a count; 67,108,864 or 67.1M both work",
+        link=FLOPS.link(_cost_params(config)),
     )
 
 
@@ -171,20 +152,17 @@ def attention_weights(rng: np.random.Generator, difficulty: Difficulty) -> Quest
 
 
 # -- card 11: the crossover ----------------------------------------------------------------------
-def _crossover_question(d: int, heads: int, d_ff: int) -> Question:
+@asks("11", "Attention FLOPs and the crossover", hint="a number of tokens, e.g. 24,704")
+def _crossover_question(d: int, heads: int, d_ff: int) -> Worked:
     config = _config(32, d, heads, heads, d_ff)
     shape = _shape(config)
     T_star = crossover_seq_len(shape)
-    return Question(
-        card="11",
-        title="Attention FLOPs and the crossover",
+    return Worked(
         prompt=(
             f"A multi-head model with width d = {d:,}, {heads} heads and a gated (SwiGLU) MLP of width {d_ff:,}. "
             "At what sequence length T* do the attention-score FLOPs (QKᵀ and PV over all T² pairs) equal the "
             "projections plus the MLP?"
         ),
-        inputs={"d": d, "heads": heads, "d_ff": d_ff},
-        answer_kind=AnswerKind.NUMBER,
         answer=float(T_star),
         steps=(
             "Per layer and token: projections 8d², gated MLP 6·d·d_ff; per token the score work is 4·d·T.",
@@ -198,8 +176,7 @@ def _crossover_question(d: int, heads: int, d_ff: int) -> Question:
             ),
             "left the MLP out": float(2 * d),
         },
-        link=_cost_link(config, "FLOPs"),
-        hint="a number of tokens, e.g. 24,704",
+        link=FLOPS.link(_cost_params(config)),
     )
 
 
@@ -215,20 +192,16 @@ def crossover(rng: np.random.Generator, difficulty: Difficulty) -> Question:
 
 
 # -- card 12: naive score memory ------------------------------------------------------------------
-def _scores_question(T: int, dtype: str) -> Question:
+@asks("12", "Attention memory: naive vs online", unit="GiB", hint="a number of GiB, e.g. 32 (or 32768 MiB)")
+def _scores_question(T: int, dtype: str) -> Worked:
     b = DTYPE_BYTES[dtype]
     naive = naive_score_bytes(T, 1, b)
-    return Question(
-        card="12",
-        title="Attention memory: naive vs online",
+    return Worked(
         prompt=(
             f"A naive kernel materialises the T × T weights of each head. At T = {T:,} tokens in {dtype}, how many "
             "GiB does that take for one head of one layer?"
         ),
-        inputs={"T": T, "dtype": dtype},
-        answer_kind=AnswerKind.NUMBER,
         answer=naive / 2**30,
-        unit="GiB",
         steps=(
             "T² weights of b bytes each, per head, per layer (and per sequence in the batch).",
             f"{T:,}² × {b} B = {naive:,} B = {fmt(naive / 2**30)} GiB (1 GiB = 2³⁰ B).",
@@ -239,8 +212,7 @@ def _scores_question(T: int, dtype: str) -> Question:
             "used GB (10⁹ B) and called it GiB": naive / 1e9,
             "linear in T (T · b)": T * b / 2**30,
         },
-        link=_cost_link(_config(32, 4096, 32, 8, 14336), "Score memory", T=T, dtype=dtype),
-        hint="a number of GiB, e.g. 32 (or 32768 MiB)",
+        link=SCORES.link(_cost_params(_config(32, 4096, 32, 8, 14336), T=T, dtype=dtype)),
     )
 
 

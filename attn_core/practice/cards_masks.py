@@ -7,22 +7,20 @@ import numpy as np
 import torch
 
 from attn_core.experiments.equivariance import permutation_test
-from attn_core.masks import causal_mask
+from attn_core.masks import MaskKind, causal_mask
 from attn_core.oracle import MATCH_TOL
-from attn_core.practice.question import AnswerKind, CardDrill, Difficulty, PageLink, Question
+from attn_core.practice.page_links import GALLERY, PERMUTATIONS
+from attn_core.practice.question import AnswerKind, CardDrill, Difficulty, Question, Worked, asks, choice_id
 
 F64 = torch.float64
 
 
 # -- card 6: the causal mask -------------------------------------------------------------------------
-def _causal_question(T: int) -> Question:
+@asks("6", "Causal mask correctness", rel_tol=0.0, hint="a whole number, e.g. 15")
+def _causal_question(T: int) -> Worked:
     allowed = int(causal_mask(T, T).sum())
-    return Question(
-        card="6",
-        title="Causal mask correctness",
+    return Worked(
         prompt=f"A causal mask over T = {T:,} tokens: how many (query, key) pairs may attend?",
-        inputs={"T": T},
-        answer_kind=AnswerKind.NUMBER,
         answer=float(allowed),
         steps=(
             "Query i sees keys 0 … i: i + 1 of them. Summing over i = 0 … T − 1 gives T(T + 1)/2.",
@@ -32,18 +30,13 @@ def _causal_question(T: int) -> Question:
             "blocked the diagonal too (triu(ones, 0))": float(T * (T - 1) // 2),
             "counted every pair (no mask)": float(T * T),
         },
-        link=PageLink(
-            "masks",
+        link=GALLERY.link(
             {
-                "mk_section": "Mask gallery",
-                "mk_kind": "causal (top-left)",
+                "mk_kind": choice_id(MaskKind.CAUSAL_TOP_LEFT),
                 "mk_gL": str(min(T, 64)),
                 "mk_gS": str(min(T, 64)),
-            },
-            "Mask gallery",
+            }
         ),
-        rel_tol=0.0,
-        hint="a whole number, e.g. 15",
     )
 
 
@@ -60,9 +53,14 @@ MOVED, SAME, DIFFERENT = (
 )
 
 
-def _permutation_question(
-    T: int, perm: tuple[int, ...], causal: bool, positions: bool, seed: int
-) -> Question:
+@asks(
+    "7",
+    "Permutation equivariance without positions",
+    kind=AnswerKind.CHOICE,
+    choices=(MOVED, SAME, DIFFERENT),
+    hint="pick one",
+)
+def _permutation_question(T: int, perm: tuple[int, ...], causal: bool, positions: bool, seed: int) -> Worked:
     X = torch.randn(T, 8, generator=torch.Generator().manual_seed(seed), dtype=F64)
     report = permutation_test(X, perm, causal=causal, positions=positions, seed=seed)
     answer = MOVED if report.equivariance_error <= MATCH_TOL else DIFFERENT
@@ -72,17 +70,12 @@ def _permutation_question(
     slips = {"confused equivariance with invariance: the outputs move, they do not stay put": SAME}
     if answer == DIFFERENT:
         slips[f"forgot that {setting} ties each output to its position"] = MOVED
-    return Question(
-        card="7",
-        title="Permutation equivariance without positions",
+    return Worked(
         prompt=(
             f"One self-attention layer over {T} tokens, {setting or 'no mask and no positional information'}. "
             f"Reorder the input tokens as {perm} (new position n holds old token perm[n]). What comes out?"
         ),
-        inputs={"T": T, "perm": perm, "causal": causal, "positions": positions},
-        answer_kind=AnswerKind.CHOICE,
         answer=answer,
-        choices=(MOVED, SAME, DIFFERENT),
         steps=(
             "Without a mask or positions, each score depends only on the two tokens' vectors, so permuting "
             "the tokens permutes the rows and columns of S and P together: Attn(ΠX) = Π Attn(X).",
@@ -90,12 +83,8 @@ def _permutation_question(
             f"Measured here: max |Attn(ΠX) − Π Attn(X)| = {report.equivariance_error:.2g}.",
         ),
         slips=slips,
-        link=PageLink(
-            "masks",
-            {"mk_section": "Permutations", "mk_causal": str(causal), "mk_pos": str(positions)},
-            "Permutations",
-        ),
-        hint="pick one",
+        link=PERMUTATIONS.link({"mk_causal": str(causal), "mk_pos": str(positions)}),
+        inputs={"T": T, "perm": perm, "causal": causal, "positions": positions},
     )
 
 

@@ -12,8 +12,20 @@ from attn_core import toy
 from attn_core.attention import attention, stable_softmax
 from attn_core.backward import attention_backward
 from attn_core.jacobian import jacobian_spectrum
+from attn_core.limits import LIMITS
 from attn_core.online import PartialState, merge_partials
-from attn_core.practice.question import AnswerKind, CardDrill, Difficulty, PageLink, Question, fmt, vec
+from attn_core.practice.page_links import JACOBIAN, MERGE, NO_SCALE, ONE_ROW, RANDOM, TEMPERATURE, TYPED
+from attn_core.practice.question import (
+    AnswerKind,
+    CardDrill,
+    Difficulty,
+    PageLink,
+    Question,
+    Worked,
+    asks,
+    fmt,
+    vec,
+)
 
 F64 = torch.float64
 
@@ -30,22 +42,28 @@ def _typed(rows) -> str:
     return "\n".join(", ".join(f"{float(x):g}" for x in row) for row in rows)
 
 
-def _row_link(scores, values, page: str, section: str, extra: dict[str, str] | None = None) -> PageLink:
+def _row_params(scores, values, **extra: str) -> dict[str, str]:
     """The shared input picker loaded with one query whose raw scores are ``scores``: d_k = 1,
     q = 1, k_j = s_j, scale none (1), so S = q kᵀ = s exactly."""
-    params = {
-        "in_src": "typed matrices",
+    return {
+        "in_src": TYPED,
         "in_Q": "1",
         "in_K": _typed([[s] for s in scores]),
         "in_V": _typed(values),
-        "in_scale": "none (1)",
-        **(extra or {}),
+        "in_scale": NO_SCALE,
+        **extra,
     }
-    return PageLink(page, params, section)
 
 
 # -- card 1: shapes ----------------------------------------------------------------------------
-def _shapes_question(B: int, h: int, L: int, S: int, d_k: int, d_v: int) -> Question:
+@asks(
+    "1",
+    "Attention in matrix form, with shapes",
+    kind=AnswerKind.VECTOR,
+    rel_tol=0.0,
+    hint="four numbers, e.g. 2, 8, 5, 64",
+)
+def _shapes_question(B: int, h: int, L: int, S: int, d_k: int, d_v: int) -> Worked:
     meta = {"dtype": F64, "device": "meta"}  # shapes only: no numbers are computed
     q, k, v = (
         torch.empty(B, h, L, d_k, **meta),
@@ -53,15 +71,11 @@ def _shapes_question(B: int, h: int, L: int, S: int, d_k: int, d_v: int) -> Ques
         torch.empty(B, h, S, d_v, **meta),
     )
     out = attention(q, k, v).output  # the card's own function decides the shape
-    return Question(
-        card="1",
-        title="Attention in matrix form, with shapes",
+    return Worked(
         prompt=(
             f"Q is ({B}, {h}, {L}, {d_k}), K is ({B}, {h}, {S}, {d_k}) and V is ({B}, {h}, {S}, {d_v}) "
             "(batch, heads, length, width). What is the shape of the output O = softmax(QKᵀ/√d_k) V?"
         ),
-        inputs={"B": B, "h": h, "L": L, "S": S, "d_k": d_k, "d_v": d_v},
-        answer_kind=AnswerKind.VECTOR,
         answer=tuple(float(n) for n in out.shape),
         steps=(
             "QKᵀ contracts the shared width d_k: (…, L, d_k) @ (…, d_k, S) → (…, L, S), one score per "
@@ -75,22 +89,24 @@ def _shapes_question(B: int, h: int, L: int, S: int, d_k: int, d_v: int) -> Ques
             "one output per key (L and S swapped)": (B, h, S, d_v),
             "the score matrix's shape (forgot P V)": (B, h, L, S),
         },
-        link=PageLink(
-            "playground",
-            {
-                "in_src": "random",
-                "in_L": str(L),
-                "in_S": str(S),
-                "in_dk": str(d_k),
-                "in_dv": str(d_v),
-                "in_H": str(h),
-                "in_Hkv": str(h),
-            },
-            "Shapes of every intermediate",
-        ),
-        rel_tol=0.0,
-        hint="four numbers, e.g. 2, 8, 5, 64",
+        link=_shapes_link(h, L, S, d_k, d_v),
     )
+
+
+def _shapes_link(h: int, L: int, S: int, d_k: int, d_v: int) -> PageLink:
+    """The Playground's random input at these sizes, cut to its caps (LIMITS: lengths, widths, heads
+    and the work heads · L · S · (d_k + d_v)) where the card's own numbers are larger: a value over
+    a cap would open at the widget's default instead."""
+    shown = (h, L, S, d_k, d_v)
+    h, L, S = min(h, LIMITS.max_heads), min(L, LIMITS.max_len), min(S, LIMITS.max_len)
+    d_k, d_v = min(d_k, LIMITS.max_width), min(d_v, LIMITS.max_width)
+    cut = (h, L, S, d_k, d_v) != shown
+    while h * L * S * (d_k + d_v) > LIMITS.max_work:
+        L, S = max(L // 2, 1), max(S // 2, 1)
+        cut = True
+    sizes = {"in_L": L, "in_S": S, "in_dk": d_k, "in_dv": d_v, "in_H": h, "in_Hkv": h}
+    where = "Shapes of every intermediate" + (" (sizes cut to the page's caps)" if cut else "")
+    return PageLink("playground", {"in_src": RANDOM, **{k: str(v) for k, v in sizes.items()}}, where)
 
 
 def shapes(rng: np.random.Generator, difficulty: Difficulty) -> Question:
@@ -101,16 +117,13 @@ def shapes(rng: np.random.Generator, difficulty: Difficulty) -> Question:
 
 
 # -- card 2: softmax and temperature -------------------------------------------------------------
-def _softmax_question(scores: tuple[float, ...], tau: float) -> Question:
+@asks("2", "Softmax: shift invariance, temperature, stable logsumexp", hint="a number in (0, 1], e.g. 0.576")
+def _softmax_question(scores: tuple[float, ...], tau: float) -> Worked:
     s = torch.tensor(scores, dtype=F64)
     p = stable_softmax(s / tau)
     values = [[1.0 if j == i else 0.0 for j in range(len(scores))] for i in range(len(scores))]
-    return Question(
-        card="2",
-        title="Softmax: shift invariance, temperature, stable logsumexp",
+    return Worked(
         prompt=f"Scores s = {vec(scores)}, temperature τ = {fmt(tau)}. What is the largest weight of softmax(s/τ)?",
-        inputs={"scores": scores, "tau": tau},
-        answer_kind=AnswerKind.NUMBER,
         answer=float(p.max()),
         steps=(
             "Divide by τ, subtract the row max (shift invariance: the weights do not change), exponentiate, "
@@ -122,14 +135,11 @@ def _softmax_question(scores: tuple[float, ...], tau: float) -> Question:
             "multiplied by τ instead of dividing": float(stable_softmax(s * tau).max()),
             "ignored the temperature": float(stable_softmax(s).max()),
         },
-        link=_row_link(
-            scores,
-            values,
+        link=PageLink(
             "playground",
+            _row_params(scores, values, in_scale=TEMPERATURE, in_tau=f"{tau:g}"),
             "How peaked is each row?",
-            {"in_scale": "custom temperature", "in_tau": f"{tau:g}"},
         ),
-        hint="a number in (0, 1], e.g. 0.576",
     )
 
 
@@ -143,17 +153,14 @@ def softmax_temperature(rng: np.random.Generator, difficulty: Difficulty) -> Que
 
 
 # -- card 4: the softmax Jacobian ------------------------------------------------------------------
-def _jacobian_question(scores: tuple[float, ...], scale: float = 1.0) -> Question:
+@asks("4", "The softmax Jacobian", abs_tol=5e-4, hint="a number in [0, 1/2], e.g. 0.393")
+def _jacobian_question(scores: tuple[float, ...], scale: float = 1.0) -> Worked:
     p = stable_softmax(torch.tensor(scores, dtype=F64) * scale)
     spectrum = jacobian_spectrum(p)
     lam = float(spectrum.eigenvalues.max())
     shown = vec(scores) if scale == 1.0 else f"{vec(scores)} · {fmt(scale)}"
-    return Question(
-        card="4",
-        title="The softmax Jacobian",
+    return Worked(
         prompt=f"One attention row has scores {shown}. What is the largest eigenvalue of its softmax Jacobian ∂p/∂s?",
-        inputs={"scores": scores, "scale": scale},
-        answer_kind=AnswerKind.NUMBER,
         answer=lam,
         steps=(
             "∂p/∂s = diag(p) − p pᵀ: symmetric, positive semi-definite, and J·1 = 0 (one eigenvalue is 0).",
@@ -166,15 +173,7 @@ def _jacobian_question(scores: tuple[float, ...], scale: float = 1.0) -> Questio
             "the Gershgorin bound, not the eigenvalue": 2 * float((p * (1 - p)).max()),
             "the largest weight": float(p.max()),
         },
-        link=_row_link(
-            scores,
-            [[1.0]] * len(scores),
-            "gradients",
-            "Softmax Jacobian",
-            {"in_scale": "none (1)", "gr_section": "Softmax Jacobian"},
-        ),
-        abs_tol=5e-4,
-        hint="a number in [0, 1/2], e.g. 0.393",
+        link=JACOBIAN.link(_row_params(scores, [[1.0]] * len(scores))),
     )
 
 
@@ -183,7 +182,8 @@ def jacobian_eigenvalue(rng: np.random.Generator, difficulty: Difficulty) -> Que
 
 
 # -- card 5: backprop through one row ---------------------------------------------------------------
-def _backward_question(scores, values, g, key: int) -> Question:
+@asks("5", "Backpropagation through attention", abs_tol=5e-4, hint="a signed number, e.g. −0.244")
+def _backward_question(scores, values, g, key: int) -> Worked:
     S = len(scores)
     q = torch.ones(1, 1, dtype=F64)
     k = torch.tensor(scores, dtype=F64).reshape(S, 1)  # q kᵀ = s with d_k = 1, scale 1
@@ -193,16 +193,12 @@ def _backward_question(scores, values, g, key: int) -> Question:
     dS = back.dscores[0]  # (S,)
     p, o = back.forward.weights[0], back.forward.output[0]
     gv, go = (v @ G[0]), float(o @ G[0])
-    return Question(
-        card="5",
-        title="Backpropagation through attention",
+    return Worked(
         prompt=(
             f"One query row with scores s = {vec(scores)} over {S} keys, values v = "
             f"{', '.join(vec(r) for r in values)}, and upstream gradient g = ∂L/∂o = {vec(g)}. "
             f"What is ∂L/∂s for key {key} (0-based)?"
         ),
-        inputs={"scores": tuple(scores), "values": tuple(map(tuple, values)), "g": tuple(g), "key": key},
-        answer_kind=AnswerKind.NUMBER,
         answer=float(dS[key]),
         steps=(
             "∂L/∂s_j = p_j (gᵀv_j − gᵀo): a key's score gains when its value beats the current output "
@@ -214,9 +210,8 @@ def _backward_question(scores, values, g, key: int) -> Question:
             "dropped the row-sum term gᵀo": float(p[key] * gv[key]),
             "forgot the weight p_j": float(gv[key] - go),
         },
-        link=_row_link(scores, values, "gradients", "One row, one key", {"gr_section": "One row, one key"}),
-        abs_tol=5e-4,
-        hint="a signed number, e.g. −0.244",
+        link=ONE_ROW.link(_row_params(scores, values)),
+        inputs={"scores": tuple(scores), "values": tuple(map(tuple, values)), "g": tuple(g), "key": key},
     )
 
 
@@ -231,20 +226,17 @@ def backward_row(rng: np.random.Generator, difficulty: Difficulty) -> Question:
 
 
 # -- card 15: merging two online-softmax states ------------------------------------------------------
-def _merge_question(a: tuple[float, float, float], b: tuple[float, float, float]) -> Question:
+@asks("15", "The online-softmax (FlashAttention) recurrence", abs_tol=5e-4, hint="a number, e.g. 3.688")
+def _merge_question(a: tuple[float, float, float], b: tuple[float, float, float]) -> Worked:
     merged = merge_partials(PartialState(*a), PartialState(*b))
     o = float(merged.output)
     m = max(a[0], b[0])
     wa, wb = math.exp(a[0] - m), math.exp(b[0] - m)
-    return Question(
-        card="15",
-        title="The online-softmax (FlashAttention) recurrence",
+    return Worked(
         prompt=(
             f"Two partial states over disjoint keys (one value per key): (m, ℓ, u) = {vec(a)} and {vec(b)}. "
             "Merge them: what is the output o = u/ℓ?"
         ),
-        inputs={"a": a, "b": b},
-        answer_kind=AnswerKind.NUMBER,
         answer=o,
         steps=(
             "Move both onto the larger max m = max(m_a, m_b): ℓ = e^{m_a − m} ℓ_a + e^{m_b − m} ℓ_b, "
@@ -258,9 +250,7 @@ def _merge_question(a: tuple[float, float, float], b: tuple[float, float, float]
             "rescaled the wrong way (e^{m − m_a})": (a[2] / wa + b[2] / wb) / (a[1] / wa + b[1] / wb),
             "averaged the two outputs": (a[2] / a[1] + b[2] / b[1]) / 2,
         },
-        link=PageLink("online_softmax", {"os_section": "Merge (split-K)"}, "Merge (split-K)"),
-        abs_tol=5e-4,
-        hint="a number, e.g. 3.688",
+        link=MERGE.link(),
     )
 
 

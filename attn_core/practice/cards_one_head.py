@@ -14,9 +14,18 @@ import numpy as np
 import torch
 
 from attn_core.attention import attention
-from attn_core.practice.question import AnswerKind, CardDrill, Difficulty, Question, fmt, pick_variant, vec
-from attn_core.practice.theory_links import KERNEL, RANK, SELECT
-from attn_core.practice.theory_links import one_head_link as link
+from attn_core.practice.page_links import KERNEL, RANK, SELECT
+from attn_core.practice.page_links import one_head_link as link
+from attn_core.practice.question import (
+    AnswerKind,
+    Difficulty,
+    Question,
+    Worked,
+    asks,
+    fmt,
+    variant_drill,
+    vec,
+)
 
 
 # -- card 8: Nadaraya–Watson is attention ---------------------------------------------------------------
@@ -36,20 +45,17 @@ def _plain(x: float, points, values, temperature: float) -> float:
     return float(p @ np.asarray(values) / p.sum())
 
 
-def nw_question(x: float, points: tuple[float, ...], values: tuple[float, ...], lam: float) -> Question:
+@asks("8", "Attention as Nadaraya–Watson kernel smoothing", abs_tol=5e-4, hint="a number, e.g. 0.412")
+def nw_question(x: float, points: tuple[float, ...], values: tuple[float, ...], lam: float) -> Worked:
     answer = nw_as_attention(x, points, values, lam)
     bias = tuple(-(k**2) / (2 * lam**2) for k in points)
     logits = tuple(x * k / lam**2 + b for k, b in zip(points, bias, strict=True))
-    return Question(
-        card="8",
-        title="Attention as Nadaraya–Watson kernel smoothing",
+    return Worked(
         prompt=(
             f"Data points x_j = {vec(points)} with observations y_j = {vec(values)}. A Gaussian-kernel "
             f"Nadaraya–Watson smoother with bandwidth λ = {fmt(lam)} estimates the curve at x = {fmt(x)}. "
             "What is the estimate f̂(x)?"
         ),
-        inputs={"x": x, "points": points, "values": values, "lambda": lam},
-        answer_kind=AnswerKind.NUMBER,
         answer=answer,
         steps=(
             "The weights κ_j / Σκ are a softmax of log κ_j = −(x − x_j)²/2λ² = x x_j/λ² − x²/2λ² − x_j²/2λ².",
@@ -65,8 +71,7 @@ def nw_question(x: float, points: tuple[float, ...], values: tuple[float, ...], 
             "used temperature λ, not λ² (bandwidth √λ)": nw_as_attention(x, points, values, math.sqrt(lam)),
         },
         link=link(KERNEL, lam=lam),
-        abs_tol=5e-4,
-        hint="a number, e.g. 0.412",
+        inputs={"x": x, "points": points, "values": values, "lambda": lam},
     )
 
 
@@ -78,20 +83,17 @@ def nw_estimate(rng: np.random.Generator, difficulty: Difficulty) -> Question:
     return nw_question(round(float(rng.uniform(-2, 2)), 1), points, values, lam)
 
 
-def bias_question(key: tuple[float, ...], lam: float) -> Question:
+@asks("8", "The key-length bias of a Gaussian kernel", abs_tol=5e-4, hint="a signed number, e.g. −2.5")
+def bias_question(key: tuple[float, ...], lam: float) -> Worked:
     sq = sum(c * c for c in key)
     answer = -sq / (2 * lam**2)
-    return Question(
-        card="8",
-        title="The key-length bias of a Gaussian kernel",
+    return Worked(
         prompt=(
             f"Written as dot-product attention at temperature λ² = {fmt(lam**2)} (bandwidth λ = "
             f"{fmt(lam)}), a "
             "Gaussian-kernel smoother adds a per-key bias to each logit. What is it for the key k = "
             f"{vec(key)}?"
         ),
-        inputs={"key": key, "lambda": lam},
-        answer_kind=AnswerKind.NUMBER,
         answer=answer,
         steps=(
             "−‖q − k‖²/2λ² = qᵀk/λ² − ‖q‖²/2λ² − ‖k‖²/2λ²; the query term cancels in the softmax, the key "
@@ -106,8 +108,7 @@ def bias_question(key: tuple[float, ...], lam: float) -> Question:
             "used λ, not λ² (−‖k‖²/2λ)": -sq / (2 * lam),
         },
         link=link(KERNEL, lam=lam),
-        abs_tol=5e-4,
-        hint="a signed number, e.g. −2.5",
+        inputs={"key": key, "lambda": lam},
     )
 
 
@@ -120,7 +121,8 @@ def key_bias(rng: np.random.Generator, difficulty: Difficulty) -> Question:
     return bias_question(key, float(rng.choice(lams)))
 
 
-def bandwidth_question(d_k: int | None = None, gain: float | None = None, shown: str = "") -> Question:
+@asks("8", "The bandwidth inside plain attention", hint="a bandwidth, e.g. 3.36")
+def bandwidth_question(d_k: int | None = None, gain: float | None = None, shown: str = "") -> Worked:
     """The bandwidth plain attention amounts to, for equal-length keys: λ = d_k^{1/4} under 1/√d_k,
     λ = 1/√g under QK-norm's gain g."""
     if d_k is not None:
@@ -134,23 +136,19 @@ def bandwidth_question(d_k: int | None = None, gain: float | None = None, shown:
         lam, setting = 1 / math.sqrt(gain), f"QK-norm logits g q̂·k̂ with gain g = {shown or fmt(gain)}"
         work = f"g q̂·k̂ = g − (g/2)‖q̂ − k̂‖² = const − ‖q̂ − k̂‖²/2λ² ⇒ λ = 1/√g = {lam:.4f}"
         slips = {"gave √g": math.sqrt(gain), "gave 1/g, the temperature": 1 / gain}
-    return Question(
-        card="8",
-        title="The bandwidth inside plain attention",
+    return Worked(
         prompt=(
             f"All keys have the same length. Read as a Gaussian kernel smoother, {setting} has what "
             "bandwidth λ?"
         ),
-        inputs={"d_k": d_k, "gain": gain},
-        answer_kind=AnswerKind.NUMBER,
         answer=lam,
         steps=(
             "Equal key lengths turn the bias into a constant; the logit's factor on qᵀk is then 1/λ².",
             work + ".",
         ),
         slips=slips,
-        link=link(KERNEL),  # the page's λ slider stops at 3; this is about the identity, not one λ
-        hint="a bandwidth, e.g. 3.36",
+        link=link(KERNEL),
+        inputs={"d_k": d_k, "gain": gain},
     )
 
 
@@ -168,7 +166,8 @@ RANK_OF = {
 }
 
 
-def rank_question(T: int, d_k: int, which: str) -> Question:
+@asks("10", "The rank bound", rel_tol=0.0, hint="a whole number, e.g. 8")
+def rank_question(T: int, d_k: int, which: str) -> Worked:
     answer = {"S": d_k, "log P": d_k + 1, "P": T}[which]
     slips = {
         "S": {"took the T × T score matrix for full rank": T},
@@ -178,16 +177,12 @@ def rank_question(T: int, d_k: int, which: str) -> Question:
             "carried log P's bound to P": d_k + 1,
         },
     }[which]
-    return Question(
-        card="10",
-        title="The rank bound",
+    return Worked(
         prompt=(
             f"Self-attention over T = {T} tokens with d_k = {d_k}; Q and K have generic (random Gaussian) "
             "entries. "
             f"What is the rank of {RANK_OF[which]}?"
         ),
-        inputs={"T": T, "d_k": d_k, "which": which},
-        answer_kind=AnswerKind.NUMBER,
         answer=float(answer),
         steps=(
             "QKᵀ = Σ_c Q_{·c} K_{·c}ᵀ, a sum of d_k rank-1 outer products: rank(S) ≤ d_k (= d_k when "
@@ -198,8 +193,6 @@ def rank_question(T: int, d_k: int, which: str) -> Question:
         ),
         slips=slips,
         link=link(RANK, T=T, dk=d_k),
-        rel_tol=0.0,
-        hint="a whole number, e.g. 8",
     )
 
 
@@ -209,22 +202,19 @@ def rank(rng: np.random.Generator, difficulty: Difficulty) -> Question:
     return rank_question(T, d_k, str(rng.choice(list(RANK_OF))))
 
 
-def top_key_question(keys: tuple[float, ...], q: float) -> Question:
+@asks("10", "Which key a d_k = 1 head selects", rel_tol=0.0, hint="a key index, e.g. 3")
+def top_key_question(keys: tuple[float, ...], q: float) -> Worked:
     k = np.asarray(keys)
     answer = int(np.argmax(q * k))
     nearest = int(np.argmin(np.abs(k - q)))
     slips = {"ignored the query's sign (took the largest key)": float(np.argmax(k))}
     if nearest != answer:
         slips["picked the key nearest the query (a distance kernel, not a dot product)"] = float(nearest)
-    return Question(
-        card="10",
-        title="Which key a d_k = 1 head selects",
+    return Worked(
         prompt=(
             f"A head with d_k = 1: the keys are k = {vec(keys)} and the query is q = {fmt(q)}. Which key "
             "(0-based) gets the largest weight?"
         ),
-        inputs={"keys": keys, "q": q},
-        answer_kind=AnswerKind.NUMBER,
         answer=float(answer),
         steps=(
             "At d_k = 1 each score is a product, s_j = q k_j (times a positive scale).",
@@ -235,23 +225,24 @@ def top_key_question(keys: tuple[float, ...], q: float) -> Question:
         ),
         slips=slips,
         link=link(SELECT),
-        rel_tol=0.0,
-        hint="a key index, e.g. 3",
     )
 
 
-def winners_question(keys: tuple[float, ...]) -> Question:
+@asks(
+    "10",
+    "The keys a d_k = 1 head can ever select",
+    kind=AnswerKind.VECTOR,
+    rel_tol=0.0,
+    hint="the indices in increasing order, e.g. 1, 4",
+)
+def winners_question(keys: tuple[float, ...]) -> Worked:
     k = np.asarray(keys)
     answer = tuple(sorted({float(np.argmin(k)), float(np.argmax(k))}))
-    return Question(
-        card="10",
-        title="The keys a d_k = 1 head can ever select",
+    return Worked(
         prompt=(
             f"A head with d_k = 1 and keys k = {vec(keys)}. Over every possible query, which keys (0-based) "
             "can be the top key?"
         ),
-        inputs={"keys": keys},
-        answer_kind=AnswerKind.VECTOR,
         answer=answer,
         steps=(
             "s_j = q k_j: q > 0 selects argmax k, q < 0 selects argmin k, q = 0 gives a uniform row.",
@@ -264,8 +255,6 @@ def winners_question(keys: tuple[float, ...]) -> Question:
             "forgot negative queries (argmax only)": (float(np.argmax(k)),),
         },
         link=link(SELECT),
-        rel_tol=0.0,
-        hint="the indices in increasing order, e.g. 1, 4",
     )
 
 
@@ -295,15 +284,9 @@ WORKED = {  # the cards' own numbers
 }
 
 
-def card8(rng: np.random.Generator, difficulty: Difficulty) -> Question:
-    return pick_variant(rng, difficulty, (nw_estimate, key_bias, bandwidth), WORKED["8"])
-
-
-def card10(rng: np.random.Generator, difficulty: Difficulty) -> Question:
-    return pick_variant(rng, difficulty, (rank, selection), WORKED["10"])
-
-
 DRILLS = (
-    CardDrill("8", "Attention as Nadaraya–Watson smoothing", card8, WORKED["8"][0]),
-    CardDrill("10", "The rank bound and the d_k = 1 head", card10, WORKED["10"][0]),
+    variant_drill(
+        "8", "Attention as Nadaraya–Watson smoothing", (nw_estimate, key_bias, bandwidth), WORKED["8"]
+    ),
+    variant_drill("10", "The rank bound and the d_k = 1 head", (rank, selection), WORKED["10"]),
 )

@@ -12,17 +12,9 @@ import math
 
 import numpy as np
 
-from attn_core.practice.question import (
-    AnswerKind,
-    CardDrill,
-    Difficulty,
-    Question,
-    fmt,
-    pick_variant,
-    vec,
-)
-from attn_core.practice.theory_links import ENTROPY, RULES, TWO_KEYS, VARIANCE
-from attn_core.practice.theory_links import scaling_link as link
+from attn_core.practice.page_links import ENTROPY, RULES, TWO_KEYS, VARIANCE
+from attn_core.practice.page_links import scaling_link as link
+from attn_core.practice.question import CardDrill, Difficulty, Question, Worked, asks, fmt, pick_variant, vec
 from attn_core.theory.scaling import two_key_gaussian, variance_theory
 
 LN99 = math.log(99)  # two keys: the top weight passes 0.99 when the gap passes ln 99
@@ -54,21 +46,18 @@ def _sigma(rng: np.random.Generator, difficulty: Difficulty) -> float:
 
 
 # -- card 3: Var(q·k) = d_k σ_q² σ_k² ------------------------------------------------------------------
-def variance_question(d_k: int, sigma_q: float, sigma_k: float, rule: str = "none (1)") -> Question:
+@asks("3", "Var(q·k) = d_k σ_q² σ_k², hence 1/√d_k", hint="a number, e.g. 128")
+def variance_question(d_k: int, sigma_q: float, sigma_k: float, rule: str = "none (1)") -> Worked:
     alpha = RULES[rule](d_k)
     raw = d_k * sigma_q**2 * sigma_k**2
     var = variance_theory(d_k, sigma_q, sigma_k, alpha)  # the Scaling page's own closed form
     scaled = "" if rule == "none (1)" else f" after the scale α = {rule}"
-    return Question(
-        card="3",
-        title="Var(q·k) = d_k σ_q² σ_k², hence 1/√d_k",
+    return Worked(
         prompt=(
             f"A query and a key have d_k = {d_k} independent components with mean 0, standard deviations "
             f"σ_q = {fmt(sigma_q)} and σ_k = {fmt(sigma_k)}. What is the variance of their dot "
             f"product{scaled}?"
         ),
-        inputs={"d_k": d_k, "sigma_q": sigma_q, "sigma_k": sigma_k, "rule": rule},
-        answer_kind=AnswerKind.NUMBER,
         answer=var,
         steps=(
             "q·k = Σ_c q_c k_c, a sum of d_k products. Each has mean 0 and variance E[q_c²]E[k_c²] = "
@@ -90,7 +79,6 @@ def variance_question(d_k: int, sigma_q: float, sigma_k: float, rule: str = "non
             "left the scale out": raw,
         },
         link=link(VARIANCE, dk=d_k, sq=sigma_q, sk=sigma_k, rule=rule),
-        hint="a number, e.g. 128",
     )
 
 
@@ -101,9 +89,8 @@ def variance(rng: np.random.Generator, difficulty: Difficulty) -> Question:
     )
 
 
-def entropy_question(
-    T: int, sigma_s: float | None = None, d_k: int | None = None, rule: str = ""
-) -> Question:
+@asks("3", "Entropy of Gaussian logits", **NATS)
+def entropy_question(T: int, sigma_s: float | None = None, d_k: int | None = None, rule: str = "") -> Worked:
     """H ≈ ln T − σ_s²/2, with σ_s given, or set by unit-variance q, k at width d_k under ``rule``."""
     if sigma_s is None:
         var_s = RULES[rule](d_k) ** 2 * d_k
@@ -125,15 +112,11 @@ def entropy_question(
     }
     if d_k is not None and rule != "none (1)":
         slips["used the unscaled spread σ_s² = d_k"] = math.log(T) - d_k / 2
-    return Question(
-        card="3",
-        title="Entropy of Gaussian logits",
+    return Worked(
         prompt=(
             f"One attention row over T = {T:,} keys; {given}. About how many nats of entropy does the row "
             "have?"
         ),
-        inputs={"T": T, "sigma_s": sigma_s, "d_k": d_k, "rule": rule},
-        answer_kind=AnswerKind.NUMBER,
         answer=H,
         steps=(
             "H = log Σ e^{s_j} − Σ p_j s_j. With many keys the sums become averages: Σ e^{s_j} ≈ T "
@@ -150,7 +133,6 @@ def entropy_question(
             T=T,
             **({"dk": d_k, "rule": rule} if d_k else {"sq": sigma_s, "sk": 1.0, "rule": "1/√d_k"}),
         ),
-        **NATS,
     )
 
 
@@ -163,18 +145,15 @@ def entropy(rng: np.random.Generator, difficulty: Difficulty) -> Question:
     return entropy_question(T, sigma_s=round(float(rng.uniform(0.2, top)), 1))
 
 
-def edge_question(T: int) -> Question:
+@asks("3", "Where ln T − σ²/2 breaks", hint="a number, e.g. 4.08")
+def edge_question(T: int) -> Worked:
     edge = math.sqrt(2 * math.log(T))
-    return Question(
-        card="3",
-        title="Where ln T − σ²/2 breaks",
+    return Worked(
         prompt=(
             "The approximation H ≈ ln T − σ_s²/2 holds only while σ_s is well below the largest value a "
             "standard "
             f"normal reaches among T = {T:,} draws. What is that scale, √(2 ln T)?"
         ),
-        inputs={"T": T},
-        answer_kind=AnswerKind.NUMBER,
         answer=edge,
         steps=(
             "The largest of T standard normals is about √(2 ln T). Once σ_s is comparable, the top logit "
@@ -189,7 +168,6 @@ def edge_question(T: int) -> Question:
             "used log₂ (√(2 log₂ T))": math.sqrt(2 * math.log2(T)),
         },
         link=link(ENTROPY, T=T),
-        hint="a number, e.g. 4.08",
     )
 
 
@@ -197,9 +175,10 @@ def edge(rng: np.random.Generator, difficulty: Difficulty) -> Question:
     return edge_question(int(rng.choice([16, 128, 512, 1000, 2048, 4096])))
 
 
+@asks("3", "Entropy and effective keys", hint="a number, e.g. 1.63")
 def effective_keys_question(
     weights: tuple[float, ...] | None = None, entropy_nats: float | None = None
-) -> Question:
+) -> Worked:
     if weights is not None:
         p = np.asarray(weights, dtype=np.float64)
         H = float(-(p * np.log(p)).sum())
@@ -210,12 +189,8 @@ def effective_keys_question(
     slips = {"raised 2, not e, to the entropy in nats (2^H)": 2**H, "gave the entropy itself": H}
     if weights is not None:
         slips["used the participation ratio 1/Σp², a different count"] = float(1 / (p**2).sum())
-    return Question(
-        card="3",
-        title="Entropy and effective keys",
+    return Worked(
         prompt=f"An attention row has {given}. How many effective keys is that (e^H)?",
-        inputs={"weights": weights, "H": H},
-        answer_kind=AnswerKind.NUMBER,
         answer=math.exp(H),
         steps=(
             "A uniform row over n keys has entropy ln n, so e^H counts the keys a row behaves as if it "
@@ -225,7 +200,7 @@ def effective_keys_question(
         ),
         slips=slips,
         link=link(ENTROPY),
-        hint="a number, e.g. 1.63",
+        inputs={"weights": weights, "H": H},
     )
 
 
@@ -238,21 +213,23 @@ def effective_keys(rng: np.random.Generator, difficulty: Difficulty) -> Question
     return effective_keys_question(weights=tuple(float(x) / 100 for x in pct))
 
 
-def two_keys_question(d_k: int, rule: str) -> Question:
+@asks(
+    "3",
+    "Two keys: how often a row saturates",
+    rel_tol=1e-2,
+    hint="a probability, e.g. 0.774 (Φ from a table is close enough: ±1%)",
+)
+def two_keys_question(d_k: int, rule: str) -> Worked:
     alpha = RULES[rule](d_k)
     sd = alpha * math.sqrt(2 * d_k)  # the gap α q·(k₁ − k₂) with ‖q‖² replaced by its mean d_k
     answer = two_key_gaussian(d_k, alpha)  # 2Φ(−ln 99 / sd), as the Scaling page computes it
-    return Question(
-        card="3",
-        title="Two keys: how often a row saturates",
+    return Worked(
         prompt=(
             f"Two keys, d_k = {d_k}, unit-variance independent q, k₁, k₂, "
             f"{'no scale (α = 1)' if rule == 'none (1)' else f'scale α = {rule}'}. Replacing ‖q‖² by its "
             "mean "
             "d_k (the Gaussian approximation), what is the probability that the top weight exceeds 0.99?"
         ),
-        inputs={"d_k": d_k, "rule": rule},
-        answer_kind=AnswerKind.NUMBER,
         answer=answer,
         steps=(
             "With two keys, max p > 0.99 exactly when |s₁ − s₂| > ln 99 = 4.595.",
@@ -269,8 +246,6 @@ def two_keys_question(d_k: int, rule: str) -> Question:
             * phi(-LN99 / (alpha * math.sqrt(d_k))),
         },
         link=link(TWO_KEYS, dk=d_k, rule=rule),
-        rel_tol=1e-2,
-        hint="a probability, e.g. 0.774 (Φ from a table is close enough: ±1%)",
     )
 
 

@@ -3,14 +3,21 @@
 A generator draws the numbers, calls the card's own attn_core function for the answer and for
 each recognisable slip, and returns a `Question`. `Question.judge` parses the learner's text,
 compares it with the answer at the stated tolerance, and names the slip an answer matches.
+
+The skeleton every card fills in: a question maker takes the drawn numbers and returns what it
+worked out from them (`Worked`: prompt, answer, worked steps, slips, page link); `asks` declares
+the rest once, above the maker (card, title, answer kind, unit, tolerance, hint), and turns the
+maker into one that returns the full `Question`, its inputs being the maker's own arguments.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum, StrEnum
 from typing import Any
 
 import numpy as np
@@ -39,8 +46,30 @@ class PageLink:
     """The card's live page section with these exact numbers loaded (its URL state)."""
 
     url_path: str  # as in lab_ui/nav.py
-    params: dict[str, str]
+    params: dict[str, str]  # URL keys → values, a choice by its id (see `PageSection`)
     section: str  # what to look at there, in words
+
+
+def choice_id(option: Enum) -> str:
+    """What a page's URL carries for an Enum choice: the member's name, lower-cased
+    (lab_ui.widgets.url_id's rule), so that a relabelled option keeps the link working."""
+    return option.name.lower()
+
+
+@dataclass(frozen=True)
+class PageSection:
+    """One section of a page as a drill links to it: the page (its url_path in lab_ui/nav.py), the
+    key of its section picker, the id its URL keeps for the section and the label it shows.
+    tests/test_practice_links.py opens every drill's link and checks the page keeps each value."""
+
+    url_path: str
+    key: str  # "co_section"
+    id: str  # "kv": the page's Section member, lower-cased
+    label: str  # "KV cache & GQA", what the feedback names
+
+    def link(self, params: dict[str, str] | None = None) -> PageLink:
+        """This section with ``params`` (URL keys → values) loaded."""
+        return PageLink(self.url_path, {self.key: self.id, **(params or {})}, self.label)
 
 
 @dataclass(frozen=True)
@@ -161,3 +190,73 @@ def pick_variant(
     if worked and difficulty is Difficulty.EASY and rng.random() < 0.25:
         return worked[int(rng.integers(len(worked)))]()
     return makers[int(rng.integers(len(makers)))](rng, difficulty)
+
+
+@dataclass(frozen=True)
+class Worked:
+    """What a card's question maker works out from the drawn numbers."""
+
+    prompt: str
+    answer: Answer
+    steps: tuple[str, ...]
+    slips: dict[str, Answer]
+    link: PageLink | None = None
+    inputs: dict[str, Any] | None = None  # the drawn numbers by name; by default the maker's arguments
+
+
+def asks(
+    card: str,
+    title: str,
+    *,
+    kind: AnswerKind = AnswerKind.NUMBER,
+    unit: str = "",
+    rel_tol: float = 5e-3,
+    abs_tol: float = 0.0,
+    choices: tuple[str, ...] = (),
+    hint: str = "",
+) -> Callable[[Callable[..., Worked]], Callable[..., Question]]:
+    """The drill skeleton: what is fixed about one kind of question, declared above its maker.
+
+    The decorated maker is called with the drawn numbers and returns a `Worked`; the result is a
+    maker of full `Question`s whose ``inputs`` are the call's arguments by name (defaults filled in),
+    unless the `Worked` names its own."""
+
+    def skeleton(maker: Callable[..., Worked]) -> Callable[..., Question]:
+        signature = inspect.signature(maker)
+
+        @functools.wraps(maker)
+        def question(*args: Any, **kwargs: Any) -> Question:
+            worked = maker(*args, **kwargs)
+            inputs = worked.inputs
+            if inputs is None:
+                bound = signature.bind(*args, **kwargs)
+                bound.apply_defaults()
+                inputs = dict(bound.arguments)
+            return Question(
+                card=card,
+                title=title,
+                prompt=worked.prompt,
+                inputs=inputs,
+                answer_kind=kind,
+                answer=worked.answer,
+                steps=worked.steps,
+                slips=worked.slips,
+                link=worked.link,
+                unit=unit,
+                rel_tol=rel_tol,
+                abs_tol=abs_tol,
+                choices=choices,
+                hint=hint,
+            )
+
+        return question
+
+    return skeleton
+
+
+def variant_drill(
+    card: str, title: str, makers: tuple[Maker, ...], worked: tuple[Callable[[], Question], ...]
+) -> CardDrill:
+    """A card's drill that draws one of its kinds of question (`pick_variant`); the card's own
+    numbers are its first worked example."""
+    return CardDrill(card, title, functools.partial(pick_variant, makers=makers, worked=worked), worked[0])

@@ -118,11 +118,14 @@ class BenchView:
     perf_rows: list[dict] = field(default_factory=list)  # timed records, for the charts
     error_rows: list[dict] = field(default_factory=list)  # every record: error, rule, verdict
     recorded: list[RecordedRun] = field(default_factory=list)
+    recorded_problems: list[str] = field(default_factory=list)  # files of assets/bench/ skipped, and why
     left_out: dict[str, str] = field(default_factory=dict)
     interpreted_cap: int = MAX_INTERPRETED_WORK
     error: str | None = None  # the request is outside the caps: why (nothing ran)
     # this server's last sweep as a calibration for the Cost page: (hardware choice, dtype, run JSON)
     cost_rates: tuple[str, str, str] | None = None
+    # a sweep of this visitor's that is not the server's calibration: (why not, its run JSON)
+    own_run: tuple[str, str] | None = None
 
     @property
     def ridge(self) -> float | None:
@@ -139,12 +142,24 @@ def _facts(device: str, dtype: str) -> DeviceFacts:
     return device_facts(device, tuple(dict.fromkeys(("fp32", dtype))))
 
 
-def recorded_gpu_runs(folder: Path | None = None) -> list[RecordedRun]:
-    """Every assets/bench/gpu-results*.json ({"meta": …, "records": […]}), newest name first."""
+def recorded_gpu_runs(folder: Path | None = None, problems: list[str] | None = None) -> list[RecordedRun]:
+    """Every assets/bench/gpu-results*.json ({"meta": …, "records": […]}), newest name first. A
+    file that cannot be read is skipped; its name and what is wrong go to ``problems``."""
     runs = []
     for path in sorted((folder or RESULTS_DIR).glob(RESULTS_GLOB), reverse=True):
-        data = json.loads(path.read_text())
-        runs.append(RecordedRun(path.name, data["meta"], data["records"]))
+        try:
+            data = json.loads(path.read_text())
+            meta, records = data["meta"], data["records"]
+            if not isinstance(meta, dict) or not isinstance(records, list):
+                raise ValueError('expected {"meta": {…}, "records": […]}')
+            if (bad := next((i for i, r in enumerate(records) if not isinstance(r, dict)), None)) is not None:
+                raise ValueError(f"record {bad} is not an object")
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+            why = f"no {exc} key" if isinstance(exc, KeyError) else str(exc).splitlines()[0][:120]
+            if problems is not None:
+                problems.append(f"assets/bench/{path.name} was skipped: it cannot be read ({why})")
+            continue
+        runs.append(RecordedRun(path.name, meta, records))
     return runs
 
 
@@ -192,9 +207,11 @@ def cost_rates() -> tuple[str, str, str] | None:
 
 def _view(facts: DeviceFacts, records: list[Record], **kw) -> BenchView:
     perf, errors = _rows(records)
+    problems: list[str] = []
+    recorded = recorded_gpu_runs(problems=problems)
     return BenchView(facts, facts.kind == "cuda", list(records), perf_rows=perf, error_rows=errors,
-                     recorded=recorded_gpu_runs(), left_out=dict(LEFT_OUT), cost_rates=cost_rates(),
-                     **kw)  # fmt: skip
+                     recorded=recorded, recorded_problems=problems, left_out=dict(LEFT_OUT),
+                     cost_rates=cost_rates(), **kw)  # fmt: skip
 
 
 def kernels_page(
@@ -226,7 +243,6 @@ def kernels_page(
     def record(rec: Record) -> None:
         records.append(rec)
         _LAST[:] = records
-        calibrations.publish_server_run(meta, [r.to_json() for r in records])  # the Cost page's rates
         if on_record is not None:
             on_record(rec, expected)
 
@@ -235,4 +251,26 @@ def kernels_page(
         result = run_sweep(config, on_record=record, should_stop=should_stop)
     finally:
         _LOCK.release()
-    return _view(facts, result.records, stopped=result.stopped, load=(result.load_before, result.load_after))
+    run_json = {"meta": meta, "records": [r.to_json() for r in result.records]}
+    why = not_a_server_calibration(config, result, run_json)
+    if why is None:  # the Cost page's rates for every visitor
+        calibrations.publish_server_run(meta, run_json["records"])
+    own = None if why is None else (why, json.dumps(run_json, indent=1))
+    return _view(facts, result.records, stopped=result.stopped, load=(result.load_before, result.load_after),
+                 own_run=own)  # fmt: skip
+
+
+def not_a_server_calibration(config, result, run_json: dict) -> str | None:
+    """Why a sweep may not become this server's calibration for every visitor, or None: it must
+    have run to its end, timed SDPA (the kernel the cost model's attention stands for) correctly,
+    and read as a calibration with rates in range. A partial sweep (say, the naive contestant
+    alone: 20,600 s to the first token of a small model) stays with the visitor who ran it."""
+    if result.stopped:
+        return f"it ended early ({result.stopped})"
+    if not any(r.impl == "sdpa" and r.ok and r.tflops for r in result.records):
+        return "it has no correct SDPA timing, the kernel the cost model's attention stands for"
+    try:
+        calibrations.read_calibration(run_json, calibrations.SERVER_RUN_NAME)
+    except calibrations.CalibrationError as exc:
+        return str(exc)
+    return None

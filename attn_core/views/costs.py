@@ -24,6 +24,7 @@ from attn_core.cost.inputs import Hardware as Hardware
 from attn_core.cost.inputs import Precision as Precision
 from attn_core.cost.inputs import Workload as Workload
 from attn_core.cost.limits import MAX_BATCH as MAX_BATCH
+from attn_core.cost.limits import MAX_CONFIG_CHARS as MAX_CONFIG_CHARS
 from attn_core.cost.limits import MAX_GEN_LEN as MAX_GEN_LEN
 from attn_core.cost.limits import MAX_GPUS as MAX_GPUS
 from attn_core.cost.limits import MAX_SEQ_LEN as MAX_SEQ_LEN
@@ -44,6 +45,11 @@ from attn_core.views.calibrations import SERVER, SERVER_ID, Calibrations
 def all_presets() -> list[str]:
     """The presets the formulas read, then those only transformers' build sizes (assets/models/built/)."""
     return list_presets() + list_built_presets()
+
+
+def config_text(raw: bytes | str) -> str:
+    """An uploaded or pasted config as text, for the check against transformers' build."""
+    return raw.decode("utf-8-sig", "replace") if isinstance(raw, bytes) else raw
 
 
 def shape_of_preset(name: str) -> ModelShape | None:

@@ -172,6 +172,7 @@ class GradientsView:
     reading: RowReading
     step: QueryStep
     tolerance: float
+    toy_lesson: bool = False  # the toy with its own upstream gradient: the page narrates card 5
 
     @property
     def row_key_names(self) -> list[str]:
@@ -264,11 +265,13 @@ def gradients_view(
     temperature: float = 1.0,
     lr: float = 1.0,
     run_finite_differences: bool = True,
+    upstream: str | None = None,
 ) -> GradientsView:
     """The backward pass of attention on qkv with upstream G, checked three ways, plus card 4 on
     row ``row`` of head ``head`` at temperature τ (p = softmax(s / τ) over its allowed keys).
 
-    Finite differences run only under `LIMITS.fd_*`; otherwise ``finite_note`` says why not."""
+    Finite differences run only under `LIMITS.fd_*`; otherwise ``finite_note`` says why not.
+    ``upstream`` names how G was chosen (an `Upstream`), for ``toy_lesson``."""
     if not (math.isfinite(temperature) and temperature > 0):
         raise ValueError(f"temperature must be a positive number, got {temperature}")
     if not math.isfinite(lr):
@@ -353,6 +356,7 @@ def gradients_view(
         reading=_row_reading(back, V, G, keys, head, row),
         step=step,
         tolerance=tol,
+        toy_lesson=toy_lesson(qkv, upstream),
     )
 
 

@@ -20,12 +20,19 @@ For the pages, in the order they call it:
   ``profile_rows(view, l)`` and ``distance_rows(view, l)`` the tables behind the profiles;
 - zoom: ``tile_bounds(view, a, b)`` and ``region(m, view, l, head, rows, cols)`` → ``Region``,
   the full-resolution weights of one rectangle, computed on demand.
+
+One long read at a time on this server (``long_view``, and ``region`` when it re-runs the
+forward): a second one while it runs gets ``Busy`` at once instead of waiting behind it, and a
+read that runs past its budget's seconds (a busier server than the estimate assumed) stops after
+the layer that crossed it (``OverBudget``). Short views never take this lock.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -55,6 +62,24 @@ from attn_core.views.long_inputs import sample_text as sample_text
 
 # The view
 # ----------------------------------------------------------------------------------------------
+
+_LONG_READ = threading.Lock()  # one long read at a time: each one takes every core for seconds
+
+
+class Busy(ValueError):
+    """Another visitor's long read is running on this server."""
+
+
+@contextmanager
+def _one_long_read() -> Iterator[None]:
+    """The long-read slot while inside, or Busy at once (never a wait behind another's read)."""
+    if not _LONG_READ.acquire(blocking=False):
+        raise Busy("another long read is running on this server; try again in a few seconds")
+    try:
+        yield
+    finally:
+        _LONG_READ.release()
+
 
 METRIC_LABELS = {
     "sink": "sink share",
@@ -102,7 +127,9 @@ def long_view(
     """Tile maps, scores and profiles of every head of layers 0 … ``layers`` − 1 (all by default;
     1 gives a first map fast: the forward stops after that layer). ``tile``: the map's B;
     ``band``: the local share's w. ``on_layer(done, total)`` is called after each layer (a
-    progress bar). OverBudget (a ValueError) with ``estimate``'s message when it does not fit."""
+    progress bar). OverBudget (a ValueError) with ``estimate``'s message when it does not fit, or
+    when the read runs past ``budget.max_seconds`` (checked after each layer); Busy when another
+    long read is running."""
     if not 1 <= tile <= 1024 or not 1 <= band <= MAX_LONG_TOKENS:
         raise ValueError(f"tile {tile} must be 1…1024 and band {band} 1…{MAX_LONG_TOKENS}")
     est = estimate(m, inp.idx.shape[1], budget, tile=tile, layers=layers)
@@ -117,9 +144,17 @@ def long_view(
             kept.append(c)
         if on_layer is not None:
             on_layer(i + 1, est.layers)
+        spent = time.perf_counter() - start
+        if spent > budget.max_seconds and i + 1 < est.layers:
+            raise OverBudget(
+                f"stopped after {i + 1} of {est.layers} layers: {spent:,.1f} s, over the "
+                f"{budget.max_seconds:,.0f} s budget (this server is busier than the estimate assumed); "
+                "read fewer tokens or try again later"
+            )
 
-    start = time.perf_counter()
-    _capture(m)(m.model, inp.idx, est.layers, each)
+    with _one_long_read():
+        start = time.perf_counter()
+        _capture(m)(m.model, inp.idx, est.layers, each)
     return LongHeadsView(
         model_name=m.name,
         tokens=inp.tokens,
@@ -199,14 +234,16 @@ def region(
     """The weights of one head on query positions rows[0] … rows[1] − 1 and keys cols[0] …
     cols[1] − 1, at full resolution (at most ``MAX_REGION``), from the row lse the maps kept. When
     the view did not keep the captures, the forward re-runs up to ``layer`` (seconds, within the
-    budget the view was computed under). ValueError naming a bad layer, head or rectangle."""
+    budget the view was computed under; a long read: Busy when another runs). ValueError naming a
+    bad layer, head or rectangle."""
     if not 0 <= layer < len(view.layers):
         raise ValueError(f"layer {layer} is outside 0…{len(view.layers) - 1}")
     check_region(view.n_heads, view.length, head, rows, cols)  # before any forward
     recaptured = view.captures is None
     if recaptured:
         found: list[LayerQK] = []
-        _capture(m)(m.model, view.idx, layer + 1, lambda i, c: found.append(c) if i == layer else None)
+        with _one_long_read():
+            _capture(m)(m.model, view.idx, layer + 1, lambda i, c: found.append(c) if i == layer else None)
         c = found[0]
     else:
         c = view.captures[layer]

@@ -27,13 +27,30 @@ from attn_core.experiments.mask_slips import TriuSlipReport, triu_slip, zeroing_
 from attn_core.experiments.perturbation import PerturbationReport, perturbation_experiment
 from attn_core.limits import LIMITS
 from attn_core.masks import MaskKind, build_mask
-from attn_core.oracle import AGREE_TOL, MATCH_TOL
-from attn_core.oracle import ROUNDING_TOL as ROUNDING_TOL  # re-exported for the page
+from attn_core.oracle import AGREE_TOL, MATCH_TOL, ROUNDING_TOL
 from attn_core.slips.masking import SLIPS
-from attn_core.views.inputs import random_qkv
-from attn_core.views.mask_gallery import (  # re-exported: the page reads the gallery through here
-    PAINTED as PAINTED,
-)
+from attn_core.views.inputs import QKV, random_qkv
+from attn_core.views.mask_gallery import PAINTED  # the page reads the gallery's names through here
+
+__all__ = [  # what the page and its charts (lab_ui/mask_charts.py) read
+    "MATCH_TOL",
+    "MAX_D",
+    "MAX_T",
+    "PAINTED",
+    "PATTERNS",
+    "PATTERN_IDS",
+    "ROUNDING_TOL",
+    "SLIPS",
+    "SLIP_ALIASES",
+    "TORCH_VERSION",
+    "TOY_NOTE",
+    "FutureView",
+    "MasksView",
+    "Section",
+    "SlipView",
+    "note",
+    "view",
+]
 
 # ---------------------------------------------------------------------- the page's other sections
 # Each returns what one section of the Masks & leakage page draws: tables as {column: values}.
@@ -309,3 +326,51 @@ NOTES = {
 def note(name: str, **numbers) -> str:
     """One of `NOTES` with its numbers filled in."""
     return NOTES[name].format(**numbers)
+
+
+@dataclass(frozen=True)
+class MasksView:
+    """The page's one view call: the sidebar's seeded tokens; each section's part is computed on
+    demand from them and that section's own controls (the page caches each part by its inputs)."""
+
+    qkv: QKV  # q, k, v (1, 1, T, d)
+    T: int
+    seed: int
+
+    def pair_counts(self, n: int) -> tuple[decoding.PairCount, decoding.PairCount]:
+        """Causal n × n pair counts, and at n = 4096 for comparison."""
+        return causal_pair_count(n), causal_pair_count(4096)
+
+    def future(self, t: int, kind: str, magnitude: float) -> FutureView:
+        return change_the_future(self.qkv.q, self.qkv.k, self.qkv.v, t, kind, magnitude, self.seed + 1)
+
+    def fully_masked(self, S: int, spread: float) -> dict[str, list]:
+        return fully_masked_view(S, spread, self.seed)
+
+    def apis(self) -> dict[str, list]:
+        return api_view()
+
+    def block(self, P: int) -> decoding.CachedBlockReport:
+        return cached_block(self.qkv.q, self.qkv.k, self.qkv.v, P)
+
+    def decode(self, prefill: int) -> decoding.DecodeReport:
+        return decode_with_kv_cache(self.qkv.q, self.qkv.k, self.qkv.v, prefill)
+
+    def conventions(self, pattern: str, pad: int) -> ConventionsView:
+        return conventions_view(self.qkv.q[0, 0], self.qkv.k[0, 0], self.qkv.v[0, 0], pattern, pad)
+
+    def permutations(
+        self, words: list[str], perm_text: str, causal: bool, positions: bool
+    ) -> PermutationView:
+        return permutations_view(words, perm_text, causal, positions, self.seed)
+
+    def bos(self, n: int) -> equivariance.BosShare:
+        return bos_share(n)
+
+    def slip(self, slip: str) -> SlipView:
+        return slip_view(slip, self.qkv.q, self.qkv.k, self.qkv.v)
+
+
+def view(T: int, d: int, seed: int) -> MasksView:
+    """The sidebar's T tokens of width d (seeded, float64, one head)."""
+    return MasksView(tokens(T, T, d, d, 1, 1, seed), T, seed)

@@ -13,11 +13,25 @@ from enum import StrEnum
 import torch
 
 from attn_core.limits import THEORY, check_range
-from attn_core.oracle import IDENTITY_TOL as IDENTITY_TOL  # re-exported for the page
-from attn_core.oracle import SE_MULTIPLE, SLOPE_TOL, Check
+from attn_core.oracle import IDENTITY_TOL, SE_MULTIPLE, SLOPE_TOL, Check
 from attn_core.theory import circuits, collapse, kernel_smoothing, rank
 from attn_core.theory.kernel_smoothing import check_bandwidth
 from attn_core.theory.scaling import check_d_k
+
+__all__ = [  # what the page reads (the page import rule: tests/test_page_shape.py)
+    "CIRCLE_QUERIES",
+    "CODE",
+    "IDENTITY_TOL",
+    "MAX_LAYERS",
+    "MAX_RANK_T",
+    "MAX_STACKS",
+    "MAX_WIDTH",
+    "NW_POINTS",
+    "ExpressivityInputs",
+    "Section",
+    "validate",
+    "view",
+]
 
 NW_POINTS = 40  # card 8's 40 noisy sine points
 NW_GRID = 200  # query points along the curve

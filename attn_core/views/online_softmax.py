@@ -16,7 +16,7 @@ from enum import StrEnum
 import torch
 
 from attn_core.attention import attention, check_shapes, expand_kv
-from attn_core.cost.units import format_flops as format_flops  # re-exported for the page
+from attn_core.cost.units import format_flops
 from attn_core.dtypes import DTYPES as TRACE_DTYPES
 from attn_core.dtypes import UNIT_ROUNDOFF
 from attn_core.experiments.precision import precision_study
@@ -34,8 +34,25 @@ from attn_core.online import (
 )
 from attn_core.oracle import MATCH_TOL, SDPA_TOL, TRACE_TOL, max_abs_diff, sdpa_reference
 from attn_core.slips.online import SLIPS
-from attn_core.views.inputs import QKV as QKV  # re-exported for the page
-from attn_core.views.inputs import InputKind
+from attn_core.views.inputs import QKV, InputKind
+
+__all__ = [  # what the page reads (the page import rule: tests/test_page_shape.py)
+    "CODE",
+    "MAX_TILES",
+    "NEEDS_QKV",
+    "QKV",
+    "SLIPS",
+    "TRACE_DTYPES",
+    "OnlineView",
+    "PrecisionView",
+    "RowWalk",
+    "Section",
+    "drill_11",
+    "format_flops",
+    "precision_view",
+    "smallest_block",
+    "view",
+]
 
 MAX_TILES = LIMITS.online_tiles
 PRECISION_T = (64, 256, 1024, 4096)  # keys per row of the precision section: 4 × 6 runs, each 16 rows, d = 64
@@ -372,3 +389,47 @@ CODE = tile_step  # what the page's "show the code" shows
 def is_toy(qkv: QKV) -> bool:
     """The spec's toy row: the page narrates card 15's numbers for it."""
     return qkv.kind is InputKind.TOY
+
+
+@dataclass(frozen=True)
+class OnlineView:
+    """The page's one view call: the sidebar's input, mask, head and row (``qkv`` None when the
+    input is not valid: the sections that need it are not drawn); each section's part is
+    computed on demand from them and the section's own controls."""
+
+    qkv: QKV | None
+    allowed: torch.Tensor | None
+    head: int
+    row: int
+
+    @property
+    def toy(self) -> bool:
+        return self.qkv is not None and is_toy(self.qkv)
+
+    def walk(self, block_size: int, dtype: str, logit_scale: float, slip: str | None = None) -> RowWalk:
+        """The chosen row, walked block by block (with ``slip``: the slip's walk)."""
+        q, k, v = self.qkv.q, self.qkv.k, self.qkv.v
+        return walk_row(
+            q,
+            k,
+            v,
+            self.allowed,
+            head=self.head,
+            row=self.row,
+            block_size=block_size,
+            dtype=dtype,
+            logit_scale=logit_scale,
+            slip=slip,
+        )
+
+    def tiles(self, block_size: int) -> TileView:
+        return tile_view(self.qkv.q, self.qkv.k, self.qkv.v, self.allowed, block_size=block_size)
+
+    def merge(self, split: int) -> SplitMerge:
+        q, k, v = self.qkv.q, self.qkv.k, self.qkv.v
+        return row_split_merge(q, k, v, self.allowed, head=self.head, row=self.row, split=split)
+
+
+def view(qkv: QKV | None, allowed: torch.Tensor | None, head: int, row: int) -> OnlineView:
+    """The page's input as the sections read it."""
+    return OnlineView(qkv, allowed, head, row)

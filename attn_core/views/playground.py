@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -12,6 +12,15 @@ from attn_core.oracle import SDPA_TOL, Check, compared_max_abs_diff, sdpa_refere
 from attn_core.slips.forward import SLIPS
 from attn_core.stats import TemperatureSweep, effective_keys, row_entropy, temperature_sweep
 from attn_core.views.inputs import QKV
+
+__all__ = [  # what the page reads (the page import rule: tests/test_page_shape.py)
+    "CODE",
+    "SLIPS",
+    "SWEEP_KEYS",
+    "PlaygroundView",
+    "slip_outcome",
+    "view",
+]
 
 SWEEP_KEYS = 12  # keys drawn in the temperature sweep: more lines than this are unreadable
 CODE = attention  # what the page's "show the code" shows
@@ -29,6 +38,13 @@ class PlaygroundView:
     sdpa_tol: float  # the badge's tolerance (see attn_core.oracle)
     checks: list[Check]  # the properties a correct result has (all pass here)
     shapes: dict[str, tuple[int, ...]]  # every intermediate, by its math name
+    head: int = 0  # the head the page draws (`at_head`)
+
+    def at_head(self, head: int) -> PlaygroundView:
+        """The same view, drawing head ``head`` (a copy: the shared view is never written)."""
+        if not 0 <= head < self.qkv.heads:
+            raise ValueError(f"head {head} is outside 0 … {self.qkv.heads - 1}")
+        return replace(self, head=head)
 
     def allowed_share(self, head: int) -> float:
         """Share of (query, key) pairs head ``head`` may attend (1 without a mask)."""

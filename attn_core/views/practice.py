@@ -5,10 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attn_core.practice import drills
-from attn_core.practice.progress import Attempt, CardProgress, summarize
-from attn_core.practice.progress import from_csv as from_csv  # re-exported for the page
-from attn_core.practice.progress import to_csv as to_csv
+from attn_core.practice.progress import Attempt, CardProgress, from_csv, summarize, to_csv
 from attn_core.practice.question import Answer, AnswerKind, Difficulty, Question, Verdict, fmt
+
+__all__ = [  # what the page reads (the page import rule: tests/test_page_shape.py)
+    "CARD_TITLES",
+    "TIMERS",
+    "Difficulty",
+    "cards_from_link",
+    "feedback",
+    "from_csv",
+    "next_question",
+    "progress",
+    "question_seed",
+    "record",
+    "to_csv",
+]
 
 TIMERS: dict[str, float | None] = {"off": None, "2 min": 120.0, "5 min": 300.0, "10 min": 600.0}
 CARD_TITLES: dict[str, str] = {card: drill.title for card, drill in drills.DRILLS.items()}

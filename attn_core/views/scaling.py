@@ -16,9 +16,27 @@ import torch
 
 from attn_core.limits import THEORY, check_range
 from attn_core.oracle import IDENTITY_TOL, SE_MULTIPLE, Check
-from attn_core.slips.scaling import SLIPS as SLIPS  # re-exported for the page
+from attn_core.slips.scaling import SLIPS
 from attn_core.theory import alignment, scaling, sinks
 from attn_core.theory.scaling import ScaleRule
+
+__all__ = [  # what the page reads (the page import rule: tests/test_page_shape.py)
+    "APPROX_GAP",
+    "CODE",
+    "MAX_D_K",
+    "MAX_KEYS",
+    "ROWS",
+    "SLIPS",
+    "TABLE_PAIRS",
+    "TWO_KEY_DRAWS",
+    "ScaleRule",
+    "ScalingInputs",
+    "Section",
+    "pairs",
+    "validate",
+    "variance_theory",
+    "view",
+]
 
 PAIRS = 4000  # (q, k) pairs of the histogram: the variance's SE is ~2.3% of it
 TABLE_PAIRS = 500  # pairs per width in the d_k table (8, 32, 128, 512: 0.7M entries; SE ≈ 6%)

@@ -2,17 +2,13 @@
 own run) on a typed sequence, their score table with ablation, the QK / OV circuits, and a
 bounded training run.
 
-Training is capped in steps and seconds, one run per session, and at most ``MAX_CONCURRENT_RUNS``
-on the whole server (a semaphore taken without waiting), so other visitors are never stalled
-behind a queue of training runs: a visitor who presses Train while the slots are taken is told
-so and keeps reading the heads.
+Training is capped in steps and seconds; who may train now (one run per session, at most
+``MAX_CONCURRENT_RUNS`` on the whole server, a fair handover) is `attn_core.trained.slots`.
 """
 
 from __future__ import annotations
 
 import math
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -34,6 +30,7 @@ from attn_core.trained.analysis import (
 )
 from attn_core.trained.memo import per_model
 from attn_core.trained.model import ModelConfig, TinyTransformer
+from attn_core.trained.slots import MAX_CONCURRENT_RUNS, MAX_RUN_S, TrainingSlots
 from attn_core.trained.tasks import (
     TASKS,
     VOCAB,
@@ -52,9 +49,31 @@ from attn_core.trained.training import (
     train,
 )
 
-MAX_RUN_S = 60  # one press of Train holds one of the server's training slots for at most this
+__all__ = [  # what the page reads (the page import rule: tests/test_page_shape.py)
+    "DEFAULT_SIZE",
+    "DEFAULT_TEXT",
+    "MAPS_EVERY",
+    "MAX_CONCURRENT_RUNS",
+    "MAX_RUN_S",
+    "MAX_RUN_STEPS",
+    "SIZES",
+    "SIZE_IDS",
+    "TASKS",
+    "Section",
+    "TaskId",
+    "TrainedView",
+    "best_induction_head",
+    "live_maps",
+    "loss_curve",
+    "parse_head",
+    "run_training",
+    "shipped",
+    "start_run",
+    "thresholds",
+    "view",
+]
+
 MAX_RUN_STEPS = 3000
-MAX_CONCURRENT_RUNS = 1  # the server has 2 cores; a second run would halve everyone's speed
 REPORT_EVERY = 50  # steps between loss-curve updates
 MAPS_EVERY = 250  # steps between head-grid updates during a run
 
@@ -79,19 +98,7 @@ DEFAULT_SIZE = "2 layers × 4 heads, d_model 64 (default)"
 SIZE_IDS = dict(zip(SIZES, ("1x2", "2x4", "2x4_mlp", "3x4"), strict=True))  # what a link carries
 CIRCUIT_TOL = 1e-12  # float64 both ways: summation order only, on entries of order ≤ 10
 
-HANDOVER_S = 30  # when a run ends, a visitor who was refused during it has the slot this long
-WAITER_TTL_S = MAX_RUN_S + HANDOVER_S  # a refusal older than this no longer holds a place
-
-_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_RUNS)
-_ACTIVE: set[str] = set()  # sessions with a run in progress
-_ACTIVE_LOCK = threading.Lock()
-# The fair share: sessions refused while the slot was held queue up (oldest first); when a run
-# ends, the first of them has the slot to itself for HANDOVER_S, so a visitor who presses Train
-# again and again cannot keep it from someone who asked in between.
-_WAITING: dict[str, list[float]] = {}  # session -> [first, last refusal] (insertion order = queue)
-_RESERVED: list = [None, 0.0]  # [session the free slot waits for, until when]
-_clock = time.monotonic
-BUSY = "Another visitor's training run holds the server's training slot: try again in a minute."
+SLOTS = TrainingSlots(MAX_CONCURRENT_RUNS, MAX_RUN_S)  # the server process's one set of training slots
 
 
 @cache
@@ -249,54 +256,20 @@ def run_training(
     max_seconds: float = MAX_RUN_S,
 ) -> RunOutcome:
     """Train ``state`` (resuming it) for at most ``max_seconds`` (≤ MAX_RUN_S), reporting every
-    REPORT_EVERY steps. Returns busy=True without training when this session already trains,
-    the server's slots are taken, or the free slot is held for a visitor who was waiting (see
-    HANDOVER_S). The slot is released however the run ends (a Streamlit rerun raises inside the
-    callback)."""
-    with _ACTIVE_LOCK:
-        reason = _refusal(session)
-        if reason:
-            return RunOutcome(state, busy=True, busy_reason=reason)
-        _ACTIVE.add(session)
-        _WAITING.pop(session, None)
-        _RESERVED[:] = [None, 0.0]
-        started = _clock()
+    REPORT_EVERY steps. Returns busy=True without training when `SLOTS` refuses this session
+    (`attn_core.trained.slots`). The slot is given back however the run ends (a Streamlit rerun
+    raises inside the callback)."""
+    reason = SLOTS.take(session)
+    if reason:
+        return RunOutcome(state, busy=True, busy_reason=reason)
     start = state.elapsed_s
     try:
         train(
             state, max_seconds=min(max_seconds, MAX_RUN_S), on_progress=on_progress, report_every=REPORT_EVERY
         )
     finally:
-        with _ACTIVE_LOCK:
-            _ACTIVE.discard(session)
-            _SLOTS.release()
-            _hand_over(session, started)
+        SLOTS.give_back(session)
     return RunOutcome(state, seconds=state.elapsed_s - start)
-
-
-def _refusal(session: str) -> str:
-    """Under _ACTIVE_LOCK: why ``session`` may not train now ("" when it may; then it holds a slot)."""
-    now = _clock()
-    for old in [s for s, (_, last) in _WAITING.items() if now - last > WAITER_TTL_S]:
-        del _WAITING[old]
-    if session in _ACTIVE:
-        return "This tab is already training: wait for its run to end."
-    reserved, until = _RESERVED
-    if reserved is not None and reserved != session and now < until:
-        _WAITING.setdefault(session, [now, now])[1] = now
-        return f"The training slot is kept for a visitor who was waiting: try again in {until - now:.0f} s."
-    if not _SLOTS.acquire(blocking=False):
-        _WAITING.setdefault(session, [now, now])[1] = now
-        return BUSY
-    return ""
-
-
-def _hand_over(finished: str, started: float) -> None:
-    """Under _ACTIVE_LOCK: reserve the freed slot for the longest-waiting other session that
-    asked during the run that just ended (one that had its turn and let it pass lost its place)."""
-    now = _clock()
-    waiting = [s for s, (_, last) in _WAITING.items() if s != finished and last >= started]
-    _RESERVED[:] = [waiting[0], now + HANDOVER_S] if waiting else [None, 0.0]
 
 
 def loss_curve(losses: list[float], window: int = REPORT_EVERY) -> tuple[list[int], list[float]]:
@@ -308,3 +281,44 @@ def loss_curve(losses: list[float], window: int = REPORT_EVERY) -> tuple[list[in
     ends = torch.arange(1, len(losses) + 1)
     starts = (ends - window).clamp(min=0)
     return ends.tolist(), ((csum[ends] - csum[starts]) / (ends - starts)).tolist()
+
+
+def parse_head(name: str) -> tuple[int, int]:
+    """(layer, head) of a head named like ``L1H3``."""
+    layer, head = name[1:].split("H")
+    return int(layer), int(head)
+
+
+@dataclass(frozen=True)
+class TrainedView:
+    """The page's one view call: the chosen model, its task and the typed sequence; each
+    section's part is computed on demand from them and the section's own controls."""
+
+    model: TinyTransformer
+    task: TaskId
+    text: str
+    source: str  # the model's name on the page (the shipped checkpoint or the visitor's run)
+
+    @property
+    def head_names(self) -> list[str]:
+        c = self.model.config
+        return [f"L{i}H{j}" for i in range(c.n_layer) for j in range(c.n_head)]
+
+    @property
+    def best_head(self) -> str:
+        """The head a picker opens on: the model's strongest induction head."""
+        return best_induction_head(self.model)
+
+    def heads(self) -> HeadsView:
+        return heads_view(self.model, self.task, self.text)
+
+    def ablation(self, chosen: list[str]) -> AblationView:
+        return ablate(self.model, self.task, chosen)
+
+    def circuits(self, name: str) -> CircuitView:
+        return circuit_view(self.model, *parse_head(name))
+
+
+def view(model: TinyTransformer, task: TaskId, text: str, source: str) -> TrainedView:
+    """What the page's sections read for ``model`` on ``text``."""
+    return TrainedView(model, TaskId(task), text, source)

@@ -3,7 +3,11 @@ your screen").
 
 - ``rooms``: the rooms themselves, in memory or in Redis shared by replicas (no Streamlit): create,
   publish, follow, presence, seats, limits, all atomic in Redis.
-- ``push``: wakes a room's followers in this server process the moment its presenter publishes.
+- ``frames``: the presenter's page as drawn, recorded once per change and shown on followers'
+  screens without running the page.
+- ``push``: brings a room's followers in this server process up to date the moment its presenter
+  publishes: the new frame straight to their screens, or a rerun.
 - ``follow``: the sidebar's Classroom box and what every page run does before and after the page:
-  the presenter publishes its view, a follower takes the presenter's.
+  the presenter publishes its view and its frame, a follower shows the frame (or takes the view
+  and runs the page).
 """

@@ -1,14 +1,20 @@
 """Follow the presenter: a teacher starts a room, students' screens show what the projector shows.
 
-What is shared is what lab_ui.widgets already keeps per session: the current page and every
-URL-synced widget value (the ``_keep_`` keys). The presenter's session publishes them after
-each run, and its screen checks in every second; a follower's session applies them before the
-page's widgets are made, so each widget simply starts from the presenter's value. A follower
-polls with a fragment that reads only the room's version and the presenter's last check-in, and
-reruns the app only when the version moved.
+What is shared is what lab_ui.widgets already keeps per session — the current page and every
+URL-synced widget value (the ``_keep_`` keys) — and the page as the presenter's run drew it
+(lab_ui.classroom.frames). The presenter's session publishes both after each run (also a run
+stopped by bad input), and its screen checks in every second. A follower's screen shows the
+frame: sent straight to it when the presenter changes something (lab_ui.classroom.push), or drawn
+by its own run in place of the page; either way the page does not run for it. Its session also
+takes the values, so **Take control** opens the full page at the presenter's state. Where there is
+no frame for the room's view (a change made in a fragment, a page over the size cap), the follower
+runs the page at those values, each widget starting from the presenter's value. A follower polls
+with a fragment that reads only the room's version and the presenter's last check-in, and reruns
+the app only when the version moved without reaching it.
 
-A student who touches a widget while following is switched to "exploring on my own" (the
-presenter's next change would otherwise overwrite it); "Rejoin" catches up at once.
+A student who takes control, touches a widget of a page it runs, or opens another page is
+switched to "exploring on my own" (the presenter's next change would otherwise overwrite it);
+"Rejoin" catches up at once.
 
 The room's secret never appears in a link or on a follower's page. It lives in the presenter's
 session and in a cookie of the presenter's browser (``attn_lab_presenter``, SameSite=Strict),
@@ -22,19 +28,22 @@ the last view while the page retries.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import json
+import os
 import re
 import secrets
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
 import streamlit as st
 
-from lab_ui.classroom import push, rooms
-from lab_ui.widgets import KEEP_PREFIX
+from lab_ui.classroom import frames, push, rooms
+from lab_ui.widgets import KEEP_PREFIX, SCREEN_KEYS
 
 ROOM_PARAM = "room"  # the student link's query parameter
 COOKIE = "attn_lab_presenter"  # "<room id>.<secret>" in the presenter's browser
@@ -45,7 +54,8 @@ rooms.on_change(push.wake)
 _ROOM = "_classroom"  # session key: {"id", "role", "secret"?, "seen", "following", "applied", ...}
 _ERROR = "_classroom_error"  # a message for the next run's sidebar
 _SET_COOKIE = "_classroom_cookie"  # the cookie value to write on the next run ("" clears it)
-PRIVATE_KEYS = frozenset({"projector"})  # each screen keeps its own projector mode
+PRIVATE_KEYS = SCREEN_KEYS  # each screen keeps its own projector mode and palette
+_PER_CLIENT_KEY = "classroom_per_client"  # the presenter's seats-per-address input
 _COOKIE_BOX = "classroom_cookie"  # keyed container: Streamlit gives it the class st-key-<key>
 UNREACHABLE = "The classroom server cannot be reached: retrying every few seconds."
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$&])")
@@ -66,19 +76,46 @@ def _cookies() -> Mapping[str, str]:
     return st.context.cookies
 
 
+TRUSTED_PROXIES_ENV = "ATTN_LAB_TRUSTED_PROXIES"  # proxy addresses whose X-Forwarded-For is believed
+
+
+def client_of(peer: object, forwarded: object, trusted: frozenset[str]) -> str:
+    """Who is asking, for the per-client limits: the socket's peer, unless that peer is a proxy the
+    operator named (``trusted``), whose X-Forwarded-For's last entry (the address that proxy itself
+    saw and appended) is the client. Anyone can send the header; only a named proxy is believed."""
+    peer = peer if isinstance(peer, str) and peer else "unknown"
+    if peer in trusted and isinstance(forwarded, str) and forwarded.strip():
+        return forwarded.split(",")[-1].strip()[:64] or peer
+    return peer
+
+
+def trusted_proxies(env: Mapping[str, str] | None = None) -> frozenset[str]:
+    """ATTN_LAB_TRUSTED_PROXIES: addresses separated by commas or spaces (deploy/serve.sh names
+    its nginx); empty by default, so a server with no proxy in front believes no header."""
+    raw = (os.environ if env is None else env).get(TRUSTED_PROXIES_ENV, "")
+    return frozenset(a for a in re.split(r"[,\s]+", raw) if a)
+
+
 def client_address() -> str:
-    """Who is asking, for the per-client room limit: behind the nginx of deploy/ the last
-    X-Forwarded-For entry (the one nginx itself appended), else the socket's peer."""
-    forwarded, peer = st.context.headers.get("X-Forwarded-For"), st.context.ip_address
-    if isinstance(forwarded, str) and forwarded.strip():
-        return forwarded.split(",")[-1].strip()
-    return peer if isinstance(peer, str) and peer else "unknown"
+    """This session's client address (client_of the socket's peer and its X-Forwarded-For)."""
+    return client_of(st.context.ip_address, st.context.headers.get("X-Forwarded-For"), trusted_proxies())
 
 
-def current_values() -> dict[str, Any]:
-    """This session's URL-synced widget values that can travel as JSON."""
+def _state_after_stop():
+    """This session's state, readable in a ``finally`` after the page called st.stop: from then
+    on every st.session_state access raises Streamlit's StopException, its underlying store's
+    does not (Streamlit's runtime internals; st.session_state where they are missing). Supports
+    ``in``, ``[]`` and ``filtered_state`` (a dict of the user's keys)."""
+    from streamlit.runtime.state import get_session_state
+
+    state = getattr(get_session_state(), "_state", None)
+    return state if state is not None and hasattr(state, "filtered_state") else st.session_state
+
+
+def current_values(state: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """This session's (or ``state``'s) URL-synced widget values that can travel as JSON."""
     values = {}
-    for key, value in st.session_state.items():
+    for key, value in (st.session_state if state is None else state).items():
         if not key.startswith(KEEP_PREFIX) or key[len(KEEP_PREFIX) :] in PRIVATE_KEYS:
             continue
         try:
@@ -130,11 +167,13 @@ def _presenter(room_id: str) -> dict[str, Any] | None:
     if cookie_room != room_id or not secret:
         return None
     try:
-        rooms.store().publish(room_id, secret, None)  # a check-in proves the secret
+        if not rooms.store().issued(room_id, secret):
+            return None  # a secret this server never signed for this room: follow it like anyone else
+        rooms.store().publish(room_id, secret, None)  # a check-in proves it is this room's
     except (rooms.RoomGone, rooms.RoomsUnavailable):
-        pass  # lost by the store or unreachable: the presenter's publish restores or retries
+        pass  # lost by the store or unreachable: the presenter's publish restores (signed) or retries
     except rooms.RoomError:
-        return None  # not this room's secret: follow it like anyone else
+        return None  # another room holds this id now: follow it like anyone else
     return {"id": room_id, "role": "present", "secret": secret, "version": 0, "sent": None, "adopt": True}
 
 
@@ -185,40 +224,41 @@ def _join_from_link() -> None:
         st.session_state[_ROOM] = _follower(room_id)
 
 
-def before_page(page, pages_by_url: Mapping[str, Any]) -> None:
-    """Call in app.py after st.navigation and before page.run()."""
+def before_page(page, pages_by_url: Mapping[str, Any]) -> bool:
+    """Call in app.py after st.navigation and before page.run(). True when it drew the
+    presenter's page for a follower (lab_ui.classroom.frames): then app.py does not run the page."""
     _join_from_link()
     room = _room()
     if room is None:
-        return
+        return False
     st.query_params[ROOM_PARAM] = room["id"]  # a reload keeps the room (the presenter's too)
     if room["role"] == "present":
+        room["full_run"] = True  # the sidebar's publisher only checks in until the page has run
         if room.pop("adopt", False):
             _adopt(room, page, pages_by_url)
-        return
+        return False
+    room["viewing"] = False
     session_id = _session_id()
     if not room["following"]:
         push.unregister(session_id)
-        return
+        return False
     try:
-        seated = rooms.store().follow(room["id"], _seat())
+        seat = rooms.store().follow(room["id"], _seat(), client_address())
         snap = rooms.store().snapshot(room["id"])
     except rooms.RoomsUnavailable:
         room["trouble"] = UNREACHABLE  # the sidebar's poll shows it and retries
-        return
+        return False
     except rooms.RoomGone:
-        seated, snap = True, None
+        seat, snap = rooms.Seat.TAKEN, None
     room["trouble"] = None
     if snap is None:
         _missing(room)
-        return
+        return False
     room["missing_since"] = None
-    if not seated:
-        _leave(
-            f"Room **{room['id']}** is full: {rooms.MAX_FOLLOWERS} screens already follow it. "
-            "Explore on your own, or look at the projector."
-        )
-        return
+    if seat is not rooms.Seat.TAKEN:
+        _leave(_refusal(room["id"], seat))
+        return False
+    room["seat_at"] = time.monotonic()
     push.register(room["id"], session_id)
     target = snap.payload.get("page")
     elsewhere = isinstance(target, str) and target != page.url_path and target in pages_by_url
@@ -228,15 +268,106 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> None:
         room["following"] = False
         push.unregister(session_id)
         st.toast("You opened another page, so you are exploring on your own. **Rejoin** to follow again.")
-        return
-    if snap.version != room["seen"]:
+        return False
+    if snap.version != room.get("applied_version"):  # a pushed frame moves "seen", not the values
         values = snap.payload.get("values", {})
         if isinstance(values, Mapping):
             _apply(values)
             room["applied"] = dict(values)
-        room["seen"] = snap.version
+        room["applied_version"] = snap.version
+    room["seen"] = snap.version
     if elsewhere:
         st.switch_page(pages_by_url[target], query_params={ROOM_PARAM: room["id"]})
+    frame = _frame_for(room["id"], snap) if VIEW_FRAMES else None
+    boxes = frames.show(frame) if frame is not None else None
+    room.update(viewing=boxes is not None, boxes=boxes, page=page.url_path)
+    return room["viewing"]
+
+
+def _frame_pusher(room_id: str):
+    """For lab_ui.classroom.push (off the event loop, once per change of the room): a function
+    that puts the room's new frame straight onto a following screen that shows its last frame on
+    the same page, with no run (True), or declines (False: that screen is rerun instead)."""
+    try:
+        snap = rooms.store().snapshot(room_id)
+    except rooms.RoomError:
+        return None
+    frame = _frame_for(room_id, snap) if snap is not None and VIEW_FRAMES else None
+    if frame is None:
+        return None
+
+    def put(session) -> bool:
+        from streamlit.runtime.app_session import AppSessionState
+
+        try:
+            room = session.session_state[_ROOM]
+        except KeyError:
+            return False
+        if not (
+            isinstance(room, dict)
+            and room.get("id") == room_id
+            and room.get("role") == "follow"
+            and room.get("following")
+            and room.get("viewing")
+            and room.get("page") == snap.payload.get("page")
+            and session._state == AppSessionState.APP_NOT_RUNNING  # never between a run's deltas
+        ):
+            return False
+        if room["seen"] >= snap.version:
+            return True  # already shows it
+        messages = frames.replace(frame, room["boxes"])
+        queue = getattr(session, "_browser_queue", None)  # one wake-up of the sender, not one each
+        for msg in messages[:-1]:
+            if queue is not None:
+                queue.enqueue(msg)
+            else:
+                session._enqueue_forward_msg(msg)
+        session._enqueue_forward_msg(messages[-1])
+        room["seen"] = snap.version
+        return True
+
+    return put
+
+
+push.set_frame_pusher(_frame_pusher)
+
+
+VIEW_FRAMES = os.environ.get("ATTN_LAB_FOLLOW_FRAMES", "1") != "0"  # 0: followers run the page
+_FRAME_CACHE_ROOMS = 16  # frames decoded in this process (one per room, latest rooms kept)
+_frame_cache: dict[str, tuple[str, frames.Frame]] = {}  # room id -> (view key, frame)
+_frame_lock = threading.Lock()
+
+
+def _frame_for(room_id: str, snap: rooms.Snapshot) -> frames.Frame | None:
+    """The presenter's drawn page for this snapshot's view, fetched and decoded once per process
+    and view; None when there is none (the view came from a fragment run, the frame was too large,
+    or the store cannot be reached): the follower then runs the page."""
+    with _frame_lock:
+        cached = _frame_cache.get(room_id)
+        if cached is not None and cached[0] == snap.view:
+            return cached[1]
+        try:
+            if rooms.store().frame_view(room_id) != snap.view:
+                return None
+            found = rooms.store().frame(room_id)
+        except rooms.RoomError:
+            return None
+        if found is None or found[0] != snap.view:
+            return None
+        frame = frames.Frame.decode(found[1])
+        _frame_cache.pop(room_id, None)
+        _frame_cache[room_id] = (snap.view, frame)
+        while len(_frame_cache) > _FRAME_CACHE_ROOMS:
+            del _frame_cache[next(iter(_frame_cache))]
+        return frame
+
+
+def _refusal(room_id: str, seat: rooms.Seat) -> str:
+    if seat is rooms.Seat.ROOM_FULL:
+        why = f"all its {rooms.store().seats:,} seats are taken"
+    else:
+        why = "every seat your network address may hold in it is taken (the presenter can raise that)"
+    return f"Room **{room_id}** is full: {why}. Explore on your own, or look at the projector."
 
 
 _AGED_OUT_MARGIN_S = 60  # a follower's last poll saw the presenter this close to the TTL: aged out
@@ -264,46 +395,110 @@ def _missing(room: dict[str, Any]) -> None:
         _leave("The room is gone: its presenter did not bring it back. You keep the last view.")
 
 
-def after_page(page) -> None:
-    """Call in app.py after page.run(): the presenter publishes; a follower who changed a widget
-    starts exploring on their own."""
+@contextlib.contextmanager
+def recording(drawn: list):
+    """Around page.run() in app.py: a presenter's run records what its page draws into ``drawn``
+    (lab_ui.classroom.frames), for after_page to share; anyone else's records nothing."""
+    from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
+
     room = _room()
+    if room is None or room["role"] != "present":
+        yield
+        return
+    with frames.recording() as got:
+        try:
+            yield
+        except RerunException:
+            room["rerunning"] = True  # a page cut short by st.rerun/switch_page: its next run shares
+            raise
+        finally:
+            if not room.get("rerunning"):
+                drawn.extend(got)  # a page that ran to its end, or stopped on bad input (st.stop)
+
+
+def after_page(page, drawn: list | None = None) -> None:
+    """Call in app.py after page.run(), in a ``finally``: also when the page stopped early (a
+    ``require`` on bad input) or raised. The presenter publishes what its page shows, the bad input
+    too, and the page as drawn (``drawn``, from `recording`), so followers show the same; a
+    follower's run is done (the next pushed one may start); a follower who changed a widget starts
+    exploring on their own."""
+    state = _state_after_stop()
+    room = state[_ROOM] if _ROOM in state else None  # noqa: SIM401 (Streamlit's store has no .get)
     if room is None:
         return
+    values = state.filtered_state if hasattr(state, "filtered_state") else state
     if room["role"] == "present":
-        with st.sidebar:  # publishes now, after the page's widgets, and then every POLL_S
-            _publisher(page.url_path)
+        room["full_run"] = False
+        if room.pop("rerunning", False):
+            return  # half a page: the run that follows publishes the whole
+        # no element here: after a stop, drawing one would raise
+        _publish(room, page.url_path, current_values(values), drawn=drawn)
         return
     push.finished(_session_id())  # this follower's run is done: the next one may start
     if room["following"] and room["seen"] >= 0:
-        now = current_values()
+        now = current_values(values)
         if any(now.get(k, v) != v for k, v in room["applied"].items()):
             room["following"] = False
             st.toast("You changed a control, so you are exploring on your own. **Rejoin** to follow again.")
 
 
-def _publish(url_path: str) -> None:
+def _publish(
+    room: dict[str, Any],
+    url_path: str,
+    values: dict[str, Any],
+    check_in_only: bool = False,
+    drawn: list | None = None,
+) -> None:
     """Publish the view if it changed since this screen last sent it, else only check in (a
-    second tab of the same presenter, left idle, never overwrites the first)."""
-    room = _room()
-    payload = {"page": url_path, "values": current_values()}
+    second tab of the same presenter, left idle, never overwrites the first). ``check_in_only``:
+    the page has not run yet in this run (its widgets' values are not all kept yet). A view the
+    room cannot take now (too soon after the last, or too large) is a check-in, and said."""
+    payload = {"page": url_path, "values": values}
     store = rooms.store()
     try:
-        text = rooms.encode_payload(payload)
+        text, trouble = rooms.encode_payload(payload), None
+    except rooms.ViewTooLarge as err:
+        text, trouble = None, f"Your students keep your last view: {err}."
+        payload = {"page": url_path, "values": {}}
+    unchanged = check_in_only or text is None or text == room["sent"]
+    try:
+        if drawn and text is not None:
+            _put_frame(room, text, drawn)  # before the view: a follower woken by it finds its frame
         try:
-            version = store.publish(room["id"], room["secret"], None if text == room["sent"] else payload)
+            version = store.publish(room["id"], room["secret"], None if unchanged else payload)
         except rooms.RoomGone:
             if store.ended(room["id"]):
                 raise
-            version = store.restore(room["id"], room["secret"], payload, version=room["version"] + 1)
+            version = store.restore(
+                room["id"], room["secret"], payload, version=room["version"] + 1, client=client_address()
+            )
     except rooms.RoomsUnavailable:
         room["trouble"] = UNREACHABLE + " Your room is kept and re-published when it is back."
+        return
+    except rooms.RoomBusy:
+        room["trouble"] = None  # checked in; `sent` stays, so the publisher's next tick sends it
         return
     except rooms.RoomError as err:
         _leave(f"The room has stopped: {err}.")
         st.session_state[_SET_COOKIE] = ""
         return
-    room.update(version=version, sent=text, trouble=None)
+    room.update(version=version, trouble=trouble)
+    if not unchanged:
+        room["sent"] = text
+
+
+def _put_frame(room: dict[str, Any], text: str, drawn: list) -> None:
+    """Share the page as drawn for the view ``text``, once per view (RoomGone: the publish that
+    follows restores the room, and the next run shares the frame)."""
+    view = rooms.view_key(text)
+    if room.get("framed") == view:
+        return
+    frame = frames.frame_of(drawn)
+    if frame is None:
+        return  # too large to share: followers run the page
+    with contextlib.suppress(rooms.RoomGone):
+        rooms.store().put_frame(room["id"], room["secret"], view, frame.encode())
+        room["framed"] = view
 
 
 def student_link(room_id: str, url_path: str) -> str:
@@ -339,7 +534,7 @@ def _check_version() -> None:
         return
     try:
         status = rooms.store().status(room["id"])
-        seated = status is None or rooms.store().follow(room["id"], _seat())
+        seated = status is None or _keep_seat(room)
     except rooms.RoomsUnavailable:
         st.warning(UNREACHABLE + " You keep the last view.", icon=":material/cloud_off:")
         room["trouble"] = UNREACHABLE
@@ -374,6 +569,18 @@ def _check_version() -> None:
         )
 
 
+SEAT_REFRESH_S = rooms.FOLLOWER_TTL_S / 3  # a poll renews its seat this often, not every poll
+
+
+def _keep_seat(room: dict[str, Any]) -> bool:
+    """Renew this screen's seat when it is due (a seat lasts FOLLOWER_TTL_S); whether it has one."""
+    if time.monotonic() - room.get("seat_at", -SEAT_REFRESH_S) < SEAT_REFRESH_S:
+        return True
+    seated = rooms.store().follow(room["id"], _seat(), client_address()) is rooms.Seat.TAKEN
+    room["seat_at"] = time.monotonic() if seated else -SEAT_REFRESH_S
+    return seated
+
+
 @st.fragment(run_every=POLL_S)
 def _publisher(url_path: str) -> None:
     """Presenters: publish what changed in fragment-only reruns (the Online page's player steps
@@ -381,9 +588,54 @@ def _publisher(url_path: str) -> None:
     second either way: a room whose presenter stops checking in ends."""
     room = _room()
     if room is not None and room["role"] == "present":
-        _publish(url_path)
+        _publish(room, url_path, current_values(), check_in_only=room.get("full_run", False))
         if (room := _room()) is not None and room.get("trouble"):
             st.warning(room["trouble"], icon=":material/cloud_off:")
+        elif room is not None:
+            _seats(room)
+
+
+def _seats(room: dict[str, Any]) -> None:
+    """The presenter's count of followers, and how many seats one network address may hold."""
+    try:
+        status = rooms.store().status(room["id"])
+    except rooms.RoomError:
+        return
+    if status is None:
+        return
+    seats = rooms.store().seats
+    st.caption(
+        f"**{status.followers:,}** of {seats:,} seats taken (screens seen in the last "
+        f"{rooms.FOLLOWER_TTL_S} s); up to {status.per_client:,} per network address."
+    )
+
+
+def _per_client_input(room: dict[str, Any]) -> None:
+    """How many seats one network address may hold: a class behind one NAT address (a campus
+    network) needs it raised to the class's size."""
+    if _PER_CLIENT_KEY not in st.session_state:  # a reloaded presenter starts from the room's
+        try:
+            status = rooms.store().status(room["id"])
+        except rooms.RoomError:
+            status = None
+        st.session_state[_PER_CLIENT_KEY] = rooms.SEATS_PER_CLIENT if status is None else status.per_client
+    st.number_input(
+        "Seats per network address",
+        min_value=1,
+        max_value=rooms.store().seats,
+        key=_PER_CLIENT_KEY,
+        on_change=_set_per_client,
+        help="Students behind one address (a campus or school network) share this many seats: "
+        "raise it to your class's size if they do.",
+    )
+
+
+def _set_per_client() -> None:
+    room = _room()
+    try:
+        rooms.store().set_per_client(room["id"], room["secret"], int(st.session_state[_PER_CLIENT_KEY]))
+    except rooms.RoomError as err:
+        st.session_state[_ERROR] = f"Could not change the seats per address: {err}."
 
 
 def _start() -> None:
@@ -392,6 +644,7 @@ def _start() -> None:
     except rooms.RoomError as err:
         st.session_state[_ERROR] = f"Could not start a room: {err}."
     else:
+        st.session_state.pop(_PER_CLIENT_KEY, None)
         st.session_state[_ROOM] = {
             "id": room_id,
             "role": "present",
@@ -464,10 +717,20 @@ def sidebar(page) -> None:
             st.markdown(f"Presenting room **{room['id']}**. Students open:")
             st.code(link, language=None)
             st.image(qr_png(link), caption="Scan to follow", width=180)
+            _per_client_input(room)
             st.button("End the room", key="classroom_end", on_click=_end)
         elif room["following"]:
             st.markdown(f"Following room **{room['id']}**: your screen shows the presenter's.")
-            st.button("Explore on my own", key="classroom_leave", on_click=_follow, args=(False,))
+            if room.get("viewing"):
+                st.caption("You see the presenter's page as drawn; its controls are theirs.")
+            st.button(
+                "Take control" if room.get("viewing") else "Explore on my own",
+                key="classroom_leave",
+                on_click=_follow,
+                args=(False,),
+                help="Opens the full page at the presenter's settings, yours to change. "
+                "**Rejoin** follows again.",
+            )
         else:
             st.markdown(f"Exploring on your own (room **{room['id']}**).")
             st.button(
@@ -475,3 +738,5 @@ def sidebar(page) -> None:
             )
     if room is not None and room["role"] == "follow" and room["following"]:
         _watch()  # only followers poll: everyone else pays nothing
+    elif room is not None and room["role"] == "present":
+        _publisher(page.url_path)  # before the page: it checks in every POLL_S, whatever the page does

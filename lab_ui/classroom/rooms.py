@@ -1,21 +1,28 @@
 """Classroom rooms: a presenter's view, published so that students' screens can follow it.
 
 A room holds one JSON payload (the presenter's page and widget values) and a version number
-that goes up by one each time the presenter publishes a different payload. Followers poll the
-version (one small read) and fetch the payload only when it changed.
+that goes up by one each time the presenter publishes a different payload, and the latest frame
+(the page as drawn, lab_ui.classroom.frames) named by the payload it was drawn from. Followers
+poll the version (one small read) and fetch the payload and frame only when it changed.
 
 Two backends behind one small interface (`RoomStore`):
 - `MemoryRooms`: a dict in this process, the default for a single server;
 - `RedisRooms`: Redis, for several replicas behind a proxy (set ``ATTN_LAB_ROOMS=redis://…``).
 
-Only the holder of a room's secret (``secrets.token_urlsafe``; stores keep its SHA-256) can
-publish. The bounds that keep one visitor from spoiling the classroom for everyone:
+Only the holder of a room's secret can publish. The server issues it: a random nonce and the
+issue time, signed with HMAC-SHA-256 under the server's key (ATTN_LAB_SECRET, which deploy/serve.sh
+makes and hands every replica; else one generated and kept in Redis for every replica, or in this
+process's memory). Stores keep the secret's SHA-256. A room the store lost (aged out, a Redis
+restart) comes back only to a secret the server signed for that room id, and only while no other
+room holds the id; a restore counts against the per-client room limit like a new room. The bounds that keep one visitor from spoiling the classroom for everyone:
 - at most MAX_ROOMS live rooms, and MAX_CREATES_PER_CLIENT new rooms per client address per
   CREATE_WINDOW_S;
 - the presenter's screen checks in every second; a room whose presenter has not been seen for
   PRESENTER_TTL_S ends and frees its slot (a closed tab ages out its room);
-- at most MAX_FOLLOWERS screens follow one room; a follower that has not checked in for
-  FOLLOWER_TTL_S frees its seat.
+- a room seats what the deployment serves (`room_seats`: SEATS_PER_REPLICA per replica, or the
+  operator's ATTN_LAB_ROOM_SEATS); one client address holds at most SEATS_PER_CLIENT of them
+  unless the room's presenter raises that (a class behind one NAT address); a follower that has
+  not checked in for FOLLOWER_TTL_S frees its seat.
 In Redis, creating, publishing and following are each one Lua script, so the caps hold between
 replicas and no room is ever written without its expiry. A Redis that cannot be reached raises
 `RoomsUnavailable` (a `RoomError` with a plain message), never a redis exception. This module
@@ -35,8 +42,9 @@ import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Protocol
 
 MAX_ROOMS = 64  # live rooms per store: a lecture hall needs one, a department a handful
@@ -44,11 +52,19 @@ PRESENTER_TTL_S = 180  # a room whose presenter's screen has not checked in for 
 PRESENTER_AWAY_S = 10  # followers are told once the presenter has not been seen for this long
 MAX_CREATES_PER_CLIENT = 3  # new rooms per client address per window (a reload reclaims, not creates)
 CREATE_WINDOW_S = 600
-MAX_FOLLOWERS = 40  # screens per room: one server serves ~30 busy students (README, RESULTS.md)
+SEATS_PER_REPLICA = 150  # follower screens one replica serves per room (README "Serving a classroom")
+SEATS_ENV = "ATTN_LAB_ROOM_SEATS"  # the operator's seats per room, instead of the default
+REPLICAS_ENV = "ATTN_LAB_REPLICAS"  # replicas serving the rooms (deploy/serve.sh sets it)
+MAX_SEATS = 10_000  # the most seats an operator may set: bounds the per-room follower sets
+SEATS_PER_CLIENT = 10  # seats one client address may hold in a room until its presenter raises it
 FOLLOWER_TTL_S = 90  # a follower's seat is freed 90 s after its last check (a background tab
 #                      may be throttled to one timer a minute)
+ISSUED_TTL_S = 12 * 3600  # a presenter's secret restores its room for this long (the cookie's life)
+KEY_ENV = "ATTN_LAB_SECRET"  # the key that signs presenter secrets (any string of 32+ characters)
 ENDED_TTL_S = 600  # how long "the presenter ended this room" is remembered for late followers
-MAX_PAYLOAD_BYTES = 64 * 1024  # a view is a page name and a few dozen widget values
+MAX_PAYLOAD_BYTES = 64 * 1024  # a view is a page name and a few dozen widget values (UTF-8 JSON:
+#                                three 4,000-character text areas of 4-byte characters fit)
+PUBLISH_EVERY_S = 0.5  # a room takes a new view at most this often (each wakes every follower)
 ROOM_ID = re.compile(r"^[a-z2-9]{6}$")  # what a room id looks like in a link
 _ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"  # no 0/o, 1/l: ids are read off a projector
 
@@ -81,6 +97,10 @@ class RoomGone(RoomError):
     """The room is not in the store: ended, expired, or lost by a store that restarted."""
 
 
+class RoomBusy(RoomError):
+    """The room took a new view less than PUBLISH_EVERY_S ago: send this one again shortly."""
+
+
 class RoomsUnavailable(RoomError):
     """The room store (Redis) cannot be reached; retrying later may work."""
 
@@ -93,23 +113,58 @@ def _unavailable() -> RoomsUnavailable:
 class Snapshot:
     version: int
     payload: dict[str, Any]
+    view: str = field(default="", compare=False)  # view_key of the stored text: names its frame
 
 
 @dataclass(frozen=True)
 class Status:
     version: int
     presenter_age_s: float  # seconds since the presenter's screen last checked in
+    followers: int = 0  # screens that checked in within FOLLOWER_TTL_S
+    per_client: int = SEATS_PER_CLIENT  # seats one client address may hold in this room
+
+
+class Seat(Enum):
+    """What `follow` answers."""
+
+    TAKEN = "taken"  # this screen has (or kept) a seat
+    ROOM_FULL = "room full"  # every seat of the room is taken
+    CLIENT_FULL = "client full"  # this client address holds all the seats it may in this room
+
+
+def _int_env(name: str, env: Mapping[str, str]) -> int | None:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_SEATS:
+        raise RoomError(f"{name} must be a whole number from 1 to {MAX_SEATS:,}, got {raw[:20]!r}")
+    return int(raw)
+
+
+def room_seats(env: Mapping[str, str] = os.environ) -> int:
+    """Seats per room: the operator's ATTN_LAB_ROOM_SEATS, else SEATS_PER_REPLICA for each of the
+    ATTN_LAB_REPLICAS replicas (one when unset: a single server)."""
+    seats = _int_env(SEATS_ENV, env)
+    if seats is not None:
+        return seats
+    return min(MAX_SEATS, SEATS_PER_REPLICA * (_int_env(REPLICAS_ENV, env) or 1))
 
 
 class RoomStore(Protocol):
     def create(self, client: str = "") -> tuple[str, str]:
         """A new room: (room id, presenter secret). RoomError when full or rate-limited."""
 
-    def restore(self, room_id: str, secret: str, payload: dict[str, Any], version: int = 1) -> int:
-        """Re-publish a room the store lost (a restart): same id and secret, starting at
+    def restore(
+        self, room_id: str, secret: str, payload: dict[str, Any], version: int = 1, client: str = ""
+    ) -> int:
+        """Re-publish a room the store lost (aged out, a restart): same id and secret, starting at
         ``version`` (one past the presenter's last, so no follower mistakes it for a view it has);
-        RoomError when the presenter ended it, its id is taken by another room, or the store is
-        full."""
+        counted as one of ``client``'s new rooms. RoomError when the secret is not one this server
+        issued for the id, the presenter ended it, its id is taken by another room, the store is
+        full or the client rate-limited."""
+
+    def issued(self, room_id: str, secret: str) -> bool:
+        """Whether this server issued ``secret`` for ``room_id`` (live or not)."""
 
     def publish(self, room_id: str, secret: str, payload: dict[str, Any] | None) -> int:
         """Store the presenter's view and mark the presenter seen; returns the version
@@ -130,8 +185,21 @@ class RoomStore(Protocol):
     def ended(self, room_id: str) -> bool:
         """Whether the room's presenter ended it (in the last ENDED_TTL_S)."""
 
-    def follow(self, room_id: str, session: str) -> bool:
-        """Take or refresh ``session``'s seat; False when the room's MAX_FOLLOWERS seats are taken."""
+    def put_frame(self, room_id: str, secret: str, view: str, blob: bytes) -> None:
+        """Keep the presenter's drawn page (lab_ui.classroom.frames) for the view whose
+        `view_key` is ``view``; only the latest frame of a room is kept."""
+
+    def frame(self, room_id: str) -> tuple[str, bytes] | None:
+        """The room's latest frame: (its view key, its bytes), or None."""
+
+    def frame_view(self, room_id: str) -> str | None:
+        """The view key of the room's latest frame, or None (a small read)."""
+
+    def follow(self, room_id: str, session: str, client: str = "") -> Seat:
+        """Take or refresh ``session``'s seat (``client``: its address, for the per-client limit)."""
+
+    def set_per_client(self, room_id: str, secret: str, seats: int) -> None:
+        """The presenter sets how many seats one client address may hold (1..the room's seats)."""
 
 
 def new_room_id() -> str:
@@ -147,17 +215,77 @@ def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+def _env_key(env: Mapping[str, str] = os.environ) -> bytes | None:
+    raw = env.get(KEY_ENV, "").strip()
+    if raw and len(raw) < 32:
+        raise RoomError(f"{KEY_ENV} must be at least 32 characters (deploy/serve.sh makes one)")
+    return raw.encode() if raw else None
+
+
+def _mac(key: bytes, room_id: str, issued: int, nonce: str) -> str:
+    return hmac.new(key, f"{room_id}:{issued}:{nonce}".encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def issue_secret(key: bytes, room_id: str, now: float | None = None) -> str:
+    """A presenter's secret for ``room_id``: ``<issue time, hex>-<nonce>-<HMAC>`` (hex and '-' only,
+    so it travels in a cookie as it is)."""
+    issued, nonce = int(time.time() if now is None else now), secrets.token_hex(12)
+    return f"{issued:x}-{nonce}-{_mac(key, room_id, issued, nonce)}"
+
+
+def signed_by(key: bytes, room_id: str, secret: object, now: float | None = None) -> bool:
+    """Whether ``secret`` is one this server issued for ``room_id`` in the last ISSUED_TTL_S."""
+    if not isinstance(secret, str) or len(secret) > 80 or secret.count("-") != 2:
+        return False
+    issued_hex, nonce, mac = secret.split("-")
+    try:
+        issued = int(issued_hex, 16)
+    except ValueError:
+        return False
+    now = time.time() if now is None else now
+    if not 0 <= now - issued <= ISSUED_TTL_S:
+        return False
+    return hmac.compare_digest(mac, _mac(key, room_id, issued, nonce))
+
+
+def _not_issued(room_id: str) -> RoomError:
+    return RoomError(f"room {room_id!r} was not started from this browser")
+
+
 def _check_secret(stored_digest: str, secret: object) -> None:
     if not isinstance(secret, str) or not hmac.compare_digest(stored_digest, _digest(secret)):
         raise RoomError("only the presenter who started this room can change it")
 
 
 def encode_payload(payload: dict[str, Any]) -> str:
-    """Canonical JSON (sorted keys) so that equal views compare equal; bounded in size."""
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    if len(text.encode()) > MAX_PAYLOAD_BYTES:
-        raise RoomError(f"a room's view is limited to {MAX_PAYLOAD_BYTES // 1024} KiB")
+    """Canonical JSON (sorted keys) so that equal views compare equal; bounded in size, measured
+    on the UTF-8 bytes stored (not ASCII-escaped: a 4-byte character costs 4 bytes, not 12)."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    size = len(text.encode())
+    if size > MAX_PAYLOAD_BYTES:
+        raise ViewTooLarge(
+            f"this view is {size / 1024:,.1f} KiB, more than the {MAX_PAYLOAD_BYTES // 1024} KiB a room shares"
+        )
     return text
+
+
+class ViewTooLarge(RoomError):
+    """A view over MAX_PAYLOAD_BYTES: not shared, the room goes on."""
+
+
+def view_key(text: str) -> str:
+    """What names a view (its canonical JSON, `encode_payload`) for the frame drawn from it."""
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+MAX_FRAME_BYTES = 4 * 2**20  # one page as drawn (lab_ui.classroom.frames); larger ones are not kept
+
+
+def _check_frame(view: object, blob: object) -> None:
+    if not isinstance(view, str) or len(view) != 32 or not isinstance(blob, bytes):
+        raise RoomError("a frame is a view key and bytes")
+    if len(blob) > MAX_FRAME_BYTES:
+        raise RoomError(f"a room keeps frames up to {MAX_FRAME_BYTES // 2**20} MiB")
 
 
 def _full(max_rooms: int) -> RoomError:
@@ -169,6 +297,16 @@ def _rate_limited() -> RoomError:
         f"you started {MAX_CREATES_PER_CLIENT} rooms in the last {CREATE_WINDOW_S // 60} minutes; "
         "end one, or wait a few minutes"
     )
+
+
+def _per_client(seats: object, room_seats: int) -> int:
+    if isinstance(seats, bool) or not isinstance(seats, int) or not 1 <= seats <= room_seats:
+        raise RoomError(f"seats per address must be a whole number from 1 to {room_seats:,}")
+    return seats
+
+
+def _busy() -> RoomBusy:
+    return RoomBusy(f"a room takes a new view at most every {PUBLISH_EVERY_S:g} s")
 
 
 def _gone(room_id: str) -> RoomGone:
@@ -183,14 +321,17 @@ class MemoryRooms:
         max_rooms: int = MAX_ROOMS,
         ttl_s: float = PRESENTER_TTL_S,
         clock: Callable[[], float] = time.monotonic,
-        max_followers: int = MAX_FOLLOWERS,
+        max_followers: int | None = None,
+        publish_every_s: float | None = None,
     ):
         self._rooms: dict[str, dict[str, Any]] = {}
+        self._publish_every_s = PUBLISH_EVERY_S if publish_every_s is None else publish_every_s
         self._ended: dict[str, float] = {}
         self._creates: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
         self._max, self._ttl, self._clock = max_rooms, ttl_s, clock
-        self._max_followers = max_followers
+        self._key = _env_key() or secrets.token_bytes(32)
+        self.seats = room_seats() if max_followers is None else max_followers
 
     def _expire(self) -> None:
         now = self._clock()
@@ -208,34 +349,48 @@ class MemoryRooms:
             "version": version,
             "text": text,
             "seen": self._clock(),
-            "followers": {},
+            "followers": {},  # session -> (last check-in, client address)
+            "per_client": SEATS_PER_CLIENT,
+            "published": -float("inf"),  # when the last new view was taken
         }
+
+    def _creations(self, client: str) -> deque[float]:
+        """``client``'s recent creations (and restores); RoomError when it may make no more."""
+        now, made = self._clock(), self._creates.setdefault(client, deque())
+        while made and now - made[0] > CREATE_WINDOW_S:
+            made.popleft()
+        if len(made) >= MAX_CREATES_PER_CLIENT:
+            raise _rate_limited()
+        return made
 
     def create(self, client: str = "") -> tuple[str, str]:
         with self._lock:
-            now = self._clock()
-            made = self._creates.setdefault(client, deque())
-            while made and now - made[0] > CREATE_WINDOW_S:
-                made.popleft()
-            if len(made) >= MAX_CREATES_PER_CLIENT:
-                raise _rate_limited()
+            made = self._creations(client)
             room_id = new_room_id()
             while room_id in self._rooms or room_id in self._ended:
                 room_id = new_room_id()
-            secret = secrets.token_urlsafe(24)
+            secret = issue_secret(self._key, room_id)
             self._insert(room_id, secret, 0, "{}")
-            made.append(now)
+            made.append(self._clock())
             return room_id, secret
 
-    def restore(self, room_id: str, secret: str, payload: dict[str, Any], version: int = 1) -> int:
+    def issued(self, room_id: str, secret: str) -> bool:
+        return signed_by(self._key, room_id, secret)
+
+    def restore(
+        self, room_id: str, secret: str, payload: dict[str, Any], version: int = 1, client: str = ""
+    ) -> int:
         text = encode_payload(payload)
+        if not self.issued(room_id, secret):
+            raise _not_issued(room_id)
         with self._lock:
             if room_id in self._ended:
                 raise RoomGone(f"room {room_id!r} was ended by its presenter")
-            room = self._live(room_id)
-            if room is None:
+            if self._live(room_id) is None:
+                made = self._creations(client)
                 self._insert(room_id, secret, version, text)
-        return self.publish(room_id, secret, payload)
+                made.append(self._clock())
+        return self.publish(room_id, secret, payload)  # a taken id's other secret fails here
 
     def _live(self, room_id: str) -> dict[str, Any] | None:
         room = self._rooms.get(room_id)
@@ -251,10 +406,12 @@ class MemoryRooms:
             if room is None:
                 raise _gone(room_id)
             _check_secret(room["digest"], secret)
-            room["seen"] = self._clock()
+            room["seen"] = now = self._clock()
             changed = text is not None and text != room["text"]
+            if changed and now - room["published"] < self._publish_every_s:
+                raise _busy()
             if changed:
-                room["text"], room["version"] = text, room["version"] + 1
+                room["text"], room["version"], room["published"] = text, room["version"] + 1, now
             version = room["version"]
         if changed:
             _notify(room_id)
@@ -263,7 +420,11 @@ class MemoryRooms:
     def status(self, room_id: str) -> Status | None:
         with self._lock:
             room = self._live(room_id)
-            return None if room is None else Status(room["version"], self._clock() - room["seen"])
+            if room is None:
+                return None
+            now = self._clock()
+            following = sum(now - t <= FOLLOWER_TTL_S for t, _ in room["followers"].values())
+            return Status(room["version"], now - room["seen"], following, room["per_client"])
 
     def version(self, room_id: str) -> int | None:
         with self._lock:
@@ -273,7 +434,9 @@ class MemoryRooms:
     def snapshot(self, room_id: str) -> Snapshot | None:
         with self._lock:
             room = self._live(room_id)
-            return None if room is None else Snapshot(room["version"], json.loads(room["text"]))
+            if room is None:
+                return None
+            return Snapshot(room["version"], json.loads(room["text"]), view_key(room["text"]))
 
     def close(self, room_id: str, secret: str) -> None:
         with self._lock:
@@ -290,18 +453,48 @@ class MemoryRooms:
             self._expire()
             return room_id in self._ended
 
-    def follow(self, room_id: str, session: str) -> bool:
+    def follow(self, room_id: str, session: str, client: str = "") -> Seat:
         with self._lock:
             room = self._live(room_id)
             if room is None:
                 raise _gone(room_id)
             seats, now = room["followers"], self._clock()
-            for other in [s for s, t in seats.items() if now - t > FOLLOWER_TTL_S]:
+            for other in [s for s, (t, _) in seats.items() if now - t > FOLLOWER_TTL_S]:
                 del seats[other]
-            if session not in seats and len(seats) >= self._max_followers:
-                return False
-            seats[session] = now
-            return True
+            if session not in seats:
+                if len(seats) >= self.seats:
+                    return Seat.ROOM_FULL
+                if sum(c == client for _, c in seats.values()) >= room["per_client"]:
+                    return Seat.CLIENT_FULL
+            seats[session] = (now, client)
+            return Seat.TAKEN
+
+    def set_per_client(self, room_id: str, secret: str, seats: int) -> None:
+        seats = _per_client(seats, self.seats)
+        with self._lock:
+            room = self._live(room_id)
+            if room is None:
+                raise _gone(room_id)
+            _check_secret(room["digest"], secret)
+            room["per_client"] = seats
+
+    def put_frame(self, room_id: str, secret: str, view: str, blob: bytes) -> None:
+        _check_frame(view, blob)
+        with self._lock:
+            room = self._live(room_id)
+            if room is None:
+                raise _gone(room_id)
+            _check_secret(room["digest"], secret)
+            room["frame"] = (view, blob)
+
+    def frame(self, room_id: str) -> tuple[str, bytes] | None:
+        with self._lock:
+            room = self._live(room_id)
+            return None if room is None else room.get("frame")
+
+    def frame_view(self, room_id: str) -> str | None:
+        found = self.frame(room_id)
+        return None if found is None else found[0]
 
     def __len__(self) -> int:
         with self._lock:
@@ -333,53 +526,89 @@ return 1
 """
 )
 
-# KEYS: room hash, live-rooms zset. ARGV: id, digest, ttl, text ('' = a check-in only), channel.
-# Returns the version, -1 missing, -2 wrong secret. The digest is compared with ==: it is the
-# SHA-256 of a 192-bit random secret, so timing reveals nothing usable about the secret.
+# KEYS: room hash, live-rooms zset. ARGV: id, digest, ttl, text ('' = a check-in only), channel,
+# seconds between new views. Returns the version, -1 missing, -2 wrong secret, -3 too soon (checked
+# in, view not taken). The digest is compared with ==: it is the SHA-256 of a secret with a
+# 96-bit random nonce and a 128-bit HMAC, so timing reveals nothing usable about the secret.
 _PUBLISH = (
     _NOW
     + """
-local h = redis.call('HMGET', KEYS[1], 'digest', 'version', 'text')
+local h = redis.call('HMGET', KEYS[1], 'digest', 'version', 'text', 'published')
 if not h[1] then return -1 end
 if h[1] ~= ARGV[2] then return -2 end
 local v = tonumber(h[2])
+local busy = false
 if ARGV[4] ~= '' and ARGV[4] ~= h[3] then
-  v = v + 1
-  redis.call('HSET', KEYS[1], 'version', v, 'text', ARGV[4])
-  redis.call('PUBLISH', ARGV[5], ARGV[1])
+  if h[4] and now - tonumber(h[4]) < tonumber(ARGV[6]) then
+    busy = true
+  else
+    v = v + 1
+    redis.call('HSET', KEYS[1], 'version', v, 'text', ARGV[4], 'published', now)
+    redis.call('PUBLISH', ARGV[5], ARGV[1])
+  end
 end
 redis.call('HSET', KEYS[1], 'seen', now)
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[3]), ARGV[1])
+if busy then return -3 end
 return v
 """
 )
 
-# KEYS: room hash. Returns {version, seconds since the presenter was seen} or nil.
+# KEYS: room hash, followers zset. ARGV: follower ttl, default seats per client.
+# Returns {version, seconds since the presenter was seen, followers, seats per client} or nil.
 _STATUS = (
     _NOW
     + """
-local h = redis.call('HMGET', KEYS[1], 'version', 'seen')
+local h = redis.call('HMGET', KEYS[1], 'version', 'seen', 'per_client')
 if not h[1] then return nil end
-return {h[1], tostring(now - tonumber(h[2]))}
+local following = redis.call('ZCOUNT', KEYS[2], now - tonumber(ARGV[1]), '+inf')
+return {h[1], tostring(now - tonumber(h[2])), following, h[3] or ARGV[2]}
 """
 )
 
-# KEYS: room hash, followers zset. ARGV: session, max followers, follower ttl.
-# Returns 1 seated, 0 full, -1 no such room.
+# KEYS: room hash, followers zset (session -> last check-in), this client's followers zset.
+# ARGV: session, seats, follower ttl, default seats per client.
+# Returns 1 seated, 0 room full, -2 client full, -1 no such room.
 _FOLLOW = (
     _NOW
     + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - tonumber(ARGV[3]))
-if not redis.call('ZSCORE', KEYS[2], ARGV[1]) and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then
-  return 0
+local since = now - tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', since)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', since)
+if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
+  if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then return 0 end
+  local per = tonumber(redis.call('HGET', KEYS[1], 'per_client') or ARGV[4])
+  if redis.call('ZCARD', KEYS[3]) >= per then return -2 end
 end
 redis.call('ZADD', KEYS[2], now, ARGV[1])
+redis.call('ZADD', KEYS[3], now, ARGV[1])
 redis.call('EXPIRE', KEYS[2], ARGV[3])
+redis.call('EXPIRE', KEYS[3], ARGV[3])
 return 1
 """
 )
+
+# KEYS: room hash, frame hash. ARGV: digest, view key, frame bytes, ttl.
+# Returns 1 kept, -1 no room, -2 wrong secret.
+_PUT_FRAME = """
+local d = redis.call('HGET', KEYS[1], 'digest')
+if not d then return -1 end
+if d ~= ARGV[1] then return -2 end
+redis.call('HSET', KEYS[2], 'view', ARGV[2], 'blob', ARGV[3])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+return 1
+"""
+
+# KEYS: room hash. ARGV: digest, seats per client. Returns 1 set, -1 missing, -2 wrong secret.
+_PER_CLIENT = """
+local d = redis.call('HGET', KEYS[1], 'digest')
+if not d then return -1 end
+if d ~= ARGV[1] then return -2 end
+redis.call('HSET', KEYS[1], 'per_client', ARGV[2])
+return 1
+"""
 
 
 def _redis_call(method):
@@ -407,6 +636,8 @@ class RedisRooms:
     ENDED = "attn_lab:ended:"
     CREATES = "attn_lab:creates:"
     FOLLOWERS = "attn_lab:followers:"
+    FRAME = "attn_lab:frame:"  # a room's latest drawn page (view key, bytes)
+    KEY = "attn_lab:signing-key"  # the shared key that signs presenter secrets (without ATTN_LAB_SECRET)
     CHANNEL = "attn_lab:room-changed"  # every replica hears every room's changes
 
     def __init__(
@@ -414,17 +645,26 @@ class RedisRooms:
         url: str,
         max_rooms: int = MAX_ROOMS,
         ttl_s: int = PRESENTER_TTL_S,
-        max_followers: int = MAX_FOLLOWERS,
+        max_followers: int | None = None,
+        publish_every_s: float | None = None,
     ):
         import redis  # only where Redis is configured
 
+        self._publish_every_s = PUBLISH_EVERY_S if publish_every_s is None else publish_every_s
         self._r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=2, socket_connect_timeout=2)
-        self._max, self._ttl, self._max_followers = max_rooms, int(ttl_s), max_followers
+        self._max, self._ttl = max_rooms, int(ttl_s)
+        self.seats = room_seats() if max_followers is None else max_followers
         self._url = url
+        self._env_key = _env_key()
+        self._key: bytes | None = self._env_key
         self._create = self._r.register_script(_CREATE)
         self._publish = self._r.register_script(_PUBLISH)
         self._status = self._r.register_script(_STATUS)
         self._follow = self._r.register_script(_FOLLOW)
+        self._per_client = self._r.register_script(_PER_CLIENT)
+        # frames are bytes: a client that does not decode them
+        self._raw = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        self._put_frame = self._raw.register_script(_PUT_FRAME)
         threading.Thread(target=self._listen, name="rooms-redis-listener", daemon=True).start()
 
     def _listen(self) -> None:
@@ -441,11 +681,11 @@ class RedisRooms:
             except redis.RedisError:
                 time.sleep(1)
 
-    def _key(self, room_id: str) -> str:
+    def _key_of(self, room_id: str) -> str:
         return self.PREFIX + room_id
 
     def _insert(self, room_id: str, secret: str, client: str | None, version: int, text: str) -> int:
-        keys = [self._key(room_id), self.LIVE, "" if client is None else self.CREATES + client]
+        keys = [self._key_of(room_id), self.LIVE, "" if client is None else self.CREATES + client]
         args = [room_id, _digest(secret), self._max, self._ttl, MAX_CREATES_PER_CLIENT, CREATE_WINDOW_S]
         made = int(self._create(keys=keys, args=[*args, version, text]))
         if made == -1:
@@ -454,62 +694,87 @@ class RedisRooms:
             raise _rate_limited()
         return made
 
+    def _signing_key(self) -> bytes:
+        """ATTN_LAB_SECRET, else the key every replica shares through Redis: the first replica
+        to need one makes it (SET NX); a Redis that lost it gets this process's copy back."""
+        if self._key is None:
+            self._r.set(self.KEY, secrets.token_hex(32), nx=True)
+            self._key = self._r.get(self.KEY).encode()
+        elif not self._env_key:
+            self._r.set(self.KEY, self._key.decode(), nx=True)
+        return self._key
+
     @_redis_call
     def create(self, client: str = "") -> tuple[str, str]:
-        secret = secrets.token_urlsafe(24)
+        key = self._signing_key()
         for _ in range(8):
             room_id = new_room_id()
             if self._r.exists(self.ENDED + room_id):
                 continue
+            secret = issue_secret(key, room_id)
             if self._insert(room_id, secret, client, 0, "{}"):
                 return room_id, secret
         raise RoomError("could not find a free room id; try again")
 
     @_redis_call
-    def restore(self, room_id: str, secret: str, payload: dict[str, Any], version: int = 1) -> int:
+    def issued(self, room_id: str, secret: str) -> bool:
+        return signed_by(self._signing_key(), room_id, secret)
+
+    @_redis_call
+    def restore(
+        self, room_id: str, secret: str, payload: dict[str, Any], version: int = 1, client: str = ""
+    ) -> int:
+        if not self.issued(room_id, secret):
+            raise _not_issued(room_id)
         if self._r.exists(self.ENDED + room_id):
             raise RoomGone(f"room {room_id!r} was ended by its presenter")
-        self._insert(room_id, secret, None, version, encode_payload(payload))
-        return self.publish(room_id, secret, payload)  # a wrong secret for a taken id fails here
+        if not self._r.exists(self._key_of(room_id)):
+            self._insert(room_id, secret, client, version, encode_payload(payload))
+        return self.publish(room_id, secret, payload)  # a taken id's other secret fails here
 
     @_redis_call
     def publish(self, room_id: str, secret: str, payload: dict[str, Any] | None) -> int:
         text = "" if payload is None else encode_payload(payload)
         if not isinstance(secret, str):
             raise RoomError("only the presenter who started this room can change it")
-        keys = [self._key(room_id), self.LIVE]
-        version = int(
-            self._publish(keys=keys, args=[room_id, _digest(secret), self._ttl, text, self.CHANNEL])
-        )
+        keys = [self._key_of(room_id), self.LIVE]
+        args = [room_id, _digest(secret), self._ttl, text, self.CHANNEL, self._publish_every_s]
+        version = int(self._publish(keys=keys, args=args))
         if version == -1:
             raise _gone(room_id)
         if version == -2:
             raise RoomError("only the presenter who started this room can change it")
+        if version == -3:
+            raise _busy()
         return version
 
     @_redis_call
     def status(self, room_id: str) -> Status | None:
-        got = self._status(keys=[self._key(room_id)])
-        return None if got is None else Status(int(got[0]), max(0.0, float(got[1])))
+        got = self._status(
+            keys=[self._key_of(room_id), self.FOLLOWERS + room_id], args=[FOLLOWER_TTL_S, SEATS_PER_CLIENT]
+        )
+        if got is None:
+            return None
+        return Status(int(got[0]), max(0.0, float(got[1])), int(got[2]), int(got[3]))
 
     @_redis_call
     def version(self, room_id: str) -> int | None:
-        value = self._r.hget(self._key(room_id), "version")
+        value = self._r.hget(self._key_of(room_id), "version")
         return None if value is None else int(value)
 
     @_redis_call
     def snapshot(self, room_id: str) -> Snapshot | None:
-        version, text = self._r.hmget(self._key(room_id), "version", "text")
-        return None if version is None else Snapshot(int(version), json.loads(text))
+        version, text = self._r.hmget(self._key_of(room_id), "version", "text")
+        return None if version is None else Snapshot(int(version), json.loads(text), view_key(text))
 
     @_redis_call
     def close(self, room_id: str, secret: str) -> None:
-        digest = self._r.hget(self._key(room_id), "digest")
+        digest = self._r.hget(self._key_of(room_id), "digest")
         if digest is not None:
             _check_secret(digest, secret)
             with self._r.pipeline() as pipe:  # MULTI: the tombstone and the deletion together
                 pipe.set(self.ENDED + room_id, 1, ex=ENDED_TTL_S)
-                pipe.delete(self._key(room_id), self.FOLLOWERS + room_id)
+                pipe.delete(self._key_of(room_id), self.FOLLOWERS + room_id, self.FRAME + room_id)
                 pipe.zrem(self.LIVE, room_id)
                 pipe.publish(self.CHANNEL, room_id)
                 pipe.execute()
@@ -519,12 +784,55 @@ class RedisRooms:
         return bool(self._r.exists(self.ENDED + room_id))
 
     @_redis_call
-    def follow(self, room_id: str, session: str) -> bool:
-        keys = [self._key(room_id), self.FOLLOWERS + room_id]
-        seated = int(self._follow(keys=keys, args=[session, self._max_followers, FOLLOWER_TTL_S]))
+    def follow(self, room_id: str, session: str, client: str = "") -> Seat:
+        keys = [
+            self._key_of(room_id),
+            self.FOLLOWERS + room_id,
+            f"{self.FOLLOWERS}{room_id}:{_client_key(client)}",
+        ]
+        args = [session, self.seats, FOLLOWER_TTL_S, SEATS_PER_CLIENT]
+        seated = int(self._follow(keys=keys, args=args))
         if seated == -1:
             raise _gone(room_id)
-        return seated == 1
+        return {1: Seat.TAKEN, 0: Seat.ROOM_FULL}.get(seated, Seat.CLIENT_FULL)
+
+    @_redis_call
+    def set_per_client(self, room_id: str, secret: str, seats: int) -> None:
+        seats = _per_client(seats, self.seats)
+        if not isinstance(secret, str):
+            raise RoomError("only the presenter who started this room can change it")
+        done = int(self._per_client(keys=[self._key_of(room_id)], args=[_digest(secret), seats]))
+        if done == -1:
+            raise _gone(room_id)
+        if done == -2:
+            raise RoomError("only the presenter who started this room can change it")
+
+    @_redis_call
+    def put_frame(self, room_id: str, secret: str, view: str, blob: bytes) -> None:
+        _check_frame(view, blob)
+        if not isinstance(secret, str):
+            raise RoomError("only the presenter who started this room can change it")
+        keys = [self._key_of(room_id), self.FRAME + room_id]
+        done = int(self._put_frame(keys=keys, args=[_digest(secret), view, blob, self._ttl]))
+        if done == -1:
+            raise _gone(room_id)
+        if done == -2:
+            raise RoomError("only the presenter who started this room can change it")
+
+    @_redis_call
+    def frame(self, room_id: str) -> tuple[str, bytes] | None:
+        view, blob = self._raw.hmget(self.FRAME + room_id, "view", "blob")
+        return None if view is None or blob is None else (view.decode(), blob)
+
+    @_redis_call
+    def frame_view(self, room_id: str) -> str | None:
+        """Only the latest frame's view key (a few bytes: is the frame I hold still the latest?)."""
+        return self._r.hget(self.FRAME + room_id, "view")
+
+
+def _client_key(client: str) -> str:
+    """A client address as a fixed-length Redis key part (an address may be any string)."""
+    return hashlib.sha256(client.encode()).hexdigest()[:24]
 
 
 ROOMS_ENV = "ATTN_LAB_ROOMS"

@@ -5,7 +5,8 @@ bound and a calibrated estimate.
 Three figures per phase (the prefill, one decode step), each from a different source:
 
 - ``flops`` and ``bytes`` come from the cost model (`attn_core.cost`) for exactly what was built
-  (`plan_build`: the first N layers, fewer routed experts when one layer is over the memory cap;
+  (`plan_build`: the first N layers, fewer routed experts when one layer is over the memory cap
+  on the planned peak, at most MAX_EXPERTS;
   a hybrid's first layer of each kind when no run of first layers holding them all fits),
   in the convention of ``python -m attn_core cost``: matrix products only, 2 FLOPs per
   multiply-add (a Gated DeltaNet or Mamba-2 layer: its maps and its core's products,
@@ -44,8 +45,11 @@ weight.
 
 Its modules, by job (each imports only those above it):
 
+- `peak`: the planned peak of a check (probe buffers, weights, cache, activations, expert
+  modules, scan intermediates) and the caps on what one check builds (experts, scan chunks,
+  B·T × width).
 - `plan`: the request (`VerifyRequest`), `select_device`, and `plan_build`: the first layers (and
-  routed experts) that fit the memory cap.
+  routed experts) whose planned peak fits the memory cap.
 - `counts`: the cost model's FLOPs and bytes of what was built, each phase's matrix products
   (``MIXER_GEMMS``) and mixer calls.
 - `linear`: what the linear layers share: their state, the causal conv, the transformers modules
@@ -55,10 +59,14 @@ Its modules, by job (each imports only those above it):
 - `layers`: the torch layers (``ATTENTION_KEYS``, attention, MLP, mixture of experts, ``MIXERS``)
   and `build_layers`.
 - `probe`: the device's rates at those shapes, the clock, and `bound_ms` / `estimate_ms`.
-- `run`: the timed prefills and decode steps, the result and its JSON, and `verify`.
+- `run`: the timed prefills and decode steps, the result and its JSON, `verify`, and
+  `expected_seconds` (a generous guess shown before a check runs).
+- `child`: `start_check`, the one runner: a check in a child process capped at its planned peak
+  and a wall-clock limit, stoppable, every failure one line (`CheckFailed`).
 """
 
 from attn_core.bench.records import DTYPES
+from attn_core.bench.verify.child import ADDRESS_SLACK, Check, CheckFailed, running, start_check
 from attn_core.bench.verify.counts import (
     MIXER_GEMMS,
     AttentionCall,
@@ -87,6 +95,13 @@ from attn_core.bench.verify.layers import (
 )
 from attn_core.bench.verify.linear import LinearState
 from attn_core.bench.verify.mamba2 import Mamba2Core, Mamba2Layer, mamba2_core_call
+from attn_core.bench.verify.peak import (
+    FLOOR_BYTES,
+    MAX_EXPERTS,
+    MAX_TOKEN_WIDTH,
+    MIN_SCAN_CHUNK,
+    Peak,
+)
 from attn_core.bench.verify.plan import (
     BUILT_STATE_KINDS,
     DEFAULT_DECODE_STEPS,
@@ -103,6 +118,7 @@ from attn_core.bench.verify.plan import (
     kind_name,
     layer_params,
     plan_build,
+    planned_peak,
     refuse_unbuilt,
     select_device,
 )
@@ -131,12 +147,14 @@ from attn_core.bench.verify.run import (
     VerifyBusy,
     VerifyResult,
     device_name,
+    expected_seconds,
     measure,
     verify,
 )
 from attn_core.cost.dtypes import DTYPE_BYTES
 
 __all__ = [
+    "ADDRESS_SLACK",
     "ATTENTION_KEYS",
     "BUILT_STATE_KINDS",
     "COLD_BYTES",
@@ -146,7 +164,11 @@ __all__ = [
     "DEFAULT_SEQ_LEN",
     "DTYPES",
     "DTYPE_BYTES",
+    "FLOOR_BYTES",
+    "MAX_EXPERTS",
     "MAX_LAYERS",
+    "MAX_TOKEN_WIDTH",
+    "MIN_SCAN_CHUNK",
     "MIXERS",
     "MIXER_GEMMS",
     "PEAK_N",
@@ -160,6 +182,8 @@ __all__ = [
     "Attention",
     "AttentionCall",
     "Block",
+    "Check",
+    "CheckFailed",
     "DeltaCore",
     "GatedDeltaNetLayer",
     "GatedMLP",
@@ -170,6 +194,7 @@ __all__ = [
     "Mamba2Core",
     "Mamba2Layer",
     "MoEMLP",
+    "Peak",
     "PhaseCounts",
     "PhaseResult",
     "Plan",
@@ -191,6 +216,7 @@ __all__ = [
     "deltanet_gemms",
     "device_name",
     "estimate_ms",
+    "expected_seconds",
     "kind_name",
     "layer_params",
     "mamba2_core_call",
@@ -198,6 +224,7 @@ __all__ = [
     "measure",
     "mlp_gemms",
     "plan_build",
+    "planned_peak",
     "prefill_counts",
     "probe_attention",
     "probe_core",
@@ -206,6 +233,8 @@ __all__ = [
     "probe_stream",
     "probed_shape",
     "refuse_unbuilt",
+    "running",
     "select_device",
+    "start_check",
     "verify",
 ]

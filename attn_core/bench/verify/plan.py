@@ -13,6 +13,16 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.bench.records import DTYPES
+from attn_core.bench.verify.peak import (
+    MAX_EXPERTS,
+    MAX_TOKEN_WIDTH,
+    MIN_SCAN_CHUNK,
+    Peak,
+    activation_bytes,
+    module_bytes,
+    probe_bytes,
+    widest,
+)
 from attn_core.cost.dtypes import DTYPE_BYTES
 from attn_core.cost.layers import LayerKinds, LayerSet
 from attn_core.cost.mixers import STATE_KIND_NAMES
@@ -22,7 +32,7 @@ from attn_core.cost.shapes import ModelShape
 
 DEFAULT_SEQ_LEN = 256
 DEFAULT_DECODE_STEPS = 8
-DEFAULT_MEMORY_GIB = 2.0  # weights + KV cache of what is built (the dev machine: 23 GiB, shared)
+DEFAULT_MEMORY_GIB = 2.0  # the planned peak of a check (`peak`; the dev machine: 23 GiB, shared)
 MAX_LAYERS = 64  # a config may declare millions of layers; we never build more than this
 # The linear-attention / state-space kinds `layers.MIXERS` builds (a test checks they agree).
 BUILT_STATE_KINDS = ("gdn", "mamba2")
@@ -39,7 +49,7 @@ class VerifyError(ValueError):
 @dataclass(frozen=True)
 class VerifyRequest:
     """A run: B sequences of T prompt tokens, then M decode steps, on ``device`` in ``dtype``.
-    ``layers`` None builds as many as fit ``memory_bytes`` (weights + KV cache)."""
+    ``layers`` None builds as many as fit ``memory_bytes`` (the planned peak, `peak.Peak`)."""
 
     seq_len: int = DEFAULT_SEQ_LEN
     batch: int = 1
@@ -77,6 +87,12 @@ class Plan:
     cache_bytes: int  # the KV cache for T + M tokens and the linear layers' state
     notes: tuple[str, ...] = ()
     layer_indices: tuple[int, ...] = ()  # which of the model's layers were built
+    peak: Peak | None = None  # the planned peak (weights, cache, activations, modules, probe)
+
+    @property
+    def peak_bytes(self) -> int:
+        """The planned peak memory of the check, bytes: what the cap bounds."""
+        return self.peak.total if self.peak is not None else self.weight_bytes + self.cache_bytes
 
     @property
     def kinds_built(self) -> str:
@@ -108,6 +124,12 @@ def refuse_unbuilt(shape: ModelShape) -> None:
         raise VerifyError("attention sinks (gpt-oss) are not built by verify: SDPA has no sink logit")
     if shape.learned_positions:
         raise VerifyError("learned position tables (GPT-2 style) are not built by verify; rotary models are")
+    mixer = shape.state_mixer
+    if mixer is not None and mixer.kind == "mamba2" and mixer.chunk < MIN_SCAN_CHUNK:
+        raise VerifyError(
+            f"Mamba-2 chunk_size {mixer.chunk} is below the {MIN_SCAN_CHUNK} verify builds: the scan's "
+            "chunk states grow as T / chunk_size"
+        )
     rotary = shape.rotary_dim or shape.head_dim
     if rotary % 2:
         raise VerifyError(f"rotary embedding needs an even width, got {rotary}")
@@ -172,19 +194,29 @@ def _firsts_note(shape: ModelShape, picked: tuple[int, ...], wanted: int) -> str
     return f"built layers {which} of {shape.n_layers} (numbered from 0), the first of each kind: {why}"
 
 
+def planned_peak(shape: ModelShape, request: VerifyRequest, device: str) -> Peak:
+    """The peak of a check of ``shape`` (already cut to what is built) as ``request`` asks."""
+    b = DTYPE_BYTES[request.dtype]
+    B, T, M = request.batch, request.seq_len, request.decode_steps
+    return Peak(
+        weights=layer_params(shape) * b, cache=cache_bytes(shape, T + M, B, b),
+        activations=activation_bytes(shape, B, T, M, b), modules=module_bytes(shape),
+        probe=probe_bytes(shape, B, T, b, device),
+    )  # fmt: skip
+
+
 def plan_build(shape: ModelShape, request: VerifyRequest) -> Plan:
-    """As many of the first layers as fit the cap (at most ``request.layers``; a hybrid's first
-    linear and first attention layer when no such run fits); when the smallest set does not fit
-    and it has routed experts, as many experts as fit (never fewer than k)."""
+    """As many of the first layers as fit the cap on the planned peak (at most ``request.layers``;
+    a hybrid's first linear and first attention layer when no such run fits); at most MAX_EXPERTS
+    routed experts, and when the smallest set does not fit, as many as fit (never fewer than k)."""
     refuse_unbuilt(shape)
     if request.dtype not in DTYPES:
         raise VerifyError(f"dtype must be one of {', '.join(DTYPES)}, got {request.dtype!r}")
-    b = DTYPE_BYTES[request.dtype]
-    tokens = request.seq_len + request.decode_steps
+    device = select_device(request.device)
     cap = f"{request.memory_bytes / 2**30:.2f} GiB cap"
 
-    def need(s: ModelShape) -> tuple[int, int]:
-        return layer_params(s) * b, cache_bytes(s, tokens, request.batch, b)
+    def need(s: ModelShape) -> int:
+        return planned_peak(s, request, device).total
 
     wanted = min(request.layers or shape.n_layers, shape.n_layers, MAX_LAYERS)
     notes = []
@@ -193,29 +225,47 @@ def plan_build(shape: ModelShape, request: VerifyRequest) -> Plan:
             f"asked for {request.layers:,} layers; the model has {shape.n_layers:,}, at most {MAX_LAYERS} are built"
         )
     sets = _layer_sets(shape, wanted)
-    experts = shape.moe.n_experts if shape.moe is not None else None
+    experts = min(shape.moe.n_experts, MAX_EXPERTS) if shape.moe is not None else None
+    if shape.moe is not None and experts < shape.moe.n_experts:
+        notes.append(
+            f"built with {experts} of its {shape.moe.n_experts:,} routed experts, the most one check builds "
+            f"(same k = {shape.moe.top_k}, same expert shape)"
+        )
+    tokens = request.batch * request.seq_len
+    width = widest(cut_shape(shape, sets[-1], experts))
+    if tokens * width > MAX_TOKEN_WIDTH:
+        raise VerifyError(
+            f"B × T = {tokens:,} tokens × {width:,} wide activations is over the {MAX_TOKEN_WIDTH:,} elements "
+            "one check holds: shorten T or B"
+        )
     for picked in sets:
         cut = cut_shape(shape, picked, experts)
-        if sum(need(cut)) <= request.memory_bytes:
+        if need(cut) <= request.memory_bytes:
             break
     else:
         picked = sets[-1]
         cut = cut_shape(shape, picked, experts)
         if cut.moe is None or cut.n_moe_layers == 0:
             raise VerifyError(
-                f"{'one layer' if len(picked) == 1 else f'{len(picked)} layers'} with the cache need "
-                f"{sum(need(cut)) / 2**30:.2f} GiB, over the {cap}: raise the memory cap or shorten T"
+                f"{'one layer' if len(picked) == 1 else f'{len(picked)} layers'} need "
+                f"{need(cut) / 2**30:.2f} GiB at the peak (weights, cache, activations, probe), over the "
+                f"{cap}: raise the memory cap or shorten T"
             )
-        one = expert_params(cut, cut.moe.expert_d_ff, cut.moe.expert_bias) * b
-        per_expert = one * cut.n_moe_layers  # one more routed expert in every MoE layer built
-        rest = sum(need(cut)) - cut.moe.n_experts * per_expert
-        experts = min(cut.moe.n_experts, (request.memory_bytes - rest) // per_expert)
-        if experts < cut.moe.top_k:
+        k = cut.moe.top_k
+        if need(cut_shape(shape, picked, k)) > request.memory_bytes:
+            one = expert_params(cut, cut.moe.expert_d_ff, cut.moe.expert_bias) * DTYPE_BYTES[request.dtype]
             layers = "" if cut.n_moe_layers == 1 else f" in each of {cut.n_moe_layers} layers"
             raise VerifyError(
-                f"the {cap} holds {max(experts, 0)} routed experts of {one / 2**20:,.0f} MiB{layers}, "
-                f"fewer than the k = {cut.moe.top_k} each token runs: raise the cap"
+                f"the {cap} does not hold the k = {k} routed experts of {one / 2**20:,.0f} MiB{layers} "
+                "each token runs, with the rest of the peak: raise the cap"
             )
+        lo, hi = k, experts  # the peak grows with the experts built: the most that fit, by bisection
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (
+                (mid, hi) if need(cut_shape(shape, picked, mid)) <= request.memory_bytes else (lo, mid - 1)
+            )
+        experts = lo
         cut = cut_shape(shape, picked, experts)
         which = "one layer does not" if len(picked) == 1 else f"{len(picked)} layers do not"
         notes.append(
@@ -226,9 +276,10 @@ def plan_build(shape: ModelShape, request: VerifyRequest) -> Plan:
         notes.insert(0, _firsts_note(shape, picked, wanted))
     elif cut.n_layers < wanted:
         notes.append(f"{cut.n_layers} of {wanted} layers fit the {cap}")
-    weights, cache = need(cut)
+    peak = planned_peak(cut, request, device)
     return Plan(
         shape=cut, layers_built=cut.n_layers, experts_built=cut.moe.n_experts if cut.moe else None,
         model_layers=shape.n_layers, model_experts=shape.moe.n_experts if shape.moe else None,
-        weight_bytes=weights, cache_bytes=cache, notes=tuple(notes), layer_indices=picked,
+        weight_bytes=peak.weights, cache_bytes=peak.cache, notes=tuple(notes), layer_indices=picked,
+        peak=peak,
     )  # fmt: skip

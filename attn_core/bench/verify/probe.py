@@ -15,17 +15,12 @@ import torch
 from attn_core.bench.records import DTYPES
 from attn_core.bench.verify.counts import AttentionCall, PhaseCounts
 from attn_core.bench.verify.layers import ATTENTION_KEYS, STATE_CORES, attend
+from attn_core.bench.verify.peak import COLD_BYTES, COMPUTE_ROWS, PEAK_N, PROBE_COLS, PROBE_ROWS, STREAM_BYTES
 from attn_core.bench.verify.plan import Plan, VerifyRequest
 from attn_core.cost.dtypes import DTYPE_BYTES
 from attn_core.cost.shapes import ModelShape
 
 PROBE_ROUNDS = 3
-PROBE_ROWS = {"cpu": 256, "cuda": 4096}  # a product with more rows is probed at this many (same rate)
-PROBE_COLS = {"cpu": 2048, "cuda": 16384}  # … and at most this many output columns (compute-bound ones)
-COLD_BYTES = {"cpu": 96 * 2**20, "cuda": 512 * 2**20}  # > 3× the last-level cache: weights come from DRAM
-COMPUTE_ROWS = 64  # from this many rows on a product is compute-bound here: no need for cold copies
-STREAM_BYTES = {"cpu": 128 * 2**20, "cuda": 2 * 2**30}
-PEAK_N = {"cpu": 1024, "cuda": 8192}  # the square matmul every probe also runs
 
 
 def _sync(device: str) -> None:

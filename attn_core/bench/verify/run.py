@@ -13,11 +13,26 @@ from attn_core.bench.records import DTYPES
 from attn_core.bench.verify.counts import PhaseCounts, decode_counts, prefill_counts
 from attn_core.bench.verify.layers import Layers, build_layers
 from attn_core.bench.verify.plan import Plan, VerifyRequest, plan_build, select_device
-from attn_core.bench.verify.probe import Probe, bound_ms, clock, estimate_ms, probe_device, time_call
+from attn_core.bench.verify.probe import (
+    PROBE_ROUNDS,
+    Probe,
+    bound_ms,
+    clock,
+    estimate_ms,
+    probe_device,
+    time_call,
+)
 from attn_core.cost.dtypes import DTYPE_BYTES
 from attn_core.cost.shapes import ModelShape
 
 PREFILL_REPEATS = 2  # the first run also warms the allocator and the thread pool
+# For the time a check is expected to take, before it runs: a slow rate (one CPU thread of the dev
+# machine at load 6–8 ran fp32 products at 8–40 GFLOP/s), each module call's Python overhead and
+# each module's construction (both measured at ~20–60 µs on the dev machine), the child's start
+# (importing torch: 2–6 s there) and the probe (PROBE_ROUNDS + 1 calls of each phase's products).
+SLOW_FLOP_PER_S = {"cpu": 4e9, "cuda": 1e12}
+CALL_S = 1e-4
+START_S = 8.0
 
 
 def _ms(runs: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -99,6 +114,21 @@ _RUN_LOCK = threading.Lock()  # one check at a time on this machine: each one us
 
 class VerifyBusy(RuntimeError):
     """Another check holds the machine."""
+
+
+def expected_seconds(plan: Plan, request: VerifyRequest, device: str) -> float:
+    """A generous guess of a check's time, shown before it runs and checked against its limit:
+    the FLOPs of the probe and the runs at SLOW_FLOP_PER_S, every module call and construction at
+    CALL_S, the child's start."""
+    b = DTYPE_BYTES[request.dtype]
+    s, B, T, M = plan.shape, request.batch, request.seq_len, request.decode_steps
+    prefill, decode = prefill_counts(s, T, B, b), decode_counts(s, T + M // 2, B, b)
+    runs = PREFILL_REPEATS + M
+    flops = (PREFILL_REPEATS + PROBE_ROUNDS + 1) * prefill.flops + (M + PROBE_ROUNDS + 1) * decode.flops
+    experts = (s.moe.n_experts + s.moe.n_shared) * s.n_moe_layers if s.moe is not None else 0
+    heads = s.n_layers * s.n_heads * B  # SDPA's and the scans' work is split per head and sequence
+    calls = runs * (4 * s.n_layers + experts + heads) + experts + s.n_layers
+    return START_S + flops / SLOW_FLOP_PER_S[device] + calls * CALL_S
 
 
 def device_name(device: str) -> str:

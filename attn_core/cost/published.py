@@ -1,0 +1,317 @@
+"""GPU runs published by others, priced by this cost model: the bound each run could not beat, the
+figure as published, and the attained fraction bound ÷ measured (time) or measured ÷ bound (rate).
+
+The rows live in ``assets/published/runs.json`` (conditions and sources there; the figures are
+the publishers', never the lab's). Each row names how it is priced (``method``):
+
+- ``decode-step``: tokens/s for one user at batch 1. Bound: the mean decode step of
+  `whole_model.timing` over its N steps (active weights + a cache of P … P + N − 1 tokens, read
+  once per step at the GPUs' summed bandwidth); measured step = 1 / (tokens/s).
+- ``ttft``: time to first token at batch 1. Bound: max(prefill FLOPs / peak, bytes / bandwidth),
+  the Cost page's TTFT, at the peak of the row's compute format (fp8 runs at the fp8 peak).
+- ``static-batch``: B prompts of P tokens, then N steps, output tokens/s. Bound: B·N / (TTFT bound +
+  the N decode steps' bound); a figure per GPU is multiplied by the GPU count first.
+- ``weights-per-step``: time per output token of a server at any batch: every step reads all the
+  active weights at least once, so weights / bandwidth bounds it.
+- ``compute-per-output-token``: output tokens/s of a server whose lengths vary: each output token
+  costs at least the FLOPs of one token through the model (no context), so n·peak / those FLOPs.
+- ``kernel-flops`` / ``kernel-bandwidth``: a kernel's TFLOP/s or GB/s against the GPU's peak.
+
+A measurement faster than its bound is a defect of the calculator or of the row: `Priced.attained`
+is None then and `Priced.defect` says so; no fraction above 1 is ever reported.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS
+from attn_core.cost.flops import prefill_flops
+from attn_core.cost.gpus import GPU, load_gpu
+from attn_core.cost.inputs import Hardware, Precision, Workload
+from attn_core.cost.shapes import load_preset
+from attn_core.cost.whole_model import Timing, timing
+
+RUNS_FILE = Path(__file__).resolve().parents[2] / "assets" / "published" / "runs.json"
+
+REGIMES = {
+    "decode-b1": "batch-1 decode",
+    "prefill-b1": "batch-1 prefill",
+    "batched-decode": "batched decode",
+    "moe": "mixture of experts",
+    "kernel": "kernel",
+}
+METHODS = (
+    "decode-step",
+    "ttft",
+    "static-batch",
+    "weights-per-step",
+    "compute-per-output-token",
+    "kernel-flops",
+    "kernel-bandwidth",
+)
+UNITS = {  # the units each method reads
+    "decode-step": ("tok/s/user",),
+    "ttft": ("ms",),
+    "static-batch": ("out tok/s/GPU", "out tok/s"),
+    "weights-per-step": ("ms",),
+    "compute-per-output-token": ("out tok/s",),
+    "kernel-flops": ("TFLOP/s",),
+    "kernel-bandwidth": ("GB/s",),
+}
+COMPUTE_DTYPES = ("bf16", "fp16", "fp8")
+# Dense fp8 Tensor Core peaks (FLOP/s); the GPU table holds only the bf16 one. Datasheets give
+# twice these "with sparsity": H100 SXM and H200 3,958 TFLOPS, H100 PCIe 3,026, HGX B200 9 PFLOPS.
+FP8_DENSE_FLOPS = {
+    "h100-sxm": 1_979 * 10**12,
+    "h100-pcie": 1_513 * 10**12,
+    "h200": 1_979 * 10**12,
+    "b200": 4_500 * 10**12,
+}
+DEFECT = "faster than its bound: a defect of the calculator or of the row"
+REQUIRED = ("id", "source", "where", "framework", "version", "model", "gpu", "gpu_preset", "n_gpus",
+            "parallelism", "precision", "regime", "method", "published")  # fmt: skip
+
+
+class PublishedError(ValueError):
+    """The published-runs file, or one of its rows, is not what this module prices."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One published measurement and its conditions, as the file states them."""
+
+    id: str
+    source: str
+    where: str
+    framework: str
+    version: str
+    model: str
+    preset: str | None  # a shipped model preset (None for a kernel row)
+    gpu: str  # as published
+    gpu_preset: str  # the row of assets/gpus.json it is priced on
+    n_gpus: int
+    parallelism: str
+    weights: str
+    kv: str
+    compute: str
+    batch: int | None
+    input_len: int | None
+    output_len: int | None
+    regime: str
+    method: str
+    value: float  # the figure as published
+    unit: str
+    text: str  # the figure in the publisher's words
+    note: str = ""
+    kernel: str | None = None  # FA2, FA3, FA4, cuDNN, FlashMLA… for a kernel row
+
+
+@dataclass(frozen=True)
+class Priced:
+    """A run beside its bound. Times and rates stay in the row's unit: ``bound`` is what the
+    row could at best have published (a floor for ms, a ceiling for rates)."""
+
+    run: Run
+    bound: float  # in run.unit
+    measured: float  # run.value, or the system's total for a per-GPU rate (unit below)
+    unit: str
+    ratio: float  # bound ÷ measured time, or measured ÷ bound rate; > 1 is a defect
+    how: str  # the bound's arithmetic, in words and numbers
+    band: str  # the regime it counts in: "moe" for any mixture of experts, else run.regime
+
+    @property
+    def attained(self) -> float | None:
+        """The fraction of the bound attained, in (0, 1]; None when the run beat its bound."""
+        return self.ratio if self.ratio <= 1 else None
+
+    @property
+    def defect(self) -> str | None:
+        return DEFECT if self.ratio > 1 else None
+
+
+def format_figure(x: float) -> str:
+    """A published figure or a bound as printed beside it: 19,694 · 104.9 · 13.17 · 1.983."""
+    return f"{x:,.0f}" if x >= 1000 else f"{x:.4g}"
+
+
+def _whole(value: Any, name: str, row: str, allow_none: bool = False) -> int | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise PublishedError(f"row {row!r}: {name} must be a whole number ≥ 1, got {value!r}")
+    return value
+
+
+def _text(value: Any, name: str, row: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise PublishedError(f"row {row!r}: {name} must be a non-empty string, got {value!r}")
+    return value
+
+
+def parse_run(row: dict[str, Any]) -> Run:
+    """One row of the file as a `Run`; PublishedError naming the row and the field otherwise."""
+    if not isinstance(row, dict):
+        raise PublishedError(f"a row must be an object, got {type(row).__name__}")
+    rid = str(row.get("id"))
+    missing = [k for k in REQUIRED if k not in row]
+    if missing:
+        raise PublishedError(f"row {rid!r}: missing {', '.join(missing)}")
+    prec, pub = row["precision"], row["published"]
+    if not isinstance(prec, dict) or not isinstance(pub, dict):
+        raise PublishedError(f"row {rid!r}: precision and published must be objects")
+    method, regime = row["method"], row["regime"]
+    if method not in METHODS or regime not in REGIMES or regime == "moe":
+        raise PublishedError(f"row {rid!r}: unknown method {method!r} or regime {regime!r}")
+    if pub.get("unit") not in UNITS[method]:
+        raise PublishedError(
+            f"row {rid!r}: {method} reads {' or '.join(UNITS[method])}, not {pub.get('unit')!r}"
+        )
+    value = pub.get("value")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e9:
+        raise PublishedError(f"row {rid!r}: published value must be a positive number, got {value!r}")
+    if prec.get("weights") not in WEIGHT_BITS or prec.get("kv") not in DTYPE_BYTES:
+        raise PublishedError(f"row {rid!r}: unknown weight or KV dtype in {prec!r}")
+    if prec.get("compute") not in COMPUTE_DTYPES:
+        raise PublishedError(f"row {rid!r}: compute must be one of {', '.join(COMPUTE_DTYPES)}")
+    kernel = method.startswith("kernel")
+    if (row.get("preset") is None) != kernel:
+        raise PublishedError(f"row {rid!r}: a model row names a preset, a kernel row none")
+    needs_lengths = method in ("decode-step", "ttft", "static-batch")
+    return Run(
+        id=_text(row["id"], "id", rid),
+        **{k: _text(row[k], k, rid) for k in ("source", "where", "framework", "version", "model", "gpu")},
+        preset=row.get("preset"),
+        gpu_preset=_text(row["gpu_preset"], "gpu_preset", rid),
+        n_gpus=_whole(row["n_gpus"], "n_gpus", rid),
+        parallelism=_text(row["parallelism"], "parallelism", rid),
+        weights=prec["weights"],
+        kv=prec["kv"],
+        compute=prec["compute"],
+        batch=_whole(row.get("batch"), "batch", rid, allow_none=not needs_lengths),
+        input_len=_whole(row.get("input_len"), "input_len", rid, allow_none=not needs_lengths),
+        output_len=_whole(row.get("output_len"), "output_len", rid, allow_none=not needs_lengths),
+        regime=regime,
+        method=method,
+        value=float(value),
+        unit=pub["unit"],
+        text=_text(pub.get("text"), "published text", rid),
+        note=str(row.get("note", "")),
+        kernel=row.get("kernel"),
+    )
+
+
+def peak_flops(gpu: GPU, compute: str) -> int:
+    """Dense Tensor Core FLOP/s for a compute format: the GPU table's bf16 peak (fp16 is the same on
+    every shipped GPU), or `FP8_DENSE_FLOPS` for fp8; PublishedError for a GPU without fp8."""
+    if compute in ("bf16", "fp16"):
+        return gpu.bf16_flops_per_s
+    if gpu.name not in FP8_DENSE_FLOPS:
+        raise PublishedError(f"{gpu.label} has no fp8 peak on file")
+    return FP8_DENSE_FLOPS[gpu.name]
+
+
+def _timing(run: Run, gpu: GPU, batch: int, prompt: int, gen: int) -> Timing:
+    shape = load_preset(run.preset)
+    precision = Precision(run.kv, weights=run.weights, kv=run.kv)
+    workload = Workload(prompt + gen, batch, prompt, gen, causal=True)
+    return timing(shape, workload, precision, Hardware(gpu, run.n_gpus))
+
+
+def _ttft_bound(t: Timing, peak: int, n: int) -> tuple[float, str]:
+    compute_s, memory_s = t.prefill.total / (n * peak), t.ttft_memory_s
+    how = f"max({t.prefill.total:.4g} FLOPs / ({n} × {peak / 1e12:,.0f} TFLOP/s), {t.prefill_bytes:.4g} B / {n} × bandwidth)"
+    return max(compute_s, memory_s), how
+
+
+def price(run: Run) -> Priced:
+    """The run beside its bound (see the module's methods); PublishedError for a row it cannot price."""
+    try:
+        gpu = load_gpu(run.gpu_preset)
+    except ValueError as exc:
+        raise PublishedError(f"row {run.id!r}: {exc}") from None
+    n, m = run.n_gpus, run.method
+    peak, bw = peak_flops(gpu, run.compute), gpu.bandwidth_bytes_per_s
+    band = run.regime
+    if run.preset is not None and load_preset(run.preset).moe is not None:
+        band = "moe"
+    if m == "decode-step":
+        t = _timing(run, gpu, 1, run.input_len, run.output_len)
+        step_s = t.decode_s / run.output_len
+        how = f"mean decode step = (weights {t.decode_weight_bytes:.4g} B + cache) / ({n} × {bw / 1e9:,.0f} GB/s)"
+        return Priced(run, 1 / step_s, run.value, run.unit, step_s * run.value, how, band)
+    if m == "ttft":
+        t = _timing(run, gpu, 1, run.input_len, 0)
+        bound_s, how = _ttft_bound(t, peak, n)
+        return Priced(run, bound_s * 1e3, run.value, run.unit, bound_s * 1e3 / run.value, how, band)
+    if m == "static-batch":
+        B, N = run.batch, run.output_len
+        t = _timing(run, gpu, B, run.input_len, N)
+        ttft_s, how = _ttft_bound(t, peak, n)
+        rate = B * N / (ttft_s + t.decode_s)
+        measured = run.value * n if run.unit.endswith("/GPU") else run.value
+        how = f"{B} × {N} tokens / (TTFT {how} + {N} decode steps {t.decode_s:.4g} s)"
+        return Priced(run, rate, measured, "out tok/s", measured / rate, how, band)
+    if m == "weights-per-step":
+        t = _timing(run, gpu, 1, 1, 1)
+        step_s = t.decode_weight_bytes / (n * bw)
+        how = f"active weights {t.decode_weight_bytes:.4g} B / ({n} × {bw / 1e9:,.0f} GB/s)"
+        return Priced(run, step_s * 1e3, run.value, run.unit, step_s * 1e3 / run.value, how, band)
+    if m == "compute-per-output-token":
+        per_token = prefill_flops(load_preset(run.preset), 1, 1, causal=True).total
+        rate = n * peak / per_token
+        how = f"{n} × {peak / 1e12:,.0f} TFLOP/s / {per_token:.4g} FLOPs per output token"
+        return Priced(run, rate, run.value, run.unit, run.value / rate, how, band)
+    if m == "kernel-flops":
+        how = f"dense {run.compute} peak {peak / 1e12:,.0f} TFLOP/s"
+        return Priced(run, peak / 1e12, run.value, run.unit, run.value * 1e12 / peak, how, band)
+    how = f"HBM bandwidth {bw / 1e9:,.0f} GB/s"  # kernel-bandwidth
+    return Priced(run, bw / 1e9, run.value, run.unit, run.value * 1e9 / bw, how, band)
+
+
+def load_runs(path: Path | None = None) -> tuple[Run, ...]:
+    """Every row of the file (default `RUNS_FILE`; ids unique); PublishedError naming the first bad one."""
+    path = RUNS_FILE if path is None else path
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise PublishedError(f"{Path(path).name}: {exc}") from None
+    rows = doc.get("runs") if isinstance(doc, dict) else None
+    if not isinstance(rows, list) or not rows:
+        raise PublishedError(f"{Path(path).name}: no 'runs' list")
+    runs = tuple(parse_run(row) for row in rows)
+    ids = [r.id for r in runs]
+    if len(set(ids)) != len(ids):
+        raise PublishedError(f"{Path(path).name}: ids repeat")
+    return runs
+
+
+@functools.cache
+def priced_runs() -> tuple[Priced, ...]:
+    """The shipped rows, priced once per process."""
+    return tuple(price(run) for run in load_runs())
+
+
+@dataclass(frozen=True)
+class Band:
+    """The attained fractions of one regime's rows that did not beat their bound."""
+
+    regime: str
+    low: float
+    high: float
+    rows: tuple[Priced, ...]  # every row of the regime, defects included
+
+    @property
+    def counted(self) -> int:
+        return sum(p.attained is not None for p in self.rows)
+
+
+def band(regime: str, priced: tuple[Priced, ...] | None = None) -> Band | None:
+    """min and max attained fraction over the regime's rows (None when it has none counted)."""
+    rows = tuple(p for p in (priced_runs() if priced is None else priced) if p.band == regime)
+    fractions = [p.attained for p in rows if p.attained is not None]
+    return Band(regime, min(fractions), max(fractions), rows) if fractions else None

