@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from attn_core.views import costs as cost
-from lab_ui import cost_charts, cost_verify, figures, published_runs, widgets
+from lab_ui import cost_charts, cost_check, cost_verify, figures, published_runs, widgets
 from lab_ui.badges import attempt, oracle_badge, table
 from lab_ui.page import header, require, run_section, section_picker, show_code
 
@@ -25,20 +25,20 @@ header(
 with st.sidebar:
     st.header("Model")
     source = widgets.radio("Shape from", SOURCES, key="co_src", ids=IDS)
-    shape = preset = None
+    shape = preset = config_text = None
     if source == SOURCES[0]:
-        preset = widgets.selectbox("Preset", cost.list_presets(), key="co_model", default="llama-2-7b")
-        shape = cost.load_preset(preset)
+        preset = widgets.selectbox("Preset", cost.all_presets(), key="co_model", default="llama-2-7b")
+        shape = cost.shape_of_preset(preset)  # None: the formulas do not cover it (its build answers)
     else:
         st.caption("A Hugging Face config.json (≤ 1 MiB). An uploaded file wins over pasted text.")
         upload = st.file_uploader("Upload config.json", type=["json"], key="co_upload")
         pasted = widgets.text_area(
             "…or paste it", key="co_paste", default="", max_chars=cost.MAX_CONFIG_CHARS, height=160
         )
-        if upload is not None:
-            shape = attempt(cost.parse_config_bytes, upload.getvalue())
-        elif pasted.strip():
-            shape = attempt(cost.parse_config_text, pasted)
+        raw = upload.getvalue() if upload is not None else pasted.strip() and pasted
+        if raw:  # bytes (an upload: size and UTF-8 checked) or pasted text
+            config_text = cost.config_text(raw)
+            shape = attempt(cost.parse_config_bytes if upload is not None else cost.parse_config_text, raw)
         else:
             st.info("Upload or paste a config.json to size it.")
 
@@ -96,6 +96,7 @@ if shape is not None:
     )
     hardware = attempt(cost.hardware, gpu_name, n_gpus, cals)
     v = None if hardware is None else attempt(cost.view, shape, workload, precision, hardware, preset, cals)
+cost_check.show(preset, config_text, T, batch, alone=shape is None)  # formulas vs transformers' build
 require(v, fix="the model in the sidebar")
 
 with st.container(border=True):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from attn_core.cost.cli import main
-from attn_core.cost.shapes import list_presets, load_preset_config
+from attn_core.cost.shapes import list_built_presets, list_presets, load_preset_config
 
 ROOT = Path(__file__).resolve().parents[1]
 GiB = 2**30
@@ -90,7 +90,10 @@ def test_models_lists_presets(capsys):
     for name in list_presets():
         assert name in out
     assert main(["models", "--json"]) == 0
-    assert [row["name"] for row in json.loads(capsys.readouterr().out)] == list_presets()
+    # the presets the formulas read, then those sized by transformers' build (assets/models/built/)
+    assert [
+        row["name"] for row in json.loads(capsys.readouterr().out)
+    ] == list_presets() + list_built_presets()
 
 
 def test_models_columns_line_up_whatever_the_name_length(capsys):
@@ -98,10 +101,11 @@ def test_models_columns_line_up_whatever_the_name_length(capsys):
     (the longest preset names, e.g. qwen3-next-80b-a3b, used to push their row out of line)."""
     assert main(["models"]) == 0
     header, *body = capsys.readouterr().out.splitlines()
-    assert len(body) == len(list_presets()) and max(len(n) for n in list_presets()) >= 18
+    every = list_presets() + list_built_presets()  # then those only transformers' build sizes
+    assert len(body) == len(every) and max(len(n) for n in every) >= 18
     assert {len(line) for line in body} == {len(header)}
     names = [line.split()[0] for line in body]
-    assert names == list_presets()
+    assert names == every
     kind_at = header.index("kind")
     assert all(line[kind_at - 1] == " " and line[kind_at] != " " for line in body)
 

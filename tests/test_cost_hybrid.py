@@ -357,3 +357,26 @@ def test_mixer_and_attention_maps_match_torchs_flop_counter(model_type):
         state += s.n_state_layers * 2 * m.dt_rank * m.d_inner * T
     f = prefill_flops(s, T)
     assert state == f.state_projections and attention == f.projections
+
+
+def test_the_gqa_table_and_the_headline_give_one_decode_step():
+    """The decode step at the model's own H_kv is one number wherever it is shown: the MHA/GQA/MQA
+    table reads the weights at their dtypes and the fixed state, as the headline does. Oracle for
+    the state: Qwen3-Next's 36 Gated DeltaNet layers by hand, conv 4 × (2·16·128 + 32·128) and
+    recurrent 32 × 128 × 128 values, bf16."""
+    from attn_core.cost.gpus import load_gpu
+    from attn_core.cost.inputs import Hardware, Precision, Workload
+    from attn_core.cost.report import cost_report, kv_head_variants
+
+    hw, work = Hardware(load_gpu("h100-sxm"), 1), Workload(4096, 4)
+    for name in ("qwen3-next-80b-a3b", "llama-2-7b", "deepseek-v3"):
+        shape, prec = load_preset(name), Precision("bf16", experts="fp8")
+        headline = cost_report(shape, work, prec, hw).decode
+        own = next(r for r in kv_head_variants(shape, work, prec, hw) if r.n_kv_heads == shape.n_kv_heads)
+        assert own.decode_ms_lower_bound == 1e3 * headline.seconds_per_step
+    state = 4 * 36 * (4 * (2 * 16 * 128 + 32 * 128) + 32 * 128 * 128) * 2  # B = 4 sequences
+    d = cost_report(load_preset("qwen3-next-80b-a3b"), work, Precision("bf16"), hw).decode
+    assert d.state_bytes == state
+    assert d.seconds_per_step == pytest.approx(
+        (d.weight_bytes + d.kv_bytes + state) / d.bandwidth_bytes_per_s
+    )

@@ -283,6 +283,17 @@ def test_verify_bound_is_below_the_run_and_json_keys(name, tmp_path):
     data = json.loads(out.read_text())
     assert {"device", "layers_built", "experts_built", "probe", "prefill", "decode_step"} <= set(data)
     assert data["device"] == "cpu" and data["layers_built"] == _shape(name).n_layers
+    # what was built, counted on the modules themselves; the named model held against transformers'
+    # own build: these configs leave out tie_word_embeddings, which the formulas read as tied and
+    # Llama's and Qwen2-MoE's classes as untied (a separate head), and the check says so
+    _, _, layers = _built(name)
+    assert data["built_by"] == "lab" and data["params_built"] == sum(p.numel() for p in layers.parameters())
+    check = data["model_check"]
+    assert check["model_derived"]["built_by"] == "transformers"
+    assert check["agrees"] or [d["what"] for d in check["differences"]][:2] == [
+        "parameters, total",
+        "parameters, head",
+    ]
     assert data["experts_built"] == (8 if name in ("moe", "hybrid") else None)
     assert {"matmul_flop_per_s", "bandwidth_bytes_per_s"} <= set(data["probe"])
     if name in ("hybrid", "nemotron"):  # the linear core, probed at the prompt and at one decode step

@@ -4,7 +4,9 @@ Contract:
     python -m attn_core verify (--model NAME | --config PATH) [--layers N] [--seq-len T]
         [--batch B] [--decode-steps M] [--dtype fp32|fp16|bf16] [--device auto|cpu|cuda]
         [--memory-gib G] [--threads N] [--time-limit S] [--json OUT]
-``--json`` writes one object: ``device``, ``layers_built``, ``experts_built`` (null for a dense
+``--json`` writes one object: ``device``, ``built_by`` ("lab": the lab's layers, built from the
+formulas' reading), ``params_built``, ``model_check`` (the named model's formulas against
+transformers' own build, `attn_core.anatomy`), ``layers_built``, ``experts_built`` (null for a dense
 model), ``probe`` {``matmul_flop_per_s``, ``bandwidth_bytes_per_s``, …} and ``prefill`` and
 ``decode_step``, each {``flops``, ``bytes``, ``bound_ms``, ``estimate_ms``, ``measured_ms``, …}
 (see `attn_core.bench.verify`). The check runs in a child process capped at its planned peak
@@ -153,7 +155,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(str(exc))
     except verify.CheckFailed as exc:  # out of memory, past the limit, killed: one line
         return fail(str(exc))
+    check = model_check(args)
     if args.json is not None:
-        args.json.write_text(json.dumps(result.to_json(), indent=1))
+        args.json.write_text(json.dumps(result.to_json() | {"model_check": check}, indent=1))
     print(format_result(result))
+    if check is not None and not check["agrees"]:
+        print("note: the formulas (and so the layers built here) differ from transformers' own build of "
+              "this model: see `cost` for the parts; this check measured the formulas' reading")  # fmt: skip
     return 0
+
+
+def model_check(args) -> dict | None:
+    """The named model's formulas held against transformers' own build (`attn_core.anatomy`):
+    a preset's recorded check, or a config's built on the meta device; None where nothing can be
+    built (no model_type) or transformers refuses (its reason is in ``refused`` otherwise)."""
+    from attn_core.cost.derived_records import buildable_type, preset_record
+    from attn_core.cost.shapes import load_preset_config
+
+    if args.model is not None:
+        return preset_record(args.model, load_preset_config(args.model))
+    config = json.loads(args.config.read_text())
+    if buildable_type(config) is None:
+        return None
+    from attn_core.anatomy.check import check_config
+
+    return check_config(config).to_json()

@@ -4,7 +4,7 @@ Public contract (keep it):
     python -m attn_core cost (--model NAME | --config PATH) --seq-len T [--batch B]
         [--dtype fp32|fp16|bf16|fp8|int8] [--weight-dtype D] [--expert-dtype D] [--kv-dtype D] [--causal]
         [--gpu NAME | --gpu-mem-gib G --gpu-tflops F --gpu-bandwidth-gbs W] [--n-gpus N]
-        [--prompt-len P] [--gen-len N] [--efficiency E] [--calibration RUN.json] [--json]
+        [--prompt-len P] [--gen-len N] [--efficiency E] [--calibration RUN.json] [--json] [--analytic-only]
     python -m attn_core models [--json]
 Bad arguments or configs print one line to stderr and exit 2. ``--calibration`` (a kernel bench
 run: assets/bench/gpu-results*.json, the Kernels page's export) adds the times at its measured
@@ -22,6 +22,7 @@ from typing import NoReturn
 
 from attn_core.cost.calibrated import calibrated_timing, calibration_hardware
 from attn_core.cost.calibration import SERVER_GPU, CalibrationError, load_calibration
+from attn_core.cost.derived_records import derived_only_lines, preset_record, record_lines
 from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS, weight_bytes_per_param
 from attn_core.cost.gpus import GPU, custom_gpu, list_gpus, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
@@ -33,8 +34,10 @@ from attn_core.cost.shapes import (
     MAX_CONFIG_BYTES,
     ConfigError,
     ModelShape,
+    list_built_presets,
     list_presets,
     load_preset,
+    load_preset_config,
     parse_config_bytes,
 )
 from attn_core.cost.units import (
@@ -96,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cost = sub.add_parser("cost", help="FLOPs, memory, KV cache, serving budget for one model")
     source = cost.add_mutually_exclusive_group(required=True)
-    source.add_argument("--model", help=f"preset name: {', '.join(list_presets())}")
+    source.add_argument("--model", help=f"preset name: {', '.join(list_presets() + list_built_presets())}")
     source.add_argument("--config", type=Path, help="path to a Hugging Face config.json")
     cost.add_argument("--seq-len", type=bounded_int(1, MAX_SEQ_LEN), required=True, help="tokens T")
     cost.add_argument("--batch", type=bounded_int(1, MAX_BATCH), default=1, help="sequences B")
@@ -122,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--calibration", type=Path, help="a kernel bench run's JSON: times at its measured rates"
     )
     cost.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    cost.add_argument("--analytic-only", action="store_true",
+                      help="--config: the formulas alone, without checking them against transformers' build (no torch)")  # fmt: skip
 
     models = sub.add_parser("models", help="list the model presets")
     models.add_argument("--json", action="store_true")
@@ -309,8 +314,16 @@ def format_report(r: CostReport) -> str:
 
 def _models_rows() -> list[dict]:
     rows = []
-    for name in list_presets():
-        s = load_preset(name)
+    for name in list_presets() + list_built_presets():
+        try:
+            s = load_preset(name)
+        except ConfigError:  # the formulas do not cover it: its recorded build gives the counts
+            rec = preset_record(name, load_preset_config(name))
+            d = (rec or {}).get("model_derived") or {}
+            rows.append({"name": name, "attention_kind": "-", "n_layers": d.get("n_layers", 0), "d_model": 0,
+                         "n_heads": 0, "n_kv_heads": 0, "head_dim": 0, "d_ff": 0, "mlp_kind": "build",
+                         "params": d.get("params_total", 0), "active_params": d.get("params_active", 0)})  # fmt: skip
+            continue
         p = model_params(s)
         rows.append(s.summary() | {"name": name, "params": p.total, "active_params": p.active})
     return rows
@@ -330,7 +343,7 @@ def _gpu(args: argparse.Namespace) -> GPU | None:
     return load_gpu(args.gpu) if args.gpu else None
 
 
-def _run(args: argparse.Namespace) -> str:
+def _run(args: argparse.Namespace, shape: ModelShape | None = None) -> str:
     if args.command == "models":
         rows = _models_rows()
         if args.json:
@@ -357,7 +370,16 @@ def _run(args: argparse.Namespace) -> str:
             f"{format_rate(g.bandwidth_bytes_per_s, 'B/s', prefix='G')}, {format_rate(g.bf16_flops_per_s, 'FLOP/s')}"
             for g in gpus
         )
-    shape = load_shape(args)
+    try:
+        shape = shape or load_shape(args)  # ``shape``: one already read (attn_core/anatomy/cli.py)
+    except ConfigError as exc:  # a preset the formulas do not cover: its recorded build answers
+        rec = preset_record(args.model, load_preset_config(args.model))
+        lines = derived_only_lines(args.model, str(exc), rec, args.seq_len, args.batch)
+        if not lines:
+            raise
+        return (
+            json.dumps({"model": args.model, "model_check": rec}, indent=2) if args.json else "\n".join(lines)
+        )
     gpu = _gpu(args)
     if args.n_gpus != 1 and gpu is None and args.calibration is None:
         raise UsageError("--n-gpus needs --gpu")
@@ -373,10 +395,14 @@ def _run(args: argparse.Namespace) -> str:
     except CalibrationError as exc:
         raise UsageError(f"--calibration {exc}") from None
     report = cost_report(shape, workload, precision, hardware, preset=args.model)
+    record = preset_record(args.model, load_preset_config(args.model)) if args.model else None
     if args.json:
         extra = {"calibrated": calibrated.to_json()} if calibrated else {}
+        if args.model:
+            extra["model_check"] = record
         return json.dumps(report.to_json() | extra, indent=2)
-    return format_report(report) + (f"\n{calibrated.text()}" if calibrated else "")
+    checked = "\n\n" + "\n".join(record_lines(record)) if args.model else ""
+    return format_report(report) + (f"\n{calibrated.text()}" if calibrated else "") + checked
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,6 +3,7 @@ sweeps: MHA/GQA/MQA variants and cost curves over T."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,7 @@ from attn_core.cost.flops import (
     score_bytes_online,
 )
 from attn_core.cost.inputs import DEFAULT_PRECISION, Hardware, Precision, Workload
-from attn_core.cost.params import AttentionParams, attention_params, decode_weight_bytes, weight_bytes
+from attn_core.cost.params import AttentionParams, attention_params, weight_bytes
 from attn_core.cost.serving import (
     DecodeBound,
     ServingCapacity,
@@ -301,9 +302,12 @@ def kv_head_variants(
                          kv_bytes_per_value=kv_bytes_per_value, weights=weights)  # fmt: skip
             serving = serving_capacity(variant, gpu, T, **sizes)
             card14 = serving_capacity(variant, gpu, T, **sizes, memory="vendor")
+            # the model's own decode floor (weights at their dtypes, a hybrid's fixed state) with
+            # only the cache changed: the row at the model's own H_kv is the headline's step
             kv = kv_cache_bytes(variant, T, batch, kv_bytes_per_value)
-            read = decode_weight_bytes(shape, batch, weight_bytes_per_param)
-            decode = DecodeBound(read, kv, n_gpus * gpu.bandwidth_bytes_per_s, batch, weights)
+            decode = dataclasses.replace(
+                decode_lower_bound(shape, workload, precision, hardware), kv_bytes=kv
+            )
         rows.append(
             KVHeadVariant(
                 n_kv_heads=n_kv,

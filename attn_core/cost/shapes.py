@@ -33,11 +33,16 @@ from attn_core.cost.model_types import (
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "assets" / "models"
 
+# The tables below are the formulas' explanation of what a model_type implies, not the last word:
+# every config the page or the CLI opens is held against transformers' own build of it
+# (attn_core/anatomy/check.py), which names any part they get wrong, and a model_type missing from
+# the MLP tables takes its MLP kind from that build.
 # Architectures whose feed-forward network is gated (SwiGLU/GeGLU: gate, up and down matrices).
 GATED_MODEL_TYPES = frozenset(
     {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text", "phi3", "olmo",
      "olmo2", "granite", "llama4", "llama4_text", "mixtral", "gpt_oss", "qwen2_moe", "qwen3_moe",
-     "deepseek_v2", "deepseek_v3", "kimi_k2", "qwen3_next", "kimi_linear", "jamba"}
+     "deepseek_v2", "deepseek_v3", "kimi_k2", "qwen3_next", "kimi_linear", "jamba", "qwen3_5", "qwen3_5_text",
+     "qwen3_5_moe", "qwen3_5_moe_text"}
 )  # fmt: skip
 # Architectures with a plain two-matrix MLP (up, activation, down).
 PLAIN_MODEL_TYPES = frozenset(
@@ -50,12 +55,19 @@ BIASED_MODEL_TYPES = frozenset({"gpt2", "gpt_bigcode", "gpt_neox", "opt", "bloom
 # Qwen2 / Qwen2.5 put biases on q, k and v only: not on o, not in the MLP (their configs do not say so).
 QKV_BIAS_MODEL_TYPES = frozenset({"qwen2", "qwen2_moe"})
 # QK-norm: a d_h-wide RMSNorm on every query and key head (2·d_h weights per layer).
-QK_NORM_MODEL_TYPES = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "qwen3_next"})
+QK_NORM_MODEL_TYPES = frozenset(
+    {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe",
+     "qwen3_5_moe_text"}
+)  # fmt: skip
 # Gated attention: the query map is twice as wide and its second half gates the output (Qwen3-Next).
-OUTPUT_GATE_MODEL_TYPES = frozenset({"qwen3_next"})
+OUTPUT_GATE_MODEL_TYPES = frozenset(
+    {"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"}
+)
 # Gemma 2 and 3 norm before and after both attention and MLP: four norms per layer.
 FOUR_NORM_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text"})
-# Activations that, with no model_type to go by, mean a gated MLP (LLaMA's SwiGLU convention).
+# Activations that, with no model_type at all, mean a gated MLP (LLaMA's SwiGLU convention). A
+# model_type not in the tables above is never read this way (VaultGemma's and BitNet's GELU / ReLU²
+# MLPs are gated): the formulas refuse it, and transformers' own build sizes it (attn_core/anatomy).
 GATED_ACTIVATIONS = frozenset({"silu", "swish", "swiglu", "geglu"})
 
 # Key aliases, first match wins (Hugging Face names first, then GPT-2's, then others').
@@ -89,8 +101,9 @@ def display_name(value: Any) -> str:
 
 
 def _mlp_kind(config: Mapping[str, Any], model_type: str) -> MlpKind:
-    """Gated (3 matrices) or plain (2): the architecture decides; with an unknown one, a SiLU
-    activation means SwiGLU (the LLaMA convention) and anything else a plain MLP."""
+    """Gated (3 matrices) or plain (2): the architecture decides; an unknown model_type is refused
+    (never guessed from its activation); with no model_type at all, a SiLU activation means
+    SwiGLU (the LLaMA convention) and anything else a plain MLP."""
     explicit = config.get("mlp_kind")  # Attention Lab extension, for architectures we don't know
     if explicit is not None:
         if explicit not in ("gated", "plain"):
@@ -100,6 +113,11 @@ def _mlp_kind(config: Mapping[str, Any], model_type: str) -> MlpKind:
         return "gated"
     if model_type in PLAIN_MODEL_TYPES:
         return "plain"
+    if model_type:
+        raise ConfigError(
+            f"config key 'model_type' = {display_name(model_type)!r}: the formulas do not know whether its MLP is "
+            "gated (3 matrices) or plain (2), and the activation's name does not say; add 'mlp_kind'"
+        )
     _, act = first(config, ACT_KEYS)
     return "gated" if str(act).lower() in GATED_ACTIVATIONS else "plain"
 
@@ -172,6 +190,8 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
         and "rms_norm_eps" not in config
         and ("layer_norm_epsilon" in config or "layer_norm_eps" in config)
     )
+    moe = read_moe(config, model_type, kinds)  # an unknown MoE layout is named before the MLP kind
+    mlp_kind = _mlp_kind(config, model_type)
     return ModelShape(
         name=display_name(name or config.get("_name_or_path") or model_type or "custom model"),
         n_layers=n_layers,
@@ -180,7 +200,7 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
         n_kv_heads=n_kv_heads,
         head_dim=head_dim,
         d_ff=d_ff,
-        mlp_kind=_mlp_kind(config, model_type),
+        mlp_kind=mlp_kind,
         vocab_size=read_int(config, VOCAB_KEYS, "vocabulary size"),
         attention_bias=read_bool(
             config, ("attention_bias", "bias", "use_bias", "add_qkv_bias"), biased or qkv_only
@@ -194,7 +214,7 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
         max_context=read_int(config, CONTEXT_KEYS, "context", default=0) or None,
         layer_types=kinds,
         attention_chunk_size=None if chunk is None else read_int(config, ("attention_chunk_size",), "chunk"),
-        moe=read_moe(config, model_type, kinds),
+        moe=moe,
         mla=mla,
         attention_sinks=read_sinks(config, model_type),
         qk_norm=model_type in QK_NORM_MODEL_TYPES,
@@ -246,11 +266,26 @@ def list_presets() -> list[str]:
     return list(_preset_texts())
 
 
+@functools.cache
+def _built_texts() -> dict[str, str]:
+    """Presets under assets/models/built/: families the formulas do not (yet) read, sized from
+    transformers' own build (their recorded figures: assets/derived/presets.json)."""
+    return {p.stem: p.read_text() for p in sorted((MODELS_DIR / "built").glob("*.json"))}
+
+
+def list_built_presets() -> list[str]:
+    """Names of the presets sized from transformers' build only, sorted."""
+    return list(_built_texts())
+
+
 def load_preset_config(name: str) -> dict[str, Any]:
     """The raw config.json dict of a preset (a fresh copy: callers may change it)."""
-    if name not in _preset_texts():
-        raise ConfigError(f"unknown model {name!r}; presets: {', '.join(list_presets())}")
-    return json.loads(_preset_texts()[name])
+    text = _preset_texts().get(name) or _built_texts().get(name)
+    if text is None:
+        raise ConfigError(
+            f"unknown model {name!r}; presets: {', '.join(list_presets() + list_built_presets())}"
+        )
+    return json.loads(text)
 
 
 @functools.cache

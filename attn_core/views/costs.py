@@ -15,6 +15,7 @@ import numpy as np
 from attn_core.cost import memory
 from attn_core.cost.calibrated import CalibratedTiming, calibrated_timing
 from attn_core.cost.calibration import CalibrationError
+from attn_core.cost.config_keys import ConfigError
 from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS
 from attn_core.cost.flops import crossover_seq_len, layer_flops
 from attn_core.cost.gpus import list_gpus as list_gpus
@@ -29,7 +30,7 @@ from attn_core.cost.limits import MAX_GPUS as MAX_GPUS
 from attn_core.cost.limits import MAX_SEQ_LEN as MAX_SEQ_LEN
 from attn_core.cost.report import CostReport, CostSweep, cost_report, cost_sweep, sweep_grid
 from attn_core.cost.serving import kv_cache_bytes, serving_capacity
-from attn_core.cost.shapes import ModelShape
+from attn_core.cost.shapes import ModelShape, list_built_presets
 from attn_core.cost.shapes import list_presets as list_presets
 from attn_core.cost.shapes import load_preset as load_preset
 from attn_core.cost.shapes import parse_config_bytes as parse_config_bytes
@@ -39,6 +40,25 @@ from attn_core.views import calibrations as calibration_view
 from attn_core.views import costs_text as text_view
 from attn_core.views import costs_whole as whole_view
 from attn_core.views.calibrations import SERVER, SERVER_ID, Calibrations
+
+
+def all_presets() -> list[str]:
+    """The presets the formulas read, then those only transformers' build sizes (assets/models/built/)."""
+    return list_presets() + list_built_presets()
+
+
+def config_text(raw: bytes | str) -> str:
+    """An uploaded or pasted config as text, for the check against transformers' build."""
+    return raw.decode("utf-8-sig", "replace") if isinstance(raw, bytes) else raw
+
+
+def shape_of_preset(name: str) -> ModelShape | None:
+    """A preset's shape; None for one the formulas do not cover (the page shows its recorded build)."""
+    try:
+        return load_preset(name)
+    except ConfigError:
+        return None
+
 
 DTYPES = list(DTYPE_BYTES)  # the sidebar's dtypes, fp16 (the default) first
 WEIGHT_DTYPES = list(WEIGHT_BITS)  # and the quantized weight formats (int4 with group scales, MXFP4)

@@ -12,7 +12,7 @@ import torch
 from attn_core.bench.records import DTYPES
 from attn_core.bench.verify.counts import PhaseCounts, decode_counts, prefill_counts
 from attn_core.bench.verify.layers import Layers, build_layers
-from attn_core.bench.verify.plan import Plan, VerifyRequest, plan_build, select_device
+from attn_core.bench.verify.plan import Plan, VerifyRequest, layer_params, plan_build, select_device
 from attn_core.bench.verify.probe import (
     PROBE_ROUNDS,
     Probe,
@@ -98,6 +98,9 @@ class VerifyResult:
         return {
             "model": self.model, "device": self.device, "device_name": self.device_name, "dtype": self.dtype, "clock": self.clock,
             "threads": torch.get_num_threads() if self.device == "cpu" else None,
+            # the lab's own layers, built from the formulas' reading of the config (transformers'
+            # own modules are not run yet: the named model's check against its build is `model_check`)
+            "built_by": "lab", "params_built": layer_params(p.shape),
             "layers_built": p.layers_built, "model_layers": p.model_layers,
             "layer_indices_built": list(p.layer_indices), "layer_kinds_built": dict(p.shape.kind_counts),
             "experts_built": p.experts_built, "model_experts": p.model_experts,

@@ -1,0 +1,179 @@
+"""The closed forms held against the model: the analytic figures (`attn_core.cost`) beside the
+ones transformers' build gives (`derive`), part by part. A difference is never silent: it names
+the part, both figures, and marks the formula as not covering it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from attn_core.anatomy.build import BuildRefused, completed_config
+from attn_core.anatomy.derive import Anatomy, derive
+from attn_core.cost.config_keys import ConfigError
+from attn_core.cost.model_shape import ModelShape
+from attn_core.cost.params import model_params
+from attn_core.cost.serving import kv_cache_bytes_per_token, state_bytes_per_sequence
+from attn_core.cost.shapes import from_hf_config
+
+# analytic ParamCount fields → the derived parts they cover
+PART_MAP = {
+    "embeddings": ("embeddings", "positions"),
+    "attention": ("attention",),
+    "linear mixer": ("state_mixers",),
+    "mlp, shared experts, router": ("mlp",),
+    "routed experts": ("experts",),
+    "norms": ("norms",),
+    "head": ("lm_head",),
+}
+DERIVED_OF = {
+    "mlp, shared experts, router": ("mlp", "shared experts", "router"),
+}
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One figure on which the formula and the model disagree."""
+
+    what: str  # "parameters: attention", "cache per token", …
+    analytic: int
+    derived: int
+    unit: str  # "parameters" or "bytes"
+
+    @property
+    def text(self) -> str:
+        rel = (self.analytic - self.derived) / self.derived if self.derived else float("inf")
+        rel_text = (
+            (f"{rel:+.1%}" if abs(rel) >= 1e-3 else f"{rel:+.4%}") if self.derived else "none in the model"
+        )
+        return (f"{self.what}: the formula gives {self.analytic:,} {self.unit}, transformers' build "
+                f"{self.derived:,} ({rel_text}); the formula does not cover this part")  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        return {"what": self.what, "analytic": self.analytic, "derived": self.derived, "unit": self.unit}
+
+
+@dataclass(frozen=True)
+class Check:
+    """The analytic model beside the model-derived one for one config."""
+
+    anatomy: Anatomy | None  # None: transformers cannot build it (``refused`` says why)
+    refused: str | None
+    analytic_error: str | None  # the formulas refuse it (they do not cover the architecture)
+    differences: tuple[Difference, ...]
+    mlp_kind_from_build: bool = False  # the formulas read the MLP kind from the build (not in their table)
+    shape: ModelShape | None = None  # what the formulas read (with class defaults, and the build's MLP kind)
+
+    @property
+    def agrees(self) -> bool:
+        return self.anatomy is not None and self.analytic_error is None and not self.differences
+
+    def lines(self) -> list[str]:
+        if self.anatomy is None:
+            return [f"Not checked against transformers: {self.refused}; figures from the formulas alone"]
+        a = self.anatomy
+        head = f"Checked against transformers' own build ({a.built_class}, transformers {a.transformers_version}, meta device)"
+        if self.analytic_error:
+            return [
+                head,
+                f"  the formulas do not cover this model ({self.analytic_error}): figures from the build",
+            ]
+        unread = [f"  its cache is not read ({a.cache_unread})"] if a.cache_unread else []
+        if self.mlp_kind_from_build:
+            unread.append(
+                f"  the MLP kind ({a.mlp_kind}) is read from the build: no table of the formulas names this model_type"
+            )
+        if not self.differences:
+            what = "parameters" if a.cache_unread else "parameters, cache per token and fixed state"
+            return [head + f": {what} agree to the unit", *unread]
+        return [head + ": THE FORMULA DIFFERS", *("  " + d.text for d in self.differences), *unread]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "agrees": self.agrees,
+            "refused": self.refused,
+            "analytic_error": self.analytic_error,
+            "differences": [d.to_json() for d in self.differences],
+            "mlp_kind_from_build": self.mlp_kind_from_build,
+            "model_derived": None if self.anatomy is None else self.anatomy.to_json(),
+        }
+
+
+def differences(shape: ModelShape, anatomy: Anatomy) -> tuple[Difference, ...]:
+    """Each figure of the analytic model that is not the build's: totals, parts, cache, state."""
+    p = model_params(shape)
+    parts = anatomy.params_by_part
+    out = []
+    buffers = anatomy.checkpoint_buffers
+    if buffers and p.total == anatomy.params_total + buffers:  # the formula counts what a checkpoint holds
+        return _cache_differences(shape, anatomy)
+    if p.total != anatomy.params_total:
+        out.append(Difference("parameters, total", p.total, anatomy.params_total, "parameters"))
+        for name, fields in PART_MAP.items():
+            ours = sum(getattr(p, f) for f in fields)
+            theirs = sum(parts.get(q, 0) for q in DERIVED_OF.get(name, (name,)))
+            if ours != theirs:
+                out.append(Difference(f"parameters, {name}", ours, theirs, "parameters"))
+        if parts.get("other"):
+            out.append(
+                Difference("parameters, other (no part of the formula)", 0, parts["other"], "parameters")
+            )
+    if p.active != anatomy.params_active and not any(d.what.startswith("parameters, routed") for d in out):
+        out.append(Difference("parameters, active per token", p.active, anatomy.params_active, "parameters"))
+    return (*out, *_cache_differences(shape, anatomy))
+
+
+def _cache_differences(shape: ModelShape, anatomy: Anatomy) -> tuple[Difference, ...]:
+    out = []
+    if anatomy.cache_unread:
+        return ()
+    kv = kv_cache_bytes_per_token(shape, 2)
+    if kv != anatomy.cache_bytes_per_token:
+        out.append(Difference("cache per token (bf16)", kv, anatomy.cache_bytes_per_token, "bytes"))
+    fixed_at_2 = sum(g.count * (g.cache.fixed - g.cache.fixed_fp32 // 2) for g in anatomy.groups)
+    state = state_bytes_per_sequence(shape, 2, 2)
+    if state != fixed_at_2:
+        out.append(Difference("fixed state per sequence (bf16)", state, fixed_at_2, "bytes"))
+    return tuple(out)
+
+
+def check_config(config: Mapping[str, Any], shape: ModelShape | None = None) -> Check:
+    """The analytic reading of ``config`` (or ``shape``, already read) held against the build."""
+    analytic_error, mlp_from_build = None, False
+    if shape is None:
+        try:
+            shape = from_hf_config(config)
+        except ConfigError as exc:
+            analytic_error = str(exc)
+    try:
+        anatomy = derive(config)
+    except BuildRefused as exc:
+        return Check(None, str(exc), analytic_error, ())
+    if shape is None:  # keys the config leaves out: read again with transformers' class defaults
+        shape, analytic_error, mlp_from_build = _read_completed(config, anatomy, analytic_error)
+    if shape is None:
+        return Check(anatomy, None, analytic_error, ())
+    return Check(anatomy, None, None, differences(shape, anatomy), mlp_from_build, shape)
+
+
+def _read_completed(
+    config, anatomy: Anatomy, error: str | None
+) -> tuple[ModelShape | None, str | None, bool]:
+    """The formulas on transformers' completed config; where they refuse only because a
+    model_type's MLP kind is not in their table, on the kind the build shows (the model answers
+    the one question the table cannot), which the check then holds like any other figure."""
+    try:
+        full = completed_config(config)
+    except BuildRefused:
+        return None, error, False
+    name = config.get("_name_or_path")
+    try:
+        return from_hf_config(full, name=name), None, False
+    except ConfigError as exc:
+        error = str(exc)
+        if "'mlp_kind'" not in error or anatomy.mlp_kind is None:
+            return None, error, False
+    try:
+        return from_hf_config(full | {"mlp_kind": anatomy.mlp_kind}, name=name), None, True
+    except ConfigError as exc:
+        return None, str(exc), False

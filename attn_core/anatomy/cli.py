@@ -1,0 +1,126 @@
+"""``python -m attn_core cost --config PATH …`` with the formulas checked against transformers'
+own build (imports torch; ``--analytic-only`` skips it and stays in `attn_core.cost.cli`).
+
+The analytic report is printed as before, then the check: agreement, or each part that differs
+with both figures. Where the formulas do not cover the architecture, the model-derived figures
+are the answer (parameters by part, cache per token, fixed state, the cache at T × B). Only
+where transformers cannot build the model either is the config refused (one line, exit 2,
+naming transformers' reason beside the formulas')."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from attn_core.cost.cli import UsageError, build_parser, fail
+from attn_core.cost.cli import _run as analytic_run
+from attn_core.cost.config_keys import ConfigError
+from attn_core.cost.derived_records import NO_TYPE, buildable_type
+from attn_core.cost.shapes import MAX_CONFIG_BYTES, parse_config_text
+from attn_core.cost.units import format_bytes, format_count_short
+
+
+def derived_text(check, T: int, batch: int, name: str) -> str:
+    """The model-derived answer where the formulas do not cover the model."""
+    a = check.anatomy
+    lines = [
+        f"{name}: {a.model_type}, built by transformers {a.transformers_version} as {a.built_class} "
+        f"(meta device), {a.n_layers} layers",
+        f"the formulas do not cover this model ({check.analytic_error}): every figure below is "
+        "from transformers' build",
+        "",
+        f"Parameters  total {a.params_total:,} ({format_count_short(a.params_total, 2)}), active per token "
+        f"{a.params_active:,} ({format_count_short(a.params_active, 2)})",
+        *(f"  {part:<16}{n:>22,}" for part, n in a.params_by_part.items()),
+        "Layers",
+        *(
+            f"  {g.count:>4} × {g.kind}: {sum(g.params.values()):,} parameters, cache "
+            f"{g.cache.per_token:,} B per token"
+            + (f" (window {g.cache.window:,})" if g.cache.window else "")
+            + (f", fixed {g.cache.fixed:,} B per sequence" if g.cache.fixed else "")
+            for g in a.groups
+        ),
+    ]
+    if a.cache_unread:
+        lines.append(f"Cache: not read ({a.cache_unread})")
+    else:
+        at_T = a.cache_bytes(T, batch)
+        lines += [
+            "Cache (bf16, transformers' dynamic cache: a sliding layer keeps W − 1 tokens)",
+            f"  per token                 {a.cache_bytes_per_token:>22,} B  {format_bytes(a.cache_bytes_per_token)}",
+            f"  fixed state per sequence  {a.fixed_state_bytes:>22,} B  {format_bytes(a.fixed_state_bytes)}",
+            f"  at T = {T:,}, B = {batch:,}  {at_T:>22,} B  {format_bytes(at_T)}",
+        ]
+    return "\n".join(lines)
+
+
+def _config_text(args) -> str:
+    """The file's text, with the analytic reader's checks (missing, unreadable, too large, not UTF-8)."""
+    path = args.config
+    if not path.is_file():
+        raise UsageError(f"--config {path}: no such file")
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"--config {path}: cannot read it ({exc.__class__.__name__})") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise UsageError(f"--config {path}: {len(data):,} bytes is larger than 1 MiB: not a config.json")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise UsageError(f"--config {path}: not UTF-8 text: a config.json is a JSON text file") from None
+
+
+def run(args) -> str:
+    text = _config_text(args)
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--config {args.config}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    try:
+        parse_config_text(text)
+        analytic_error = None
+    except (ConfigError, RecursionError) as exc:  # the formulas do not read it; the build may
+        analytic_error = str(exc) or "nested too deeply"
+    # a bad flag (--n-gpus without --gpu, …) is the user's to fix whatever reads the config
+    analytic = None if analytic_error else analytic_run(args)
+    if buildable_type(config) is None:  # nothing transformers could build: no torch imported
+        if analytic is None:
+            raise UsageError(f"--config {args.config}: {analytic_error}; transformers: {NO_TYPE}")
+        note = f"Not checked against transformers' build: {NO_TYPE}"
+        return (
+            json.dumps(json.loads(analytic) | {"model_check": None}, indent=2)
+            if args.json
+            else f"{analytic}\n\n{note}"
+        )
+    from attn_core.anatomy.check import Check, check_config  # torch and transformers from here
+
+    check = check_config(config)
+    if analytic is None and check.analytic_error is None and check.shape is not None:
+        analytic = analytic_run(args, check.shape)  # read with the build's help (its MLP kind)
+    if analytic is None and check.anatomy is None:
+        raise UsageError(f"--config {args.config}: {analytic_error}; transformers: {check.refused}")
+    if analytic is None:
+        check = Check(check.anatomy, None, check.analytic_error or analytic_error, ())
+    if args.json:
+        body = json.loads(analytic) if analytic is not None else {"model": str(config.get("model_type"))}
+        return json.dumps(body | {"model_check": check.to_json()}, indent=2)
+    if analytic is None:
+        return derived_text(
+            check, args.seq_len, args.batch, str(config.get("_name_or_path") or config.get("model_type"))
+        )
+    return analytic + "\n\n" + "\n".join(check.lines())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point for ``cost --config`` with the check; returns the exit status (0 ok, 2 refused)."""
+    try:
+        args = build_parser().parse_args(argv)
+        text = run(args)
+    except (UsageError, ConfigError, ValueError) as exc:
+        return fail(str(exc))
+    except Exception as exc:  # one line, never a traceback
+        return fail(f"cannot size it ({exc.__class__.__name__})")
+    print(text)
+    return 0

@@ -1,0 +1,158 @@
+"""One call: a config.json dict → its `Anatomy` (parameters by part and by layer, cache per
+layer), from transformers' own build on the meta device. Cached by the config's content."""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from attn_core.anatomy.build import MODEL_DTYPE, BuildRefused, build_on_meta, text_config
+from attn_core.anatomy.cache import LayerCache, layer_caches
+from attn_core.anatomy.parts import PARTS, param_parts
+
+BYTES_PER_VALUE = MODEL_DTYPE.itemsize  # the cache figures are at bf16: 2 bytes per value
+
+
+@dataclass(frozen=True)
+class LayerGroup:
+    """Layers alike in their mixers, parameters and cache: one row of the anatomy."""
+
+    kind: str  # the mixers' class names, e.g. "Qwen3NextGatedDeltaNet"
+    layers: tuple[int, ...]  # their indices
+    params: dict[str, int]  # per layer, by part
+    cache: LayerCache
+
+    @property
+    def count(self) -> int:
+        return len(self.layers)
+
+
+@dataclass(frozen=True)
+class Anatomy:
+    """A model as transformers builds it: figures exact to the parameter and the byte."""
+
+    model_type: str
+    built_class: str
+    transformers_version: str
+    n_layers: int
+    params_total: int
+    params_active: int
+    params_by_part: dict[str, int]
+    experts: tuple[int, int] | None  # (k, E)
+    checkpoint_buffers: int  # numbers a checkpoint holds beyond the parameters (persistent buffers)
+    groups: tuple[LayerGroup, ...]
+    seconds: float
+    mlp_kind: str | None = None  # the dense MLP's kind as built: "gated", "plain" or None (none or neither)
+    cache_unread: str | None = None  # why the cache could not be read (its forward fails on meta)
+
+    @property
+    def cache_bytes_per_token(self) -> int:
+        """Bytes the cache grows by per token, every layer (a sliding layer until its window fills)."""
+        return sum(g.count * g.cache.per_token for g in self.groups)
+
+    @property
+    def fixed_state_bytes(self) -> int:
+        """Bytes kept per sequence whatever its length (convolution and recurrent states)."""
+        return sum(g.count * g.cache.fixed for g in self.groups)
+
+    def cache_bytes(self, T: int, batch: int = 1) -> int:
+        """The cache after T tokens, B sequences, in transformers' dynamic cache: a sliding
+        layer keeps min(T, W − 1) tokens, any other T; plus the fixed state."""
+        per_seq = 0
+        for g in self.groups:
+            kept = T if g.cache.window is None else min(T, g.cache.window - 1)
+            per_seq += g.count * (g.cache.per_token * kept + g.cache.fixed)
+        return batch * per_seq
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "built_by": "transformers",
+            "model_type": self.model_type,
+            "class": self.built_class,
+            "transformers_version": self.transformers_version,
+            "n_layers": self.n_layers,
+            "params_total": self.params_total,
+            "params_active": self.params_active,
+            "params_by_part": self.params_by_part,
+            "experts_k_of_E": list(self.experts) if self.experts else None,
+            "checkpoint_buffers": self.checkpoint_buffers,
+            "mlp_kind": self.mlp_kind,
+            "cache_dtype_bytes": BYTES_PER_VALUE,
+            "cache_unread": self.cache_unread,
+            "cache_bytes_per_token": self.cache_bytes_per_token,
+            "fixed_state_bytes": self.fixed_state_bytes,
+            "layer_groups": [
+                {
+                    "kind": g.kind,
+                    "count": g.count,
+                    "first_layer": g.layers[0],
+                    "params_per_layer": g.params,
+                    "cache_bytes_per_token": g.cache.per_token,
+                    "fixed_bytes": g.cache.fixed,
+                    "fixed_fp32_bytes": g.cache.fixed_fp32,
+                    "window": g.cache.window,
+                    "cache_layer": g.cache.kind,
+                }
+                for g in self.groups
+            ],
+        }
+
+
+def _groups(layers, caches: list[LayerCache]) -> tuple[LayerGroup, ...]:
+    keyed: dict[tuple, list[int]] = {}
+    for i, (lp, c) in enumerate(zip(layers, caches, strict=True)):
+        key = (lp.kind, tuple(sorted(lp.params.items())), c)
+        keyed.setdefault(key, []).append(i)
+    return tuple(
+        LayerGroup(kind, tuple(idx), {p: n for p, n in params if n}, cache)
+        for (kind, params, cache), idx in keyed.items()
+    )
+
+
+def _derive(config: Mapping[str, Any]) -> Anatomy:
+    import transformers
+
+    start = time.perf_counter()
+    cfg = text_config(config)
+    model = build_on_meta(cfg)
+    parts = param_parts(model, cfg)
+    try:
+        caches, unread = layer_caches(model, len(parts.layers)), None
+    except BuildRefused as exc:  # the parameters stand; the cache is not read
+        caches, unread = [LayerCache(0, 0, 0, None, "not read")] * len(parts.layers), str(exc)
+    by_part = {p: parts.by_part[p] for p in PARTS if parts.by_part.get(p)}
+    return Anatomy(
+        model_type=str(cfg.model_type),
+        built_class=type(model).__name__,
+        transformers_version=transformers.__version__,
+        n_layers=len(parts.layers),
+        params_total=parts.total,
+        params_active=parts.active,
+        params_by_part=by_part,
+        experts=parts.experts,
+        checkpoint_buffers=parts.buffers,
+        groups=_groups(parts.layers, caches),
+        seconds=time.perf_counter() - start,
+        mlp_kind=parts.mlp_kind,
+        cache_unread=unread,
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _derive_cached(key: str) -> Anatomy:
+    return _derive(json.loads(key))
+
+
+def config_key(config: Mapping[str, Any]) -> str:
+    """The config's content as one canonical string: the cache key."""
+    return json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def derive(config: Mapping[str, Any]) -> Anatomy:
+    """The model's anatomy from transformers' own build (meta device); BuildRefused (one line,
+    transformers' reason) where it cannot be built. Cached by config content."""
+    return _derive_cached(config_key(config))

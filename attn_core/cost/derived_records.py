@@ -1,0 +1,98 @@
+"""The model-derived figures of the shipped presets, recorded (``assets/derived/presets.json``,
+written by ``benchmarks/derive_presets.py`` from transformers' own build on the meta device), so
+that a preset is checked without importing torch. Each record carries its config's content key:
+a preset edited since its record was written has no record (and says so) rather than a stale one.
+`tests/test_anatomy.py` holds the records against a fresh derivation."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+RECORDS_FILE = Path(__file__).resolve().parents[2] / "assets" / "derived" / "presets.json"
+
+
+NO_TYPE = "the config names no 'model_type', so transformers cannot tell which class reads it"
+
+
+def buildable_type(config: Any) -> str | None:
+    """The model_type transformers would read (top level, or the text config's); None if none,
+    in which case nothing can be built and torch need not be imported to say so."""
+    if not isinstance(config, dict):
+        return None
+    for part in (config, config.get("text_config")):
+        if isinstance(part, dict) and isinstance(part.get("model_type"), str) and part["model_type"]:
+            return part["model_type"]
+    return None
+
+
+def config_key(config: Any) -> str:
+    """The config's content as one canonical string (the same key the model-derived path caches by)."""
+    return json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+
+
+@functools.cache
+def _records() -> dict[str, Any]:
+    if not RECORDS_FILE.is_file():
+        return {}
+    return json.loads(RECORDS_FILE.read_text())
+
+
+def preset_record(name: str, config: Any) -> dict[str, Any] | None:
+    """The recorded check of a preset (``Check.to_json()`` plus its config key), or None when
+    none was recorded for this exact config."""
+    rec = _records().get(name)
+    if rec is None or rec.get("config_key") != config_key(config):
+        return None
+    return rec
+
+
+def record_lines(rec: dict[str, Any] | None) -> list[str]:
+    """The check in a few lines for the CLI and the page."""
+    if rec is None:
+        return [
+            "Not checked against transformers' build: no record for this config (benchmarks/derive_presets.py writes them)"
+        ]
+    d = rec.get("model_derived")
+    if d is None:
+        return [f"Not checked against transformers: {rec.get('refused')}; figures from the formulas alone"]
+    head = f"Checked against transformers' own build ({d['class']}, transformers {d['transformers_version']}, meta device, recorded)"
+    if rec["agrees"]:
+        return [head + ": parameters, cache per token and fixed state agree to the unit"]
+    out = [head + ": THE FORMULA DIFFERS"]
+    for diff in rec["differences"]:
+        out.append(f"  {diff['what']}: the formula gives {diff['analytic']:,} {diff['unit']}, the build "
+                   f"{diff['derived']:,}; the formula does not cover this part")  # fmt: skip
+    return out
+
+
+def recorded_cache_bytes(derived: dict[str, Any], T: int, batch: int = 1) -> int:
+    """The cache after T tokens for B sequences from a record's layer groups (transformers'
+    dynamic cache: a sliding layer keeps min(T, W − 1) tokens), plus the fixed state."""
+    per_seq = 0
+    for g in derived["layer_groups"]:
+        kept = T if g["window"] is None else min(T, g["window"] - 1)
+        per_seq += g["count"] * (g["cache_bytes_per_token"] * kept + g["fixed_bytes"])
+    return batch * per_seq
+
+
+def derived_only_lines(name: str, reason: str, rec: dict[str, Any] | None, T: int, batch: int) -> list[str]:
+    """A preset the formulas do not cover, answered from its recorded build (no torch)."""
+    if rec is None or rec.get("model_derived") is None:
+        return []
+    d = rec["model_derived"]
+    at_T = recorded_cache_bytes(d, T, batch)
+    return [
+        f"{name}: {d['model_type']}, built by transformers {d['transformers_version']} as {d['class']} "
+        f"(meta device, recorded), {d['n_layers']} layers",
+        f"the formulas do not cover this model ({reason}): every figure below is from transformers' build",
+        "",
+        f"Parameters  total {d['params_total']:,}, active per token {d['params_active']:,}",
+        *(f"  {part:<16}{n:>22,}" for part, n in d["params_by_part"].items()),
+        "Cache (bf16, transformers' dynamic cache: a sliding layer keeps W − 1 tokens)",
+        f"  per token                 {d['cache_bytes_per_token']:>22,} B",
+        f"  fixed state per sequence  {d['fixed_state_bytes']:>22,} B",
+        f"  at T = {T:,}, B = {batch:,}  {at_T:>22,} B",
+    ]

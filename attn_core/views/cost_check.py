@@ -1,0 +1,100 @@
+"""The Cost page's check of its formulas against transformers' own build of the model: agreement,
+or each part that differs with both figures (never silent), and the model-derived figures where
+the formulas do not cover the model. A preset's check is recorded (assets/derived/presets.json, no
+torch); a pasted or uploaded config is built on the meta device (imports torch and transformers,
+a few seconds the first time, then cached by the config's content)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from attn_core.cost.derived_records import NO_TYPE, buildable_type, preset_record, recorded_cache_bytes
+from attn_core.cost.shapes import load_preset_config
+from attn_core.cost.units import format_bytes, format_count_short
+
+Table = dict[str, list]
+
+
+@dataclass(frozen=True)
+class CheckView:
+    status: str  # "agrees", "differs", "uncovered" (the build is the answer), "unchecked"
+    headline: str
+    differences: Table = field(default_factory=dict)  # part, formula, build, difference
+    derived: Table = field(default_factory=dict)  # the build's figures, when the formulas do not cover it
+    notes: tuple[str, ...] = ()
+
+
+def _view(rec: dict[str, Any] | None, T: int, batch: int, recorded: bool) -> CheckView:
+    how = "recorded, " if recorded else ""
+    if rec is None:
+        return CheckView("unchecked", "Not checked against transformers' build: no record for this config.")
+    d = rec.get("model_derived")
+    if d is None:
+        return CheckView(
+            "unchecked",
+            f"Not checked against transformers: {rec['refused']}. Figures from the formulas alone.",
+        )
+    built = f"transformers {d['transformers_version']}'s own build ({d['class']}, {how}meta device)"
+    notes = (f"Its cache is not read: {d['cache_unread']}.",) if d.get("cache_unread") else ()
+    if rec.get("analytic_error"):
+        at_T = None if d.get("cache_unread") else recorded_cache_bytes(d, T, batch)
+        rows = {"figure": [], "value": []}
+        for part, n in d["params_by_part"].items():
+            rows["figure"].append(f"parameters: {part}")
+            rows["value"].append(f"{n:,}")
+        rows["figure"] += ["parameters: total", "parameters: active per token", "cache per token (bf16)",
+                           "fixed state per sequence", f"cache at T = {T:,}, B = {batch:,}"]  # fmt: skip
+        rows["value"] += [
+            f"{d['params_total']:,} ({format_count_short(d['params_total'], 2)})",
+            f"{d['params_active']:,} ({format_count_short(d['params_active'], 2)})",
+            f"{d['cache_bytes_per_token']:,} B ({format_bytes(d['cache_bytes_per_token'])})",
+            f"{d['fixed_state_bytes']:,} B ({format_bytes(d['fixed_state_bytes'])})",
+            "not read" if at_T is None else f"{at_T:,} B ({format_bytes(at_T)})",
+        ]
+        return CheckView(
+            "uncovered",
+            f"The formulas do not cover this model ({rec['analytic_error']}). Every figure below is from "
+            f"{built}; a sliding layer keeps W − 1 tokens (transformers' dynamic cache).",
+            derived=rows,
+            notes=notes,
+        )
+    if rec["agrees"]:
+        return CheckView(
+            "agrees",
+            f"Checked against {built}: parameters, cache per token and fixed state agree to the unit.",
+            notes=notes,
+        )
+    rows = {"figure": [], "formula": [], "transformers' build": [], "difference": []}
+    for diff in rec["differences"]:
+        rows["figure"].append(diff["what"])
+        rows["formula"].append(f"{diff['analytic']:,} {diff['unit']}")
+        rows["transformers' build"].append(f"{diff['derived']:,} {diff['unit']}")
+        rel = (diff["analytic"] - diff["derived"]) / diff["derived"] if diff["derived"] else None
+        rows["difference"].append("none in the model" if rel is None else f"{rel:+.2%}")
+    return CheckView(
+        "differs",
+        f"The formulas differ from {built}: the parts below are not covered by the formula, and the "
+        "build's figures are the model's.",
+        differences=rows,
+        notes=notes,
+    )
+
+
+def for_preset(name: str, T: int, batch: int) -> CheckView:
+    """A preset's recorded check (no torch)."""
+    return _view(preset_record(name, load_preset_config(name)), T, batch, recorded=True)
+
+
+def for_config(text: str, T: int, batch: int) -> CheckView:
+    """A pasted or uploaded config built on the meta device (torch; cached by content)."""
+    try:
+        config = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return CheckView("unchecked", "Not checked against transformers' build: not valid JSON.")
+    if buildable_type(config) is None:  # nothing to build: no torch imported
+        return CheckView("unchecked", f"Not checked against transformers' build: {NO_TYPE}.")
+    from attn_core.anatomy.check import check_config  # torch and transformers from here
+
+    return _view(check_config(config).to_json(), T, batch, recorded=False)
