@@ -42,6 +42,11 @@ def test_the_scan_sees_the_whole_app():
     assert len(SERVED) > 60
 
 
+# The one pickle a served module may use: the Cost page's check and its child process talk over a
+# pipe (attn_core/bench/verify/child.py), both ends this code; no byte a user sent is unpickled.
+PICKLE_PIPE = ROOT / "attn_core/bench/verify/child.py"
+
+
 @pytest.mark.parametrize("path", SERVED, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_no_code_execution_or_unpickling(path):
     for call in _calls(path):
@@ -49,16 +54,29 @@ def test_no_code_execution_or_unpickling(path):
         assert name not in {"eval", "exec", "compile", "__import__"}, (
             f"{path.name}:{call.lineno} calls {name}"
         )
-        assert not name.startswith(("pickle.", "marshal.", "shelve.", "dill.")), f"{path.name}:{call.lineno}"
+        if path == PICKLE_PIPE:
+            assert name in {
+                "pickle.load",
+                "pickle.loads",
+                "pickle.dump",
+                "pickle.dumps",
+            } or not name.startswith(("pickle.", "marshal.", "shelve.", "dill."))
+        else:
+            assert not name.startswith(("pickle.", "marshal.", "shelve.", "dill.")), (
+                f"{path.name}:{call.lineno}"
+            )
         assert name not in {"yaml.load", "yaml.unsafe_load", "os.system"}, f"{path.name}:{call.lineno}"
         if name in {"torch.load", "load"} and any(k.arg == "weights_only" for k in call.keywords):
             kw = next(k for k in call.keywords if k.arg == "weights_only")
             assert isinstance(kw.value, ast.Constant) and kw.value.value is True, f"{path.name}:{call.lineno}"
         elif name == "torch.load":
             pytest.fail(f"{path.name}:{call.lineno}: torch.load without weights_only=True unpickles")
-        if name.endswith("AutoModelForCausalLM.from_pretrained"):  # weights: safetensors only
+        if name.endswith("AutoModelForCausalLM.from_pretrained"):  # weights: safetensors (or GGUF) only
             kw = {k.arg: k.value for k in call.keywords}
-            assert isinstance(kw.get("use_safetensors"), ast.Constant) and kw["use_safetensors"].value is True
+            gguf = "gguf_file" in kw  # a GGUF file holds tensors and metadata, no code to unpickle
+            assert gguf or (
+                isinstance(kw.get("use_safetensors"), ast.Constant) and kw["use_safetensors"].value is True
+            )
             assert "trust_remote_code" not in kw, f"{path.name}:{call.lineno}: remote code"
         for kw in call.keywords:
             if kw.arg == "shell":

@@ -130,12 +130,14 @@ def format_result(r) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (0 ok, 2 bad arguments, config or build)."""
-    args = None
     try:
         args = build_parser().parse_args(argv)
         shape = load_shape(args)
-        from attn_core.bench import verify  # torch: only once the arguments are fine
+    except (UsageError, ConfigError, ValueError) as exc:
+        return fail(str(exc))
+    from attn_core.bench import verify  # torch: only once the arguments are fine
 
+    try:
         request = verify.VerifyRequest(
             seq_len=args.seq_len, batch=args.batch, decode_steps=args.decode_steps, layers=args.layers,
             memory_bytes=int(args.memory_gib * 2**30), dtype=args.dtype, device=args.device,
