@@ -82,9 +82,13 @@ def _global_overrides(
         try:
             i = int(key)
         except (TypeError, ValueError):
-            raise ConfigError(f"config key 'per_layer_config' has {str(key)[:40]!r}: not a layer index") from None
+            raise ConfigError(
+                f"config key 'per_layer_config' has {str(key)[:40]!r}: not a layer index"
+            ) from None
         if not 0 <= i < n_layers or not isinstance(overrides, Mapping):
-            raise ConfigError(f"config key 'per_layer_config' has layer {i}: not one of the {n_layers:,} layers")
+            raise ConfigError(
+                f"config key 'per_layer_config' has layer {i}: not one of the {n_layers:,} layers"
+            )
         other = next((k for k in overrides if k not in OVERRIDABLE), None)
         if other is not None:
             raise ConfigError(
@@ -126,7 +130,9 @@ def read_gemma4(config: Mapping[str, Any], n_layers: int, kinds: LayerKinds, hea
     if width:  # 0 or null: no per-layer embeddings (the class's own test)
         ple = PerLayerEmbeddings(
             width=whole("hidden_size_per_layer_input", width),
-            vocab=read_int(config, ("vocab_size_per_layer_input",), "per-layer vocabulary", default=PLE_VOCAB_DEFAULT),
+            vocab=read_int(
+                config, ("vocab_size_per_layer_input",), "per-layer vocabulary", default=PLE_VOCAB_DEFAULT
+            ),
         )
     return {
         "global_head_dim": None if head in (None, head_dim) else head,

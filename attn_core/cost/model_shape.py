@@ -71,7 +71,9 @@ class ModelShape:
     global_head_dim: int | None = None  # full-attention layers' d_h where it differs from head_dim (512)
     global_kv_heads: int | None = None  # full-attention layers' H_kv where it differs from n_kv_heads
     global_value_is_key: bool = False  # full layers' V comes from W_K's output: no W_V (attention_k_eq_v)
-    kv_shared_layers: int = 0  # the last this many layers reuse an earlier layer's K and V: no W_K, W_V, cache
+    kv_shared_layers: int = (
+        0  # the last this many layers reuse an earlier layer's K and V: no W_K, W_V, cache
+    )
     double_wide_shared_mlp: bool = False  # the KV-sharing layers' MLP is 2·d_ff wide
     per_layer_embeddings: PerLayerEmbeddings | None = None  # a p-wide embedding per layer, gated in
 
@@ -100,18 +102,26 @@ class ModelShape:
             raise ConfigError(f"rotary_dim must be from 1 to d_h = {self.head_dim}, got {self.rotary_dim!r}")
         for field in ("global_head_dim", "global_kv_heads"):
             value = getattr(self, field)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_INT):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_INT
+            ):
                 raise ConfigError(f"{field} must be a positive integer or absent, got {value!r}")
         if self.global_kv_heads is not None and self.n_heads % self.global_kv_heads:
             raise ConfigError(
                 f"{self.n_heads} query heads cannot share {self.global_kv_heads} global KV heads: "
                 "the query-head count must be a multiple of the KV-head count"
             )
-        if isinstance(self.kv_shared_layers, bool) or not isinstance(self.kv_shared_layers, int) or not (
-            0 <= self.kv_shared_layers < self.n_layers
+        if (
+            isinstance(self.kv_shared_layers, bool)
+            or not isinstance(self.kv_shared_layers, int)
+            or not (0 <= self.kv_shared_layers < self.n_layers)
         ):
             raise ConfigError(
                 f"kv_shared_layers must be from 0 to L − 1 = {self.n_layers - 1:,}, got {self.kv_shared_layers!r}"
+            )
+        if self.kv_shared_layers and (self.moe is not None or self.mla is not None):
+            raise ConfigError(
+                "KV sharing (num_kv_shared_layers) is read for dense models with per-head K and V only"
             )
         if self.learned_positions and self.max_context is None:
             raise ConfigError("learned position embeddings need a max context (n_positions)")
@@ -185,7 +195,11 @@ class ModelShape:
     @functools.cached_property
     def caching_counts(self) -> dict[LayerKind, int]:
         """Attention layers per kind that keep K and V of their own: each one's cache grows with T."""
-        out = {k: n - self.shared_kv_counts.get(k, 0) for k, n in self.kind_counts.items() if k in ATTENTION_KINDS}
+        out = {
+            k: n - self.shared_kv_counts.get(k, 0)
+            for k, n in self.kind_counts.items()
+            if k in ATTENTION_KINDS
+        }
         return {k: n for k, n in out.items() if n}
 
     def head_dim_of(self, kind: str | None = None) -> int:
@@ -199,6 +213,20 @@ class ModelShape:
     def value_is_key(self, kind: str | None = None) -> bool:
         """Does a layer of this kind take V from W_K's output (no W_V of its own)?"""
         return self.global_value_is_key and kind == "full"
+
+    @functools.cached_property
+    def layer_groups(self) -> dict[tuple[LayerKind, bool, bool], int]:
+        """Layers per (kind, MoE layer or not, KV-shared or not): `layer_census` split where
+        Gemma 4's KV-sharing layers (never MoE layers) differ from the rest of their kind."""
+        out = {(kind, moe, False): n for (kind, moe), n in self.layer_census.items()}
+        for kind, n in self.shared_kv_counts.items():
+            out[(kind, False, False)] -= n
+            out[(kind, False, True)] = n
+        return {g: n for g, n in out.items() if n}
+
+    def is_shared_layer(self, layer: int) -> bool:
+        """Does this layer reuse an earlier layer's K and V (the last ``kv_shared_layers``)?"""
+        return layer >= self.n_layers - self.kv_shared_layers
 
     @property
     def n_moe_layers(self) -> int:

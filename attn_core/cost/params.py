@@ -88,7 +88,10 @@ def attention_groups(shape: ModelShape) -> dict[tuple[str, bool], int]:
 
 def all_attention_params(shape: ModelShape, bias: bool | None = None) -> AttentionParams:
     """Σ over attention groups of count × `attention_params`: every attention layer's weights."""
-    parts = [(n, attention_params(shape, bias, kind, shared)) for (kind, shared), n in attention_groups(shape).items()]
+    parts = [
+        (n, attention_params(shape, bias, kind, shared))
+        for (kind, shared), n in attention_groups(shape).items()
+    ]
     return AttentionParams(
         weights=sum(n * p.weights for n, p in parts),
         biases=sum(n * p.biases for n, p in parts),
@@ -103,12 +106,13 @@ def expert_params(shape: ModelShape, d_ff: int, bias: bool = False) -> int:
     return m * shape.d_model * d_ff + ((m - 1) * d_ff + shape.d_model if bias else 0)
 
 
-def mlp_matrix_weights(shape: ModelShape, moe_layer: bool) -> int:
+def mlp_matrix_weights(shape: ModelShape, moe_layer: bool, wide: bool = False) -> int:
     """Matrix weights one token multiplies in one layer's feed-forward part (no biases): a dense
     MLP's m·d·d_ff (m = 3 gated, 2 plain); an MoE layer's k routed + n_shared shared experts,
-    the d·E router and Qwen2-MoE's d → 1 shared gate. FLOPs per token are twice this."""
+    the d·E router and Qwen2-MoE's d → 1 shared gate. FLOPs per token are twice this.
+    ``wide``: Gemma 4's double-wide MLP (2·d_ff) on a KV-sharing layer."""
     if not moe_layer:
-        return shape.mlp_matrices * shape.d_model * shape.d_ff
+        return shape.mlp_matrices * shape.d_model * shape.d_ff * (2 if wide else 1)
     m = shape.moe
     experts = m.top_k * expert_params(shape, m.expert_d_ff) + m.n_shared * expert_params(shape, m.shared_d_ff)
     return experts + shape.d_model * (m.n_experts + (1 if m.shared_gate else 0))
@@ -119,7 +123,7 @@ def dense_mlp_params(shape: ModelShape, wide: bool = False) -> int:
     ``wide``: Gemma 4's double-wide MLP on its KV-sharing layers, d_ff → 2·d_ff."""
     d_ff = shape.d_ff * (2 if wide else 1)
     biases = (shape.mlp_matrices - 1) * d_ff + shape.d_model if shape.mlp_bias else 0
-    return shape.mlp_matrices * shape.d_model * d_ff + biases
+    return mlp_matrix_weights(shape, False, wide) + biases
 
 
 def wide_mlp_layers(shape: ModelShape) -> int:
@@ -187,7 +191,10 @@ class ParamCount:
         a tied table is the output head and stays (gpt-oss's 5.1B). Gemma 4's per-layer table
         is indexed too: it goes."""
         return (
-            self.active - self.positions - self.per_layer_embeddings - (0 if self.lm_head == 0 else self.embeddings)
+            self.active
+            - self.positions
+            - self.per_layer_embeddings
+            - (0 if self.lm_head == 0 else self.embeddings)
         )
 
 
@@ -208,7 +215,8 @@ def model_params(shape: ModelShape) -> ParamCount:
         embeddings=shape.vocab_size * d,
         positions=(shape.max_context or 0) * d if shape.learned_positions else 0,
         attention=all_attention_params(shape).total,
-        mlp=(n_dense - wide) * dense_mlp_params(shape) + wide * dense_mlp_params(shape, wide=True)
+        mlp=(n_dense - wide) * dense_mlp_params(shape)
+        + wide * dense_mlp_params(shape, wide=True)
         + n_moe * moe.always,
         experts=n_moe * moe.routed,
         experts_active=n_moe * moe.routed_active,

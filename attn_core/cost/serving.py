@@ -34,7 +34,8 @@ def kv_cache_bytes_per_token(shape: ModelShape, bytes_per_value: int = 2) -> int
     and a layer that reuses an earlier layer's K and V (Gemma 4's KV sharing) keeps none. Summed
     per kind where kinds differ in H_kv or d_h (Gemma 4)."""
     return sum(
-        n * kv_bytes_per_token_per_layer(shape, bytes_per_value, kind) for kind, n in shape.caching_counts.items()
+        n * kv_bytes_per_token_per_layer(shape, bytes_per_value, kind)
+        for kind, n in shape.caching_counts.items()
     )
 
 
@@ -53,7 +54,9 @@ def cached_tokens(shape: ModelShape, T: Any, use_window: bool = True) -> Tokens:
     """Token-layers held per sequence: Σ over caching attention layers of each layer's cached
     tokens (L·T when every layer is full, L·min(T, W) with Mistral's window on every layer; none
     for a linear-attention or state-space layer, or for a layer sharing another's K and V)."""
-    return sum(n * layer_cached_tokens(shape, T, kind, use_window) for kind, n in shape.caching_counts.items())
+    return sum(
+        n * layer_cached_tokens(shape, T, kind, use_window) for kind, n in shape.caching_counts.items()
+    )
 
 
 def kv_cache_bytes(
@@ -67,7 +70,9 @@ def kv_cache_bytes(
     batch = _tokens(batch, "batch", 1)
     return (
         sum(
-            n * kv_bytes_per_token_per_layer(shape, bytes_per_value, kind) * layer_cached_tokens(shape, T, kind, use_window)
+            n
+            * kv_bytes_per_token_per_layer(shape, bytes_per_value, kind)
+            * layer_cached_tokens(shape, T, kind, use_window)
             for kind, n in shape.caching_counts.items()
         )
         * batch
