@@ -8,6 +8,8 @@ the shipped gemma-4-e2b preset, and tiny ones with KV sharing, global KV heads a
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -19,10 +21,14 @@ from attn_core.anatomy.build import completed_config  # noqa: E402
 from attn_core.anatomy.check import check_config  # noqa: E402
 from attn_core.cost.config_keys import ConfigError  # noqa: E402
 from attn_core.cost.flops import layer_flops, prefill_flops  # noqa: E402
+from attn_core.cost.gpus import load_gpu  # noqa: E402
+from attn_core.cost.inputs import Hardware, Workload  # noqa: E402
 from attn_core.cost.ledger import layer_ledger  # noqa: E402
 from attn_core.cost.params import model_params  # noqa: E402
+from attn_core.cost.report import cost_report  # noqa: E402
 from attn_core.cost.serving import kv_cache_bytes, kv_cache_bytes_per_token  # noqa: E402
 from attn_core.cost.shapes import from_hf_config, load_preset_config  # noqa: E402
+from attn_core.views import costs_text, costs_whole  # noqa: E402
 
 TINY = dict(
     model_type="gemma4_text", vocab_size=96, hidden_size=64, intermediate_size=96, num_hidden_layers=8,
@@ -123,6 +129,18 @@ def test_flops_sum_over_layer_groups_and_the_ledger_matches_the_parameters():
     outside = p.embeddings + p.per_layer_embeddings + p.per_layer_projections + p.lm_head + 64 + 8
     assert sum(r.params for r in rows) == p.total - outside
     assert sum(r.cache_bytes_per_token for r in rows) == kv_cache_bytes_per_token(shape, 2)
+
+
+def test_the_page_formula_and_its_independent_checks_agree():
+    """The cache formula the page writes out evaluates to the figure it shows, and the whole-model
+    checks (Σ per-layer FLOPs, Σ cached tokens × bytes) find no difference."""
+    shape = from_hf_config(TINY | {"num_kv_shared_layers": 3, "use_double_wide_mlp": True})
+    r = cost_report(shape, Workload(40, 2), hardware=Hardware(load_gpu("a100-80gb")))
+    text = costs_text.kv_formula(shape, 2)
+    terms = text.split(" = ", 1)[1].split(";")[0].split(" + ")
+    total = sum(math.prod(int(x) for x in t.split("·")) for t in terms)
+    assert total == r.kv_cache_bytes_per_token == 2 * 2 * (3 * 2 * 16 + 2 * 2 * 32)
+    assert all(diff == 0 for _, diff in costs_whole.whole_checks(r))
 
 
 @pytest.mark.parametrize(
