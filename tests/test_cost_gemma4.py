@@ -155,3 +155,20 @@ def test_the_page_formula_and_its_independent_checks_agree():
 def test_what_the_formulas_do_not_read_is_refused_by_name(extra, key):
     with pytest.raises(ConfigError, match=key):
         from_hf_config(TINY | extra)
+
+
+@pytest.mark.parametrize("n_layers, shared", [(14, 4), (16, 5)])
+def test_default_layer_pattern_is_counted_by_rule(n_layers, shared):
+    """No layer_types: every 6th layer full and the last one forced full (the class's rule), read as
+    a rule; the KV-sharing tail counted by the rule's overlap, against the build."""
+    config = {k: v for k, v in TINY.items() if k != "layer_types"} | {
+        "num_hidden_layers": n_layers,
+        "num_kv_shared_layers": shared,
+    }
+    shape = from_hf_config(config)
+    assert shape.layer_kinds.listed is None
+    kinds = ["full" if (i + 1) % 6 == 0 or i == n_layers - 1 else "sliding" for i in range(n_layers)]
+    tail = kinds[n_layers - shared :]
+    assert shape.shared_kv_counts == {k: tail.count(k) for k in set(tail)}
+    assert model_params(shape).total == meta_params(config)
+    assert check_config(config).agrees
