@@ -172,3 +172,12 @@ def test_default_layer_pattern_is_counted_by_rule(n_layers, shared):
     assert shape.shared_kv_counts == {k: tail.count(k) for k in set(tail)}
     assert model_params(shape).total == meta_params(config)
     assert check_config(config).agrees
+
+
+def test_a_bare_config_takes_the_class_defaults():
+    """A config.json that names only the model type is Gemma4TextConfig's defaults, as the build is."""
+    bare = {"model_type": "gemma4_text"}
+    assert model_params(from_hf_config(bare)).total == meta_params(bare)
+    assert (
+        kv_cache_bytes_per_token(from_hf_config(bare), 2) == check_config(bare).anatomy.cache_bytes_per_token
+    )
