@@ -18,28 +18,35 @@ from attn_core.cost.shapes import ModelShape
 
 
 # -- Per-token pieces: each formula once ------------------------------------------------------
-def projection_flops_per_token(shape: ModelShape) -> int:
+def projection_flops_per_token(shape: ModelShape, kind: str | None = None, shared: bool = False) -> int:
     """2 × the attention weights: 2d(2h·d_h + 2H_kv·d_h) = 8d² for MHA (card 11). MLA counts its
-    four low-rank maps, the same whether or not the up-projections are absorbed."""
-    return 2 * attention_params(shape, bias=False).weights
+    four low-rank maps, the same whether or not the up-projections are absorbed. ``kind`` and
+    ``shared``: a Gemma 4 layer's own heads, and no K, V maps on a KV-sharing layer."""
+    return 2 * attention_params(shape, False, kind, shared).weights
 
 
-def mlp_flops_per_token(shape: ModelShape, layer: int | None = None, moe: bool | None = None) -> int:
+def mlp_flops_per_token(
+    shape: ModelShape, layer: int | None = None, moe: bool | None = None, wide: bool | None = None
+) -> int:
     """2 × the MLP weights a token multiplies: 6d·d_ff gated, 4d·d_ff plain; an MoE layer counts
     its top-k routed and its shared experts and the router. ``layer`` None: the last layer;
-    ``moe`` says the layer's kind directly."""
+    ``moe`` says the layer's kind directly; ``wide``, Gemma 4's double-wide MLP (None: the layer's)."""
+    i = shape.n_layers - 1 if layer is None else layer
     if moe is None:
-        moe = shape.is_moe_layer(shape.n_layers - 1 if layer is None else layer)
-    return 2 * mlp_matrix_weights(shape, moe)
+        moe = shape.is_moe_layer(i)
+    if wide is None:
+        wide = shape.double_wide_shared_mlp and shape.is_shared_layer(i)
+    return 2 * mlp_matrix_weights(shape, moe, wide)
 
 
-def pair_flops(shape: ModelShape, absorbed: bool = False) -> int:
+def pair_flops(shape: ModelShape, absorbed: bool = False, kind: str | None = None) -> int:
     """FLOPs per allowed query–key pair per layer: QKᵀ and PV over h heads, 2h(d_qk + d_v)
-    (= 4·h·d_h with per-head K and V). MLA naive (K, V expanded per head): 2h(d_nope + d_rope +
-    d_v); absorbed (queries and outputs mapped into the latent): 2h(2·r_kv + d_rope)."""
+    (= 4·h·d_h with per-head K and V; ``kind`` picks its d_h, Gemma 4's full layers 512). MLA naive
+    (K, V expanded per head): 2h(d_nope + d_rope + d_v); absorbed (queries and outputs mapped into
+    the latent): 2h(2·r_kv + d_rope)."""
     h, m = shape.n_heads, shape.mla
     if m is None:
-        return 4 * shape.q_width
+        return 4 * h * shape.head_dim_of(kind)
     if absorbed:
         return 2 * h * (2 * m.kv_lora_rank + m.qk_rope_head_dim)
     return 2 * h * (m.qk_head_dim + m.v_head_dim)
@@ -113,7 +120,7 @@ class LayerFlops:
 
 def layer_flops(
     shape: ModelShape, T: Any, batch: int = 1, causal: bool = False, use_window: bool = True,
-    layer: int | None = None, kind: str | None = None, moe: bool | None = None,
+    layer: int | None = None, kind: str | None = None, moe: bool | None = None, shared: bool | None = None,
 ) -> LayerFlops:  # fmt: skip
     """FLOPs of one layer, forward, split into projections + quadratic part + MLP (card 11).
 
@@ -122,7 +129,8 @@ def layer_flops(
     counts only allowed ones (and the layer's window or chunk) — a saving only a block-skipping
     kernel realizes. ``layer`` picks the layer (its pattern, dense or MoE); None: the
     representative one (`ModelShape.representative_layer`: the last layer in a transformer).
-    ``kind`` and ``moe`` name a layer's pattern and MLP directly (for sums over layer groups).
+    ``kind`` and ``moe`` name a layer's pattern and MLP directly (for sums over layer groups);
+    ``shared``, a Gemma 4 KV-sharing layer (no K, V maps; its MLP double-wide if the model says).
     A linear-attention or state-space layer (`attn_core.cost.mixers`) counts its maps as
     projections and its chunked core as attention; Nemotron-H's blocks hold a mixer or an MLP.
     Llama 2 7B at 4,096: 549.8 + 274.9 + 1,108.1 GFLOP."""
@@ -130,29 +138,33 @@ def layer_flops(
     batch = _tokens(batch, "batch", 1)
     if layer is None and kind is None:
         kind, moe_default = shape.representative_layer
+        shared_default = shape.kv_shared_layers > 0  # the last layer
     else:
+        shared_default = layer is not None and shape.is_shared_layer(layer)
         layer = shape.n_layers - 1 if layer is None else layer
         kind = shape.layer_kinds[layer] if kind is None else kind
         moe_default = shape.is_moe_layer(layer)
     moe = moe_default if moe is None else moe
-    projections, core = mixer_flops(shape, kind, T, causal, use_window)
-    mlp = mlp_flops_per_token(shape, moe=moe) * T if shape.has_mlp(kind) else 0 * T
+    shared = shared_default if shared is None else shared
+    projections, core = mixer_flops(shape, kind, T, causal, use_window, shared)
+    wide = shared and shape.double_wide_shared_mlp
+    mlp = mlp_flops_per_token(shape, moe=moe, wide=wide) * T if shape.has_mlp(kind) else 0 * T
     return LayerFlops(
         T, batch, causal, projections=projections * batch, attention=core * batch, mlp=mlp * batch
     )
 
 
 def mixer_flops(
-    shape: ModelShape, kind: str, T: Any, causal: bool, use_window: bool = True
+    shape: ModelShape, kind: str, T: Any, causal: bool, use_window: bool = True, shared: bool = False
 ) -> tuple[Tokens, Tokens]:
     """(projections, core) of one layer's token mixer for one sequence of T tokens: attention's
     2·weights·T and pair_flops·pairs; a linear/state mixer's 2·matrix weights·T and its chunked
     core (`mixers`); a feed-forward-only layer (Nemotron-H's '-' and 'E') has none."""
     T = _tokens(T)
     if shape.is_attention(kind):
-        return projection_flops_per_token(shape) * T, pair_flops(shape) * layer_pairs(
-            shape, T, causal, kind, use_window
-        )
+        return projection_flops_per_token(shape, kind, shared) * T, pair_flops(
+            shape, kind=kind
+        ) * layer_pairs(shape, T, causal, kind, use_window)
     m = shape.state_mixer
     if m is not None and kind == m.kind:
         return 2 * m.matrix_weights() * T, m.core_flops(T)
@@ -167,9 +179,9 @@ def crossover_seq_len(shape: ModelShape, causal: bool = False, use_window: bool 
     Llama 2 7B); causal a·T(T+1)/2 = C·T gives T* = 2C/a − 1 (49,407). With a window W on
     every layer and T* > W the causal quadratic part grows only like a·W·T, so it catches up
     at a·W(W−1) / (2(a·W − C)) if a·W > C and never otherwise (returns None)."""
-    a = pair_flops(shape)
     kind, moe = shape.representative_layer
-    C = projection_flops_per_token(shape) + (
+    a = pair_flops(shape, kind=kind)
+    C = projection_flops_per_token(shape, kind, shape.kv_shared_layers > 0) + (
         mlp_flops_per_token(shape, moe=moe) if shape.has_mlp(kind) else 0
     )
     if not causal:
@@ -224,18 +236,29 @@ def prefill_flops(shape: ModelShape, T: Any, batch: int = 1, causal: bool = Fals
     A hybrid's linear/state layers add their maps and their chunked core (`mixers`)."""
     T = _tokens(T, minimum=1)
     batch = _tokens(batch, "batch", 1)
-    groups = shape.layer_census
-    pairs = sum(n * layer_pairs(shape, T, causal, kind) for (kind, _), n in groups.items())
+    groups = shape.layer_groups
+    pairs = {  # per attention kind: Σ over its layers of the pairs its pattern allows
+        kind: sum(n for (k, _, _), n in groups.items() if k == kind) * layer_pairs(shape, T, causal, kind)
+        for kind in shape.kind_counts
+        if shape.is_attention(kind)
+    }
     mlp = sum(
-        n * 2 * mlp_matrix_weights(shape, moe) for (kind, moe), n in groups.items() if shape.has_mlp(kind)
+        n * 2 * mlp_matrix_weights(shape, moe, shared and shape.double_wide_shared_mlp)
+        for (kind, moe, shared), n in groups.items()
+        if shape.has_mlp(kind)
+    )
+    projections = sum(
+        n * projection_flops_per_token(shape, kind, shared)
+        for (kind, _, shared), n in groups.items()
+        if shape.is_attention(kind)
     )
     tokens = T * batch
     m, n_state = shape.state_mixer, shape.n_state_layers
     return PrefillFlops(
         T, batch, causal,
-        projections=shape.n_attention_layers * projection_flops_per_token(shape) * tokens,
-        attention=pair_flops(shape) * pairs * batch,
-        attention_absorbed=pair_flops(shape, absorbed=True) * pairs * batch,
+        projections=projections * tokens,
+        attention=sum(pair_flops(shape, kind=k) * p for k, p in pairs.items()) * batch,
+        attention_absorbed=sum(pair_flops(shape, True, k) * p for k, p in pairs.items()) * batch,
         mlp=mlp * tokens,
         lm_head=2 * shape.d_model * shape.vocab_size * tokens,
         state_projections=2 * m.matrix_weights() * n_state * tokens if n_state else 0,

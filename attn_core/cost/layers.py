@@ -138,6 +138,17 @@ class LayerKinds:
         out[self.marked] += n_marked
         return +out
 
+    def counts_from(self, start: int) -> Counter[str]:
+        """Layers per kind among layers ``start`` … L − 1 (Gemma 4's KV-sharing tail)."""
+        start = max(0, min(start, self.n_layers))
+        if self.listed is not None:
+            return Counter(self.listed[start:])
+        tail = LayerSet(Every(1, 0, start))
+        n_marked = self.marks.overlap(tail, self.n_layers)
+        out = Counter({self.base: self.n_layers - start - n_marked})
+        out[self.marked] += n_marked
+        return +out
+
     def census(self, moe: LayerSet) -> Counter[tuple[str, bool]]:
         """Layers per (kind, is an MoE layer) group: what the whole-model sums run over."""
         L = self.n_layers

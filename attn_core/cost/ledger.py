@@ -4,7 +4,7 @@ A row per layer kind (full, sliding, chunked attention; Gated DeltaNet, KDA, Mam
 Nemotron-H's MLP-only and MoE-only blocks): how many layers, their parameters (mixer, feed-forward
 part and norms), what they cache per token (attention only), what they keep per sequence (the
 fixed conv + recurrent state of linear/state layers) and their forward FLOPs at T. Rows are summed
-over the layer groups of `ModelShape.layer_census`, never layer by layer.
+over the layer groups of `ModelShape.layer_groups`, never layer by layer.
 """
 
 from __future__ import annotations
@@ -53,20 +53,20 @@ class LedgerRow:
         return KIND_LABELS.get(self.kind, self.kind)
 
 
-def _mixer_params(shape: ModelShape, kind: str) -> int:
+def _mixer_params(shape: ModelShape, kind: str, shared: bool) -> int:
     if shape.is_attention(kind):
-        return attention_params(shape).total
+        return attention_params(shape, kind=kind, shared=shared).total
     m = shape.state_mixer
     return m.params() if m is not None and kind == m.kind else 0
 
 
-def _ffn_params(shape: ModelShape, kind: str, moe: bool) -> int:
+def _ffn_params(shape: ModelShape, kind: str, moe: bool, shared: bool) -> int:
     if not shape.has_mlp(kind):
         return 0
     if moe:
         p = moe_layer_params(shape)
         return p.routed + p.always
-    return dense_mlp_params(shape)
+    return dense_mlp_params(shape, wide=shared and shape.double_wide_shared_mlp)
 
 
 def layer_ledger(
@@ -78,24 +78,24 @@ def layer_ledger(
     causal: bool = False,
 ) -> list[LedgerRow]:
     """Rows in the order kinds first appear in the census; their params sum to `model_params`'s
-    total less the embeddings, output head and final norm."""
+    total less the embeddings (Gemma 4's per-layer table and projections too), output head and
+    final norm."""
     T = _tokens(T, minimum=1)
     b_rec = kv_bytes_per_value if state_bytes_per_value is None else state_bytes_per_value
     norm = shape.d_model * (1 if shape.norm_kind == "rms" else 2) * shape.norms_per_layer
     rows: dict[str, dict[str, int]] = {}
-    for (kind, moe), n in shape.layer_census.items():
+    for (kind, moe, shared), n in shape.layer_groups.items():
         row = rows.setdefault(kind, dict(layers=0, moe_layers=0, params=0, flops=0))
         row["layers"] += n
         row["moe_layers"] += n if moe and shape.has_mlp(kind) else 0
-        row["params"] += n * (_mixer_params(shape, kind) + _ffn_params(shape, kind, moe) + norm)
-        row["flops"] += n * int(layer_flops(shape, T, batch, causal, kind=kind, moe=moe).total)
+        row["params"] += n * (
+            _mixer_params(shape, kind, shared) + _ffn_params(shape, kind, moe, shared) + norm
+        )
+        row["flops"] += n * int(layer_flops(shape, T, batch, causal, kind=kind, moe=moe, shared=shared).total)
     out = []
     for kind, row in rows.items():
-        cache = (
-            row["layers"] * kv_bytes_per_token_per_layer(shape, kv_bytes_per_value)
-            if shape.is_attention(kind)
-            else 0
-        )
+        caching = shape.caching_counts.get(kind, 0)  # Gemma 4's KV-sharing layers keep no cache
+        cache = caching * kv_bytes_per_token_per_layer(shape, kv_bytes_per_value, kind)
         state = 0
         if kind in STATE_KINDS:
             state = round(row["layers"] * state_bytes_per_layer(shape.state_mixer, kv_bytes_per_value, b_rec))

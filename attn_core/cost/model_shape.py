@@ -18,6 +18,7 @@ from typing import Any, Literal
 from attn_core.cost.config_keys import MAX_INT, ConfigError
 from attn_core.cost.experts import MoE
 from attn_core.cost.layer_config import ATTENTION_KINDS, FFN_ONLY_KINDS, LAYER_KINDS, LayerKind
+from attn_core.cost.layer_variants import PerLayerEmbeddings
 from attn_core.cost.layers import NONE, LayerKinds
 from attn_core.cost.mixers import STATE_KIND_NAMES, STATE_KINDS, StateMixer
 from attn_core.cost.mla import MLA
@@ -66,6 +67,15 @@ class ModelShape:
     attention_output_gate: bool = False  # gated attention: W_Q is d × 2h·d_h, half of it a sigmoid gate
     one_mixer_per_layer: bool = False  # Nemotron-H: a layer is one block (M, *, - or E), not mixer + MLP
     rotary_dim: int | None = None  # rotary turns the first this many of each head's d_h (None: all); no FLOPs
+    # Gemma 4's per-layer variation (`attn_core.cost.layer_variants`):
+    global_head_dim: int | None = None  # full-attention layers' d_h where it differs from head_dim (512)
+    global_kv_heads: int | None = None  # full-attention layers' H_kv where it differs from n_kv_heads
+    global_value_is_key: bool = False  # full layers' V comes from W_K's output: no W_V (attention_k_eq_v)
+    kv_shared_layers: int = (
+        0  # the last this many layers reuse an earlier layer's K and V: no W_K, W_V, cache
+    )
+    double_wide_shared_mlp: bool = False  # the KV-sharing layers' MLP is 2·d_ff wide
+    per_layer_embeddings: PerLayerEmbeddings | None = None  # a p-wide embedding per layer, gated in
 
     def __post_init__(self) -> None:
         for field in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size"):
@@ -90,6 +100,29 @@ class ModelShape:
             or not 1 <= self.rotary_dim <= self.head_dim
         ):  # fmt: skip
             raise ConfigError(f"rotary_dim must be from 1 to d_h = {self.head_dim}, got {self.rotary_dim!r}")
+        for field in ("global_head_dim", "global_kv_heads"):
+            value = getattr(self, field)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_INT
+            ):
+                raise ConfigError(f"{field} must be a positive integer or absent, got {value!r}")
+        if self.global_kv_heads is not None and self.n_heads % self.global_kv_heads:
+            raise ConfigError(
+                f"{self.n_heads} query heads cannot share {self.global_kv_heads} global KV heads: "
+                "the query-head count must be a multiple of the KV-head count"
+            )
+        if (
+            isinstance(self.kv_shared_layers, bool)
+            or not isinstance(self.kv_shared_layers, int)
+            or not (0 <= self.kv_shared_layers < self.n_layers)
+        ):
+            raise ConfigError(
+                f"kv_shared_layers must be from 0 to L − 1 = {self.n_layers - 1:,}, got {self.kv_shared_layers!r}"
+            )
+        if self.kv_shared_layers and (self.moe is not None or self.mla is not None):
+            raise ConfigError(
+                "KV sharing (num_kv_shared_layers) is read for dense models with per-head K and V only"
+            )
         if self.learned_positions and self.max_context is None:
             raise ConfigError("learned position embeddings need a max context (n_positions)")
         self._check_layer_types()
@@ -110,6 +143,12 @@ class ModelShape:
         if not any(kind in ATTENTION_KINDS for kind in counts):
             raise ConfigError(
                 "layer_types has no attention layer: this calculator sizes models with at least one"
+            )
+        shared = kinds.counts_from(self.n_layers - self.kv_shared_layers)
+        if self.kv_shared_layers and not set(shared) <= set(counts - shared):
+            raise ConfigError(
+                f"the last {self.kv_shared_layers:,} layers reuse the K and V of an earlier layer of their kind, "
+                "but some kind among them has no earlier layer (num_kv_shared_layers)"
             )
         for kind in counts:
             if kind in STATE_KINDS and (self.state_mixer is None or self.state_mixer.kind != kind):
@@ -143,6 +182,51 @@ class ModelShape:
     def layer_census(self) -> dict[tuple[LayerKind, bool], int]:
         """Layers per (attention kind, MoE layer or not): the groups every whole-model sum runs over."""
         return dict(self.layer_kinds.census(self.moe.moe_layers if self.moe is not None else NONE))
+
+    @functools.cached_property
+    def shared_kv_counts(self) -> dict[LayerKind, int]:
+        """Attention layers per kind that reuse an earlier layer's K and V (the last
+        ``kv_shared_layers``): they compute queries only and keep no cache of their own."""
+        if not self.kv_shared_layers:
+            return {}
+        tail = self.layer_kinds.counts_from(self.n_layers - self.kv_shared_layers)
+        return {k: n for k, n in tail.items() if k in ATTENTION_KINDS}
+
+    @functools.cached_property
+    def caching_counts(self) -> dict[LayerKind, int]:
+        """Attention layers per kind that keep K and V of their own: each one's cache grows with T."""
+        out = {
+            k: n - self.shared_kv_counts.get(k, 0)
+            for k, n in self.kind_counts.items()
+            if k in ATTENTION_KINDS
+        }
+        return {k: n for k, n in out.items() if n}
+
+    def head_dim_of(self, kind: str | None = None) -> int:
+        """d_h of a layer of this kind: Gemma 4's global (full) layers have wider heads."""
+        return self.global_head_dim if kind == "full" and self.global_head_dim else self.head_dim
+
+    def kv_heads_of(self, kind: str | None = None) -> int:
+        """H_kv of a layer of this kind (Gemma 4 may give its global layers fewer)."""
+        return self.global_kv_heads if kind == "full" and self.global_kv_heads else self.n_kv_heads
+
+    def value_is_key(self, kind: str | None = None) -> bool:
+        """Does a layer of this kind take V from W_K's output (no W_V of its own)?"""
+        return self.global_value_is_key and kind == "full"
+
+    @functools.cached_property
+    def layer_groups(self) -> dict[tuple[LayerKind, bool, bool], int]:
+        """Layers per (kind, MoE layer or not, KV-shared or not): `layer_census` split where
+        Gemma 4's KV-sharing layers (never MoE layers) differ from the rest of their kind."""
+        out = {(kind, moe, False): n for (kind, moe), n in self.layer_census.items()}
+        for kind, n in self.shared_kv_counts.items():
+            out[(kind, False, False)] -= n
+            out[(kind, False, True)] = n
+        return {g: n for g, n in out.items() if n}
+
+    def is_shared_layer(self, layer: int) -> bool:
+        """Does this layer reuse an earlier layer's K and V (the last ``kv_shared_layers``)?"""
+        return layer >= self.n_layers - self.kv_shared_layers
 
     @property
     def n_moe_layers(self) -> int:
@@ -233,6 +317,9 @@ class ModelShape:
         """The shape as a flat dict of plain values (for tables and JSON)."""
         row = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         row["layer_types"] = dict(self.kind_counts)
+        row["per_layer_embeddings"] = (
+            None if self.per_layer_embeddings is None else dataclasses.asdict(self.per_layer_embeddings)
+        )
         row["mla"] = None if self.mla is None else dataclasses.asdict(self.mla)
         row["state_mixer"] = None if self.state_mixer is None else dataclasses.asdict(self.state_mixer)
         if self.moe is not None:  # the MoE layers as a count, not as the rule that places them

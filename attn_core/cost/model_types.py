@@ -37,6 +37,11 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
         "num_experts": 16, "num_experts_per_tok": 2, "mamba_d_state": 16, "mamba_d_conv": 4,
         "mamba_expand": 2, "mamba_dt_rank": "auto", "mamba_conv_bias": True, "mamba_proj_bias": False,
     },
+    "gemma4_text": {  # Gemma4TextConfig; its per-layer keys' defaults: attn_core.cost.layer_variants
+        "vocab_size": 262_144, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 30,
+        "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "sliding_window": 512,
+        "max_position_embeddings": 131_072, "tie_word_embeddings": True,
+    },
     "nemotron_h": {
         "tie_word_embeddings": False,
         "ssm_state_size": 128, "mamba_num_heads": 128, "mamba_head_dim": 64, "n_groups": 8,

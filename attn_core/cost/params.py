@@ -49,23 +49,54 @@ def _mla_weights(shape: ModelShape) -> tuple[int, int, int]:
     return weights, biases, (m.q_lora_rank or 0) + m.kv_lora_rank
 
 
-def attention_params(shape: ModelShape, bias: bool | None = None) -> AttentionParams:
+def attention_params(
+    shape: ModelShape, bias: bool | None = None, kind: str | None = None, shared: bool = False
+) -> AttentionParams:
     """2·d·h·d_h + 2·d·H_kv·d_h weights (= 4d² for MHA, 2d² + 2d·H_kv·d_h for GQA) and, with
     biases, h·d_h + 2·H_kv·d_h on Q, K, V and d on O (= 4d for MHA; Qwen2 has no O bias).
     ``bias=None`` takes the model's own; True or False sets all four. MLA: see `_mla_weights`.
+    ``kind`` picks a layer kind's d_h and H_kv (Gemma 4's full layers: 512-wide heads), None the
+    model's base ones; a ``shared`` layer (KV sharing) holds W_Q, W_O and the query norm only,
+    and a layer whose V is its K (``attention_k_eq_v``) has no W_V.
 
     Card 9: 67,108,864 for Llama 2 7B whatever h is; GPT-2 small with biases 2,362,368."""
-    extra = (shape.n_heads if shape.attention_sinks else 0) + (2 * shape.head_dim if shape.qk_norm else 0)
+    d_h, n_kv = shape.head_dim_of(kind), shape.kv_heads_of(kind)
+    qk_norm = (d_h if shared else 2 * d_h) if shape.qk_norm else 0
+    extra = (shape.n_heads if shape.attention_sinks else 0) + qk_norm
     if shape.mla is not None:
         weights, biases, norms = _mla_weights(shape)
         return AttentionParams(weights, biases if bias is not False else 0, extra + norms)
-    d, q_width, kv_width = shape.d_model, shape.q_width, shape.kv_width
+    d, q_width = shape.d_model, shape.n_heads * d_h
+    kv_maps = 0 if shared else 1 if shape.value_is_key(kind) else 2  # W_K and W_V
+    kv_width = n_kv * d_h
     gate = q_width if shape.attention_output_gate else 0  # gated attention: d × h·d_h more in W_Q
-    weights = d * (q_width + gate) + 2 * d * kv_width + q_width * d
+    weights = d * (q_width + gate) + kv_maps * d * kv_width + q_width * d
     qkv = shape.attention_bias if bias is None else bias
     out = (shape.attention_bias if shape.output_bias is None else shape.output_bias) if bias is None else bias
-    biases = (q_width + gate + 2 * kv_width if qkv else 0) + (d if out else 0)
+    biases = (q_width + gate + kv_maps * kv_width if qkv else 0) + (d if out else 0)
     return AttentionParams(weights=weights, biases=biases, extra=extra)
+
+
+def attention_groups(shape: ModelShape) -> dict[tuple[str, bool], int]:
+    """Attention layers per (kind, KV-shared or not): the groups whose per-layer attention
+    parameters differ. One group, ('full', False) or ('sliding', False), in most models."""
+    shared = shape.shared_kv_counts
+    out = {(k, False): n - shared.get(k, 0) for k, n in shape.kind_counts.items() if shape.is_attention(k)}
+    out |= {(k, True): n for k, n in shared.items()}
+    return {g: n for g, n in out.items() if n}
+
+
+def all_attention_params(shape: ModelShape, bias: bool | None = None) -> AttentionParams:
+    """Σ over attention groups of count × `attention_params`: every attention layer's weights."""
+    parts = [
+        (n, attention_params(shape, bias, kind, shared))
+        for (kind, shared), n in attention_groups(shape).items()
+    ]
+    return AttentionParams(
+        weights=sum(n * p.weights for n, p in parts),
+        biases=sum(n * p.biases for n, p in parts),
+        extra=sum(n * p.extra for n, p in parts),
+    )
 
 
 def expert_params(shape: ModelShape, d_ff: int, bias: bool = False) -> int:
@@ -75,21 +106,29 @@ def expert_params(shape: ModelShape, d_ff: int, bias: bool = False) -> int:
     return m * shape.d_model * d_ff + ((m - 1) * d_ff + shape.d_model if bias else 0)
 
 
-def mlp_matrix_weights(shape: ModelShape, moe_layer: bool) -> int:
+def mlp_matrix_weights(shape: ModelShape, moe_layer: bool, wide: bool = False) -> int:
     """Matrix weights one token multiplies in one layer's feed-forward part (no biases): a dense
     MLP's m·d·d_ff (m = 3 gated, 2 plain); an MoE layer's k routed + n_shared shared experts,
-    the d·E router and Qwen2-MoE's d → 1 shared gate. FLOPs per token are twice this."""
+    the d·E router and Qwen2-MoE's d → 1 shared gate. FLOPs per token are twice this.
+    ``wide``: Gemma 4's double-wide MLP (2·d_ff) on a KV-sharing layer."""
     if not moe_layer:
-        return shape.mlp_matrices * shape.d_model * shape.d_ff
+        return shape.mlp_matrices * shape.d_model * shape.d_ff * (2 if wide else 1)
     m = shape.moe
     experts = m.top_k * expert_params(shape, m.expert_d_ff) + m.n_shared * expert_params(shape, m.shared_d_ff)
     return experts + shape.d_model * (m.n_experts + (1 if m.shared_gate else 0))
 
 
-def dense_mlp_params(shape: ModelShape) -> int:
-    """A dense MLP: m·d·d_ff weights (m = 3 gated, 2 plain), plus (m − 1)·d_ff + d biases."""
-    biases = (shape.mlp_matrices - 1) * shape.d_ff + shape.d_model if shape.mlp_bias else 0
-    return mlp_matrix_weights(shape, moe_layer=False) + biases
+def dense_mlp_params(shape: ModelShape, wide: bool = False) -> int:
+    """A dense MLP: m·d·d_ff weights (m = 3 gated, 2 plain), plus (m − 1)·d_ff + d biases.
+    ``wide``: Gemma 4's double-wide MLP on its KV-sharing layers, d_ff → 2·d_ff."""
+    d_ff = shape.d_ff * (2 if wide else 1)
+    biases = (shape.mlp_matrices - 1) * d_ff + shape.d_model if shape.mlp_bias else 0
+    return mlp_matrix_weights(shape, False, wide) + biases
+
+
+def wide_mlp_layers(shape: ModelShape) -> int:
+    """Layers whose dense MLP is 2·d_ff wide: Gemma 4's KV-sharing layers with use_double_wide_mlp."""
+    return shape.kv_shared_layers if shape.double_wide_shared_mlp else 0
 
 
 @dataclass(frozen=True)
@@ -123,11 +162,15 @@ class ParamCount:
     norms: int  # per layer (2, Gemma: 4, Nemotron-H: 1) plus the final one
     lm_head: int  # vocab × d, 0 when tied to the embeddings
     state_mixers: int = 0  # linear-attention / state-space layers (mixers.py), all of them
+    per_layer_embeddings: int = 0  # Gemma 4's per-layer table, vocab_p × L·p (a token indexes one row)
+    per_layer_projections: int = 0  # Gemma 4's d → L·p projection and each layer's gate and projection
 
     @property
     def total(self) -> int:
         return (
             self.embeddings
+            + self.per_layer_embeddings
+            + self.per_layer_projections
             + self.positions
             + self.attention
             + self.state_mixers
@@ -144,9 +187,15 @@ class ParamCount:
 
     @property
     def active_without_embeddings(self) -> int:
-        """Active minus the input embedding table (and positions), which a token only indexes;
-        a tied table is the output head and stays (gpt-oss's 5.1B)."""
-        return self.active - self.positions - (0 if self.lm_head == 0 else self.embeddings)
+        """Active minus the input embedding tables (and positions), which a token only indexes;
+        a tied table is the output head and stays (gpt-oss's 5.1B). Gemma 4's per-layer table
+        is indexed too: it goes."""
+        return (
+            self.active
+            - self.positions
+            - self.per_layer_embeddings
+            - (0 if self.lm_head == 0 else self.embeddings)
+        )
 
 
 def model_params(shape: ModelShape) -> ParamCount:
@@ -161,16 +210,21 @@ def model_params(shape: ModelShape) -> ParamCount:
     n_dense = shape.n_mlp_layers - n_moe
     moe = moe_layer_params(shape) if n_moe else MoELayerParams(0, 0, 0)
     norm = d if shape.norm_kind == "rms" else 2 * d
+    ple, wide = shape.per_layer_embeddings, wide_mlp_layers(shape)
     return ParamCount(
         embeddings=shape.vocab_size * d,
         positions=(shape.max_context or 0) * d if shape.learned_positions else 0,
-        attention=shape.n_attention_layers * attention_params(shape).total,
-        mlp=n_dense * dense_mlp_params(shape) + n_moe * moe.always,
+        attention=all_attention_params(shape).total,
+        mlp=(n_dense - wide) * dense_mlp_params(shape)
+        + wide * dense_mlp_params(shape, wide=True)
+        + n_moe * moe.always,
         experts=n_moe * moe.routed,
         experts_active=n_moe * moe.routed_active,
-        norms=(shape.norms_per_layer * L + 1) * norm,
+        norms=(shape.norms_per_layer * L + 1) * norm + (ple.width if ple else 0),  # PLE: a p-wide norm
         lm_head=0 if shape.tie_embeddings else shape.vocab_size * d,
         state_mixers=shape.n_state_layers * shape.state_mixer.params() if shape.n_state_layers else 0,
+        per_layer_embeddings=ple.table(L) if ple else 0,
+        per_layer_projections=ple.projections(d, L) if ple else 0,
     )
 
 
@@ -196,4 +250,7 @@ def decode_weight_bytes(
     rest = p.active - p.experts_active
     if p.lm_head:  # untied: of the input table only B rows are read
         rest += min(batch, shape.vocab_size) * shape.d_model - p.embeddings
+    ple = shape.per_layer_embeddings
+    if ple:  # Gemma 4's per-layer table: B rows read, each L·p wide
+        rest += min(batch, ple.vocab) * shape.n_layers * ple.width - p.per_layer_embeddings
     return math.ceil(rest * bytes_per_param + p.experts_active * b_e)

@@ -237,7 +237,10 @@ def cost_report(
         model=shape,
         kv_cache_bytes_per_token=kv_cache_bytes_per_token(shape, b_kv),
         kv_cache_bytes=kv_cache_bytes(shape, T, batch, b_kv),
-        attention_params=attention_params(shape),
+        # the layer the per-layer figures describe (the last one: Gemma 4's is full, maybe KV-sharing)
+        attention_params=attention_params(
+            shape, kind=shape.representative_layer[0], shared=shape.kv_shared_layers > 0
+        ),
         flops=layer_flops(shape, T, batch, causal),
         crossover_seq_len=crossover_seq_len(shape, causal),
         score_bytes_naive_per_layer=score_bytes_naive(shape, T, batch, b),

@@ -18,19 +18,25 @@ from attn_core.cost.shapes import ModelShape
 
 
 # -- Card 13: KV cache -----------------------------------------------------------------------
-def kv_bytes_per_token_per_layer(shape: ModelShape, bytes_per_value: int = 2) -> int:
+def kv_bytes_per_token_per_layer(shape: ModelShape, bytes_per_value: int = 2, kind: str | None = None) -> int:
     """One layer's cache for one token: a key and a value per KV head, 2·H_kv·d_h·b; with MLA
-    one latent and one shared rotary key, (r_kv + d_rope)·b (DeepSeek-V3: 576·b)."""
+    one latent and one shared rotary key, (r_kv + d_rope)·b (DeepSeek-V3: 576·b). ``kind`` picks
+    that kind's H_kv and d_h (Gemma 4's full layers: 512-wide heads); None the model's base ones."""
     if shape.mla is not None:
         return shape.mla.cache_width * bytes_per_value
-    return 2 * shape.n_kv_heads * shape.head_dim * bytes_per_value
+    return 2 * shape.kv_heads_of(kind) * shape.head_dim_of(kind) * bytes_per_value
 
 
 def kv_cache_bytes_per_token(shape: ModelShape, bytes_per_value: int = 2) -> int:
     """2 · L · H_kv · d_h · b: a key and a value per layer per KV head (card 13), before any
     window or chunk caps it. Uses H_kv, never h — sizing the cache with query heads is card 13's slip.
-    L counts attention layers only: a hybrid's linear and state-space layers keep a fixed state."""
-    return shape.n_attention_layers * kv_bytes_per_token_per_layer(shape, bytes_per_value)
+    L counts attention layers only: a hybrid's linear and state-space layers keep a fixed state,
+    and a layer that reuses an earlier layer's K and V (Gemma 4's KV sharing) keeps none. Summed
+    per kind where kinds differ in H_kv or d_h (Gemma 4)."""
+    return sum(
+        n * kv_bytes_per_token_per_layer(shape, bytes_per_value, kind)
+        for kind, n in shape.caching_counts.items()
+    )
 
 
 def layer_cached_tokens(shape: ModelShape, T: Any, kind: str, use_window: bool = True) -> Tokens:
@@ -45,22 +51,32 @@ def layer_cached_tokens(shape: ModelShape, T: Any, kind: str, use_window: bool =
 
 
 def cached_tokens(shape: ModelShape, T: Any, use_window: bool = True) -> Tokens:
-    """Token-layers held per sequence: Σ over attention layers of each layer's cached tokens (L·T
-    when every layer is full, L·min(T, W) with Mistral's window on every layer; none for a
-    linear-attention or state-space layer)."""
-    counts = {kind: n for kind, n in shape.kind_counts.items() if shape.is_attention(kind)}
-    return sum(n * layer_cached_tokens(shape, T, kind, use_window) for kind, n in counts.items())
+    """Token-layers held per sequence: Σ over caching attention layers of each layer's cached
+    tokens (L·T when every layer is full, L·min(T, W) with Mistral's window on every layer; none
+    for a linear-attention or state-space layer, or for a layer sharing another's K and V)."""
+    return sum(
+        n * layer_cached_tokens(shape, T, kind, use_window) for kind, n in shape.caching_counts.items()
+    )
 
 
 def kv_cache_bytes(
     shape: ModelShape, T: Any, batch: int = 1, bytes_per_value: int = 2, use_window: bool = True
 ) -> Tokens:
     """Σ_layers per-layer bytes × cached tokens × B: 2·L·H_kv·d_h·b·T·B when every layer is
-    full (card 13), honouring each layer's window or chunk, and MLA's latent.
+    full (card 13), honouring each layer's window or chunk, MLA's latent, each kind's own H_kv
+    and d_h, and KV sharing (no cache of a sharing layer's own).
 
     Llama 2 7B, fp16: 524,288 B = 512 KiB per token; × 4,096 = 2 GiB; × 8 sequences = 16 GiB."""
     batch = _tokens(batch, "batch", 1)
-    return kv_bytes_per_token_per_layer(shape, bytes_per_value) * cached_tokens(shape, T, use_window) * batch
+    return (
+        sum(
+            n
+            * kv_bytes_per_token_per_layer(shape, bytes_per_value, kind)
+            * layer_cached_tokens(shape, T, kind, use_window)
+            for kind, n in shape.caching_counts.items()
+        )
+        * batch
+    )
 
 
 # -- The fixed state of linear-attention and state-space layers -------------------------------

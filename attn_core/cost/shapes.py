@@ -19,6 +19,7 @@ from attn_core.cost.config_keys import ConfigError as ConfigError
 from attn_core.cost.config_keys import first, read_bool, read_int
 from attn_core.cost.experts import read_moe
 from attn_core.cost.layer_config import FFN_ONLY_KINDS, hybrid_pattern, layer_kinds, read_state_mixer
+from attn_core.cost.layer_variants import GEMMA4_TYPES, gemma4_layer_kinds, read_gemma4
 from attn_core.cost.mixers import STATE_KINDS
 from attn_core.cost.mla import read_mla
 from attn_core.cost.model_shape import MlpKind
@@ -42,7 +43,7 @@ GATED_MODEL_TYPES = frozenset(
     {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text", "phi3", "olmo",
      "olmo2", "granite", "llama4", "llama4_text", "mixtral", "gpt_oss", "qwen2_moe", "qwen3_moe",
      "deepseek_v2", "deepseek_v3", "kimi_k2", "qwen3_next", "kimi_linear", "jamba", "qwen3_5", "qwen3_5_text",
-     "qwen3_5_moe", "qwen3_5_moe_text"}
+     "qwen3_5_moe", "qwen3_5_moe_text", "gemma4_text"}
 )  # fmt: skip
 # Architectures with a plain two-matrix MLP (up, activation, down).
 PLAIN_MODEL_TYPES = frozenset(
@@ -57,14 +58,14 @@ QKV_BIAS_MODEL_TYPES = frozenset({"qwen2", "qwen2_moe"})
 # QK-norm: a d_h-wide RMSNorm on every query and key head (2·d_h weights per layer).
 QK_NORM_MODEL_TYPES = frozenset(
     {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe",
-     "qwen3_5_moe_text"}
+     "qwen3_5_moe_text", "gemma4_text"}
 )  # fmt: skip
 # Gated attention: the query map is twice as wide and its second half gates the output (Qwen3-Next).
 OUTPUT_GATE_MODEL_TYPES = frozenset(
     {"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"}
 )
 # Gemma 2 and 3 norm before and after both attention and MLP: four norms per layer.
-FOUR_NORM_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text"})
+FOUR_NORM_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text", "gemma4_text"})
 # Activations that, with no model_type at all, mean a gated MLP (LLaMA's SwiGLU convention). A
 # model_type not in the tables above is never read this way (VaultGemma's and BitNet's GELU / ReLU²
 # MLPs are gated): the formulas refuse it, and transformers' own build sizes it (attn_core/anatomy).
@@ -176,12 +177,18 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
     ff_keys = ("intermediate_size_mlp", *FF_KEYS) if model_type == "llama4_text" else FF_KEYS  # dense layers
     d_ff = read_int(config, ff_keys, "feed-forward width", default=4 * d_model)
     kinds = layer_kinds(config, model_type, n_layers, mixer)
+    variants: dict[str, Any] = {}
+    if model_type in GEMMA4_TYPES:  # per-layer heads, KV sharing, per-layer embeddings (layer_variants)
+        kinds = gemma4_layer_kinds(config, n_layers, kinds)
+        variants = read_gemma4(config, n_layers, kinds, head_dim)
     one_block = kinds is not None and any(k in FFN_ONLY_KINDS for k in kinds.counts())
     window = config.get("sliding_window")
     if config.get("use_sliding_window") is False:  # Qwen2 ships a window it does not use
         window = None
     if window is not None:
         window = read_int(config, ("sliding_window",), "sliding window")
+        if model_type in GEMMA4_TYPES and config.get("use_bidirectional_attention") == "all":
+            window = window // 2 + 1  # as Gemma4TextConfig sets it: an exclusive bound each side
     chunk = config.get("attention_chunk_size")
     biased = model_type in BIASED_MODEL_TYPES
     qkv_only = model_type in QKV_BIAS_MODEL_TYPES
@@ -218,7 +225,8 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
         mla=mla,
         attention_sinks=read_sinks(config, model_type),
         qk_norm=model_type in QK_NORM_MODEL_TYPES,
-        norms_per_layer=1 if one_block else 4 if model_type in FOUR_NORM_MODEL_TYPES else 2,
+        norms_per_layer=(1 if one_block else 4 if model_type in FOUR_NORM_MODEL_TYPES else 2)
+        + (1 if variants.get("per_layer_embeddings") else 0),  # Gemma 4: a norm after the per-layer input
         quantization=read_quantization(config),
         nextn_layers_left_out=read_int(
             config, ("num_nextn_predict_layers",), "MTP layers", default=0, minimum=0
@@ -228,6 +236,7 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
         or read_bool(config, ("attn_output_gate",), False),
         one_mixer_per_layer=one_block,
         rotary_dim=None if mla is not None else _rotary_dim(config, head_dim),
+        **variants,
     )
 
 

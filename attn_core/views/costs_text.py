@@ -149,6 +149,16 @@ def kv_formula(s: ModelShape, b_kv: int) -> str:
     L = s.n_attention_layers  # a hybrid's linear and state-space layers cache nothing per token
     if s.mla is not None:
         return f"L·(r_kv + d_rope)·b = {L}·({s.mla.kv_lora_rank} + {s.mla.qk_rope_head_dim})·{b_kv}{capped}"
+    caching = s.caching_counts
+    widths = {(s.kv_heads_of(k), s.head_dim_of(k)) for k in caching}
+    if len(widths) > 1 or sum(caching.values()) != L:  # Gemma 4: wider global heads, KV-sharing layers
+        shared = (
+            f"; {s.kv_shared_layers} layers reuse another's K and V and keep none"
+            if s.kv_shared_layers
+            else ""
+        )
+        terms = " + ".join(f"2·{n}·{s.kv_heads_of(k)}·{s.head_dim_of(k)}·{b_kv}" for k, n in caching.items())
+        return f"Σ over layer kinds of 2·L_kind·H_kv·d_h·b = {terms}{shared}{capped}"
     return f"2·L·H_kv·d_h·b = 2·{L}·{s.n_kv_heads}·{s.head_dim}·{b_kv}{capped}"
 
 
@@ -191,7 +201,7 @@ def how_its_asked(r: CostReport) -> list[tuple[str, str]]:
         (
             "Why doesn't adding heads add attention parameters?",
             f"With h·d_h = d the projections hold 4d² = {format_count(mha_params)} weights whatever h is; this model has "
-            f"{format_count(attention_params(s).total)} per layer{' (GQA shrinks K and V)' if s.n_kv_heads < s.n_heads else ''}.",
+            f"{format_count(r.attention_params.total)} per layer{' (GQA shrinks K and V)' if s.n_kv_heads < s.n_heads else ''}.",
         ),
         (
             "Should we retrain this model with GQA to serve long contexts?",

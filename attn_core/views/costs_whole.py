@@ -218,16 +218,16 @@ def whole_checks(r: CostReport) -> list[tuple[str, float]]:
     min(T, span). Groups, not layers: a config of 16 million layers costs what one of 60 does."""
     s, T, B = r.model, r.seq_len, r.batch
     by_layer = sum(
-        n * layer_flops(s, T, B, r.causal, kind=kind, moe=moe).total
-        for (kind, moe), n in s.layer_census.items()
+        n * layer_flops(s, T, B, r.causal, kind=kind, moe=moe, shared=shared).total
+        for (kind, moe, shared), n in s.layer_groups.items()
     )
     prefill = by_layer + 2 * s.d_model * s.vocab_size * T * B
     spans = {"full": T, "sliding": s.sliding_window, "chunked": s.attention_chunk_size}
     kv = (
-        sum(n * min(T, spans[k]) for k, n in s.kind_counts.items() if k in spans)
-        * kv_bytes_per_token_per_layer(s, r.precision.b_kv)
+        sum(n * min(T, spans[k]) * kv_bytes_per_token_per_layer(s, r.precision.b_kv, k)
+            for k, n in s.caching_counts.items())
         * B
-    )
+    )  # fmt: skip
     return [("Σ per-layer FLOPs (card 11) + head", abs(prefill - r.prefill.total)),
             ("Σ per-layer cached tokens × bytes", abs(kv - r.kv_cache_bytes))]  # fmt: skip
 
