@@ -183,6 +183,20 @@ def activation_bytes(shape: ModelShape, batch: int, seq_len: int, decode_steps: 
     return stream + layers + rotary
 
 
+def hf_bytes(shape: ModelShape, hf_config, eager: bool, batch: int, seq_len: int, b: int) -> int:
+    """What transformers' own build holds beyond the lab's terms (`hf`): the embeddings' output,
+    its scaled copy and the final norm's (B·T·d each); Gemma's per-layer inputs (B·T × layers ×
+    their width, four copies: the lookup, the projection, their sum, its scale); the causal masks
+    it makes (two kinds, bool, and SDPA's float copy per head, B·T·S each); eager attention's
+    weights (three B·H·T·S float32 copies) where the model has no SDPA path."""
+    N, d, S = batch * seq_len, shape.d_model, seq_len
+    per_layer = getattr(hf_config, "hidden_size_per_layer_input", 0) or 0
+    ple = 4 * N * shape.n_layers * per_layer * b if isinstance(per_layer, int) else 0
+    masks = 2 * batch * seq_len * S * (1 + 4 * shape.n_heads)
+    eager = 3 * 4 * batch * shape.n_heads * seq_len * S if eager else 0
+    return 3 * N * d * b + ple + masks + eager
+
+
 def module_bytes(shape: ModelShape) -> int:
     """The expert modules' own objects: MODULE_BYTES per routed and shared expert built."""
     if shape.moe is None:
