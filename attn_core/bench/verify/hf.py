@@ -54,6 +54,11 @@ def _is_index_list(name: str, value, n: int) -> bool:
     )
 
 
+def _index(key, n: int) -> bool:
+    text = str(key)
+    return text.isdigit() and int(text) < n
+
+
 def cut_config_dict(
     d: Mapping[str, Any], n: int, picked: Sequence[int], n_experts: int | None
 ) -> dict[str, Any]:
@@ -72,6 +77,9 @@ def cut_config_dict(
             out[name] = [value[i] for i in picked]
         elif name in _PATTERN_KEYS and isinstance(value, str) and len(value) == n:
             out[name] = "".join(value[i] for i in picked)
+        elif "layer" in name and isinstance(value, Mapping) and value and all(_index(k, n) for k in value):
+            # a sparse map by layer index (Gemma 4's per_layer_config: its global layers' head width)
+            out[name] = {where[int(k)]: v for k, v in value.items() if int(k) in where}
     shared = d.get("num_kv_shared_layers")
     if isinstance(shared, int) and shared > 0:  # the last ``shared`` layers reuse earlier layers' KV
         out["num_kv_shared_layers"] = sum(1 for i in picked if i >= n - shared)
@@ -119,6 +127,11 @@ def cut_config(cfg, picked: Sequence[int], n_experts: int | None):
             cut = type(cfg)(**d)
     except Exception as exc:
         raise BuildRefused(f"transformers rejects the config cut to {len(picked)} layers: {exc}") from None
+    kinds = getattr(cfg, "layer_types", None)
+    if isinstance(kinds, list) and len(kinds) == layer_count(cfg):
+        if list(getattr(cut, "layer_types", None) or []) != [kinds[i] for i in picked]:
+            # Gemma 4 makes its last layer global whatever the config says
+            raise BuildRefused(f"transformers changes the layer kinds of layers {list(picked)} when built alone")
     return cut
 
 

@@ -235,6 +235,16 @@ def _hf_source(shape: ModelShape, config: Mapping[str, Any] | None):
     return built.cfg, None
 
 
+def _keeps_kinds(cfg, picked: tuple[int, ...]) -> bool:
+    from attn_core.bench.verify.hf import cut_config
+
+    try:
+        cut_config(cfg, picked, None)
+    except BuildRefused:
+        return False
+    return True
+
+
 def plan_build(shape: ModelShape, request: VerifyRequest, config: Mapping[str, Any] | None = None) -> Plan:
     """As many of the first layers as fit the cap on the planned peak (at most ``request.layers``;
     a hybrid's first linear and first attention layer when no such run fits); at most MAX_EXPERTS
@@ -282,6 +292,8 @@ def plan_build(shape: ModelShape, request: VerifyRequest, config: Mapping[str, A
             f"B × T = {tokens:,} tokens × {width:,} wide activations is over the {MAX_TOKEN_WIDTH:,} elements "
             "one check holds: shorten T or B"
         )
+    if hf is not None:  # the layer sets transformers builds as they are in the model
+        sets = [p for p in sets if _keeps_kinds(hf, p)] or sets[-1:]
     for picked in sets:
         if need(picked, experts) <= request.memory_bytes:
             break
