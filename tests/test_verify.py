@@ -309,12 +309,13 @@ def test_verify_bound_is_below_the_run_and_json_keys(name, tmp_path):
 
 
 def hf_param_count(config: dict) -> int:
-    """transformers' own causal LM of ``config`` on the meta device: its parameters' numel."""
-    from transformers import AutoConfig, AutoModelForCausalLM
+    """transformers' own base model of ``config`` (the causal LM without its head) on the meta
+    device: its parameters' numel."""
+    from transformers import AutoConfig, AutoModel
 
     cfg = AutoConfig.for_model(**config)
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(cfg)
+        model = AutoModel.from_config(cfg)
     return sum(p.numel() for p in model.parameters())
 
 

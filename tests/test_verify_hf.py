@@ -16,7 +16,7 @@ import json
 
 import pytest
 import torch
-from transformers import AutoConfig, AutoModelForCausalLM
+from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
 from attn_core.bench import verify, verify_cli
 from attn_core.bench.verify.child import start_check
@@ -42,10 +42,11 @@ def small_probe(monkeypatch):
 
 
 def numel_of(config: dict) -> int:
-    """transformers' own causal LM of ``config`` (built on the meta device): its parameters."""
+    """transformers' own base model of ``config`` (the causal LM without its head, which verify
+    neither builds nor runs), built on the meta device: its parameters."""
     cfg = AutoConfig.for_model(**config)
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(cfg)
+        model = AutoModel.from_config(cfg)
     return sum(p.numel() for p in model.parameters())
 
 

@@ -3,10 +3,11 @@ picked (and, for a mixture of experts over the cap, fewer routed experts, same k
 shape), built by transformers at true shapes with random weights (its own ``_init_weights``),
 and run through the model's own forward with the cache object that forward makes.
 
-What is built is the causal LM's model with those layers: the token embeddings (and, where the
-model has them, Gemma's per-layer embeddings), the layers, the final norm, the output head. The
-head is built (its weights count in ``params_built`` and in the planned peak) but not run: the
-base model is timed, as the cost model counts the layers. transformers runs its torch fallbacks
+What is built is the base model the causal LM wraps, with those layers: the token embeddings
+(and, where the model has them, Gemma's per-layer embeddings), the layers, the final norm — all
+in ``params_built`` and in the planned peak. The output head is neither built nor run (the cost
+model counts the layers); the embeddings are, at their true size, so a large vocabulary needs a
+larger memory cap (Llama 3's 128,256 × 4,096 table is 2 GiB in fp32). transformers runs its torch fallbacks
 for the linear-attention and state-space cores on a CPU (the CUDA kernels are optional there).
 
 A config transformers cannot build — one that needs remote code (``auto_map``), a model_type it
@@ -145,24 +146,25 @@ def eager(cut) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
-def _meta_counts(cls_name: str, key: str) -> tuple[int, int]:
+def _meta_counts(cls_name: str, key: str) -> tuple[int, int, int]:
     from transformers import AutoConfig
 
     d = json.loads(key)
     cfg = AutoConfig.for_model(d.pop("model_type"), **d)
     model = _build(cfg, torch.float32, "meta")
     params = sum(p.numel() for p in model.parameters())
-    return params, params + sum(b.numel() for b in model.buffers())
+    largest = max((p.numel() for p in model.parameters()), default=0)
+    return params, params + sum(b.numel() for b in model.buffers()), largest
 
 
-def _counts(cut) -> tuple[int, int]:
+def _counts(cut) -> tuple[int, int, int]:
     d = cut.to_dict()
     d["model_type"] = cut.model_type
     return _meta_counts(type(cut).__name__, json.dumps(d, sort_keys=True, default=str))
 
 
 def built_params(cut) -> int:
-    """Parameters of transformers' model of ``cut``, read from its meta build (tied weights once)."""
+    """Parameters of transformers' base model of ``cut``, read from its meta build."""
     return _counts(cut)[0]
 
 
@@ -172,9 +174,25 @@ def built_numel(cut) -> int:
     return _counts(cut)[1]
 
 
-def _build(cut, dtype: torch.dtype, device: str):
+def largest_numel(cut) -> int:
+    """The largest parameter of that model: the build held one more copy of it for a moment
+    (Gemma 4's causal LM, its 262,144-row embedding: +1.125 GiB in bf16, a head made then tied)."""
+    return _counts(cut)[2]
+
+
+def base_class(cut):
+    """The class of the base model the causal LM wraps (embeddings, layers, final norm; no head)."""
     cls = causal_lm_class(cut)
     cut._attn_implementation = _attn(cls)
+    try:
+        with quiet(), torch.device("meta"):
+            return type(decoder(cls._from_config(cut)))
+    except Exception as exc:
+        raise BuildRefused(f"transformers cannot build it: {exc}") from None
+
+
+def _build(cut, dtype: torch.dtype, device: str):
+    cls = base_class(cut)
     try:
         with quiet(), torch.device(device):
             model = cls._from_config(cut, dtype=dtype)
@@ -184,7 +202,7 @@ def _build(cut, dtype: torch.dtype, device: str):
 
 
 def build_model(cut, dtype: torch.dtype, device: str, seed: int = 0):
-    """transformers' causal LM of ``cut`` on ``device`` in ``dtype``, random weights (its own
+    """transformers' base model of ``cut`` on ``device`` in ``dtype``, random weights (its own
     initialisation, seeded)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

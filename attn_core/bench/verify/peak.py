@@ -51,10 +51,11 @@ class Peak:
     activations: int  # the prefill's residual stream + the largest layer's temporaries
     modules: int  # the expert modules' Python objects (MODULE_BYTES each)
     probe: int  # the probe's largest moment
+    build: int = 0  # what a build holds for a moment beyond its weights (transformers': `hf`)
 
     @property
     def run(self) -> int:
-        return self.weights + self.cache + self.activations + self.modules
+        return self.weights + self.modules + max(self.build, self.cache + self.activations)
 
     @property
     def total(self) -> int:

@@ -207,15 +207,17 @@ def planned_peak(shape: ModelShape, request: VerifyRequest, device: str, hf_conf
     b = DTYPE_BYTES[request.dtype]
     B, T, M = request.batch, request.seq_len, request.decode_steps
     weights, activations = layer_params(shape) * b, activation_bytes(shape, B, T, M, b)
+    build = 0
     if hf_config is not None:
-        from attn_core.bench.verify.hf import built_numel, eager
+        from attn_core.bench.verify.hf import built_numel, eager, largest_numel
 
         weights = built_numel(hf_config) * b
+        build = largest_numel(hf_config) * max(b, 4)  # a second copy of it (at fp32, if it is made so)
         # + one layer's cache twice over: the dynamic cache concatenates a step onto a copy
         activations += hf_bytes(shape, hf_config, eager(hf_config), B, T, b) + 2 * cache_bytes(shape, T + M, B, b) // shape.n_layers
     return Peak(
         weights=weights, cache=cache_bytes(shape, T + M, B, b), activations=activations,
-        modules=module_bytes(shape), probe=probe_bytes(shape, B, T, b, device),
+        modules=module_bytes(shape), probe=probe_bytes(shape, B, T, b, device), build=build,
     )  # fmt: skip
 
 
