@@ -26,8 +26,14 @@ FAMILIES = {
         load_preset_config("gemma-4-e2b") | {"mlp_kind": "gated"},
         ["--dtype", "bf16", "--memory-gib", "6"],
     ),
-    "qwen3.5 (qwen3_5_text, class defaults)": ({"model_type": "qwen3_5_text"}, ["--dtype", "bf16", "--memory-gib", "9"]),
-    "olmo-3 (olmo3, class defaults)": ({"model_type": "olmo3", "mlp_kind": "gated"}, ["--dtype", "bf16", "--memory-gib", "5"]),
+    "qwen3.5 (qwen3_5_text, class defaults)": (
+        {"model_type": "qwen3_5_text"},
+        ["--dtype", "bf16", "--memory-gib", "9"],
+    ),
+    "olmo-3 (olmo3, class defaults)": (
+        {"model_type": "olmo3", "mlp_kind": "gated"},
+        ["--dtype", "bf16", "--memory-gib", "5"],
+    ),
 }
 
 
@@ -41,7 +47,9 @@ def main() -> int:
     p.add_argument("--decode-steps", type=int, default=4)
     p.add_argument("--only", default=None)
     args = p.parse_args()
-    print("| model | built | params built | phase | bound | estimate | measured | error | peak planned / measured | load |")
+    print(
+        "| model | built | params built | phase | bound | estimate | measured | error | peak planned / measured | load |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for label, (config, flags) in FAMILIES.items():
         if args.only and args.only not in label:

@@ -62,14 +62,21 @@ def _check(config: dict, **request):
 CASES = {
     "llama": (LLAMA, {}, LLAMA, (0, 1)),
     # layers 0–2 are Gated DeltaNet, 3 is attention: 2 layers are its first of each kind
-    "qwen3_next": (HYBRID, {"layers": 2},
-                   HYBRID | {"num_hidden_layers": 2, "layer_types": ["linear_attention", "full_attention"]},
-                   (0, 3)),  # fmt: skip
+    "qwen3_next": (
+        HYBRID,
+        {"layers": 2},
+        HYBRID | {"num_hidden_layers": 2, "layer_types": ["linear_attention", "full_attention"]},
+        (0, 3),
+    ),
     "nemotron_h": (NEMOTRON, {}, NEMOTRON, (0, 1, 2, 3, 4)),
     # the first 3 layers: no KV-sharing layer among them, the global one keeps its width
-    "gemma4": (GEMMA4, {"layers": 3},
-               GEMMA4 | {"num_hidden_layers": 3, "num_kv_shared_layers": 0, "layer_types": GEMMA4["layer_types"][:3]},
-               (0, 1, 2)),  # fmt: skip
+    "gemma4": (
+        GEMMA4,
+        {"layers": 3},
+        GEMMA4
+        | {"num_hidden_layers": 3, "num_kv_shared_layers": 0, "layer_types": GEMMA4["layer_types"][:3]},
+        (0, 1, 2),
+    ),
 }
 
 

@@ -149,7 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             threads=args.threads or None,
         )  # fmt: skip
         device = verify.select_device(args.device)
-        plan = verify.plan_build(shape, request, config)  # refuse what cannot be built before probing anything
+        # refuse what cannot be built before probing anything
+        plan = verify.plan_build(shape, request, config)
         seconds = verify.expected_seconds(plan, request, device)
         if seconds > args.time_limit:
             return fail(

@@ -109,7 +109,9 @@ def hf_build(config: Mapping[str, Any] | None) -> HFBuild:
     if config is None:
         return HFBuild(None, "no config.json was given (a shape alone): the lab's layers are built")
     if "auto_map" in config:
-        return HFBuild(None, "the config needs remote code (auto_map), not run here: the lab's layers are built")
+        return HFBuild(
+            None, "the config needs remote code (auto_map), not run here: the lab's layers are built"
+        )
     try:
         cfg = text_config(config)
         causal_lm_class(cfg)
@@ -129,10 +131,10 @@ def cut_config(cfg, picked: Sequence[int], n_experts: int | None):
     except Exception as exc:
         raise BuildRefused(f"transformers rejects the config cut to {len(picked)} layers: {exc}") from None
     kinds = getattr(cfg, "layer_types", None)
-    if isinstance(kinds, list) and len(kinds) == layer_count(cfg):
-        if list(getattr(cut, "layer_types", None) or []) != [kinds[i] for i in picked]:
-            # Gemma 4 makes its last layer global whatever the config says
-            raise BuildRefused(f"transformers changes the layer kinds of layers {list(picked)} when built alone")
+    per_layer = isinstance(kinds, list) and len(kinds) == layer_count(cfg)
+    if per_layer and list(getattr(cut, "layer_types", None) or []) != [kinds[i] for i in picked]:
+        # Gemma 4 makes its last layer global whatever the config says
+        raise BuildRefused(f"transformers changes the layer kinds of layers {list(picked)} when built alone")
     return cut
 
 

@@ -214,7 +214,10 @@ def planned_peak(shape: ModelShape, request: VerifyRequest, device: str, hf_conf
         weights = built_numel(hf_config) * b
         build = largest_numel(hf_config) * max(b, 4)  # a second copy of it (at fp32, if it is made so)
         # + one layer's cache twice over: the dynamic cache concatenates a step onto a copy
-        activations += hf_bytes(shape, hf_config, eager(hf_config), B, T, b) + 2 * cache_bytes(shape, T + M, B, b) // shape.n_layers
+        activations += (
+            hf_bytes(shape, hf_config, eager(hf_config), B, T, b)
+            + 2 * cache_bytes(shape, T + M, B, b) // shape.n_layers
+        )
     return Peak(
         weights=weights, cache=cache_bytes(shape, T + M, B, b), activations=activations,
         modules=module_bytes(shape), probe=probe_bytes(shape, B, T, b, device), build=build,
@@ -272,7 +275,9 @@ def plan_build(shape: ModelShape, request: VerifyRequest, config: Mapping[str, A
             raise VerifyError(str(exc)) from None
 
     def need(picked: tuple[int, ...], n_experts: int | None) -> int:
-        return planned_peak(cut_shape(shape, picked, n_experts), request, device, hf_of(picked, n_experts)).total
+        return planned_peak(
+            cut_shape(shape, picked, n_experts), request, device, hf_of(picked, n_experts)
+        ).total
 
     wanted = min(request.layers or shape.n_layers, shape.n_layers, MAX_LAYERS)
     notes = [hf_reason] if hf_reason else []

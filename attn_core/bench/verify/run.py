@@ -13,7 +13,7 @@ from attn_core.bench.records import DTYPES
 from attn_core.bench.verify import hf
 from attn_core.bench.verify.counts import PhaseCounts, decode_counts, prefill_counts
 from attn_core.bench.verify.layers import Layers, build_layers
-from attn_core.bench.verify.plan import Plan, VerifyRequest, layer_params, plan_build, select_device
+from attn_core.bench.verify.plan import Plan, VerifyRequest, plan_build, select_device
 from attn_core.bench.verify.probe import (
     PROBE_ROUNDS,
     Probe,
