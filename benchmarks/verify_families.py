@@ -17,9 +17,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from attn_core.anatomy.build import completed_config
 from attn_core.cost.shapes import load_preset_config
 
-# label → (config.json dict, extra CLI flags). 'mlp_kind' is set where the formulas refuse to
+# label → (config.json dict, extra CLI flags); a class-defaults config written out in full, as
+# transformers completes it (``save_pretrained`` would). 'mlp_kind' is set where the formulas refuse to
 # guess a model type's MLP (the build is gated in all three: transformers' modules say so).
 FAMILIES = {
     "gemma-4-e2b (preset)": (
@@ -27,11 +29,11 @@ FAMILIES = {
         ["--dtype", "bf16", "--memory-gib", "6"],
     ),
     "qwen3.5 (qwen3_5_text, class defaults)": (
-        {"model_type": "qwen3_5_text"},
+        completed_config({"model_type": "qwen3_5_text"}),
         ["--dtype", "bf16", "--memory-gib", "9"],
     ),
     "olmo-3 (olmo3, class defaults)": (
-        {"model_type": "olmo3", "mlp_kind": "gated"},
+        completed_config({"model_type": "olmo3"}) | {"mlp_kind": "gated"},
         ["--dtype", "bf16", "--memory-gib", "5"],
     ),
 }
