@@ -283,11 +283,11 @@ def test_verify_bound_is_below_the_run_and_json_keys(name, tmp_path):
     data = json.loads(out.read_text())
     assert {"device", "layers_built", "experts_built", "probe", "prefill", "decode_step"} <= set(data)
     assert data["device"] == "cpu" and data["layers_built"] == _shape(name).n_layers
-    # what was built, counted on the modules themselves; the named model held against transformers'
-    # own build: these configs leave out tie_word_embeddings, which the formulas read as tied and
-    # Llama's and Qwen2-MoE's classes as untied (a separate head), and the check says so
-    _, _, layers = _built(name)
-    assert data["built_by"] == "lab" and data["params_built"] == sum(p.numel() for p in layers.parameters())
+    # what was built: transformers' own modules of the config (every layer fits), counted on
+    # transformers' own build of it; the named model held against that build: these configs leave
+    # out tie_word_embeddings, which the formulas read as tied and Llama's and Qwen2-MoE's classes
+    # as untied (a separate head), and the check says so
+    assert data["built_by"] == "transformers" and data["params_built"] == hf_param_count(CONFIGS[name])
     check = data["model_check"]
     assert check["model_derived"]["built_by"] == "transformers"
     assert check["agrees"] or [d["what"] for d in check["differences"]][:2] == [
@@ -306,6 +306,17 @@ def test_verify_bound_is_below_the_run_and_json_keys(name, tmp_path):
         assert p["estimate_ms"] > 0
     shape = from_hf_config(CONFIGS[name])
     assert data["prefill"]["flops"] == verify.prefill_counts(shape, T, 1, 4).flops
+
+
+def hf_param_count(config: dict) -> int:
+    """transformers' own base model of ``config`` (the causal LM without its head) on the meta
+    device: its parameters' numel."""
+    from transformers import AutoConfig, AutoModel
+
+    cfg = AutoConfig.for_model(**config)
+    with torch.device("meta"):
+        model = AutoModel.from_config(cfg)
+    return sum(p.numel() for p in model.parameters())
 
 
 def test_estimate_is_counts_over_probed_rates():

@@ -44,7 +44,7 @@ def test_a_waiting_check_starts_only_when_the_machine_is_free():
         assert t.is_alive()  # still waiting for the lock
     t.join(30)
     assert not t.is_alive() and not run._RUN_LOCK.locked()
-    # it ran (and its plan refused the size) once the lock was free
+    # it ran (and planned: B·T is over what one check holds) once the lock was free
     assert len(refused) == 1 and "one check holds" in str(refused[0])
     assert torch.get_num_threads() == threads_before
     assert "threads" in run.device_name("cpu")

@@ -4,8 +4,11 @@ Contract:
     python -m attn_core verify (--model NAME | --config PATH) [--layers N] [--seq-len T]
         [--batch B] [--decode-steps M] [--dtype fp32|fp16|bf16] [--device auto|cpu|cuda]
         [--memory-gib G] [--threads N] [--time-limit S] [--json OUT]
-``--json`` writes one object: ``device``, ``built_by`` ("lab": the lab's layers, built from the
-formulas' reading), ``params_built``, ``model_check`` (the named model's formulas against
+``--json`` writes one object: ``device``, ``built_by`` ("transformers": its own modules of the
+named model, the first layers at true shapes; "lab": the lab's layers, built from the formulas'
+reading, where transformers cannot build the config — remote code, no model_type — the first note
+says why), ``params_built`` (every parameter built), ``planned_peak_bytes`` and
+``measured_peak_bytes`` (the child's peak resident memory beyond its start), ``model_check`` (the named model's formulas against
 transformers' own build, `attn_core.anatomy`), ``layers_built``, ``experts_built`` (null for a dense
 model), ``probe`` {``matmul_flop_per_s``, ``bandwidth_bytes_per_s``, …} and ``prefill`` and
 ``decode_step``, each {``flops``, ``bytes``, ``bound_ms``, ``estimate_ms``, ``measured_ms``, …}
@@ -98,7 +101,8 @@ def format_result(r) -> str:
     cache = "KV cache and linear state" if p.shape.n_state_layers else "KV cache"
     lines = [
         f"{r.model} on {r.device} ({r.device_name}), {r.dtype}: {p.layers_built} of {p.model_layers} layers built "
-        f"({p.kinds_built}){experts}, random weights ({format_bytes_binary(p.weight_bytes)} + {cache} "
+        f"({p.kinds_built}){experts} by {'transformers (its own modules)' if p.built_by == 'transformers' else 'the lab'}, "
+        f"{p.params_built:,} parameters, random weights ({format_bytes_binary(p.weight_bytes)} + {cache} "
         f"{format_bytes_binary(p.cache_bytes)}, cap {format_bytes_binary(req.memory_bytes)})",
         *(f"  note: {n}" for n in p.notes),
         f"probe ({r.probe.seconds:.1f} s, before the layers were built): matmul up to "
@@ -133,6 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         shape = load_shape(args)
+        config = model_config(args)
     except (UsageError, ConfigError, ValueError) as exc:
         return fail(str(exc))
     from attn_core.bench import verify  # torch: only once the arguments are fine
@@ -144,7 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             threads=args.threads or None,
         )  # fmt: skip
         device = verify.select_device(args.device)
-        plan = verify.plan_build(shape, request)  # refuse what cannot be built before probing anything
+        # refuse what cannot be built before probing anything
+        plan = verify.plan_build(shape, request, config)
         seconds = verify.expected_seconds(plan, request, device)
         if seconds > args.time_limit:
             return fail(
@@ -152,19 +158,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         print(f"expected to take up to ~{seconds:,.0f} s (stopped at {args.time_limit:,} s); planned peak "
               f"{format_bytes_binary(plan.peak_bytes)}", file=sys.stderr)  # fmt: skip
-        result = verify.start_check(shape, request, args.time_limit).wait()
+        running = verify.start_check(shape, request, args.time_limit, config=config)
+        result = running.wait()
     except (UsageError, ConfigError, ValueError) as exc:  # VerifyError is a ValueError
         return fail(str(exc))
     except verify.CheckFailed as exc:  # out of memory, past the limit, killed: one line
         return fail(str(exc))
     check = model_check(args)
     if args.json is not None:
-        args.json.write_text(json.dumps(result.to_json() | {"model_check": check}, indent=1))
+        peaks = {"planned_peak_bytes": plan.peak_bytes, "measured_peak_bytes": running.measured_peak_bytes}
+        args.json.write_text(json.dumps(result.to_json() | peaks | {"model_check": check}, indent=1))
     print(format_result(result))
-    if check is not None and not check["agrees"]:
+    if check is not None and not check["agrees"] and result.plan.built_by == "lab":
         print("note: the formulas (and so the layers built here) differ from transformers' own build of "
               "this model: see `cost` for the parts; this check measured the formulas' reading")  # fmt: skip
+    elif check is not None and not check["agrees"]:
+        print("note: the formulas differ from transformers' own build of this model (see `cost`): the run "
+              "measured transformers' modules, the counts beside it are the formulas'")  # fmt: skip
     return 0
+
+
+def model_config(args) -> dict | None:
+    """The config.json dict behind the shape (a preset's, or the file's), for transformers' build;
+    None where it is not a JSON object (the shape's reader has already said so otherwise)."""
+    from attn_core.cost.shapes import load_preset_config
+
+    config = load_preset_config(args.model) if args.model is not None else json.loads(args.config.read_text())
+    return config if isinstance(config, dict) else None
 
 
 def model_check(args) -> dict | None:

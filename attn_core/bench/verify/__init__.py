@@ -2,6 +2,12 @@
 shapes with random weights, a prefill of T tokens and M decode steps timed, beside the roofline
 bound and a calibrated estimate.
 
+Who builds them: given the model's config.json that transformers builds, transformers itself
+(`hf`: its base model of the planned layers and experts, run through its own forward and cache,
+``built_by`` "transformers"); otherwise — remote code, a type transformers does not have, a
+shape with no config — the lab's layers below, from the cost model's reading (``built_by``
+"lab"). The counts, the probe and the estimate are the cost model's either way.
+
 Three figures per phase (the prefill, one decode step), each from a different source:
 
 - ``flops`` and ``bytes`` come from the cost model (`attn_core.cost`) for exactly what was built
@@ -45,6 +51,8 @@ weight.
 
 Its modules, by job (each imports only those above it):
 
+- `hf`: transformers' own build: the config cut to the planned layers and experts, its weights
+  counted on the meta device for the plan, the build and its timed forward.
 - `peak`: the planned peak of a check (probe buffers, weights, cache, activations, expert
   modules, scan intermediates) and the caps on what one check builds (experts, scan chunks,
   B·T × width).

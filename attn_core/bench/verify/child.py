@@ -55,6 +55,8 @@ class Job:
     memory_bytes: int  # the address space allowed beyond what is mapped after the imports
     cpu_seconds: int
     probe_sizes: dict = field(default_factory=dict)
+    config: dict | None = None  # the model's config.json: transformers builds it where it can
+    hf_config: object = None  # transformers' config of the planned layers, for the warm-up
 
 
 def _limit_memory(job: Job, device: str) -> int:
@@ -103,7 +105,11 @@ def _warm_up(job: Job, device: str) -> None:
     x = torch.randn(1, 2, 2, 8, device=device)
     torch.nn.functional.scaled_dot_product_attention(x, x, x, is_causal=True)
     x[0, 0] @ x[0, 0].T
-    if job.shape.state_mixer is not None and job.shape.state_mixer.kind in layers.STATE_CORES:
+    if job.hf_config is not None:  # transformers' modeling module, masks and fallbacks
+        from attn_core.bench.verify.hf import warm_up
+
+        warm_up(job.hf_config)
+    elif job.shape.state_mixer is not None and job.shape.state_mixer.kind in layers.STATE_CORES:
         core = layers.STATE_CORES[job.shape.state_mixer.kind]
         for q_len, kv_len in ((2, 2), (1, 3)):
             core(job.shape, q_len, kv_len, 1, torch.float32, device)()
@@ -124,7 +130,7 @@ def child_main() -> int:
         _warm_up(job, device)
         _limit_memory(job, device)
         base = _status_bytes("VmRSS")
-        result = run.verify(job.shape, job.request)
+        result = run.verify(job.shape, job.request, config=job.config)
         grown = _status_bytes("VmHWM") - base
         outcome = ("ok", result, max(grown, 0))
     except plan.VerifyError as exc:
@@ -240,13 +246,16 @@ def running() -> Check | None:
         return _RUNNING[0] if _RUNNING else None
 
 
-def start_check(shape: ModelShape, request, seconds: float, memory_bytes: int | None = None) -> Check:
+def start_check(
+    shape: ModelShape, request, seconds: float, memory_bytes: int | None = None, config: dict | None = None
+) -> Check:
     """Plan (VerifyError for what is refused), then start the check in a child with the planned
     peak + ADDRESS_SLACK of address space (``memory_bytes`` overrides it) and ``seconds`` of wall
-    clock. VerifyBusy when another check holds the slot."""
+    clock; with the model's ``config``, transformers' own layers where it builds them (`hf`).
+    VerifyBusy when another check holds the slot."""
     from attn_core.bench.verify import peak, plan, run
 
-    planned = plan.plan_build(shape, request)
+    planned = plan.plan_build(shape, request, config)
     sizes = {
         n: dict(getattr(peak, n))
         for n in ("PEAK_N", "COLD_BYTES", "STREAM_BYTES", "PROBE_ROWS", "PROBE_COLS")
@@ -254,6 +263,7 @@ def start_check(shape: ModelShape, request, seconds: float, memory_bytes: int | 
     job = Job(
         shape, request, memory_bytes if memory_bytes is not None else planned.peak_bytes + ADDRESS_SLACK,
         cpu_seconds=int(seconds * max(1, request.threads or os.cpu_count() or 1)) + 5, probe_sizes=sizes,
+        config=config, hf_config=planned.hf_config,
     )  # fmt: skip
     with _SLOT:
         if _RUNNING and not _RUNNING[0].done:

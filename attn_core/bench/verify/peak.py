@@ -51,10 +51,11 @@ class Peak:
     activations: int  # the prefill's residual stream + the largest layer's temporaries
     modules: int  # the expert modules' Python objects (MODULE_BYTES each)
     probe: int  # the probe's largest moment
+    build: int = 0  # what a build holds for a moment beyond its weights (transformers': `hf`)
 
     @property
     def run(self) -> int:
-        return self.weights + self.cache + self.activations + self.modules
+        return self.weights + self.modules + max(self.build, self.cache + self.activations)
 
     @property
     def total(self) -> int:
@@ -181,6 +182,20 @@ def activation_bytes(shape: ModelShape, batch: int, seq_len: int, decode_steps: 
     )
     rotary = 4 * tokens * (shape.rotary_dim or shape.head_dim) * (4 + b)
     return stream + layers + rotary
+
+
+def hf_bytes(shape: ModelShape, hf_config, eager: bool, batch: int, seq_len: int, b: int) -> int:
+    """What transformers' own build holds beyond the lab's terms (`hf`): the embeddings' output,
+    its scaled copy and the final norm's (B·T·d each); Gemma's per-layer inputs (B·T × layers ×
+    their width, four copies: the lookup, the projection, their sum, its scale); the causal masks
+    it makes (two kinds, bool, and SDPA's float copy per head, B·T·S each); eager attention's
+    weights (three B·H·T·S float32 copies) where the model has no SDPA path."""
+    N, d, S = batch * seq_len, shape.d_model, seq_len
+    per_layer = getattr(hf_config, "hidden_size_per_layer_input", 0) or 0
+    ple = 4 * N * shape.n_layers * per_layer * b if isinstance(per_layer, int) else 0
+    masks = 2 * batch * seq_len * S * (1 + 4 * shape.n_heads)
+    eager = 3 * 4 * batch * shape.n_heads * seq_len * S if eager else 0
+    return 3 * N * d * b + ple + masks + eager
 
 
 def module_bytes(shape: ModelShape) -> int:

@@ -7,11 +7,13 @@ attention)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
+from attn_core.anatomy.build import BuildRefused
 from attn_core.bench.records import DTYPES
 from attn_core.bench.verify.peak import (
     MAX_EXPERTS,
@@ -19,6 +21,7 @@ from attn_core.bench.verify.peak import (
     MIN_SCAN_CHUNK,
     Peak,
     activation_bytes,
+    hf_bytes,
     module_bytes,
     probe_bytes,
     widest,
@@ -88,6 +91,9 @@ class Plan:
     notes: tuple[str, ...] = ()
     layer_indices: tuple[int, ...] = ()  # which of the model's layers were built
     peak: Peak | None = None  # the planned peak (weights, cache, activations, modules, probe)
+    built_by: str = "lab"  # "transformers": its own modules (`hf`); "lab": `layers`, from ``shape``
+    hf_config: Any = None  # transformers' config of what is built (built_by "transformers")
+    params_built: int = 0  # every parameter built (transformers: embeddings and head included)
 
     @property
     def peak_bytes(self) -> int:
@@ -194,32 +200,87 @@ def _firsts_note(shape: ModelShape, picked: tuple[int, ...], wanted: int) -> str
     return f"built layers {which} of {shape.n_layers} (numbered from 0), the first of each kind: {why}"
 
 
-def planned_peak(shape: ModelShape, request: VerifyRequest, device: str) -> Peak:
-    """The peak of a check of ``shape`` (already cut to what is built) as ``request`` asks."""
+def planned_peak(shape: ModelShape, request: VerifyRequest, device: str, hf_config: Any = None) -> Peak:
+    """The peak of a check of ``shape`` (already cut to what is built) as ``request`` asks; with
+    ``hf_config`` (transformers' config of the same layers), of transformers' build of it: its
+    weights and buffers from the meta build, and its own temporaries (`peak.hf_bytes`) on top."""
     b = DTYPE_BYTES[request.dtype]
     B, T, M = request.batch, request.seq_len, request.decode_steps
+    weights, activations = layer_params(shape) * b, activation_bytes(shape, B, T, M, b)
+    build = 0
+    if hf_config is not None:
+        from attn_core.bench.verify.hf import built_numel, eager, largest_numel
+
+        weights = built_numel(hf_config) * b
+        build = largest_numel(hf_config) * max(b, 4)  # a second copy of it (at fp32, if it is made so)
+        # + one layer's cache twice over: the dynamic cache concatenates a step onto a copy
+        activations += (
+            hf_bytes(shape, hf_config, eager(hf_config), B, T, b)
+            + 2 * cache_bytes(shape, T + M, B, b) // shape.n_layers
+        )
     return Peak(
-        weights=layer_params(shape) * b, cache=cache_bytes(shape, T + M, B, b),
-        activations=activation_bytes(shape, B, T, M, b), modules=module_bytes(shape),
-        probe=probe_bytes(shape, B, T, b, device),
+        weights=weights, cache=cache_bytes(shape, T + M, B, b), activations=activations,
+        modules=module_bytes(shape), probe=probe_bytes(shape, B, T, b, device), build=build,
     )  # fmt: skip
 
 
-def plan_build(shape: ModelShape, request: VerifyRequest) -> Plan:
+def _hf_source(shape: ModelShape, config: Mapping[str, Any] | None):
+    """(transformers' text config, None) where transformers builds ``config`` with the layers the
+    cost model read; else (None, why the lab's layers are built)."""
+    from attn_core.bench.verify.hf import hf_build, layer_count
+
+    built = hf_build(config)
+    if not built.buildable:
+        return None, built.reason
+    n = layer_count(built.cfg)
+    if n != shape.n_layers:
+        return None, (
+            f"transformers builds {n} layers where the cost model reads {shape.n_layers}: the lab's layers are built"
+        )
+    return built.cfg, None
+
+
+def _keeps_kinds(cfg, picked: tuple[int, ...]) -> bool:
+    from attn_core.bench.verify.hf import cut_config
+
+    try:
+        cut_config(cfg, picked, None)
+    except BuildRefused:
+        return False
+    return True
+
+
+def plan_build(shape: ModelShape, request: VerifyRequest, config: Mapping[str, Any] | None = None) -> Plan:
     """As many of the first layers as fit the cap on the planned peak (at most ``request.layers``;
     a hybrid's first linear and first attention layer when no such run fits); at most MAX_EXPERTS
-    routed experts, and when the smallest set does not fit, as many as fit (never fewer than k)."""
+    routed experts, and when the smallest set does not fit, as many as fit (never fewer than k).
+    With the model's ``config`` (a config.json dict) that transformers builds, what is planned is
+    transformers' build of those layers (`hf`), its weights read from its meta build; otherwise
+    the lab's (`layers`), and a note says why."""
     refuse_unbuilt(shape)
     if request.dtype not in DTYPES:
         raise VerifyError(f"dtype must be one of {', '.join(DTYPES)}, got {request.dtype!r}")
     device = select_device(request.device)
     cap = f"{request.memory_bytes / 2**30:.2f} GiB cap"
+    hf, hf_reason = _hf_source(shape, config) if config is not None else (None, None)
 
-    def need(s: ModelShape) -> int:
-        return planned_peak(s, request, device).total
+    def hf_of(picked: tuple[int, ...], n_experts: int | None):
+        if hf is None:
+            return None
+        from attn_core.bench.verify.hf import cut_config
+
+        try:
+            return cut_config(hf, picked, n_experts if shape.moe is not None else None)
+        except BuildRefused as exc:
+            raise VerifyError(str(exc)) from None
+
+    def need(picked: tuple[int, ...], n_experts: int | None) -> int:
+        return planned_peak(
+            cut_shape(shape, picked, n_experts), request, device, hf_of(picked, n_experts)
+        ).total
 
     wanted = min(request.layers or shape.n_layers, shape.n_layers, MAX_LAYERS)
-    notes = []
+    notes = [hf_reason] if hf_reason else []
     if request.layers and request.layers > min(shape.n_layers, MAX_LAYERS):
         notes.append(
             f"asked for {request.layers:,} layers; the model has {shape.n_layers:,}, at most {MAX_LAYERS} are built"
@@ -238,9 +299,10 @@ def plan_build(shape: ModelShape, request: VerifyRequest) -> Plan:
             f"B × T = {tokens:,} tokens × {width:,} wide activations is over the {MAX_TOKEN_WIDTH:,} elements "
             "one check holds: shorten T or B"
         )
+    if hf is not None:  # the layer sets transformers builds as they are in the model
+        sets = [p for p in sets if _keeps_kinds(hf, p)] or sets[-1:]
     for picked in sets:
-        cut = cut_shape(shape, picked, experts)
-        if need(cut) <= request.memory_bytes:
+        if need(picked, experts) <= request.memory_bytes:
             break
     else:
         picked = sets[-1]
@@ -248,11 +310,11 @@ def plan_build(shape: ModelShape, request: VerifyRequest) -> Plan:
         if cut.moe is None or cut.n_moe_layers == 0:
             raise VerifyError(
                 f"{'one layer' if len(picked) == 1 else f'{len(picked)} layers'} need "
-                f"{need(cut) / 2**30:.2f} GiB at the peak (weights, cache, activations, probe), over the "
-                f"{cap}: raise the memory cap or shorten T"
+                f"{need(picked, experts) / 2**30:.2f} GiB at the peak (weights, cache, activations, probe), "
+                f"over the {cap}: raise the memory cap or shorten T"
             )
         k = cut.moe.top_k
-        if need(cut_shape(shape, picked, k)) > request.memory_bytes:
+        if need(picked, k) > request.memory_bytes:
             one = expert_params(cut, cut.moe.expert_d_ff, cut.moe.expert_bias) * DTYPE_BYTES[request.dtype]
             layers = "" if cut.n_moe_layers == 1 else f" in each of {cut.n_moe_layers} layers"
             raise VerifyError(
@@ -262,24 +324,29 @@ def plan_build(shape: ModelShape, request: VerifyRequest) -> Plan:
         lo, hi = k, experts  # the peak grows with the experts built: the most that fit, by bisection
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            lo, hi = (
-                (mid, hi) if need(cut_shape(shape, picked, mid)) <= request.memory_bytes else (lo, mid - 1)
-            )
+            lo, hi = (mid, hi) if need(picked, mid) <= request.memory_bytes else (lo, mid - 1)
         experts = lo
-        cut = cut_shape(shape, picked, experts)
         which = "one layer does not" if len(picked) == 1 else f"{len(picked)} layers do not"
         notes.append(
             f"{which} fit the cap: built with {experts} of its {shape.moe.n_experts} routed experts "
             f"(same k = {shape.moe.top_k}, same expert shape)"
         )
+    cut = cut_shape(shape, picked, experts)
     if picked != tuple(range(len(picked))):
         notes.insert(0, _firsts_note(shape, picked, wanted))
     elif cut.n_layers < wanted:
         notes.append(f"{cut.n_layers} of {wanted} layers fit the {cap}")
-    peak = planned_peak(cut, request, device)
+    hf_cut = hf_of(picked, experts)
+    peak = planned_peak(cut, request, device, hf_cut)
+    if hf_cut is None:
+        built_by, built = "lab", layer_params(cut)
+    else:
+        from attn_core.bench.verify.hf import built_params
+
+        built_by, built = "transformers", built_params(hf_cut)
     return Plan(
         shape=cut, layers_built=cut.n_layers, experts_built=cut.moe.n_experts if cut.moe else None,
         model_layers=shape.n_layers, model_experts=shape.moe.n_experts if shape.moe else None,
         weight_bytes=peak.weights, cache_bytes=peak.cache, notes=tuple(notes), layer_indices=picked,
-        peak=peak,
+        peak=peak, built_by=built_by, hf_config=hf_cut, params_built=built,
     )  # fmt: skip

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.bench.records import DTYPES
+from attn_core.bench.verify import hf
 from attn_core.bench.verify.counts import PhaseCounts, decode_counts, prefill_counts
 from attn_core.bench.verify.layers import Layers, build_layers
-from attn_core.bench.verify.plan import Plan, VerifyRequest, layer_params, plan_build, select_device
+from attn_core.bench.verify.plan import Plan, VerifyRequest, plan_build, select_device
 from attn_core.bench.verify.probe import (
     PROBE_ROUNDS,
     Probe,
@@ -98,9 +99,9 @@ class VerifyResult:
         return {
             "model": self.model, "device": self.device, "device_name": self.device_name, "dtype": self.dtype, "clock": self.clock,
             "threads": torch.get_num_threads() if self.device == "cpu" else None,
-            # the lab's own layers, built from the formulas' reading of the config (transformers'
-            # own modules are not run yet: the named model's check against its build is `model_check`)
-            "built_by": "lab", "params_built": layer_params(p.shape),
+            # "transformers": its own modules of the named model (`hf`); "lab": the lab's layers,
+            # built from the formulas' reading (the reason is the first note)
+            "built_by": p.built_by, "params_built": p.params_built,
             "layers_built": p.layers_built, "model_layers": p.model_layers,
             "layer_indices_built": list(p.layer_indices), "layer_kinds_built": dict(p.shape.kind_counts),
             "experts_built": p.experts_built, "model_experts": p.model_experts,
@@ -142,9 +143,13 @@ def device_name(device: str) -> str:
     return f"{_cpu_name()}, {torch.get_num_threads()} threads"
 
 
-def verify(shape: ModelShape, request: VerifyRequest, wait: bool = True) -> VerifyResult:
-    """Plan, count, probe, build, run: see the module docstring. VerifyError for what cannot be
-    built; VerifyBusy when ``wait`` is False and another check is running."""
+def verify(
+    shape: ModelShape, request: VerifyRequest, wait: bool = True, config: dict | None = None
+) -> VerifyResult:
+    """Plan, count, probe, build, run: see the module docstring. With the model's ``config``
+    (config.json) that transformers builds, its own modules are built and run (`hf`); else the
+    lab's layers from ``shape``. VerifyError for what cannot be built; VerifyBusy when ``wait`` is
+    False and another check is running."""
     from attn_core.bench.device import load_average
 
     if not _RUN_LOCK.acquire(blocking=wait):
@@ -155,15 +160,20 @@ def verify(shape: ModelShape, request: VerifyRequest, wait: bool = True) -> Veri
         device = select_device(request.device)
         if device == "cpu" and request.threads is not None:
             torch.set_num_threads(request.threads)
-        plan = plan_build(shape, request)
+        plan = plan_build(shape, request, config)
         b = DTYPE_BYTES[request.dtype]
         context = request.seq_len + (request.decode_steps - 1) // 2
         counts = (prefill_counts(plan.shape, request.seq_len, request.batch, b),
                   decode_counts(plan.shape, context, request.batch, b))  # fmt: skip
         probe = probe_device(plan, request, device, counts)  # before any layer exists
-        layers = build_layers(plan, request, device)
-        prefill, decode = measure(layers, request, device)
-        del layers
+        if plan.built_by == "transformers":
+            model = hf.build_model(plan.hf_config, DTYPES[request.dtype], device)
+            runs = hf.measure_hf(model, request, device, time_call, PREFILL_REPEATS)
+            prefill, decode = _ms(runs[0]), _ms(runs[1])
+        else:
+            model = build_layers(plan, request, device)
+            prefill, decode = measure(model, request, device)
+        del model
         phases = [PhaseResult(c, bound_ms(c, probe), estimate_ms(c, probe), *min(runs))
                   for c, runs in zip(counts, (prefill, decode), strict=True)]  # fmt: skip
         return VerifyResult(
