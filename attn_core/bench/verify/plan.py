@@ -151,8 +151,13 @@ def cut_shape(shape: ModelShape, layers: int | Sequence[int], n_experts: int | N
         moe_layers = LayerSet.listed(j for j, i in enumerate(picked) if shape.is_moe_layer(i))
         moe = dataclasses.replace(moe, n_experts=n_experts or moe.n_experts, moe_layers=moe_layers)
     n = len(picked)
+    # KV sharing (Gemma 4): the picked layers among the model's last kv_shared_layers still reuse
+    # an earlier layer's K and V; they come last in ``picked``, as in the model
+    shared_from = shape.n_layers - shape.kv_shared_layers
+    kv_shared = sum(1 for i in picked if i >= shared_from) if shape.kv_shared_layers else 0
     return dataclasses.replace(
         shape, n_layers=n, layer_types=LayerKinds(n, listed=listed), moe=moe, nextn_layers_left_out=0,
+        kv_shared_layers=kv_shared,
     )  # fmt: skip
 
 
