@@ -85,7 +85,9 @@ def server_url():
     `serve()` the load benchmark uses: it waits for /_stcore/health and always stops the server)."""
     from harness.server import serve
 
-    with serve() as server:
+    # every browser test comes from 127.0.0.1: the several that start a room would pass the
+    # per-address limit meant for one visitor (tests/test_rooms.py holds that limit)
+    with serve(env={"ATTN_LAB_ROOMS_PER_CLIENT": "16"}) as server:
         yield server.http
 
 

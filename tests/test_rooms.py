@@ -516,3 +516,23 @@ def test_views_are_measured_on_their_utf8_bytes(store):
     with pytest.raises(rooms.ViewTooLarge, match=r"64\.0 KiB, more than the 64 KiB"):
         store.publish(room_id, secret, over)
     assert store.snapshot(room_id).payload == view
+
+
+def test_an_operator_sets_how_many_rooms_one_address_may_start():
+    """A department behind one NAT address may need more than the default three rooms in ten
+    minutes: ATTN_LAB_ROOMS_PER_CLIENT raises it, within the store's MAX_ROOMS; nonsense is named."""
+    assert rooms.creates_per_client({}) == rooms.MAX_CREATES_PER_CLIENT == 3
+    assert rooms.creates_per_client({rooms.CREATES_ENV: " 12 "}) == 12
+    for bad in ("0", "-1", "three", str(rooms.MAX_ROOMS + 1)):
+        with pytest.raises(rooms.RoomError, match=rooms.CREATES_ENV):
+            rooms.creates_per_client({rooms.CREATES_ENV: bad})
+
+
+def test_the_operators_room_limit_holds_in_the_store(monkeypatch):
+    monkeypatch.setenv(rooms.CREATES_ENV, "5")
+    store = rooms.MemoryRooms()
+    for _ in range(5):
+        store.create(client="10.0.0.1")
+    with pytest.raises(rooms.RoomError, match="you started 5 rooms"):
+        store.create(client="10.0.0.1")
+    store.create(client="10.0.0.2")  # another address is not held back

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,9 +64,11 @@ class Server:
 
 
 @contextlib.contextmanager
-def serve(port: int | None = None, app: str = "app.py", cwd: Path = ROOT) -> Iterator[Server]:
-    """Start ``app`` (the lab, unless told otherwise) from ``cwd``, wait until /_stcore/health
-    answers, yield it; always terminate it."""
+def serve(
+    port: int | None = None, app: str = "app.py", cwd: Path = ROOT, env: Mapping[str, str] | None = None
+) -> Iterator[Server]:
+    """Start ``app`` (the lab, unless told otherwise) from ``cwd`` with this environment plus
+    ``env``, wait until /_stcore/health answers, yield it; always terminate it."""
     port = port or free_port()
     log_dir = Path(tempfile.mkdtemp(prefix="serve_load_"))
     log_path = log_dir / "server.log"
@@ -84,7 +86,9 @@ def serve(port: int | None = None, app: str = "app.py", cwd: Path = ROOT) -> Ite
         "127.0.0.1",
     ]
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+        )
     server = Server(proc, port, log_path)
     try:
         deadline = time.monotonic() + HEALTH_TIMEOUT_S

@@ -15,7 +15,8 @@ makes and hands every replica; else one generated and kept in Redis for every re
 process's memory). Stores keep the secret's SHA-256. A room the store lost (aged out, a Redis
 restart) comes back only to a secret the server signed for that room id, and only while no other
 room holds the id; a restore counts against the per-client room limit like a new room. The bounds that keep one visitor from spoiling the classroom for everyone:
-- at most MAX_ROOMS live rooms, and MAX_CREATES_PER_CLIENT new rooms per client address per
+- at most MAX_ROOMS live rooms, and MAX_CREATES_PER_CLIENT (or the operator's
+  ATTN_LAB_ROOMS_PER_CLIENT) new rooms per client address per
   CREATE_WINDOW_S;
 - the presenter's screen checks in every second; a room whose presenter has not been seen for
   PRESENTER_TTL_S ends and frees its slot (a closed tab ages out its room);
@@ -58,6 +59,7 @@ MAX_ROOMS = 64  # live rooms per store: a lecture hall needs one, a department a
 PRESENTER_TTL_S = 180  # a room whose presenter's screen has not checked in for 3 minutes ends
 PRESENTER_AWAY_S = 10  # followers are told once the presenter has not been seen for this long
 MAX_CREATES_PER_CLIENT = 3  # new rooms per client address per window (a reload reclaims, not creates)
+CREATES_ENV = "ATTN_LAB_ROOMS_PER_CLIENT"  # the operator's instead (a department behind one address)
 CREATE_WINDOW_S = 600
 SEATS_PER_REPLICA = 150  # follower screens one replica serves per room (README "Serving a classroom")
 SEATS_ENV = "ATTN_LAB_ROOM_SEATS"  # the operator's seats per room, instead of the default
@@ -209,6 +211,18 @@ def _int_env(name: str, env: Mapping[str, str]) -> int | None:
         return None
     if not raw.isdigit() or not 1 <= int(raw) <= MAX_SEATS:
         raise RoomError(f"{name} must be a whole number from 1 to {MAX_SEATS:,}, got {raw[:20]!r}")
+    return int(raw)
+
+
+def creates_per_client(env: Mapping[str, str] = os.environ) -> int:
+    """New rooms one client address may start per CREATE_WINDOW_S: the operator's
+    ATTN_LAB_ROOMS_PER_CLIENT (1 to MAX_ROOMS; every teacher of a campus may share one address),
+    else MAX_CREATES_PER_CLIENT."""
+    raw = env.get(CREATES_ENV, "").strip()
+    if not raw:
+        return MAX_CREATES_PER_CLIENT
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_ROOMS:
+        raise RoomError(f"{CREATES_ENV} must be a whole number from 1 to {MAX_ROOMS}, got {raw[:20]!r}")
     return int(raw)
 
 
@@ -380,7 +394,7 @@ def _full(max_rooms: int) -> RoomError:
 
 def _rate_limited() -> RoomError:
     return RoomError(
-        f"you started {MAX_CREATES_PER_CLIENT} rooms in the last {CREATE_WINDOW_S // 60} minutes; "
+        f"you started {creates_per_client()} rooms in the last {CREATE_WINDOW_S // 60} minutes; "
         "end one, or wait a few minutes"
     )
 
@@ -445,7 +459,7 @@ class MemoryRooms:
         now, made = self._clock(), self._creates.setdefault(client, deque())
         while made and now - made[0] > CREATE_WINDOW_S:
             made.popleft()
-        if len(made) >= MAX_CREATES_PER_CLIENT:
+        if len(made) >= creates_per_client():
             raise _rate_limited()
         return made
 
@@ -897,7 +911,7 @@ class RedisRooms:
 
     def _insert(self, room_id: str, secret: str, client: str | None, version: int, text: str) -> int:
         keys = [self._key_of(room_id), self.LIVE, "" if client is None else self.CREATES + client]
-        args = [room_id, _digest(secret), self._max, self._ttl, MAX_CREATES_PER_CLIENT, CREATE_WINDOW_S]
+        args = [room_id, _digest(secret), self._max, self._ttl, creates_per_client(), CREATE_WINDOW_S]
         made = int(self._create(keys=keys, args=[*args, version, text]))
         if made == -1:
             raise _full(self._max)
