@@ -43,7 +43,8 @@ def _inputs(m: lh.LongModel, key: str) -> lh.LongInput | None:
     st.caption(
         f"Budget of one read on this server: {budget.max_bytes / 2**20:,.0f} MiB beyond the loaded model "
         f"and {budget.max_seconds:,.0f} s. For **{m.name}** it allows **{longest:,} tokens** "
-        f"(the model's positions: {m.context:,}); the budget decides, not a fixed cap."
+        f"(this section reads at most {m.context:,} of the model's positions); the budget decides, "
+        "not a fixed cap."
     )
     if longest < 1:
         st.error("This model does not fit the budget at even one token.")

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.browser
 
 def kv_answer(prompt: str, heads_for_kv: bool = False) -> float:
     """KiB per token from the question's own numbers (2·L·H_kv·d_h·b / 1024): the oracle."""
-    m = re.search(r"(\d+) layers, (\d+) query heads and (\d+) KV heads of width (\d+).*in (\w+)\.", prompt)
+    m = re.search(r"(\d+) layers, (\d+) query heads and (\d+) KV heads? of width (\d+).*in (\w+)\.", prompt)
     layers, heads, kv, d_h, dtype = m.groups()
     b = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}[dtype]
     return 2 * int(layers) * int(heads if heads_for_kv else kv) * int(d_h) * b / 1024
@@ -20,7 +20,7 @@ def kv_answer(prompt: str, heads_for_kv: bool = False) -> float:
 def test_practice_by_typing(server_url, page):
     page.goto(f"{server_url}/practice?pr_cards=13")
     wait_idle(page, 60_000)
-    prompt = page.get_by_text("KV heads of width").inner_text()
+    prompt = page.get_by_text(re.compile(r"KV heads? of width")).inner_text()
     box = page.get_by_label("Your answer")
     box.fill(f"{kv_answer(prompt):g}")
     box.press("Enter")
@@ -31,7 +31,7 @@ def test_practice_by_typing(server_url, page):
     expect(page.locator('input[aria-label="Your answer"]:not([value=""])')).to_have_count(0)
     wait_idle(page)
     box = page.get_by_label("Your answer")
-    prompt = page.get_by_text("KV heads of width").inner_text()
+    prompt = page.get_by_text(re.compile(r"KV heads? of width")).inner_text()
     box.fill(f"{kv_answer(prompt, heads_for_kv=True):g}")  # sized with the query heads: card 13's slip
     box.press("Enter")
     wait_idle(page)

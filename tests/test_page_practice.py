@@ -13,7 +13,7 @@ PAGE = "pages/practice.py"
 
 
 def kv_numbers(prompt: str) -> tuple[int, int, int, int, int]:
-    m = re.search(r"(\d+) layers, (\d+) query heads and (\d+) KV heads of width (\d+).*in (\w+)\.", prompt)
+    m = re.search(r"(\d+) layers, (\d+) query heads and (\d+) KV heads? of width (\d+).*in (\w+)\.", prompt)
     layers, heads, kv, d_h, dtype = m.groups()
     return int(layers), int(heads), int(kv), int(d_h), {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}[dtype]
 
@@ -27,7 +27,7 @@ def open_kv_drill(app):
 
 
 def prompt(at) -> str:
-    return next(m.value for m in at.markdown if "KV heads" in m.value)
+    return next(m.value for m in at.markdown if "KV head" in m.value)
 
 
 def answer(at, text: str):

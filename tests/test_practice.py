@@ -206,3 +206,15 @@ def test_progress_round_trips_through_csv_and_summarises():
 
 def test_question_rng_is_numpy_seeded():
     assert isinstance(np.random.default_rng([1, 13]).integers(5), np.integer)
+
+
+def test_one_kv_head_is_named_in_the_singular():
+    """Multi-query attention (one KV head) reads as English in the prompt and in the slip a room's
+    answers are grouped by ("used the 8 query heads instead of the 1 KV head")."""
+    from attn_core.practice.cards_cost import _kv_question
+
+    mqa, gqa = _kv_question(2, 8, 1, 64, "fp16"), _kv_question(2, 8, 2, 64, "fp16")
+    assert "8 query heads and 1 KV head of width 64" in mqa.prompt
+    assert "used the 8 query heads instead of the 1 KV head" in mqa.slips
+    assert "8 query heads and 2 KV heads of width 64" in gqa.prompt
+    assert not [text for text in (mqa.prompt, *mqa.slips) if "1 KV heads" in text]

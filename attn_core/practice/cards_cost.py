@@ -38,6 +38,11 @@ def _config(layers: int, d: int, heads: int, kv_heads: int, d_ff: int) -> dict:
     }
 
 
+def _kv(n: int) -> str:
+    """ "1 KV head", "8 KV heads": how a prompt or a slip names the KV-head count."""
+    return f"{n} KV head" if n == 1 else f"{n} KV heads"
+
+
 def _shape(config: dict):
     return from_hf_config(config, name="drill model")
 
@@ -55,7 +60,7 @@ def _kv_question(layers: int, heads: int, kv_heads: int, d_h: int, dtype: str) -
     per_token = kv_cache_bytes_per_token(_shape(config), b)
     return Worked(
         prompt=(
-            f"A model has {layers} layers, {heads} query heads and {kv_heads} KV heads of width {d_h}, and keeps "
+            f"A model has {layers} layers, {heads} query heads and {_kv(kv_heads)} of width {d_h}, and keeps "
             f"its cache in {dtype}. How many KiB of KV cache does one token take?"
         ),
         answer=per_token / 2**10,
@@ -66,7 +71,7 @@ def _kv_question(layers: int, heads: int, kv_heads: int, d_h: int, dtype: str) -
             "Query heads do not enter: with GQA several query heads read one cached key and value.",
         ),
         slips={
-            f"used the {heads} query heads instead of the {kv_heads} KV heads": 2
+            f"used the {heads} query heads instead of the {_kv(kv_heads)}": 2
             * layers
             * heads
             * d_h
@@ -98,7 +103,7 @@ def _gqa_question(layers: int, heads: int, kv_heads: int, d_h: int) -> Worked:
     return Worked(
         prompt=(
             f"A {layers}-layer model with {heads} heads of width {d_h} is served with multi-head attention. "
-            f"Retrained with grouped-query attention over {kv_heads} KV heads, by what factor does its KV "
+            f"Retrained with grouped-query attention over {_kv(kv_heads)}, by what factor does its KV "
             "cache shrink?"
         ),
         answer=mha / gqa,
@@ -130,7 +135,7 @@ def _params_question(d: int, heads: int, kv_heads: int) -> Worked:
     d_h = d // heads
     return Worked(
         prompt=(
-            f"One attention layer: model width d = {d:,}, {heads} query heads and {kv_heads} KV heads of width "
+            f"One attention layer: model width d = {d:,}, {heads} query heads and {_kv(kv_heads)} of width "
             f"{d_h}, no biases. How many weights do W_Q, W_K, W_V and W_O hold together?"
         ),
         answer=float(count),
