@@ -30,6 +30,12 @@ def store(request, tmp_path):
         server.stop()
 
 
+def kv_heads(inputs: dict) -> str:
+    """How card 13 names the KV heads of its question: "1 KV head", "4 KV heads"."""
+    n = inputs["kv_heads"]
+    return f"{n} KV head" if n == 1 else f"{n} KV heads"
+
+
 def kib(asked: rooms.Asked) -> tuple[float, float]:
     """(right answer, the query-heads slip) in KiB per token, from the drawn numbers."""
     i = drills.draw(asked.card, asked.seed, asked.difficulty).inputs
@@ -63,7 +69,7 @@ def test_a_room_of_answers_is_tallied_by_slip(store):
     t = tally(drills.draw(asked.card, asked.seed, asked.difficulty), answers, seats=seated)
     assert (t.seats, t.answered, t.right, t.wrong, t.no_answer) == (4, 3, 1, 2, 1)
     i = drills.draw(asked.card, asked.seed, asked.difficulty).inputs
-    assert t.by_slip == ((f"used the {i['heads']} query heads instead of the {i['kv_heads']} KV heads", 2),)
+    assert t.by_slip == ((f"used the {i['heads']} query heads instead of the {kv_heads(i)}", 2),)
 
 
 def test_one_answer_per_seat_and_a_rewrite_replaces_it(store):
@@ -228,7 +234,7 @@ def test_a_lesson_steps_question_is_asked_answered_and_counted(app, app_store):
     i = drills.draw(asked.card, asked.seed, asked.difficulty).inputs
     shown = _texts(presenter)
     assert "2 of 3 answered; 1 right." in shown
-    assert f"1 used the {i['heads']} query heads instead of the {i['kv_heads']} KV heads." in shown
+    assert f"1 used the {i['heads']} query heads instead of the {kv_heads(i)}." in shown
 
     presenter.button(key="classroom_close_question").click().run()
     for at in followers:
