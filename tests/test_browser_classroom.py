@@ -11,7 +11,9 @@ pytestmark = pytest.mark.browser
 
 
 def _slider_value(pg, name: str) -> str:
-    return pg.get_by_role("slider", name=name).input_value()  # (a range input: no aria-valuenow)
+    # (a range input: no aria-valuenow); .first: while a rerun replaces the page, the old slider and
+    # the new one can both be in the DOM for a moment, with the same value
+    return pg.get_by_role("slider", name=name).first.input_value()
 
 
 def _shown_value(pg, label: str) -> str:

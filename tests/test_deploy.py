@@ -251,12 +251,20 @@ def test_two_replicas_behind_nginx_sticky_websocket_and_failover(tmp_path):
         # Kill the replica that serves 127.0.0.5: its next request is served by the other one.
         (victim,) = served_by["127.0.0.5"]
         victim_port = int(victim.rsplit(":", 1)[1])
+
+        def health_lines() -> list:
+            return [e for e in access_log(tmp_path) if e[0] == "127.0.0.5" and "/_stcore/health" in e[3]]
+
+        before = len(health_lines())
         os.kill(pids[victim_port], signal.SIGKILL)
         wait_until_dead(pids[victim_port])  # a loaded machine may take a while to tear the process down
         assert get(proxy, "/_stcore/health", "127.0.0.5") == (200, b"ok")
-        # The health check's own line: the websocket opened above is logged when it closes, which
-        # the kill may make happen after the health check.
-        health = [e for e in access_log(tmp_path) if e[0] == "127.0.0.5" and "/_stcore/health" in e[3]]
+        # The health check's own line, once nginx has written it (the websocket opened above is
+        # logged when it closes, which the kill may make happen after the health check).
+        deadline = time.monotonic() + 5
+        while len(health := health_lines()) == before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(health) > before
         assert health[-1][1].split(", ")[-1] != victim
         status = serve_sh("status", tmp_path).stdout.splitlines()
         assert f"replica-{victim_port} pid {pids[victim_port]} dead" in status
