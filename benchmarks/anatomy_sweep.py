@@ -12,16 +12,14 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import sys
 import time
 from pathlib import Path
 
+from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+from attn_core.anatomy.check import check_config
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES  # noqa: E402
-
-from attn_core.anatomy.check import check_config  # noqa: E402
 
 
 def main() -> None:

@@ -17,17 +17,16 @@ import sys
 import time
 from pathlib import Path
 
+from attn_core.cost.derived_records import RECORDS_FILE, config_key
+from attn_core.cost.shapes import list_built_presets, list_presets, load_preset_config
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from attn_core.cost.derived_records import RECORDS_FILE, config_key  # noqa: E402
-from attn_core.cost.shapes import list_built_presets, list_presets, load_preset_config  # noqa: E402
-
 CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
 from attn_core.anatomy.check import check_config
 from attn_core.cost.shapes import ConfigError, load_preset, load_preset_config
+
 name = sys.argv[1]
 t1 = time.perf_counter()
 try:
