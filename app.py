@@ -5,7 +5,7 @@ import torch
 
 from lab_ui import figures, palettes, widgets
 from lab_ui.classroom import follow
-from lab_ui.nav import HOME, PAGES, open_home_alias
+from lab_ui.nav import HOME, PAGES, open_aliases
 from lab_ui.page import safety_net
 
 # One intra-op thread per rerun: sessions already run in parallel threads, and on a 2-core server
@@ -19,7 +19,7 @@ pages = [
     st.Page(p.path, title=p.title, icon=p.icon, url_path=p.url_path, default=p is HOME)
     for p in [HOME, *PAGES]
 ]
-open_home_alias()
+open_aliases()
 page = st.navigation(pages)
 shown = follow.before_page(page, {p.url_path: p for p in pages})  # a follower sees the presenter's page
 with st.sidebar:

@@ -12,8 +12,9 @@ Layout is the map, and ``tests/test_layers.py`` holds its import rules):
   one-head cards, closed forms and seeded simulations. These import the math.
 - ``cost/``: the cost model (config reading, layer patterns by rule, FLOPs, memory, serving,
   time bounds, the CLI); numpy only, and nothing else of ``attn_core``.
-- ``bench/``: the kernel bench and ``verify`` (the cost model against a real run); torch, Triton
-  when present.
+- ``kernels/``: the kernel bench (``python -m attn_core bench``, the Kernels page); torch, Triton
+  when present. ``verify/``: the cost model against a real run on this machine; torch.
+- ``anatomy/``: any model transformers can build, built on the meta device and read part by part.
 - ``practice/``: a drill per card. ``trained/``: the tiny transformer trained live. ``hf/``: a
   Hugging Face model's attention, recomputed.
 - ``views/``: one module per page, everything that page shows computed in one call; may import
@@ -64,7 +65,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["PerturbationReport", "perturbation_experiment"], "experiments.perturbation"),
     **dict.fromkeys(["PrecisionRow", "precision_study"], "experiments.precision"),
     **dict.fromkeys(["MaskView", "gallery_mask"], "views.mask_gallery"),
-    **dict.fromkeys(["SweepConfig", "run_sweep"], "bench.runner"),
+    **dict.fromkeys(["SweepConfig", "run_sweep"], "kernels.runner"),
     # the cost model: numpy only
     **dict.fromkeys(
         [

@@ -8,12 +8,12 @@ import sys
 from attn_core.cost.cli import main
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["bench"]:  # the kernel bench (imports torch): attn_core/bench/cli.py
-        from attn_core.bench.cli import main as bench_main
+    if sys.argv[1:2] == ["bench"]:  # the kernel bench (imports torch): attn_core/kernels/cli.py
+        from attn_core.kernels.cli import main as bench_main
 
         sys.exit(bench_main(sys.argv[2:]))
-    if sys.argv[1:2] == ["verify"]:  # builds layers and times them (torch): attn_core/bench/verify_cli.py
-        from attn_core.bench.verify_cli import main as verify_main
+    if sys.argv[1:2] == ["verify"]:  # builds layers and times them (torch): attn_core/verify/cli.py
+        from attn_core.verify.cli import main as verify_main
 
         sys.exit(verify_main(sys.argv[2:]))
     if sys.argv[1:2] == ["published"]:  # published GPU runs, priced: attn_core/cost/published_cli.py

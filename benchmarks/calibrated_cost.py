@@ -2,7 +2,7 @@
 phase's compute and memory time at measured rates lands nearest a measured run.
 
 For a dense GQA model and a mixture of experts, ``verify`` builds layers at true shape and times a
-prefill and decode steps (one thread, its CPU time: `attn_core/bench/verify/`). Each phase's FLOPs
+prefill and decode steps (one thread, its CPU time: `attn_core/verify/`). Each phase's FLOPs
 and bytes are the cost model's, split as the Cost page splits them: products over the weights
 (F_w FLOPs, W bytes) and attention (F_a FLOPs, M cache bytes). Three ways to combine them at the
 verify probe's peak matmul rate, bandwidth and attention-kernel rate:
@@ -28,14 +28,14 @@ from pathlib import Path
 
 import torch
 
-from attn_core.bench import verify
-from attn_core.bench.device import device_facts, load_average
-from attn_core.bench.runner import SweepConfig, run_sweep
+from attn_core import verify
 from attn_core.cost.calibrated import phase_time, product_seconds
 from attn_core.cost.calibration import Calibration, read_calibration
 from attn_core.cost.serving import kv_cache_bytes
 from attn_core.cost.shapes import load_preset
-from attn_core.views.bench import run_meta
+from attn_core.kernels.device import device_facts, load_average
+from attn_core.kernels.runner import SweepConfig, run_sweep
+from attn_core.views.kernels import run_meta
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("llama-3-8b", "qwen3-30b-a3b")
@@ -48,7 +48,7 @@ HEADER = (
 
 
 def kernels_calibration() -> Calibration:
-    """What the Cost page reads after a Kernels sweep on this server (views/bench publishes it)."""
+    """What the Cost page reads after a Kernels sweep on this server (views/kernels publishes it)."""
     facts = device_facts("cpu", ("fp32",))
     records = run_sweep(SWEEP).records
     return read_calibration({"meta": run_meta(facts), "records": [r.to_json() for r in records]}, "sweep")

@@ -21,8 +21,8 @@ import json
 import sys
 from pathlib import Path
 
-from attn_core.bench.device import attained_rates, device_facts, load_average
-from attn_core.bench.runner import SweepConfig, run_sweep
+from attn_core.kernels.device import attained_rates, device_facts, load_average
+from attn_core.kernels.runner import SweepConfig, run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU_IMPLS = ("naive", "sdpa", "sdpa-math", "sdpa-flash", "sdpa-efficient", "online", "triton")

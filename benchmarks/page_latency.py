@@ -159,7 +159,7 @@ SCENARIOS: list[Scenario] = [
             "os_section": "Tiles & block size",
         },
     ),
-    Scenario("pages/bench.py", "defaults", _bench_causal),
+    Scenario("pages/kernels.py", "defaults", _bench_causal),
     Scenario("pages/masks.py", "defaults", _masks_gallery),
     Scenario(
         "pages/masks.py", "largest", _masks_seed, {"mk_section": "Conventions", "mk_T": "64", "mk_d": "32"}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from attn_core.bench import verify
+from attn_core import verify
 from attn_core.cost.shapes import from_hf_config
 from attn_core.cost.units import format_bytes_binary
 

@@ -18,7 +18,7 @@ import json
 import statistics
 from pathlib import Path
 
-from attn_core.bench import verify
+from attn_core import verify
 from attn_core.cost.shapes import load_preset
 from attn_core.cost.units import format_flops
 

@@ -1,8 +1,8 @@
 """The Cost page's "check this estimate on this machine": an expander with a button that builds the
 chosen model's layers with random weights, times a prefill and decode steps on this server, and
 shows the bound, the calibrated estimate and the measurement with the error in % (the engine and
-its conventions: `attn_core.bench.verify`). One check runs at a time on the server, in a child
-process capped at its planned peak memory and LIMIT_S seconds (`attn_core.bench.verify.child`);
+its conventions: `attn_core.verify`). One check runs at a time on the server, in a child
+process capped at its planned peak memory and LIMIT_S seconds (`attn_core.verify.child`);
 its planned peak and expected time are shown before it runs, a Stop button ends it, and whatever
 goes wrong comes back as one line.
 
@@ -89,7 +89,7 @@ def check_on_this_machine(shape: ModelShape) -> None:
             batch = int(widgets.number("batch", 1, MAX_BATCH, 1, key="co_vf_B", step=1))
         with c4:
             gib = widgets.selectbox("memory cap, GiB", MEMORY_GIB, key="co_vf_mem", default=1.0)
-        from attn_core.bench import verify  # torch: the Cost page's check only
+        from attn_core import verify  # torch: the Cost page's check only
 
         request = verify.VerifyRequest(
             seq_len=T, batch=batch, decode_steps=steps, memory_bytes=int(gib * 2**30)

@@ -52,12 +52,12 @@ PAGES: list[PageInfo] = [
         "online_softmax",
     ),
     PageInfo(
-        "pages/bench.py",
+        "pages/kernels.py",
         "Kernels",
         ":material/speed:",
         "Naive vs every SDPA backend vs FlexAttention vs our online softmax and Triton kernel: timed "
         "on this server, checked against float64, with the SDPA kernel that actually ran.",
-        "bench",
+        "kernels",
     ),
     PageInfo(
         "pages/costs.py",
@@ -110,14 +110,21 @@ PAGES: list[PageInfo] = [
 ]
 
 
-def open_home_alias() -> None:
-    """Serve /home as the home page. Streamlit serves the default page at the root only, so a
-    typed or shared /home (the home page's own url_path) would open a "Page not found" dialog.
-    Call before st.navigation: a request for the home page by name becomes a request for the
-    default page."""
+OLD_URL_PATHS = {"bench": "kernels"}  # a page's earlier url_path -> its url_path now: old links open
+
+
+def open_aliases() -> None:
+    """Serve /home as the home page, and a page's earlier url_path as that page. Streamlit serves
+    the default page at the root only, so a typed or shared /home (the home page's own url_path)
+    would open a "Page not found" dialog, as would a link saved before a page was renamed.
+    Call before st.navigation: a request for such a page by name becomes a request for the page."""
     ctx = get_script_run_ctx()
     if ctx is None:
         return
     intent = ctx.pages_manager
-    if intent.intended_page_name == HOME.url_path and not intent.intended_page_script_hash:
+    if intent.intended_page_script_hash:
+        return
+    if intent.intended_page_name == HOME.url_path:
         intent.set_script_intent("", "")
+    elif intent.intended_page_name in OLD_URL_PATHS:
+        intent.set_script_intent("", OLD_URL_PATHS[intent.intended_page_name])

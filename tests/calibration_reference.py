@@ -50,7 +50,7 @@ def gpu_run(device: str = "NVIDIA H200") -> dict:
 
 
 def cpu_run() -> dict:
-    """This server's sweep as views/bench publishes it: measured peaks, no datasheet."""
+    """This server's sweep as views/kernels publishes it: measured peaks, no datasheet."""
     meta = {"device": "Test CPU", "kind": "cpu", "measured": True, "peaks": {"fp32": 80e9}, "bandwidth": 20e9,
             "peak_source": "measured here", "memory_bytes": 16 * 2**30, "date": "2026-12-05 06:30 UTC",
             "attained": {"matmul_flop_per_s": {"fp32": 80e9}, "matmul_rows": {"fp32": {"1": 10e9, "1024": 80e9}},

@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 # Without a GPU our Triton kernel runs under Triton's interpreter. Triton reads the switch when it is
 # first imported, and other tests (FlexAttention, torch.compile) may import it before
-# attn_core.bench does: set it before any test module loads.
+# attn_core.kernels does: set it before any test module loads.
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 

@@ -2,16 +2,16 @@
 bottom-right mask from index arithmetic), over awkward shapes: L ≠ S with a causal mask, GQA,
 odd lengths. Tolerances follow flash-attention's rule, computed here independently of the bench:
 error ≤ 2 × the error of plain PyTorch at the same precision + 2·u·max|v| (the two final roundings
-of the output to the dtype; see attn_core.bench.runner for the argument)."""
+of the output to the dtype; see attn_core.kernels.runner for the argument)."""
 
 import os
 
 import pytest
 import torch
 
-from attn_core.bench.contestants import CONTESTANTS
-from attn_core.bench.records import Case
-from attn_core.bench.runner import SweepConfig, run_sweep
+from attn_core.kernels.contestants import CONTESTANTS
+from attn_core.kernels.records import Case
+from attn_core.kernels.runner import SweepConfig, run_sweep
 
 CPU_IMPLS = ["naive", "sdpa", "sdpa-math", "sdpa-flash", "flex-eager", "online"]
 SHAPES = [  # (L, S, Hq, Hkv, D, causal)

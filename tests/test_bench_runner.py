@@ -7,10 +7,10 @@ import pytest
 import torch
 from conftest import load_benchmark
 
-from attn_core.bench import cli, triton_kernel
-from attn_core.bench.device import DeviceFacts, device_facts, gpu_peaks
-from attn_core.bench.records import RECORD_KEYS, Case, attention_flops, io_bytes, tflops
-from attn_core.bench.runner import SweepConfig, predict_seconds, run_sweep, tolerance
+from attn_core.kernels import cli, triton_kernel
+from attn_core.kernels.device import DeviceFacts, device_facts, gpu_peaks
+from attn_core.kernels.records import RECORD_KEYS, Case, attention_flops, io_bytes, tflops
+from attn_core.kernels.runner import SweepConfig, predict_seconds, run_sweep, tolerance
 
 
 def test_flops_follow_flash_attention_convention():

@@ -1,4 +1,4 @@
-"""attn_core.bench.timing on the CPU: the interleaved median and the profiled probe.
+"""attn_core.kernels.timing on the CPU: the interleaved median and the profiled probe.
 
 Oracles: a log of the calls made (order and count), time.sleep's guarantee that a call lasts at
 least its argument, a known allocation (10⁶ float32 = 4,000,000 bytes), torch's own SDPA op names
@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from attn_core.bench import timing
+from attn_core.kernels import timing
 
 
 def test_rounds_rotate_and_every_function_gets_a_warm_up_and_each_round():

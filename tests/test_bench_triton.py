@@ -1,5 +1,5 @@
 """Our Triton kernel on CPU tensors under Triton's interpreter (TRITON_INTERPRET=1, set by
-attn_core.bench.triton_kernel before triton is imported), against the float64 reference of
+attn_core.kernels.triton_kernel before triton is imported), against the float64 reference of
 test_bench_contestants. Tolerance: flash-attention's rule (≤ 2 × plain PyTorch's error at the same
 precision + 2·u·max|v|). bf16: the interpreter's bf16 tl.dot is broken (triton#11584); the kernel
 upcasts to fp32 before each dot when interpreted, so bf16 inputs are tested too (more accurate
@@ -9,7 +9,7 @@ import pytest
 import torch
 from test_bench_contestants import SHAPES, allowed_error, inputs
 
-from attn_core.bench import triton_kernel
+from attn_core.kernels import triton_kernel
 
 pytestmark = pytest.mark.skipif(
     not triton_kernel.AVAILABLE, reason=f"triton unavailable: {triton_kernel.UNAVAILABLE_REASON}"

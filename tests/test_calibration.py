@@ -331,7 +331,7 @@ def test_cli_with_a_calibration_never_imports_torch(tmp_path):
 
 def test_the_rows_curve_is_skipped_where_it_would_take_seconds():
     """A dtype without a fast path (here a made-up 1 MFLOP/s) gets no curve, and nothing is allocated."""
-    from attn_core.bench.device import measure_matmul_rows
+    from attn_core.kernels.device import measure_matmul_rows
 
     assert measure_matmul_rows("fp16", "cpu", square=1e6) == {}
 

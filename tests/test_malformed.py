@@ -121,7 +121,7 @@ HOSTILE_QUERIES = [
     ("pages/gradients.py", {"gr_tau": "0", "gr_lr": "inf", "gr_row": "77"}),
     ("pages/online_softmax.py", {"os_block": "0", "os_T": "999999", "os_section": "x"}),
     ("pages/online_softmax.py", {"os_dtype": "float128"}),
-    ("pages/bench.py", {"kb_d": "1e12", "kb_impls": "rm -rf", "kb_dtype": "float128"}),
+    ("pages/kernels.py", {"kb_d": "1e12", "kb_impls": "rm -rf", "kb_dtype": "float128"}),
     ("pages/costs.py", {"co_model": "../../etc/passwd"}),
     ("pages/costs.py", {"co_src": "paste", "co_paste": "{" * 20_000, "co_causal": "2"}),
     ("pages/costs.py", {"co_gpu": "H9000", "co_ngpu": "0", "co_dtype": "fp3"}),

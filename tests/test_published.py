@@ -217,7 +217,7 @@ def test_a_broken_runs_file_is_one_message_and_the_page_still_works(app, tmp_pat
 
 
 def test_the_kernels_page_lists_the_published_kernel_rows(app):
-    at = app("pages/bench.py")
+    at = app("pages/kernels.py")
     assert not at.exception
     assert any(h.value.startswith("Published kernel results (published by others") for h in at.subheader)
     rows = frame(at, "kernel")

@@ -43,8 +43,8 @@ def test_the_scan_sees_the_whole_app():
 
 
 # The one pickle a served module may use: the Cost page's check and its child process talk over a
-# pipe (attn_core/bench/verify/child.py), both ends this code; no byte a user sent is unpickled.
-PICKLE_PIPE = ROOT / "attn_core/bench/verify/child.py"
+# pipe (attn_core/verify/child.py), both ends this code; no byte a user sent is unpickled.
+PICKLE_PIPE = ROOT / "attn_core/verify/child.py"
 
 
 @pytest.mark.parametrize("path", SERVED, ids=lambda p: p.relative_to(ROOT).as_posix())

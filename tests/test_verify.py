@@ -24,9 +24,10 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from attn_core.bench import verify, verify_cli
+from attn_core import verify
 from attn_core.cost.serving import experts_touched_expected
 from attn_core.cost.shapes import from_hf_config, load_preset
+from attn_core.verify import cli as verify_cli
 
 DENSE = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
          "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 100}  # fmt: skip

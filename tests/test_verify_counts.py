@@ -1,4 +1,4 @@
-"""attn_core.bench.verify.counts: what the cost model counts for a built model's prefill and
+"""attn_core.verify.counts: what the cost model counts for a built model's prefill and
 decode step, against transformers' own Llama run under torch's FlopCounterMode.
 
 Oracles: the matrix-product FLOPs torch counts (aten.mm / addmm) running transformers'
@@ -12,8 +12,8 @@ import torch
 import transformers
 from torch.utils.flop_counter import FlopCounterMode
 
-from attn_core.bench.verify.counts import decode_counts, prefill_counts
 from attn_core.cost.shapes import from_hf_config
+from attn_core.verify.counts import decode_counts, prefill_counts
 
 SIZES = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
              intermediate_size=96, vocab_size=50)  # fmt: skip

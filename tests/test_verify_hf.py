@@ -18,10 +18,11 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
-from attn_core.bench import verify, verify_cli
-from attn_core.bench.verify.child import start_check
-from attn_core.bench.verify.hf import cut_config, cut_config_dict, hf_build
+from attn_core import verify
 from attn_core.cost.shapes import from_hf_config
+from attn_core.verify import cli as verify_cli
+from attn_core.verify.child import start_check
+from attn_core.verify.hf import cut_config, cut_config_dict, hf_build
 from tests.test_verify_bounds import HYBRID, LLAMA, NEMOTRON, SMALL_PROBE
 
 T, M = 24, 3

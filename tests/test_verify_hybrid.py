@@ -22,7 +22,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from attn_core.bench import verify
+from attn_core import verify
 from attn_core.cost.config_keys import ConfigError
 from attn_core.cost.layer_config import ATTENTION_KINDS
 from attn_core.cost.params import attention_params, expert_params

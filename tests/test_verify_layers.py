@@ -1,11 +1,11 @@
 """The verify package's layer pieces, each against an oracle of its own:
 
-- attn_core.bench.verify.layers: which keys each attention kind lets a query see, run through
+- attn_core.verify.layers: which keys each attention kind lets a query see, run through
   `attend`, against attention written out here in float64 with the mask built from the definitions
   (full: j ≤ i; sliding W: i − W < j ≤ i; chunked C: same chunk and j ≤ i), GQA by n // (h / H_kv);
-- attn_core.bench.verify.linear: the causal conv against torch's conv1d on a left-padded input,
+- attn_core.verify.linear: the causal conv against torch's conv1d on a left-padded input,
   prompt and then one token at a time, and the state's bytes by hand;
-- attn_core.bench.verify.deltanet and attn_core.bench.verify.mamba2: the state each keeps per
+- attn_core.verify.deltanet and attn_core.verify.mamba2: the state each keeps per
   sequence has the shapes and dtypes of the cache transformers' own Qwen3-Next and Nemotron-H fill.
 """
 
@@ -19,9 +19,9 @@ import torch.nn.functional as F
 import transformers
 from torch import nn
 
-from attn_core.bench.verify import deltanet, linear, mamba2
-from attn_core.bench.verify.layers import ATTENTION_KEYS, attend
 from attn_core.cost.shapes import from_hf_config
+from attn_core.verify import deltanet, linear, mamba2
+from attn_core.verify.layers import ATTENTION_KEYS, attend
 
 F64 = torch.float64
 

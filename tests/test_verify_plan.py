@@ -1,4 +1,4 @@
-"""attn_core.bench.verify.plan's sizing of the built layers: their weights, the weights one token
+"""attn_core.verify.plan's sizing of the built layers: their weights, the weights one token
 runs through, the cache they hold, and a model cut to some of its layers.
 
 Oracles: transformers' own Mixtral built on the meta device (parameters of its decoder layers,
@@ -11,8 +11,8 @@ from __future__ import annotations
 import torch
 import transformers
 
-from attn_core.bench.verify.plan import active_layer_params, cache_bytes, cut_shape, layer_params
 from attn_core.cost.shapes import from_hf_config
+from attn_core.verify.plan import active_layer_params, cache_bytes, cut_shape, layer_params
 
 MIXTRAL = dict(num_hidden_layers=3, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
                intermediate_size=48, num_local_experts=4, num_experts_per_tok=2, vocab_size=100)  # fmt: skip

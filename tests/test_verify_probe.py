@@ -1,4 +1,4 @@
-"""attn_core.bench.verify.probe: the clock it reads, and the roofline bound and estimate it makes
+"""attn_core.verify.probe: the clock it reads, and the roofline bound and estimate it makes
 from counts and probed rates.
 
 Oracles: time.sleep (a sleeping thread spends no CPU time, yet the wall clock moves), and the
@@ -11,8 +11,8 @@ import time
 import pytest
 import torch
 
-from attn_core.bench.verify.counts import AttentionCall, Gemm, PhaseCounts
-from attn_core.bench.verify.probe import Probe, bound_ms, estimate_ms, time_call
+from attn_core.verify.counts import AttentionCall, Gemm, PhaseCounts
+from attn_core.verify.probe import Probe, bound_ms, estimate_ms, time_call
 
 
 @pytest.fixture

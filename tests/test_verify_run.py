@@ -1,4 +1,4 @@
-"""attn_core.bench.verify.run: one check at a time on this machine.
+"""attn_core.verify.run: one check at a time on this machine.
 
 Oracle: the run's lock held here, as a running check holds it; a second check that will not wait
 is refused at once, one that would wait is not started (checked by a thread that gives up)."""
@@ -10,9 +10,9 @@ import threading
 import pytest
 import torch
 
-from attn_core.bench.verify import run
-from attn_core.bench.verify.plan import VerifyError, VerifyRequest
 from attn_core.cost.shapes import from_hf_config
+from attn_core.verify import run
+from attn_core.verify.plan import VerifyError, VerifyRequest
 
 SHAPE = from_hf_config({"model_type": "llama", "num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2,
                         "intermediate_size": 48, "vocab_size": 10}, name="tiny")  # fmt: skip

@@ -1,5 +1,5 @@
 """The kernel bench runs the Cost page can calibrate with: this server's last Kernels sweep
-(published here by `attn_core.views.bench` as its records arrive, like its ``_LAST``: one per
+(published here by `attn_core.views.kernels` as its records arrive, like its ``_LAST``: one per
 server process) and the GPU runs recorded in ``assets/bench/gpu-results*.json``. A recorded file
 that cannot be read is reported by name (``problems``), never raised. No torch: the Cost page's
 views stay numpy only.

@@ -19,7 +19,7 @@ term) fails with MemoryError in the child instead of growing the server. RLIMIT_
 a GPU (the CUDA driver reserves far more address space than memory); there the planned peak is
 given to torch as the process's share of the device. RLIMIT_CPU backs up the wall clock.
 
-    python -m attn_core.bench.verify.child   (stdin: a pickled `Job`; stdout: a pickled outcome)
+    python -m attn_core.verify.child   (stdin: a pickled `Job`; stdout: a pickled outcome)
 """
 
 from __future__ import annotations
@@ -100,13 +100,13 @@ def _warm_up(job: Job, device: str) -> None:
     first call: ~90 MiB resident for Nemotron-H's), each at its head shapes on 2 tokens."""
     import torch
 
-    from attn_core.bench.verify import layers
+    from attn_core.verify import layers
 
     x = torch.randn(1, 2, 2, 8, device=device)
     torch.nn.functional.scaled_dot_product_attention(x, x, x, is_causal=True)
     x[0, 0] @ x[0, 0].T
     if job.hf_config is not None:  # transformers' modeling module, masks and fallbacks
-        from attn_core.bench.verify.hf import warm_up
+        from attn_core.verify.hf import warm_up
 
         warm_up(job.hf_config)
     elif job.shape.state_mixer is not None and job.shape.state_mixer.kind in layers.STATE_CORES:
@@ -120,7 +120,7 @@ def child_main() -> int:
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything printed goes to stderr: stdout carries only the outcome
     job: Job = pickle.load(sys.stdin.buffer)
-    from attn_core.bench.verify import peak, plan, run
+    from attn_core.verify import peak, plan, run
 
     for name, sizes in job.probe_sizes.items():
         getattr(peak, name).update(sizes)
@@ -159,7 +159,7 @@ class Check:
         self.measured_peak_bytes = 0  # the child's peak resident memory beyond its start
         self._stopped = False
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "attn_core.bench.verify.child"],
+            [sys.executable, "-m", "attn_core.verify.child"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
         self._done = threading.Event()
@@ -253,7 +253,7 @@ def start_check(
     peak + ADDRESS_SLACK of address space (``memory_bytes`` overrides it) and ``seconds`` of wall
     clock; with the model's ``config``, transformers' own layers where it builds them (`hf`).
     VerifyBusy when another check holds the slot."""
-    from attn_core.bench.verify import peak, plan, run
+    from attn_core.verify import peak, plan, run
 
     planned = plan.plan_build(shape, request, config)
     sizes = {

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from attn_core.attention import attention
-from attn_core.bench import triton_kernel
+from attn_core.kernels import triton_kernel
 from attn_core.masks import causal_mask
 from attn_core.online import online_attention
 
@@ -119,7 +119,7 @@ def flex_eager(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool =
 
 
 def triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) -> torch.Tensor:
-    """Our Triton kernel (attn_core.bench.triton_kernel); interpreted when there is no GPU."""
+    """Our Triton kernel (attn_core.kernels.triton_kernel); interpreted when there is no GPU."""
     return triton_kernel.triton_attention(q, k, v, causal)
 
 

@@ -8,9 +8,9 @@ import json
 import torch
 from apptest_helpers import chart, frame, plotly_array
 
-from attn_core.bench.records import Case, tflops
+from attn_core.kernels.records import Case, tflops
 
-PAGE = "pages/bench.py"
+PAGE = "pages/kernels.py"
 
 
 def tiny(at, impls=("naive", "sdpa", "sdpa-efficient", "online", "triton")):
@@ -76,9 +76,9 @@ def _record(impl, L, tflops, **kw):
 def test_recorded_gpu_results_are_shown_with_their_labels(app, tmp_path, monkeypatch):
     """Only files a GPU run wrote are shown; their meta labels device, date and versions; the
     target ratio is Triton over the best correct SDPA backend at L = 8,192 (here 300 / 500)."""
-    from attn_core.views import bench
+    from attn_core.views import kernels
 
-    assert bench.recorded_gpu_runs(tmp_path) == []
+    assert kernels.recorded_gpu_runs(tmp_path) == []
     rows = [
         _record("sdpa-flash", 8192, 400.0),
         _record("sdpa-cudnn", 8192, 500.0),
@@ -93,13 +93,13 @@ def test_recorded_gpu_results_are_shown_with_their_labels(app, tmp_path, monkeyp
         "versions": {"torch": "2.11", "triton": "3.6"},
     }
     (tmp_path / "gpu-results-h200.json").write_text(json.dumps({"meta": meta, "records": rows}))
-    (run,) = bench.recorded_gpu_runs(tmp_path)
+    (run,) = kernels.recorded_gpu_runs(tmp_path)
     assert run.triton_vs_best_sdpa() == 300.0 / 500.0
     assert [(r["contestant"], r["L"]) for r in run.headline_rows()][-2:] == [
         ("Triton (ours)", 8192),
         ("Triton (ours)", 4096),
     ]
-    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(kernels, "RESULTS_DIR", tmp_path)
     at = app(PAGE)
     assert not at.exception
     assert any(
@@ -110,11 +110,11 @@ def test_recorded_gpu_results_are_shown_with_their_labels(app, tmp_path, monkeyp
 
 
 def test_a_second_visitor_sees_busy_and_the_last_results(app, monkeypatch):
-    from attn_core.views import bench
+    from attn_core.views import kernels
 
-    monkeypatch.setattr(bench, "UNWIND_WAIT_S", 0.1)  # how long a run waits for a stopped sweep to unwind
+    monkeypatch.setattr(kernels, "UNWIND_WAIT_S", 0.1)  # how long a run waits for a stopped sweep to unwind
     at = tiny(app(PAGE))
-    with bench._LOCK:  # another session's sweep holds the bench
+    with kernels._LOCK:  # another session's sweep holds the bench
         at.button(key="kb_run").click().run()
     assert not at.exception
     assert any("Another visitor's sweep is running" in w.value for w in at.warning)
@@ -162,7 +162,7 @@ def test_a_corrupt_recorded_file_is_skipped_by_name_and_the_page_stays(app, tmp_
     """One unreadable file in assets/bench/ (cut short, not an object, a record that is not an
     object) is named in a warning with what is wrong; the good run beside it is still shown and
     nothing blames the visitor's settings."""
-    from attn_core.views import bench
+    from attn_core.views import kernels
 
     good = {
         "meta": {"device": "NVIDIA H100", "date": "2026-12-01"},
@@ -173,14 +173,14 @@ def test_a_corrupt_recorded_file_is_skipped_by_name_and_the_page_stays(app, tmp_
     (tmp_path / "gpu-results-c-list.json").write_text("[1, 2]")
     (tmp_path / "gpu-results-d-record.json").write_text(json.dumps({"meta": {}, "records": [3]}))
     problems: list[str] = []
-    runs = bench.recorded_gpu_runs(tmp_path, problems)
+    runs = kernels.recorded_gpu_runs(tmp_path, problems)
     assert [r.file for r in runs] == ["gpu-results-a-good.json"]
     assert [p.split(" was skipped")[0] for p in problems] == [
         "assets/bench/gpu-results-d-record.json", "assets/bench/gpu-results-c-list.json",
         "assets/bench/gpu-results-b-cut.json",
     ]  # fmt: skip
     assert "record 0 is not an object" in problems[0] and "Unterminated string" in problems[2]
-    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(kernels, "RESULTS_DIR", tmp_path)
     at = app(PAGE)
     assert not at.exception and not at.error
     warned = [w.value for w in at.warning]

@@ -10,7 +10,7 @@ CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'
 
 
 def test_run_then_stop_then_run_again(server_url, page):
-    page.goto(f"{server_url}/bench?kb_H=1&kb_Hkv=1")
+    page.goto(f"{server_url}/kernels?kb_H=1&kb_Hkv=1")
     wait_idle(page, 60_000)
     page.get_by_role("button", name="▶ Run sweep").click()
     expect(page.get_by_text("Time per call")).to_be_visible(timeout=90_000)

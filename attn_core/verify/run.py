@@ -9,12 +9,14 @@ from dataclasses import dataclass
 
 import torch
 
-from attn_core.bench.records import DTYPES
-from attn_core.bench.verify import hf
-from attn_core.bench.verify.counts import PhaseCounts, decode_counts, prefill_counts
-from attn_core.bench.verify.layers import Layers, build_layers
-from attn_core.bench.verify.plan import Plan, VerifyRequest, plan_build, select_device
-from attn_core.bench.verify.probe import (
+from attn_core.cost.dtypes import DTYPE_BYTES
+from attn_core.cost.shapes import ModelShape
+from attn_core.kernels.records import DTYPES
+from attn_core.verify import hf
+from attn_core.verify.counts import PhaseCounts, decode_counts, prefill_counts
+from attn_core.verify.layers import Layers, build_layers
+from attn_core.verify.plan import Plan, VerifyRequest, plan_build, select_device
+from attn_core.verify.probe import (
     PROBE_ROUNDS,
     Probe,
     bound_ms,
@@ -23,8 +25,6 @@ from attn_core.bench.verify.probe import (
     probe_device,
     time_call,
 )
-from attn_core.cost.dtypes import DTYPE_BYTES
-from attn_core.cost.shapes import ModelShape
 
 PREFILL_REPEATS = 2  # the first run also warms the allocator and the thread pool
 # For the time a check is expected to take, before it runs: a slow rate (one CPU thread of the dev
@@ -138,7 +138,7 @@ def expected_seconds(plan: Plan, request: VerifyRequest, device: str) -> float:
 def device_name(device: str) -> str:
     if device == "cuda":
         return torch.cuda.get_device_name(0)
-    from attn_core.bench.device import _cpu_name
+    from attn_core.kernels.device import _cpu_name
 
     return f"{_cpu_name()}, {torch.get_num_threads()} threads"
 
@@ -150,7 +150,7 @@ def verify(
     (config.json) that transformers builds, its own modules are built and run (`hf`); else the
     lab's layers from ``shape``. VerifyError for what cannot be built; VerifyBusy when ``wait`` is
     False and another check is running."""
-    from attn_core.bench.device import load_average
+    from attn_core.kernels.device import load_average
 
     if not _RUN_LOCK.acquire(blocking=wait):
         raise VerifyBusy("another check is running on this machine; try again when it ends")

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import torch
 
-from attn_core.bench.contestants import CONTESTANTS
-from attn_core.bench.device import DeviceFacts, attained_rates, device_facts
-from attn_core.bench.records import DTYPES, Record
-from attn_core.bench.runner import MAX_INTERPRETED_WORK, SweepConfig, run_sweep
+from attn_core.kernels.contestants import CONTESTANTS
+from attn_core.kernels.device import DeviceFacts, attained_rates, device_facts
+from attn_core.kernels.records import DTYPES, Record
+from attn_core.kernels.runner import MAX_INTERPRETED_WORK, SweepConfig, run_sweep
 from attn_core.views import calibrations
 
 SEQ_LEN_CHOICES = (64, 128, 256, 512, 1024, 2048)  # the largest: 8 heads of naive = 128 MiB fp32

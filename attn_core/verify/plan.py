@@ -14,8 +14,14 @@ from typing import Any
 import torch
 
 from attn_core.anatomy.build import BuildRefused
-from attn_core.bench.records import DTYPES
-from attn_core.bench.verify.peak import (
+from attn_core.cost.dtypes import DTYPE_BYTES
+from attn_core.cost.layers import LayerKinds, LayerSet
+from attn_core.cost.mixers import STATE_KIND_NAMES
+from attn_core.cost.params import expert_params, model_params
+from attn_core.cost.serving import kv_cache_bytes, state_bytes
+from attn_core.cost.shapes import ModelShape
+from attn_core.kernels.records import DTYPES
+from attn_core.verify.peak import (
     MAX_EXPERTS,
     MAX_TOKEN_WIDTH,
     MIN_SCAN_CHUNK,
@@ -26,12 +32,6 @@ from attn_core.bench.verify.peak import (
     probe_bytes,
     widest,
 )
-from attn_core.cost.dtypes import DTYPE_BYTES
-from attn_core.cost.layers import LayerKinds, LayerSet
-from attn_core.cost.mixers import STATE_KIND_NAMES
-from attn_core.cost.params import expert_params, model_params
-from attn_core.cost.serving import kv_cache_bytes, state_bytes
-from attn_core.cost.shapes import ModelShape
 
 DEFAULT_SEQ_LEN = 256
 DEFAULT_DECODE_STEPS = 8
@@ -214,7 +214,7 @@ def planned_peak(shape: ModelShape, request: VerifyRequest, device: str, hf_conf
     weights, activations = layer_params(shape) * b, activation_bytes(shape, B, T, M, b)
     build = 0
     if hf_config is not None:
-        from attn_core.bench.verify.hf import built_numel, eager, largest_numel
+        from attn_core.verify.hf import built_numel, eager, largest_numel
 
         weights = built_numel(hf_config) * b
         build = largest_numel(hf_config) * max(b, 4)  # a second copy of it (at fp32, if it is made so)
@@ -232,7 +232,7 @@ def planned_peak(shape: ModelShape, request: VerifyRequest, device: str, hf_conf
 def _hf_source(shape: ModelShape, config: Mapping[str, Any] | None):
     """(transformers' text config, None) where transformers builds ``config`` with the layers the
     cost model read; else (None, why the lab's layers are built)."""
-    from attn_core.bench.verify.hf import hf_build, layer_count
+    from attn_core.verify.hf import hf_build, layer_count
 
     built = hf_build(config)
     if not built.buildable:
@@ -246,7 +246,7 @@ def _hf_source(shape: ModelShape, config: Mapping[str, Any] | None):
 
 
 def _keeps_kinds(cfg, picked: tuple[int, ...]) -> bool:
-    from attn_core.bench.verify.hf import cut_config
+    from attn_core.verify.hf import cut_config
 
     try:
         cut_config(cfg, picked, None)
@@ -272,7 +272,7 @@ def plan_build(shape: ModelShape, request: VerifyRequest, config: Mapping[str, A
     def hf_of(picked: tuple[int, ...], n_experts: int | None):
         if hf is None:
             return None
-        from attn_core.bench.verify.hf import cut_config
+        from attn_core.verify.hf import cut_config
 
         try:
             return cut_config(hf, picked, n_experts if shape.moe is not None else None)
@@ -346,7 +346,7 @@ def plan_build(shape: ModelShape, request: VerifyRequest, config: Mapping[str, A
     if hf_cut is None:
         built_by, built = "lab", layer_params(cut)
     else:
-        from attn_core.bench.verify.hf import built_params
+        from attn_core.verify.hf import built_params
 
         built_by, built = "transformers", built_params(hf_cut)
     return Plan(

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from attn_core.bench.records import DTYPES
-from attn_core.bench.verify.counts import AttentionCall, PhaseCounts
-from attn_core.bench.verify.layers import ATTENTION_KEYS, STATE_CORES, attend
-from attn_core.bench.verify.peak import COLD_BYTES, COMPUTE_ROWS, PEAK_N, PROBE_COLS, PROBE_ROWS, STREAM_BYTES
-from attn_core.bench.verify.plan import Plan, VerifyRequest
 from attn_core.cost.dtypes import DTYPE_BYTES
 from attn_core.cost.shapes import ModelShape
+from attn_core.kernels.records import DTYPES
+from attn_core.verify.counts import AttentionCall, PhaseCounts
+from attn_core.verify.layers import ATTENTION_KEYS, STATE_CORES, attend
+from attn_core.verify.peak import COLD_BYTES, COMPUTE_ROWS, PEAK_N, PROBE_COLS, PROBE_ROWS, STREAM_BYTES
+from attn_core.verify.plan import Plan, VerifyRequest
 
 PROBE_ROUNDS = 3
 

@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attn_core.bench.records import DTYPES
-from attn_core.bench.verify.plan import RECURRENT_DTYPE
+from attn_core.kernels.records import DTYPES
+from attn_core.verify.plan import RECURRENT_DTYPE
 
 
 @dataclass

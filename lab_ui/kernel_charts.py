@@ -1,6 +1,6 @@
 """Charts of the Kernels page: one line per contestant against L, and a roofline.
 
-Input rows are the plain dicts of attn_core.views.bench (``perf_rows``); nothing is computed
+Input rows are the plain dicts of attn_core.views.kernels (``perf_rows``); nothing is computed
 here beyond grouping them by contestant.
 """
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from attn_core.bench import triton_kernel
-from attn_core.bench.contestants import SDPA_OPS
+from attn_core.kernels import triton_kernel
+from attn_core.kernels.contestants import SDPA_OPS
 
 CUDA_WARMUP_MS = 25  # do_bench's defaults, in ms of running the function
 CUDA_REP_MS = 100

@@ -4,9 +4,9 @@ timed and checked on this server's hardware."""
 import pandas as pd
 import streamlit as st
 
-from attn_core.views import bench
-from attn_core.views.bench import CONTESTANTS
-from lab_ui import bench_charts, figures, kernel_rates, published_runs, widgets
+from attn_core.views import kernels
+from attn_core.views.kernels import CONTESTANTS
+from lab_ui import figures, kernel_charts, kernel_rates, published_runs, widgets
 from lab_ui.badges import table
 from lab_ui.page import compute, header, require, safety_net
 
@@ -28,26 +28,28 @@ st.subheader("Sweep")
 c1, c2, c3, c4 = st.columns(4)
 with c1:
     seq_lens = st.multiselect(
-        "sequence lengths L = S", bench.SEQ_LEN_CHOICES, default=bench.DEFAULT_SEQ_LENS, key="kb_L"
+        "sequence lengths L = S", kernels.SEQ_LEN_CHOICES, default=kernels.DEFAULT_SEQ_LENS, key="kb_L"
     )
     dtype = widgets.selectbox("dtype", ["fp32", "fp16", "bf16"], key="kb_dtype")
 with c2:
-    head_dim = widgets.selectbox("head dim D", list(bench.HEAD_DIMS), key="kb_d", default=64)
+    head_dim = widgets.selectbox("head dim D", list(kernels.HEAD_DIMS), key="kb_d", default=64)
     causal = widgets.toggle("causal (bottom-right)", key="kb_causal")
 with c3:
-    heads = widgets.slider("query heads H", 1, bench.MAX_HEADS, 4, key="kb_H")
+    heads = widgets.slider("query heads H", 1, kernels.MAX_HEADS, 4, key="kb_H")
     kv_choices = [n for n in range(1, heads + 1) if heads % n == 0]
     kv_heads = widgets.selectbox("KV heads (GQA when fewer)", kv_choices, key="kb_Hkv", default=heads)
 with c4:
-    budget = widgets.slider("time cap (s)", 1, bench.MAX_BUDGET_S, bench.DEFAULT_BUDGET_S, key="kb_budget")
+    budget = widgets.slider(
+        "time cap (s)", 1, kernels.MAX_BUDGET_S, kernels.DEFAULT_BUDGET_S, key="kb_budget"
+    )
 impls = st.multiselect(
     "contestants",
-    bench.PAGE_IMPLS,
-    default=bench.DEFAULT_IMPLS,
+    kernels.PAGE_IMPLS,
+    default=kernels.DEFAULT_IMPLS,
     key="kb_impls",
     format_func=lambda i: CONTESTANTS[i].label,
 )
-request = bench.BenchRequest(
+request = kernels.BenchRequest(
     seq_lens=tuple(seq_lens),
     head_dim=head_dim,
     heads=heads,
@@ -81,7 +83,9 @@ def on_record(record, expected: int) -> None:
 
 
 INPUTS = "the sweep's lengths, dtype, head sizes and contestants"
-view = compute(bench.kernels_page, request, run, st.session_state.get("kb_records"), on_record, inputs=INPUTS)
+view = compute(
+    kernels.kernels_page, request, run, st.session_state.get("kb_records"), on_record, inputs=INPUTS
+)
 require(view, fix="the sweep's settings")
 if progress is not None:
     progress.empty()
@@ -133,20 +137,20 @@ def results() -> None:
         left, right = st.columns(2)
         with left:
             figures.show(
-                bench_charts.per_length(view.perf_rows, "ms", "Time per call", "ms (median)"), key="kb_ms"
+                kernel_charts.per_length(view.perf_rows, "ms", "Time per call", "ms (median)"), key="kb_ms"
             )
             figures.show(
-                bench_charts.per_length(
+                kernel_charts.per_length(
                     view.perf_rows, "% of peak", f"% of the {peak_word} peak", "% of peak", False
                 ),
                 key="kb_pct",
             )
         with right:
             figures.show(
-                bench_charts.per_length(view.perf_rows, "TFLOP/s", "Throughput", "TFLOP/s"), key="kb_tf"
+                kernel_charts.per_length(view.perf_rows, "TFLOP/s", "Throughput", "TFLOP/s"), key="kb_tf"
             )
             figures.show(
-                bench_charts.per_length(
+                kernel_charts.per_length(
                     view.perf_rows, "peak extra MiB", "Peak extra memory", "MiB (incl. output)"
                 ),
                 key="kb_mem",
@@ -154,7 +158,7 @@ def results() -> None:
     # The roofline is drawn before any run too: the device's roof and ridge are facts of the server.
     dtype_peak = view.facts.peak_flops.get(view.records[0].dtype if view.records else request.dtype)
     figures.show(
-        bench_charts.roofline(view.perf_rows, dtype_peak, view.facts.bandwidth, "Roofline"), key="kb_roof"
+        kernel_charts.roofline(view.perf_rows, dtype_peak, view.facts.bandwidth, "Roofline"), key="kb_roof"
     )
     st.caption(
         "Intensity = FLOPs ÷ the least bytes each kernel must move (Q, K, V in, O out; a kernel that forms "
@@ -168,7 +172,7 @@ def results() -> None:
         sci = st.column_config.NumberColumn(format="%.2e")
         table(
             pd.DataFrame(view.error_rows),
-            "kernel-bench.csv",
+            "kernel-kernels.csv",
             key="kb_err",
             hide_index=True,
             column_config={"max |err| vs fp64": sci, "allowed": sci},
@@ -201,7 +205,7 @@ def results() -> None:
         )
         if run_.headline_rows():
             figures.show(
-                bench_charts.per_length(
+                kernel_charts.per_length(
                     run_.headline_rows(), "TFLOP/s", "Recorded GPU throughput, d = 128, bf16", "TFLOP/s"
                 ),
                 key=f"kb_rec_chart_{run_.file}",
@@ -209,8 +213,8 @@ def results() -> None:
         ratio = run_.triton_vs_best_sdpa()
         if ratio is not None:
             st.markdown(
-                f"Triton (ours) at L = {bench.TARGET_L:,}: **{ratio:.2f}×** the best SDPA backend's TFLOP/s "
-                f"(target ≥ {bench.TARGET_RATIO}×)."
+                f"Triton (ours) at L = {kernels.TARGET_L:,}: **{ratio:.2f}×** the best SDPA backend's TFLOP/s "
+                f"(target ≥ {kernels.TARGET_RATIO}×)."
             )
         table(
             pd.DataFrame(run_.rows),

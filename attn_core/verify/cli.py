@@ -12,8 +12,8 @@ says why), ``params_built`` (every parameter built), ``planned_peak_bytes`` and
 transformers' own build, `attn_core.anatomy`), ``layers_built``, ``experts_built`` (null for a dense
 model), ``probe`` {``matmul_flop_per_s``, ``bandwidth_bytes_per_s``, …} and ``prefill`` and
 ``decode_step``, each {``flops``, ``bytes``, ``bound_ms``, ``estimate_ms``, ``measured_ms``, …}
-(see `attn_core.bench.verify`). The check runs in a child process capped at its planned peak
-memory and ``--time-limit`` seconds (`attn_core.bench.verify.child`); ``--memory-gib`` is bounded
+(see `attn_core.verify`). The check runs in a child process capped at its planned peak
+memory and ``--time-limit`` seconds (`attn_core.verify.child`); ``--memory-gib`` is bounded
 by this machine's memory (/proc/meminfo) and ``--threads`` by its cores. Bad arguments or configs,
 and a check that fails or runs past its limit, print one line to stderr and exit 2; torch is
 imported only once the arguments are fine.
@@ -32,7 +32,7 @@ from attn_core.cost.cli import Parser, UsageError, bounded_int, fail, load_shape
 from attn_core.cost.shapes import ConfigError, list_presets
 from attn_core.cost.units import format_bytes_binary, format_flops, format_rate, format_seconds
 
-# Mirrors attn_core.bench.verify (which imports torch); a test checks they agree.
+# Mirrors attn_core.verify (which imports torch); a test checks they agree.
 DTYPES = ("fp32", "fp16", "bf16")
 DEFAULT_SEQ_LEN = 256
 DEFAULT_DECODE_STEPS = 8
@@ -140,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = model_config(args)
     except (UsageError, ConfigError, ValueError) as exc:
         return fail(str(exc))
-    from attn_core.bench import verify  # torch: only once the arguments are fine
+    from attn_core import verify  # torch: only once the arguments are fine
 
     try:
         request = verify.VerifyRequest(

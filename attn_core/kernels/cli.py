@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from attn_core.bench.contestants import CONTESTANTS
-from attn_core.bench.records import DTYPES, Record
+from attn_core.kernels.contestants import CONTESTANTS
+from attn_core.kernels.records import DTYPES, Record
 
 MAX_SEQ_LEN = 131_072
 MAX_SIZE = 4_096  # batch, heads, head dim
@@ -96,7 +96,7 @@ def _row(r: Record) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from attn_core.bench.runner import SweepConfig, run_sweep  # torch: only once the args are fine
+    from attn_core.kernels.runner import SweepConfig, run_sweep  # torch: only once the args are fine
 
     try:
         args = build_parser().parse_args(argv)

@@ -73,9 +73,10 @@ Its modules, by job (each imports only those above it):
   and a wall-clock limit, stoppable, every failure one line (`CheckFailed`).
 """
 
-from attn_core.bench.records import DTYPES
-from attn_core.bench.verify.child import ADDRESS_SLACK, Check, CheckFailed, running, start_check
-from attn_core.bench.verify.counts import (
+from attn_core.cost.dtypes import DTYPE_BYTES
+from attn_core.kernels.records import DTYPES
+from attn_core.verify.child import ADDRESS_SLACK, Check, CheckFailed, running, start_check
+from attn_core.verify.counts import (
     MIXER_GEMMS,
     AttentionCall,
     Gemm,
@@ -87,8 +88,8 @@ from attn_core.bench.verify.counts import (
     mlp_gemms,
     prefill_counts,
 )
-from attn_core.bench.verify.deltanet import DeltaCore, GatedDeltaNetLayer, delta_core_call
-from attn_core.bench.verify.layers import (
+from attn_core.verify.deltanet import DeltaCore, GatedDeltaNetLayer, delta_core_call
+from attn_core.verify.layers import (
     ATTENTION_KEYS,
     MIXERS,
     STATE_CORES,
@@ -101,16 +102,16 @@ from attn_core.bench.verify.layers import (
     attend,
     build_layers,
 )
-from attn_core.bench.verify.linear import LinearState
-from attn_core.bench.verify.mamba2 import Mamba2Core, Mamba2Layer, mamba2_core_call
-from attn_core.bench.verify.peak import (
+from attn_core.verify.linear import LinearState
+from attn_core.verify.mamba2 import Mamba2Core, Mamba2Layer, mamba2_core_call
+from attn_core.verify.peak import (
     FLOOR_BYTES,
     MAX_EXPERTS,
     MAX_TOKEN_WIDTH,
     MIN_SCAN_CHUNK,
     Peak,
 )
-from attn_core.bench.verify.plan import (
+from attn_core.verify.plan import (
     BUILT_STATE_KINDS,
     DEFAULT_DECODE_STEPS,
     DEFAULT_MEMORY_GIB,
@@ -130,7 +131,7 @@ from attn_core.bench.verify.plan import (
     refuse_unbuilt,
     select_device,
 )
-from attn_core.bench.verify.probe import (
+from attn_core.verify.probe import (
     COLD_BYTES,
     COMPUTE_ROWS,
     PEAK_N,
@@ -149,7 +150,7 @@ from attn_core.bench.verify.probe import (
     probe_stream,
     probed_shape,
 )
-from attn_core.bench.verify.run import (
+from attn_core.verify.run import (
     PREFILL_REPEATS,
     PhaseResult,
     VerifyBusy,
@@ -159,7 +160,6 @@ from attn_core.bench.verify.run import (
     measure,
     verify,
 )
-from attn_core.cost.dtypes import DTYPE_BYTES
 
 __all__ = [
     "ADDRESS_SLACK",

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import torch
 
-from attn_core.bench.records import DTYPES
 from attn_core.cost.calibration import preset_for_device
+from attn_core.kernels.records import DTYPES
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 MATMUL_N = 1024  # 2·1024³ ≈ 2.1 GFLOP: ~10 ms in fp32 on one modern core
@@ -70,7 +70,7 @@ class DeviceFacts:
 
 
 def versions() -> dict[str, str]:
-    from attn_core.bench import triton_kernel
+    from attn_core.kernels import triton_kernel
 
     out = {"torch": torch.__version__}
     if triton_kernel.AVAILABLE:

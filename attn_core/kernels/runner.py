@@ -19,11 +19,11 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from attn_core.bench import triton_kernel
-from attn_core.bench.contestants import CONTESTANTS, fixed_backend
-from attn_core.bench.device import DeviceFacts, device_facts, load_average
-from attn_core.bench.records import UNIT_ROUNDOFF, Case, Record, io_bytes, tflops
-from attn_core.bench.timing import median_ms_cpu, median_ms_cuda, probe
+from attn_core.kernels import triton_kernel
+from attn_core.kernels.contestants import CONTESTANTS, fixed_backend
+from attn_core.kernels.device import DeviceFacts, device_facts, load_average
+from attn_core.kernels.records import UNIT_ROUNDOFF, Case, Record, io_bytes, tflops
+from attn_core.kernels.timing import median_ms_cpu, median_ms_cuda, probe
 from attn_core.masks import causal_mask
 from attn_core.oracle import max_abs_diff, sdpa_reference
 

@@ -20,9 +20,9 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from attn_core.bench.verify.linear import LinearState, causal_conv, nemotron_h
 from attn_core.cost.mixers import Mamba2 as Mamba2Shape
 from attn_core.cost.shapes import ModelShape
+from attn_core.verify.linear import LinearState, causal_conv, nemotron_h
 
 ACTIVATION = "silu"  # Nemotron-H's mamba_hidden_act
 TIME_STEP_MIN = 0.001  # NemotronHConfig's time_step_min: Δ is clamped below at it (no upper limit)

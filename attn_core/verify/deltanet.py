@@ -23,10 +23,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attn_core.bench.verify.linear import LinearState, causal_conv
-from attn_core.bench.verify.linear import qwen3_next as _qwen3_next
 from attn_core.cost.mixers import GatedDeltaNet as GatedDeltaNetShape
 from attn_core.cost.shapes import ModelShape
+from attn_core.verify.linear import LinearState, causal_conv
+from attn_core.verify.linear import qwen3_next as _qwen3_next
 
 ACTIVATION = "silu"  # Qwen3-Next's hidden_act: the conv's activation and the norm's gate
 
