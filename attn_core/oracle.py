@@ -28,7 +28,7 @@ ROUNDING_TOL = 1e-12
 # Two float64 computations of the same attention rows (ours vs SDPA, cached vs full pass) differ by
 # summation order only: ~T · 2^-53 · max|v| ≲ 1e-14 for T ≤ 64; a wrong mask is off by O(0.1).
 MATCH_TOL = 1e-12
-# Card 4's identities hold to a few ulps of float64 for entries ≤ 1/4 (see tests/test_jacobian.py).
+# Card 4's identities hold to a few ulps of float64 for entries ≤ 1/4 (see tests/core/test_jacobian.py).
 J_EXACT = 1e-15
 J_EIG = 1e-14
 # A Jacobian eigenvalue below this cannot be told from zero after float64 eigensolving of a row

@@ -1,7 +1,7 @@
 """Every causal-LM model type the installed transformers maps, at its class defaults, through the
 model-derived path and the formulas' check: how many are built and sized, how many the formulas
 agree with, differ from (naming the parts) or do not cover, and how many transformers itself
-cannot build (with its reason). The suite runs a seeded sample of this (tests/test_anatomy.py).
+cannot build (with its reason). The suite runs a seeded sample of this (tests/anatomy/test_anatomy.py).
 
     .venv/bin/python benchmarks/anatomy_sweep.py [--out sweep.json]
 

@@ -10,7 +10,7 @@ every session (lab_ui/view_cache.py), so one screen's palette never reaches anot
   washed-out projector keeps the order), PuOr for diverging maps, black text, thicker lines and
   axes; the page's text darker and bolder.
 
-tests/test_palettes.py checks each scale under simulated protanopia, deuteranopia and
+tests/lab_ui/test_palettes.py checks each scale under simulated protanopia, deuteranopia and
 tritanopia (Machado, Oliveira and Fernandes 2009) against the CIELAB lightness and colour
 difference of its ends.
 """

@@ -86,7 +86,7 @@ def server_url():
     from harness.server import serve
 
     # every browser test comes from 127.0.0.1: the several that start a room would pass the
-    # per-address limit meant for one visitor (tests/test_rooms.py holds that limit)
+    # per-address limit meant for one visitor (tests/classroom/test_rooms.py holds that limit)
     with serve(env={"ATTN_LAB_ROOMS_PER_CLIENT": "16"}) as server:
         yield server.http
 

@@ -2,7 +2,7 @@
 written by ``benchmarks/derive_presets.py`` from transformers' own build on the meta device), so
 that a preset is checked without importing torch. Each record carries its config's content key:
 a preset edited since its record was written has no record (and says so) rather than a stale one.
-`tests/test_anatomy.py` holds the records against a fresh derivation."""
+`tests/anatomy/test_anatomy.py` holds the records against a fresh derivation."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Where the drills link to, in one place: each page section by the id its URL keeps and the label
-it shows, and the ids of the other choices a link sets. tests/test_practice_links.py opens every
+it shows, and the ids of the other choices a link sets. tests/practice/test_page_links.py opens every
 drill's link and checks that its page keeps each value.
 
 The Scaling page (cards 3, 16, 18) and the "What one head can express" page (cards 8, 10, 17) were

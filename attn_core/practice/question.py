@@ -60,7 +60,7 @@ def choice_id(option: Enum) -> str:
 class PageSection:
     """One section of a page as a drill links to it: the page (its url_path in lab_ui/nav.py), the
     key of its section picker, the id its URL keeps for the section and the label it shows.
-    tests/test_practice_links.py opens every drill's link and checks the page keeps each value."""
+    tests/practice/test_page_links.py opens every drill's link and checks the page keeps each value."""
 
     url_path: str
     key: str  # "co_section"

@@ -2,7 +2,7 @@
 
 Step s trains on a batch drawn from a generator seeded by (seed, s) alone, and the optimizer's
 state lives in the run, so stopping after any step and resuming gives bit for bit the run that
-was never stopped (tests/test_trained_training.py).
+was never stopped (tests/trained/test_training.py).
 
 Threshold for the induction task's phase change: see ``phase_threshold``.
 """

@@ -35,7 +35,7 @@ SHIPPED_TEXT = "The quick brown fox jumps over the lazy dog. The quick brown fox
 TRIED = (
     "SmolLM2-135M-Instruct, and tiny random checkpoints of Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3, "
     "Phi-3, OLMo 2, Granite, GPT-2, GPT-NeoX, gpt-oss and Qwen3-Next"
-)  # the architectures tests/test_hf_architectures.py opens
+)  # the architectures tests/hf/test_architectures.py opens
 DEMO_LABEL = "a tiny random Mistral-style model built here (GQA 4:2, rotary, sliding window 8)"
 DEMO_TEXT = "3 14 15 92 65 35 89 79 32 38 46 26 43 38 32 79"
 _LOCK = threading.Lock()  # one new load at a time on the server: loads are the expensive part

@@ -2,6 +2,6 @@
 
 from attn_core.toy import SENTENCE
 
-__all__ = [  # what the page reads (the page import rule: tests/test_page_shape.py)
+__all__ = [  # what the page reads (the page import rule: tests/pages/test_page_shape.py)
     "SENTENCE",
 ]

@@ -18,7 +18,7 @@ from attn_core.theory import circuits, collapse, kernel_smoothing, rank
 from attn_core.theory.kernel_smoothing import check_bandwidth
 from attn_core.theory.scaling import check_d_k
 
-__all__ = [  # what the page reads (the page import rule: tests/test_page_shape.py)
+__all__ = [  # what the page reads (the page import rule: tests/pages/test_page_shape.py)
     "CIRCLE_QUERIES",
     "CODE",
     "IDENTITY_TOL",

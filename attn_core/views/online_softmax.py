@@ -36,7 +36,7 @@ from attn_core.oracle import MATCH_TOL, SDPA_TOL, TRACE_TOL, max_abs_diff, sdpa_
 from attn_core.slips.online import SLIPS
 from attn_core.views.inputs import QKV, InputKind
 
-__all__ = [  # what the page reads (the page import rule: tests/test_page_shape.py)
+__all__ = [  # what the page reads (the page import rule: tests/pages/test_page_shape.py)
     "CODE",
     "MAX_TILES",
     "NEEDS_QKV",

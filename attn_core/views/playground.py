@@ -13,7 +13,7 @@ from attn_core.slips.forward import SLIPS
 from attn_core.stats import TemperatureSweep, effective_keys, row_entropy, temperature_sweep
 from attn_core.views.inputs import QKV
 
-__all__ = [  # what the page reads (the page import rule: tests/test_page_shape.py)
+__all__ = [  # what the page reads (the page import rule: tests/pages/test_page_shape.py)
     "CODE",
     "SLIPS",
     "SWEEP_KEYS",

@@ -8,7 +8,7 @@ from attn_core.practice import drills
 from attn_core.practice.progress import Attempt, CardProgress, from_csv, summarize, to_csv
 from attn_core.practice.question import Answer, AnswerKind, Difficulty, Question, Verdict, fmt
 
-__all__ = [  # what the page reads (the page import rule: tests/test_page_shape.py)
+__all__ = [  # what the page reads (the page import rule: tests/pages/test_page_shape.py)
     "CARD_TITLES",
     "TIMERS",
     "Difficulty",

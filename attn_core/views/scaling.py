@@ -20,7 +20,7 @@ from attn_core.slips.scaling import SLIPS
 from attn_core.theory import alignment, scaling, sinks
 from attn_core.theory.scaling import ScaleRule
 
-__all__ = [  # what the page reads (the page import rule: tests/test_page_shape.py)
+__all__ = [  # what the page reads (the page import rule: tests/pages/test_page_shape.py)
     "APPROX_GAP",
     "CODE",
     "MAX_D_K",

@@ -49,7 +49,7 @@ from attn_core.trained.training import (
     train,
 )
 
-__all__ = [  # what the page reads (the page import rule: tests/test_page_shape.py)
+__all__ = [  # what the page reads (the page import rule: tests/pages/test_page_shape.py)
     "DEFAULT_SIZE",
     "DEFAULT_TEXT",
     "MAPS_EVERY",
