@@ -33,33 +33,13 @@ def maps(ex: playground.PlaygroundView) -> None:
             table(shapes, "shapes.csv", key="pg_shapes", hide_index=True)
 
     q_tok, k_tok = qkv.query_tokens, qkv.key_tokens
-    left, right = st.columns(2)
-    with left:
-        figures.show(
-            view_cache.figure(
-                figures.heatmap,
-                res.scores[0, head],
-                k_tok,
-                q_tok,
-                title="Scores S = QKᵀ·scale + M",
-                colorscale="RdBu_r",
-                zmid=0,
-            ),
-            key="pg_scores",
-        )
-    with right:
-        figures.show(
-            view_cache.figure(
-                figures.heatmap,
-                res.weights[0, head],
-                k_tok,
-                q_tok,
-                title="Weights P = softmax(S)",
-                zmin=0,
-                zmax=1,
-            ),
-            key="pg_weights",
-        )
+    two_maps = (
+        ("pg_scores", res.scores[0, head], "Scores S = QKᵀ·scale + M", {"colorscale": "RdBu_r", "zmid": 0}),
+        ("pg_weights", res.weights[0, head], "Weights P = softmax(S)", {"zmin": 0, "zmax": 1}),
+    )
+    for column, (key, z, title, style) in zip(st.columns(2), two_maps, strict=True):
+        with column:
+            figures.show_cached(figures.heatmap, z, k_tok, q_tok, title=title, key=key, **style)
     figures.show(
         view_cache.figure(
             figures.heatmap,
