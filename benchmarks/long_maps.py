@@ -36,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from attn_core.hf.attention_maps import Loaded
+from attn_core.hf.loading import Loaded
 from attn_core.views import long_heads as lh
 
 THREADS = 2

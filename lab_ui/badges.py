@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 import pandas as pd
@@ -45,6 +45,12 @@ def check_badge(check: Check) -> None:
     """✓/✗ badge with the property's name, then the measured number."""
     color, mark = ("green", "✓") if check.passed else ("red", "✗")
     st.markdown(f":{color}-badge[{mark} {check.name}] {check.detail}")
+
+
+def check_badges(checks: Iterable[Check]) -> None:
+    """A section's checks, one ``check_badge`` each, in order."""
+    for check in checks:
+        check_badge(check)
 
 
 def slip_picker(slips: Mapping[str, Slip], key: str) -> str | None:

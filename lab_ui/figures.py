@@ -9,14 +9,15 @@ client-side toImage: the server renders nothing).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 import streamlit as st
 
-from lab_ui import palettes
+from lab_ui import palettes, view_cache
 
 BASE_FONT_SIZE = 15
 PROJECTOR_FONT_SIZE = 22
@@ -188,6 +189,12 @@ def standalone_html(fig: go.Figure | dict, title: str = "Attention Lab figure") 
     )
     safe = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return html.replace("<head>", f"<head><title>{safe}</title>", 1)
+
+
+def show_cached(builder: Callable[..., go.Figure], *args: Any, key: str, **kwargs: Any) -> None:
+    """``show`` the figure ``builder(*args, **kwargs)`` (``heatmap``, ``lines``, …) built from a
+    view, taken from the shared figure cache (``view_cache.figure``: never modified here)."""
+    show(view_cache.figure(builder, *args, **kwargs), key=key)
 
 
 def show(fig: go.Figure, key: str) -> None:

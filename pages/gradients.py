@@ -5,7 +5,7 @@ import streamlit as st
 from attn_core.views import gradient_slips, gradients
 from attn_core.views.gradients import FD_CAPS, JACOBIAN_MAX_KEYS, SLIPS, Section, Upstream
 from lab_ui import figures, gradient_charts, widgets
-from lab_ui.badges import check_badge, number_table, oracle_badge, slip_columns, slip_picker
+from lab_ui.badges import check_badge, check_badges, number_table, oracle_badge, slip_columns, slip_picker
 from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
 from lab_ui.page import compute, header, require, run_section, section_picker, show_code
 
@@ -25,8 +25,7 @@ def jacobian(ex: gradients.GradientsView) -> None:
     m[2].metric("bound for any row", "1/2")
     m[3].metric("‖J‖_F", f"{ex.frobenius:.4g}")
     spectrum(ex)
-    for check in ex.jacobian_checks:
-        check_badge(check)
+    check_badges(ex.jacobian_checks)
     saturation(ex)
 
 
@@ -100,8 +99,7 @@ def backward_pass(ex: gradients.GradientsView) -> None:
             f"{ex.finite_note} Cap: {FD_CAPS[0]:,} coordinates in Q, K, V and {FD_CAPS[1]:,} "
             "score entries × coordinates (2 forward passes per coordinate and ε)."
         )
-    for check in ex.checks:
-        check_badge(check)
+    check_badges(ex.checks)
     gradient_charts.backward_heatmaps(ex.backward, ex.qkv, ex.head)
     show_code("attn_core.attention_backward", gradients.CODE)
 
@@ -145,8 +143,7 @@ def slips(ex: gradients.GradientsView) -> None:
     slip = slip_picker(SLIPS, key="gr_slip")
     if slip is None:
         st.caption("Turn on the toggle to put a slip beside the right answer.")
-        for check in ex.checks:
-            check_badge(check)
+        check_badges(ex.checks)
         return
     outcome = compute(gradient_slips.gradient_slip_outcome, ex, slip, inputs="the slip")
     if outcome is None:
@@ -157,8 +154,7 @@ def slips(ex: gradients.GradientsView) -> None:
         def show() -> None:
             fig = figures.heatmap(dscores[0, head], k_tok, q_tok, title=title, colorscale="RdBu_r", zmid=0)
             figures.show(fig, key=key)
-            for check in checks:
-                check_badge(check)
+            check_badges(checks)
 
         return show
 

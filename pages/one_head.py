@@ -3,6 +3,7 @@ and the change of basis that leaves a head unchanged (cards 8, 10 and 17; the le
 card 9's heads sum). Every number comes from one call into attn_core.views.one_head."""
 
 from dataclasses import replace
+from functools import partial
 
 import streamlit as st
 
@@ -18,7 +19,7 @@ from attn_core.views.one_head import (
 )
 from lab_ui import figures, widgets
 from lab_ui import theory_charts as charts
-from lab_ui.badges import check_badge, number_table, slip_columns
+from lab_ui.badges import check_badges, number_table, slip_columns
 from lab_ui.page import compute, header, require, run_section, section_picker, show_code
 
 INPUTS = "the sizes and the seed in the sidebar"
@@ -45,8 +46,7 @@ def kernel(x: ExpressivityInputs) -> None:
     m = st.columns(2)
     m[0].metric("max |NW − attention with bias|", f"{sm.bias_error:.1e}")
     m[1].metric("✗ max |NW − attention without bias|", f"{sm.no_bias_error:.3g}")
-    for check in view.checks:
-        check_badge(check)
+    check_badges(view.checks)
     st.caption(
         "softmax(q·k/λ² − ‖k‖²/2λ²) is the Gaussian smoother exactly: the ‖q‖² term cancels in the softmax. "
         "Drop the key bias and long keys (large x) win. The spec's 1.09 comes from its own noise draw, "
@@ -64,8 +64,7 @@ def ranks(x: ExpressivityInputs) -> None:
     figures.show(charts.singular_values(s.singular_values, s.d_k, title), key="oh_sv")
     rows = [{"matrix": n, "numerical rank": s.ranks[n], "card 10's bound": s.bounds[n]} for n in s.ranks]
     number_table(rows, "one_head_ranks.csv", "oh_rank")
-    for check in view.checks:
-        check_badge(check)
+    check_badges(view.checks)
     st.caption(
         "Slip: 'the attention weights have rank ≤ d_k'. The logits do; P is exp of them, full rank, while "
         "log P = S − ℓ1ᵀ has rank ≤ d_k + 1. Card 10: rank 8 vs 64 at T = 64, d_k = 8."
@@ -93,8 +92,7 @@ def select(x: ExpressivityInputs) -> None:
         view.counts, f"{x.circle_keys} keys on a circle, {one_head.CIRCLE_QUERIES} queries"
     )
     figures.show(fig, key="oh_select")
-    for check in view.checks:
-        check_badge(check)
+    check_badges(view.checks)
     st.caption(
         "At d_k = 1 each score is q_i k_j: a positive query picks the largest key, a negative one the "
         "smallest. At d_k = 2 a query pointing at a key selects it."
@@ -113,8 +111,7 @@ def collapse(x: ExpressivityInputs) -> None:
     m[0].metric("cubic rate: slope per decade", f"{view.cubic.slope:.3f}")
     m[1].metric("uniform head Var (T = 4,096)", f"{view.uniform.variance:.3g}", help="σ_v²/T = 2.44e-4")
     m[2].metric(f"r after {x.layers} layers with residuals", f"{float(cur.residual[-1]):.3g}")
-    for check in view.checks:
-        check_badge(check)
+    check_badges(view.checks)
     rows = [
         {"layer l": i, "r_l pure": float(cur.pure[i + 1]), "r_(l+1) / r_l³": float(cur.cubic_ratio[i])}
         for i in range(min(6, len(cur.cubic_ratio)))
@@ -144,14 +141,7 @@ def circuits(x: ExpressivityInputs) -> None:
         charts.identity_bars(diffs, IDENTITY_TOL, "Scores/outputs after each change (max |Δ|)"), key="oh_id"
     )
 
-    def right() -> None:
-        for check in view.checks:
-            check_badge(check)
-
-    def wrong() -> None:
-        for check in view.slip_checks:
-            check_badge(check)
-
+    right, wrong = partial(check_badges, view.checks), partial(check_badges, view.slip_checks)
     slip_columns(right, wrong, "W_Q R and W_K R (the same R on both)")
     st.caption(
         "(W_Q R)(W_K R⁻ᵀ)ᵀ = W_Q W_Kᵀ for any invertible R (here κ(R) = "

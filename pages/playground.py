@@ -5,7 +5,7 @@ import streamlit as st
 
 from attn_core.views import playground
 from lab_ui import figures, view_cache, widgets
-from lab_ui.badges import check_badge, oracle_badge, slip_columns, slip_picker, table
+from lab_ui.badges import check_badges, oracle_badge, slip_columns, slip_picker, table
 from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
 from lab_ui.page import compute, header, require, run_section, show_code
 
@@ -33,33 +33,13 @@ def maps(ex: playground.PlaygroundView) -> None:
             table(shapes, "shapes.csv", key="pg_shapes", hide_index=True)
 
     q_tok, k_tok = qkv.query_tokens, qkv.key_tokens
-    left, right = st.columns(2)
-    with left:
-        figures.show(
-            view_cache.figure(
-                figures.heatmap,
-                res.scores[0, head],
-                k_tok,
-                q_tok,
-                title="Scores S = QKᵀ·scale + M",
-                colorscale="RdBu_r",
-                zmid=0,
-            ),
-            key="pg_scores",
-        )
-    with right:
-        figures.show(
-            view_cache.figure(
-                figures.heatmap,
-                res.weights[0, head],
-                k_tok,
-                q_tok,
-                title="Weights P = softmax(S)",
-                zmin=0,
-                zmax=1,
-            ),
-            key="pg_weights",
-        )
+    two_maps = (
+        ("pg_scores", res.scores[0, head], "Scores S = QKᵀ·scale + M", {"colorscale": "RdBu_r", "zmid": 0}),
+        ("pg_weights", res.weights[0, head], "Weights P = softmax(S)", {"zmin": 0, "zmax": 1}),
+    )
+    for column, (key, z, title, style) in zip(st.columns(2), two_maps, strict=True):
+        with column:
+            figures.show_cached(figures.heatmap, z, k_tok, q_tok, title=title, key=key, **style)
     figures.show(
         view_cache.figure(
             figures.heatmap,
@@ -115,8 +95,7 @@ def checks(ex: playground.PlaygroundView) -> None:
     st.subheader("Checks, and the slips that fail them")
     slip = slip_picker(slips, key="pg_slip")
     if slip is None:
-        for check in ex.checks:
-            check_badge(check)
+        check_badges(ex.checks)
         return
     outcome = playground.slip_outcome(ex, slip, head)
 
@@ -125,8 +104,7 @@ def checks(ex: playground.PlaygroundView) -> None:
             view_cache.figure(figures.heatmap, ex.result.weights[0, head], k_tok, q_tok, title="P", zmin=0),
             key="pg_slip_right",
         )
-        for check in ex.checks:
-            check_badge(check)
+        check_badges(ex.checks)
 
     def show_wrong() -> None:
         if outcome.weights is not None:
@@ -138,8 +116,7 @@ def checks(ex: playground.PlaygroundView) -> None:
             )
         if outcome.note:
             st.info(outcome.note)
-        for check in outcome.checks:
-            check_badge(check)
+        check_badges(outcome.checks)
 
     slip_columns(show_right, show_wrong, slips[slip].label)
 

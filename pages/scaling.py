@@ -9,7 +9,7 @@ from attn_core.views import scaling
 from attn_core.views.scaling import MAX_D_K, MAX_KEYS, SLIPS, ScaleRule, ScalingInputs, Section
 from lab_ui import figures, widgets
 from lab_ui import theory_charts as charts
-from lab_ui.badges import check_badge, number_table, slip_columns, slip_picker
+from lab_ui.badges import check_badges, number_table, slip_columns, slip_picker
 from lab_ui.page import compute, header, require, run_section, section_picker, show_code
 
 INPUTS = "d_k, σ_q, σ_k, T, ρ, the scale and the seed in the sidebar"
@@ -40,13 +40,11 @@ def variance(x: ScalingInputs) -> None:
     )
 
     def right() -> None:
-        for check in view.checks:
-            check_badge(check)
+        check_badges(view.checks)
 
     def wrong() -> None:
         st.metric("tied: mean of α‖x‖²", f"{view.slip.mean:.4g}")
-        for check in view.slip_checks:
-            check_badge(check)
+        check_badges(view.slip_checks)
 
     if view.slip is None:
         right()
@@ -87,8 +85,7 @@ def entropy(x: ScalingInputs) -> None:
         "—" if view.breaks_at is None else f"σ ≈ {view.breaks_at:.2f}",
         help=f"first σ where |simulated − approximation| > {scaling.APPROX_GAP} nats",
     )
-    for check in view.checks:
-        check_badge(check)
+    check_badges(view.checks)
     st.markdown(
         f"**Rows of T = {x.T:,} keys at d_k = {x.d_k}**, σ_q = {x.sigma_q:g}, σ_k = {x.sigma_k:g} (median "
         f"of {scaling.ROWS} rows per scale):"
@@ -122,8 +119,7 @@ def two_keys(x: ScalingInputs) -> None:
     ]
     st.markdown(f"At **d_k = {x.d_k}** the gap must exceed ln 99 = {view.threshold:.3f}:")
     number_table(rows, "scaling_two_keys.csv", "sc_two")
-    for check in view.checks:
-        check_badge(check)
+    check_badges(view.checks)
     st.caption(
         f"Simulated: {scaling.TWO_KEY_DRAWS} draws of real q, k₁, k₂ per width (a share of 0 has no point "
         "on the log axis). Card 3 at d_k = 128: exact 0.773 / 0.00135, Gaussian 0.774 / 0.00116."
@@ -151,8 +147,7 @@ def aligned(x: ScalingInputs) -> None:
         for r, s in view.samples.items()
     ]
     number_table(rows, "scaling_alignment.csv", "sc_align")
-    for check in view.checks:
-        check_badge(check)
+    check_badges(view.checks)
     st.caption(
         f"ln T = {view.max_entropy:.4f}. At ρ = 0, 1/d_k gives spread 1/√d_k: rows almost uniform (card 16: "
         "8.314 vs 8.318 at d_k = 128, T = 4,096). Slip: declaring one scale right at every stage — √d_k is "
@@ -184,8 +179,7 @@ def sinks_section(x: ScalingInputs) -> None:
     m[3].metric(
         f"gain needed for {w:g}", f"{view.gain_for_target:.3f}", help=f"bandwidth 1/√g = {view.bandwidth:.3g}"
     )
-    for check in view.checks:
-        check_badge(check)
+    check_badges(view.checks)
     st.caption(
         f"Unit vectors with the usual scale (g = 1/√d_k = {view.usual_gain:.4f}): cap {view.usual_cap:.2g}, "
         f"bandwidth {view.usual_bandwidth:.3g} — no row can select anything. All at T = {x.T:,}."

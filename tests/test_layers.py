@@ -150,9 +150,7 @@ def test_the_walker_resolves_what_python_would():
         "transformers": False,
     }
     # and on the real tree: what we know is there is seen
-    assert any(
-        i.module == "transformers" for i in tree()["attn_core/hf/attention_maps.py"]
-    )  # inside a function
+    assert any(i.module == "transformers" for i in tree()["attn_core/hf/loading.py"])  # inside a function
     assert any(i.module == "attn_core.heads" for i in tree()["attn_core/trained/analysis.py"])
     assert len(tree()) > 100 and all(p.split("/")[0] in (CORE, "lab_ui", "pages") for p in tree())
 

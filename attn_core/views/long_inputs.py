@@ -22,8 +22,9 @@ from pathlib import Path
 
 import torch
 
-from attn_core.hf import attention_maps as hf
 from attn_core.hf.demo import build_demo
+from attn_core.hf.loading import Loaded
+from attn_core.hf.token_ids import check_ids, model_positions, read_ids
 from attn_core.tile_maps import COMPUTE_BLOCK, TILE
 from attn_core.tile_plan import plan_tiles
 from attn_core.trained.model import TinyTransformer
@@ -71,8 +72,8 @@ class LongModel:
     vocab_size: int
 
 
-def from_hf(loaded: hf.Loaded) -> LongModel:
-    """A loaded Hugging Face causal LM (``attention_maps.load`` or the demo)."""
+def from_hf(loaded: Loaded) -> LongModel:
+    """A loaded Hugging Face causal LM (``loading.load``, the shipped model or the demo)."""
     model, c = loaded.model, loaded.model.config
     heads = c.num_attention_heads
     head_dim = getattr(c, "head_dim", None) or c.hidden_size // heads
@@ -83,7 +84,7 @@ def from_hf(loaded: hf.Loaded) -> LongModel:
     weights = sum(p.numel() for p in body.parameters() if id(p) not in embeddings)
     d_ff = getattr(c, "intermediate_size", None) or getattr(c, "n_inner", None) or 4 * c.hidden_size
     return LongModel(
-        Kind.HF, model, loaded.tokenizer, loaded.name, min(hf.model_positions(c) or MAX_LONG_TOKENS, MAX_LONG_TOKENS),
+        Kind.HF, model, loaded.tokenizer, loaded.name, min(model_positions(c) or MAX_LONG_TOKENS, MAX_LONG_TOKENS),
         c.num_hidden_layers, heads, getattr(c, "num_key_value_heads", None) or heads, head_dim, c.hidden_size,
         d_ff, weights // c.num_hidden_layers, c.vocab_size,
     )  # fmt: skip
@@ -147,9 +148,9 @@ def read_input(m: LongModel, text: str, n: int | None = None) -> LongInput:
     elif m.kind is Kind.TRAINED:
         ids = encode(text.strip())
     else:
-        ids = hf.read_ids(text)
+        ids = read_ids(text)
     kept = ids if n is None else ids[: max(n, 0)]
-    idx = hf.check_ids(kept, m.vocab_size, m.context, cap=MAX_LONG_TOKENS)
+    idx = check_ids(kept, m.vocab_size, m.context, cap=MAX_LONG_TOKENS)
     if m.tokenizer is not None:
         tokens = [m.tokenizer.decode([i]) for i in kept]
     elif m.kind is Kind.TRAINED:

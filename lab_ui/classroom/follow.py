@@ -224,6 +224,30 @@ def _join_from_link() -> None:
         st.session_state[_ROOM] = _follower(room_id)
 
 
+def _sit(room: dict[str, Any]) -> rooms.Snapshot | None:
+    """Keep this follower's seat and read the room's latest view. None when it cannot follow now:
+    the store unreachable (the sidebar's poll shows it and retries), the room gone (_missing
+    says so), or no seat (_leave says why)."""
+    try:
+        seat = rooms.store().follow(room["id"], _seat(), client_address())
+        snap = rooms.store().snapshot(room["id"])
+    except rooms.RoomsUnavailable:
+        room["trouble"] = UNREACHABLE
+        return None
+    except rooms.RoomGone:
+        seat, snap = rooms.Seat.TAKEN, None
+    room["trouble"] = None
+    if snap is None:
+        _missing(room)
+        return None
+    room["missing_since"] = None
+    if seat is not rooms.Seat.TAKEN:
+        _leave(_refusal(room["id"], seat))
+        return None
+    room["seat_at"] = time.monotonic()
+    return snap
+
+
 def before_page(page, pages_by_url: Mapping[str, Any]) -> bool:
     """Call in app.py after st.navigation and before page.run(). True when it drew the
     presenter's page for a follower (lab_ui.classroom.frames): then app.py does not run the page."""
@@ -243,23 +267,9 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> bool:
         push.unregister(session_id)
         ask.follower_box(room, _seat(), client_address())  # exploring on their own, a student still answers
         return False
-    try:
-        seat = rooms.store().follow(room["id"], _seat(), client_address())
-        snap = rooms.store().snapshot(room["id"])
-    except rooms.RoomsUnavailable:
-        room["trouble"] = UNREACHABLE  # the sidebar's poll shows it and retries
-        return False
-    except rooms.RoomGone:
-        seat, snap = rooms.Seat.TAKEN, None
-    room["trouble"] = None
+    snap = _sit(room)
     if snap is None:
-        _missing(room)
         return False
-    room["missing_since"] = None
-    if seat is not rooms.Seat.TAKEN:
-        _leave(_refusal(room["id"], seat))
-        return False
-    room["seat_at"] = time.monotonic()
     push.register(room["id"], session_id)
     target = snap.payload.get("page")
     elsewhere = isinstance(target, str) and target != page.url_path and target in pages_by_url

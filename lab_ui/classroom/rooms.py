@@ -107,7 +107,8 @@ class RoomGone(RoomError):
 
 
 class RoomBusy(RoomError):
-    """The room took a new view less than PUBLISH_EVERY_S ago: send this one again shortly."""
+    """The room took a new view less than its store's interval (PUBLISH_EVERY_S) ago: send this
+    one again shortly."""
 
 
 class RoomsUnavailable(RoomError):
@@ -405,8 +406,14 @@ def _per_client(seats: object, room_seats: int) -> int:
     return seats
 
 
-def _busy() -> RoomBusy:
-    return RoomBusy(f"a room takes a new view at most every {PUBLISH_EVERY_S:g} s")
+def _publish_every(store_s: float | None) -> float:
+    """A store's least interval between new views: its own where it was built with one, else
+    PUBLISH_EVERY_S as it stands now (read at each publish, never copied at construction)."""
+    return PUBLISH_EVERY_S if store_s is None else store_s
+
+
+def _busy(every_s: float) -> RoomBusy:
+    return RoomBusy(f"a room takes a new view at most every {every_s:g} s")
 
 
 def _gone(room_id: str) -> RoomGone:
@@ -425,7 +432,7 @@ class MemoryRooms:
         publish_every_s: float | None = None,
     ):
         self._rooms: dict[str, dict[str, Any]] = {}
-        self._publish_every_s = PUBLISH_EVERY_S if publish_every_s is None else publish_every_s
+        self._publish_every_s = publish_every_s  # None: PUBLISH_EVERY_S (_publish_every)
         self._ended: dict[str, float] = {}
         self._creates: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
@@ -508,8 +515,9 @@ class MemoryRooms:
             _check_secret(room["digest"], secret)
             room["seen"] = now = self._clock()
             changed = text is not None and text != room["text"]
-            if changed and now - room["published"] < self._publish_every_s:
-                raise _busy()
+            every_s = _publish_every(self._publish_every_s)
+            if changed and now - room["published"] < every_s:
+                raise _busy(every_s)
             if changed:
                 room["text"], room["version"], room["published"] = text, room["version"] + 1, now
             version = room["version"]
@@ -871,7 +879,7 @@ class RedisRooms:
     ):
         import redis  # only where Redis is configured
 
-        self._publish_every_s = PUBLISH_EVERY_S if publish_every_s is None else publish_every_s
+        self._publish_every_s = publish_every_s  # None: PUBLISH_EVERY_S (_publish_every)
         self._r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=2, socket_connect_timeout=2)
         self._max, self._ttl = max_rooms, int(ttl_s)
         self.seats = room_seats() if max_followers is None else max_followers
@@ -963,14 +971,15 @@ class RedisRooms:
         if not isinstance(secret, str):
             raise RoomError("only the presenter who started this room can change it")
         keys = [self._key_of(room_id), self.LIVE, self.ANSWERS + room_id]
-        args = [room_id, _digest(secret), self._ttl, text, self.CHANNEL, self._publish_every_s]
+        every_s = _publish_every(self._publish_every_s)
+        args = [room_id, _digest(secret), self._ttl, text, self.CHANNEL, every_s]
         version = int(self._publish(keys=keys, args=args))
         if version == -1:
             raise _gone(room_id)
         if version == -2:
             raise RoomError("only the presenter who started this room can change it")
         if version == -3:
-            raise _busy()
+            raise _busy(every_s)
         return version
 
     @_redis_call

@@ -503,6 +503,28 @@ def test_a_room_takes_a_new_view_at_most_every_half_second(backend, request):
     assert store.publish(room_id, secret, {"values": {"L": 2}}) == 2
 
 
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+def test_a_store_reads_the_publish_interval_where_it_is_set(backend, request, monkeypatch):
+    """One source: a store built without its own interval follows PUBLISH_EVERY_S as it stands when
+    it publishes (this one was built while the fixture had it at 0), and a refusal names the
+    interval that refused it, a store's own where it has one."""
+
+    def build(**kw):
+        return rooms.MemoryRooms(clock=Clock(), **kw) if backend == "memory" else _redis(request, **kw)
+
+    store = build()
+    monkeypatch.setattr(rooms, "PUBLISH_EVERY_S", 30.0)  # far longer than this test takes
+    room_id, secret = store.create()
+    assert store.publish(room_id, secret, {"values": {"L": 1}}) == 1
+    with pytest.raises(rooms.RoomBusy, match=r"at most every 30 s"):
+        store.publish(room_id, secret, {"values": {"L": 2}})
+    own = build(publish_every_s=20.0)
+    room_id, secret = own.create()
+    assert own.publish(room_id, secret, {"values": {"L": 1}}) == 1
+    with pytest.raises(rooms.RoomBusy, match=r"at most every 20 s"):
+        own.publish(room_id, secret, {"values": {"L": 2}})
+
+
 def test_views_are_measured_on_their_utf8_bytes(store):
     """Three text areas at their 4,000-character cap of 4-byte characters fit (48,000 bytes of
     UTF-8; ASCII-escaped they would be 144,000 bytes); a view over the limit is refused with its size."""

@@ -38,8 +38,9 @@ from attn_core.slips.online import (
 )
 from attn_core.tile_plan import plan_tiles
 from attn_core.toy import bank_row
-from attn_core.views import online_softmax as online_views
-from attn_core.views.online_softmax import block_size_sweep, split_merge
+from attn_core.views import online_tiles
+from attn_core.views.online_rows import head_row, row_split_merge, split_merge, walk_row
+from attn_core.views.online_tiles import block_size_sweep
 
 F64 = torch.float64
 # fp64 tolerance for online vs direct: both sum at most S terms e^{s-m}·v with |v| ≲ 5 and the
@@ -437,45 +438,45 @@ def test_walk_row_matches_torch_sdpa_for_every_row_and_head():
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, enable_gqa=True)
     for head in range(4):
         for row in range(6):
-            w = online_views.walk_row(q, k, v, allowed, head=head, row=row, block_size=2)
+            w = walk_row(head_row(q, k, v, allowed, head=head, row=row), block_size=2)
             assert (w.trace.output - expected[0, head, row]).abs().max() <= TOL64
             assert w.max_abs_diff <= w.tolerance
-    w = online_views.walk_row(q, k, v, allowed, head=0, row=4, block_size=4)
+    w = walk_row(head_row(q, k, v, allowed, head=0, row=4), block_size=4)
     assert w.query_block == (4, 6)  # rows 4…5: the tile of row 4 at block size 4
     with pytest.raises(ValueError, match="outside"):
-        online_views.walk_row(q, k, v, head=4)
+        head_row(q, k, v, head=4)
     with pytest.raises(ValueError, match="unknown slip"):
-        online_views.walk_row(q, k, v, slip="typo")
+        walk_row(head_row(q, k, v), slip="typo")
 
 
 def test_walk_row_slips_fail_their_badge():
     q, k, v = qkv(1, 1, 1, 1, 12, seed=2)
-    w = online_views.walk_row(q, k, v, block_size=3, slip="l_not_u")
+    w = walk_row(head_row(q, k, v), block_size=3, slip="l_not_u")
     assert w.max_abs_diff > w.tolerance
     bank = bank_row()
-    b = (bank.q[None, None], bank.k[None, None], bank.v[None, None])
-    assert online_views.walk_row(*b, slip="wrong_sign").max_abs_diff > 0.1
-    overflow = online_views.walk_row(*b, slip="no_max", dtype="float16", logit_scale=10.0)
+    b = head_row(bank.q[None, None], bank.k[None, None], bank.v[None, None])
+    assert walk_row(b, slip="wrong_sign").max_abs_diff > 0.1
+    overflow = walk_row(b, slip="no_max", dtype="float16", logit_scale=10.0)
     assert overflow.max_abs_diff == math.inf  # NaN output: the oracle diff reports inf
-    fine = online_views.walk_row(*b, dtype="float16", logit_scale=10.0)
+    fine = walk_row(b, dtype="float16", logit_scale=10.0)
     assert fine.max_abs_diff <= fine.tolerance
 
 
 def test_tile_view_counts_and_cap():
     q, k, v = qkv(1, 2, 2, 20, 20)
-    view = online_views.tile_view(q, k, v, causal_mask(20, 20), block_size=5)
+    view = online_tiles.tile_view(q, k, v, causal_mask(20, 20), block_size=5)
     assert (view.tiles_computed, view.tiles_skipped, view.tiles_total) == (10, 6, 16)
     assert view.computed.tolist() == [[j <= i for j in range(4)] for i in range(4)]
     assert view.max_abs_diff <= TOL64 and view.lse_max_abs_diff <= TOL64
     assert [r.block_size for r in view.sweep] == [1, 2, 4, 5, 8, 16, 20]
-    assert online_views.smallest_block(200, 200) == 7  # ⌈200/7⌉² = 841 ≤ 1,024 < ⌈200/6⌉² = 1,156
+    assert online_tiles.smallest_block(200, 200) == 7  # ⌈200/7⌉² = 841 ≤ 1,024 < ⌈200/6⌉² = 1,156
     with pytest.raises(ValueError, match="at least 7"):
-        online_views.tile_view(*qkv(1, 1, 1, 200, 200, d=2, dv=2), block_size=6)
+        online_tiles.tile_view(*qkv(1, 1, 1, 200, 200, d=2, dv=2), block_size=6)
 
 
 def test_row_split_merge_matches_sdpa():
     q, k, v = qkv(1, 2, 1, 5, 10)
     expected = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
     for split in (1, 5, 9):
-        res = online_views.row_split_merge(q, k, v, head=1, row=2, split=split)
+        res = row_split_merge(head_row(q, k, v, head=1, row=2), split)
         assert (res.merged.output - expected[0, 1, 2]).abs().max() <= 1e-14

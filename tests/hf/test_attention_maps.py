@@ -8,7 +8,12 @@ import pytest
 import torch
 import transformers
 
+from attn_core.attention import attention
+from attn_core.heads import uniform_entropy
 from attn_core.hf import attention_maps as hf
+from attn_core.hf.capture import capture
+from attn_core.hf.loading import load
+from attn_core.hf.token_ids import MAX_TOKENS, parse_ids
 
 T = 12
 WINDOW = 4
@@ -55,7 +60,7 @@ def ids():
 
 def test_recomputed_maps_match_the_models_own_probabilities(folder):
     name, path = folder
-    loaded = hf.load(str(path))
+    loaded = load(str(path))
     assert loaded.tokenizer is None and loaded.n_params == sum(p.numel() for p in loaded.model.parameters())
     view = hf.recompute(loaded.model, ids())
     with torch.no_grad():
@@ -80,20 +85,20 @@ def test_recomputed_maps_match_the_models_own_probabilities(folder):
 
 def test_a_wrong_mask_or_scale_is_caught(folder):
     name, path = folder
-    loaded = hf.load(str(path))
-    records, _ = hf.capture(loaded.model, ids())
+    loaded = load(str(path))
+    records, _ = capture(loaded.model, ids())
     c = records[1]
     q, k = c.q.double(), c.k.double()
     # the slips: Mistral's window forgotten, or a window the other models do not have
     window = None if name == "mistral-window" else T // 2
     for mask, scale in [(hf.allowed_mask(T, window), c.scale), (hf.allowed_mask(T, c.sliding_window), 1.0)]:
-        wrong = hf.attention(q, k, k, mask, scale=scale).weights
+        wrong = attention(q, k, k, mask, scale=scale).weights
         assert float((wrong - c.weights.double()).abs().max()) > 100 * hf.tolerance(c)
 
 
 def test_entropy_and_sink_against_a_direct_computation(folder):
     _, path = folder
-    model = hf.load(str(path)).model
+    model = load(str(path)).model
     view = hf.recompute(model, ids())
     with torch.no_grad():
         A = model(ids(), output_attentions=True).attentions[0][0].double()  # (H, T, T)
@@ -101,27 +106,27 @@ def test_entropy_and_sink_against_a_direct_computation(folder):
     assert view.sink_share[0] == pytest.approx(float(rows[..., 0].mean()), abs=1e-5)
     H = -(rows * rows.clamp_min(1e-300).log()).sum(-1).mean()
     assert view.entropy[0] == pytest.approx(float(H), abs=1e-4)
-    assert view.entropy[0] <= hf.uniform_entropy(T) + 1e-9  # no causal row beats uniform
-    assert hf.uniform_entropy(3) == pytest.approx((math.log(2) + math.log(3)) / 2)
+    assert view.entropy[0] <= uniform_entropy(T) + 1e-9  # no causal row beats uniform
+    assert uniform_entropy(3) == pytest.approx((math.log(2) + math.log(3)) / 2)
 
 
 def test_caps_and_bad_input_are_explained(folder, tmp_path):
     _, path = folder
     with pytest.raises(ValueError, match="over this page's cap"):
-        hf.load(str(path), max_params=1000)
+        load(str(path), max_params=1000)
     with pytest.raises(ValueError, match="there is no folder"):
-        hf.load(str(tmp_path / "no-such-model"))
+        load(str(tmp_path / "no-such-model"))
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(ValueError, match="could not load the folder"):
-        hf.load(str(empty))
+        load(str(empty))
     with pytest.raises(ValueError, match="outside the vocabulary"):
-        hf.parse_ids("1, 2, 64", 64)
+        parse_ids("1, 2, 64", 64)
     with pytest.raises(ValueError, match="whole numbers"):
-        hf.parse_ids("1, two", 64)
-    with pytest.raises(ValueError, match=f"1…{hf.MAX_TOKENS}"):
-        hf.parse_ids(" ".join(["1"] * (hf.MAX_TOKENS + 1)), 64)
-    assert hf.parse_ids("3, 4 5", 64).tolist() == [[3, 4, 5]]
+        parse_ids("1, two", 64)
+    with pytest.raises(ValueError, match=f"1…{MAX_TOKENS}"):
+        parse_ids(" ".join(["1"] * (MAX_TOKENS + 1)), 64)
+    assert parse_ids("3, 4 5", 64).tolist() == [[3, 4, 5]]
 
 
 def test_a_corrupt_safetensors_header_is_named(folder, tmp_path):
@@ -137,5 +142,5 @@ def test_a_corrupt_safetensors_header_is_named(folder, tmp_path):
     header = json.dumps({"lm_head.weight": {"dtype": "F32"}}).encode()  # no shape, no offsets
     (broken / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header)
     with pytest.raises(ValueError, match=r"could not load the folder .*header") as failed:
-        hf.load(str(broken))
+        load(str(broken))
     assert "SafetensorError" not in str(failed.value)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from attn_core.hf.attention_maps import CAPTURE
+from attn_core.hf.capture import CAPTURE
 from attn_core.hf.demo import build_demo
 
 V, D, FF, LAYERS, H, HKV = 100, 64, 128, 2, 4, 2

@@ -2,7 +2,7 @@
 attn_core.views.long_heads) on tiny random Hugging Face models (GPT-2, Llama with GQA, Mistral
 with a sliding window; no download), the seeded demo and the shipped trained model.
 
-Oracles: the short page's eager capture (``attention_maps.capture``: the q and k the model's own
+Oracles: the short page's eager capture (``capture.capture``: the q and k the model's own
 eager attention received) and its float64 recompute (``attention_maps.recompute``: dense maps);
 the trained model's own traced q, k and weights; heads' metrics on those dense maps; a dispatch
 probe for the memory claim; and the budget's own arithmetic for refusals.
@@ -17,6 +17,8 @@ from tile_reference import LargestStorage, tiles_of
 
 from attn_core import heads
 from attn_core.hf import attention_maps as hf
+from attn_core.hf.capture import capture
+from attn_core.hf.loading import Loaded
 from attn_core.hf.qk_capture import capture_qk
 from attn_core.trained import checkpoint
 from attn_core.trained.analysis import capture_qk as trained_capture_qk
@@ -54,7 +56,7 @@ def loaded(request):
             configs()[request.param], attn_implementation="eager"
         )
     model.eval()
-    return hf.Loaded(model, None, request.param, sum(p.numel() for p in model.parameters()), 0.0, False)
+    return Loaded(model, None, request.param, sum(p.numel() for p in model.parameters()), 0.0, False)
 
 
 class CharTokenizer:
@@ -72,7 +74,7 @@ def ids(n: int = T, vocab: int = VOCAB) -> torch.Tensor:
 
 
 def test_the_long_capture_hands_over_the_q_and_k_eager_attention_received(loaded):
-    eager, _ = hf.capture(loaded.model, ids())
+    eager, _ = capture(loaded.model, ids())
     long = capture_qk(loaded.model, ids())
     assert len(long) == len(eager) == 2
     for layer, (e, c) in enumerate(zip(eager, long, strict=True)):
@@ -139,7 +141,7 @@ def test_no_l_by_l_tensor_while_capturing_and_mapping():
     # a single float L × L (a map, a score matrix, the model's own additive mask) is 4·L² bytes
     assert seen.largest <= 4 * L * L // 4
     with LargestStorage() as short:
-        hf.capture(m.model, inp.idx[:, :L])  # the short page's capture keeps (Hq, L, L) per layer
+        capture(m.model, inp.idx[:, :L])  # the short page's capture keeps (Hq, L, L) per layer
     assert short.largest >= 4 * 4 * L * L
 
 
@@ -285,7 +287,7 @@ def test_long_views_over_the_shared_caches_bound_are_kept(monkeypatch):
 
 
 def test_a_long_read_of_a_hugging_face_model_never_holds_up_its_short_maps(loaded):
-    """The capture is per thread (attn_core.hf.attention_maps.recording): while one visitor's long
+    """The capture is per thread (attn_core.hf.capture.recording): while one visitor's long
     read of a model is held inside its first layer, another visitor's short map of the same loaded
     model runs to its end and equals the one computed when nothing else runs."""
     import threading
