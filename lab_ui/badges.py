@@ -110,6 +110,17 @@ def number_table(rows: list[dict] | dict[str, list], file_name: str, key: str, f
     table(df, file_name, key=key, hide_index=True, column_config=config)
 
 
+def scientific(columns: Iterable[str]) -> dict:
+    """column_config that shows the named float columns as 1.2e-16."""
+    return {c: st.column_config.NumberColumn(format="%.2e") for c in columns}
+
+
+def error_table(rows: list[dict], file_name: str, key: str, columns: Iterable[str]) -> None:
+    """``table`` of checked rows whose ``columns`` (an error and the tolerance it is held to) show
+    in scientific notation; the CSV keeps full float64 precision."""
+    table(pd.DataFrame(rows), file_name, key=key, hide_index=True, column_config=scientific(columns))
+
+
 def attempt(fn: Callable[..., T], *args, **kwargs) -> T | None:
     """Call fn; on ValueError show the message right here (next to the widget that caused it)
     and return None, so the rest of the page keeps working."""

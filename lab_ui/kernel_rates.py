@@ -7,15 +7,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lab_ui.widgets import KEEP_PREFIX
+from lab_ui.widgets import link_button
 
 COSTS_PAGE = "pages/costs.py"
-
-
-def _open_costs(choice: str, rates_dtype: str) -> None:
-    """The Cost calculator on this hardware, in the dtype the rates were measured in, at its time table."""
-    for key, value in {"co_gpu": choice, "co_dtype": rates_dtype, "co_section": "whole"}.items():
-        st.session_state[key] = st.session_state[KEEP_PREFIX + key] = value
 
 
 def rates_box(cost_rates: tuple[str, str, str] | None, own_run: tuple[str, str] | None) -> None:
@@ -28,13 +22,13 @@ def rates_box(cost_rates: tuple[str, str, str] | None, own_run: tuple[str, str] 
             f"time bounds ({choice}, {rates_dtype}); `python -m attn_core cost --calibration` reads the JSON."
         )
         left, right, _ = st.columns([2, 2, 3])
-        if left.button(
-            "Use these rates in the Cost calculator",
-            key="kb_costs",
-            on_click=_open_costs,
-            args=(choice, rates_dtype),
-        ):
-            st.switch_page(COSTS_PAGE)
+        with left:  # the Cost calculator on this hardware, in the rates' dtype, at its time table
+            link_button(
+                "Use these rates in the Cost calculator",
+                COSTS_PAGE,
+                {"co_gpu": choice, "co_dtype": rates_dtype, "co_section": "whole"},
+                key="kb_costs",
+            )
         right.download_button(
             "Download the run (JSON)", run_json, "kernel-run.json", "application/json", key="kb_json"
         )

@@ -123,11 +123,6 @@ def exact_x_ticks(fig: go.Figure, values: Sequence[int]) -> None:
     fig.update_xaxes(tickvals=list(values), ticktext=[f"{v:,}" for v in values])
 
 
-def scientific(df_columns: Sequence[str]) -> dict:
-    """column_config that shows the named float columns as 1.2e-16."""
-    return {c: st.column_config.NumberColumn(format="%.2e") for c in df_columns}
-
-
 def key_range(tokens: Sequence[str], start: int, stop: int) -> str:
     """Keys start…stop-1 by name: "the, river" for a few, "k0…k9" for many."""
     names = list(tokens[start:stop])

@@ -74,6 +74,21 @@ def _publish(key: str, value: Any, default: Any, text: str | None = None) -> Non
         st.query_params[key] = str(value) if text is None else text
 
 
+def preset(values: Mapping[str, Any]) -> None:
+    """Give another page's widgets their values (key → value), as a button's callback before
+    switching to that page: each is set as the widget's value and as its kept value, so the page
+    opens on them whatever this session or a link held before."""
+    for key, value in values.items():
+        st.session_state[key] = st.session_state[KEEP_PREFIX + key] = value
+
+
+def link_button(label: str, page: str, values: Mapping[str, Any], **kwargs) -> None:
+    """A button that opens ``page`` (its path, ``pages/costs.py``) with its widgets at ``values``
+    (`preset`); ``kwargs`` go to st.button."""
+    if st.button(label, on_click=preset, args=(values,), **kwargs):
+        st.switch_page(page)
+
+
 def _parse_bool(raw: str) -> bool:
     if raw.lower() in ("true", "1", "yes"):
         return True

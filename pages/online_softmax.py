@@ -10,7 +10,7 @@ from attn_core.views import memory_bill, online_softmax
 from attn_core.views.online_softmax import QKV, SLIPS, OnlineView, Section, format_flops
 from lab_ui import figures, widgets
 from lab_ui import online_softmax as ui
-from lab_ui.badges import oracle_badge, slip_columns, slip_picker, table
+from lab_ui.badges import oracle_badge, scientific, slip_columns, slip_picker, table
 from lab_ui.inputs import mask_picker, qkv_picker
 from lab_ui.page import compute, header, require, run_section, section_picker, show_code
 
@@ -120,7 +120,7 @@ def tiles(view: OnlineView) -> None:
     c[3].metric("max |lse − logsumexp(S)|", f"{tv.lse_max_abs_diff:.1e}")
     figures.show(ui.tile_grid(tv.computed.numpy(), block, L, S), key="os_tile_grid")
     figures.show(ui.block_sweep_chart(tv.sweep), key="os_tile_sweep")
-    config = ui.scientific(["max |online − attention|"])
+    config = scientific(["max |online − attention|"])
     table(
         ui.block_sweep_table(tv.sweep),
         "online_block_sizes.csv",
@@ -167,7 +167,7 @@ def precision_section(view: OnlineView) -> None:
     if pv is None:
         return
     figures.show(ui.precision_chart(pv.T_values, pv.curves), key="os_precision")
-    df, config = pd.DataFrame(pv.rows), ui.scientific(["relative error", "input rounding (abs.)"])
+    df, config = pd.DataFrame(pv.rows), scientific(["relative error", "input rounding (abs.)"])
     table(df, "online_precision.csv", key="os_precision", hide_index=True, column_config=config)
     st.caption(
         "Unit roundoff u: float64 2⁻⁵³ ≈ 1.1e-16, float32 2⁻²⁴ ≈ 6.0e-8, float16 2⁻¹¹ ≈ 4.9e-4, bfloat16 2⁻⁸ "

@@ -126,6 +126,12 @@ class BenchView:
     cost_rates: tuple[str, str, str] | None = None
     # a sweep of this visitor's that is not the server's calibration: (why not, its run JSON)
     own_run: tuple[str, str] | None = None
+    dtype: str = "fp32"  # the request's: the roofline's dtype until a sweep has records
+
+    @property
+    def roof_peak(self) -> float | None:
+        """The peak FLOP/s the roofline is drawn under: the swept dtype's, else the request's."""
+        return self.facts.peak_flops.get(self.records[0].dtype if self.records else self.dtype)
 
     @property
     def ridge(self) -> float | None:
@@ -205,13 +211,13 @@ def cost_rates() -> tuple[str, str, str] | None:
     return choice, server.attention[0].dtype, json.dumps(calibrations.server_run(), indent=1)
 
 
-def _view(facts: DeviceFacts, records: list[Record], **kw) -> BenchView:
+def _view(request: BenchRequest, facts: DeviceFacts, records: list[Record], **kw) -> BenchView:
     perf, errors = _rows(records)
     problems: list[str] = []
     recorded = recorded_gpu_runs(problems=problems)
     return BenchView(facts, facts.kind == "cuda", list(records), perf_rows=perf, error_rows=errors,
                      recorded=recorded, recorded_problems=problems, left_out=dict(LEFT_OUT),
-                     cost_rates=cost_rates(), **kw)  # fmt: skip
+                     cost_rates=cost_rates(), dtype=request.dtype, **kw)  # fmt: skip
 
 
 def kernels_page(
@@ -230,13 +236,13 @@ def kernels_page(
     try:
         config = request.config(device)
     except ValueError as exc:
-        return _view(facts, previous if previous is not None else _LAST, error=str(exc))
+        return _view(request, facts, previous if previous is not None else _LAST, error=str(exc))
     if not run:
-        return _view(facts, previous if previous is not None else _LAST)
+        return _view(request, facts, previous if previous is not None else _LAST)
     # A sweep that was just stopped releases the bench when its current timing call returns (Streamlit
     # interrupts a script only between calls): wait that long before telling the visitor it is busy.
     if not _LOCK.acquire(timeout=UNWIND_WAIT_S):
-        return _view(facts, previous or _LAST, busy=True)
+        return _view(request, facts, previous or _LAST, busy=True)
     expected = len(config.seq_lens) * len(config.impls)
     records: list[Record] = []
 
@@ -256,8 +262,8 @@ def kernels_page(
     if why is None:  # the Cost page's rates for every visitor
         calibrations.publish_server_run(meta, run_json["records"])
     own = None if why is None else (why, json.dumps(run_json, indent=1))
-    return _view(facts, result.records, stopped=result.stopped, load=(result.load_before, result.load_after),
-                 own_run=own)  # fmt: skip
+    load = (result.load_before, result.load_after)
+    return _view(request, facts, result.records, stopped=result.stopped, load=load, own_run=own)
 
 
 def not_a_server_calibration(config, result, run_json: dict) -> str | None:
