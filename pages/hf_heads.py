@@ -4,85 +4,55 @@ the model's own probabilities."""
 import pandas as pd
 import streamlit as st
 
-from attn_core.views import hf_heads as explore
-from attn_core.views import long_heads
+from attn_core.views import hf_heads, long_heads
 from attn_core.views.hf_heads import LOAD_CAP_S, MAX_PARAMS, MAX_TOKENS
 from lab_ui import figures, view_cache, widgets
-from lab_ui.badges import oracle_badge, table
+from lab_ui.badges import error_table, oracle_badge, table
 from lab_ui.long_heads import long_section
 from lab_ui.page import compute, header, require, run_section
 from lab_ui.trained_charts import head_grid, one_head
 
 SOURCES = ("SmolLM2-135M, pretrained (shipped)", "demo model built here (fastest)", "local folder or hub id")
 SOURCE_IDS = dict(zip(SOURCES, ("smollm2", "demo", "local"), strict=True))  # what a link carries
+COSTS_PAGE = "pages/costs.py"
 COSTS_SOURCE = "paste or upload config.json"  # the Cost calculator's radio option
 
-header(
-    "Hugging Face heads",
-    "A causal LM's attention, read where every transformers model hands its queries and keys to its "
-    "attention function (after rotary embedding and any QK-norm, KV heads not repeated): the weights are "
-    "recomputed by `attn_core.attention` with the model's scale, soft-capping and learned sinks, a causal "
-    "mask we build, its GQA grouping and its sliding windows — then compared with the model's own "
-    "probabilities. The page opens on **SmolLM2-135M-Instruct**, a pretrained model installed with the "
-    "app (no download): its sinks, previous-token and induction heads are real.",
-)
-st.caption(
-    f"Caps: at most {MAX_PARAMS / 1e6:,.0f} million parameters (read from the config before any weight "
-    f"loads), {MAX_TOKENS} tokens, and a load time of {LOAD_CAP_S:.0f} s (reported when exceeded: a load "
-    f"cannot be interrupted). float32 on the CPU. Tried: {explore.TRIED}."
-)
+
+def model_source() -> str:
+    """The model picker: SmolLM2, the demo, or a folder or hub id ("" until one is typed)."""
+    c1, c2 = st.columns([1, 2])
+    with c1:
+        kind = widgets.radio("model", SOURCES, key="hf_src", ids=SOURCE_IDS)
+    with c2:
+        if kind == SOURCES[0]:
+            st.caption(
+                f"{hf_heads.SHIPPED_LABEL}: {hf_heads.SHIPPED_ORIGIN}. The weights are 4-bit quantized and "
+                "de-quantized here, so every figure on this page is this quantized model's (README, "
+                "*The pretrained model*)."
+            )
+            return hf_heads.SHIPPED
+        if kind == SOURCES[1]:
+            st.caption(hf_heads.DEMO_LABEL + ". No tokenizer: type token ids (0…99).")
+            return hf_heads.DEMO
+        return st.text_input("folder or hub id", key="hf_path", placeholder="/models/SmolLM-135M or gpt2")
 
 
 def load_model(source: str):
     """The model, with a progress bar while SmolLM2 loads for the first time in this server."""
-    if source != explore.SHIPPED or explore.shipped_loaded():
+    if source != hf_heads.SHIPPED or hf_heads.shipped_loaded():
         with st.spinner("loading the model…"):
-            return compute(explore.load, source, inputs="the model folder or hub id")
+            return compute(hf_heads.load, source, inputs="the model folder or hub id")
     bar = st.progress(0.0, text="loading SmolLM2-135M (once per server, about 20 s)…")
 
     def progress(fraction: float, stage: str) -> None:
         bar.progress(min(fraction, 1.0), text=f"SmolLM2: {stage}…")
 
-    loaded = compute(explore.load, source, progress=progress, inputs="the model")
+    loaded = compute(hf_heads.load, source, progress=progress, inputs="the model")
     bar.empty()
     return loaded
 
 
-c1, c2 = st.columns([1, 2])
-with c1:
-    kind = widgets.radio("model", SOURCES, key="hf_src", ids=SOURCE_IDS)
-with c2:
-    if kind == SOURCES[0]:
-        source = explore.SHIPPED
-        st.caption(
-            f"{explore.SHIPPED_LABEL}: {explore.SHIPPED_ORIGIN}. The weights are 4-bit quantized and "
-            "de-quantized here, so every figure on this page is this quantized model's (README, "
-            "*The pretrained model*)."
-        )
-    elif kind == SOURCES[1]:
-        source = explore.DEMO
-        st.caption(explore.DEMO_LABEL + ". No tokenizer: type token ids (0…99).")
-    else:
-        source = st.text_input("folder or hub id", key="hf_path", placeholder="/models/SmolLM-135M or gpt2")
-require(
-    source or None, fix="the model: give a folder on this server (or a hub id, where the hub is reachable)"
-)
-loaded = load_model(source)
-require(loaded, fix="the model folder or hub id")
-if loaded.over_time_cap:
-    st.warning(f"Loading took {loaded.load_s:.0f} s, over the {LOAD_CAP_S:.0f} s cap: pick a smaller model.")
-st.caption(f"**{loaded.name}** · {loaded.n_params:,} parameters · loaded in {loaded.load_s:.1f} s.")
-
-label = "token ids (comma or space separated)" if loaded.tokenizer is None else "text"
-default = explore.DEMO_TEXT if loaded.tokenizer is None else explore.SHIPPED_TEXT
-# ids and prose keep separate boxes: switching between SmolLM2 and the demo never feeds one the other's
-text_key = "hf_text" if loaded.tokenizer is None else "hf_prose"
-text = widgets.text_area(label, key=text_key, default=default, max_chars=4000, height=68)
-view = compute(view_cache.view, explore.hf_view, loaded, text, inputs=f"the {label} and the model")
-require(view, fix="the input above (the model stays loaded)")
-
-
-def maps() -> None:
+def maps(view: hf_heads.HFView) -> None:
     v, worst = view.view, view.worst_layer
     oracle_badge(f"{view.oracle} (worst layer: {v.layers[worst]})", v.max_abs_diff[worst], v.tol[worst])
     if v.not_reproduced:
@@ -99,16 +69,11 @@ def maps() -> None:
         "the recomputation does not reproduce (an argument it does not know, a mask of its own) is named "
         "in a red badge." + only
     )
-
     index = widgets.slider("layer", 0, view.n_layers - 1, 0, key="hf_layer") if view.n_layers > 1 else 0
     layer = v.layers[index]
     P = v.maps[index]
-    figures.show(
-        view_cache.figure(
-            head_grid, P[None], view.tokens, f"Layer {layer}: every head (row: query, column: key)", layer
-        ),
-        key="hf_grid",
-    )
+    title = f"Layer {layer}: every head (row: query, column: key)"
+    figures.show(view_cache.figure(head_grid, P[None], view.tokens, title, layer), key="hf_grid")
     head = widgets.slider("head", 0, P.shape[0] - 1, 0, key="hf_head") if P.shape[0] > 1 else 0
     figures.show(one_head(P[head], view.tokens, f"Layer {layer}, head {head}"), key="hf_one")
     group = P.shape[0] // v.n_kv_heads
@@ -117,16 +82,15 @@ def maps() -> None:
         + (f"Sliding window: query i reads keys i − {v.sliding_window - 1}…i." if v.sliding_window else "")
     )
 
+
+def layer_by_layer(view: hf_heads.HFView) -> None:
     st.subheader("Layer by layer")
+    v, layers = view.view, view.view.layers
     left, right = st.columns(2)
-    layers = v.layers
     with left:
+        series = {"sink share (weight on token 0)": v.sink_share}
         fig = figures.lines(
-            layers,
-            {"sink share (weight on token 0)": v.sink_share},
-            title="Sink share by layer",
-            x_title="layer",
-            y_title="mean weight on token 0",
+            layers, series, title="Sink share by layer", x_title="layer", y_title="mean weight on token 0"
         )
         figures.show(fig.update_xaxes(dtick=1), key="hf_sink")
         st.caption(
@@ -147,17 +111,12 @@ def maps() -> None:
         y_title="relative distance",
     )
     figures.show(fig.update_xaxes(dtick=1), key="hf_rank")
-    sci = st.column_config.NumberColumn(format="%.2e")
-    table(
-        pd.DataFrame(view.layer_rows),
-        "layers.csv",
-        key="hf_layers",
-        hide_index=True,
-        column_config={"max |Δ| vs the model": sci, "tolerance": sci},
-    )
+    error_table(view.layer_rows, "layers.csv", "hf_layers", ("max |Δ| vs the model", "tolerance"))
 
+
+def kv_cache(view: hf_heads.HFView) -> None:
     st.subheader("KV cache at this length")
-    T = len(view.tokens)
+    v, T = view.view, len(view.tokens)
     kept = min(T, v.sliding_window) if v.sliding_window else T
     st.metric(
         f"K and V of every layer for {T} tokens",
@@ -171,14 +130,11 @@ def maps() -> None:
     )
 
 
-run_section(maps, inputs=f"the {label} and the model")
-T = len(view.tokens)
-
-
-def probe_section() -> None:
+def probe(loaded) -> None:
+    """The model's heads on the standard probe (its own view call, on the loaded model)."""
     st.subheader("Induction, previous-token and sink heads: the standard probe")
     with st.spinner("running the probe…"):
-        scores = compute(view_cache.view, explore.head_probe, loaded, inputs="the model")
+        scores = compute(view_cache.view, hf_heads.head_probe, loaded, inputs="the model")
     if scores is None:
         return
     n = scores.period
@@ -188,14 +144,14 @@ def probe_section() -> None:
         "earlier occurrence. Previous token: mean weight on t − 1. Sink: mean weight on position 0 (BOS), "
         "rows t ≥ 1. Scores by position on real text come from the long-input section below."
     )
-    tops = {name: scores.top(name) for name in explore.SCORES}
+    tops = {name: scores.top(name) for name in hf_heads.SCORES}
     st.markdown(
         "  \n".join(
             f"**Top {name} heads:** " + ", ".join(f"{head} ({value:.2f})" for head, value in top)
             for name, top in tops.items()
         )
     )
-    name = widgets.radio("score", explore.SCORES, key="hf_probe_score", horizontal=True)
+    name = widgets.radio("score", hf_heads.SCORES, key="hf_probe_score", horizontal=True)
     s = scores.by_name()[name]
     layers, heads = [str(layer) for layer in scores.layers], [str(h) for h in range(s.shape[1])]
     fig = figures.heatmap(
@@ -213,18 +169,48 @@ def probe_section() -> None:
     table(pd.DataFrame(scores.rows()), "head_scores.csv", key="hf_probe", hide_index=True)
 
 
-run_section(probe_section, inputs="the model")
+def long_inputs(model: long_heads.LongModel) -> None:
+    long_section(model, "hf_long")
 
+
+header(
+    "Hugging Face heads",
+    "A causal LM's attention, read where every transformers model hands its queries and keys to its "
+    "attention function (after rotary embedding and any QK-norm, KV heads not repeated): the weights are "
+    "recomputed by `attn_core.attention` with the model's scale, soft-capping and learned sinks, a causal "
+    "mask we build, its GQA grouping and its sliding windows — then compared with the model's own "
+    "probabilities. The page opens on **SmolLM2-135M-Instruct**, a pretrained model installed with the "
+    "app (no download): its sinks, previous-token and induction heads are real.",
+)
+st.caption(
+    f"Caps: at most {MAX_PARAMS / 1e6:,.0f} million parameters (read from the config before any weight "
+    f"loads), {MAX_TOKENS} tokens, and a load time of {LOAD_CAP_S:.0f} s (reported when exceeded: a load "
+    f"cannot be interrupted). float32 on the CPU. Tried: {hf_heads.TRIED}."
+)
+source = model_source()
+require(
+    source or None, fix="the model: give a folder on this server (or a hub id, where the hub is reachable)"
+)
+loaded = load_model(source)
+require(loaded, fix="the model folder or hub id")
+if loaded.over_time_cap:
+    st.warning(f"Loading took {loaded.load_s:.0f} s, over the {LOAD_CAP_S:.0f} s cap: pick a smaller model.")
+st.caption(f"**{loaded.name}** · {loaded.n_params:,} parameters · loaded in {loaded.load_s:.1f} s.")
+label = "token ids (comma or space separated)" if loaded.tokenizer is None else "text"
+default = hf_heads.DEMO_TEXT if loaded.tokenizer is None else hf_heads.SHIPPED_TEXT
+# ids and prose keep separate boxes: switching between SmolLM2 and the demo never feeds one the other's
+text_key = "hf_text" if loaded.tokenizer is None else "hf_prose"
+text = widgets.text_area(label, key=text_key, default=default, max_chars=4000, height=68)
+inputs = f"the {label} and the model"
+view = compute(view_cache.view, hf_heads.hf_view, loaded, text, inputs=inputs)
+require(view, fix="the input above (the model stays loaded)")
+run_section(maps, view, inputs=inputs)
+run_section(layer_by_layer, view, inputs=inputs)
+run_section(kv_cache, view, inputs=inputs)
+run_section(probe, loaded, inputs="the model")
 st.subheader(f"Long inputs: up to {long_heads.MAX_LONG_TOKENS:,} tokens, tile by tile")
-long_model = long_heads.demo() if source == explore.DEMO else long_heads.from_hf(loaded)
-run_section(long_section, long_model, "hf_long", inputs="the long input")
-
-
-def open_costs() -> None:
-    for key, value in {"co_src": COSTS_SOURCE, "co_paste": view.config_json, "co_T": max(T, 1)}.items():
-        st.session_state[key] = value
-        st.session_state[f"_keep_{key}"] = value
-
-
-if view.config_json is not None and st.button("Open this model in the Cost calculator", on_click=open_costs):
-    st.switch_page("pages/costs.py")
+long_model = long_heads.demo() if source == hf_heads.DEMO else long_heads.from_hf(loaded)
+run_section(long_inputs, long_model, inputs="the long input")
+if view.config_json is not None:
+    cost_inputs = {"co_src": COSTS_SOURCE, "co_paste": view.config_json, "co_T": max(len(view.tokens), 1)}
+    widgets.link_button("Open this model in the Cost calculator", COSTS_PAGE, cost_inputs)

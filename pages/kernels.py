@@ -181,8 +181,8 @@ def recorded(view: kernels.BenchView) -> None:
         ratio = run.triton_vs_best_sdpa()
         if ratio is not None:
             st.markdown(
-                f"Triton (ours) at L = {kernels.TARGET_L:,}: **{ratio:.2f}×** the best SDPA backend's TFLOP/s "
-                f"(target ≥ {kernels.TARGET_RATIO}×)."
+                f"Triton (ours) at L = {kernels.TARGET_L:,}: **{ratio:.2f}×** the best SDPA backend's "
+                f"TFLOP/s (target ≥ {kernels.TARGET_RATIO}×)."
             )
         csv = run.file.replace(".json", ".csv")
         table(pd.DataFrame(run.rows), csv, key=f"kb_rec_{run.file}", hide_index=True)
