@@ -131,6 +131,38 @@ def lines(
     return go.Figure({"data": traces, "layout": layout})
 
 
+def as_float64(x) -> np.ndarray:
+    """A tensor or sequence as a float64 array (plotly sends float64 exactly)."""
+    return np.asarray(x.detach() if hasattr(x, "detach") else x, dtype=np.float64)
+
+
+def vline(x: float, dash: str = "dash", text: str = "", log_x: bool = False) -> tuple[dict, list[dict]]:
+    """A vertical line at x and its label (plotly places annotations on a log axis by log10 x)."""
+    shape = {"type": "line", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1, "line": {"dash": dash}}
+    at = float(np.log10(x)) if log_x else x
+    notes = (
+        [{"x": at, "y": 1, "yref": "paper", "text": text, "showarrow": False, "yanchor": "bottom"}]
+        if text
+        else []
+    )
+    return shape, notes
+
+
+def traces_figure(traces: list[dict], title: str, x_title: str, y_title: str, *, log_x=False, log_y=False,
+            height=400, shapes=(), annotations=()) -> go.Figure:  # fmt: skip
+    """One figure of ``traces`` (plotly trace dicts) with the lab's layout: titled axes, linear or
+    log, the legend under the plot, optional shapes and annotations (`vline`)."""
+    layout = {
+        **_base_layout(title, height),
+        "xaxis": {"title": {"text": x_title}, "type": "log" if log_x else "linear"},
+        "yaxis": {"title": {"text": y_title}, "type": "log" if log_y else "linear"},
+        "legend": {"orientation": "h", "y": -0.25},
+        "shapes": list(shapes),
+        "annotations": list(annotations),
+    }
+    return go.Figure({"data": traces, "layout": layout})
+
+
 def bars(
     categories: Sequence[str],
     series: dict[str, Sequence[float]],

@@ -13,8 +13,8 @@ import streamlit as st
 from attn_core.views import long_heads as lh
 from lab_ui import figures, view_cache, widgets
 from lab_ui.badges import oracle_badge, table
+from lab_ui.head_maps import head_grid
 from lab_ui.page import compute
-from lab_ui.trained_charts import head_grid
 
 MAX_TEXT_CHARS = 60_000  # the shipped sample is ~18,000 characters; 4,096 ids fit in ~20,000
 SUMMARIES = {"mass (each row block sums to 1)": "mass", "max weight in the tile": "max"}

@@ -8,9 +8,9 @@ from attn_core.views import hf_heads, long_heads
 from attn_core.views.hf_heads import LOAD_CAP_S, MAX_PARAMS, MAX_TOKENS
 from lab_ui import figures, view_cache, widgets
 from lab_ui.badges import error_table, oracle_badge, table
+from lab_ui.head_maps import head_grid, one_head
 from lab_ui.long_heads import long_section
 from lab_ui.page import compute, header, require, run_section
-from lab_ui.trained_charts import head_grid, one_head
 
 SOURCES = ("SmolLM2-135M, pretrained (shipped)", "demo model built here (fastest)", "local folder or hub id")
 SOURCE_IDS = dict(zip(SOURCES, ("smollm2", "demo", "local"), strict=True))  # what a link carries

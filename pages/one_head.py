@@ -18,7 +18,7 @@ from attn_core.views.one_head import (
     Section,
 )
 from lab_ui import figures, widgets
-from lab_ui import theory_charts as charts
+from lab_ui import one_head_charts as charts
 from lab_ui.badges import check_badges, number_table, slip_columns
 from lab_ui.page import compute, header, require, run_section, section_picker, show_code
 

@@ -8,7 +8,7 @@ import streamlit as st
 from attn_core.views import scaling
 from attn_core.views.scaling import MAX_D_K, MAX_KEYS, SLIPS, ScaleRule, ScalingInputs, Section
 from lab_ui import figures, widgets
-from lab_ui import theory_charts as charts
+from lab_ui import scaling_charts as charts
 from lab_ui.badges import check_badges, number_table, slip_columns, slip_picker
 from lab_ui.page import compute, header, require, run_section, section_picker, show_code
 

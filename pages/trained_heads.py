@@ -10,9 +10,10 @@ from attn_core.views import long_heads, trained_heads
 from attn_core.views.trained_heads import TASKS, Section, TaskId, TrainedView
 from lab_ui import figures, view_cache, widgets
 from lab_ui.badges import oracle_badge, table
+from lab_ui.head_maps import head_grid, one_head
 from lab_ui.long_heads import long_section
 from lab_ui.page import compute, header, require, run_section, section_picker
-from lab_ui.trained_charts import circuit, head_grid, loss_figure, one_head, phase_caption
+from lab_ui.trained_charts import circuit, loss_figure, phase_caption
 
 SHIPPED, YOURS = "shipped checkpoint", "your run"
 MAX_TEXT = 200  # characters in the sequence box (a model reads at most 64 tokens of it)
