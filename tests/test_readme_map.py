@@ -1,0 +1,106 @@
+"""The README's map of the tree (its Layout section) is true: it names every module of lab_ui/
+(classroom/ too), every room and top-level module of attn_core/ and every script of benchmarks/
+(harness/ too), and every file it names exists.
+
+Read as text: the map is the first code block under "## Layout"; an entry starts at column 0 (a
+top folder or file) and its lines run to the next one. A file name is looked up in its entry's
+folder (or, with a slash, from the repository root or that folder)."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FILE = re.compile(r"[\w./-]*\w\.(?:py|sh|md)\b")
+ENTRY = re.compile(r"^(\S+)")
+
+
+def layout_map() -> str:
+    text = (ROOT / "README.md").read_text()
+    section = text.split("\n## Layout\n", 1)[1]
+    return section.split("```", 2)[1]
+
+
+def entries(block: str) -> dict[str, str]:
+    """Top-level entry (``lab_ui/``, ``app.py``) → its lines of the map."""
+    found: dict[str, list[str]] = {}
+    current = None
+    for line in block.splitlines():
+        if (start := ENTRY.match(line)) is not None:
+            current = start.group(1)
+            found[current] = []
+        if current is not None:
+            found[current].append(line)
+    return {name: "\n".join(lines) for name, lines in found.items()}
+
+
+def named_files(text: str) -> set[str]:
+    return set(FILE.findall(text))
+
+
+def named_basenames(text: str) -> set[str]:
+    return {Path(name).name for name in named_files(text)}
+
+
+def modules(folder: str, pattern: str = "*.py") -> list[Path]:
+    """A folder's files, recursively, without packages' __init__.py (the folder's own line says
+    what it holds) and caches."""
+    return sorted(
+        p for p in (ROOT / folder).rglob(pattern) if p.name != "__init__.py" and "__pycache__" not in p.parts
+    )
+
+
+def test_the_map_is_found_and_has_its_entries():
+    found = entries(layout_map())
+    assert {"app.py", "pages/", "lab_ui/", "attn_core/", "benchmarks/", "tests/"} <= set(found)
+    assert "page.py" in found["lab_ui/"] and "attention.py" in found["attn_core/"]
+
+
+@pytest.mark.parametrize("folder", ["lab_ui", "benchmarks"])
+def test_every_module_and_script_is_named(folder):
+    """lab_ui/ and benchmarks/ by each file's name, in their own entry (lab_ui/published_runs.py
+    and benchmarks/published_runs.py are two files)."""
+    block = entries(layout_map())[f"{folder}/"]
+    names = named_basenames(block)
+    files = modules(folder) + (modules(folder, "*.sh") if folder == "benchmarks" else [])
+    missing = [str(p.relative_to(ROOT)) for p in files if p.name not in names]
+    assert missing == [], "name them in the README's Layout"
+
+
+def test_every_room_and_top_level_module_of_attn_core_is_named():
+    """attn_core/ at folder level: each subpackage as ``name/``, each top-level module by file."""
+    block = entries(layout_map())["attn_core/"]
+    rooms = [p.name for p in (ROOT / "attn_core").iterdir() if (p / "__init__.py").is_file()]
+    files = [p.name for p in modules("attn_core") if p.parent == ROOT / "attn_core"]
+    missing = [f"{room}/" for room in rooms if not re.search(rf"^  {room}/", block, re.M)]
+    missing += [name for name in files if name not in named_basenames(block)]
+    assert sorted(missing) == [], "name them in the README's Layout"
+
+
+def resolves(name: str, folder: str) -> bool:
+    """A name from the map: a path from the root or from its entry's folder, or a bare file name
+    anywhere under that folder (tests may move into subfolders)."""
+    if (ROOT / name).exists() or (ROOT / folder / name).exists():
+        return True
+    return "/" not in name and folder != "." and any((ROOT / folder).rglob(name))
+
+
+def test_every_file_the_map_names_exists():
+    ghosts = []
+    for entry, block in entries(layout_map()).items():
+        folder = entry.rstrip("/") if entry.endswith("/") else str(Path(entry).parent)
+        if not (ROOT / entry).exists():
+            ghosts.append(entry)
+        ghosts += [f"{entry}: {name}" for name in named_files(block) if not resolves(name, folder)]
+    assert ghosts == []
+
+
+def test_every_subfolder_the_map_names_exists():
+    """An indented entry ending in / (``  classroom/``, ``  harness/``) is a folder of its entry."""
+    ghosts = []
+    for entry, block in entries(layout_map()).items():
+        for sub in re.findall(r"^  (\w+)/", block, re.M):
+            if not (ROOT / entry / sub).is_dir():
+                ghosts.append(f"{entry}{sub}/")
+    assert ghosts == []
