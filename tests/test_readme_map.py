@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 FILE = re.compile(r"[\w./-]*\w\.(?:py|sh|md)\b")
 ENTRY = re.compile(r"^(\S+)")
 
