@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
-FILE = re.compile(r"[\w./-]*\w\.(?:py|sh|md)\b")
+FILE = re.compile(r"[\w./*-]*\w\.(?:py|sh|md)\b")  # a * stands for any name: *_reference.py
 ENTRY = re.compile(r"^(\S+)")
 
 
@@ -80,7 +80,7 @@ def test_every_room_and_top_level_module_of_attn_core_is_named():
 
 def resolves(name: str, folder: str) -> bool:
     """A name from the map: a path from the root or from its entry's folder, or a bare file name
-    anywhere under that folder (tests may move into subfolders)."""
+    (or pattern) anywhere under that folder (tests may move into subfolders)."""
     if (ROOT / name).exists() or (ROOT / folder / name).exists():
         return True
     return "/" not in name and folder != "." and any((ROOT / folder).rglob(name))
