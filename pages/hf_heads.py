@@ -41,7 +41,9 @@ def load_model(source: str):
     """The model, with a progress bar while SmolLM2 loads for the first time in this server."""
     if source != hf_heads.SHIPPED or hf_heads.shipped_loaded():
         with st.spinner("loading the model…"):
-            return compute(hf_heads.load, source, inputs="the model folder or hub id")
+            # fresh: load keeps its own bounded store of models (the view cache counts a model as
+            # no bytes, so it must not hold one)
+            return compute(hf_heads.load, source, fresh=True, inputs="the model folder or hub id")
     bar = st.progress(0.0, text="loading SmolLM2-135M (once per server, about 20 s)…")
 
     def progress(fraction: float, stage: str) -> None:

@@ -103,3 +103,25 @@ def test_folders_outside_the_model_roots_are_refused_alike(app, tmp_path, monkey
         messages.append(at.error[0].value)
     assert all("only from its model folders" in m for m in messages)
     assert len({m for m in messages}) == 1  # the same words whether the folder exists or not
+
+
+def test_a_visitors_models_are_let_go_after_the_page_keeps_its_last_two(app, tmp_path, monkeypatch):
+    """The page keeps the last MAX_CACHED models visitors opened; the first of three must then be
+    freed, not held by the shared view cache (which counts a model as no bytes). Oracle: a weak
+    reference to the first model, dead after a full collection."""
+    import gc
+    import weakref
+
+    monkeypatch.setenv(explore.MODEL_DIRS_ENV, str(tmp_path))
+    config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, n_positions=64, vocab_size=100,
+                                     bos_token_id=0, eos_token_id=0)  # fmt: skip
+    at = app(PAGE, hf_src="local folder or hub id")
+    first = None
+    for name in ("a", "b", "c"):
+        transformers.AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path / name)
+        at.text_input(key="hf_path").input(str(tmp_path / name)).run()
+        ok(at)
+        first = first or weakref.ref(explore._CACHE[str(tmp_path / "a")].model)
+    assert explore.MAX_CACHED == 2 and str(tmp_path / "a") not in explore._CACHE
+    gc.collect()
+    assert first() is None, "the first visitor's model is still held after the page let it go"
