@@ -68,6 +68,7 @@ class WorkCount:
     """A workload's phases: the prefill, the first decode step, all N decode steps (arrays over
     P … P + N − 1 cached; None when N = 0), and the first step read two other ways."""
 
+    prefill_flops: PrefillFlops  # the prefill's FLOPs by part, as the tables show them
     prefill: PhaseCount
     decode: PhaseCount  # P tokens cached, top-k experts per MoE layer (the floor)
     decode_steps: PhaseCount | None
@@ -142,6 +143,7 @@ def count_work(shape: ModelShape, workload: Workload, precision: Precision) -> W
     first = decode_count(shape, P, B, precision)
     steps = decode_count(shape, np.arange(P, P + N, dtype=np.float64), B, precision) if N else None
     return WorkCount(
+        prefill_flops=prefill_flops(shape, P, B, causal=True),
         prefill=prefill_count(shape, P, B, precision),
         decode=first,
         decode_steps=steps,

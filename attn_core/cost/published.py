@@ -226,8 +226,8 @@ def _timing(run: Run, gpu: GPU, batch: int, prompt: int, gen: int) -> Timing:
 def _ttft_bound(t: Timing, peak: int, n: int) -> tuple[float, str]:
     """The prefill's bound at the row's compute format's peak (fp8 runs at the fp8 peak)."""
     at_peak = Roofline(n * peak, t.bandwidth_bytes_per_s)
-    how = f"max({t.prefill.flops:.4g} FLOPs / ({n} × {peak / 1e12:,.0f} TFLOP/s), {t.prefill_bytes:.4g} B / {n} × bandwidth)"
-    return time_phase(t.prefill, at_peak).bound_s, how
+    how = f"max({t.prefill.total:.4g} FLOPs / ({n} × {peak / 1e12:,.0f} TFLOP/s), {t.prefill_bytes:.4g} B / {n} × bandwidth)"
+    return time_phase(t.work.prefill, at_peak).bound_s, how
 
 
 def price(run: Run) -> Priced:

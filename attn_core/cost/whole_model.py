@@ -46,7 +46,7 @@ class Timing:
     steps_time: PhaseTime | None  # all N steps (arrays over P … P + N − 1 cached); None when N = 0
 
     # The counts and peaks, read through.
-    prefill = property(lambda self: self.work.prefill)  # FLOPs and bytes of the prefill
+    prefill = property(lambda self: self.work.prefill_flops)  # the prefill's FLOPs by part (causal)
     prefill_bytes = property(lambda self: self.work.prefill.bytes)  # weights read once + cache written
     decode_weight_bytes = property(lambda self: self.work.decode.weight_bytes)  # read by every step
     first_step_kv_bytes = property(lambda self: self.work.decode.mixing_bytes)  # cache and state at P
