@@ -199,7 +199,7 @@ def times_rows(t: Timing, calibrated: CalibratedTiming | None = None) -> dict[st
         ("prefill compute (FLOPs / peak)", t.ttft_compute_s),
         ("prefill memory (bytes / bandwidth)", t.ttft_memory_s),
         (f"time to first token ({t.ttft_bound}-bound)", t.ttft_bound_s),
-        (f"decode step at P ({t.decode_time.bound_by}-bound)", t.decode_step_bound_s),
+        ("decode step at P", t.decode_step_bound_s),
         (f"P + {t.gen_len:,} generated tokens", t.total_bound_s),
     ]
     table = {"quantity": [q for q, _ in rows], "lower bound": [format_seconds(x) for _, x in rows]}
