@@ -10,7 +10,9 @@ the publishers', never the lab's). Each row names how it is priced (``method``):
 - ``ttft``: time to first token at batch 1. Bound: max(prefill FLOPs / peak, bytes / bandwidth),
   the Cost page's TTFT, at the peak of the row's compute format (fp8 runs at the fp8 peak).
 - ``static-batch``: B prompts of P tokens, then N steps, output tokens/s. Bound: B·N / (TTFT bound +
-  the N decode steps' bound); a figure per GPU is multiplied by the GPU count first.
+  the N decode steps' bound, each max(FLOPs / peak, bytes / bandwidth): a large batch's steps are
+  bound by their FLOPs); a figure per GPU is multiplied by the GPU count first. Every phase of a row
+  is priced at its compute format's peak.
 - ``weights-per-step``: time per output token of a server at any batch: every step reads all the
   active weights at least once, so weights / bandwidth bounds it.
 - ``compute-per-output-token``: output tokens/s of a server whose lengths vary: each output token
@@ -217,17 +219,18 @@ def peak_flops(gpu: GPU, compute: str) -> int:
 
 
 def _timing(run: Run, gpu: GPU, batch: int, prompt: int, gen: int) -> Timing:
+    """The run's phases priced at its compute format's peak (fp8 runs at the fp8 peak)."""
     shape = load_preset(run.preset)
     precision = Precision(run.kv, weights=run.weights, kv=run.kv)
     workload = Workload(prompt + gen, batch, prompt, gen, causal=True)
-    return timing(shape, workload, precision, Hardware(gpu, run.n_gpus))
+    n = run.n_gpus
+    peaks = Roofline(n * peak_flops(gpu, run.compute), n * gpu.bandwidth_bytes_per_s)
+    return timing(shape, workload, precision, Hardware(gpu, n), peaks)
 
 
 def _ttft_bound(t: Timing, peak: int, n: int) -> tuple[float, str]:
-    """The prefill's bound at the row's compute format's peak (fp8 runs at the fp8 peak)."""
-    at_peak = Roofline(n * peak, t.bandwidth_bytes_per_s)
     how = f"max({t.prefill.total:.4g} FLOPs / ({n} × {peak / 1e12:,.0f} TFLOP/s), {t.prefill_bytes:.4g} B / {n} × bandwidth)"
-    return time_phase(t.work.prefill, at_peak).bound_s, how
+    return t.ttft_bound_s, how
 
 
 def price(run: Run) -> Priced:

@@ -9,6 +9,9 @@ Conventions, stated once and shown wherever these numbers are:
 - Bytes a pass must read, at least: the active weights (top-k experts per MoE layer, the fewest any
   batch can touch; an untied embedding table only for the rows looked up), the KV cache and a
   hybrid's fixed state (conv and recurrent states of its linear/state layers).
+- Each phase (`phases.count_work`) is priced once (`roofline.time_phase`): max(FLOPs / peak, bytes /
+  bandwidth), the prefill and every decode step alike (a decode step of many short sequences can be
+  bound by its FLOPs).
 - Tensor parallelism over n GPUs is perfect: FLOP/s and bandwidth add, nothing is replicated.
 - ``efficiency`` η (the achieved fraction of peak) turns each bound into an estimate, bound / η.
   η = 1 is the bound itself; anything else is labelled an estimate.
@@ -24,7 +27,7 @@ import numpy as np
 from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.params import ParamCount, model_params
 from attn_core.cost.phases import PhaseCount, WorkCount, count_work
-from attn_core.cost.roofline import PhaseTime, roofline, time_phase
+from attn_core.cost.roofline import PhaseTime, Roofline, roofline, time_phase
 from attn_core.cost.serving import experts_touched_expected
 from attn_core.cost.shapes import ModelShape
 
@@ -93,7 +96,13 @@ class Timing:
         return self.efficiency != 1.0
 
 
-def timing(shape: ModelShape, workload: Workload, precision: Precision, hardware: Hardware) -> Timing:
+def timing(
+    shape: ModelShape,
+    workload: Workload,
+    precision: Precision,
+    hardware: Hardware,
+    peaks: Roofline | None = None,
+) -> Timing:
     """The bounds of `Timing` for this model on the hardware (see the module's conventions), for
     the workload's B prompts of P tokens and its N generated tokens, at its efficiency.
 
@@ -101,8 +110,10 @@ def timing(shape: ModelShape, workload: Workload, precision: Precision, hardware
     of B·P tokens; its FLOPs count the causal pairs, whatever the workload's causal toggle. Decode
     step i (i = 0 … N − 1) reads the active weights and a cache of P + i tokens per sequence; the
     routed experts are sized at the precision's expert dtype. Card 13's example, Llama 2 7B on one
-    A100 at P = 4,096: the first step is (13,214,695,424 + 2 GiB) / 2,039 GB/s = 7.53 ms."""
-    work, peaks, eta = count_work(shape, workload, precision), roofline(hardware), workload.efficiency
+    A100 at P = 4,096: the first step is (13,214,695,424 + 2 GiB) / 2,039 GB/s = 7.53 ms.
+    ``peaks``: other than the hardware's bf16 peak and bandwidth (a run computing in fp8)."""
+    work, eta = count_work(shape, workload, precision), workload.efficiency
+    peaks = roofline(hardware) if peaks is None else peaks
     steps = None if work.decode_steps is None else time_phase(work.decode_steps, peaks, eta)
     return Timing(
         prompt_len=workload.prompt,
