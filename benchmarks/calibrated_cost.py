@@ -29,8 +29,9 @@ from pathlib import Path
 import torch
 
 from attn_core import verify
-from attn_core.cost.calibrated import phase_time, product_seconds
 from attn_core.cost.calibration import Calibration, read_calibration
+from attn_core.cost.phases import PhaseCount, expert_flops, expert_rows
+from attn_core.cost.roofline import attained_time, product_seconds
 from attn_core.cost.serving import kv_cache_bytes
 from attn_core.cost.shapes import load_preset
 from attn_core.kernels.device import device_facts, load_average
@@ -81,14 +82,17 @@ def rows(result: verify.VerifyResult, cal: Calibration) -> list[str]:
         F_w, W, F_a, M = split(result, phase)
         measured = getattr(result, phase).measured_ms
         compute = F_w / R_mm + F_a / R_attn
-        by_rows = product_seconds(shape, F_w, tokens, lambda rows: cal.matmul_at("fp32", rows))
+        products = PhaseCount(
+            tokens, F_w, expert_flops(shape, tokens), expert_rows(shape, tokens), 0, 0, 0, 0, 0
+        )
+        by_rows = product_seconds(products, lambda rows: cal.matmul_at("fp32", rows))
         figures = (
             getattr(result, phase).estimate_ms,
             1e3 * max(compute, (W + M) / BW),
             1e3 * (compute + (W + M) / BW),
-            1e3 * float(phase_time(F_w / R_mm, W, F_a / R_attn, M, BW).seconds),
-            1e3 * float(phase_time(F_w / k_mm, W, F_a / k_attn, M, k_bw).seconds),
-            1e3 * float(phase_time(by_rows, W, F_a / k_attn, M, k_bw).seconds),
+            1e3 * float(attained_time(F_w / R_mm, W, F_a / R_attn, M, BW).seconds),
+            1e3 * float(attained_time(F_w / k_mm, W, F_a / k_attn, M, k_bw).seconds),
+            1e3 * float(attained_time(by_rows, W, F_a / k_attn, M, k_bw).seconds),
         )
         out.append(f"| {result.model} | {label} | {measured:,.1f} | "
                    + " | ".join(cell(x, measured) for x in figures) + f" | {load} |")  # fmt: skip

@@ -25,8 +25,11 @@ Costs
 - `params`: parameters total and active, and their bytes at a weight dtype (card 9).
 - `flops`: FLOPs per layer and for the whole model, the crossover T* (card 11).
 - `memory`: score memory, naive vs online softmax (card 12).
-- `serving`: the KV cache, a hybrid's fixed state, sequences that fit, the decode bound (cards 13, 14).
+- `serving`: the KV cache, a hybrid's fixed state, sequences that fit (cards 13, 14).
 - `ledger`: the ledger by layer kind, and a hybrid's memory against T beside its all-attention twin.
+- `phases`: the one count of each phase's work (prefill of P, a decode step at P): FLOPs by part, bytes.
+- `roofline`: the one pricing of a count (`time_phase`): the bound, the estimate at η, the time at a
+  kernel bench run's attained rates.
 - `whole_model`: parameters with published counts, and the time bounds (TTFT, decode, end to end).
 - `report`: one what-if, everything at once (`cost_report`), the MHA/GQA/MQA variants and sweeps over T.
 - `cli`: the command line (``python -m attn_core cost|models|gpus``).
@@ -78,11 +81,9 @@ from attn_core.cost.report import (
     sweep_grid,
 )
 from attn_core.cost.serving import (
-    DecodeBound,
     ServingCapacity,
     cached_tokens,
     decode_intensity,
-    decode_lower_bound,
     decode_weight_bytes_expected,
     experts_touched_expected,
     kv_cache_bytes,
@@ -132,6 +133,7 @@ from attn_core.cost.units import (
     format_rate,
     format_seconds,
 )
+from attn_core.cost.whole_model import DecodeBound, decode_lower_bound
 
 __all__ = [
     "ACT_KEYS",

@@ -10,7 +10,9 @@ the publishers', never the lab's). Each row names how it is priced (``method``):
 - ``ttft``: time to first token at batch 1. Bound: max(prefill FLOPs / peak, bytes / bandwidth),
   the Cost page's TTFT, at the peak of the row's compute format (fp8 runs at the fp8 peak).
 - ``static-batch``: B prompts of P tokens, then N steps, output tokens/s. Bound: B·N / (TTFT bound +
-  the N decode steps' bound); a figure per GPU is multiplied by the GPU count first.
+  the N decode steps' bound, each max(FLOPs / peak, bytes / bandwidth): a large batch's steps are
+  bound by their FLOPs); a figure per GPU is multiplied by the GPU count first. Every phase of a row
+  is priced at its compute format's peak.
 - ``weights-per-step``: time per output token of a server at any batch: every step reads all the
   active weights at least once, so weights / bandwidth bounds it.
 - ``compute-per-output-token``: output tokens/s of a server whose lengths vary: each output token
@@ -30,9 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS
-from attn_core.cost.flops import prefill_flops
 from attn_core.cost.gpus import GPU, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
+from attn_core.cost.phases import prefill_count
+from attn_core.cost.roofline import Roofline, time_phase
 from attn_core.cost.shapes import load_preset
 from attn_core.cost.whole_model import Timing, timing
 
@@ -216,16 +219,18 @@ def peak_flops(gpu: GPU, compute: str) -> int:
 
 
 def _timing(run: Run, gpu: GPU, batch: int, prompt: int, gen: int) -> Timing:
+    """The run's phases priced at its compute format's peak (fp8 runs at the fp8 peak)."""
     shape = load_preset(run.preset)
     precision = Precision(run.kv, weights=run.weights, kv=run.kv)
     workload = Workload(prompt + gen, batch, prompt, gen, causal=True)
-    return timing(shape, workload, precision, Hardware(gpu, run.n_gpus))
+    n = run.n_gpus
+    peaks = Roofline(n * peak_flops(gpu, run.compute), n * gpu.bandwidth_bytes_per_s)
+    return timing(shape, workload, precision, Hardware(gpu, n), peaks)
 
 
 def _ttft_bound(t: Timing, peak: int, n: int) -> tuple[float, str]:
-    compute_s, memory_s = t.prefill.total / (n * peak), t.ttft_memory_s
     how = f"max({t.prefill.total:.4g} FLOPs / ({n} × {peak / 1e12:,.0f} TFLOP/s), {t.prefill_bytes:.4g} B / {n} × bandwidth)"
-    return max(compute_s, memory_s), how
+    return t.ttft_bound_s, how
 
 
 def price(run: Run) -> Priced:
@@ -258,12 +263,13 @@ def price(run: Run) -> Priced:
         return Priced(run, rate, measured, "out tok/s", measured / rate, how, band)
     if m == "weights-per-step":
         t = _timing(run, gpu, 1, 1, 1)
-        step_s = t.decode_weight_bytes / (n * bw)
+        step_s = t.decode_time.weights_s
         how = f"active weights {t.decode_weight_bytes:.4g} B / ({n} × {bw / 1e9:,.0f} GB/s)"
         return Priced(run, step_s * 1e3, run.value, run.unit, step_s * 1e3 / run.value, how, band)
     if m == "compute-per-output-token":
-        per_token = prefill_flops(load_preset(run.preset), 1, 1, causal=True).total
-        rate = n * peak / per_token
+        one = prefill_count(load_preset(run.preset), 1, 1, Precision(run.compute))  # no context
+        per_token = one.flops
+        rate = 1 / time_phase(one, Roofline(n * peak, n * bw)).compute_s
         how = f"{n} × {peak / 1e12:,.0f} TFLOP/s / {per_token:.4g} FLOPs per output token"
         return Priced(run, rate, run.value, run.unit, run.value / rate, how, band)
     if m == "kernel-flops":

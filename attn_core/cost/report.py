@@ -3,7 +3,6 @@ sweeps: MHA/GQA/MQA variants and cost curves over T."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,10 +21,8 @@ from attn_core.cost.flops import (
 from attn_core.cost.inputs import DEFAULT_PRECISION, Hardware, Precision, Workload
 from attn_core.cost.params import AttentionParams, attention_params, weight_bytes
 from attn_core.cost.serving import (
-    DecodeBound,
     ServingCapacity,
     decode_intensity,
-    decode_lower_bound,
     experts_touched_expected,
     kv_cache_bytes,
     kv_cache_bytes_per_token,
@@ -34,7 +31,16 @@ from attn_core.cost.serving import (
     state_bytes_per_sequence,
 )
 from attn_core.cost.shapes import ModelShape
-from attn_core.cost.whole_model import PETABYTE, Parameters, Timing, parameters, timing
+from attn_core.cost.whole_model import (
+    PETABYTE,
+    DecodeBound,
+    Parameters,
+    Timing,
+    decode_lower_bound,
+    decode_with_cache,
+    parameters,
+    timing,
+)
 
 FLOPS_CONVENTION = "matrix products only, 2 FLOPs per multiply-add; norms, softmax and rotary excluded"
 
@@ -189,13 +195,16 @@ class CostReport:
             out |= {
                 "efficiency": t.efficiency,
                 "times_are": "estimates (bound / efficiency)" if t.is_estimate else "lower bounds",
-                "ttft_ms_lower_bound": 1e3 * t.ttft_s * t.efficiency,
-                "decode_ms_lower_bound": 1e3 * t.decode_step_s * t.efficiency,
+                "ttft_ms_lower_bound": 1e3 * t.ttft_bound_s,
+                "decode_ms_lower_bound": 1e3 * t.decode_step_bound_s,
                 "ttft_bound_by": t.ttft_bound,
+                "decode_bound_by": t.decode_time.bound_by,
                 "prompt_len": t.prompt_len,
                 "gen_len": t.gen_len,
-                "end_to_end_ms_lower_bound": 1e3 * t.total_s * t.efficiency,
-                "end_to_end_tokens_per_s_upper_bound": t.tokens_per_s / t.efficiency,
+                "end_to_end_ms_lower_bound": 1e3 * t.total_bound_s,
+                "end_to_end_tokens_per_s_upper_bound": t.batch * t.gen_len / t.total_bound_s
+                if t.gen_len
+                else 0.0,
             }
             if t.is_estimate:
                 out |= {
@@ -295,22 +304,21 @@ def kv_head_variants(
     divisors = [g for g in range(1, h + 1) if h % g == 0]
     middle = divisors[len(divisors) // 2]  # a representative GQA group count
     counts = sorted({h, shape.n_kv_heads, middle, 1}, reverse=True)
-    weights = weight_bytes(shape, weight_bytes_per_param)
+    weights = weight_bytes(shape, weight_bytes_per_param, precision.b_expert)
+    own = None if gpu is None else decode_lower_bound(shape, workload, precision, hardware)
     rows = []
     for n_kv in counts:
         variant = shape.with_kv_heads(n_kv)
         serving = decode = card14 = None
         if gpu is not None:
             sizes = dict(n_gpus=n_gpus, weight_bytes_per_param=weight_bytes_per_param,
-                         kv_bytes_per_value=kv_bytes_per_value, weights=weights)  # fmt: skip
+                         kv_bytes_per_value=kv_bytes_per_value, weights=weights,
+                         state_bytes_per_value=precision.b_state)  # fmt: skip
             serving = serving_capacity(variant, gpu, T, **sizes)
             card14 = serving_capacity(variant, gpu, T, **sizes, memory="vendor")
             # the model's own decode floor (weights at their dtypes, a hybrid's fixed state) with
             # only the cache changed: the row at the model's own H_kv is the headline's step
-            kv = kv_cache_bytes(variant, T, batch, kv_bytes_per_value)
-            decode = dataclasses.replace(
-                decode_lower_bound(shape, workload, precision, hardware), kv_bytes=kv
-            )
+            decode = decode_with_cache(own, kv_cache_bytes(variant, T, batch, kv_bytes_per_value))
         rows.append(
             KVHeadVariant(
                 n_kv_heads=n_kv,
@@ -322,7 +330,7 @@ def kv_head_variants(
                 decode_intensity=decode_intensity(variant, kv_bytes_per_value),
                 max_sequences=None if serving is None else serving.max_sequences,
                 max_sequences_card14=None if card14 is None else card14.max_sequences,
-                decode_ms_lower_bound=None if decode is None else 1e3 * decode.seconds_per_step,
+                decode_ms_lower_bound=None if decode is None else 1e3 * decode,
             )
         )
     return rows

@@ -1,6 +1,6 @@
-"""The KV cache (card 13), the fixed state of linear-attention and state-space layers, and what a GPU
-can serve: sequences that fit, the decode-time lower bound (the floor, and the expectation under
-uniform expert routing) and decode intensity (cards 13 and 14)."""
+"""The KV cache (card 13), the fixed state of linear-attention and state-space layers, the experts a
+decode step touches, and what a GPU can serve: sequences that fit and decode intensity (cards 13
+and 14). The decode step's time is `whole_model.decode_lower_bound`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from typing import Any
 from attn_core.cost.dtypes import Tokens, _minimum, _tokens
 from attn_core.cost.flops import pair_flops
 from attn_core.cost.gpus import GPU, MemoryConvention
-from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.mixers import state_bytes_per_layer
 from attn_core.cost.params import decode_weight_bytes, expert_params, weight_bytes
 from attn_core.cost.shapes import ModelShape
@@ -122,7 +121,7 @@ def decode_weight_bytes_expected(
     return math.ceil(floor + shape.n_moe_layers * extra * one * b_e)
 
 
-# -- Cards 13 and 14: serving capacity, decode bound, intensity ------------------------------
+# -- Cards 13 and 14: serving capacity, intensity ------------------------------
 @dataclass(frozen=True)
 class ServingCapacity:
     """How many sequences of T tokens fit beside the weights — an UPPER bound: activations,
@@ -166,88 +165,6 @@ def serving_capacity(
     free = total - w
     max_seq = max(free, 0) // (per_seq + state)
     return ServingCapacity(total, memory, w, free, per_seq, max_seq, state)
-
-
-@dataclass(frozen=True)
-class DecodeBound:
-    """Bandwidth floor on one decode step: the weights a step must read and the whole cache, once."""
-
-    weight_bytes: int  # active weights, the untied embedding table only for its B rows
-    kv_bytes: Tokens  # all B sequences' caches
-    bandwidth_bytes_per_s: int  # n_gpus × per-GPU bandwidth
-    batch: int
-    card13_weight_bytes: int | None = None  # every weight, as card 13 counts (None: the same)
-    state_bytes: int = 0  # all B sequences' fixed states (hybrids), read once per step
-    expected_weight_bytes: int | None = None  # under uniform expert routing (None: the floor)
-    experts_touched: float | None = None  # expected distinct routed experts per MoE layer
-
-    @property
-    def weight_seconds(self) -> float:
-        return self.weight_bytes / self.bandwidth_bytes_per_s
-
-    @property
-    def kv_seconds(self) -> Tokens:
-        """The cache and the fixed state, read once."""
-        return (self.kv_bytes + self.state_bytes) / self.bandwidth_bytes_per_s
-
-    @property
-    def seconds_per_step(self) -> Tokens:
-        """t_token ≥ (weight bytes read + KV and state bytes) / bandwidth — a LOWER bound on time
-        per step: the floor, k experts per MoE layer whatever B is."""
-        return self.weight_seconds + self.kv_seconds
-
-    @property
-    def expected_seconds_per_step(self) -> Tokens:
-        """The same read with the experts B sequences are expected to touch under uniform routing:
-        for a mixture of experts at B > 1 the likelier figure (still at full bandwidth)."""
-        w = self.weight_bytes if self.expected_weight_bytes is None else self.expected_weight_bytes
-        return w / self.bandwidth_bytes_per_s + self.kv_seconds
-
-    @property
-    def expected_tokens_per_s(self) -> Tokens:
-        """B / the uniform-routing step: a ceiling on tokens/s under that routing."""
-        return self.batch / self.expected_seconds_per_step
-
-    @property
-    def tokens_per_s(self) -> Tokens:
-        """B / t_step — an UPPER bound on generated tokens per second (all sequences)."""
-        return self.batch / self.seconds_per_step
-
-    @property
-    def card13_seconds_per_step(self) -> Tokens:
-        """Card 13's figure, which reads every weight (the whole embedding table, every expert):
-        above the true bound by the unread bytes (6.61 + 1.05 ms for Llama 2 7B on an A100)."""
-        w = self.weight_bytes if self.card13_weight_bytes is None else self.card13_weight_bytes
-        return (w + self.kv_bytes + self.state_bytes) / self.bandwidth_bytes_per_s
-
-
-def decode_lower_bound(
-    shape: ModelShape, workload: Workload, precision: Precision, hardware: Hardware
-) -> DecodeBound:
-    """Memory-bandwidth floor on decoding one token per sequence with T cached (cards 13, 14).
-
-    Reads the active weights (`params.decode_weight_bytes`: B rows of an untied embedding
-    table, top-k experts), every cached token and a hybrid's fixed state; beside the floor, the
-    weights under uniform routing (`decode_weight_bytes_expected`). Llama 2 7B on an A100 (2,039 GB/s), batch 1,
-    4K: 6.48 ms weights + 1.05 ms cache; card 13 reads the whole table: 6.61 + 1.05 ms, at most
-    130 tokens/s. Multi-GPU assumes perfect sharding (bandwidths add). T and B from the workload;
-    the routed experts at the precision's expert dtype."""
-    T, batch, n_gpus, gpu = workload.seq_len, workload.batch, hardware.n_gpus, hardware.gpu
-    weight_bytes_per_param, expert_bytes_per_param = precision.b_weight, precision.b_expert
-    kv_bytes_per_value, state_bytes_per_value = precision.b_kv, precision.b_state
-    m = shape.moe if shape.n_moe_layers else None
-    return DecodeBound(
-        weight_bytes=decode_weight_bytes(shape, batch, weight_bytes_per_param, expert_bytes_per_param),
-        kv_bytes=kv_cache_bytes(shape, T, batch, kv_bytes_per_value),
-        bandwidth_bytes_per_s=n_gpus * gpu.bandwidth_bytes_per_s,
-        batch=batch,
-        card13_weight_bytes=weight_bytes(shape, weight_bytes_per_param, expert_bytes_per_param),
-        state_bytes=state_bytes(shape, batch, kv_bytes_per_value, state_bytes_per_value),
-        expected_weight_bytes=decode_weight_bytes_expected(
-            shape, batch, weight_bytes_per_param, expert_bytes_per_param
-        ),
-        experts_touched=None if m is None else experts_touched_expected(m.n_experts, m.top_k, batch),
-    )
 
 
 def decode_intensity(shape: ModelShape, bytes_per_value: int = 2) -> float:

@@ -9,6 +9,9 @@ Conventions, stated once and shown wherever these numbers are:
 - Bytes a pass must read, at least: the active weights (top-k experts per MoE layer, the fewest any
   batch can touch; an untied embedding table only for the rows looked up), the KV cache and a
   hybrid's fixed state (conv and recurrent states of its linear/state layers).
+- Each phase (`phases.count_work`) is priced once (`roofline.time_phase`): max(FLOPs / peak, bytes /
+  bandwidth), the prefill and every decode step alike (a decode step of many short sequences can be
+  bound by its FLOPs).
 - Tensor parallelism over n GPUs is perfect: FLOP/s and bandwidth add, nothing is replicated.
 - ``efficiency`` η (the achieved fraction of peak) turns each bound into an estimate, bound / η.
   η = 1 is the bound itself; anything else is labelled an estimate.
@@ -16,14 +19,16 @@ Conventions, stated once and shown wherever these numbers are:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
-from attn_core.cost.flops import PrefillFlops, prefill_flops
 from attn_core.cost.inputs import Hardware, Precision, Workload
-from attn_core.cost.params import ParamCount, decode_weight_bytes, model_params
-from attn_core.cost.serving import kv_cache_bytes, state_bytes
+from attn_core.cost.params import ParamCount, model_params
+from attn_core.cost.phases import PhaseCount, WorkCount, count_work
+from attn_core.cost.roofline import PhaseTime, Roofline, roofline, time_phase
+from attn_core.cost.serving import experts_touched_expected
 from attn_core.cost.shapes import ModelShape
 
 PETABYTE = 10**15  # a KV cache past this is flagged as absurd (it still answers)
@@ -31,55 +36,55 @@ PETABYTE = 10**15  # a KV cache past this is flagged as absurd (it still answers
 
 @dataclass(frozen=True)
 class Timing:
-    """Time bounds for B sequences: prefill of P tokens, then N decode steps (seconds)."""
+    """Time bounds for B sequences: prefill of P tokens, then N decode steps (seconds), each phase
+    of the one count (`phases.count_work`) priced by `roofline.time_phase`."""
 
     prompt_len: int  # P
     gen_len: int  # N
     batch: int
     efficiency: float  # η; 1.0 means every figure below is a bound
-    prefill: PrefillFlops  # at P
-    prefill_bytes: int  # weights read once + the cache written
-    flops_per_s: int  # n_gpus × peak
-    bandwidth_bytes_per_s: int  # n_gpus × bandwidth
-    decode_weight_bytes: int  # read by every decode step
-    first_step_kv_bytes: int  # the cache (and a hybrid's state) read by the first decode step (P tokens)
-    decode_kv_bytes_total: float  # the caches (and states) read by all N steps (P, …, P + N − 1 tokens)
+    work: WorkCount
+    prefill_time: PhaseTime
+    decode_time: PhaseTime  # the first step: P tokens cached
+    steps_time: PhaseTime | None  # all N steps (arrays over P … P + N − 1 cached); None when N = 0
 
-    @property
-    def ttft_compute_s(self) -> float:
-        return self.prefill.total / self.flops_per_s
-
-    @property
-    def ttft_memory_s(self) -> float:
-        return self.prefill_bytes / self.bandwidth_bytes_per_s
+    # The counts and peaks, read through.
+    prefill = property(lambda self: self.work.prefill_flops)  # the prefill's FLOPs by part (causal)
+    prefill_bytes = property(lambda self: self.work.prefill.bytes)  # weights read once + cache written
+    decode_weight_bytes = property(lambda self: self.work.decode.weight_bytes)  # read by every step
+    first_step_kv_bytes = property(lambda self: self.work.decode.mixing_bytes)  # cache and state at P
+    flops_per_s = property(lambda self: self.prefill_time.roofline.flops_per_s)  # n_gpus × peak
+    bandwidth_bytes_per_s = property(lambda self: self.prefill_time.roofline.bandwidth_bytes_per_s)
+    ttft_compute_s = property(lambda self: self.prefill_time.compute_s)
+    ttft_memory_s = property(lambda self: self.prefill_time.memory_s)
+    ttft_bound = property(lambda self: self.prefill_time.bound_by)  # "compute" or "memory"
+    ttft_bound_s = property(lambda self: self.prefill_time.bound_s)
+    decode_step_bound_s = property(lambda self: self.decode_time.bound_s)
 
     @property
     def ttft_s(self) -> float:
         """max(prefill FLOPs / peak, bytes read / bandwidth) / η: a lower bound at η = 1."""
-        return max(self.ttft_compute_s, self.ttft_memory_s) / self.efficiency
-
-    @property
-    def ttft_bound(self) -> str:
-        return "compute" if self.ttft_compute_s >= self.ttft_memory_s else "memory"
+        return self.prefill_time.expected_s
 
     @property
     def decode_step_s(self) -> float:
-        """(active weights + the cache of P tokens) / bandwidth / η: the first step's lower bound."""
-        return (
-            (self.decode_weight_bytes + self.first_step_kv_bytes)
-            / self.bandwidth_bytes_per_s
-            / self.efficiency
-        )
+        """max(FLOPs / peak, (active weights + the cache of P tokens) / bandwidth) / η: the first step."""
+        return self.decode_time.expected_s
 
     @property
     def decode_s(self) -> float:
         """All N steps: N reads of the weights and of a cache growing from P to P + N − 1 tokens."""
-        read = self.gen_len * self.decode_weight_bytes + self.decode_kv_bytes_total
-        return read / self.bandwidth_bytes_per_s / self.efficiency
+        return float(np.sum(self.steps_time.expected_s)) if self.steps_time is not None else 0.0
 
     @property
     def total_s(self) -> float:
         return self.ttft_s + self.decode_s
+
+    @property
+    def total_bound_s(self) -> float:
+        """TTFT + all N steps, each at its bound (η = 1)."""
+        steps = float(np.sum(self.steps_time.bound_s)) if self.steps_time is not None else 0.0
+        return self.ttft_bound_s + steps
 
     @property
     def tokens_per_s(self) -> float:
@@ -91,7 +96,13 @@ class Timing:
         return self.efficiency != 1.0
 
 
-def timing(shape: ModelShape, workload: Workload, precision: Precision, hardware: Hardware) -> Timing:
+def timing(
+    shape: ModelShape,
+    workload: Workload,
+    precision: Precision,
+    hardware: Hardware,
+    peaks: Roofline | None = None,
+) -> Timing:
     """The bounds of `Timing` for this model on the hardware (see the module's conventions), for
     the workload's B prompts of P tokens and its N generated tokens, at its efficiency.
 
@@ -99,27 +110,100 @@ def timing(shape: ModelShape, workload: Workload, precision: Precision, hardware
     of B·P tokens; its FLOPs count the causal pairs, whatever the workload's causal toggle. Decode
     step i (i = 0 … N − 1) reads the active weights and a cache of P + i tokens per sequence; the
     routed experts are sized at the precision's expert dtype. Card 13's example, Llama 2 7B on one
-    A100 at P = 4,096: the first step is (13,214,695,424 + 2 GiB) / 2,039 GB/s = 7.53 ms."""
-    P, N, B = workload.prompt, workload.gen_len, workload.batch
-    b_w, b_e, b_kv = precision.b_weight, precision.b_expert, precision.b_kv
-    steps = np.arange(P, P + N, dtype=np.float64)
-    state = state_bytes(shape, B, b_kv, precision.b_state)  # the same at every T
-    kv_total = float(np.sum(kv_cache_bytes(shape, steps, B, b_kv))) if N else 0.0
-    kv_total += N * state
-    n, gpu = hardware.n_gpus, hardware.gpu
+    A100 at P = 4,096: the first step is (13,214,695,424 + 2 GiB) / 2,039 GB/s = 7.53 ms.
+    ``peaks``: other than the hardware's bf16 peak and bandwidth (a run computing in fp8)."""
+    work, eta = count_work(shape, workload, precision), workload.efficiency
+    peaks = roofline(hardware) if peaks is None else peaks
+    steps = None if work.decode_steps is None else time_phase(work.decode_steps, peaks, eta)
     return Timing(
-        prompt_len=P,
-        gen_len=N,
-        batch=B,
-        efficiency=workload.efficiency,
-        prefill=prefill_flops(shape, P, B, causal=True),
-        prefill_bytes=decode_weight_bytes(shape, B * P, b_w, b_e) + kv_cache_bytes(shape, P, B, b_kv) + state,
-        flops_per_s=n * gpu.bf16_flops_per_s,
-        bandwidth_bytes_per_s=n * gpu.bandwidth_bytes_per_s,
-        decode_weight_bytes=decode_weight_bytes(shape, B, b_w, b_e),
-        first_step_kv_bytes=kv_cache_bytes(shape, P, B, b_kv) + state,
-        decode_kv_bytes_total=kv_total,
+        prompt_len=workload.prompt,
+        gen_len=workload.gen_len,
+        batch=workload.batch,
+        efficiency=eta,
+        work=work,
+        prefill_time=time_phase(work.prefill, peaks, eta),
+        decode_time=time_phase(work.decode, peaks, eta),
+        steps_time=steps,
     )
+
+
+@dataclass(frozen=True)
+class DecodeBound:
+    """The floor on one decode step with T cached (cards 13, 14): the active weights, the whole
+    cache and a hybrid's fixed state read once, or the step's FLOPs at peak where they take longer;
+    beside it the same step under uniform expert routing and as card 13 counts it (every weight)."""
+
+    floor: PhaseTime  # top-k experts per MoE layer, whatever B is
+    uniform: PhaseTime  # the experts B sequences are expected to touch under uniform routing
+    every_weight: PhaseTime  # card 13: the whole embedding table, every expert
+    batch: int
+    experts_touched: float | None = None  # expected distinct routed experts per MoE layer
+
+    weight_bytes = property(lambda self: self.floor.count.weight_bytes)  # active weights
+    kv_bytes = property(lambda self: self.floor.count.cache_bytes)  # all B sequences' caches
+    state_bytes = property(lambda self: self.floor.count.state_bytes)  # all B fixed states
+    expected_weight_bytes = property(lambda self: self.uniform.count.weight_bytes)
+    card13_weight_bytes = property(lambda self: self.every_weight.count.weight_bytes)
+    bandwidth_bytes_per_s = property(lambda self: self.floor.roofline.bandwidth_bytes_per_s)
+    weight_seconds = property(lambda self: self.floor.weights_s)
+    kv_seconds = property(lambda self: self.floor.mixing_memory_s)  # the cache and the fixed state
+    bound_by = property(lambda self: self.floor.bound_by)
+
+    @property
+    def seconds_per_step(self) -> float:
+        """t_token ≥ max(FLOPs / peak, (weights read + KV and state bytes) / bandwidth): the floor."""
+        return self.floor.bound_s
+
+    @property
+    def expected_seconds_per_step(self) -> float:
+        """The same with the experts B sequences are expected to touch under uniform routing: for a
+        mixture of experts at B > 1 the likelier figure (still at full bandwidth)."""
+        return self.uniform.bound_s
+
+    @property
+    def card13_seconds_per_step(self) -> float:
+        """Card 13's figure, which reads every weight (the whole embedding table, every expert):
+        above the true bound by the unread bytes (6.61 + 1.05 ms for Llama 2 7B on an A100)."""
+        return self.every_weight.bound_s
+
+    @property
+    def tokens_per_s(self) -> float:
+        """B / t_step — an UPPER bound on generated tokens per second (all sequences)."""
+        return self.batch / self.seconds_per_step
+
+    @property
+    def expected_tokens_per_s(self) -> float:
+        """B / the uniform-routing step: a ceiling on tokens/s under that routing."""
+        return self.batch / self.expected_seconds_per_step
+
+
+def decode_lower_bound(
+    shape: ModelShape, workload: Workload, precision: Precision, hardware: Hardware
+) -> DecodeBound:
+    """Floor on decoding one token per sequence with T cached (cards 13, 14): the decode step of
+    `phases.count_work` at P = T priced by `roofline.time_phase` (the bound, whatever η).
+
+    Reads the active weights (`params.decode_weight_bytes`: B rows of an untied embedding table,
+    top-k experts), every cached token and a hybrid's fixed state; beside the floor, the weights
+    under uniform routing. Llama 2 7B on an A100 (2,039 GB/s), batch 1, 4K: 6.48 ms weights +
+    1.05 ms cache; card 13 reads the whole table: 6.61 + 1.05 ms, at most 130 tokens/s. Multi-GPU
+    assumes perfect sharding (bandwidths and peaks add)."""
+    at_T = dataclasses.replace(workload, prompt_len=None, gen_len=0)
+    work, peaks, m = count_work(shape, at_T, precision), roofline(hardware), shape.moe
+    touched = experts_touched_expected(m.n_experts, m.top_k, workload.batch) if shape.n_moe_layers else None
+    return DecodeBound(
+        floor=time_phase(work.decode, peaks),
+        uniform=time_phase(work.decode_uniform, peaks),
+        every_weight=time_phase(work.decode_every_weight, peaks),
+        batch=workload.batch,
+        experts_touched=touched,
+    )
+
+
+def decode_with_cache(bound: DecodeBound, cache_bytes: int) -> float:
+    """The floor's step with only the cache changed (card 14's MHA/GQA/MQA what-if), seconds."""
+    count: PhaseCount = dataclasses.replace(bound.floor.count, cache_bytes=cache_bytes)
+    return time_phase(count, bound.floor.roofline).bound_s
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from attn_core.cost.flops import prefill_flops
 from attn_core.cost.params import expert_params
+from attn_core.cost.phases import PhaseCount
 from attn_core.cost.serving import experts_touched_expected
 from attn_core.cost.shapes import ModelShape
 from attn_core.verify.plan import active_layer_params, cache_bytes
@@ -56,6 +57,14 @@ class PhaseCounts:
     bytes_expected: int  # the same with the expected distinct experts (= bytes when dense)
     gemms: tuple[Gemm, ...]
     attention: tuple[AttentionCall, ...]
+
+    def as_count(self) -> PhaseCount:
+        """These totals as the cost model's phase count, for `roofline.time_phase` (the bound reads
+        only the FLOPs and the bytes)."""
+        return PhaseCount(
+            tokens=0, product_flops=self.flops, expert_flops=0, expert_rows=0.0, attention_flops=0,
+            core_flops=0, weight_bytes=self.bytes, cache_bytes=0, state_bytes=0,
+        )  # fmt: skip
 
 
 def attention_gemms(shape: ModelShape, tokens: int) -> list[Gemm]:

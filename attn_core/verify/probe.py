@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import torch
 
 from attn_core.cost.dtypes import DTYPE_BYTES
+from attn_core.cost.roofline import Roofline, time_phase
 from attn_core.cost.shapes import ModelShape
 from attn_core.kernels.records import DTYPES
 from attn_core.verify.counts import AttentionCall, PhaseCounts
@@ -187,8 +188,10 @@ def probe_device(plan: Plan, request: VerifyRequest, device: str, phases: tuple[
 
 # -- Bound and estimate: counts × probe, never the model's own timing ------------------------
 def bound_ms(counts: PhaseCounts, probe: Probe) -> float:
-    """max(FLOPs / peak matmul rate, bytes / peak bandwidth): the roofline at this device's peaks."""
-    return 1e3 * max(counts.flops / probe.matmul_flop_per_s, counts.bytes / probe.bandwidth_bytes_per_s)
+    """max(FLOPs / peak matmul rate, bytes / peak bandwidth): the built layers' counts priced by the
+    cost model's `time_phase` at this device's probed peaks."""
+    peaks = Roofline(probe.matmul_flop_per_s, probe.bandwidth_bytes_per_s)
+    return 1e3 * time_phase(counts.as_count(), peaks).bound_s
 
 
 def estimate_ms(counts: PhaseCounts, probe: Probe) -> float:

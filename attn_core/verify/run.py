@@ -3,6 +3,7 @@ bound, estimate and measurement, and `verify`, which does it all, one check at a
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from attn_core.cost.dtypes import DTYPE_BYTES
+from attn_core.cost.roofline import Roofline, time_phase
 from attn_core.cost.shapes import ModelShape
 from attn_core.kernels.records import DTYPES
 from attn_core.verify import hf
@@ -128,11 +130,13 @@ def expected_seconds(plan: Plan, request: VerifyRequest, device: str) -> float:
     s, B, T, M = plan.shape, request.batch, request.seq_len, request.decode_steps
     prefill, decode = prefill_counts(s, T, B, b), decode_counts(s, T + M // 2, B, b)
     runs = PREFILL_REPEATS + M
-    flops = (PREFILL_REPEATS + PROBE_ROUNDS + 1) * prefill.flops + (M + PROBE_ROUNDS + 1) * decode.flops
+    slow = Roofline(SLOW_FLOP_PER_S[device], math.inf)  # the products' FLOPs at a slow rate, nothing else
+    compute_s = [time_phase(c.as_count(), slow).bound_s for c in (prefill, decode)]
+    work_s = (PREFILL_REPEATS + PROBE_ROUNDS + 1) * compute_s[0] + (M + PROBE_ROUNDS + 1) * compute_s[1]
     experts = (s.moe.n_experts + s.moe.n_shared) * s.n_moe_layers if s.moe is not None else 0
     heads = s.n_layers * s.n_heads * B  # SDPA's and the scans' work is split per head and sequence
     calls = runs * (4 * s.n_layers + experts + heads) + experts + s.n_layers
-    return START_S + flops / SLOW_FLOP_PER_S[device] + calls * CALL_S
+    return START_S + work_s + calls * CALL_S
 
 
 def device_name(device: str) -> str:

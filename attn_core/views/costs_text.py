@@ -92,11 +92,10 @@ def flops_table(s: ModelShape, T: int, batch: int) -> tuple[dict[str, list], str
 
 
 def variants_table(r: CostReport) -> dict[str, list]:
-    """MHA vs GQA vs MQA for this model: only H_kv changes (card 14). Weights at the activations'
-    dtype, as the cards count them."""
+    """MHA vs GQA vs MQA for this model: only H_kv changes (card 14); the weights, their dtypes and a
+    hybrid's state held at the report's, so the row of the model's own H_kv is the headline's."""
     s, T = r.model, r.seq_len
-    same = Precision(r.dtype, kv=r.kv_dtype)
-    variants = kv_head_variants(s, Workload(T, r.batch), same, r.hardware)
+    variants = kv_head_variants(s, r.workload, r.precision, r.hardware)
     return {
         "H_kv": [v.n_kv_heads for v in variants],
         "kind": [v.kind + (" (this model)" if v.n_kv_heads == s.n_kv_heads else "") for v in variants],
@@ -123,10 +122,10 @@ def decode_verdict(r: CostReport) -> str:
 
 
 def gpu_table(r: CostReport) -> dict[str, list]:
-    """The same what-if on every GPU preset, as many of each as the report uses (weights at the
-    activations' dtype)."""
-    work, same = Workload(r.seq_len, r.batch, causal=r.causal), Precision(r.dtype, kv=r.kv_dtype)
-    reports = [cost_report(r.model, work, same, Hardware(load_gpu(g), r.n_gpus)) for g in list_gpus()]
+    """The same what-if (workload and dtypes) on every GPU preset, as many of each as the report uses."""
+    reports = [
+        cost_report(r.model, r.workload, r.precision, Hardware(load_gpu(g), r.n_gpus)) for g in list_gpus()
+    ]
     return {
         "GPU": [x.gpu.label for x in reports],
         "memory reported": [format_bytes_binary(x.gpu.memory_bytes) for x in reports],

@@ -198,13 +198,20 @@ def times_rows(t: Timing, calibrated: CalibratedTiming | None = None) -> dict[st
     rows = [
         ("prefill compute (FLOPs / peak)", t.ttft_compute_s),
         ("prefill memory (bytes / bandwidth)", t.ttft_memory_s),
-        (f"time to first token ({t.ttft_bound}-bound)", t.ttft_s * t.efficiency),
-        ("decode step at P", t.decode_step_s * t.efficiency),
-        (f"P + {t.gen_len:,} generated tokens", t.total_s * t.efficiency),
+        (f"time to first token ({t.ttft_bound}-bound)", t.ttft_bound_s),
+        ("decode step at P", t.decode_step_bound_s),
+        (f"P + {t.gen_len:,} generated tokens", t.total_bound_s),
     ]
     table = {"quantity": [q for q, _ in rows], "lower bound": [format_seconds(x) for _, x in rows]}
     if t.is_estimate:
-        table[f"estimate at {t.efficiency:g} of peak"] = [format_seconds(x / t.efficiency) for _, x in rows]
+        estimates = (
+            t.ttft_compute_s / t.efficiency,
+            t.ttft_memory_s / t.efficiency,
+            t.ttft_s,
+            t.decode_step_s,
+            t.total_s,
+        )
+        table[f"estimate at {t.efficiency:g} of peak"] = [format_seconds(x) for x in estimates]
     if calibrated is not None:
         c, p = calibrated.calibration, calibrated.prefill
         figures = (p.compute_s, p.memory_s, calibrated.ttft_s, calibrated.decode_step_s, calibrated.total_s)
@@ -250,8 +257,9 @@ def times_caption(t: Timing) -> str:
         f"{kind.capitalize()}. TTFT = max(prefill FLOPs / peak, bytes read / bandwidth), the FLOPs with the causal "
         f"pairs each layer allows (the fewest a decoder must compute, whatever the causal toggle), the bytes "
         f"the active weights once "
-        f"and the cache written. A decode step reads the active weights (top-k experts; an untied embedding table "
-        f"only for its {t.batch:,} row(s)) and every cached token; step i reads a cache of P + i tokens. "
+        f"and the cache written. A decode step is the same max: its FLOPs (one token per sequence), and the "
+        f"active weights (top-k experts; an untied embedding table only for its {t.batch:,} row(s)) and every "
+        f"cached token read; step i reads a cache of P + i tokens. "
         f"{t.batch * t.gen_len:,} tokens in {format_seconds(t.total_s)}: {t.tokens_per_s:,.1f} tokens/s."
     )
 
