@@ -15,6 +15,7 @@ meta forward of the whole model, to the byte."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -26,7 +27,7 @@ from attn_core.anatomy.build import (
     _one_line,
     build_model,
 )
-from attn_core.anatomy.cache import LayerCache, layer_caches
+from attn_core.anatomy.cache import CacheAbsent, LayerCache, layer_caches
 from attn_core.anatomy.parts import decoder_layers, is_moe
 
 REDUCED_VOCAB = 256  # at least every special token id the config names, + 1
@@ -37,6 +38,7 @@ REDUCED_VOCAB = 256  # at least every special token id the config names, + 1
 # uninitialized (their values never change a cache's size), so pages a forward does not write
 # are never committed: the cap bounds the worst case.
 MAX_REDUCED_BYTES = 4 * 2**30
+MAX_TRIES = 2  # real forwards per model, each a cut less reduced than the one before
 _EXPERT_COUNT = re.compile(r"(num|n)_\w*experts|experts?_num")  # how many experts (also zero-compute ones)
 _TOP_K = re.compile(r"experts_per_tok|topk|top_k")
 _INDEX = re.compile(r"idx|index|layer_id|layer_num|number|expert", re.I)
@@ -121,16 +123,17 @@ def _copy_bytes(model: nn.Module) -> int:
     return sum(t.numel() * t.element_size() for t in tensors.values())
 
 
-def reduced_copy_config(cfg, model: nn.Module, experts: tuple[int, int] | None):
-    """(config of the copy, its description, the copy's layer standing for each of the model's
-    layers): the most reduced cut whose meta build has the model's first layers and fits."""
+def reduced_copy_configs(cfg, model: nn.Module, experts: tuple[int, int] | None):
+    """Yield (config of the copy, its description, the copy's layer standing for each of the
+    model's layers), most reduced first: each cut whose meta build has the model's first layers
+    and fits the cap. BuildRefused (with the reasons) if none does."""
     path, stack = decoder_layers(model)
     prints = [layer_fingerprint(layer) for layer in stack]
     first: dict[tuple, int] = {}
     for i, fp in enumerate(prints):
         first.setdefault(fp, i)
     N, n = len(prints), max(first.values()) + 1
-    reasons = []
+    reasons, found = [], False
     for what, over in _cuts(cfg, N, n, experts[0] if experts else None):
         try:
             small = type(cfg).from_dict(_config_dict(cfg) | over)
@@ -148,22 +151,30 @@ def reduced_copy_config(cfg, model: nn.Module, experts: tuple[int, int] | None):
                 f"{what}: {size / 2**30:.1f} GiB, over the {MAX_REDUCED_BYTES / 2**30:.0f} GiB cap"
             )
             continue
-        standing = [first[fp] for fp in prints] if kept < N else list(range(N))
-        return small, what, standing
-    raise BuildRefused("no reduced copy fits: " + ("; ".join(reasons[-2:]) or "every cut changes its layers"))
+        found = True
+        yield small, what, [first[fp] for fp in prints] if kept < N else list(range(N))
+    if not found:
+        raise BuildRefused(
+            "no reduced copy fits: " + ("; ".join(reasons[-2:]) or "every cut changes its layers")
+        )
 
 
 def reduced_layer_caches(cfg, model: nn.Module, experts: tuple[int, int] | None) -> ReducedRead:
     """Every layer's cache (as `layer_caches` gives it on meta) from a real forward of a reduced
-    copy on the CPU; BuildRefused (transformers' reason) where it cannot run there either."""
-    small, what, standing = reduced_copy_config(cfg, model, experts)
-    copy = build_model(small, "cpu", initialize=False)
-    try:
-        caches = layer_caches(copy, max(standing) + 1, device="cpu")
-    except BuildRefused as exc:
-        raise type(exc)(f"{exc} (on a reduced copy on the CPU: {what})") from None
-    except Exception as exc:  # the reader's own failure on a real cache
-        raise BuildRefused(f"a reduced copy on the CPU ({what}): {_one_line(exc)}") from None
-    finally:
-        del copy
-    return ReducedRead([caches[j] for j in standing], f"a reduced copy on the CPU: {what}")
+    copy on the CPU, trying up to MAX_TRIES cuts (a cut of the experts can break group-limited
+    routing: DeepSeek's groups of E / n_group); BuildRefused (transformers' reason, the first
+    cut's) where none runs."""
+    failures = []
+    for small, what, standing in itertools.islice(reduced_copy_configs(cfg, model, experts), MAX_TRIES):
+        copy = build_model(small, "cpu", initialize=False)
+        try:
+            caches = layer_caches(copy, max(standing) + 1, device="cpu")
+        except CacheAbsent as exc:
+            raise CacheAbsent(f"{exc} (on a reduced copy on the CPU: {what})") from None
+        except Exception as exc:  # transformers' forward, or the reader on a real cache
+            failures.append(f"{_one_line(exc)} (on a reduced copy on the CPU: {what})")
+            continue
+        finally:
+            del copy
+        return ReducedRead([caches[j] for j in standing], f"a reduced copy on the CPU: {what}")
+    raise BuildRefused(failures[0])
