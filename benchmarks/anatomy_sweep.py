@@ -39,11 +39,17 @@ def main() -> None:
             state, detail = "the formulas differ (flagged)", "; ".join(d.what for d in c.differences)
         else:
             state, detail = "the formulas agree", ""
-        unread = c.anatomy is not None and c.anatomy.cache_unread
+        a = c.anatomy
+        unread = a is not None and a.cache_unread
         tally[state] += 1
-        tally["cache not read (forward fails on meta)"] += bool(unread)
+        tally["cache not read (neither the meta forward nor a reduced copy runs)"] += bool(unread)
+        tally["no cache (the forward keeps none)"] += bool(a and a.cache_absent)
+        tally["cache read from a reduced copy on the CPU"] += bool(
+            a and (a.cache_read_by or "").startswith("a reduced")
+        )
         rows.append({"model_type": model_type, "state": state, "detail": detail, "seconds": time.perf_counter() - t,
-                     "cache_unread": unread or None})  # fmt: skip
+                     "cache_unread": unread or None, "cache_absent": a and a.cache_absent,
+                     "cache_read_by": a and a.cache_read_by})  # fmt: skip
         print(f"{model_type:<28}{rows[-1]['seconds']:>6.2f} s  {state}  {detail[:120]}")
     print(f"\n{len(rows)} types in {time.perf_counter() - start:.0f} s")
     for state, n in tally.most_common():

@@ -133,16 +133,26 @@ def _causal_lm_beside(cfg):
     return None
 
 
-def build_on_meta(cfg):
-    """The model, every weight on the meta device (shapes only), in MODEL_DTYPE."""
+def build_model(cfg, device: str = "meta", initialize: bool = True):
+    """The model in MODEL_DTYPE on ``device``: on meta every weight is a shape only; on the CPU
+    (a reduced copy, attn_core/anatomy/reduced.py) the weights are real, uninitialized where
+    ``initialize`` is False (buffers, computed by the modules, always are)."""
+    from transformers.initialization import no_init_weights
+
     cls = causal_lm_class(cfg)
     cfg._attn_implementation = "sdpa" if cls._supports_sdpa else "eager"
+    skip = contextlib.nullcontext() if initialize else no_init_weights()
     try:
-        with quiet(), torch.device("meta"):
+        with quiet(), torch.device(device), skip:
             model = cls._from_config(cfg, dtype=MODEL_DTYPE)
     except Exception as exc:
         raise BuildRefused(f"transformers cannot build it: {_one_line(exc)}") from None
     return model.eval()
+
+
+def build_on_meta(cfg):
+    """The model, every weight on the meta device (shapes only), in MODEL_DTYPE."""
+    return build_model(cfg, "meta")
 
 
 def completed_config(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -79,6 +79,10 @@ class Check:
                 f"  the formulas do not cover this model ({self.analytic_error}): figures from the build",
             ]
         unread = [f"  its cache is not read ({a.cache_unread})"] if a.cache_unread else []
+        if a.cache_absent:
+            unread.append(f"  it keeps no cache ({a.cache_absent})")
+        elif a.cache_read_by and a.cache_read_by != "the meta forward":
+            unread.append(f"  its cache is read from {a.cache_read_by}")
         if self.mlp_kind_from_build:
             unread.append(
                 f"  the MLP kind ({a.mlp_kind}) is read from the build: no table of the formulas names this model_type"

@@ -43,6 +43,8 @@ def derived_text(check, T: int, batch: int, name: str) -> str:
     ]
     if a.cache_unread:
         lines.append(f"Cache: not read ({a.cache_unread})")
+    elif a.cache_absent:
+        lines.append(f"Cache: none ({a.cache_absent})")
     else:
         at_T = a.cache_bytes(T, batch)
         lines += [

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from attn_core.anatomy.build import MODEL_DTYPE, BuildRefused, build_on_meta, text_config
-from attn_core.anatomy.cache import LayerCache, layer_caches
+from attn_core.anatomy.cache import CacheAbsent, LayerCache, layer_caches
 from attn_core.anatomy.parts import PARTS, param_parts
+from attn_core.anatomy.reduced import reduced_layer_caches
 
 BYTES_PER_VALUE = MODEL_DTYPE.itemsize  # the cache figures are at bf16: 2 bytes per value
 
@@ -47,7 +48,9 @@ class Anatomy:
     groups: tuple[LayerGroup, ...]
     seconds: float
     mlp_kind: str | None = None  # the dense MLP's kind as built: "gated", "plain" or None (none or neither)
-    cache_unread: str | None = None  # why the cache could not be read (its forward fails on meta)
+    cache_unread: str | None = None  # why the cache could not be read (transformers' reasons)
+    cache_read_by: str | None = None  # "the meta forward" or the reduced copy's cut
+    cache_absent: str | None = None  # the model keeps no cache at all (an encoder): why we say so
 
     @property
     def cache_bytes_per_token(self) -> int:
@@ -83,6 +86,8 @@ class Anatomy:
             "mlp_kind": self.mlp_kind,
             "cache_dtype_bytes": BYTES_PER_VALUE,
             "cache_unread": self.cache_unread,
+            "cache_read_by": self.cache_read_by,
+            "cache_absent": self.cache_absent,
             "cache_bytes_per_token": self.cache_bytes_per_token,
             "fixed_state_bytes": self.fixed_state_bytes,
             "layer_groups": [
@@ -113,6 +118,26 @@ def _groups(layers, caches: list[LayerCache]) -> tuple[LayerGroup, ...]:
     )
 
 
+def _read_caches(cfg, model, parts) -> tuple[list[LayerCache], str | None, str | None, str | None]:
+    """(caches, how they were read, why not read, why there is none): the meta forward; where it
+    fails, a reduced copy's real forward on the CPU; where that fails too, transformers' reasons."""
+    n = len(parts.layers)
+    none = [LayerCache(0, 0, 0, None, "none")] * n
+    try:
+        return layer_caches(model, n), "the meta forward", None, None
+    except CacheAbsent as exc:
+        return none, None, None, str(exc)
+    except BuildRefused as exc:
+        on_meta = str(exc)
+    try:
+        read = reduced_layer_caches(cfg, model, parts.experts)
+    except CacheAbsent as exc:
+        return none, None, None, str(exc)
+    except BuildRefused as exc:  # the parameters stand; the cache is not read
+        return [LayerCache(0, 0, 0, None, "not read")] * n, None, f"on meta: {on_meta}; {exc}", None
+    return read.caches, read.how, None, None
+
+
 def _derive(config: Mapping[str, Any]) -> Anatomy:
     import transformers
 
@@ -120,10 +145,7 @@ def _derive(config: Mapping[str, Any]) -> Anatomy:
     cfg = text_config(config)
     model = build_on_meta(cfg)
     parts = param_parts(model, cfg)
-    try:
-        caches, unread = layer_caches(model, len(parts.layers)), None
-    except BuildRefused as exc:  # the parameters stand; the cache is not read
-        caches, unread = [LayerCache(0, 0, 0, None, "not read")] * len(parts.layers), str(exc)
+    caches, read_by, unread, absent = _read_caches(cfg, model, parts)
     by_part = {p: parts.by_part[p] for p in PARTS if parts.by_part.get(p)}
     return Anatomy(
         model_type=str(cfg.model_type),
@@ -139,6 +161,8 @@ def _derive(config: Mapping[str, Any]) -> Anatomy:
         seconds=time.perf_counter() - start,
         mlp_kind=parts.mlp_kind,
         cache_unread=unread,
+        cache_read_by=read_by,
+        cache_absent=absent,
     )
 
 
