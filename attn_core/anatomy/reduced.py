@@ -9,7 +9,7 @@ layer (told apart by structure: each submodule's class, parameter shapes and int
 string settings), a vocabulary of `REDUCED_VOCAB` and k of E routed experts, in bf16, and is
 refused over `MAX_REDUCED_BYTES`. Each reduction is checked on the meta device before it is used
 (the copy's layers must be the model's first layers, structure for structure; a reduction that
-changes them is dropped), and tests/test_anatomy_reduced.py holds the copy's figures against the
+changes them is dropped), and tests/anatomy/test_reduced.py holds the copy's figures against the
 meta forward of the whole model, to the byte."""
 
 from __future__ import annotations
