@@ -28,7 +28,8 @@ from attn_core.cost.layer_config import ATTENTION_KINDS
 from attn_core.cost.params import attention_params, expert_params
 from attn_core.cost.serving import kv_cache_bytes, state_bytes
 from attn_core.cost.shapes import from_hf_config, load_preset
-from tests.test_verify import HYBRID, NEMOTRON, delta_rule_flops_by_hand, ssd_flops_by_hand
+from attn_core.verify.examples import HYBRID, NEMOTRON
+from tests.test_verify import delta_rule_flops_by_hand, ssd_flops_by_hand
 
 qwen3_next = pytest.importorskip(
     "transformers.models.qwen3_next.modeling_qwen3_next", reason="transformers without Qwen3-Next"
@@ -322,7 +323,6 @@ def _hybrid_page_stub():
     """The Cost page's check under a tiny Qwen3-Next."""
     from attn_core.cost.shapes import from_hf_config
     from lab_ui import cost_verify
-    from tests.test_verify import HYBRID
 
     cost_verify.check_on_this_machine(from_hf_config(HYBRID, name="tiny-next"))
 
