@@ -415,13 +415,19 @@ def test_cli_constants_mirror_the_engine():
 
 
 def _cost_page_stub():
-    """What the Cost page adds: one line under a sized model (here a tiny one)."""
+    """What the Cost page adds: one line under a sized model (here a tiny one, given as a shape
+    alone: the lab's layers are built)."""
     from attn_core.cost.shapes import from_hf_config
+    from attn_core.verify.examples import LLAMA
     from lab_ui import cost_verify
 
-    tiny = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-            "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 100}  # fmt: skip
-    cost_verify.check_on_this_machine(from_hf_config(tiny, name="tiny"))
+    cost_verify.check_on_this_machine(from_hf_config(LLAMA, name="tiny"))
+
+
+def open_check(at):
+    """Open the check's expander of a page that has run once (its panel is drawn only while open)."""
+    at.session_state["co_vf_open"] = True
+    return at.run()
 
 
 def wait_for_check(at, seconds: float = 120):
@@ -439,6 +445,8 @@ def test_cost_page_button_runs_a_check_and_shows_the_table():
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_function(_cost_page_stub, default_timeout=120).run()
+    assert not at.exception and not at.selectbox  # closed: nothing drawn, nothing planned
+    open_check(at)
     assert not at.exception and not at.dataframe  # nothing runs before the button
     at.selectbox(key="co_vf_T").set_value(64)
     assert "Planned peak" in at.caption[1].value and "expected to take up to" in at.caption[1].value

@@ -25,7 +25,12 @@ from attn_core.verify.peak import FLOOR_BYTES
 
 # Wider than the examples' hybrids, so that the run's own terms (the scan's chunk states, the
 # delta rule's) dominate the planned peak the child's measured peak is held against.
-NEMOTRON_WIDE = NEMOTRON | {"hidden_size": 128, "mamba_num_heads": 16, "mamba_head_dim": 32, "ssm_state_size": 64}
+NEMOTRON_WIDE = NEMOTRON | {
+    "hidden_size": 128,
+    "mamba_num_heads": 16,
+    "mamba_head_dim": 32,
+    "ssm_state_size": 64,
+}
 HYBRID_WIDE = HYBRID | {"linear_num_key_heads": 4, "linear_num_value_heads": 8, "linear_key_head_dim": 32,
                         "linear_value_head_dim": 32}  # fmt: skip
 
@@ -174,17 +179,18 @@ def test_presets_plan_within_the_default_cap():
 def _cost_panel():
     """The Cost page's check panel under a model whose check runs for a while (the default probe)."""
     from attn_core.cost.shapes import from_hf_config
+    from attn_core.verify.examples import LLAMA
     from lab_ui import cost_verify
 
-    wide = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-            "num_key_value_heads": 2, "intermediate_size": 20_000, "vocab_size": 100}  # fmt: skip
-    cost_verify.check_on_this_machine(from_hf_config(wide, name="wide"))
+    cost_verify.check_on_this_machine(from_hf_config(LLAMA | {"intermediate_size": 20_000}, name="wide"))
 
 
 def test_the_page_shows_the_plan_first_and_stop_gives_one_line():
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_function(_cost_panel, default_timeout=60).run()
+    from tests.test_verify import open_check
+
+    at = open_check(AppTest.from_function(_cost_panel, default_timeout=60).run())
     assert any(c.value.startswith("Planned peak ") and "stopped at 120 s" in c.value for c in at.caption)
     at.button(key="co_vf_run").click().run()
     assert at.info and at.info[0].value.startswith("Running:")

@@ -322,6 +322,7 @@ def test_a_bad_rotary_fraction_is_named(bad):
 def _hybrid_page_stub():
     """The Cost page's check under a tiny Qwen3-Next."""
     from attn_core.cost.shapes import from_hf_config
+    from attn_core.verify.examples import HYBRID
     from lab_ui import cost_verify
 
     cost_verify.check_on_this_machine(from_hf_config(HYBRID, name="tiny-next"))
@@ -330,9 +331,9 @@ def _hybrid_page_stub():
 def test_cost_page_button_checks_a_hybrid():
     from streamlit.testing.v1 import AppTest
 
-    from tests.test_verify import wait_for_check
+    from tests.test_verify import open_check, wait_for_check
 
-    at = AppTest.from_function(_hybrid_page_stub, default_timeout=120).run()
+    at = open_check(AppTest.from_function(_hybrid_page_stub, default_timeout=120).run())
     at.selectbox(key="co_vf_T").set_value(64)
     wait_for_check(at.button(key="co_vf_run").click().run())
     assert not at.exception and not at.error
