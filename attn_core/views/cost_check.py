@@ -98,3 +98,16 @@ def for_config(text: str, T: int, batch: int) -> CheckView:
     from attn_core.anatomy.check import check_config  # torch and transformers from here
 
     return _view(check_config(config).to_json(), T, batch, recorded=False)
+
+
+def config_of(preset: str | None, text: str | None) -> dict[str, Any] | None:
+    """The config.json the page sized, as a dict: a preset's, or the uploaded or pasted text's;
+    None when there is none or the text is not a JSON object (the check then builds the lab's
+    layers from the formulas' reading, and says why)."""
+    if preset is not None:
+        return load_preset_config(preset)
+    try:
+        config = json.loads(text) if text else None
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return config if isinstance(config, dict) else None
