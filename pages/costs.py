@@ -38,7 +38,7 @@ with st.sidebar:
         raw = upload.getvalue() if upload is not None else pasted.strip() and pasted
         if raw:  # bytes (an upload: size and UTF-8 checked) or pasted text
             config_text = cost.config_text(raw)
-            shape = attempt(cost.parse_config_bytes if upload is not None else cost.parse_config_text, raw)
+            shape = attempt(cost.shape_of_config, raw)  # as transformers completes it, where it builds
         else:
             st.info("Upload or paste a config.json to size it.")
 

@@ -12,7 +12,9 @@ from typing import Any
 
 from attn_core.anatomy.build import MODEL_DTYPE, BuildRefused, build_on_meta, text_config
 from attn_core.anatomy.cache import LayerCache, layer_caches
+from attn_core.anatomy.facts import facts_of
 from attn_core.anatomy.parts import PARTS, param_parts
+from attn_core.cost.type_facts import TypeFacts
 
 BYTES_PER_VALUE = MODEL_DTYPE.itemsize  # the cache figures are at bf16: 2 bytes per value
 
@@ -48,6 +50,7 @@ class Anatomy:
     seconds: float
     mlp_kind: str | None = None  # the dense MLP's kind as built: "gated", "plain" or None (none or neither)
     cache_unread: str | None = None  # why the cache could not be read (its forward fails on meta)
+    facts: TypeFacts | None = None  # what its module tree says of the model_type (anatomy/facts.py)
 
     @property
     def cache_bytes_per_token(self) -> int:
@@ -81,6 +84,7 @@ class Anatomy:
             "experts_k_of_E": list(self.experts) if self.experts else None,
             "checkpoint_buffers": self.checkpoint_buffers,
             "mlp_kind": self.mlp_kind,
+            "facts": None if self.facts is None else self.facts.to_json(),
             "cache_dtype_bytes": BYTES_PER_VALUE,
             "cache_unread": self.cache_unread,
             "cache_bytes_per_token": self.cache_bytes_per_token,
@@ -139,6 +143,7 @@ def _derive(config: Mapping[str, Any]) -> Anatomy:
         seconds=time.perf_counter() - start,
         mlp_kind=parts.mlp_kind,
         cache_unread=unread,
+        facts=facts_of(model, cfg),
     )
 
 
