@@ -154,7 +154,11 @@ def from_hf_config(
     pattern = hybrid_pattern(config)  # Nemotron-H: the pattern's length is the layer count
     n_layers = len(pattern) if pattern else read_int(config, LAYER_KEYS, "layer count")
     d_model = read_int(config, WIDTH_KEYS, "model width")
-    mixer = read_state_mixer(config, model_type, d_model)
+    try:
+        mixer = read_state_mixer(config, model_type, d_model)
+    except ConfigError:  # keys of a mixer the formulas do not size (Mamba-2 alone): name the type
+        refuse_unsized_models(model_type, facts, None)
+        raise
     refuse_unsized_models(model_type, facts, mixer)
     n_heads = read_int(config, HEAD_KEYS, "attention-head count")
     n_kv_heads = read_int(config, KV_HEAD_KEYS, "KV-head count", default=n_heads)
