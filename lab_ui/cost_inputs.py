@@ -62,7 +62,7 @@ def model_source() -> tuple[Any, str | None, str | None]:
         st.info("Upload or paste a config.json to size it.")
         return None, None, None
     # bytes (an upload: size and UTF-8 checked) or pasted text
-    shape = attempt(costs.parse_config_bytes if upload is not None else costs.parse_config_text, raw)
+    shape = attempt(costs.shape_of_config, raw)  # as transformers completes it, where it builds
     return shape, None, costs.config_text(raw)
 
 
