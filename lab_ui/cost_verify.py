@@ -111,7 +111,7 @@ def _request(verify, machine_gib: float):
         batch = int(widgets.number("batch", 1, MAX_BATCH, 1, key="co_vf_B", step=1))
     with c4:
         caps = [g for g in MEMORY_GIB if g <= machine_gib] or [MEMORY_GIB[0]]
-        gib = widgets.selectbox("memory cap, GiB", caps, key="co_vf_mem", default=min(1.0, caps[-1]))
+        gib = widgets.selectbox("memory cap, GiB", caps, key="co_vf_mem", default=min(2.0, caps[-1]))
     return verify.VerifyRequest(seq_len=T, batch=batch, decode_steps=steps, memory_bytes=int(gib * 2**30))
 
 
