@@ -26,8 +26,9 @@ INPUTS = "the sizes and the seed in the sidebar"
 
 
 def section_inputs(section: Section, x: ExpressivityInputs) -> ExpressivityInputs:
-    """The chosen section's own widgets, drawn above it (the smoother's λ and noise): they feed its
-    view, so the page reads them with the inputs, before its one view call."""
+    """The chosen section's own widgets, drawn above it (the smoother's λ and noise). They feed its
+    view, so they are inputs, read before the page's one view call; a change reruns the whole page,
+    not the section's fragment alone."""
     if section is not Section.KERNEL:
         return x
     c = st.columns(2)

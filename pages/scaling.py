@@ -29,7 +29,8 @@ def sink_inputs(x: ScalingInputs) -> ScalingInputs:
 
 def section_inputs(section: Section, x: ScalingInputs) -> ScalingInputs:
     """The chosen section's own widgets, drawn above it (the slip picker, the sink calculator's
-    sliders): they feed its view, so the page reads them with the inputs, before its one view call."""
+    sliders). They feed its view, so they are inputs, read before the page's one view call; a change
+    reruns the whole page, not the section's fragment alone."""
     if section is Section.VARIANCE:
         return replace(x, slip=slip_picker(SLIPS, key="sc_slip"))
     if section is Section.SINKS:
