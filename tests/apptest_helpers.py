@@ -44,3 +44,19 @@ def plotly_array(value) -> np.ndarray:
 
 def heatmap_z(spec: dict) -> np.ndarray:
     return plotly_array(spec["data"][0]["z"])
+
+
+def ok(at) -> None:
+    """The page ran without an exception and without an error message (each named if not)."""
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.error.len == 0, [e.value for e in at.error]
+
+
+def open_section(at, name: str, *, key: str, errors_allowed: bool = False):
+    """Pick section ``name`` in the page's section radio ``key`` and run: no exception (and no error
+    message unless ``errors_allowed``: a section that shows a slip's error on purpose)."""
+    at.radio(key=key).set_value(name).run()
+    assert not at.exception, [e.message for e in at.exception]
+    if not errors_allowed:
+        assert at.error.len == 0, [e.value for e in at.error]
+    return at

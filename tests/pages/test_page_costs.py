@@ -1,10 +1,11 @@
 """AppTest (no browser) of the Cost calculator: the spec's numbers on screen, every section,
 an uploaded and a pasted config, malformed configs and links. Oracle: the cards' check numbers."""
 
+import functools
 import json
 
 import pytest
-from apptest_helpers import metric, plotly_array
+from apptest_helpers import metric, open_section, plotly_array
 
 PAGE = "pages/costs.py"
 
@@ -19,10 +20,7 @@ def shape_card(at) -> str:
     return next(m.value for m in at.markdown if "query heads" in m.value)
 
 
-def section(at, name: str):
-    at.radio(key="co_section").set_value(name).run()
-    assert not at.exception
-    return at
+section = functools.partial(open_section, key="co_section", errors_allowed=True)
 
 
 def table_with(at, column: str):

@@ -7,17 +7,12 @@ import numpy as np
 import pytest
 import torch
 import transformers
-from apptest_helpers import badges, chart, metric, plotly_array
+from apptest_helpers import badges, chart, metric, ok, plotly_array
 
 from attn_core.views import hf_heads as explore
 
 PAGE = "pages/hf_heads.py"
 TOL = 1e-5  # float32 model vs float64 recomputation drawn as float32: rounding only
-
-
-def ok(at):
-    assert not at.exception, [e.message for e in at.exception]
-    assert at.error.len == 0, [e.value for e in at.error]
 
 
 def own_maps(model, ids):

@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 import torch
-from apptest_helpers import badges, chart, frame, plotly_array
+from apptest_helpers import badges, chart, frame, ok, plotly_array
 
 from attn_core.trained.analysis import run_trace
 from attn_core.views import long_heads
@@ -14,11 +14,6 @@ from attn_core.views import trained_heads as trained
 from lab_ui.long_heads import tile_for
 
 N = 256  # tokens read in the test: dense maps of this size are cheap to recompute
-
-
-def ok(at):
-    assert not at.exception, [e.message for e in at.exception]
-    assert at.error.len == 0, [e.value for e in at.error]
 
 
 def dense_tile_mass(P: np.ndarray, B: int) -> np.ndarray:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from apptest_helpers import badges, metric
+from apptest_helpers import badges, metric, ok
 from conftest import ARTIFACTS, wait_idle
 from playwright.sync_api import expect
 
@@ -25,11 +25,6 @@ TOL = 1e-12
 
 def open_section(app, section, **query):
     return app(PAGE, mk_section=section, **query)
-
-
-def ok(at):
-    assert not at.exception, [e.message for e in at.exception]
-    assert at.error.len == 0, [e.value for e in at.error]
 
 
 def chart(at, index):

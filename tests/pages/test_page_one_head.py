@@ -3,9 +3,11 @@ and selection, card 17's collapse, the change of basis and heads sum, shared lin
 Oracles: a Nadaraya–Watson estimator written in numpy (tests/theory/test_expressivity.py) and
 closed forms (generic random Q, K of width d_k give rank exactly min(d_k, T))."""
 
+import functools
+
 import numpy as np
 import pytest
-from apptest_helpers import badges, frame, metric
+from apptest_helpers import badges, frame, metric, open_section
 from theory_reference import nw_numpy
 
 from attn_core.theory.kernel_smoothing import noisy_sine
@@ -13,10 +15,7 @@ from attn_core.theory.kernel_smoothing import noisy_sine
 PAGE = "pages/one_head.py"
 
 
-def section(at, name: str):
-    at.radio(key="oh_section").set_value(name).run()
-    assert not at.exception and at.error.len == 0
-    return at
+section = functools.partial(open_section, key="oh_section")
 
 
 def all_green(at) -> bool:

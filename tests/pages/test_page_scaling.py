@@ -3,19 +3,17 @@ alignment, card 18's sink calculator and eviction, the tied-Q/K slip failing bes
 shared links and bad input. Oracles: closed forms written here, and the χ² quadrature of
 tests/theory/test_theory_scaling.py (numpy, independent of attn_core)."""
 
+import functools
 import math
 
 import pytest
-from apptest_helpers import badges, frame, metric
+from apptest_helpers import badges, frame, metric, open_section
 from theory_reference import chi2_expectation, two_sided_tail
 
 PAGE = "pages/scaling.py"
 
 
-def section(at, name: str):
-    at.radio(key="sc_section").set_value(name).run()
-    assert not at.exception and at.error.len == 0
-    return at
+section = functools.partial(open_section, key="sc_section")
 
 
 def all_green(at) -> bool:

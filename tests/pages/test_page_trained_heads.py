@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from apptest_helpers import badges, chart, frame, heatmap_z, metric, plotly_array
+from apptest_helpers import badges, chart, frame, heatmap_z, metric, ok, plotly_array
 from trained_reference import reference_forward
 
 from attn_core.trained import checkpoint
@@ -27,11 +27,6 @@ def ref_maps():
     model = checkpoint.load().model.double()
     _, maps = reference_forward(model, torch.tensor([encode(explore.DEFAULT_TEXT)]))
     return torch.stack([m[0] for m in maps]).detach()  # (n_layer, n_head, T, T)
-
-
-def ok(at):
-    assert not at.exception, [e.message for e in at.exception]
-    assert at.error.len == 0, [e.value for e in at.error]
 
 
 def test_opens_on_the_checkpoint_with_every_map_checked(app, ref_maps):

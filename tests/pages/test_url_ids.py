@@ -11,6 +11,7 @@ import re
 from enum import StrEnum
 
 import pytest
+from apptest_helpers import ok
 
 import attn_core.views as views
 from attn_core.masks import MaskKind
@@ -21,11 +22,6 @@ from lab_ui.widgets import url_id
 
 MASKS, PLAYGROUND, SCALING = "pages/masks.py", "pages/playground.py", "pages/scaling.py"
 ONLINE = "pages/online_softmax.py"
-
-
-def ok(at):
-    assert not at.exception, [e.message for e in at.exception]
-    assert at.error.len == 0, [e.value for e in at.error]
 
 
 def refusals(at):
