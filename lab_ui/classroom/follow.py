@@ -42,7 +42,7 @@ from typing import Any
 
 import streamlit as st
 
-from lab_ui.classroom import ask, frames, push, rooms
+from lab_ui.classroom import ask, frames, push, records, rooms
 from lab_ui.widgets import KEEP_PREFIX, SCREEN_KEYS
 
 ROOM_PARAM = "room"  # the student link's query parameter
@@ -50,7 +50,7 @@ COOKIE = "attn_lab_presenter"  # "<room id>.<secret>" in the presenter's browser
 COOKIE_MAX_AGE_S = 12 * 3600  # a stale cookie is harmless: the room is checked on every use
 POLL_S = 1.0  # followers' version check when the server cannot push (lab_ui.classroom.push)
 SAFETY_POLL_S = 3.0  # with push, polling only guards against a lost wake-up
-rooms.on_change(push.wake)
+records.on_change(push.wake)
 _ROOM = "_classroom"  # session key: {"id", "role", "secret"?, "seen", "following", "applied", ...}
 _ERROR = "_classroom_error"  # a message for the next run's sidebar
 _SET_COOKIE = "_classroom_cookie"  # the cookie value to write on the next run ("" clears it)
@@ -170,9 +170,9 @@ def _presenter(room_id: str) -> dict[str, Any] | None:
         if not rooms.store().issued(room_id, secret):
             return None  # a secret this server never signed for this room: follow it like anyone else
         rooms.store().publish(room_id, secret, None)  # a check-in proves it is this room's
-    except (rooms.RoomGone, rooms.RoomsUnavailable):
+    except (records.RoomGone, records.RoomsUnavailable):
         pass  # lost by the store or unreachable: the presenter's publish restores (signed) or retries
-    except rooms.RoomError:
+    except records.RoomError:
         return None  # another room holds this id now: follow it like anyone else
     return {"id": room_id, "role": "present", "secret": secret, "version": 0, "sent": None, "adopt": True}
 
@@ -182,14 +182,14 @@ def _adopt(room: dict[str, Any], page, pages_by_url: Mapping[str, Any]) -> None:
     tab (the teacher checking the student link) never overwrites the class with its defaults."""
     try:
         snap = rooms.store().snapshot(room["id"])
-    except rooms.RoomsUnavailable:
+    except records.RoomsUnavailable:
         return
     if snap is None:
         return
     values = snap.payload.get("values", {})
     if isinstance(values, Mapping):
         _apply(values)
-    room.update(version=snap.version, sent=rooms.encode_payload(snap.payload))
+    room.update(version=snap.version, sent=records.encode_payload(snap.payload))
     target = snap.payload.get("page")
     if isinstance(target, str) and target != page.url_path and target in pages_by_url:
         st.switch_page(pages_by_url[target], query_params={ROOM_PARAM: room["id"]})
@@ -205,7 +205,7 @@ def _join_from_link() -> None:
     if room_id is None or (room is not None and room["id"] == room_id):
         return
     shown = md_escape(repr(str(room_id)[:12]))
-    if not rooms.valid_room_id(room_id):
+    if not records.valid_room_id(room_id):
         _leave(f"There is no live room {shown}: its link may have expired.")
         return
     if (presenter := _presenter(room_id)) is not None:
@@ -214,7 +214,7 @@ def _join_from_link() -> None:
     try:
         store = rooms.store()
         found = "live" if store.status(room_id) is not None else "ended" if store.ended(room_id) else "none"
-    except rooms.RoomsUnavailable:
+    except records.RoomsUnavailable:
         found = "live"  # join now: the sidebar says the server is unreachable and the poll retries
     if found == "none":
         _leave(f"There is no live room {shown}: its link may have expired.")
@@ -224,24 +224,24 @@ def _join_from_link() -> None:
         st.session_state[_ROOM] = _follower(room_id)
 
 
-def _sit(room: dict[str, Any]) -> rooms.Snapshot | None:
+def _sit(room: dict[str, Any]) -> records.Snapshot | None:
     """Keep this follower's seat and read the room's latest view. None when it cannot follow now:
     the store unreachable (the sidebar's poll shows it and retries), the room gone (_missing
     says so), or no seat (_leave says why)."""
     try:
         seat = rooms.store().follow(room["id"], _seat(), client_address())
         snap = rooms.store().snapshot(room["id"])
-    except rooms.RoomsUnavailable:
+    except records.RoomsUnavailable:
         room["trouble"] = UNREACHABLE
         return None
-    except rooms.RoomGone:
-        seat, snap = rooms.Seat.TAKEN, None
+    except records.RoomGone:
+        seat, snap = records.Seat.TAKEN, None
     room["trouble"] = None
     if snap is None:
         _missing(room)
         return None
     room["missing_since"] = None
-    if seat is not rooms.Seat.TAKEN:
+    if seat is not records.Seat.TAKEN:
         _leave(_refusal(room["id"], seat))
         return None
     room["seat_at"] = time.monotonic()
@@ -304,14 +304,14 @@ def _frame_pusher(room_id: str):
     the same page, with no run (True), or declines (False: that screen is rerun instead)."""
     try:
         snap = rooms.store().snapshot(room_id)
-    except rooms.RoomError:
+    except records.RoomError:
         return None
     frame = _frame_for(room_id, snap) if snap is not None and VIEW_FRAMES else None
     if frame is None:
         return None
     try:
         status = rooms.store().status(room_id)
-    except rooms.RoomError:
+    except records.RoomError:
         return None
     asking = "" if status is None else status.question
 
@@ -359,7 +359,7 @@ _frame_cache: dict[str, tuple[str, frames.Frame]] = {}  # room id -> (view key, 
 _frame_lock = threading.Lock()
 
 
-def _frame_for(room_id: str, snap: rooms.Snapshot) -> frames.Frame | None:
+def _frame_for(room_id: str, snap: records.Snapshot) -> frames.Frame | None:
     """The presenter's drawn page for this snapshot's view, fetched and decoded once per process
     and view; None when there is none (the view came from a fragment run, the frame was too large,
     or the store cannot be reached): the follower then runs the page."""
@@ -371,7 +371,7 @@ def _frame_for(room_id: str, snap: rooms.Snapshot) -> frames.Frame | None:
             if rooms.store().frame_view(room_id) != snap.view:
                 return None
             found = rooms.store().frame(room_id)
-        except rooms.RoomError:
+        except records.RoomError:
             return None
         if found is None or found[0] != snap.view:
             return None
@@ -383,8 +383,8 @@ def _frame_for(room_id: str, snap: rooms.Snapshot) -> frames.Frame | None:
         return frame
 
 
-def _refusal(room_id: str, seat: rooms.Seat) -> str:
-    if seat is rooms.Seat.ROOM_FULL:
+def _refusal(room_id: str, seat: records.Seat) -> str:
+    if seat is records.Seat.ROOM_FULL:
         why = f"all its {rooms.store().seats:,} seats are taken"
     else:
         why = "every seat your network address may hold in it is taken (the presenter can raise that)"
@@ -400,19 +400,19 @@ def _missing(room: dict[str, Any]) -> None:
     screen to re-publish it, for as long as a room outlives an absent presenter."""
     try:
         ended = rooms.store().ended(room["id"])
-    except rooms.RoomsUnavailable:
+    except records.RoomsUnavailable:
         room["trouble"] = UNREACHABLE
         return
     if ended:
         _leave("The presenter has ended the room. You keep the last view.")
-    elif room.get("presenter_age_s", 0.0) >= rooms.PRESENTER_TTL_S - _AGED_OUT_MARGIN_S:
+    elif room.get("presenter_age_s", 0.0) >= records.PRESENTER_TTL_S - _AGED_OUT_MARGIN_S:
         _leave(
-            f"The presenter has not been back for {rooms.PRESENTER_TTL_S // 60} minutes, so the room "
+            f"The presenter has not been back for {records.PRESENTER_TTL_S // 60} minutes, so the room "
             "has ended. You keep the last view."
         )
     elif room.setdefault("missing_since", None) is None:
         room["missing_since"] = time.monotonic()
-    elif time.monotonic() - room["missing_since"] > rooms.PRESENTER_TTL_S:
+    elif time.monotonic() - room["missing_since"] > records.PRESENTER_TTL_S:
         _leave("The room is gone: its presenter did not bring it back. You keep the last view.")
 
 
@@ -477,8 +477,8 @@ def _publish(
     payload = {"page": url_path, "values": values}
     store = rooms.store()
     try:
-        text, trouble = rooms.encode_payload(payload), None
-    except rooms.ViewTooLarge as err:
+        text, trouble = records.encode_payload(payload), None
+    except records.ViewTooLarge as err:
         text, trouble = None, f"Your students keep your last view: {err}."
         payload = {"page": url_path, "values": {}}
     unchanged = check_in_only or text is None or text == room["sent"]
@@ -487,19 +487,19 @@ def _publish(
             _put_frame(room, text, drawn)  # before the view: a follower woken by it finds its frame
         try:
             version = store.publish(room["id"], room["secret"], None if unchanged else payload)
-        except rooms.RoomGone:
+        except records.RoomGone:
             if store.ended(room["id"]):
                 raise
             version = store.restore(
                 room["id"], room["secret"], payload, version=room["version"] + 1, client=client_address()
             )
-    except rooms.RoomsUnavailable:
+    except records.RoomsUnavailable:
         room["trouble"] = UNREACHABLE + " Your room is kept and re-published when it is back."
         return
-    except rooms.RoomBusy:
+    except records.RoomBusy:
         room["trouble"] = None  # checked in; `sent` stays, so the publisher's next tick sends it
         return
-    except rooms.RoomError as err:
+    except records.RoomError as err:
         _leave(f"The room has stopped: {err}.")
         st.session_state[_SET_COOKIE] = ""
         return
@@ -511,13 +511,13 @@ def _publish(
 def _put_frame(room: dict[str, Any], text: str, drawn: list) -> None:
     """Share the page as drawn for the view ``text``, once per view (RoomGone: the publish that
     follows restores the room, and the next run shares the frame)."""
-    view = rooms.view_key(text)
+    view = records.view_key(text)
     if room.get("framed") == view:
         return
     frame = frames.frame_of(drawn)
     if frame is None:
         return  # too large to share: followers run the page
-    with contextlib.suppress(rooms.RoomGone):
+    with contextlib.suppress(records.RoomGone):
         rooms.store().put_frame(room["id"], room["secret"], view, frame.encode())
         room["framed"] = view
 
@@ -560,16 +560,16 @@ def _check_version() -> None:
     try:
         status = rooms.store().status(room["id"])
         seated = status is None or _keep_seat(room)
-    except rooms.RoomsUnavailable:
+    except records.RoomsUnavailable:
         st.warning(UNREACHABLE + " You keep the last view.", icon=":material/cloud_off:")
         room["trouble"] = UNREACHABLE
         return
-    except rooms.RoomGone:
+    except records.RoomGone:
         status, seated = None, True
     if status is None and room.get("missing_since") is None:
         st.rerun(scope="app")  # ended, aged out or lost: the full run finds out which
     if status is None:
-        if time.monotonic() - room["missing_since"] > rooms.PRESENTER_TTL_S:
+        if time.monotonic() - room["missing_since"] > records.PRESENTER_TTL_S:
             st.rerun(scope="app")
         st.warning(
             f"Room **{room['id']}** is not on the classroom server right now (it may have restarted): "
@@ -586,8 +586,8 @@ def _check_version() -> None:
     ):
         st.rerun(scope="app")
     room["presenter_age_s"] = status.presenter_age_s
-    if status.presenter_age_s >= rooms.PRESENTER_AWAY_S:
-        left = max(0, rooms.PRESENTER_TTL_S - int(status.presenter_age_s))
+    if status.presenter_age_s >= records.PRESENTER_AWAY_S:
+        left = max(0, records.PRESENTER_TTL_S - int(status.presenter_age_s))
         st.warning(
             f"The presenter's screen has not been seen for {int(status.presenter_age_s)} s (tab closed, "
             f"asleep or reloading?). You keep the last view; the room ends in {left} s unless they return.",
@@ -600,20 +600,20 @@ def _check_question(room: dict[str, Any]) -> None:
     reruns their screen, whose run draws the box (lab_ui.classroom.ask)."""
     try:
         status = rooms.store().status(room["id"])
-    except rooms.RoomError:
+    except records.RoomError:
         return
     if status is not None and status.question != room.get("question_tag", ""):
         st.rerun(scope="app")
 
 
-SEAT_REFRESH_S = rooms.FOLLOWER_TTL_S / 3  # a poll renews its seat this often, not every poll
+SEAT_REFRESH_S = records.FOLLOWER_TTL_S / 3  # a poll renews its seat this often, not every poll
 
 
 def _keep_seat(room: dict[str, Any]) -> bool:
     """Renew this screen's seat when it is due (a seat lasts FOLLOWER_TTL_S); whether it has one."""
     if time.monotonic() - room.get("seat_at", -SEAT_REFRESH_S) < SEAT_REFRESH_S:
         return True
-    seated = rooms.store().follow(room["id"], _seat(), client_address()) is rooms.Seat.TAKEN
+    seated = rooms.store().follow(room["id"], _seat(), client_address()) is records.Seat.TAKEN
     room["seat_at"] = time.monotonic() if seated else -SEAT_REFRESH_S
     return seated
 
@@ -637,14 +637,14 @@ def _seats(room: dict[str, Any]) -> None:
     """The presenter's count of followers, and how many seats one network address may hold."""
     try:
         status = rooms.store().status(room["id"])
-    except rooms.RoomError:
+    except records.RoomError:
         return
     if status is None:
         return
     seats = rooms.store().seats
     st.caption(
         f"**{status.followers:,}** of {seats:,} seats taken (screens seen in the last "
-        f"{rooms.FOLLOWER_TTL_S} s); up to {status.per_client:,} per network address."
+        f"{records.FOLLOWER_TTL_S} s); up to {status.per_client:,} per network address."
     )
 
 
@@ -654,9 +654,9 @@ def _per_client_input(room: dict[str, Any]) -> None:
     if _PER_CLIENT_KEY not in st.session_state:  # a reloaded presenter starts from the room's
         try:
             status = rooms.store().status(room["id"])
-        except rooms.RoomError:
+        except records.RoomError:
             status = None
-        st.session_state[_PER_CLIENT_KEY] = rooms.SEATS_PER_CLIENT if status is None else status.per_client
+        st.session_state[_PER_CLIENT_KEY] = records.SEATS_PER_CLIENT if status is None else status.per_client
     st.number_input(
         "Seats per network address",
         min_value=1,
@@ -672,14 +672,14 @@ def _set_per_client() -> None:
     room = _room()
     try:
         rooms.store().set_per_client(room["id"], room["secret"], int(st.session_state[_PER_CLIENT_KEY]))
-    except rooms.RoomError as err:
+    except records.RoomError as err:
         st.session_state[_ERROR] = f"Could not change the seats per address: {err}."
 
 
 def _start() -> None:
     try:
         room_id, secret = rooms.store().create(client_address())
-    except rooms.RoomError as err:
+    except records.RoomError as err:
         st.session_state[_ERROR] = f"Could not start a room: {err}."
     else:
         st.session_state.pop(_PER_CLIENT_KEY, None)
@@ -697,10 +697,10 @@ def _end() -> None:
     room = _room()
     try:
         rooms.store().close(room["id"], room["secret"])
-    except rooms.RoomsUnavailable:
+    except records.RoomsUnavailable:
         st.session_state[_ERROR] = f"Could not end the room: {UNREACHABLE}"
         return
-    except rooms.RoomError as err:
+    except records.RoomError as err:
         st.session_state[_ERROR] = str(err)
     st.session_state[_ROOM] = None
     st.session_state[_SET_COOKIE] = ""

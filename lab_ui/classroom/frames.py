@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import streamlit as st
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from lab_ui.classroom.rooms import MAX_FRAME_BYTES  # a larger page is run by each follower instead
+from lab_ui.classroom.records import MAX_FRAME_BYTES  # a larger page is run by each follower instead
 
 MAIN, SIDEBAR = 0, 1  # Streamlit's root containers (delta_path[0])
 # Element kinds a frame carries as they are (drawn from the message alone); WIDGETS become a line

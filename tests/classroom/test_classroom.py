@@ -7,15 +7,17 @@ import json
 import pytest
 
 from lab_ui.classroom import follow as classroom
-from lab_ui.classroom import rooms
+from lab_ui.classroom import records, rooms, signing
+from lab_ui.classroom.memory_rooms import MemoryRooms
+from lab_ui.classroom.redis_rooms import RedisRooms
 
 
 @pytest.fixture(autouse=True)
 def fresh_store(monkeypatch):
     """A fresh store that takes every view at once: these tests change views milliseconds apart
     (the publish rate limit has its own tests)."""
-    monkeypatch.setattr(rooms, "PUBLISH_EVERY_S", 0.0)
-    monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms())
+    monkeypatch.setattr(records, "PUBLISH_EVERY_S", 0.0)
+    monkeypatch.setattr(rooms, "_store", MemoryRooms())
     monkeypatch.setattr(classroom, "_frame_cache", {})
 
 
@@ -36,7 +38,7 @@ def start_room(app, page="pages/playground.py"):
     presenter = app(page)
     presenter.button(key="classroom_start").click().run()
     room = presenter.session_state[classroom._ROOM]
-    assert room["role"] == "present" and rooms.valid_room_id(room["id"])
+    assert room["role"] == "present" and records.valid_room_id(room["id"])
     return presenter, room["id"]
 
 
@@ -193,19 +195,19 @@ class Clock:
 
 def test_followers_are_told_when_the_presenter_is_away_and_the_room_then_ends(app, monkeypatch):
     clock = Clock()
-    monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms(clock=clock))
+    monkeypatch.setattr(rooms, "_store", MemoryRooms(clock=clock))
     presenter, room_id = start_room(app)
     follower = app(room=room_id)
     assert not follower.warning
     clock.now = 30  # the presenter's tab stopped checking in 30 s ago
     follower.run()
     assert any("has not been seen for 30 s" in w.value for w in follower.warning)
-    clock.now = rooms.PRESENTER_TTL_S - 20
+    clock.now = records.PRESENTER_TTL_S - 20
     follower.run()
     clock.now += 21
     follower.run()
     assert any(
-        f"not been back for {rooms.PRESENTER_TTL_S // 60} minutes" in w.value for w in follower.warning
+        f"not been back for {records.PRESENTER_TTL_S // 60} minutes" in w.value for w in follower.warning
     ), [w.value for w in follower.warning]
     assert not any("ended the room" in w.value for w in follower.warning)
     assert len(rooms.store()) == 0  # the slot is free
@@ -213,16 +215,16 @@ def test_followers_are_told_when_the_presenter_is_away_and_the_room_then_ends(ap
 
 def test_room_creation_is_rate_limited_per_visitor(app):
     presenter = app()
-    for _ in range(rooms.MAX_CREATES_PER_CLIENT):
+    for _ in range(records.MAX_CREATES_PER_CLIENT):
         presenter.button(key="classroom_start").click().run()
         presenter.button(key="classroom_end").click().run()
     presenter.button(key="classroom_start").click().run()
-    assert any(f"you started {rooms.MAX_CREATES_PER_CLIENT} rooms" in w.value for w in presenter.warning)
+    assert any(f"you started {records.MAX_CREATES_PER_CLIENT} rooms" in w.value for w in presenter.warning)
     assert presenter.session_state[classroom._ROOM] is None and not presenter.exception
 
 
 def test_a_full_room_tells_the_one_refused(app, monkeypatch):
-    monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms(max_followers=1))
+    monkeypatch.setattr(rooms, "_store", MemoryRooms(max_followers=1))
     presenter, room_id = start_room(app)
     first = app(room=room_id)
     second = app(room=room_id)
@@ -255,7 +257,7 @@ def redis_rooms(request, tmp_path, monkeypatch):
     from redis_server import RedisServer
 
     server = RedisServer(tmp_path, persist=getattr(request, "param", True)).start()
-    monkeypatch.setattr(rooms, "_store", rooms.RedisRooms(server.url))
+    monkeypatch.setattr(rooms, "_store", RedisRooms(server.url))
     yield server
     server.stop()
 
@@ -318,17 +320,17 @@ def test_a_redis_restart_without_data_is_repaired_by_the_presenter(app, redis_ro
 def test_the_presenter_sees_who_follows_and_raises_the_seats_per_address(app):
     """Every AppTest session comes from the same (unknown) address: a class behind one NAT."""
     presenter, room_id = start_room(app)
-    seated = [app(room=room_id) for _ in range(rooms.SEATS_PER_CLIENT)]
+    seated = [app(room=room_id) for _ in range(records.SEATS_PER_CLIENT)]
     refused = app(room=room_id)
     assert any("your network address" in w.value for w in refused.warning) and not refused.exception
     assert refused.session_state[classroom._ROOM] is None
     presenter.run()
-    assert any(f"**{rooms.SEATS_PER_CLIENT}** of" in c.value for c in presenter.sidebar.caption)
+    assert any(f"**{records.SEATS_PER_CLIENT}** of" in c.value for c in presenter.sidebar.caption)
     presenter.number_input(key="classroom_per_client").set_value(40).run()
     late = app(room=room_id)
     assert late.session_state[classroom._ROOM]["following"]
     presenter.run()
-    assert any(f"**{rooms.SEATS_PER_CLIENT + 1}** of" in c.value for c in presenter.sidebar.caption)
+    assert any(f"**{records.SEATS_PER_CLIENT + 1}** of" in c.value for c in presenter.sidebar.caption)
     assert all(f.session_state[classroom._ROOM]["following"] for f in seated)
 
 
@@ -336,7 +338,7 @@ def test_a_forged_cookie_makes_no_room(app, monkeypatch):
     """A cookie the server did not sign, with a room id nobody started: a student link to no room,
     and no room is made, however many are tried."""
     for i in range(5):
-        room_id = rooms.new_room_id()
+        room_id = records.new_room_id()
         monkeypatch.setattr(
             classroom, "_cookies", lambda r=room_id, n=i: {classroom.COOKIE: f"{r}.forged-{n}"}
         )
@@ -351,13 +353,13 @@ def test_a_forged_cookie_makes_no_room(app, monkeypatch):
 
 def test_a_room_that_aged_out_comes_back_to_its_presenter_only(app, monkeypatch):
     clock = Clock()
-    monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms(clock=clock))
+    monkeypatch.setattr(rooms, "_store", MemoryRooms(clock=clock))
     presenter, room_id = start_room(app)
     secret = presenter.session_state[classroom._ROOM]["secret"]
     presenter.radio(key="in_src").set_value("random").run()
-    clock.now = rooms.PRESENTER_TTL_S + 1  # the teacher's laptop slept: the room aged out
+    clock.now = records.PRESENTER_TTL_S + 1  # the teacher's laptop slept: the room aged out
     assert rooms.store().status(room_id) is None
-    forged = rooms.issue_secret(b"not the server's key, 32 bytes..", room_id)
+    forged = signing.issue_secret(b"not the server's key, 32 bytes..", room_id)
     monkeypatch.setattr(classroom, "_cookies", lambda: {classroom.COOKIE: f"{room_id}.{forged}"})
     taker = app(room=room_id)
     assert taker.session_state[classroom._ROOM] is None and rooms.store().status(room_id) is None
@@ -392,7 +394,7 @@ def test_a_presenter_stopped_by_bad_input_still_publishes_and_followers_see_the_
 
 def test_a_stopped_presenter_keeps_checking_in(app, monkeypatch):
     clock = Clock()
-    monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms(clock=clock))
+    monkeypatch.setattr(rooms, "_store", MemoryRooms(clock=clock))
     presenter, room_id = start_room(app)
     presenter.radio(key="in_src").set_value("typed matrices").run()
     presenter.text_area(key="in_Q").set_value("oops").run()
@@ -429,7 +431,7 @@ def test_a_view_of_non_ascii_text_reaches_followers_and_an_oversize_one_stops_no
     assert follower.text_area(key="in_V").value == text and not follower.exception
     room = presenter.session_state[classroom._ROOM]
     # a view over the limit (only a hostile presenter could make one): said, and the room goes on
-    presenter.session_state["_keep_huge"] = "x" * rooms.MAX_PAYLOAD_BYTES
+    presenter.session_state["_keep_huge"] = "x" * records.MAX_PAYLOAD_BYTES
     presenter.run()
     assert any("keep your last view" in w.value for w in presenter.sidebar.warning)
     assert presenter.session_state[classroom._ROOM] is room and rooms.store().status(room_id) is not None

@@ -13,6 +13,7 @@ from attn_core import lessons as model
 from lab_ui import lesson_writer
 from lab_ui.classroom import follow as classroom
 from lab_ui.classroom import rooms
+from lab_ui.classroom.memory_rooms import MemoryRooms
 from lab_ui.nav import HOME, PAGES
 from lab_ui.widgets import KEEP_PREFIX, url_id
 
@@ -199,7 +200,7 @@ def memory_rooms(monkeypatch):
     """A fresh store that takes every view at once: a presenter stepping a lesson in AppTest
     changes views milliseconds apart, faster than a room's publish rate (which has its own tests
     in tests/classroom/test_rooms.py)."""
-    monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms(publish_every_s=0.0))
+    monkeypatch.setattr(rooms, "_store", MemoryRooms(publish_every_s=0.0))
     # the follower runs the page itself (the path of a view changed in a fragment), so its widgets
     # and URL can be read here; the default path, the presenter's frame shown with no run, is
     # tests/browser/test_browser_lessons.py's follower on a phone
