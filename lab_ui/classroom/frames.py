@@ -9,7 +9,7 @@ the page itself does not run. Nothing is computed twice, whatever the class size
 
 What a frame keeps: text, tables, figures and metrics as drawn, and each of the page's controls as
 one line of text with its label and value (a student takes control to move them:
-lab_ui.classroom.follow). What it drops, because it would not work
+lab_ui.classroom.following). What it drops, because it would not work
 on another screen: images, downloads, HTML and anything else served by URL from the presenter's
 server process, or that runs code in the browser.
 

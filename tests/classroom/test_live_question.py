@@ -183,12 +183,12 @@ def test_memory_answers_age_out_with_the_room():
 @pytest.fixture
 def app_store(request, tmp_path, monkeypatch, store):
     """The app's room store is ``store`` (each backend in turn), taking every view at once."""
-    from lab_ui.classroom import follow
+    from lab_ui.classroom import following
 
     monkeypatch.setattr(records, "PUBLISH_EVERY_S", 0.0)
     monkeypatch.setattr(rooms, "_store", store)
-    monkeypatch.setattr(follow, "_frame_cache", {})
-    monkeypatch.setattr(follow, "VIEW_FRAMES", True)  # followers see the presenter's page as drawn
+    monkeypatch.setattr(following, "_frame_cache", {})
+    monkeypatch.setattr(following, "VIEW_FRAMES", True)  # followers see the presenter's page as drawn
     return store
 
 
@@ -198,11 +198,11 @@ def _texts(at) -> str:
 
 
 def test_a_lesson_steps_question_is_asked_answered_and_counted(app, app_store):
-    from lab_ui.classroom import follow
+    from lab_ui.classroom import session
 
     presenter = app(lesson="memory-128k")
     presenter.button(key="classroom_start").click().run()
-    room = presenter.session_state[follow._ROOM]
+    room = presenter.session_state[session.ROOM_KEY]
     assert "Ask this lesson step's question: card 13" in _texts(presenter)
     followers = [app(room=room["id"]) for _ in range(3)]
     presenter.button(key="classroom_ask").click().run()
@@ -212,8 +212,8 @@ def test_a_lesson_steps_question_is_asked_answered_and_counted(app, app_store):
     for at in followers:
         at.run()
         assert not at.exception
-        assert at.session_state[follow._ROOM]["viewing"]  # the presenter's frame, not a page run
-        assert at.session_state[follow._ROOM]["question_tag"] == asked.tag
+        assert at.session_state[session.ROOM_KEY]["viewing"]  # the presenter's frame, not a page run
+        assert at.session_state[session.ROOM_KEY]["question_tag"] == asked.tag
     followers[0].text_input(key=f"classroom_answer_{asked.id}").input(f"{right:g}")
     followers[0].button(key=f"classroom_send_{asked.id}").click().run()
     followers[1].text_input(key=f"classroom_answer_{asked.id}").input(f"{slip:g}")
@@ -223,7 +223,7 @@ def test_a_lesson_steps_question_is_asked_answered_and_counted(app, app_store):
     # followers[2] explores on its own (its page runs, the box is still above it) and sends an
     # empty answer, which is said and not taken: it counts as no answer
     followers[2].button(key="classroom_leave").click().run()
-    assert not followers[2].session_state[follow._ROOM]["following"]
+    assert not followers[2].session_state[session.ROOM_KEY]["following"]
     followers[2].button(key=f"classroom_send_{asked.id}").click().run()
     assert any(w.value == "Type an answer first." for w in followers[2].warning)
     assert "Sent:" in _texts(followers[0]) and "Sent:" not in _texts(followers[2])
@@ -249,7 +249,7 @@ def test_the_practice_pages_drill_is_the_one_asked(app, app_store):
     """On Practice the presenter asks the card of the drill on her screen (read from the page's own
     keys), with the page's difficulty and a fresh seed."""
     from attn_core.views.practice import next_question
-    from lab_ui.classroom import follow
+    from lab_ui.classroom import session
 
     presenter = app("pages/practice.py", pr_cards="6,13")
     presenter.selectbox(key="pr_diff").select("hard").run()
@@ -257,7 +257,7 @@ def test_the_practice_pages_drill_is_the_one_asked(app, app_store):
     state = presenter.session_state
     on_screen = next_question(list(state["pr_cards"]), "hard", state["pr_seed"], state["pr_n"])
     presenter.button(key="classroom_ask").click().run()
-    asked = app_store.question(state[follow._ROOM]["id"])
+    asked = app_store.question(state[session.ROOM_KEY]["id"])
     assert (asked.card, asked.difficulty) == (on_screen.card, "hard")
     assert not presenter.exception
 
@@ -267,21 +267,21 @@ def test_a_question_reruns_a_screen_that_a_pushed_frame_would_leave_without_its_
     drew; a new or closed question is a rerun instead (its run draws the box), never a frame."""
     from test_classroom import _Screen
 
-    from lab_ui.classroom import follow
+    from lab_ui.classroom import following, session
 
     presenter = app(lesson="memory-128k")
     presenter.button(key="classroom_start").click().run()
-    room_id, secret = (presenter.session_state[follow._ROOM][k] for k in ("id", "secret"))
+    room_id, secret = (presenter.session_state[session.ROOM_KEY][k] for k in ("id", "secret"))
     follower = app(room=room_id)
-    room = dict(follower.session_state[follow._ROOM])
+    room = dict(follower.session_state[session.ROOM_KEY])
     assert room["viewing"] and room["question_tag"] == ""
-    assert follow._frame_pusher(room_id)(_Screen(dict(room)))  # nothing asked: the frame as before
+    assert following.frame_pusher(room_id)(_Screen(dict(room)))  # nothing asked: the frame as before
     asked = app_store.ask(room_id, secret, "13", "medium")
     stale = _Screen(dict(room))
-    assert not follow._frame_pusher(room_id)(stale) and not stale.sent  # rerun: it draws the box
+    assert not following.frame_pusher(room_id)(stale) and not stale.sent  # rerun: it draws the box
     follower.run()
-    room = dict(follower.session_state[follow._ROOM])
+    room = dict(follower.session_state[session.ROOM_KEY])
     assert room["question_tag"] == asked.tag
-    assert follow._frame_pusher(room_id)(_Screen(dict(room)))
+    assert following.frame_pusher(room_id)(_Screen(dict(room)))
     app_store.close_question(room_id, secret)
-    assert not follow._frame_pusher(room_id)(_Screen(dict(room)))  # closed: rerun to show the answer
+    assert not following.frame_pusher(room_id)(_Screen(dict(room)))  # closed: rerun to show the answer

@@ -11,8 +11,7 @@ import pytest
 
 from attn_core import lessons as model
 from lab_ui import lesson_writer
-from lab_ui.classroom import follow as classroom
-from lab_ui.classroom import rooms
+from lab_ui.classroom import following, rooms, session
 from lab_ui.classroom.memory_rooms import MemoryRooms
 from lab_ui.nav import HOME, PAGES
 from lab_ui.widgets import KEEP_PREFIX, url_id
@@ -204,13 +203,13 @@ def memory_rooms(monkeypatch):
     # the follower runs the page itself (the path of a view changed in a fragment), so its widgets
     # and URL can be read here; the default path, the presenter's frame shown with no run, is
     # tests/browser/test_browser_lessons.py's follower on a phone
-    monkeypatch.setattr(classroom, "VIEW_FRAMES", False)
+    monkeypatch.setattr(following, "VIEW_FRAMES", False)
 
 
 def test_a_follower_moves_with_the_presenters_step(app, memory_rooms):
     presenter = app("pages/scaling.py")
     presenter.button(key="classroom_start").click().run()
-    room_id = presenter.session_state[classroom._ROOM]["id"]
+    room_id = presenter.session_state[session.ROOM_KEY]["id"]
     presenter.session_state["_lesson_box_open"] = True
     presenter.run()
     presenter.selectbox(key="lesson_pick").set_value("causal-mask")
@@ -221,7 +220,7 @@ def test_a_follower_moves_with_the_presenters_step(app, memory_rooms):
     presenter.button(key="lesson_next").click().run()
     follower.run()  # what the follower's poll triggers when the room's version moved
     _check_step(follower, SHIPPED["causal-mask"], 2)
-    assert follower.session_state[classroom._ROOM]["following"]
+    assert follower.session_state[session.ROOM_KEY]["following"]
     presenter.button(key="lesson_close").click().run()
     follower.run()
     assert not [b for b in follower.button if b.key == "lesson_next"]  # closed for the room too
