@@ -113,12 +113,13 @@ class Seat(Enum):
     CLIENT_FULL = "client full"  # this client address holds all the seats it may in this room
 
 
-def _int_env(name: str, env: Mapping[str, str]) -> int | None:
+def _int_env(name: str, env: Mapping[str, str], most: int = MAX_SEATS) -> int | None:
+    """The operator's whole number ``name`` from 1 to ``most``; None when unset."""
     raw = env.get(name, "").strip()
     if not raw:
         return None
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_SEATS:
-        raise RoomError(f"{name} must be a whole number from 1 to {MAX_SEATS:,}, got {raw[:20]!r}")
+    if not raw.isdigit() or not 1 <= int(raw) <= most:
+        raise RoomError(f"{name} must be a whole number from 1 to {most:,}, got {raw[:20]!r}")
     return int(raw)
 
 
@@ -126,12 +127,7 @@ def creates_per_client(env: Mapping[str, str] = os.environ) -> int:
     """New rooms one client address may start per CREATE_WINDOW_S: the operator's
     ATTN_LAB_ROOMS_PER_CLIENT (1 to MAX_ROOMS; every teacher of a campus may share one address),
     else MAX_CREATES_PER_CLIENT."""
-    raw = env.get(CREATES_ENV, "").strip()
-    if not raw:
-        return MAX_CREATES_PER_CLIENT
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_ROOMS:
-        raise RoomError(f"{CREATES_ENV} must be a whole number from 1 to {MAX_ROOMS}, got {raw[:20]!r}")
-    return int(raw)
+    return _int_env(CREATES_ENV, env, MAX_ROOMS) or MAX_CREATES_PER_CLIENT
 
 
 def room_seats(env: Mapping[str, str] = os.environ) -> int:
