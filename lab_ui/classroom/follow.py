@@ -38,7 +38,8 @@ import streamlit as st
 
 from lab_ui.classroom import ask, following, frames, join, poll, publish, push, records, rooms, session
 
-records.on_change(push.wake)
+records.on_change(push.wake)  # a publish anywhere wakes this process's followers
+
 _PER_CLIENT_KEY = "classroom_per_client"  # the presenter's seats-per-address input
 _COOKIE_BOX = "classroom_cookie"  # keyed container: Streamlit gives it the class st-key-<key>
 
