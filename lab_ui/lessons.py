@@ -26,7 +26,7 @@ from lab_ui.nav import HOME, PAGES, PageInfo
 from lab_ui.widgets import KEEP_PREFIX, SCREEN_KEYS
 
 LESSON_KEY, STEP_KEY = "lesson", "lesson_step"  # the URL keys (and `_keep_` session keys)
-ROOM_PARAM = "room"  # lab_ui.classroom.follow's link parameter: a step keeps it
+ROOM_PARAM = "room"  # lab_ui.classroom.session's link parameter: a step keeps it
 KEPT = SCREEN_KEYS | {LESSON_KEY, STEP_KEY}
 _STARTED = "_lesson_started"  # session key: the session has had its first run
 _GOTO = "_lesson_goto"  # session key: the step a button or key asked for, opened on the next run

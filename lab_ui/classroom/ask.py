@@ -5,7 +5,7 @@ that produces them (attn_core.practice.tally, drawn by lab_ui.question_tally).
 What can be asked is what the presenter's screen shows: the playing lesson step's question
 (lab_ui.lessons.step_question) or, on the Practice page, the card of the drill on screen (read
 from that page's own session keys, never written). The room keeps only the card, a fresh seed and
-the difficulty (rooms.Asked), so every screen draws the same numbers.
+the difficulty (question.Asked), so every screen draws the same numbers.
 
 A follower's question box is drawn by its own run, above the presenter's page (the frame or the
 page run), and is a fragment: sending an answer reruns only the box, so it works while the rest of
@@ -26,7 +26,8 @@ from attn_core.practice.question import AnswerKind, Difficulty, Question
 from attn_core.practice.tally import tally
 from attn_core.views.practice import question_seed, show_answer
 from lab_ui import lessons, question_tally
-from lab_ui.classroom import rooms
+from lab_ui.classroom import records, rooms
+from lab_ui.classroom.question import MAX_ANSWER_CHARS, MAX_ANSWERS, Asked
 
 _SENT = "_classroom_answer_sent"  # session key: {question id: the text this screen sent}
 _NOTE = "_classroom_question_note"  # session key: a message for the presenter's box
@@ -40,7 +41,7 @@ def drawn(card: str, seed: int, difficulty: str) -> Question:
     return drills.draw(card, seed, difficulty)
 
 
-def _of(asked: rooms.Asked) -> Question:
+def _of(asked: Asked) -> Question:
     return drawn(asked.card, asked.seed, asked.difficulty)
 
 
@@ -61,12 +62,12 @@ class _ByDigest(dict):
 _judged: dict[str, _ByDigest] = {}  # question id -> its verdicts, newest question last
 
 
-def _verdicts(asked: rooms.Asked) -> _ByDigest:
+def _verdicts(asked: Asked) -> _ByDigest:
     """The verdicts already given for this question's answers, by text: the presenter's count
     runs every second, and judges only the answers it has not seen (a judgement takes up to
     ~0.3 ms, so 1,024 distinct answers re-judged each second would cost ~0.3 s a second)."""
     found = _judged.pop(asked.id, None)
-    if found is None or len(found) > 4 * rooms.MAX_ANSWERS:  # rewrites only add: bounded anyway
+    if found is None or len(found) > 4 * MAX_ANSWERS:  # rewrites only add: bounded anyway
         found = _ByDigest()
     _judged[asked.id] = found
     while len(_judged) > _JUDGED_QUESTIONS:
@@ -95,14 +96,14 @@ def askable(url_path: str) -> tuple[str, str, str] | None:
 def _ask(room_id: str, secret: str, card: str, difficulty: str) -> None:
     try:
         rooms.store().ask(room_id, secret, card, difficulty)
-    except rooms.RoomError as err:
+    except records.RoomError as err:
         st.session_state[_NOTE] = f"Could not ask the room: {err}."
 
 
 def _close(room_id: str, secret: str) -> None:
     try:
         rooms.store().close_question(room_id, secret)
-    except rooms.RoomError as err:
+    except records.RoomError as err:
         st.session_state[_NOTE] = f"Could not close the question: {err}."
 
 
@@ -114,7 +115,7 @@ def presenter_box(room: dict, url_path: str) -> None:
     found = askable(url_path)
     try:
         asked = rooms.store().question(room["id"])
-    except rooms.RoomError:
+    except records.RoomError:
         asked = None
     if found is not None:
         card, difficulty, where = found
@@ -146,7 +147,7 @@ def live(room: dict) -> None:
         if asked is None:
             return
         answers, seated = rooms.store().answers(room["id"], room["secret"])
-    except rooms.RoomError:
+    except records.RoomError:
         return
     question = _of(asked)
     with st.container(border=True, key="classroom_tally"):
@@ -162,7 +163,7 @@ def follower_box(room: dict, seat: str, client: str) -> None:
     answer box. Remembers which question (and state) it drew, for the poll to notice a change."""
     try:
         asked = rooms.store().question(room["id"])
-    except rooms.RoomError:
+    except records.RoomError:
         return
     room["question_tag"] = "" if asked is None else asked.tag
     if asked is not None:
@@ -170,7 +171,7 @@ def follower_box(room: dict, seat: str, client: str) -> None:
 
 
 @st.fragment
-def _answer_box(room_id: str, seat: str, client: str, asked: rooms.Asked) -> None:
+def _answer_box(room_id: str, seat: str, client: str, asked: Asked) -> None:
     question = _of(asked)
     sent = st.session_state.setdefault(_SENT, {})
     with st.container(border=True, key="classroom_question"):
@@ -193,19 +194,17 @@ def _send(room_id: str, seat: str, client: str, question_id: str) -> None:
         st.session_state[_ANSWER_NOTE] = "Type an answer first."
         return
     try:
-        if rooms.store().follow(room_id, seat, client) is not rooms.Seat.TAKEN:
-            raise rooms.RoomError("every seat of the room is taken")
+        if rooms.store().follow(room_id, seat, client) is not records.Seat.TAKEN:
+            raise records.RoomError("every seat of the room is taken")
         rooms.store().answer(room_id, seat, question_id, text)
-    except rooms.RoomError as err:
+    except records.RoomError as err:
         st.session_state[_ANSWER_NOTE] = f"Your answer was not taken: {err}."
     else:
         sent.clear()  # one question's answer at a time: nothing else is kept
         sent[question_id] = text
 
 
-def _answer_form(
-    room_id: str, seat: str, client: str, asked: rooms.Asked, question: Question, sent: dict
-) -> None:
+def _answer_form(room_id: str, seat: str, client: str, asked: Asked, question: Question, sent: dict) -> None:
     with st.form(f"classroom_form_{asked.id}", border=False):
         if question.answer_kind is AnswerKind.CHOICE:
             st.radio("Your answer", question.choices, index=None, key=f"classroom_answer_{asked.id}")
@@ -214,7 +213,7 @@ def _answer_form(
                 "Your answer",
                 key=f"classroom_answer_{asked.id}",
                 placeholder=question.hint,
-                max_chars=rooms.MAX_ANSWER_CHARS,
+                max_chars=MAX_ANSWER_CHARS,
             )
         st.form_submit_button(
             "Send my answer",

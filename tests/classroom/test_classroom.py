@@ -7,16 +7,18 @@ import json
 import pytest
 
 from lab_ui.classroom import follow as classroom
-from lab_ui.classroom import rooms
+from lab_ui.classroom import following, records, rooms, session, signing
+from lab_ui.classroom.memory_rooms import MemoryRooms
+from lab_ui.classroom.redis_rooms import RedisRooms
 
 
 @pytest.fixture(autouse=True)
 def fresh_store(monkeypatch):
     """A fresh store that takes every view at once: these tests change views milliseconds apart
     (the publish rate limit has its own tests)."""
-    monkeypatch.setattr(rooms, "PUBLISH_EVERY_S", 0.0)
-    monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms())
-    monkeypatch.setattr(classroom, "_frame_cache", {})
+    monkeypatch.setattr(records, "PUBLISH_EVERY_S", 0.0)
+    monkeypatch.setattr(rooms, "_store", MemoryRooms())
+    monkeypatch.setattr(following, "_frame_cache", {})
 
 
 @pytest.fixture(autouse=True)
@@ -24,7 +26,7 @@ def followers_run_the_page(request, monkeypatch):
     """Most tests here drive a follower's own widgets: the path a follower takes when there is no
     frame of the presenter's page (a view changed in a fragment, a frame too large). Tests that
     ask for `frames_on` see the presenter's frame instead, as followers do by default."""
-    monkeypatch.setattr(classroom, "VIEW_FRAMES", "frames_on" in request.fixturenames)
+    monkeypatch.setattr(following, "VIEW_FRAMES", "frames_on" in request.fixturenames)
 
 
 @pytest.fixture
@@ -35,8 +37,8 @@ def frames_on():
 def start_room(app, page="pages/playground.py"):
     presenter = app(page)
     presenter.button(key="classroom_start").click().run()
-    room = presenter.session_state[classroom._ROOM]
-    assert room["role"] == "present" and rooms.valid_room_id(room["id"])
+    room = presenter.session_state[session.ROOM_KEY]
+    assert room["role"] == "present" and records.valid_room_id(room["id"])
     return presenter, room["id"]
 
 
@@ -65,7 +67,7 @@ def test_each_screen_keeps_its_own_projector_mode_and_palette(app):
     presenter.slider(key="in_L").set_value(9).run()
     follower.run()
     assert follower.slider(key="in_L").value == 9  # still following the presenter
-    assert follower.session_state[classroom._ROOM]["following"] is True
+    assert follower.session_state[session.ROOM_KEY]["following"] is True
     assert follower.selectbox(key="palette").index == 1
     assert presenter.selectbox(key="palette").index == 2 and not follower.exception
 
@@ -85,7 +87,7 @@ def test_a_follower_who_touches_a_widget_explores_alone_then_rejoins(app):
     presenter.radio(key="in_src").set_value("random").run()
     follower = app(room=room_id)
     follower.slider(key="in_L").set_value(3).run()
-    assert follower.session_state[classroom._ROOM]["following"] is False
+    assert follower.session_state[session.ROOM_KEY]["following"] is False
     presenter.slider(key="in_L").set_value(11).run()
     follower.run()
     assert follower.slider(key="in_L").value == 3  # the student's own view is kept
@@ -95,13 +97,13 @@ def test_a_follower_who_touches_a_widget_explores_alone_then_rejoins(app):
 
 def test_the_secret_never_reaches_a_follower(app):
     presenter, room_id = start_room(app)
-    secret = presenter.session_state[classroom._ROOM]["secret"]
+    secret = presenter.session_state[session.ROOM_KEY]["secret"]
     follower = app(room=room_id)
     shown = " ".join(
         str(e.value) for kind in ("markdown", "code", "caption", "text") for e in follower.get(kind)
     )
     assert secret not in shown and secret not in str(dict(follower.query_params))
-    assert "secret" not in follower.session_state[classroom._ROOM]
+    assert "secret" not in follower.session_state[session.ROOM_KEY]
     # the presenter's link does not carry it either
     link = presenter.sidebar.code[0].value
     assert secret not in link and f"room={room_id}" in link
@@ -112,7 +114,7 @@ def test_unknown_or_hostile_room_links_are_refused_kindly(app):
         at = app(room=bad)
         assert not at.exception
         assert any("no live room" in w.value for w in at.warning)
-        assert classroom._ROOM not in at.session_state or at.session_state[classroom._ROOM] is None
+        assert session.ROOM_KEY not in at.session_state or at.session_state[session.ROOM_KEY] is None
 
 
 def test_ending_the_room_releases_followers(app):
@@ -132,7 +134,7 @@ def test_a_follower_who_opens_another_page_explores_there(app):
     assert follower.title[0].value == "Attention Playground"
     follower.switch_page("pages/gradients.py").run()
     assert follower.title[0].value == "Gradients"
-    assert follower.session_state[classroom._ROOM]["following"] is False
+    assert follower.session_state[session.ROOM_KEY]["following"] is False
     presenter.radio(key="in_src").set_value("random").run()  # the presenter moves on
     follower.run()
     assert follower.title[0].value == "Gradients"
@@ -148,21 +150,19 @@ def test_a_reload_keeps_the_presenters_room(app, monkeypatch):
     """The presenter's browser keeps ``room.secret`` in a cookie; a reload of the page (whose address
     carries ?room=) presents again. Without the cookie the same address only follows."""
     presenter, room_id = start_room(app)
-    secret = presenter.session_state[classroom._ROOM]["secret"]
+    secret = presenter.session_state[session.ROOM_KEY]["secret"]
     script = presenter.sidebar.get("html")[0].proto.body
-    assert (
-        f'"{classroom.COOKIE}="' in script and f'max-age=" + (value ? {classroom.COOKIE_MAX_AGE_S}' in script
-    )
+    assert f'"{session.COOKIE}="' in script and f'max-age=" + (value ? {session.COOKIE_MAX_AGE_S}' in script
     assert f"{room_id}.{secret}" in [t.value for t in presenter.sidebar.text]  # what the script stores
-    assert presenter.query_params[classroom.ROOM_PARAM] == room_id  # what a reload opens
+    assert presenter.query_params[session.ROOM_PARAM] == room_id  # what a reload opens
     presenter.radio(key="in_src").set_value("random").run()
     presenter.slider(key="in_L").set_value(9).run()
     follower = app(room=room_id)
     version = rooms.store().version(room_id)
-    monkeypatch.setattr(classroom, "_cookies", lambda: {classroom.COOKIE: f"{room_id}.{secret}"})
+    monkeypatch.setattr(session, "cookies", lambda: {session.COOKIE: f"{room_id}.{secret}"})
     reloaded = app(room=room_id)  # a new session, as after a reload (or a second tab, the student link)
-    monkeypatch.setattr(classroom, "_cookies", dict)
-    assert reloaded.session_state[classroom._ROOM]["role"] == "present"
+    monkeypatch.setattr(session, "cookies", dict)
+    assert reloaded.session_state[session.ROOM_KEY]["role"] == "present"
     assert any(f"Presenting room **{room_id}**" in m.value for m in reloaded.sidebar.markdown)
     assert reloaded.slider(key="in_L").value == 9  # it took the room's view back, on its page
     assert rooms.store().version(room_id) == version  # and overwrote nothing
@@ -170,16 +170,16 @@ def test_a_reload_keeps_the_presenters_room(app, monkeypatch):
     follower.run()
     assert follower.slider(key="in_L").value == 4 and not follower.warning
     copied = app(room=room_id)  # the presenter's address pasted into a student's browser
-    assert copied.session_state[classroom._ROOM]["role"] == "follow"
+    assert copied.session_state[session.ROOM_KEY]["role"] == "follow"
 
 
 def test_a_forged_presenter_cookie_drives_nothing(app, monkeypatch):
     presenter, room_id = start_room(app)
-    monkeypatch.setattr(classroom, "_cookies", lambda: {classroom.COOKIE: f"{room_id}.guessed"})
+    monkeypatch.setattr(session, "cookies", lambda: {session.COOKIE: f"{room_id}.guessed"})
     forger = app(room=room_id)
     assert not forger.exception
-    assert forger.session_state[classroom._ROOM]["role"] == "follow"  # a student, like any other
-    assert "secret" not in forger.session_state[classroom._ROOM]
+    assert forger.session_state[session.ROOM_KEY]["role"] == "follow"  # a student, like any other
+    assert "secret" not in forger.session_state[session.ROOM_KEY]
     assert rooms.store().version(room_id) is not None  # the real room lives on
 
 
@@ -193,19 +193,19 @@ class Clock:
 
 def test_followers_are_told_when_the_presenter_is_away_and_the_room_then_ends(app, monkeypatch):
     clock = Clock()
-    monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms(clock=clock))
+    monkeypatch.setattr(rooms, "_store", MemoryRooms(clock=clock))
     presenter, room_id = start_room(app)
     follower = app(room=room_id)
     assert not follower.warning
     clock.now = 30  # the presenter's tab stopped checking in 30 s ago
     follower.run()
     assert any("has not been seen for 30 s" in w.value for w in follower.warning)
-    clock.now = rooms.PRESENTER_TTL_S - 20
+    clock.now = records.PRESENTER_TTL_S - 20
     follower.run()
     clock.now += 21
     follower.run()
     assert any(
-        f"not been back for {rooms.PRESENTER_TTL_S // 60} minutes" in w.value for w in follower.warning
+        f"not been back for {records.PRESENTER_TTL_S // 60} minutes" in w.value for w in follower.warning
     ), [w.value for w in follower.warning]
     assert not any("ended the room" in w.value for w in follower.warning)
     assert len(rooms.store()) == 0  # the slot is free
@@ -213,22 +213,22 @@ def test_followers_are_told_when_the_presenter_is_away_and_the_room_then_ends(ap
 
 def test_room_creation_is_rate_limited_per_visitor(app):
     presenter = app()
-    for _ in range(rooms.MAX_CREATES_PER_CLIENT):
+    for _ in range(records.MAX_CREATES_PER_CLIENT):
         presenter.button(key="classroom_start").click().run()
         presenter.button(key="classroom_end").click().run()
     presenter.button(key="classroom_start").click().run()
-    assert any(f"you started {rooms.MAX_CREATES_PER_CLIENT} rooms" in w.value for w in presenter.warning)
-    assert presenter.session_state[classroom._ROOM] is None and not presenter.exception
+    assert any(f"you started {records.MAX_CREATES_PER_CLIENT} rooms" in w.value for w in presenter.warning)
+    assert presenter.session_state[session.ROOM_KEY] is None and not presenter.exception
 
 
 def test_a_full_room_tells_the_one_refused(app, monkeypatch):
-    monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms(max_followers=1))
+    monkeypatch.setattr(rooms, "_store", MemoryRooms(max_followers=1))
     presenter, room_id = start_room(app)
     first = app(room=room_id)
     second = app(room=room_id)
-    assert first.session_state[classroom._ROOM]["following"]
+    assert first.session_state[session.ROOM_KEY]["following"]
     assert any("is full" in w.value for w in second.warning) and not second.exception
-    assert second.session_state[classroom._ROOM] is None
+    assert second.session_state[session.ROOM_KEY] is None
     first.run()
     assert not first.warning  # the seated follower is untouched
 
@@ -255,7 +255,7 @@ def redis_rooms(request, tmp_path, monkeypatch):
     from redis_server import RedisServer
 
     server = RedisServer(tmp_path, persist=getattr(request, "param", True)).start()
-    monkeypatch.setattr(rooms, "_store", rooms.RedisRooms(server.url))
+    monkeypatch.setattr(rooms, "_store", RedisRooms(server.url))
     yield server
     server.stop()
 
@@ -286,7 +286,7 @@ def test_a_redis_crash_is_a_notice_and_the_class_carries_on(app, redis_rooms):
     follower.run()
     newcomer.run()
     for at in (follower, newcomer):
-        assert at.session_state[classroom._ROOM]["following"]
+        assert at.session_state[session.ROOM_KEY]["following"]
         assert at.slider(key="in_L").value == 7  # the change made during the outage arrives
         assert "cannot be reached" not in _shown(at) and "ended" not in _shown(at)
 
@@ -305,7 +305,7 @@ def test_a_redis_restart_without_data_is_repaired_by_the_presenter(app, redis_ro
     assert "waiting for the presenter" in _shown(follower)
     presenter.slider(key="in_L").set_value(5).run()  # its check-in restores the room
     follower.run()
-    assert follower.session_state[classroom._ROOM]["following"]
+    assert follower.session_state[session.ROOM_KEY]["following"]
     assert follower.slider(key="in_L").value == 5 and "waiting" not in _shown(follower)
     presenter.button(key="classroom_end").click().run()
     follower.run()
@@ -318,56 +318,54 @@ def test_a_redis_restart_without_data_is_repaired_by_the_presenter(app, redis_ro
 def test_the_presenter_sees_who_follows_and_raises_the_seats_per_address(app):
     """Every AppTest session comes from the same (unknown) address: a class behind one NAT."""
     presenter, room_id = start_room(app)
-    seated = [app(room=room_id) for _ in range(rooms.SEATS_PER_CLIENT)]
+    seated = [app(room=room_id) for _ in range(records.SEATS_PER_CLIENT)]
     refused = app(room=room_id)
     assert any("your network address" in w.value for w in refused.warning) and not refused.exception
-    assert refused.session_state[classroom._ROOM] is None
+    assert refused.session_state[session.ROOM_KEY] is None
     presenter.run()
-    assert any(f"**{rooms.SEATS_PER_CLIENT}** of" in c.value for c in presenter.sidebar.caption)
+    assert any(f"**{records.SEATS_PER_CLIENT}** of" in c.value for c in presenter.sidebar.caption)
     presenter.number_input(key="classroom_per_client").set_value(40).run()
     late = app(room=room_id)
-    assert late.session_state[classroom._ROOM]["following"]
+    assert late.session_state[session.ROOM_KEY]["following"]
     presenter.run()
-    assert any(f"**{rooms.SEATS_PER_CLIENT + 1}** of" in c.value for c in presenter.sidebar.caption)
-    assert all(f.session_state[classroom._ROOM]["following"] for f in seated)
+    assert any(f"**{records.SEATS_PER_CLIENT + 1}** of" in c.value for c in presenter.sidebar.caption)
+    assert all(f.session_state[session.ROOM_KEY]["following"] for f in seated)
 
 
 def test_a_forged_cookie_makes_no_room(app, monkeypatch):
     """A cookie the server did not sign, with a room id nobody started: a student link to no room,
     and no room is made, however many are tried."""
     for i in range(5):
-        room_id = rooms.new_room_id()
-        monkeypatch.setattr(
-            classroom, "_cookies", lambda r=room_id, n=i: {classroom.COOKIE: f"{r}.forged-{n}"}
-        )
+        room_id = records.new_room_id()
+        monkeypatch.setattr(session, "cookies", lambda r=room_id, n=i: {session.COOKIE: f"{r}.forged-{n}"})
         forger = app(room=room_id)
         assert any("no live room" in w.value for w in forger.warning)
         forger.run()  # its publisher would have run by now
         assert not forger.exception
-        assert forger.session_state[classroom._ROOM] is None
+        assert forger.session_state[session.ROOM_KEY] is None
         assert rooms.store().status(room_id) is None
     assert len(rooms.store()) == 0
 
 
 def test_a_room_that_aged_out_comes_back_to_its_presenter_only(app, monkeypatch):
     clock = Clock()
-    monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms(clock=clock))
+    monkeypatch.setattr(rooms, "_store", MemoryRooms(clock=clock))
     presenter, room_id = start_room(app)
-    secret = presenter.session_state[classroom._ROOM]["secret"]
+    secret = presenter.session_state[session.ROOM_KEY]["secret"]
     presenter.radio(key="in_src").set_value("random").run()
-    clock.now = rooms.PRESENTER_TTL_S + 1  # the teacher's laptop slept: the room aged out
+    clock.now = records.PRESENTER_TTL_S + 1  # the teacher's laptop slept: the room aged out
     assert rooms.store().status(room_id) is None
-    forged = rooms.issue_secret(b"not the server's key, 32 bytes..", room_id)
-    monkeypatch.setattr(classroom, "_cookies", lambda: {classroom.COOKIE: f"{room_id}.{forged}"})
+    forged = signing.issue_secret(b"not the server's key, 32 bytes..", room_id)
+    monkeypatch.setattr(session, "cookies", lambda: {session.COOKIE: f"{room_id}.{forged}"})
     taker = app(room=room_id)
-    assert taker.session_state[classroom._ROOM] is None and rooms.store().status(room_id) is None
-    monkeypatch.setattr(classroom, "_cookies", lambda: {classroom.COOKIE: f"{room_id}.{secret}"})
+    assert taker.session_state[session.ROOM_KEY] is None and rooms.store().status(room_id) is None
+    monkeypatch.setattr(session, "cookies", lambda: {session.COOKIE: f"{room_id}.{secret}"})
     back = app(room=room_id)  # the teacher reloads her tab
-    assert back.session_state[classroom._ROOM]["role"] == "present"
+    assert back.session_state[session.ROOM_KEY]["role"] == "present"
     assert rooms.store().snapshot(room_id).version >= 1  # her publish restored it
-    monkeypatch.setattr(classroom, "_cookies", dict)
+    monkeypatch.setattr(session, "cookies", dict)
     student = app(room=room_id)
-    assert student.session_state[classroom._ROOM]["role"] == "follow" and not student.exception
+    assert student.session_state[session.ROOM_KEY]["role"] == "follow" and not student.exception
 
 
 # ------------------------------------------------------------------ a presenter is always present
@@ -387,12 +385,12 @@ def test_a_presenter_stopped_by_bad_input_still_publishes_and_followers_see_the_
     assert follower.text_area(key="in_Q").value == "1, 2\n3, x"
     assert [i.value for i in follower.info] == [i.value for i in presenter.info]  # the same "Fix …"
     assert [e.value for e in follower.error] == [e.value for e in presenter.error]
-    assert follower.session_state[classroom._ROOM]["following"]  # still following, not exploring
+    assert follower.session_state[session.ROOM_KEY]["following"]  # still following, not exploring
 
 
 def test_a_stopped_presenter_keeps_checking_in(app, monkeypatch):
     clock = Clock()
-    monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms(clock=clock))
+    monkeypatch.setattr(rooms, "_store", MemoryRooms(clock=clock))
     presenter, room_id = start_room(app)
     presenter.radio(key="in_src").set_value("typed matrices").run()
     presenter.text_area(key="in_Q").set_value("oops").run()
@@ -405,17 +403,17 @@ def test_a_stopped_presenter_keeps_checking_in(app, monkeypatch):
 
 
 def test_x_forwarded_for_is_believed_only_from_a_named_proxy(monkeypatch):
-    assert classroom.client_of("203.0.113.5", "10.9.9.9", frozenset()) == "203.0.113.5"  # no proxy
-    assert classroom.client_of("203.0.113.5", "10.9.9.9", frozenset({"127.0.0.1"})) == "203.0.113.5"
+    assert session.client_of("203.0.113.5", "10.9.9.9", frozenset()) == "203.0.113.5"  # no proxy
+    assert session.client_of("203.0.113.5", "10.9.9.9", frozenset({"127.0.0.1"})) == "203.0.113.5"
     proxy = frozenset({"127.0.0.1"})
     # the last entry is the one our nginx appended; earlier ones are whatever the client sent
-    assert classroom.client_of("127.0.0.1", "6.6.6.6, 198.51.100.7", proxy) == "198.51.100.7"
-    assert classroom.client_of("127.0.0.1", "", proxy) == "127.0.0.1"
-    assert classroom.client_of(None, None, proxy) == "unknown"
-    monkeypatch.setenv(classroom.TRUSTED_PROXIES_ENV, "127.0.0.1, 10.0.0.2  10.0.0.3")
-    assert classroom.trusted_proxies() == {"127.0.0.1", "10.0.0.2", "10.0.0.3"}
-    monkeypatch.delenv(classroom.TRUSTED_PROXIES_ENV)
-    assert classroom.trusted_proxies() == frozenset()
+    assert session.client_of("127.0.0.1", "6.6.6.6, 198.51.100.7", proxy) == "198.51.100.7"
+    assert session.client_of("127.0.0.1", "", proxy) == "127.0.0.1"
+    assert session.client_of(None, None, proxy) == "unknown"
+    monkeypatch.setenv(session.TRUSTED_PROXIES_ENV, "127.0.0.1, 10.0.0.2  10.0.0.3")
+    assert session.trusted_proxies() == {"127.0.0.1", "10.0.0.2", "10.0.0.3"}
+    monkeypatch.delenv(session.TRUSTED_PROXIES_ENV)
+    assert session.trusted_proxies() == frozenset()
 
 
 def test_a_view_of_non_ascii_text_reaches_followers_and_an_oversize_one_stops_nothing(app):
@@ -427,12 +425,12 @@ def test_a_view_of_non_ascii_text_reaches_followers_and_an_oversize_one_stops_no
         presenter.text_area(key=key).set_value(text).run()
     follower.run()
     assert follower.text_area(key="in_V").value == text and not follower.exception
-    room = presenter.session_state[classroom._ROOM]
+    room = presenter.session_state[session.ROOM_KEY]
     # a view over the limit (only a hostile presenter could make one): said, and the room goes on
-    presenter.session_state["_keep_huge"] = "x" * rooms.MAX_PAYLOAD_BYTES
+    presenter.session_state["_keep_huge"] = "x" * records.MAX_PAYLOAD_BYTES
     presenter.run()
     assert any("keep your last view" in w.value for w in presenter.sidebar.warning)
-    assert presenter.session_state[classroom._ROOM] is room and rooms.store().status(room_id) is not None
+    assert presenter.session_state[session.ROOM_KEY] is room and rooms.store().status(room_id) is not None
 
 
 class _Loop:
@@ -498,7 +496,7 @@ def test_a_follower_sees_the_presenters_figures_and_they_update(app, frames_on):
     presenter, room_id = start_room(app)
     presenter.radio(key="in_src").set_value("random").run()
     follower = app(room=room_id)
-    room = follower.session_state[classroom._ROOM]
+    room = follower.session_state[session.ROOM_KEY]
     assert room["viewing"] and not follower.exception
     assert _figures(follower) == _figures(presenter) and len(_figures(presenter)) >= 3
     assert [t.value for t in follower.title] == ["Attention Playground"]
@@ -520,10 +518,10 @@ def test_a_follower_takes_control_at_the_presenters_state(app, frames_on):
     presenter.slider(key="in_L").set_value(9).run()
     presenter.slider(key="in_dk").set_value(5).run()
     follower = app(room=room_id)
-    assert follower.session_state[classroom._ROOM]["viewing"]
+    assert follower.session_state[session.ROOM_KEY]["viewing"]
     assert follower.sidebar.button(key="classroom_leave").label == "Take control"
     follower.button(key="classroom_leave").click().run()
-    assert not follower.session_state[classroom._ROOM]["following"]
+    assert not follower.session_state[session.ROOM_KEY]["following"]
     assert follower.slider(key="in_L").value == 9 and follower.slider(key="in_dk").value == 5
     assert _figures(follower) == _figures(presenter)  # the full page, computed here, at her state
     follower.slider(key="in_L").set_value(3).run()  # and it is the student's to change
@@ -551,7 +549,7 @@ def test_a_view_changed_in_a_fragment_is_run_by_the_follower(app, frames_on, mon
     monkeypatch.setattr(rooms.store(), "frame", lambda room_id: None)
     monkeypatch.setattr(rooms.store(), "frame_view", lambda room_id: None)
     follower = app(room=room_id)
-    assert not follower.session_state[classroom._ROOM]["viewing"]
+    assert not follower.session_state[session.ROOM_KEY]["viewing"]
     assert follower.slider(key="in_L").value == presenter.slider(key="in_L").value
     assert _figures(follower) == _figures(presenter)
 
@@ -590,7 +588,7 @@ class _Screen:
     def __init__(self, room, running=False):
         from streamlit.runtime.app_session import AppSessionState
 
-        self.session_state = {classroom._ROOM: room}
+        self.session_state = {session.ROOM_KEY: room}
         self._state = AppSessionState.APP_IS_RUNNING if running else AppSessionState.APP_NOT_RUNNING
         self.sent = []
 
@@ -604,10 +602,10 @@ def test_a_new_frame_goes_straight_to_a_viewing_screen_with_no_run(app, frames_o
     presenter, room_id = start_room(app)
     presenter.radio(key="in_src").set_value("random").run()
     follower = app(room=room_id)
-    room = dict(follower.session_state[classroom._ROOM])
+    room = dict(follower.session_state[session.ROOM_KEY])
     presenter.slider(key="in_L").set_value(9).run()
     version = rooms.store().version(room_id)
-    put = classroom._frame_pusher(room_id)
+    put = following.frame_pusher(room_id)
     screen = _Screen(room)
     assert put(screen) and room["seen"] == version
     boxes = room["boxes"]

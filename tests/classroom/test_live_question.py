@@ -11,7 +11,7 @@ import pytest
 
 from attn_core.practice import drills
 from attn_core.practice.tally import tally
-from lab_ui.classroom import rooms
+from lab_ui.classroom import memory_rooms, question, records, redis_rooms, rooms
 
 BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1, "fp8": 1}
 
@@ -19,13 +19,13 @@ BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1, "fp8": 1}
 @pytest.fixture(params=["memory", "redis"])
 def store(request, tmp_path):
     if request.param == "memory":
-        yield rooms.MemoryRooms(publish_every_s=0)
+        yield memory_rooms.MemoryRooms(publish_every_s=0)
         return
     from redis_server import RedisServer
 
     server = RedisServer(tmp_path, persist=False).start()
     try:
-        yield rooms.RedisRooms(server.url, publish_every_s=0)
+        yield redis_rooms.RedisRooms(server.url, publish_every_s=0)
     finally:
         server.stop()
 
@@ -36,7 +36,7 @@ def kv_heads(inputs: dict) -> str:
     return f"{n} KV head" if n == 1 else f"{n} KV heads"
 
 
-def kib(asked: rooms.Asked) -> tuple[float, float]:
+def kib(asked: question.Asked) -> tuple[float, float]:
     """(right answer, the query-heads slip) in KiB per token, from the drawn numbers."""
     i = drills.draw(asked.card, asked.seed, asked.difficulty).inputs
     b = BYTES[i["dtype"]]
@@ -49,7 +49,7 @@ def seated_room(store, n: int):
     room_id, secret = store.create("teacher")
     seats = [f"seat{i}" for i in range(n)]
     for i, seat in enumerate(seats):
-        assert store.follow(room_id, seat, f"10.0.0.{i}") is rooms.Seat.TAKEN
+        assert store.follow(room_id, seat, f"10.0.0.{i}") is records.Seat.TAKEN
     return room_id, secret, seats
 
 
@@ -85,19 +85,19 @@ def test_one_answer_per_seat_and_a_rewrite_replaces_it(store):
 def test_forged_oversize_and_unseated_answers_are_refused(store):
     room_id, secret, seats = seated_room(store, 1)
     asked = store.ask(room_id, secret, "13", "medium")
-    with pytest.raises(rooms.RoomError, match="at most 2,000 characters"):
-        store.answer(room_id, seats[0], asked.id, "1" * (rooms.MAX_ANSWER_CHARS + 1))
-    with pytest.raises(rooms.RoomError, match="seated"):
+    with pytest.raises(records.RoomError, match="at most 2,000 characters"):
+        store.answer(room_id, seats[0], asked.id, "1" * (question.MAX_ANSWER_CHARS + 1))
+    with pytest.raises(records.RoomError, match="seated"):
         store.answer(room_id, "not-a-seat", asked.id, "1")  # a seat id that never followed
-    with pytest.raises(rooms.RoomError, match="closed or has been replaced"):
+    with pytest.raises(records.RoomError, match="closed or has been replaced"):
         store.answer(room_id, seats[0], "forged", "1")  # not the room's question
-    with pytest.raises(rooms.RoomError, match="only the presenter"):
+    with pytest.raises(records.RoomError, match="only the presenter"):
         store.answers(room_id, "forged-secret")
-    with pytest.raises(rooms.RoomError, match="only the presenter"):
+    with pytest.raises(records.RoomError, match="only the presenter"):
         store.ask(room_id, "forged-secret", "13", "medium")
-    with pytest.raises(rooms.RoomError, match="card number"):
+    with pytest.raises(records.RoomError, match="card number"):
         store.ask(room_id, secret, "13; DROP", "medium")
-    with pytest.raises(rooms.RoomError, match="difficulty"):
+    with pytest.raises(records.RoomError, match="difficulty"):
         store.ask(room_id, secret, "13", "impossible")
     assert store.answers(room_id, secret) == ({}, seats)
 
@@ -120,14 +120,14 @@ def test_a_new_question_or_a_closed_one_takes_no_old_answers(store):
     second = store.ask(room_id, secret, "13", "medium")
     assert second.id != first.id and second.seed != first.seed  # fresh numbers
     assert store.answers(room_id, secret)[0] == {}  # the last question's answers are gone
-    with pytest.raises(rooms.RoomError, match="closed or has been replaced"):
+    with pytest.raises(records.RoomError, match="closed or has been replaced"):
         store.answer(room_id, seats[0], first.id, "1")
     store.answer(room_id, seats[0], second.id, "2")
     store.close_question(room_id, secret)
     closed = store.question(room_id)
     assert closed.id == second.id and not closed.open
     assert store.status(room_id).question == f"{second.id}:closed"
-    with pytest.raises(rooms.RoomError, match="closed"):
+    with pytest.raises(records.RoomError, match="closed"):
         store.answer(room_id, seats[0], second.id, "3")
     assert store.answers(room_id, secret)[0] == {seats[0]: "2"}  # kept for the presenter's tally
 
@@ -138,12 +138,12 @@ def test_the_answers_end_with_the_room(store):
     store.answer(room_id, seats[0], asked.id, "1")
     store.close(room_id, secret)
     assert store.question(room_id) is None
-    if isinstance(store, rooms.RedisRooms):
+    if isinstance(store, redis_rooms.RedisRooms):
         assert not store._r.exists(store.ANSWERS + room_id)
         left = [k for k in store._r.keys("*") if room_id in k and "ended" not in k]
         # only the per-address seat set, holding random seat ids, expiring with the seats
         assert all(k.startswith(store.FOLLOWERS) for k in left), left
-        assert all(0 < store._r.ttl(k) <= rooms.FOLLOWER_TTL_S for k in left)
+        assert all(0 < store._r.ttl(k) <= records.FOLLOWER_TTL_S for k in left)
 
 
 def test_redis_answers_expire_with_the_room(tmp_path):
@@ -152,7 +152,7 @@ def test_redis_answers_expire_with_the_room(tmp_path):
 
     server = RedisServer(tmp_path, persist=False).start()
     try:
-        store = rooms.RedisRooms(server.url, ttl_s=30, publish_every_s=0)
+        store = redis_rooms.RedisRooms(server.url, ttl_s=30, publish_every_s=0)
         room_id, secret, seats = seated_room(store, 1)
         asked = store.ask(room_id, secret, "13", "medium")
         store.answer(room_id, seats[0], asked.id, "1")
@@ -168,7 +168,7 @@ def test_redis_answers_expire_with_the_room(tmp_path):
 
 def test_memory_answers_age_out_with_the_room():
     now = [0.0]
-    store = rooms.MemoryRooms(ttl_s=10, clock=lambda: now[0], publish_every_s=0)
+    store = memory_rooms.MemoryRooms(ttl_s=10, clock=lambda: now[0], publish_every_s=0)
     room_id, secret, seats = seated_room(store, 1)
     asked = store.ask(room_id, secret, "13", "medium")
     store.answer(room_id, seats[0], asked.id, "1")
@@ -183,12 +183,12 @@ def test_memory_answers_age_out_with_the_room():
 @pytest.fixture
 def app_store(request, tmp_path, monkeypatch, store):
     """The app's room store is ``store`` (each backend in turn), taking every view at once."""
-    from lab_ui.classroom import follow
+    from lab_ui.classroom import following
 
-    monkeypatch.setattr(rooms, "PUBLISH_EVERY_S", 0.0)
+    monkeypatch.setattr(records, "PUBLISH_EVERY_S", 0.0)
     monkeypatch.setattr(rooms, "_store", store)
-    monkeypatch.setattr(follow, "_frame_cache", {})
-    monkeypatch.setattr(follow, "VIEW_FRAMES", True)  # followers see the presenter's page as drawn
+    monkeypatch.setattr(following, "_frame_cache", {})
+    monkeypatch.setattr(following, "VIEW_FRAMES", True)  # followers see the presenter's page as drawn
     return store
 
 
@@ -198,11 +198,11 @@ def _texts(at) -> str:
 
 
 def test_a_lesson_steps_question_is_asked_answered_and_counted(app, app_store):
-    from lab_ui.classroom import follow
+    from lab_ui.classroom import session
 
     presenter = app(lesson="memory-128k")
     presenter.button(key="classroom_start").click().run()
-    room = presenter.session_state[follow._ROOM]
+    room = presenter.session_state[session.ROOM_KEY]
     assert "Ask this lesson step's question: card 13" in _texts(presenter)
     followers = [app(room=room["id"]) for _ in range(3)]
     presenter.button(key="classroom_ask").click().run()
@@ -212,8 +212,8 @@ def test_a_lesson_steps_question_is_asked_answered_and_counted(app, app_store):
     for at in followers:
         at.run()
         assert not at.exception
-        assert at.session_state[follow._ROOM]["viewing"]  # the presenter's frame, not a page run
-        assert at.session_state[follow._ROOM]["question_tag"] == asked.tag
+        assert at.session_state[session.ROOM_KEY]["viewing"]  # the presenter's frame, not a page run
+        assert at.session_state[session.ROOM_KEY]["question_tag"] == asked.tag
     followers[0].text_input(key=f"classroom_answer_{asked.id}").input(f"{right:g}")
     followers[0].button(key=f"classroom_send_{asked.id}").click().run()
     followers[1].text_input(key=f"classroom_answer_{asked.id}").input(f"{slip:g}")
@@ -223,7 +223,7 @@ def test_a_lesson_steps_question_is_asked_answered_and_counted(app, app_store):
     # followers[2] explores on its own (its page runs, the box is still above it) and sends an
     # empty answer, which is said and not taken: it counts as no answer
     followers[2].button(key="classroom_leave").click().run()
-    assert not followers[2].session_state[follow._ROOM]["following"]
+    assert not followers[2].session_state[session.ROOM_KEY]["following"]
     followers[2].button(key=f"classroom_send_{asked.id}").click().run()
     assert any(w.value == "Type an answer first." for w in followers[2].warning)
     assert "Sent:" in _texts(followers[0]) and "Sent:" not in _texts(followers[2])
@@ -249,7 +249,7 @@ def test_the_practice_pages_drill_is_the_one_asked(app, app_store):
     """On Practice the presenter asks the card of the drill on her screen (read from the page's own
     keys), with the page's difficulty and a fresh seed."""
     from attn_core.views.practice import next_question
-    from lab_ui.classroom import follow
+    from lab_ui.classroom import session
 
     presenter = app("pages/practice.py", pr_cards="6,13")
     presenter.selectbox(key="pr_diff").select("hard").run()
@@ -257,7 +257,7 @@ def test_the_practice_pages_drill_is_the_one_asked(app, app_store):
     state = presenter.session_state
     on_screen = next_question(list(state["pr_cards"]), "hard", state["pr_seed"], state["pr_n"])
     presenter.button(key="classroom_ask").click().run()
-    asked = app_store.question(state[follow._ROOM]["id"])
+    asked = app_store.question(state[session.ROOM_KEY]["id"])
     assert (asked.card, asked.difficulty) == (on_screen.card, "hard")
     assert not presenter.exception
 
@@ -267,21 +267,21 @@ def test_a_question_reruns_a_screen_that_a_pushed_frame_would_leave_without_its_
     drew; a new or closed question is a rerun instead (its run draws the box), never a frame."""
     from test_classroom import _Screen
 
-    from lab_ui.classroom import follow
+    from lab_ui.classroom import following, session
 
     presenter = app(lesson="memory-128k")
     presenter.button(key="classroom_start").click().run()
-    room_id, secret = (presenter.session_state[follow._ROOM][k] for k in ("id", "secret"))
+    room_id, secret = (presenter.session_state[session.ROOM_KEY][k] for k in ("id", "secret"))
     follower = app(room=room_id)
-    room = dict(follower.session_state[follow._ROOM])
+    room = dict(follower.session_state[session.ROOM_KEY])
     assert room["viewing"] and room["question_tag"] == ""
-    assert follow._frame_pusher(room_id)(_Screen(dict(room)))  # nothing asked: the frame as before
+    assert following.frame_pusher(room_id)(_Screen(dict(room)))  # nothing asked: the frame as before
     asked = app_store.ask(room_id, secret, "13", "medium")
     stale = _Screen(dict(room))
-    assert not follow._frame_pusher(room_id)(stale) and not stale.sent  # rerun: it draws the box
+    assert not following.frame_pusher(room_id)(stale) and not stale.sent  # rerun: it draws the box
     follower.run()
-    room = dict(follower.session_state[follow._ROOM])
+    room = dict(follower.session_state[session.ROOM_KEY])
     assert room["question_tag"] == asked.tag
-    assert follow._frame_pusher(room_id)(_Screen(dict(room)))
+    assert following.frame_pusher(room_id)(_Screen(dict(room)))
     app_store.close_question(room_id, secret)
-    assert not follow._frame_pusher(room_id)(_Screen(dict(room)))  # closed: rerun to show the answer
+    assert not following.frame_pusher(room_id)(_Screen(dict(room)))  # closed: rerun to show the answer

@@ -13,7 +13,7 @@ import time
 import pytest
 from redis_server import RedisServer
 
-from lab_ui.classroom import rooms
+from lab_ui.classroom import memory_rooms, records, redis_rooms, rooms, signing
 
 
 class Clock:
@@ -34,23 +34,23 @@ def redis_url(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def publish_at_once(monkeypatch):
     """Tests that publish view after view without waiting take them all (one test sets the limit)."""
-    monkeypatch.setattr(rooms, "PUBLISH_EVERY_S", 0.0)
+    monkeypatch.setattr(records, "PUBLISH_EVERY_S", 0.0)
 
 
 @pytest.fixture(params=["memory", "redis"])
 def store(request):
     if request.param == "memory":
-        return rooms.MemoryRooms(max_rooms=3)
+        return memory_rooms.MemoryRooms(max_rooms=3)
     url = request.getfixturevalue("redis_url")
     import redis
 
     redis.Redis.from_url(url).flushdb()
-    return rooms.RedisRooms(url, max_rooms=3)
+    return redis_rooms.RedisRooms(url, max_rooms=3)
 
 
 def test_versions_move_only_when_the_view_changes(store):
     room_id, secret = store.create()
-    assert rooms.valid_room_id(room_id) and len(secret) >= 32
+    assert records.valid_room_id(room_id) and len(secret) >= 32
     assert store.version(room_id) == 0
     assert store.publish(room_id, secret, {"page": "masks", "values": {"L": 4}}) == 1
     assert store.publish(room_id, secret, {"values": {"L": 4}, "page": "masks"}) == 1  # same view
@@ -62,24 +62,24 @@ def test_versions_move_only_when_the_view_changes(store):
 def test_only_the_secret_drives_the_room(store):
     room_id, secret = store.create()
     for wrong in ("", secret[:-1] + ("a" if secret[-1] != "a" else "b"), None, 12, "x" * 10_000):
-        with pytest.raises(rooms.RoomError, match="only the presenter"):
+        with pytest.raises(records.RoomError, match="only the presenter"):
             store.publish(room_id, wrong, {"page": "x"})
-        with pytest.raises(rooms.RoomError, match="only the presenter"):
+        with pytest.raises(records.RoomError, match="only the presenter"):
             store.close(room_id, wrong)
     assert store.version(room_id) == 0
     store.close(room_id, secret)
     assert store.version(room_id) is None and store.snapshot(room_id) is None
-    with pytest.raises(rooms.RoomError, match="ended or expired"):
+    with pytest.raises(records.RoomError, match="ended or expired"):
         store.publish(room_id, secret, {})
 
 
 def test_rooms_are_bounded_and_payloads_too(store):
     made = [store.create(f"client-{i}") for i in range(3)]
-    with pytest.raises(rooms.RoomError, match="all 3 rooms"):
+    with pytest.raises(records.RoomError, match="all 3 rooms"):
         store.create("client-4")
     room_id, secret = made[0]
-    with pytest.raises(rooms.RoomError, match="KiB"):
-        store.publish(room_id, secret, {"values": {"text": "x" * (rooms.MAX_PAYLOAD_BYTES + 1)}})
+    with pytest.raises(records.RoomError, match="KiB"):
+        store.publish(room_id, secret, {"values": {"text": "x" * (records.MAX_PAYLOAD_BYTES + 1)}})
     with pytest.raises(ValueError):
         store.publish(room_id, secret, {"values": {"x": float("nan")}})  # not JSON
     store.close(room_id, secret)
@@ -92,20 +92,20 @@ def test_unknown_rooms_are_none(store):
 
 def test_memory_rooms_expire_when_the_presenter_is_not_seen():
     clock = Clock()
-    store = rooms.MemoryRooms(max_rooms=1, clock=clock)
+    store = memory_rooms.MemoryRooms(max_rooms=1, clock=clock)
     room_id, secret = store.create()
     clock.now = 100
-    assert store.status(room_id) == rooms.Status(0, 100.0)  # followers are told how long
+    assert store.status(room_id) == records.Status(0, 100.0)  # followers are told how long
     store.publish(room_id, secret, None)  # the presenter's screen checks in: no new version
-    assert store.status(room_id) == rooms.Status(0, 0.0)
-    clock.now = 100 + rooms.PRESENTER_TTL_S + 1  # the tab was closed a few minutes ago
+    assert store.status(room_id) == records.Status(0, 0.0)
+    clock.now = 100 + records.PRESENTER_TTL_S + 1  # the tab was closed a few minutes ago
     assert store.version(room_id) is None and store.status(room_id) is None
     assert not store.ended(room_id)  # aged out, not ended by its presenter
     store.create()  # the expired one no longer counts
 
 
 def test_redis_rooms_expire_when_idle(redis_url):
-    store = rooms.RedisRooms(redis_url, ttl_s=1)
+    store = redis_rooms.RedisRooms(redis_url, ttl_s=1)
     room_id, _ = store.create()
     assert store.version(room_id) == 0
     time.sleep(2.1)
@@ -132,86 +132,86 @@ def test_concurrent_publishers_never_share_a_version(store):
 
 
 def test_room_ids_are_unambiguous_on_a_projector():
-    ids = {rooms.new_room_id() for _ in range(2000)}
+    ids = {records.new_room_id() for _ in range(2000)}
     assert len(ids) > 1990
     assert not any(set(i) & set("01lo") for i in ids)
     for bad in ("", "ABCDEF", "abc", "abcdefg", "../../x", None, 123456, "abcd0f"):
-        assert not rooms.valid_room_id(bad)
+        assert not records.valid_room_id(bad)
 
 
 def test_the_store_is_chosen_by_the_environment(monkeypatch, redis_url):
     monkeypatch.setattr(rooms, "_store", None)
     monkeypatch.setenv(rooms.ROOMS_ENV, redis_url)
-    assert isinstance(rooms.store(), rooms.RedisRooms)
+    assert isinstance(rooms.store(), redis_rooms.RedisRooms)
     monkeypatch.setattr(rooms, "_store", None)
     monkeypatch.setenv(rooms.ROOMS_ENV, "")
-    assert isinstance(rooms.store(), rooms.MemoryRooms)
+    assert isinstance(rooms.store(), memory_rooms.MemoryRooms)
     monkeypatch.setattr(rooms, "_store", None)
     monkeypatch.setenv(rooms.ROOMS_ENV, "mongodb://x")
-    with pytest.raises(rooms.RoomError, match="redis://"):
+    with pytest.raises(records.RoomError, match="redis://"):
         rooms.store()
     monkeypatch.setattr(rooms, "_store", None)
 
 
 def test_room_creation_is_rate_limited_per_client(store):
-    for _ in range(rooms.MAX_CREATES_PER_CLIENT):
+    for _ in range(records.MAX_CREATES_PER_CLIENT):
         room_id, secret = store.create("10.0.0.7")
         store.close(room_id, secret)  # ending rooms does not refill the allowance
-    with pytest.raises(rooms.RoomError, match=f"you started {rooms.MAX_CREATES_PER_CLIENT} rooms"):
+    with pytest.raises(records.RoomError, match=f"you started {records.MAX_CREATES_PER_CLIENT} rooms"):
         store.create("10.0.0.7")
     store.create("10.0.0.8")  # another client is not affected
 
 
 def test_memory_rate_limit_window_slides():
     clock = Clock()
-    store = rooms.MemoryRooms(clock=clock)
-    for _ in range(rooms.MAX_CREATES_PER_CLIENT):
+    store = memory_rooms.MemoryRooms(clock=clock)
+    for _ in range(records.MAX_CREATES_PER_CLIENT):
         store.close(*store.create("a"))
-    clock.now = rooms.CREATE_WINDOW_S + 1
+    clock.now = records.CREATE_WINDOW_S + 1
     store.create("a")
 
 
 def test_followers_per_room_are_capped(request):
     clock = Clock()
-    for store in (rooms.MemoryRooms(max_followers=2, clock=clock), _redis(request, max_followers=2)):
+    for store in (memory_rooms.MemoryRooms(max_followers=2, clock=clock), _redis(request, max_followers=2)):
         room_id, _ = store.create()
-        assert store.follow(room_id, "s1", "a") is store.follow(room_id, "s2", "b") is rooms.Seat.TAKEN
-        assert store.follow(room_id, "s3", "c") is rooms.Seat.ROOM_FULL  # the page tells the one refused
-        assert store.follow(room_id, "s1", "a") is rooms.Seat.TAKEN  # a seated follower keeps its seat
+        assert store.follow(room_id, "s1", "a") is store.follow(room_id, "s2", "b") is records.Seat.TAKEN
+        assert store.follow(room_id, "s3", "c") is records.Seat.ROOM_FULL  # the page tells the one refused
+        assert store.follow(room_id, "s1", "a") is records.Seat.TAKEN  # a seated follower keeps its seat
         assert store.status(room_id).followers == 2
-        with pytest.raises(rooms.RoomGone):
+        with pytest.raises(records.RoomGone):
             store.follow("zzzzzz", "s1")
-    clock.now = rooms.FOLLOWER_TTL_S + 1  # the first two tabs were closed
-    memory = rooms.MemoryRooms(max_followers=1, clock=clock)
+    clock.now = records.FOLLOWER_TTL_S + 1  # the first two tabs were closed
+    memory = memory_rooms.MemoryRooms(max_followers=1, clock=clock)
     room_id, secret = memory.create()
-    assert memory.follow(room_id, "s1") is rooms.Seat.TAKEN
-    clock.now += rooms.FOLLOWER_TTL_S + 1
+    assert memory.follow(room_id, "s1") is records.Seat.TAKEN
+    clock.now += records.FOLLOWER_TTL_S + 1
     memory.publish(room_id, secret, None)
     assert memory.status(room_id).followers == 0
-    assert memory.follow(room_id, "s2") is rooms.Seat.TAKEN  # s1 stopped checking in: its seat is free
+    assert memory.follow(room_id, "s2") is records.Seat.TAKEN  # s1 stopped checking in: its seat is free
 
 
 def test_seats_per_room_come_from_the_deployment():
-    assert rooms.room_seats({}) == rooms.SEATS_PER_REPLICA  # one server
-    assert rooms.room_seats({rooms.REPLICAS_ENV: "2"}) == 2 * rooms.SEATS_PER_REPLICA
-    assert rooms.room_seats({rooms.REPLICAS_ENV: "2", rooms.SEATS_ENV: "500"}) == 500  # the operator's
-    for bad in ("0", "-3", "1e3", "many", str(rooms.MAX_SEATS + 1)):
-        with pytest.raises(rooms.RoomError, match=rooms.SEATS_ENV):
-            rooms.room_seats({rooms.SEATS_ENV: bad})
-        with pytest.raises(rooms.RoomError, match=rooms.REPLICAS_ENV):
-            rooms.room_seats({rooms.REPLICAS_ENV: bad})
+    assert records.room_seats({}) == records.SEATS_PER_REPLICA  # one server
+    assert records.room_seats({records.REPLICAS_ENV: "2"}) == 2 * records.SEATS_PER_REPLICA
+    assert records.room_seats({records.REPLICAS_ENV: "2", records.SEATS_ENV: "500"}) == 500  # the operator's
+    for bad in ("0", "-3", "1e3", "many", str(records.MAX_SEATS + 1)):
+        with pytest.raises(records.RoomError, match=records.SEATS_ENV):
+            records.room_seats({records.SEATS_ENV: bad})
+        with pytest.raises(records.RoomError, match=records.REPLICAS_ENV):
+            records.room_seats({records.REPLICAS_ENV: bad})
 
 
 @pytest.mark.parametrize("backend", ["memory", "redis"])
 def test_a_room_seats_a_whole_class(backend, request, monkeypatch):
     """A hundred students from their own addresses all get a seat (more than the 40 a room once
     had); the seats counted are the ones the presenter is shown."""
-    monkeypatch.setenv(rooms.REPLICAS_ENV, "2")
-    store = rooms.MemoryRooms() if backend == "memory" else _redis(request)
-    assert store.seats == 2 * rooms.SEATS_PER_REPLICA
+    monkeypatch.setenv(records.REPLICAS_ENV, "2")
+    store = memory_rooms.MemoryRooms() if backend == "memory" else _redis(request)
+    assert store.seats == 2 * records.SEATS_PER_REPLICA
     room_id, _ = store.create()
     seats = [store.follow(room_id, f"s{i}", f"10.0.{i // 250}.{i % 250}") for i in range(100)]
-    assert seats == [rooms.Seat.TAKEN] * 100
+    assert seats == [records.Seat.TAKEN] * 100
     assert store.status(room_id).followers == 100
 
 
@@ -219,30 +219,34 @@ def test_a_room_seats_a_whole_class(backend, request, monkeypatch):
 def test_one_address_holds_a_few_seats_until_the_presenter_raises_it(backend, request):
     """A script cannot take every seat from one address; a class behind one NAT address follows
     once its presenter raises the per-address seats."""
-    store = rooms.MemoryRooms(max_followers=60) if backend == "memory" else _redis(request, max_followers=60)
+    store = (
+        memory_rooms.MemoryRooms(max_followers=60)
+        if backend == "memory"
+        else _redis(request, max_followers=60)
+    )
     room_id, secret = store.create()
-    nat = [store.follow(room_id, f"s{i}", "203.0.113.9") for i in range(rooms.SEATS_PER_CLIENT + 1)]
-    assert nat == [rooms.Seat.TAKEN] * rooms.SEATS_PER_CLIENT + [rooms.Seat.CLIENT_FULL]
-    assert store.follow(room_id, "s0", "203.0.113.9") is rooms.Seat.TAKEN  # a seated screen keeps it
-    assert store.follow(room_id, "other", "198.51.100.1") is rooms.Seat.TAKEN  # others still get in
-    with pytest.raises(rooms.RoomError, match="only the presenter"):
+    nat = [store.follow(room_id, f"s{i}", "203.0.113.9") for i in range(records.SEATS_PER_CLIENT + 1)]
+    assert nat == [records.Seat.TAKEN] * records.SEATS_PER_CLIENT + [records.Seat.CLIENT_FULL]
+    assert store.follow(room_id, "s0", "203.0.113.9") is records.Seat.TAKEN  # a seated screen keeps it
+    assert store.follow(room_id, "other", "198.51.100.1") is records.Seat.TAKEN  # others still get in
+    with pytest.raises(records.RoomError, match="only the presenter"):
         store.set_per_client(room_id, "forged", 60)
     for bad in (0, 61, 2.5, True, "60"):
-        with pytest.raises(rooms.RoomError, match="seats per address"):
+        with pytest.raises(records.RoomError, match="seats per address"):
             store.set_per_client(room_id, secret, bad)
     store.set_per_client(room_id, secret, 60)
     assert store.status(room_id).per_client == 60
     more = [store.follow(room_id, f"t{i}", "203.0.113.9") for i in range(49)]
-    assert more == [rooms.Seat.TAKEN] * 49  # 10 + 49 from the NAT and 1 other: the room's 60
-    assert store.follow(room_id, "t49", "203.0.113.9") is rooms.Seat.ROOM_FULL
+    assert more == [records.Seat.TAKEN] * 49  # 10 + 49 from the NAT and 1 other: the room's 60
+    assert store.follow(room_id, "t49", "203.0.113.9") is records.Seat.ROOM_FULL
 
 
-def _redis(request, **kw) -> rooms.RedisRooms:
+def _redis(request, **kw) -> redis_rooms.RedisRooms:
     import redis
 
     url = request.getfixturevalue("redis_url")
     redis.Redis.from_url(url).flushdb()
-    return rooms.RedisRooms(url, **kw)
+    return redis_rooms.RedisRooms(url, **kw)
 
 
 def test_redis_creation_never_exceeds_the_cap_under_contention(request):
@@ -257,7 +261,7 @@ def test_redis_creation_never_exceeds_the_cap_under_contention(request):
         barrier.wait()
         try:
             made.append(store.create(f"client-{i}"))
-        except rooms.RoomError as err:
+        except records.RoomError as err:
             refused.append(str(err))
 
     threads = [threading.Thread(target=start, args=(i,)) for i in range(20)]
@@ -266,9 +270,9 @@ def test_redis_creation_never_exceeds_the_cap_under_contention(request):
     for t in threads:
         t.join()
     r = redis.Redis.from_url(request.getfixturevalue("redis_url"))
-    keys = list(r.scan_iter(match=rooms.RedisRooms.PREFIX + "*"))
+    keys = list(r.scan_iter(match=redis_rooms.RedisRooms.PREFIX + "*"))
     assert len(made) == 4 == len(keys) and len(refused) == 16
-    assert all(0 < r.ttl(k) <= rooms.PRESENTER_TTL_S for k in keys)  # no room without an expiry
+    assert all(0 < r.ttl(k) <= records.PRESENTER_TTL_S for k in keys)  # no room without an expiry
 
 
 def test_redis_writes_are_atomic(request):
@@ -306,7 +310,7 @@ def test_redis_writes_are_atomic(request):
     for command, client in seen:
         name = command.split()[0].strip('"').upper()
         in_tx = (in_tx or name == "MULTI") and name != "EXEC"
-        if command.startswith(f"SET {rooms.RedisRooms.KEY} ") and command.endswith(" NX"):
+        if command.startswith(f"SET {redis_rooms.RedisRooms.KEY} ") and command.endswith(" NX"):
             continue  # one atomic command: puts the signing key back only where it is missing
         if name in writes:
             assert in_tx or client == "lua", f"{command} ran outside a script or transaction: {seen}"
@@ -318,7 +322,7 @@ def test_redis_loss_is_a_plain_error_and_a_restart_keeps_rooms(tmp_path):
     Restarted with its append-only file (as deploy/serve.sh runs it): the rooms are still there."""
     server = RedisServer(tmp_path).start()
     try:
-        store = rooms.RedisRooms(server.url)
+        store = redis_rooms.RedisRooms(server.url)
         room_id, secret = store.create()
         assert store.publish(room_id, secret, {"page": "masks"}) == 1
         server.stop()  # SIGKILL: a crash
@@ -332,11 +336,11 @@ def test_redis_loss_is_a_plain_error_and_a_restart_keeps_rooms(tmp_path):
             lambda: store.ended(room_id),
             lambda: store.close(room_id, secret),
         ):
-            with pytest.raises(rooms.RoomsUnavailable, match="cannot be reached") as info:
+            with pytest.raises(records.RoomsUnavailable, match="cannot be reached") as info:
                 call()
-            assert isinstance(info.value, rooms.RoomError)
+            assert isinstance(info.value, records.RoomError)
         server.start()
-        assert store.snapshot(room_id) == rooms.Snapshot(1, {"page": "masks"})
+        assert store.snapshot(room_id) == records.Snapshot(1, {"page": "masks"})
         assert store.publish(room_id, secret, {"page": "gradients"}) == 2  # same secret drives it
         assert not store.ended(room_id)
     finally:
@@ -349,7 +353,7 @@ def test_a_presenter_restores_a_room_the_store_lost(backend, tmp_path):
     its id and secret; a room its presenter ended stays ended; nobody else can take the id."""
     server = RedisServer(tmp_path, persist=False).start() if backend == "redis" else None
     try:
-        store = rooms.RedisRooms(server.url) if server else rooms.MemoryRooms()
+        store = redis_rooms.RedisRooms(server.url) if server else memory_rooms.MemoryRooms()
         room_id, secret = store.create()
         store.publish(room_id, secret, {"page": "masks"})
         if server:
@@ -358,15 +362,15 @@ def test_a_presenter_restores_a_room_the_store_lost(backend, tmp_path):
         else:
             store._rooms.clear()  # what a restart without persistence does to the memory
         assert store.status(room_id) is None and not store.ended(room_id)
-        with pytest.raises(rooms.RoomGone):
+        with pytest.raises(records.RoomGone):
             store.publish(room_id, secret, None)
         assert store.restore(room_id, secret, {"page": "masks"}, version=2) == 2
-        assert store.snapshot(room_id) == rooms.Snapshot(2, {"page": "masks"})
-        with pytest.raises(rooms.RoomError, match="not started from this browser"):
+        assert store.snapshot(room_id) == records.Snapshot(2, {"page": "masks"})
+        with pytest.raises(records.RoomError, match="not started from this browser"):
             store.restore(room_id, "not-the-secret", {"page": "evil"})
         store.close(room_id, secret)
         assert store.ended(room_id)
-        with pytest.raises(rooms.RoomGone, match="ended by its presenter"):
+        with pytest.raises(records.RoomGone, match="ended by its presenter"):
             store.restore(room_id, secret, {"page": "masks"})
     finally:
         if server:
@@ -381,13 +385,13 @@ def _forgeries(room_id: str, secret: str, other_id: str) -> list[object]:
     room, signed with another key, signed long ago."""
     issued, nonce, mac = secret.split("-")
     flipped = mac[:-1] + ("0" if mac[-1] != "0" else "1")
-    stale = int(time.time()) - rooms.ISSUED_TTL_S - 60
+    stale = int(time.time()) - signing.ISSUED_TTL_S - 60
     return [
         "anything",
         "1-2-3",
         f"{issued}-{nonce}-{flipped}",
         f"{issued}-{'0' * len(nonce)}-{mac}",
-        rooms.issue_secret(b"k" * 32, room_id),
+        signing.issue_secret(b"k" * 32, room_id),
         secret,  # (checked against other_id below)
         f"{stale:x}-{nonce}-{mac}",
         "x" * 10_000,
@@ -398,15 +402,15 @@ def _forgeries(room_id: str, secret: str, other_id: str) -> list[object]:
 @pytest.mark.parametrize("backend", ["memory", "redis"])
 def test_a_forged_secret_restores_no_room(backend, request):
     """Nobody makes a room the server did not issue: no id from a made-up or borrowed secret."""
-    store = rooms.MemoryRooms() if backend == "memory" else _redis(request)
+    store = memory_rooms.MemoryRooms() if backend == "memory" else _redis(request)
     room_id, secret = store.create("teacher")
     store.close(room_id, secret)
-    free = next(r for r in iter(rooms.new_room_id, None) if store.status(r) is None and not store.ended(r))
+    free = next(r for r in iter(records.new_room_id, None) if store.status(r) is None and not store.ended(r))
     candidates, other = _forgeries(room_id, secret, free)
     for forged in candidates:
         target = other if forged == secret else free
         assert not store.issued(target, forged)
-        with pytest.raises(rooms.RoomError, match="not started from this browser"):
+        with pytest.raises(records.RoomError, match="not started from this browser"):
             store.restore(target, forged, {"page": "evil"}, client="attacker")
         assert store.status(target) is None
 
@@ -415,34 +419,37 @@ def test_a_forged_secret_restores_no_room(backend, request):
 def test_a_lost_room_comes_back_to_its_presenter_only_and_restores_are_counted(backend, request, tmp_path):
     server = RedisServer(tmp_path, persist=False).start() if backend == "redis" else None
     try:
-        store = rooms.RedisRooms(server.url) if server else rooms.MemoryRooms()
+        store = redis_rooms.RedisRooms(server.url) if server else memory_rooms.MemoryRooms()
 
         def lose() -> None:  # the rooms age out (the creation counts stay, as they do then)
             if server:
                 import redis
 
                 r = redis.Redis.from_url(server.url)
-                r.delete(*(k for k in r.scan_iter(rooms.RedisRooms.PREFIX + "*")), rooms.RedisRooms.LIVE)
+                r.delete(
+                    *(k for k in r.scan_iter(redis_rooms.RedisRooms.PREFIX + "*")),
+                    redis_rooms.RedisRooms.LIVE,
+                )
             else:
                 store._rooms.clear()
 
         room_id, secret = store.create("teacher")
         other_id, _ = store.create("student")
         lose()
-        with pytest.raises(rooms.RoomError, match="not started from this browser"):  # signed for another id
+        with pytest.raises(records.RoomError, match="not started from this browser"):  # signed for another id
             store.restore(other_id, secret, {"page": "evil"})
         assert store.restore(room_id, secret, {"page": "masks"}, version=3, client="teacher") == 3
         # a secret once signed for this id (the id re-issued after an earlier room aged out) does
         # not take it while her room lives
         key = store._signing_key() if server else store._key
-        with pytest.raises(rooms.RoomError, match="only the presenter"):
-            store.restore(room_id, rooms.issue_secret(key, room_id), {"page": "evil"})
+        with pytest.raises(records.RoomError, match="only the presenter"):
+            store.restore(room_id, signing.issue_secret(key, room_id), {"page": "evil"})
         assert store.snapshot(room_id).payload == {"page": "masks"}
         # the teacher made one room and restored it once; one more restore fills her allowance
         lose()
         store.restore(room_id, secret, {"page": "masks"}, client="teacher")
         lose()
-        with pytest.raises(rooms.RoomError, match=f"you started {rooms.MAX_CREATES_PER_CLIENT} rooms"):
+        with pytest.raises(records.RoomError, match=f"you started {records.MAX_CREATES_PER_CLIENT} rooms"):
             store.restore(room_id, secret, {"page": "masks"}, client="teacher")
         assert store.status(room_id) is None
     finally:
@@ -453,29 +460,29 @@ def test_a_lost_room_comes_back_to_its_presenter_only_and_restores_are_counted(b
 def test_replicas_share_the_signing_key_and_an_empty_redis_gets_it_back(tmp_path, monkeypatch):
     """Without ATTN_LAB_SECRET, the first replica makes the key in Redis and every other one reads
     it; a Redis that restarts empty gets it back, so presenters keep their rooms."""
-    monkeypatch.delenv(rooms.KEY_ENV, raising=False)
+    monkeypatch.delenv(signing.KEY_ENV, raising=False)
     server = RedisServer(tmp_path, persist=False).start()
     try:
-        one, two = rooms.RedisRooms(server.url), rooms.RedisRooms(server.url)
+        one, two = redis_rooms.RedisRooms(server.url), redis_rooms.RedisRooms(server.url)
         room_id, secret = one.create("teacher")
         assert two.issued(room_id, secret)
         server.stop()
         server.start()  # empty: rooms and key gone
         assert two.restore(room_id, secret, {"page": "masks"}, client="teacher") == 1
-        three = rooms.RedisRooms(server.url)  # a replica started after the restart
+        three = redis_rooms.RedisRooms(server.url)  # a replica started after the restart
         assert three.issued(room_id, secret)
     finally:
         server.stop()
 
 
 def test_the_operator_key_signs_for_every_replica(monkeypatch, request):
-    monkeypatch.setenv(rooms.KEY_ENV, "s" * 40)
-    memory, shared = rooms.MemoryRooms(), _redis(request)
+    monkeypatch.setenv(signing.KEY_ENV, "s" * 40)
+    memory, shared = memory_rooms.MemoryRooms(), _redis(request)
     room_id, secret = memory.create()
     assert shared.issued(room_id, secret)  # same key, another store
-    monkeypatch.setenv(rooms.KEY_ENV, "short")
-    with pytest.raises(rooms.RoomError, match=rooms.KEY_ENV):
-        rooms.MemoryRooms()
+    monkeypatch.setenv(signing.KEY_ENV, "short")
+    with pytest.raises(records.RoomError, match=signing.KEY_ENV):
+        memory_rooms.MemoryRooms()
 
 
 # ------------------------------------------------------------------ fair pushes, views that fit
@@ -485,12 +492,12 @@ def test_the_operator_key_signs_for_every_replica(monkeypatch, request):
 def test_a_room_takes_a_new_view_at_most_every_half_second(backend, request):
     clock = Clock()
     kw = {"publish_every_s": 0.5}
-    store = rooms.MemoryRooms(clock=clock, **kw) if backend == "memory" else _redis(request, **kw)
+    store = memory_rooms.MemoryRooms(clock=clock, **kw) if backend == "memory" else _redis(request, **kw)
     room_id, secret = store.create()
     assert store.publish(room_id, secret, {"values": {"L": 1}}) == 1
     t0 = time.monotonic()
     clock.now = 0.2
-    with pytest.raises(rooms.RoomBusy):
+    with pytest.raises(records.RoomBusy):
         store.publish(room_id, secret, {"values": {"L": 2}})
     if backend == "redis" and time.monotonic() - t0 >= 0.5:
         pytest.fail("the second publish came too late to test the limit (a loaded machine?)")
@@ -510,18 +517,18 @@ def test_a_store_reads_the_publish_interval_where_it_is_set(backend, request, mo
     interval that refused it, a store's own where it has one."""
 
     def build(**kw):
-        return rooms.MemoryRooms(clock=Clock(), **kw) if backend == "memory" else _redis(request, **kw)
+        return memory_rooms.MemoryRooms(clock=Clock(), **kw) if backend == "memory" else _redis(request, **kw)
 
     store = build()
-    monkeypatch.setattr(rooms, "PUBLISH_EVERY_S", 30.0)  # far longer than this test takes
+    monkeypatch.setattr(records, "PUBLISH_EVERY_S", 30.0)  # far longer than this test takes
     room_id, secret = store.create()
     assert store.publish(room_id, secret, {"values": {"L": 1}}) == 1
-    with pytest.raises(rooms.RoomBusy, match=r"at most every 30 s"):
+    with pytest.raises(records.RoomBusy, match=r"at most every 30 s"):
         store.publish(room_id, secret, {"values": {"L": 2}})
     own = build(publish_every_s=20.0)
     room_id, secret = own.create()
     assert own.publish(room_id, secret, {"values": {"L": 1}}) == 1
-    with pytest.raises(rooms.RoomBusy, match=r"at most every 20 s"):
+    with pytest.raises(records.RoomBusy, match=r"at most every 20 s"):
         own.publish(room_id, secret, {"values": {"L": 2}})
 
 
@@ -531,11 +538,11 @@ def test_views_are_measured_on_their_utf8_bytes(store):
     room_id, secret = store.create()
     text = "𝔸" * 4000
     view = {"page": "playground", "values": {"in_Q": text, "in_K": text, "in_V": text}}
-    assert len(json.dumps(view).encode()) > rooms.MAX_PAYLOAD_BYTES  # the escaped form would not fit
+    assert len(json.dumps(view).encode()) > records.MAX_PAYLOAD_BYTES  # the escaped form would not fit
     assert store.publish(room_id, secret, view) == 1
     assert store.snapshot(room_id).payload == view  # and it comes back intact
-    over = {"values": {"a": "é" * (rooms.MAX_PAYLOAD_BYTES // 2)}}  # 2 bytes each
-    with pytest.raises(rooms.ViewTooLarge, match=r"64\.0 KiB, more than the 64 KiB"):
+    over = {"values": {"a": "é" * (records.MAX_PAYLOAD_BYTES // 2)}}  # 2 bytes each
+    with pytest.raises(records.ViewTooLarge, match=r"64\.0 KiB, more than the 64 KiB"):
         store.publish(room_id, secret, over)
     assert store.snapshot(room_id).payload == view
 
@@ -543,18 +550,18 @@ def test_views_are_measured_on_their_utf8_bytes(store):
 def test_an_operator_sets_how_many_rooms_one_address_may_start():
     """A department behind one NAT address may need more than the default three rooms in ten
     minutes: ATTN_LAB_ROOMS_PER_CLIENT raises it, within the store's MAX_ROOMS; nonsense is named."""
-    assert rooms.creates_per_client({}) == rooms.MAX_CREATES_PER_CLIENT == 3
-    assert rooms.creates_per_client({rooms.CREATES_ENV: " 12 "}) == 12
-    for bad in ("0", "-1", "three", str(rooms.MAX_ROOMS + 1)):
-        with pytest.raises(rooms.RoomError, match=rooms.CREATES_ENV):
-            rooms.creates_per_client({rooms.CREATES_ENV: bad})
+    assert records.creates_per_client({}) == records.MAX_CREATES_PER_CLIENT == 3
+    assert records.creates_per_client({records.CREATES_ENV: " 12 "}) == 12
+    for bad in ("0", "-1", "three", str(records.MAX_ROOMS + 1)):
+        with pytest.raises(records.RoomError, match=records.CREATES_ENV):
+            records.creates_per_client({records.CREATES_ENV: bad})
 
 
 def test_the_operators_room_limit_holds_in_the_store(monkeypatch):
-    monkeypatch.setenv(rooms.CREATES_ENV, "5")
-    store = rooms.MemoryRooms()
+    monkeypatch.setenv(records.CREATES_ENV, "5")
+    store = memory_rooms.MemoryRooms()
     for _ in range(5):
         store.create(client="10.0.0.1")
-    with pytest.raises(rooms.RoomError, match="you started 5 rooms"):
+    with pytest.raises(records.RoomError, match="you started 5 rooms"):
         store.create(client="10.0.0.1")
     store.create(client="10.0.0.2")  # another address is not held back

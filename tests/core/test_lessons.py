@@ -11,8 +11,8 @@ import pytest
 
 from attn_core import lessons as model
 from lab_ui import lesson_writer
-from lab_ui.classroom import follow as classroom
-from lab_ui.classroom import rooms
+from lab_ui.classroom import following, rooms, session
+from lab_ui.classroom.memory_rooms import MemoryRooms
 from lab_ui.nav import HOME, PAGES
 from lab_ui.widgets import KEEP_PREFIX, url_id
 
@@ -199,17 +199,17 @@ def memory_rooms(monkeypatch):
     """A fresh store that takes every view at once: a presenter stepping a lesson in AppTest
     changes views milliseconds apart, faster than a room's publish rate (which has its own tests
     in tests/classroom/test_rooms.py)."""
-    monkeypatch.setattr(rooms, "_store", rooms.MemoryRooms(publish_every_s=0.0))
+    monkeypatch.setattr(rooms, "_store", MemoryRooms(publish_every_s=0.0))
     # the follower runs the page itself (the path of a view changed in a fragment), so its widgets
     # and URL can be read here; the default path, the presenter's frame shown with no run, is
     # tests/browser/test_browser_lessons.py's follower on a phone
-    monkeypatch.setattr(classroom, "VIEW_FRAMES", False)
+    monkeypatch.setattr(following, "VIEW_FRAMES", False)
 
 
 def test_a_follower_moves_with_the_presenters_step(app, memory_rooms):
     presenter = app("pages/scaling.py")
     presenter.button(key="classroom_start").click().run()
-    room_id = presenter.session_state[classroom._ROOM]["id"]
+    room_id = presenter.session_state[session.ROOM_KEY]["id"]
     presenter.session_state["_lesson_box_open"] = True
     presenter.run()
     presenter.selectbox(key="lesson_pick").set_value("causal-mask")
@@ -220,7 +220,7 @@ def test_a_follower_moves_with_the_presenters_step(app, memory_rooms):
     presenter.button(key="lesson_next").click().run()
     follower.run()  # what the follower's poll triggers when the room's version moved
     _check_step(follower, SHIPPED["causal-mask"], 2)
-    assert follower.session_state[classroom._ROOM]["following"]
+    assert follower.session_state[session.ROOM_KEY]["following"]
     presenter.button(key="lesson_close").click().run()
     follower.run()
     assert not [b for b in follower.button if b.key == "lesson_next"]  # closed for the room too
