@@ -1,7 +1,8 @@
 """The model-derived path per preset: time to build each preset on the meta device and read its
 cache (a fresh process per preset, so torch's and transformers' import is counted in each), and
 the recorded check every preset carries (``assets/derived/presets.json``, read by the CLI and the
-Cost page without torch).
+Cost page without torch), with what the formulas read (the config as transformers completes it, the
+facts of its build), so the preset path reads the same without torch.
 
     .venv/bin/python benchmarks/derive_presets.py            # times + rewrites the records
     .venv/bin/python benchmarks/derive_presets.py --no-write # times only
@@ -25,15 +26,11 @@ CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
 from attn_core.anatomy.check import check_config
-from attn_core.cost.shapes import ConfigError, load_preset, load_preset_config
+from attn_core.cost.shapes import load_preset_config
 
 name = sys.argv[1]
 t1 = time.perf_counter()
-try:
-    shape = load_preset(name)
-except ConfigError:  # a preset the formulas do not cover: the build is its only answer
-    shape = None
-c = check_config(load_preset_config(name), shape)
+c = check_config(load_preset_config(name))  # the formulas read the config as transformers completes it
 t2 = time.perf_counter()
 print(json.dumps({"import_s": t1 - t0, "derive_s": t2 - t1, "check": c.to_json()}))
 """

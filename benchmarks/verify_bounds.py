@@ -19,28 +19,23 @@ import time
 from attn_core import verify
 from attn_core.cost.shapes import from_hf_config
 from attn_core.cost.units import format_bytes_binary
+from attn_core.verify.examples import LLAMA, MANY_HEADS, MIXTRAL, NEMOTRON
 
-LLAMA = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-         "num_key_value_heads": 2, "intermediate_size": 100_000, "vocab_size": 100}  # fmt: skip
-MIXTRAL = {"model_type": "mixtral", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-           "num_key_value_heads": 2, "intermediate_size": 8, "num_local_experts": 200_000,
-           "num_experts_per_tok": 2, "vocab_size": 100}  # fmt: skip
-NEMOTRON = {"model_type": "nemotron_h", "hidden_size": 1024, "hybrid_override_pattern": "M-M*-",
-            "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128, "intermediate_size": 2048,
-            "mamba_num_heads": 32, "mamba_head_dim": 64, "n_groups": 8, "ssm_state_size": 128,
-            "conv_kernel": 4, "chunk_size": 1, "vocab_size": 100}  # fmt: skip
-HEADS = {"model_type": "llama", "num_hidden_layers": 64, "hidden_size": 2048, "num_attention_heads": 1024,
-         "num_key_value_heads": 8, "intermediate_size": 64, "vocab_size": 100}  # fmt: skip
+# The audit's sizes: a 100,000-wide MLP, a Nemotron-H at 1,024 wide with chunk_size 1.
+WIDE = LLAMA | {"intermediate_size": 100_000}
+NEMOTRON_BIG = NEMOTRON | {"hidden_size": 1024, "num_attention_heads": 8, "head_dim": 128,
+                           "intermediate_size": 2048, "mamba_num_heads": 32, "mamba_head_dim": 64,
+                           "n_groups": 8, "ssm_state_size": 128, "chunk_size": 1}  # fmt: skip
 
 # name: (what the audit sent, config, T, B, memory cap GiB)
 CASES = {
-    "wide": ("llama, d = 64, d_ff = 100,000, T = 512, B = 4", LLAMA, 512, 4, 2.0),
-    "wide-b1": ("the same at B = 1 (under the width cap)", LLAMA, 512, 1, 2.0),
+    "wide": ("llama, d = 64, d_ff = 100,000, T = 512, B = 4", WIDE, 512, 4, 2.0),
+    "wide-b1": ("the same at B = 1 (under the width cap)", WIDE, 512, 1, 2.0),
     "experts": ("mixtral, 200,000 experts of width 8, T = 512, B = 4", MIXTRAL, 512, 4, 2.0),
-    "chunk1": ("Nemotron-H, chunk_size 1, T = 512, B = 4", NEMOTRON, 512, 4, 2.0),
-    "chunk16": ("the same at chunk_size 16", NEMOTRON | {"chunk_size": 16}, 512, 4, 2.0),
-    "heads": ("64 layers of 1,024 heads, T = 512, B = 4, 0.5 GiB", HEADS, 512, 4, 0.5),
-    "heads-1g": ("the same at 1 GiB", HEADS, 512, 4, 1.0),
+    "chunk1": ("Nemotron-H, chunk_size 1, T = 512, B = 4", NEMOTRON_BIG, 512, 4, 2.0),
+    "chunk16": ("the same at chunk_size 16", NEMOTRON_BIG | {"chunk_size": 16}, 512, 4, 2.0),
+    "heads": ("64 layers of 1,024 heads, T = 512, B = 4, 0.5 GiB", MANY_HEADS, 512, 4, 0.5),
+    "heads-1g": ("the same at 1 GiB", MANY_HEADS, 512, 4, 1.0),
 }
 HEADER = "| case | outcome | built | planned peak | measured peak | expected | wall | load |\n|---|---|---|---|---|---|---|---|"
 

@@ -4,117 +4,53 @@ the whole model: total vs active parameters, MoE, MLA, per-layer attention types
 import pandas as pd
 import streamlit as st
 
-from attn_core.views import costs as cost
-from lab_ui import cost_charts, cost_check, cost_verify, figures, published_runs, widgets
+from attn_core.views import costs
+from lab_ui import cost_charts, cost_check, cost_inputs, cost_verify, figures, published_runs
 from lab_ui.badges import attempt, oracle_badge, table
 from lab_ui.page import header, require, run_section, section_picker, show_code
 
-SAME, SAME_KV = "same as activations", "same as KV cache"
-SOURCES = ("preset", "paste or upload config.json")
-IDS = {SAME: "same", SAME_KV: "same", SOURCES[1]: "config"}  # what a link carries for these choices
-
-header(
-    "Cost calculator",
-    "What attention costs for the model you actually run: parameters, FLOPs per layer, the KV cache "
-    "(sized with the **KV-head** count H_kv, never the query-head count h), how many sequences fit on a "
-    "GPU and how fast decoding can possibly go. Memory is in KiB/MiB/GiB (2¹⁰, 2²⁰, 2³⁰ bytes); GPU "
-    "vendors' GB and GB/s are 10⁹ and say so. FLOPs count 2 per multiply-add.",
-)
-
-# -- Sidebar: the model and the what-if -----------------------------------------------------------
-with st.sidebar:
-    st.header("Model")
-    source = widgets.radio("Shape from", SOURCES, key="co_src", ids=IDS)
-    shape = preset = config_text = None
-    if source == SOURCES[0]:
-        preset = widgets.selectbox("Preset", cost.all_presets(), key="co_model", default="llama-2-7b")
-        shape = cost.shape_of_preset(preset)  # None: the formulas do not cover it (its build answers)
-    else:
-        st.caption("A Hugging Face config.json (≤ 1 MiB). An uploaded file wins over pasted text.")
-        upload = st.file_uploader("Upload config.json", type=["json"], key="co_upload")
-        pasted = widgets.text_area(
-            "…or paste it", key="co_paste", default="", max_chars=cost.MAX_CONFIG_CHARS, height=160
-        )
-        raw = upload.getvalue() if upload is not None else pasted.strip() and pasted
-        if raw:  # bytes (an upload: size and UTF-8 checked) or pasted text
-            config_text = cost.config_text(raw)
-            shape = attempt(cost.parse_config_bytes if upload is not None else cost.parse_config_text, raw)
-        else:
-            st.info("Upload or paste a config.json to size it.")
-
-    st.header("What-if")
-    caps = f"T ≤ {cost.MAX_SEQ_LEN:,} tokens, batch ≤ {cost.MAX_BATCH:,}, GPUs ≤ {cost.MAX_GPUS}"
-    st.caption(f"Caps: {caps}.")
-    T = int(widgets.number("T (tokens in the sequence)", 1, cost.MAX_SEQ_LEN, 4096, key="co_T", step=1024))
-    batch = int(widgets.number("batch B (sequences)", 1, cost.MAX_BATCH, 1, key="co_B", step=1))
-    dtype = widgets.selectbox("activations & scores dtype", cost.DTYPES, key="co_dtype")
-    w_choice = widgets.selectbox("weights dtype", [SAME, *cost.WEIGHT_DTYPES], key="co_wdtype", ids=IDS)
-    kv_choice = widgets.selectbox("KV cache dtype", [SAME, *cost.DTYPES], key="co_kvdtype", ids=IDS)
-    st_choice = widgets.selectbox(
-        "hybrids' recurrent state dtype",
-        [SAME_KV, *cost.DTYPES],
-        key="co_stdtype",
-        ids=IDS,
-        help="Linear/state layers' fixed state; transformers keeps it in fp32.",
-    )
-    causal = widgets.toggle(
-        "causal: count only allowed pairs",
-        key="co_causal",
-        help="Realized only by a kernel that skips masked blocks.",
-    )
-    cals = cost.calibrations()  # this server's Kernels sweep and the recorded GPU runs
-    gpu_name = widgets.selectbox(
-        "GPU", cost.hardware_choices(cals), key="co_gpu", default="a100-80gb", ids=cost.HARDWARE_IDS
-    )
-    n_gpus = int(
-        widgets.number("GPUs (weights and cache sharded)", 1, cost.MAX_GPUS, 1, key="co_ngpu", step=1)
-    )
-
-    st.header("Whole model: time")
-    P = int(widgets.number("prompt P (tokens)", 1, cost.MAX_SEQ_LEN, 4096, key="co_P", step=1024))
-    N = int(widgets.number("generated tokens N", 0, cost.MAX_GEN_LEN, 256, key="co_N", step=64))
-    eff = float(
-        widgets.number(
-            "efficiency (fraction of peak)",
-            0.01,
-            1.0,
-            1.0,
-            key="co_eff",
-            step=0.05,
-            help="1 = the bounds; below 1, each bound ÷ efficiency, labelled an estimate",
-        )
-    )
-
-v = None
-if shape is not None:
-    workload = cost.Workload(T, batch, P, N, causal, eff)
-    precision = cost.Precision(
-        dtype,
-        weights=None if w_choice == SAME else w_choice,
-        kv=None if kv_choice == SAME else kv_choice,
-        state=None if st_choice == SAME_KV else st_choice,
-    )
-    hardware = attempt(cost.hardware, gpu_name, n_gpus, cals)
-    v = None if hardware is None else attempt(cost.view, shape, workload, precision, hardware, preset, cals)
-cost_check.show(preset, config_text, T, batch, alone=shape is None)  # formulas vs transformers' build
-require(v, fix="the model in the sidebar")
-
-with st.container(border=True):
-    st.markdown(v.card)
-    st.caption(v.extras)
-    if v.strip is not None:
-        figures.show(cost_charts.layer_strip(v.strip, title="Attention type of each layer"), key="co_strip")
-for warning in v.warnings:
-    st.warning(warning)
-for col, (label, value, meaning) in zip(st.columns(6), v.headline, strict=True):
-    col.metric(label, value, help=meaning)
-st.caption(v.conventions)
-cost_verify.check_on_this_machine(shape)
-
-section = section_picker(cost.Section, key="co_section", default=cost.Section.FLOPS)
+INPUTS = "the model and the what-if in the sidebar"
 
 
-def sweep_table(group: str, what: str) -> None:
+def sized(ask: cost_inputs.CostInputs):
+    """The page's one view call, or None (each failure already explained where it happened)."""
+    if ask.shape is None:
+        return None
+    hardware = attempt(costs.hardware, ask.gpu_name, ask.n_gpus, ask.cals)
+    if hardware is None:
+        return None
+    return attempt(costs.view, ask.shape, ask.workload, ask.precision, hardware, ask.preset, ask.cals)
+
+
+def model_card(v) -> None:
+    """The model's card, its layer strip, warnings, headline metrics and conventions."""
+    with st.container(border=True):
+        st.markdown(v.card)
+        st.caption(v.extras)
+        if v.strip is not None:
+            figures.show(
+                cost_charts.layer_strip(v.strip, title="Attention type of each layer"), key="co_strip"
+            )
+    for warning in v.warnings:
+        st.warning(warning)
+    metric_row(v.headline)
+    st.caption(v.conventions)
+
+
+def metric_row(metrics) -> None:
+    """(label, value, meaning) triples as one row of metrics."""
+    for col, (label, value, meaning) in zip(st.columns(len(metrics)), metrics, strict=True):
+        col.metric(label, value, help=meaning)
+
+
+def titled_table(title: str, rows, filename: str, key: str, caption: str) -> None:
+    """A table under its title, with its CSV and a caption under it."""
+    st.markdown(title)
+    table(pd.DataFrame(rows), filename, key=key, hide_index=True)
+    st.caption(caption)
+
+
+def sweep_table(v, group: str, what: str) -> None:
     """The chart's numbers over T as a table with its CSV (exact integers below 2⁵³)."""
     with st.expander(f"{what} at every T of the chart (table and CSV)"):
         table(
@@ -139,7 +75,7 @@ def log_chart(chart, key: str, y_title: str = "GiB") -> None:
 
 
 # -- Whole model ----------------------------------------------------------------------------------
-def show_whole() -> None:
+def whole(v) -> None:
     w = v.whole
     parts, total, active = w.params_chart
     chart = cost_charts.total_vs_active(parts, total, active, title="Parameters: held vs run per token")
@@ -152,12 +88,8 @@ def show_whole() -> None:
     if w.memory is not None:
         grid, series, T_mark = w.memory
         figures.show(cost_charts.memory_vs_T(grid, series, T=T_mark), key="co_hybrid_mem")
-    st.markdown(w.prefill_title)
-    table(pd.DataFrame(w.prefill), "prefill_flops.csv", key="co_prefill", hide_index=True)
-    st.caption(w.prefill_note)
-    st.markdown(w.times_title)
-    table(pd.DataFrame(w.times), "time_bounds.csv", key="co_times", hide_index=True)
-    st.caption(w.times_caption)
+    titled_table(w.prefill_title, w.prefill, "prefill_flops.csv", "co_prefill", w.prefill_note)
+    titled_table(w.times_title, w.times, "time_bounds.csv", "co_times", w.times_caption)
     published_runs.cost_band(v.report)  # the range published runs attained, beside these bounds
     if w.calibrated_caption:
         st.caption(w.calibrated_caption)
@@ -170,17 +102,15 @@ def show_whole() -> None:
 
 
 # -- FLOPs ----------------------------------------------------------------------------------------
-def show_flops() -> None:
+def flops(v) -> None:
     f = v.flops
-    st.markdown(f.title)
-    table(pd.DataFrame(f.table), "flops_per_layer.csv", key="co_flops", hide_index=True)
-    st.caption(f.caption)
+    titled_table(f.title, f.table, "flops_per_layer.csv", "co_flops", f.caption)
     c = f.chart
     fig = cost_charts.stacked_shares(
         c.x, c.series, title=c.title, x_title="T (tokens)", x_marks=c.x_marks, overlay=c.overlay
     )
     figures.show(fig, key="co_stack")
-    sweep_table("flops", "FLOPs")
+    sweep_table(v, "flops", "FLOPs")
     st.caption(
         "T* is solved for this architecture from the three FLOP terms: for MHA with a gated MLP it is the "
         "card's 2d + 1.5·d_ff; GQA shrinks the projections and a plain MLP has 2 matrices, not 3."
@@ -188,50 +118,52 @@ def show_flops() -> None:
 
 
 # -- KV cache & GQA -------------------------------------------------------------------------------
-def show_kv_cache() -> None:
+def kv_cache(v) -> None:
     kv = v.kv
     log_chart(kv.chart, "co_kv")
-    sweep_table("kv", "KV cache bytes")
+    sweep_table(v, "kv", "KV cache bytes")
     if kv.warning:
         st.warning(kv.warning)
     if kv.mla:
         st.info("MLA caches one latent per token per layer, not per-head K and V: H_kv has no meaning here.")
         return
-    st.markdown(kv.variants_title)
-    table(pd.DataFrame(kv.variants), "kv_heads_comparison.csv", key="co_variants", hide_index=True)
-    st.caption(
+    titled_table(
+        kv.variants_title,
+        kv.variants,
+        "kv_heads_comparison.csv",
+        "co_variants",
         "Sequences that fit keep the weights of the model as configured (card 14's cache-only "
-        "comparison); a real MHA model would also have larger K and V projections."
+        "comparison); a real MHA model would also have larger K and V projections.",
     )
 
 
 # -- Serving & decode ----------------------------------------------------------------------------
-def show_serving() -> None:
+def serving(v) -> None:
     sv = v.serving
-    for col, (label, value, meaning) in zip(st.columns(4), sv.metrics, strict=True):
-        col.metric(label, value, help=meaning)
+    metric_row(sv.metrics)
     st.markdown(sv.sum)
     st.markdown(sv.verdict)
-    st.markdown(sv.gpus_title)
-    table(pd.DataFrame(sv.gpus), "serving_by_gpu.csv", key="co_gpus", hide_index=True)
-    st.caption(
+    titled_table(
+        sv.gpus_title,
+        sv.gpus,
+        "serving_by_gpu.csv",
+        "co_gpus",
         "Bounds, not predictions: real serving also holds activations and allocator slack, and real "
-        "kernels reach a fraction of peak bandwidth. Multi-GPU assumes perfect sharding."
+        "kernels reach a fraction of peak bandwidth. Multi-GPU assumes perfect sharding.",
     )
 
 
 # -- Score memory ---------------------------------------------------------------------------------
-def show_score_memory() -> None:
+def score_memory(v) -> None:
     sc = v.scores
-    for col, (label, value, meaning) in zip(st.columns(5), sc.metrics, strict=True):
-        col.metric(label, value, help=meaning)
+    metric_row(sc.metrics)
     log_chart(sc.chart, "co_scores")
-    sweep_table("scores", "Score bytes")
+    sweep_table(v, "scores", "Score bytes")
     st.caption(sc.caption)
 
 
 # -- How it's asked -------------------------------------------------------------------------------
-def show_how_its_asked() -> None:
+def how_its_asked(v) -> None:
     for question, answer in v.how_its_asked:
         with st.container(border=True):
             st.markdown(f"**{question}**")
@@ -239,12 +171,29 @@ def show_how_its_asked() -> None:
 
 
 SHOW = {
-    cost.Section.WHOLE: show_whole,
-    cost.Section.FLOPS: show_flops,
-    cost.Section.KV: show_kv_cache,
-    cost.Section.SERVING: show_serving,
-    cost.Section.SCORES: show_score_memory,
-    cost.Section.ASKED: show_how_its_asked,
+    costs.Section.WHOLE: whole,
+    costs.Section.FLOPS: flops,
+    costs.Section.KV: kv_cache,
+    costs.Section.SERVING: serving,
+    costs.Section.SCORES: score_memory,
+    costs.Section.ASKED: how_its_asked,
 }
-run_section(SHOW[section], inputs="the model and the what-if in the sidebar")
-show_code("attn_core.cost", *cost.CODE)
+
+header(
+    "Cost calculator",
+    "What attention costs for the model you actually run: parameters, FLOPs per layer, the KV cache "
+    "(sized with the **KV-head** count H_kv, never the query-head count h), how many sequences fit on a "
+    "GPU and how fast decoding can possibly go. Memory is in KiB/MiB/GiB (2¹⁰, 2²⁰, 2³⁰ bytes); GPU "
+    "vendors' GB and GB/s are 10⁹ and say so. FLOPs count 2 per multiply-add.",
+)
+ask = cost_inputs.sidebar()
+v = sized(ask)
+T, batch = ask.workload.seq_len, ask.workload.batch
+# the formulas against transformers' build of the model
+cost_check.show(ask.preset, ask.config_text, T, batch, alone=ask.shape is None)
+require(v, fix="the model in the sidebar")
+model_card(v)
+cost_verify.check_on_this_machine(ask.shape, ask.preset, ask.config_text)
+section = section_picker(costs.Section, key="co_section", default=costs.Section.FLOPS)
+run_section(SHOW[section], v, inputs=INPUTS)
+show_code("attn_core.cost", *costs.CODE)

@@ -25,16 +25,22 @@ from lab_ui.page import compute, header, require, run_section, section_picker, s
 INPUTS = "the sizes and the seed in the sidebar"
 
 
-def kernel(x: ExpressivityInputs) -> None:
+def section_inputs(section: Section, x: ExpressivityInputs) -> ExpressivityInputs:
+    """The chosen section's own widgets, drawn above it (the smoother's λ and noise). They feed its
+    view, so they are inputs, read before the page's one view call; a change reruns the whole page,
+    not the section's fragment alone."""
+    if section is not Section.KERNEL:
+        return x
     c = st.columns(2)
     with c[0]:
         lam = widgets.slider("bandwidth λ", 0.0, 3.0, 0.5, key="oh_lam", step=0.05)
     with c[1]:
         noise = widgets.slider("noise sd", 0.0, 1.0, 0.3, key="oh_noise", step=0.05)
-    view = compute(one_head.view, Section.KERNEL, replace(x, bandwidth=lam, noise=noise), inputs=INPUTS)
-    if view is None:
-        return
-    sm = view.smoothing
+    return replace(x, bandwidth=lam, noise=noise)
+
+
+def kernel(view: one_head.KernelView) -> None:
+    lam, sm = view.inputs.bandwidth, view.smoothing
     curves = {
         "sin x (truth)": sm.truth,
         "Nadaraya–Watson": sm.nadaraya_watson,
@@ -55,10 +61,7 @@ def kernel(x: ExpressivityInputs) -> None:
     )
 
 
-def ranks(x: ExpressivityInputs) -> None:
-    view = compute(one_head.view, Section.RANK, x, inputs=INPUTS)
-    if view is None:
-        return
+def ranks(view: one_head.RankView) -> None:
     s = view.study
     title = f"Singular values, T = {s.T}, d_k = {s.d_k} (S = QKᵀ/√d_k)"
     figures.show(charts.singular_values(s.singular_values, s.d_k, title), key="oh_sv")
@@ -71,11 +74,8 @@ def ranks(x: ExpressivityInputs) -> None:
     )
 
 
-def select(x: ExpressivityInputs) -> None:
-    view = compute(one_head.view, Section.SELECT, x, inputs=INPUTS)
-    if view is None:
-        return
-    one = view.one_dim
+def select(view: one_head.SelectView) -> None:
+    one, keys = view.one_dim, view.inputs.circle_keys
     m = st.columns(3)
     m[0].metric(
         "d_k = 1: trials where top ∈ {argmax k, argmin k}",
@@ -83,14 +83,12 @@ def select(x: ExpressivityInputs) -> None:
         help=f"{one.trials:,} random instances of {one.T} scalar queries and keys",
     )
     m[1].metric("most distinct top keys in a trial", f"{one.most_distinct}")
-    m[2].metric("d_k = 2: keys that some query picks", f"{view.circle.selectable_2d} of {x.circle_keys}")
+    m[2].metric("d_k = 2: keys that some query picks", f"{view.circle.selectable_2d} of {keys}")
     fig = charts.one_dim_winners(
         one.example_q, one.example_k, one.example_top, f"d_k = 1, one instance: {one.T} queries, {one.T} keys"
     )
     figures.show(fig, key="oh_one_dim")
-    fig = charts.selection_bars(
-        view.counts, f"{x.circle_keys} keys on a circle, {one_head.CIRCLE_QUERIES} queries"
-    )
+    fig = charts.selection_bars(view.counts, f"{keys} keys on a circle, {one_head.CIRCLE_QUERIES} queries")
     figures.show(fig, key="oh_select")
     check_badges(view.checks)
     st.caption(
@@ -99,11 +97,8 @@ def select(x: ExpressivityInputs) -> None:
     )
 
 
-def collapse(x: ExpressivityInputs) -> None:
-    view = compute(one_head.view, Section.COLLAPSE, x, inputs=INPUTS)
-    if view is None:
-        return
-    cur = view.curves
+def collapse(view: one_head.CollapseView) -> None:
+    x, cur = view.inputs, view.curves
     curves = {"pure attention": cur.pure, "with residual connections": cur.residual}
     title = f"Distance from rank 1, median of {x.stacks} random stacks (32 tokens, width {x.width})"
     figures.show(charts.collapse_chart(cur.layers, curves, title), key="oh_collapse")
@@ -126,10 +121,7 @@ def collapse(x: ExpressivityInputs) -> None:
     )
 
 
-def circuits(x: ExpressivityInputs) -> None:
-    view = compute(one_head.view, Section.CIRCUITS, x, inputs=INPUTS)
-    if view is None:
-        return
+def circuits(view: one_head.CircuitsView) -> None:
     diffs = {
         "orthogonal R": view.orthogonal.scores_right,
         "general R": view.general.scores_right,
@@ -189,5 +181,7 @@ with st.sidebar:
     x = compute(one_head.validate, inputs, inputs=INPUTS)
 section = section_picker(Section, key="oh_section")
 require(x)
-run_section(SHOW[section], x, inputs=INPUTS)
+view = compute(one_head.view, section, section_inputs(section, x), inputs=INPUTS)
+require(view, fix="the input marked above")
+run_section(SHOW[section], view, inputs=INPUTS)
 show_code("attn_core.theory.kernel_smoothing: attention with the key bias", one_head.CODE)

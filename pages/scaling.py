@@ -1,5 +1,5 @@
 """Scaling: why 1/√d_k, and when it is wrong (cards 3, 16 and 18; the lesson's tied-Q/K slip).
-Every number comes from one call into attn_core.views.scaling per section."""
+Every number comes from one call into attn_core.views.scaling (the chosen section's)."""
 
 from dataclasses import replace
 
@@ -15,11 +15,31 @@ from lab_ui.page import compute, header, require, run_section, section_picker, s
 INPUTS = "d_k, σ_q, σ_k, T, ρ, the scale and the seed in the sidebar"
 
 
-def variance(x: ScalingInputs) -> None:
-    slip = slip_picker(SLIPS, key="sc_slip")
-    view = compute(scaling.view, Section.VARIANCE, replace(x, slip=slip), inputs=INPUTS)
-    if view is None:
-        return
+def sink_inputs(x: ScalingInputs) -> ScalingInputs:
+    c = st.columns(3)
+    with c[0]:
+        w = widgets.slider("target weight w", 0.01, 0.99, 0.9, key="sc_w", step=0.01)
+    with c[1]:
+        a = widgets.slider("sink advantage a", 0.0, 20.0, 5.0, key="sc_a", step=0.1)
+    with c[2]:
+        g = widgets.slider("QK-norm gain g", 0.0, 10.0, 5.0, key="sc_g", step=0.05)
+    window = widgets.slider("eviction: cache budget (tokens kept)", 8, 128, 32, key="sc_window")
+    return replace(x, target_weight=w, advantage=a, gain=g, window=window)
+
+
+def section_inputs(section: Section, x: ScalingInputs) -> ScalingInputs:
+    """The chosen section's own widgets, drawn above it (the slip picker, the sink calculator's
+    sliders). They feed its view, so they are inputs, read before the page's one view call; a change
+    reruns the whole page, not the section's fragment alone."""
+    if section is Section.VARIANCE:
+        return replace(x, slip=slip_picker(SLIPS, key="sc_slip"))
+    if section is Section.SINKS:
+        return sink_inputs(x)
+    return x
+
+
+def variance(view: scaling.VarianceView) -> None:
+    x = view.inputs
     st.markdown(
         f"**Logits of {scaling.pairs(x.d_k):,} independent (q, k) pairs at d_k = {x.d_k}, under each scale**"
     )
@@ -49,7 +69,7 @@ def variance(x: ScalingInputs) -> None:
     if view.slip is None:
         right()
     else:
-        slip_columns(right, wrong, SLIPS[slip].label)
+        slip_columns(right, wrong, SLIPS[x.slip].label)
     st.caption(
         "The right scale for other spreads is 1/(√d_k σ_q σ_k); normalization layers keep σ near 1. Table: "
         f"{scaling.TABLE_PAIRS:,} pairs per width (the lesson's 8, 32, 128 and card 3's 512)."
@@ -57,10 +77,8 @@ def variance(x: ScalingInputs) -> None:
     number_table(view.table, "scaling_variance.csv", "sc_var")
 
 
-def entropy(x: ScalingInputs) -> None:
-    view = compute(scaling.view, Section.ENTROPY, x, inputs=INPUTS)
-    if view is None:
-        return
+def entropy(view: scaling.EntropyView) -> None:
+    x = view.inputs
     fig = charts.entropy_curve(
         view.curve.sigmas,
         view.curve.simulated,
@@ -100,10 +118,8 @@ def entropy(x: ScalingInputs) -> None:
     )
 
 
-def two_keys(x: ScalingInputs) -> None:
-    view = compute(scaling.view, Section.TWO_KEYS, x, inputs=INPUTS)
-    if view is None:
-        return
+def two_keys(view: scaling.TwoKeysView) -> None:
+    x = view.inputs
     fig = charts.two_key_curves(
         view.widths,
         view.exact,
@@ -126,10 +142,8 @@ def two_keys(x: ScalingInputs) -> None:
     )
 
 
-def aligned(x: ScalingInputs) -> None:
-    view = compute(scaling.view, Section.ALIGNMENT, x, inputs=INPUTS)
-    if view is None:
-        return
+def aligned(view: scaling.AlignmentView) -> None:
+    x = view.inputs
     curve = view.curve
     by_rule = {r.value: ([m.mean for m in ms], [m.sd for m in ms]) for r, ms in curve.by_rule.items()}
     fig = charts.alignment_plot(curve.d_ks, by_rule, x.d_k, f"k = ρq + √(1−ρ²) z, ρ = {x.rho:g}")
@@ -155,23 +169,9 @@ def aligned(x: ScalingInputs) -> None:
     )
 
 
-def sinks_section(x: ScalingInputs) -> None:
-    c = st.columns(3)
-    with c[0]:
-        w = widgets.slider("target weight w", 0.01, 0.99, 0.9, key="sc_w", step=0.01)
-    with c[1]:
-        a = widgets.slider("sink advantage a", 0.0, 20.0, 5.0, key="sc_a", step=0.1)
-    with c[2]:
-        g = widgets.slider("QK-norm gain g", 0.0, 10.0, 5.0, key="sc_g", step=0.05)
-    window = widgets.slider("eviction: cache budget (tokens kept)", 8, 128, 32, key="sc_window")
-    view = compute(
-        scaling.view,
-        Section.SINKS,
-        replace(x, target_weight=w, advantage=a, gain=g, window=window),
-        inputs=INPUTS,
-    )
-    if view is None:
-        return
+def sinks_section(view: scaling.SinksView) -> None:
+    x = view.inputs
+    w, a, g, window = x.target_weight, x.advantage, x.gain, x.window
     m = st.columns(4)
     m[0].metric(f"advantage for w = {w:g}", f"{view.advantage_for_target:.3f}")
     m[1].metric(f"sink weight at a = {a:g}", f"{view.weight_for_advantage:.2%}")
@@ -234,5 +234,7 @@ with st.sidebar:
     x = compute(scaling.validate, inputs, inputs=INPUTS)
 section = section_picker(Section, key="sc_section")
 require(x)
-run_section(SHOW[section], x, inputs=INPUTS)
+view = compute(scaling.view, section, section_inputs(section, x), inputs=INPUTS)
+require(view, fix="the input marked above")
+run_section(SHOW[section], view, inputs=INPUTS)
 show_code("attn_core.theory.scaling: the exact two-key probability", scaling.CODE)

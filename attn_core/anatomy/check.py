@@ -4,6 +4,7 @@ the part, both figures, and marks the formula as not covering it."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,10 +15,12 @@ from attn_core.cost.config_keys import ConfigError
 from attn_core.cost.flops import prefill_flops
 from attn_core.cost.inputs import Precision
 from attn_core.cost.model_shape import ModelShape
+from attn_core.cost.model_types import unwrap_text_config
 from attn_core.cost.params import model_params
 from attn_core.cost.phases import decode_count, expert_flops
 from attn_core.cost.serving import kv_cache_bytes_per_token, state_bytes_per_sequence
 from attn_core.cost.shapes import from_hf_config
+from attn_core.cost.type_facts import TypeFacts, recorded_facts
 
 # analytic ParamCount fields → the derived parts they cover
 PART_MAP = {
@@ -64,8 +67,8 @@ class Check:
     refused: str | None
     analytic_error: str | None  # the formulas refuse it (they do not cover the architecture)
     differences: tuple[Difference, ...]
-    mlp_kind_from_build: bool = False  # the formulas read the MLP kind from the build (not in their table)
-    shape: ModelShape | None = None  # what the formulas read (with class defaults, and the build's MLP kind)
+    shape: ModelShape | None = None  # what the formulas read: the completed config, the build's facts
+    read: tuple[dict[str, Any], TypeFacts] | None = None  # the config and facts they read (formulas_input)
 
     @property
     def agrees(self) -> bool:
@@ -86,10 +89,6 @@ class Check:
             unread.append(f"  it keeps no cache ({a.cache_absent})")
         elif a.cache_read_by and a.cache_read_by != "the meta forward":
             unread.append(f"  its cache is read from {a.cache_read_by}")
-        if self.mlp_kind_from_build:
-            unread.append(
-                f"  the MLP kind ({a.mlp_kind}) is read from the build: no table of the formulas names this model_type"
-            )
         if a.flops_unread:
             unread.append(f"  its FLOPs are not counted ({a.flops_unread})")
         elif a.flops is not None and a.flops.decode_unread:
@@ -106,8 +105,10 @@ class Check:
             "refused": self.refused,
             "analytic_error": self.analytic_error,
             "differences": [d.to_json() for d in self.differences],
-            "mlp_kind_from_build": self.mlp_kind_from_build,
             "model_derived": None if self.anatomy is None else self.anatomy.to_json(),
+            "formulas_read": None
+            if self.read is None
+            else {"config": self.read[0], "facts": self.read[1].to_json()},
         }
 
 
@@ -204,43 +205,49 @@ def flop_differences(shape: ModelShape, anatomy: Anatomy) -> tuple[Difference, .
     return tuple(out)
 
 
-def check_config(config: Mapping[str, Any], shape: ModelShape | None = None) -> Check:
-    """The analytic reading of ``config`` (or ``shape``, already read) held against the build."""
-    analytic_error, mlp_from_build = None, False
-    if shape is None:
-        try:
-            shape = from_hf_config(config)
-        except ConfigError as exc:
-            analytic_error = str(exc)
+def formulas_input(config: Mapping[str, Any], anatomy: Anatomy) -> tuple[dict[str, Any], TypeFacts]:
+    """What the formulas read where the build runs: the config as transformers completes it (an
+    absent key means what its class means; the top level's name and quantization_config kept) and
+    the facts of the model_type as this build shows them, with the record's verdict on whether
+    the formulas cover its mixers (`attn_core.cost.type_facts`)."""
+    full = completed_config(config)
+    carried = ("_name_or_path", "quantization_config")
+    full |= {k: config[k] for k in carried if config.get(k) not in (None, "") and not full.get(k)}
+    text = unwrap_text_config(
+        config
+    )  # keys transformers reads and does not write back (Nemotron-H's pattern)
+    full = {k: v for k, v in text.items() if k not in full} | full
+    recorded = recorded_facts(str(full.get("model_type") or ""))
+    built = anatomy.facts
+    covered = recorded.formulas_cover if recorded is not None else not built.state_mixers
+    return full, dataclasses.replace(built, formulas_cover=covered)
+
+
+def check_config(
+    config: Mapping[str, Any], shape: ModelShape | None = None, *, assume_covered: bool = False
+) -> Check:
+    """The formulas' reading of ``config`` held against transformers' build of it. Without
+    ``shape`` the formulas read what the build reads (`formulas_input`); ``assume_covered``
+    lets them try mixers the record says they do not cover (benchmarks/derive_model_types.py)."""
     try:
         anatomy = derive(config)
     except BuildRefused as exc:
-        return Check(None, str(exc), analytic_error, ())
-    if shape is None:  # keys the config leaves out: read again with transformers' class defaults
-        shape, analytic_error, mlp_from_build = _read_completed(config, anatomy, analytic_error)
+        return Check(None, str(exc), _analytic_error(config) if shape is None else None, ())
+    full, facts = formulas_input(config, anatomy)
+    if assume_covered:
+        facts = dataclasses.replace(facts, formulas_cover=True)
     if shape is None:
-        return Check(anatomy, None, analytic_error, ())
-    return Check(anatomy, None, None, differences(shape, anatomy), mlp_from_build, shape)
+        try:
+            shape = from_hf_config(full, name=config.get("_name_or_path"), facts=facts)
+        except ConfigError as exc:
+            return Check(anatomy, None, str(exc), (), read=(full, facts))
+    return Check(anatomy, None, None, differences(shape, anatomy), shape, read=(full, facts))
 
 
-def _read_completed(
-    config, anatomy: Anatomy, error: str | None
-) -> tuple[ModelShape | None, str | None, bool]:
-    """The formulas on transformers' completed config; where they refuse only because a
-    model_type's MLP kind is not in their table, on the kind the build shows (the model answers
-    the one question the table cannot), which the check then holds like any other figure."""
+def _analytic_error(config: Mapping[str, Any]) -> str | None:
+    """The formulas' refusal of a config transformers does not build (read with recorded facts)."""
     try:
-        full = completed_config(config)
-    except BuildRefused:
-        return None, error, False
-    name = config.get("_name_or_path")
-    try:
-        return from_hf_config(full, name=name), None, False
+        from_hf_config(config)
     except ConfigError as exc:
-        error = str(exc)
-        if "'mlp_kind'" not in error or anatomy.mlp_kind is None:
-            return None, error, False
-    try:
-        return from_hf_config(full | {"mlp_kind": anatomy.mlp_kind}, name=name), None, True
-    except ConfigError as exc:
-        return None, str(exc), False
+        return str(exc)
+    return None

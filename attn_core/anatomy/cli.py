@@ -1,7 +1,8 @@
 """``python -m attn_core cost --config PATH …`` with the formulas checked against transformers'
 own build (imports torch; ``--analytic-only`` skips it and stays in `attn_core.cost.cli`).
 
-The analytic report is printed as before, then the check: agreement, or each part that differs
+The analytic report reads the config as transformers completes it (a key the config leaves out
+means what its class means) with the facts its build shows, then the check follows: agreement, or each part that differs
 with both figures. Where the formulas do not cover the architecture, the model-derived figures
 are the answer (parameters by part, cache per token, fixed state, the cache at T × B). Only
 where transformers cannot build the model either is the config refused (one line, exit 2,
@@ -99,8 +100,8 @@ def run(args) -> str:
     from attn_core.anatomy.check import Check, check_config  # torch and transformers from here
 
     check = check_config(config)
-    if analytic is None and check.analytic_error is None and check.shape is not None:
-        analytic = analytic_run(args, check.shape)  # read with the build's help (its MLP kind)
+    if check.shape is not None:  # the config as transformers completes it, the build's facts
+        analytic = analytic_run(args, check.shape)
     if analytic is None and check.anatomy is None:
         raise UsageError(f"--config {args.config}: {analytic_error}; transformers: {check.refused}")
     if analytic is None:

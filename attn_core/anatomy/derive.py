@@ -12,9 +12,11 @@ from typing import Any
 
 from attn_core.anatomy.build import MODEL_DTYPE, BuildRefused, build_on_meta, text_config
 from attn_core.anatomy.cache import CacheAbsent, LayerCache, layer_caches
+from attn_core.anatomy.facts import facts_of
 from attn_core.anatomy.flops import ModelFlops, model_flops
 from attn_core.anatomy.parts import PARTS, param_parts
 from attn_core.anatomy.reduced import reduced_layer_caches
+from attn_core.cost.type_facts import TypeFacts
 
 BYTES_PER_VALUE = MODEL_DTYPE.itemsize  # the cache figures are at bf16: 2 bytes per value
 
@@ -54,6 +56,7 @@ class Anatomy:
     cache_absent: str | None = None  # the model keeps no cache at all (an encoder): why we say so
     flops: ModelFlops | None = None  # forward FLOPs per layer and part, counted from the model (`flops`)
     flops_unread: str | None = None  # why they could not be counted (transformers' reasons)
+    facts: TypeFacts | None = None  # what its module tree says of the model_type (anatomy/facts.py)
 
     @property
     def cache_bytes_per_token(self) -> int:
@@ -87,6 +90,7 @@ class Anatomy:
             "experts_k_of_E": list(self.experts) if self.experts else None,
             "checkpoint_buffers": self.checkpoint_buffers,
             "mlp_kind": self.mlp_kind,
+            "facts": None if self.facts is None else self.facts.to_json(),
             "cache_dtype_bytes": BYTES_PER_VALUE,
             "cache_unread": self.cache_unread,
             "cache_read_by": self.cache_read_by,
@@ -174,6 +178,7 @@ def _derive(config: Mapping[str, Any]) -> Anatomy:
         cache_absent=absent,
         flops=flops,
         flops_unread=flops_unread,
+        facts=facts_of(model, cfg),
     )
 
 

@@ -10,11 +10,12 @@ Inputs and caps
 - `units`: numbers with their units (GiB vs GB, FLOPs, seconds, counts).
 
 Reading a config
-- `shapes`: a `ModelShape` from a preset or a Hugging Face config.json (what each model_type
-  implies, the key aliases read, uploads and pastes parsed).
+- `shapes`: a `ModelShape` from a preset or a Hugging Face config.json (the key aliases read,
+  uploads and pastes parsed).
 - `model_shape`: the `ModelShape` dataclass, validated on construction, every derived quantity.
 - `config_keys`: reading one key safely (aliases, whole numbers, `ConfigError` naming the key).
 - `model_types`: what a model_type implies (class defaults, text_config, refused types, quantization).
+- `type_facts`: what transformers' build of each model_type shows (MLP kind, biases, norms, …), recorded.
 - `layer_config`: each layer's kind and the linear-attention / state-space mixer, from the config.
 - `experts`: mixture of experts (layout, top-k, shared experts, which layers hold experts).
 - `mla`: multi-head latent attention (ranks and head widths).
@@ -94,19 +95,15 @@ from attn_core.cost.serving import (
 )
 from attn_core.cost.shapes import (
     ACT_KEYS,
-    BIASED_MODEL_TYPES,
     CONTEXT_KEYS,
     FF_KEYS,
     GATED_ACTIVATIONS,
-    GATED_MODEL_TYPES,
     HEAD_DIM_KEYS,
     HEAD_KEYS,
     KV_HEAD_KEYS,
     LAYER_KEYS,
-    LEARNED_POSITION_TYPES,
     MAX_CONFIG_BYTES,
     MODELS_DIR,
-    PLAIN_MODEL_TYPES,
     VOCAB_KEYS,
     WIDTH_KEYS,
     ConfigError,
@@ -137,7 +134,6 @@ from attn_core.cost.whole_model import DecodeBound, decode_lower_bound
 
 __all__ = [
     "ACT_KEYS",
-    "BIASED_MODEL_TYPES",
     "BINARY_UNITS",
     "CONTEXT_KEYS",
     "COUNT_SUFFIXES",
@@ -147,21 +143,18 @@ __all__ = [
     "FF_KEYS",
     "FLOP_UNITS",
     "GATED_ACTIVATIONS",
-    "GATED_MODEL_TYPES",
     "GPU",
     "GPUS_FILE",
     "HEAD_DIM_KEYS",
     "HEAD_KEYS",
     "KV_HEAD_KEYS",
     "LAYER_KEYS",
-    "LEARNED_POSITION_TYPES",
     "LSE_BYTES",
     "MAX_CONFIG_BYTES",
     "MAX_INT",
     "MAX_T",
     "MLA",
     "MODELS_DIR",
-    "PLAIN_MODEL_TYPES",
     "VOCAB_KEYS",
     "WEIGHT_BITS",
     "WIDTH_KEYS",

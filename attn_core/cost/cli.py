@@ -27,7 +27,7 @@ from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS
 from attn_core.cost.gpus import GPU, custom_gpu, list_gpus, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.limits import MAX_BATCH, MAX_GEN_LEN, MAX_GPUS, MAX_SEQ_LEN
-from attn_core.cost.params import model_params
+from attn_core.cost.models_list import models_text
 from attn_core.cost.report import cost_report
 from attn_core.cost.report_text import format_report
 from attn_core.cost.shapes import (
@@ -43,7 +43,6 @@ from attn_core.cost.shapes import (
 from attn_core.cost.units import (
     format_bytes_binary,
     format_bytes_decimal,
-    format_count_short,
     format_rate,
 )
 
@@ -151,23 +150,6 @@ def load_shape(args: argparse.Namespace) -> ModelShape:
         raise UsageError(f"--config {path}: cannot size it ({exc.__class__.__name__})") from None
 
 
-def _models_rows() -> list[dict]:
-    rows = []
-    for name in list_presets() + list_built_presets():
-        try:
-            s = load_preset(name)
-        except ConfigError:  # the formulas do not cover it: its recorded build gives the counts
-            rec = preset_record(name, load_preset_config(name))
-            d = (rec or {}).get("model_derived") or {}
-            rows.append({"name": name, "attention_kind": "-", "n_layers": d.get("n_layers", 0), "d_model": 0,
-                         "n_heads": 0, "n_kv_heads": 0, "head_dim": 0, "d_ff": 0, "mlp_kind": "build",
-                         "params": d.get("params_total", 0), "active_params": d.get("params_active", 0)})  # fmt: skip
-            continue
-        p = model_params(s)
-        rows.append(s.summary() | {"name": name, "params": p.total, "active_params": p.active})
-    return rows
-
-
 def _gpu(args: argparse.Namespace) -> GPU | None:
     """A preset, or your own from all three --gpu-* numbers."""
     own = (args.gpu_mem_gib, args.gpu_tflops, args.gpu_bandwidth_gbs)
@@ -184,19 +166,7 @@ def _gpu(args: argparse.Namespace) -> GPU | None:
 
 def _run(args: argparse.Namespace, shape: ModelShape | None = None) -> str:
     if args.command == "models":
-        rows = _models_rows()
-        if args.json:
-            return json.dumps(rows, indent=2)
-        w = max(len(r["name"]) for r in rows) + 2  # the longest name sets the column: every row lines up
-        k = max(len(r["attention_kind"]) for r in rows) + 1
-        header = f"{'name':<{w}}{'kind':<{k}}{'L':>4}{'d':>7}{'h':>4}{'H_kv':>5}{'d_h':>5}{'d_ff':>7}  {'mlp':<6} {'params':>7} {'active':>7}"
-        body = [
-            f"{r['name']:<{w}}{r['attention_kind']:<{k}}{r['n_layers']:>4}{r['d_model']:>7}{r['n_heads']:>4}"
-            f"{r['n_kv_heads']:>5}{r['head_dim']:>5}{r['d_ff']:>7}  {r['mlp_kind']:<6} "
-            f"{format_count_short(r['params'], 2):>7} {format_count_short(r['active_params'], 2):>7}"
-            for r in rows
-        ]
-        return "\n".join([header, *body])
+        return models_text(args.json)
     if args.command == "gpus":
         gpus = [load_gpu(n) for n in list_gpus()]
         if args.json:

@@ -14,6 +14,9 @@ from attn_core.cost.layers import ALL, Every, LayerKinds, LayerSet
 EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 TOP_K_KEYS = ("num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_top_k")
 # Expert layouts we know, by model_type: where the expert width lives and which layers are dense.
+# Kept by hand: whether a type has experts is recorded from its build (type_facts), but which config
+# key names an expert's width and which rule picks the MoE layers is the config class's code, not
+# something one build's module tree shows (a build at other sizes would be needed for each key).
 MOE_MODEL_TYPES = frozenset(
     {"mixtral", "gpt_oss", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "kimi_k2", "llama4_text",
      "qwen3_next", "kimi_linear", "jamba", "nemotron_h"}

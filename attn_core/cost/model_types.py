@@ -1,6 +1,7 @@
 """What a config's model_type implies before any size is read: the text config inside a multimodal
 wrapper, the transformers class defaults for keys a config.json leaves out (`CLASS_DEFAULTS`), the
-model types refused by name, and two reported features (quantization_config, attention sinks)."""
+model types refused by name (their build's mixers are not sized here: `attn_core.cost.type_facts`),
+and two reported features (quantization_config, attention sinks)."""
 
 from __future__ import annotations
 
@@ -8,31 +9,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from attn_core.cost.config_keys import ConfigError, first, read_bool
+from attn_core.cost.type_facts import TypeFacts
 
-# Whole models of state-space or other mixers whose layout is not read here: refused by name.
-UNSIZED_MODEL_TYPES = frozenset(
-    {"mamba", "mamba2", "falcon_mamba", "zamba", "zamba2", "falcon_h1", "granitemoehybrid", "lfm2",
-     "bamba", "rwkv", "recurrent_gemma", "xlstm", "nemotron_h_omni"}
-)  # fmt: skip
 # What transformers' configuration classes default to, for the keys read here (a config.json that
 # leaves a key out gets its class's default). Only for these model types; any other must say.
 CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
     "qwen3_next": {
-        "tie_word_embeddings": False,
         "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
         "linear_num_key_heads": 16, "linear_num_value_heads": 32, "full_attention_interval": 4,
         "head_dim": 256, "decoder_sparse_step": 1, "num_experts": 512, "num_experts_per_tok": 10,
         "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
     },
     "kimi_linear": {
-        "tie_word_embeddings": False,
         "linear_num_heads": 32, "linear_head_dim": 128, "linear_conv_kernel_dim": 4,
         "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
         "num_experts": 256, "num_experts_per_token": 8, "moe_intermediate_size": 1024,
         "num_shared_experts": 1, "first_k_dense_replace": 1,
     },
     "jamba": {
-        "tie_word_embeddings": False,
         "attn_layer_period": 8, "attn_layer_offset": 4, "expert_layer_period": 2, "expert_layer_offset": 1,
         "num_experts": 16, "num_experts_per_tok": 2, "mamba_d_state": 16, "mamba_d_conv": 4,
         "mamba_expand": 2, "mamba_dt_rank": "auto", "mamba_conv_bias": True, "mamba_proj_bias": False,
@@ -40,10 +34,9 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma4_text": {  # Gemma4TextConfig; its per-layer keys' defaults: attn_core.cost.layer_variants
         "vocab_size": 262_144, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 30,
         "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "sliding_window": 512,
-        "max_position_embeddings": 131_072, "tie_word_embeddings": True,
+        "max_position_embeddings": 131_072,
     },
     "nemotron_h": {
-        "tie_word_embeddings": False,
         "ssm_state_size": 128, "mamba_num_heads": 128, "mamba_head_dim": 64, "n_groups": 8,
         "conv_kernel": 4, "chunk_size": 128, "use_conv_bias": True, "use_bias": False, "head_dim": 128,
         "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1,
@@ -82,12 +75,14 @@ def with_class_defaults(config: Mapping[str, Any], model_type: str) -> Mapping[s
     return out
 
 
-def refuse_unsized_models(config: Mapping[str, Any], model_type: str) -> None:
-    """ConfigError for model types whose layer layout is not read here, naming the model_type."""
-    if model_type in UNSIZED_MODEL_TYPES:
+def refuse_unsized_models(model_type: str, facts: TypeFacts | None, mixer: object | None) -> None:
+    """ConfigError for a model_type whose build has linear-attention or state-space mixers
+    (`attn_core.cost.type_facts`) that the config's keys do not size as one the formulas read."""
+    if facts is not None and facts.state_mixers and mixer is None:
         raise ConfigError(
-            f"config key 'model_type' = {model_type!r}: its layer layout is not one this calculator "
-            "reads (it sizes Gated DeltaNet, KDA, Mamba and Mamba-2 layers beside attention layers)"
+            f"config key 'model_type' = {model_type!r}: its layer layout ({', '.join(facts.state_mixers)}) is "
+            "not one this calculator reads (it sizes Gated DeltaNet, KDA, Mamba and Mamba-2 layers beside "
+            "attention layers)"
         )
 
 

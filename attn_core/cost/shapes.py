@@ -17,6 +17,7 @@ from typing import Any
 
 from attn_core.cost.config_keys import ConfigError as ConfigError
 from attn_core.cost.config_keys import first, read_bool, read_int
+from attn_core.cost.derived_records import preset_record
 from attn_core.cost.experts import read_moe
 from attn_core.cost.layer_config import FFN_ONLY_KINDS, hybrid_pattern, layer_kinds, read_state_mixer
 from attn_core.cost.layer_variants import GEMMA4_TYPES, gemma4_layer_kinds, read_gemma4
@@ -31,44 +32,16 @@ from attn_core.cost.model_types import (
     unwrap_text_config,
     with_class_defaults,
 )
+from attn_core.cost.type_facts import TypeFacts, recorded_facts
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "assets" / "models"
 
-# The tables below are the formulas' explanation of what a model_type implies, not the last word:
-# every config the page or the CLI opens is held against transformers' own build of it
-# (attn_core/anatomy/check.py), which names any part they get wrong, and a model_type missing from
-# the MLP tables takes its MLP kind from that build.
-# Architectures whose feed-forward network is gated (SwiGLU/GeGLU: gate, up and down matrices).
-GATED_MODEL_TYPES = frozenset(
-    {"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text", "phi3", "olmo",
-     "olmo2", "granite", "llama4", "llama4_text", "mixtral", "gpt_oss", "qwen2_moe", "qwen3_moe",
-     "deepseek_v2", "deepseek_v3", "kimi_k2", "qwen3_next", "kimi_linear", "jamba", "qwen3_5", "qwen3_5_text",
-     "qwen3_5_moe", "qwen3_5_moe_text", "gemma4_text"}
-)  # fmt: skip
-# Architectures with a plain two-matrix MLP (up, activation, down).
-PLAIN_MODEL_TYPES = frozenset(
-    {"gpt2", "gpt_neox", "gptj", "opt", "falcon", "bloom", "phi", "gpt_bigcode", "starcoder2", "nemotron_h"}
-)
-# Architectures with learned absolute position embeddings (a max_context × d table of weights).
-LEARNED_POSITION_TYPES = frozenset({"gpt2", "gpt_bigcode", "opt", "bert"})
-# Architectures whose linear layers carry biases unless the config says otherwise.
-BIASED_MODEL_TYPES = frozenset({"gpt2", "gpt_bigcode", "gpt_neox", "opt", "bloom"})
-# Qwen2 / Qwen2.5 put biases on q, k and v only: not on o, not in the MLP (their configs do not say so).
-QKV_BIAS_MODEL_TYPES = frozenset({"qwen2", "qwen2_moe"})
-# QK-norm: a d_h-wide RMSNorm on every query and key head (2·d_h weights per layer).
-QK_NORM_MODEL_TYPES = frozenset(
-    {"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe",
-     "qwen3_5_moe_text", "gemma4_text"}
-)  # fmt: skip
-# Gated attention: the query map is twice as wide and its second half gates the output (Qwen3-Next).
-OUTPUT_GATE_MODEL_TYPES = frozenset(
-    {"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"}
-)
-# Gemma 2 and 3 norm before and after both attention and MLP: four norms per layer.
-FOUR_NORM_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text", "gemma4_text"})
+# What a model_type implies (its MLP's kind, biases, QK-norm, output gate, norms per layer, learned
+# positions) is read from transformers' build of it: recorded per type (attn_core/cost/type_facts.py),
+# or from the build of the config at hand where it runs (attn_core/anatomy/check.py).
 # Activations that, with no model_type at all, mean a gated MLP (LLaMA's SwiGLU convention). A
-# model_type not in the tables above is never read this way (VaultGemma's and BitNet's GELU / ReLU²
-# MLPs are gated): the formulas refuse it, and transformers' own build sizes it (attn_core/anatomy).
+# model_type is never read this way (VaultGemma's and BitNet's GELU / ReLU² MLPs are gated): one
+# without recorded facts is refused, and transformers' own build sizes it (attn_core/anatomy).
 GATED_ACTIVATIONS = frozenset({"silu", "swish", "swiglu", "geglu"})
 
 # Key aliases, first match wins (Hugging Face names first, then GPT-2's, then others').
@@ -101,8 +74,8 @@ def display_name(value: Any) -> str:
     return text if len(text) <= MAX_NAME_CHARS else text[: MAX_NAME_CHARS - 1] + "…"
 
 
-def _mlp_kind(config: Mapping[str, Any], model_type: str) -> MlpKind:
-    """Gated (3 matrices) or plain (2): the architecture decides; an unknown model_type is refused
+def _mlp_kind(config: Mapping[str, Any], model_type: str, facts: TypeFacts | None) -> MlpKind:
+    """Gated (3 matrices) or plain (2): the build decides; a model_type without facts is refused
     (never guessed from its activation); with no model_type at all, a SiLU activation means
     SwiGLU (the LLaMA convention) and anything else a plain MLP."""
     explicit = config.get("mlp_kind")  # Attention Lab extension, for architectures we don't know
@@ -110,17 +83,33 @@ def _mlp_kind(config: Mapping[str, Any], model_type: str) -> MlpKind:
         if explicit not in ("gated", "plain"):
             raise ConfigError(f"config key 'mlp_kind' must be 'gated' or 'plain', got {explicit!r}")
         return explicit
-    if model_type in GATED_MODEL_TYPES:
-        return "gated"
-    if model_type in PLAIN_MODEL_TYPES:
-        return "plain"
+    if facts is not None and facts.mlp in ("gated", "plain"):
+        return facts.mlp
     if model_type:
+        why = (
+            "transformers' build of it shows no MLP of 3 or 2 matrices"
+            if facts is not None
+            else "no build of it is recorded (assets/derived/model_types.json), so whether its MLP is gated "
+            "(3 matrices) or plain (2) is not known"
+        )
         raise ConfigError(
-            f"config key 'model_type' = {display_name(model_type)!r}: the formulas do not know whether its MLP is "
-            "gated (3 matrices) or plain (2), and the activation's name does not say; add 'mlp_kind'"
+            f"config key 'model_type' = {display_name(model_type)!r}: {why}, and the activation's name "
+            "does not say; add 'mlp_kind'"
         )
     _, act = first(config, ACT_KEYS)
     return "gated" if str(act).lower() in GATED_ACTIVATIONS else "plain"
+
+
+def _tie_default(facts: TypeFacts | None) -> bool:
+    """A config that leaves tie_word_embeddings out: its class's default (Hugging Face's base
+    default, tied, where the type is unknown)."""
+    return True if facts is None or facts.tie_word_embeddings is None else facts.tie_word_embeddings
+
+
+def _norms(facts: TypeFacts | None) -> int:
+    """Norms per decoder layer as built (Gemma 2/3: 4); two (before attention and before the MLP)
+    where the type is unknown or its norms sit inside the blocks."""
+    return facts.norms_per_layer if facts is not None and facts.norms_per_layer > 0 else 2
 
 
 ROTARY_FRACTION_KEYS = ("partial_rotary_factor", "rotary_pct")  # Qwen3-Next, Phi; GPT-NeoX
@@ -141,7 +130,9 @@ def _rotary_dim(config: Mapping[str, Any], head_dim: int) -> int | None:
     return None if value == 1 else int(head_dim * value)
 
 
-def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelShape:
+def from_hf_config(
+    config: Mapping[str, Any], name: str | None = None, facts: TypeFacts | None = None
+) -> ModelShape:
     """Build a ModelShape from a Hugging Face ``config.json`` dict.
 
     Accepts the common aliases (``num_hidden_layers``/``n_layer``, ``hidden_size``/``n_embd``,
@@ -149,18 +140,26 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
     model nested under ``text_config``. Defaults follow the Hugging Face classes: no
     ``num_key_value_heads`` → MHA; no ``head_dim`` → d / h; no ``intermediate_size`` → 4d; no
     ``tie_word_embeddings`` → tied. Experts, MLA, per-layer attention types and sinks come from
-    `attn_core.cost.model_types`, `layer_config`, `experts` and `mla`. Raises ConfigError naming the missing or malformed key.
+    `attn_core.cost.model_types`, `layer_config`, `experts` and `mla`. What the model_type implies
+    (MLP kind, biases, QK-norm, output gate, norms, positions, the tie default) comes from ``facts``,
+    transformers' build of this config where it ran, else from the facts recorded for the type
+    (`attn_core.cost.type_facts`). Raises ConfigError naming the missing or malformed key.
     """
     if not isinstance(config, Mapping):
         raise ConfigError(f"a config must be a JSON object, got {type(config).__name__}")
     config = unwrap_text_config(config)
     model_type = str(config.get("model_type") or "").lower()
-    refuse_unsized_models(config, model_type)
+    facts = facts or recorded_facts(model_type)
     config = with_class_defaults(config, model_type)
     pattern = hybrid_pattern(config)  # Nemotron-H: the pattern's length is the layer count
     n_layers = len(pattern) if pattern else read_int(config, LAYER_KEYS, "layer count")
     d_model = read_int(config, WIDTH_KEYS, "model width")
-    mixer = read_state_mixer(config, model_type, d_model)
+    try:
+        mixer = read_state_mixer(config, model_type, d_model)
+    except ConfigError:  # keys of a mixer the formulas do not size (Mamba-2 alone): name the type
+        refuse_unsized_models(model_type, facts, None)
+        raise
+    refuse_unsized_models(model_type, facts, mixer)
     n_heads = read_int(config, HEAD_KEYS, "attention-head count")
     n_kv_heads = read_int(config, KV_HEAD_KEYS, "KV-head count", default=n_heads)
     if config.get("multi_query") is True:  # GPT-BigCode / Falcon spell MQA as a flag
@@ -190,15 +189,15 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
         if model_type in GEMMA4_TYPES and config.get("use_bidirectional_attention") == "all":
             window = window // 2 + 1  # as Gemma4TextConfig sets it: an exclusive bound each side
     chunk = config.get("attention_chunk_size")
-    biased = model_type in BIASED_MODEL_TYPES
-    qkv_only = model_type in QKV_BIAS_MODEL_TYPES
+    biased = facts is not None and facts.attention_bias == "all"
+    qkv_only = facts is not None and facts.attention_bias == "qkv"
     layer_norm = (
         model_type != "nemotron_h"
         and "rms_norm_eps" not in config
         and ("layer_norm_epsilon" in config or "layer_norm_eps" in config)
     )
     moe = read_moe(config, model_type, kinds)  # an unknown MoE layout is named before the MLP kind
-    mlp_kind = _mlp_kind(config, model_type)
+    mlp_kind = _mlp_kind(config, model_type, facts)
     return ModelShape(
         name=display_name(name or config.get("_name_or_path") or model_type or "custom model"),
         n_layers=n_layers,
@@ -213,10 +212,10 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
             config, ("attention_bias", "bias", "use_bias", "add_qkv_bias"), biased or qkv_only
         ),
         output_bias=False if qkv_only else None,
-        mlp_bias=read_bool(config, ("mlp_bias", "bias", "use_bias"), biased),
+        mlp_bias=read_bool(config, ("mlp_bias", "bias", "use_bias"), facts is not None and facts.mlp_bias),
         norm_kind="layer" if layer_norm else "rms",
-        tie_embeddings=read_bool(config, ("tie_word_embeddings",), True),
-        learned_positions=model_type in LEARNED_POSITION_TYPES,
+        tie_embeddings=read_bool(config, ("tie_word_embeddings",), _tie_default(facts)),
+        learned_positions=facts is not None and facts.learned_positions,
         sliding_window=window if kinds is None or "sliding" in kinds.counts() else None,
         max_context=read_int(config, CONTEXT_KEYS, "context", default=0) or None,
         layer_types=kinds,
@@ -224,15 +223,15 @@ def from_hf_config(config: Mapping[str, Any], name: str | None = None) -> ModelS
         moe=moe,
         mla=mla,
         attention_sinks=read_sinks(config, model_type),
-        qk_norm=model_type in QK_NORM_MODEL_TYPES,
-        norms_per_layer=(1 if one_block else 4 if model_type in FOUR_NORM_MODEL_TYPES else 2)
+        qk_norm=facts is not None and facts.qk_norm,
+        norms_per_layer=(1 if one_block else _norms(facts))
         + (1 if variants.get("per_layer_embeddings") else 0),  # Gemma 4: a norm after the per-layer input
         quantization=read_quantization(config),
         nextn_layers_left_out=read_int(
             config, ("num_nextn_predict_layers",), "MTP layers", default=0, minimum=0
         ),
         state_mixer=mixer if kinds is not None and any(k in STATE_KINDS for k in kinds.counts()) else None,
-        attention_output_gate=model_type in OUTPUT_GATE_MODEL_TYPES
+        attention_output_gate=(facts is not None and facts.output_gate)
         or read_bool(config, ("attn_output_gate",), False),
         one_mixer_per_layer=one_block,
         rotary_dim=None if mla is not None else _rotary_dim(config, head_dim),
@@ -299,6 +298,14 @@ def load_preset_config(name: str) -> dict[str, Any]:
 
 @functools.cache
 def load_preset(name: str) -> ModelShape:
-    """A shipped preset by name (see ``list_presets()``), e.g. 'llama-2-7b'. Cached: shapes are frozen."""
-    shape = from_hf_config(load_preset_config(name), name=name)
+    """A shipped preset by name (see ``list_presets()``), e.g. 'llama-2-7b', read as its recorded
+    check read it (assets/derived/presets.json: the config as transformers completes it, the facts
+    its build shows), so a key the preset leaves out means what transformers means; the preset's
+    own file where no record matches it. Cached: shapes are frozen."""
+    raw = load_preset_config(name)
+    read = (preset_record(name, raw) or {}).get("formulas_read")
+    if read is not None:
+        shape = from_hf_config(read["config"], name=name, facts=TypeFacts.from_json(read["facts"]))
+    else:
+        shape = from_hf_config(raw, name=name)
     return dataclasses.replace(shape, source=f"assets/models/{name}.json")

@@ -32,9 +32,6 @@ def _config(layers: int, d: int, heads: int, kv_heads: int, d_ff: int) -> dict:
         "hidden_act": "silu",
         "vocab_size": 32000,
         "rms_norm_eps": 1e-5,
-        # written out, as save_pretrained does: a Llama's head is its own matrix (the class default),
-        # so the Cost page this config opens agrees with transformers' build of it
-        "tie_word_embeddings": False,
     }
 
 

@@ -69,6 +69,8 @@ Its modules, by job (each imports only those above it):
 - `probe`: the device's rates at those shapes, the clock, and `bound_ms` / `estimate_ms`.
 - `run`: the timed prefills and decode steps, the result and its JSON, `verify`, and
   `expected_seconds` (a generous guess shown before a check runs).
+- `examples`: tiny configs of each kind a check builds, shared by the tests and benchmarks.
+- `wire`: the child's pipe as JSON (the job and the result, dataclasses to and from dicts).
 - `child`: `start_check`, the one runner: a check in a child process capped at its planned peak
   and a wall-clock limit, stoppable, every failure one line (`CheckFailed`).
 """

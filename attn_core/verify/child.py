@@ -19,14 +19,14 @@ term) fails with MemoryError in the child instead of growing the server. RLIMIT_
 a GPU (the CUDA driver reserves far more address space than memory); there the planned peak is
 given to torch as the process's share of the device. RLIMIT_CPU backs up the wall clock.
 
-    python -m attn_core.verify.child   (stdin: a pickled `Job`; stdout: a pickled outcome)
+    python -m attn_core.verify.child   (stdin: a `Job` as JSON; stdout: the outcome as JSON, `wire`)
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
-import pickle
 import resource
 import signal
 import subprocess
@@ -51,12 +51,24 @@ class Job:
     parent's, so that what was planned is what runs)."""
 
     shape: ModelShape
-    request: object  # a VerifyRequest
+    request: object  # a VerifyRequest (`plan`, which imports torch)
     memory_bytes: int  # the address space allowed beyond what is mapped after the imports
     cpu_seconds: int
     probe_sizes: dict = field(default_factory=dict)
     config: dict | None = None  # the model's config.json: transformers builds it where it can
     hf_config: object = None  # transformers' config of the planned layers, for the warm-up
+
+    def to_json(self) -> bytes:
+        """The job for the child's stdin: its fields as JSON (`wire`), never a pickle."""
+        from attn_core.verify import wire
+
+        return wire.dumps({f.name: getattr(self, f.name) for f in dataclasses.fields(self)})
+
+    @classmethod
+    def from_json(cls, payload: bytes) -> Job:
+        from attn_core.verify import wire
+
+        return cls(**wire.loads(payload))
 
 
 def _limit_memory(job: Job, device: str) -> int:
@@ -116,11 +128,12 @@ def _warm_up(job: Job, device: str) -> None:
 
 
 def child_main() -> int:
-    """The child: read the job, cap itself, run, write ("ok", result) or ("refused"|"failed", line)."""
+    """The child: read the job, cap itself, run, write {"status": "ok", "result", "grown"} or
+    {"status": "refused" | "failed", "line"} (JSON, `wire`)."""
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything printed goes to stderr: stdout carries only the outcome
-    job: Job = pickle.load(sys.stdin.buffer)
-    from attn_core.verify import peak, plan, run
+    job = Job.from_json(sys.stdin.buffer.read())
+    from attn_core.verify import peak, plan, run, wire
 
     for name, sizes in job.probe_sizes.items():
         getattr(peak, name).update(sizes)
@@ -132,16 +145,16 @@ def child_main() -> int:
         base = _status_bytes("VmRSS")
         result = run.verify(job.shape, job.request, config=job.config)
         grown = _status_bytes("VmHWM") - base
-        outcome = ("ok", result, max(grown, 0))
+        outcome = {"status": "ok", "result": result, "grown": max(grown, 0)}
     except plan.VerifyError as exc:
-        outcome = ("refused", str(exc), 0)
+        outcome = {"status": "refused", "line": str(exc)}
     except MemoryError as exc:
-        outcome = ("failed", f"ran out of its memory limit ({_one_line(exc)})", 0)
+        outcome = {"status": "failed", "line": f"ran out of its memory limit ({_one_line(exc)})"}
     except Exception as exc:  # a torch allocation failure is a RuntimeError; any other, one line too
         memory = "alloc" in str(exc).lower() or "memory" in str(exc).lower()
         why = "ran out of its memory limit" if memory else "failed"
-        outcome = ("failed", f"{why} ({_one_line(exc)})", 0)
-    pickle.dump(outcome, out)
+        outcome = {"status": "failed", "line": f"{why} ({_one_line(exc)})"}
+    out.write(wire.dumps(outcome))
     out.close()
     return 0
 
@@ -163,7 +176,7 @@ class Check:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
         self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, args=(pickle.dumps(job),), daemon=True)
+        self._thread = threading.Thread(target=self._watch, args=(job.to_json(),), daemon=True)
         self._thread.start()
 
     @property
@@ -201,11 +214,13 @@ class Check:
                 f"; {tail[0][:200]}" if tail else ""
             )
         else:
-            status, value, grown = pickle.loads(out)
-            if status == "ok":
-                self.result, self.measured_peak_bytes = value, grown
+            from attn_core.verify import wire
+
+            outcome = wire.loads(out)
+            if outcome["status"] == "ok":
+                self.result, self.measured_peak_bytes = outcome["result"], outcome["grown"]
             else:
-                self.error, self.refused = value, status == "refused"
+                self.error, self.refused = outcome["line"], outcome["status"] == "refused"
 
     def _kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):

@@ -7,7 +7,7 @@ attention)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,6 +195,21 @@ def _layer_sets(shape: ModelShape, wanted: int) -> list[tuple[int, ...]]:
     return sets if sets and sets[-1] == minimal else [*sets, minimal]
 
 
+def _largest_fitting(
+    sets: list[tuple[int, ...]], fits: Callable[[tuple[int, ...]], bool]
+) -> tuple[int, ...] | None:
+    """The first (largest) of ``sets`` that ``fits``, None when none does. The sets are the first n
+    layers for n falling, then the first of each kind, so the peak falls along the list: a
+    bisection asks ``fits`` (a meta build each, ~0.3 s for a 7B layer) about log2(n) times, not n."""
+    if not fits(sets[-1]):
+        return None
+    lo, hi = 0, len(sets) - 1  # sets[hi] fits; the answer is the first index that does
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(sets[mid]) else (mid + 1, hi)
+    return sets[lo]
+
+
 def _firsts_note(shape: ModelShape, picked: tuple[int, ...], wanted: int) -> str:
     """Why the built layers are not the first ones, and which they are."""
     named = [f"{i} ({kind_name(shape.layer_kinds[i])})" for i in picked]
@@ -306,9 +321,9 @@ def plan_build(shape: ModelShape, request: VerifyRequest, config: Mapping[str, A
         )
     if hf is not None:  # the layer sets transformers builds as they are in the model
         sets = [p for p in sets if _keeps_kinds(hf, p)] or sets[-1:]
-    for picked in sets:
-        if need(picked, experts) <= request.memory_bytes:
-            break
+    fitting = _largest_fitting(sets, lambda picked: need(picked, experts) <= request.memory_bytes)
+    if fitting is not None:
+        picked = fitting
     else:
         picked = sets[-1]
         cut = cut_shape(shape, picked, experts)

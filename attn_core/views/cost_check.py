@@ -10,8 +10,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from attn_core.cost.config_keys import ConfigError
 from attn_core.cost.derived_records import NO_TYPE, buildable_type, preset_record, recorded_cache_bytes
-from attn_core.cost.shapes import load_preset_config
+from attn_core.cost.model_shape import ModelShape
+from attn_core.cost.shapes import MAX_CONFIG_BYTES, load_preset_config, parse_config_bytes, parse_config_text
 from attn_core.cost.units import format_bytes, format_count_short
 
 Table = dict[str, list]
@@ -98,3 +100,50 @@ def for_config(text: str, T: int, batch: int) -> CheckView:
     from attn_core.anatomy.check import check_config  # torch and transformers from here
 
     return _view(check_config(config).to_json(), T, batch, recorded=False)
+
+
+def config_of(preset: str | None, text: str | None) -> dict[str, Any] | None:
+    """The config.json the page sized, as a dict: a preset's, or the uploaded or pasted text's;
+    None when there is none or the text is not a JSON object (the check then builds the lab's
+    layers from the formulas' reading, and says why)."""
+    if preset is not None:
+        return load_preset_config(preset)
+    try:
+        config = json.loads(text) if text else None
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return config if isinstance(config, dict) else None
+
+
+def shape_of_config(raw: bytes | str) -> ModelShape:
+    """A pasted or uploaded config's shape as the formulas read it where transformers builds it
+    (the config as transformers completes it, so an absent key means what its class means, and
+    the facts its build shows); from the config alone where nothing is built. ConfigError when
+    the formulas do not read it (the check then shows the build's figures)."""
+    read = parse_config_bytes if isinstance(raw, bytes) else parse_config_text
+    try:
+        alone, error = read(raw), None
+    except ConfigError as exc:
+        alone, error = None, exc
+    too_big = isinstance(raw, bytes) and len(raw) > MAX_CONFIG_BYTES
+    try:
+        config = None if too_big else json.loads(config_text(raw))
+    except (json.JSONDecodeError, RecursionError):
+        config = None
+    if buildable_type(config) is None:  # not a config transformers could build: no torch imported
+        if error is not None:
+            raise error
+        return alone
+    from attn_core.anatomy.check import check_config  # torch and transformers from here
+
+    check = check_config(config)
+    if check.shape is not None:
+        return check.shape
+    if check.anatomy is None and alone is not None:  # transformers refuses it: the formulas alone
+        return alone
+    raise ConfigError(check.analytic_error or str(error))
+
+
+def config_text(raw: bytes | str) -> str:
+    """An uploaded or pasted config as text, for the check against transformers' build."""
+    return raw.decode("utf-8-sig", "replace") if isinstance(raw, bytes) else raw

@@ -40,16 +40,13 @@ from attn_core.views import calibrations as calibration_view
 from attn_core.views import costs_text as text_view
 from attn_core.views import costs_whole as whole_view
 from attn_core.views.calibrations import SERVER, SERVER_ID, Calibrations
+from attn_core.views.cost_check import config_text as config_text
+from attn_core.views.cost_check import shape_of_config as shape_of_config
 
 
 def all_presets() -> list[str]:
     """The presets the formulas read, then those only transformers' build sizes (assets/models/built/)."""
     return list_presets() + list_built_presets()
-
-
-def config_text(raw: bytes | str) -> str:
-    """An uploaded or pasted config as text, for the check against transformers' build."""
-    return raw.decode("utf-8-sig", "replace") if isinstance(raw, bytes) else raw
 
 
 def shape_of_preset(name: str) -> ModelShape | None:

@@ -17,6 +17,7 @@ from attn_core.oracle import IDENTITY_TOL, SE_MULTIPLE, SLOPE_TOL, Check
 from attn_core.theory import circuits, collapse, kernel_smoothing, rank
 from attn_core.theory.kernel_smoothing import check_bandwidth
 from attn_core.theory.scaling import check_d_k
+from attn_core.views.sections import SectionViews
 
 __all__ = [  # what the page reads (the page import rule: tests/pages/test_page_shape.py)
     "CIRCLE_QUERIES",
@@ -27,8 +28,13 @@ __all__ = [  # what the page reads (the page import rule: tests/pages/test_page_
     "MAX_STACKS",
     "MAX_WIDTH",
     "NW_POINTS",
+    "CircuitsView",
+    "CollapseView",
     "ExpressivityInputs",
+    "KernelView",
+    "RankView",
     "Section",
+    "SelectView",
     "validate",
     "view",
 ]
@@ -88,6 +94,9 @@ def validate(x: ExpressivityInputs) -> ExpressivityInputs:
     return x
 
 
+SECTIONS = SectionViews(Section, validate)  # each section's builder, registered below
+
+
 def _identity(name: str, diff: float) -> Check:
     return Check(name, diff <= IDENTITY_TOL, f"max |Δ| = {diff:.2g} (tolerance {IDENTITY_TOL:.0e})")
 
@@ -97,8 +106,10 @@ class KernelView:
     smoothing: kernel_smoothing.SmoothingResult
     equal_length: kernel_smoothing.EqualLengthCheck
     checks: list[Check]
+    inputs: ExpressivityInputs  # what it was computed from, validated
 
 
+@SECTIONS.builds(Section.KERNEL)
 def kernel_view(x: ExpressivityInputs) -> KernelView:
     sm = kernel_smoothing.smooth_sine(NW_POINTS, x.bandwidth, x.noise, NW_GRID, x.seed)
     eq = kernel_smoothing.equal_length_checks(x.bandwidth, x.seed)
@@ -109,15 +120,17 @@ def kernel_view(x: ExpressivityInputs) -> KernelView:
         Check("dropping the bias is a different smoother", sm.no_bias_error > IDENTITY_TOL,
               f"max |NW − plain attention| = {sm.no_bias_error:.3g}"),
     ]  # fmt: skip
-    return KernelView(sm, eq, checks)
+    return KernelView(sm, eq, checks, x)
 
 
 @dataclass(frozen=True)
 class RankView:
     study: rank.RankStudy
     checks: list[Check]
+    inputs: ExpressivityInputs  # what it was computed from, validated
 
 
+@SECTIONS.builds(Section.RANK)
 def rank_view(x: ExpressivityInputs) -> RankView:
     study = rank.rank_study(x.T, x.d_k, x.seed)
     r, b = study.ranks, study.bounds
@@ -131,7 +144,7 @@ def rank_view(x: ExpressivityInputs) -> RankView:
             + (" (d_k ≥ T: no low-rank bound to beat)" if x.d_k >= x.T else ""),
         ),
     ]
-    return RankView(study, checks)
+    return RankView(study, checks, x)
 
 
 @dataclass(frozen=True)
@@ -140,8 +153,10 @@ class SelectView:
     circle: rank.CircleHead
     counts: dict[str, list[int]]  # "d_k = 2" / "d_k = 1 (first coordinate)" -> queries won per key
     checks: list[Check]
+    inputs: ExpressivityInputs  # what it was computed from, validated
 
 
+@SECTIONS.builds(Section.SELECT)
 def select_view(x: ExpressivityInputs) -> SelectView:
     one = rank.one_dim_head(ONE_DIM_TRIALS, ONE_DIM_T, x.seed)
     circ = rank.circle_head(x.circle_keys, CIRCLE_QUERIES)
@@ -156,7 +171,7 @@ def select_view(x: ExpressivityInputs) -> SelectView:
         "d_k = 2": torch.bincount(circ.top_2d, minlength=n).tolist(),
         "d_k = 1 (first coordinate only)": torch.bincount(circ.top_1d, minlength=n).tolist(),
     }
-    return SelectView(one, circ, counts, checks)
+    return SelectView(one, circ, counts, checks, x)
 
 
 @dataclass(frozen=True)
@@ -165,8 +180,10 @@ class CollapseView:
     cubic: collapse.CubicRate
     uniform: collapse.UniformHeadSample
     checks: list[Check]
+    inputs: ExpressivityInputs  # what it was computed from, validated
 
 
+@SECTIONS.builds(Section.COLLAPSE)
 def collapse_view(x: ExpressivityInputs) -> CollapseView:
     curves = collapse.collapse_curves(32, x.width, x.layers, x.stacks, x.seed)
     cubic = collapse.cubic_rate(32, x.width, x.seed)
@@ -180,7 +197,7 @@ def collapse_view(x: ExpressivityInputs) -> CollapseView:
         Check("residuals slow the collapse", bool(curves.residual[-1] > curves.pure[-1]),
               f"after {x.layers} layers r = {float(curves.residual[-1]):.3g} with residuals vs {float(curves.pure[-1]):.2g}"),
     ]  # fmt: skip
-    return CollapseView(curves, cubic, uni, checks)
+    return CollapseView(curves, cubic, uni, checks, x)
 
 
 @dataclass(frozen=True)
@@ -190,8 +207,10 @@ class CircuitsView:
     heads: circuits.HeadsSum
     checks: list[Check]
     slip_checks: list[Check]  # multiplying W_Q and W_K by the same R
+    inputs: ExpressivityInputs  # what it was computed from, validated
 
 
+@SECTIONS.builds(Section.CIRCUITS)
 def circuits_view(x: ExpressivityInputs) -> CircuitsView:
     d_k = max(1, x.width // x.heads)
     orth = circuits.change_of_basis(8, x.width, d_k, orthogonal=True, seed=x.seed)
@@ -209,18 +228,9 @@ def circuits_view(x: ExpressivityInputs) -> CircuitsView:
         _identity("same R on both, orthogonal R (R Rᵀ = I)", orth.scores_slip),
         _identity("same R on both, general R", gen.scores_slip),
     ]
-    return CircuitsView(orth, gen, heads, checks, slip)
-
-
-_SECTIONS = {
-    Section.KERNEL: kernel_view,
-    Section.RANK: rank_view,
-    Section.SELECT: select_view,
-    Section.COLLAPSE: collapse_view,
-    Section.CIRCUITS: circuits_view,
-}
+    return CircuitsView(orth, gen, heads, checks, slip, x)
 
 
 def view(section: Section | str, inputs: ExpressivityInputs):
     """Everything one section of the expressivity page shows. ValueError on a bad input."""
-    return _SECTIONS[Section(section)](validate(inputs))
+    return SECTIONS.view(section, inputs)

@@ -19,6 +19,7 @@ from attn_core.oracle import IDENTITY_TOL, SE_MULTIPLE, Check
 from attn_core.slips.scaling import SLIPS
 from attn_core.theory import alignment, scaling, sinks
 from attn_core.theory.scaling import ScaleRule
+from attn_core.views.sections import SectionViews
 
 __all__ = [  # what the page reads (the page import rule: tests/pages/test_page_shape.py)
     "APPROX_GAP",
@@ -29,9 +30,14 @@ __all__ = [  # what the page reads (the page import rule: tests/pages/test_page_
     "SLIPS",
     "TABLE_PAIRS",
     "TWO_KEY_DRAWS",
+    "AlignmentView",
+    "EntropyView",
     "ScaleRule",
     "ScalingInputs",
     "Section",
+    "SinksView",
+    "TwoKeysView",
+    "VarianceView",
     "pairs",
     "validate",
     "variance_theory",
@@ -102,6 +108,9 @@ def validate(inputs: ScalingInputs) -> ScalingInputs:
     return inputs
 
 
+SECTIONS = SectionViews(Section, validate)  # each section's builder, registered below
+
+
 def _within(name: str, simulated: float, theory: float, se: float, unit: str = "") -> Check:
     """simulated vs closed form within SE_MULTIPLE standard errors of the simulation."""
     gap = abs(simulated - theory)
@@ -126,6 +135,7 @@ class VarianceView:
     slip: scaling.ScoreSample | None  # the slip's scores under the chosen rule
     slip_theory: tuple[float, float] | None  # the slip's own mean and variance
     slip_checks: list[Check]
+    inputs: ScalingInputs  # what it was computed from, validated
 
 
 def _variance_checks(sample: scaling.ScoreSample, theory: float) -> list[Check]:
@@ -150,6 +160,7 @@ def _variance_table(sigma_q: float, sigma_k: float, seed: int) -> list[dict]:
     return rows
 
 
+@SECTIONS.builds(Section.VARIANCE)
 def variance_view(x: ScalingInputs) -> VarianceView:
     args = (pairs(x.d_k), x.d_k, x.sigma_q, x.sigma_k, x.seed)
     q, k = scaling.sample_qk(*args)
@@ -173,7 +184,7 @@ def variance_view(x: ScalingInputs) -> VarianceView:
         {r: raw.scores * s for r, s in scales.items()},
         {r: scaling.variance_theory(x.d_k, x.sigma_q, x.sigma_k, s) for r, s in scales.items()},
         scaled, theory, _variance_checks(scaled, theory),
-        _variance_table(x.sigma_q, x.sigma_k, x.seed), slip, slip_theory, slip_checks,
+        _variance_table(x.sigma_q, x.sigma_k, x.seed), slip, slip_theory, slip_checks, x,
     )  # fmt: skip
 
 
@@ -189,6 +200,7 @@ class EntropyView:
     breaks_at: float | None  # first σ where |simulated − approximation| > APPROX_GAP
     table: list[dict]  # one row per scale rule: median top weight, entropy, e^H, share > 0.99, ‖J‖_F
     checks: list[Check]
+    inputs: ScalingInputs  # what it was computed from, validated
 
 
 def _row_table(x: ScalingInputs) -> tuple[list[dict], dict[ScaleRule, scaling.RowStats]]:
@@ -209,6 +221,7 @@ def _row_table(x: ScalingInputs) -> tuple[list[dict], dict[ScaleRule, scaling.Ro
     return rows, stats
 
 
+@SECTIONS.builds(Section.ENTROPY)
 def entropy_view(x: ScalingInputs) -> EntropyView:
     curve = scaling.entropy_curve(x.T, CURVE_SIGMAS, CURVE_ROWS, x.seed)
     gap = (curve.simulated - curve.approximation).abs() > APPROX_GAP
@@ -219,7 +232,7 @@ def entropy_view(x: ScalingInputs) -> EntropyView:
     detail = f"simulated median {sim:.4f} vs ln T − 1/2 = {approx:.4f} nats (tolerance {APPROX_GAP:g} nats)"
     checks = [Check("ln T − σ²/2 holds at σ = 1", abs(sim - approx) <= APPROX_GAP, detail)]
     return EntropyView(
-        x.T, scaling.entropy_approximation(1.0, x.T), curve.breakdown, curve, breaks_at, table, checks
+        x.T, scaling.entropy_approximation(1.0, x.T), curve.breakdown, curve, breaks_at, table, checks, x
     )
 
 
@@ -236,8 +249,10 @@ class TwoKeysView:
     at_d_k: dict[str, dict[str, float]]  # the user's d_k: rule -> exact, gaussian
     threshold: float  # ln 99
     checks: list[Check]
+    inputs: ScalingInputs  # what it was computed from, validated
 
 
+@SECTIONS.builds(Section.TWO_KEYS)
 def two_keys_view(x: ScalingInputs) -> TwoKeysView:
     widths = [d for d in TWO_KEY_WIDTHS if d <= THEORY.max_d_k]
     rules = {ScaleRule.NONE.value: lambda d: 1.0, ScaleRule.SQRT.value: lambda d: d**-0.5}
@@ -257,7 +272,7 @@ def two_keys_view(x: ScalingInputs) -> TwoKeysView:
     at = {n: {"exact": scaling.two_key_exact(x.d_k, a(x.d_k)), "gaussian": scaling.two_key_gaussian(x.d_k, a(x.d_k))} for n, a in rules.items()}  # fmt: skip
     detail = f"{2 * len(widths) - len(fails)} of {2 * len(widths)} widths within {SE_MULTIPLE:g} SE of the integral"
     checks = [Check("simulation agrees with the exact integral", not fails, detail + (f"; off at d_k = {fails}" if fails else ""))]  # fmt: skip
-    return TwoKeysView(widths, exact, gauss, sim, se, at, scaling.gap_threshold(), checks)
+    return TwoKeysView(widths, exact, gauss, sim, se, at, scaling.gap_threshold(), checks, x)
 
 
 # ------------------------------------------------------------------------------ alignment
@@ -271,8 +286,10 @@ class AlignmentView:
     init_entropy_simulated: dict[ScaleRule, float]  # median over ROWS rows
     max_entropy: float  # ln T
     checks: list[Check]
+    inputs: ScalingInputs  # what it was computed from, validated
 
 
+@SECTIONS.builds(Section.ALIGNMENT)
 def alignment_view(x: ScalingInputs) -> AlignmentView:
     rules = (ScaleRule.SQRT, ScaleRule.LINEAR)
     samples = alignment.aligned_samples(x.d_k, x.rho, rules, pairs(x.d_k), x.seed)
@@ -287,7 +304,7 @@ def alignment_view(x: ScalingInputs) -> AlignmentView:
         logits = scaling.query_logit_rows(ROWS, x.T, x.d_k, scaling.scale_of(r, x.d_k), 1.0, 1.0, x.seed)
         simulated[r] = scaling.row_stats(logits).median("entropy")
     return AlignmentView(
-        samples, alignment.alignment_curve(x.rho, widths), init, simulated, math.log(x.T), checks
+        samples, alignment.alignment_curve(x.rho, widths), init, simulated, math.log(x.T), checks, x
     )
 
 
@@ -310,6 +327,7 @@ class SinksView:
     caps: dict[str, list[float]]  # "T = …" -> the cap at each gain, for card 18's T and the user's
     eviction: sinks.EvictionResult
     checks: list[Check]
+    inputs: ScalingInputs  # what it was computed from, validated
 
 
 def _softmax_round_trips(x: ScalingInputs, a: float, g_target: float) -> list[Check]:
@@ -327,6 +345,7 @@ def _softmax_round_trips(x: ScalingInputs, a: float, g_target: float) -> list[Ch
     ]  # fmt: skip
 
 
+@SECTIONS.builds(Section.SINKS)
 def sinks_view(x: ScalingInputs) -> SinksView:
     a = sinks.sink_advantage(x.target_weight, x.T)
     g_target = sinks.qk_norm_gain(x.target_weight, x.T)
@@ -343,19 +362,10 @@ def sinks_view(x: ScalingInputs) -> SinksView:
     return SinksView(
         x.T, a, sinks.sink_weight(x.advantage, x.T), sinks.qk_norm_cap(x.gain, x.T), g_target,
         sinks.kernel_bandwidth(x.gain), usual, sinks.qk_norm_cap(usual, x.T), sinks.kernel_bandwidth(usual),
-        table, gains, caps, eviction, _softmax_round_trips(x, a, g_target),
+        table, gains, caps, eviction, _softmax_round_trips(x, a, g_target), x,
     )  # fmt: skip
-
-
-_SECTIONS = {
-    Section.VARIANCE: variance_view,
-    Section.ENTROPY: entropy_view,
-    Section.TWO_KEYS: two_keys_view,
-    Section.ALIGNMENT: alignment_view,
-    Section.SINKS: sinks_view,
-}
 
 
 def view(section: Section | str, inputs: ScalingInputs):
     """Everything one section of the Scaling page shows. ValueError on a bad input."""
-    return _SECTIONS[Section(section)](validate(inputs))
+    return SECTIONS.view(section, inputs)

@@ -31,10 +31,9 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_N
 from attn_core.anatomy.build import BuildRefused, completed_config  # noqa: E402
 from attn_core.anatomy.check import check_config  # noqa: E402
 from attn_core.anatomy.derive import derive  # noqa: E402
-from attn_core.cost.config_keys import ConfigError  # noqa: E402
 from attn_core.cost.derived_records import RECORDS_FILE, config_key, preset_record  # noqa: E402
 from attn_core.cost.params import model_params  # noqa: E402
-from attn_core.cost.shapes import from_hf_config, list_built_presets, list_presets, load_preset_config  # noqa: E402
+from attn_core.cost.shapes import list_built_presets, list_presets, load_preset_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 # The families the issue's survey found misread or refused: always in the sweep.
@@ -80,15 +79,10 @@ def test_parameters_equal_transformers_build_and_the_formula_agrees_or_is_flagge
     assert sum(anatomy.params_by_part.values()) == oracle  # every parameter in exactly one part
     assert anatomy.params_active <= anatomy.params_total
     check = check_config(config)
-    try:
-        shape = from_hf_config(completed_config(config))
-    except ConfigError as exc:
-        if check.shape is None:
-            assert check.analytic_error, "the formulas refuse it, and the check must say so"
-            return
-        # only the MLP kind was missing from the formulas' table: the build said it, and said so
-        assert "'mlp_kind'" in str(exc) and check.mlp_kind_from_build
-        shape = check.shape
+    if check.shape is None:
+        assert check.analytic_error, "the formulas refuse it, and the check must say so"
+        return
+    shape = check.shape  # the completed config, read with the build's facts
     analytic = model_params(shape).total
     if analytic in (oracle, oracle + anatomy.checkpoint_buffers):
         assert not [d for d in check.differences if d.what.startswith("parameters")]

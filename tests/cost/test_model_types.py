@@ -13,13 +13,13 @@ import transformers
 from attn_core.cost.config_keys import ConfigError
 from attn_core.cost.model_types import (
     CLASS_DEFAULTS,
-    UNSIZED_MODEL_TYPES,
     read_quantization,
     read_sinks,
     refuse_unsized_models,
     unwrap_text_config,
     with_class_defaults,
 )
+from attn_core.cost.type_facts import TypeFacts
 
 CLASSES = {
     "qwen3_next": transformers.Qwen3NextConfig,
@@ -74,14 +74,13 @@ def test_a_multimodal_wrapper_gives_its_text_config_with_the_top_level_quantizat
     assert unwrap_text_config(top_level) is top_level
 
 
-@pytest.mark.parametrize("model_type", sorted(UNSIZED_MODEL_TYPES))
-def test_unsized_model_types_are_refused_by_name(model_type):
-    with pytest.raises(ConfigError, match=model_type):
-        refuse_unsized_models({}, model_type)
-
-
-def test_sized_model_types_pass():
-    refuse_unsized_models({}, "llama")  # no exception: the calculator reads it
+def test_a_build_with_mixers_the_keys_do_not_size_is_refused_by_name():
+    facts = TypeFacts(mlp="gated", attention_bias="none", mlp_bias=False, qk_norm=False, output_gate=False,
+                      norms_per_layer=2, moe=False, learned_positions=False, state_mixers=("FalconH1Mixer",))  # fmt: skip
+    with pytest.raises(ConfigError, match=r"falcon_h1.*FalconH1Mixer"):
+        refuse_unsized_models("falcon_h1", facts, None)
+    refuse_unsized_models("falcon_h1", facts, object())  # a mixer the keys size: read
+    refuse_unsized_models("llama", None, None)  # no mixers recorded: read
 
 
 def test_quantization_is_reported_in_a_phrase_and_sinks_read():

@@ -85,24 +85,7 @@ def test_a_page_uses_the_scaffold(path):
 
 # --------------------------------------------------------- the hello shape: sections of one argument
 
-# The pages converted to the shape below. costs.py joins this list when its owner finishes
-# converting it (then it is simply PAGE_FILES).
-HELLO_PAGES = [
-    ROOT / "pages" / name
-    for name in (
-        "home.py",
-        "playground.py",
-        "masks.py",
-        "gradients.py",
-        "online_softmax.py",
-        "scaling.py",
-        "one_head.py",
-        "trained_heads.py",
-        "practice.py",
-        "kernels.py",
-        "hf_heads.py",
-    )
-]
+HELLO_PAGES = PAGE_FILES  # every page has the shape below
 MAX_FUNCTION_LINES = 60
 
 

@@ -20,24 +20,19 @@ from attn_core import verify
 from attn_core.cost.shapes import from_hf_config, load_preset
 from attn_core.verify import cli as verify_cli
 from attn_core.verify.child import CheckFailed, start_check
+from attn_core.verify.examples import HYBRID, LLAMA, MANY_HEADS, MIXTRAL, NEMOTRON, SMALL_PROBE
 from attn_core.verify.peak import FLOOR_BYTES
 
-LLAMA = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-         "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 100}  # fmt: skip
-MIXTRAL = {"model_type": "mixtral", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-           "num_key_value_heads": 2, "intermediate_size": 8, "num_local_experts": 200_000,
-           "num_experts_per_tok": 2, "vocab_size": 100}  # fmt: skip
-NEMOTRON = {"model_type": "nemotron_h", "hidden_size": 128, "hybrid_override_pattern": "M-M*-",
-            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
-            "mamba_num_heads": 16, "mamba_head_dim": 32, "n_groups": 2, "ssm_state_size": 64,
-            "conv_kernel": 4, "chunk_size": 16, "vocab_size": 100}  # fmt: skip
-HYBRID = {"model_type": "qwen3_next", "num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
-          "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96, "moe_intermediate_size": 32,
-          "num_experts": 8, "num_experts_per_tok": 2, "shared_expert_intermediate_size": 48,
-          "linear_num_key_heads": 4, "linear_num_value_heads": 8, "linear_key_head_dim": 32,
-          "linear_value_head_dim": 32, "linear_conv_kernel_dim": 4, "full_attention_interval": 4,
-          "vocab_size": 100}  # fmt: skip
-SMALL_PROBE = {"PEAK_N": 128, "COLD_BYTES": 1 << 20, "STREAM_BYTES": 8 << 20}
+# Wider than the examples' hybrids, so that the run's own terms (the scan's chunk states, the
+# delta rule's) dominate the planned peak the child's measured peak is held against.
+NEMOTRON_WIDE = NEMOTRON | {
+    "hidden_size": 128,
+    "mamba_num_heads": 16,
+    "mamba_head_dim": 32,
+    "ssm_state_size": 64,
+}
+HYBRID_WIDE = HYBRID | {"linear_num_key_heads": 4, "linear_num_value_heads": 8, "linear_key_head_dim": 32,
+                        "linear_value_head_dim": 32}  # fmt: skip
 
 
 @pytest.fixture
@@ -62,8 +57,8 @@ def _request(**kw) -> verify.VerifyRequest:
     [
         (LLAMA, {"intermediate_size": 40_000}, 128, 2),  # the MLP's B·T·4·d_ff dominates
         (MIXTRAL, {"num_local_experts": 600}, 64, 2),  # capped at MAX_EXPERTS: module objects count
-        (NEMOTRON, {}, 128, 2),  # the SSD scan's fp32 chunk states
-        (HYBRID, {}, 128, 2),  # Gated DeltaNet's chunked delta rule
+        (NEMOTRON_WIDE, {}, 128, 2),  # the SSD scan's fp32 chunk states
+        (HYBRID_WIDE, {}, 128, 2),  # Gated DeltaNet's chunked delta rule
     ],
     ids=["wide-mlp", "many-experts", "mamba2-scan", "gated-deltanet"],
 )
@@ -101,9 +96,9 @@ def test_many_tiny_experts_are_cut_to_the_cap_with_their_module_cost():
 
 def test_tiny_scan_chunks_are_refused_by_name():
     with pytest.raises(verify.VerifyError, match="chunk_size 1 is below the 16"):
-        verify.plan_build(_shape(NEMOTRON, chunk_size=1), _request())
+        verify.plan_build(_shape(NEMOTRON_WIDE, chunk_size=1), _request())
     # at the smallest chunk allowed, the c + 1 chunk states (P × N per head, fp32) are planned
-    plan = verify.plan_build(_shape(NEMOTRON), _request(seq_len=512, batch=4))
+    plan = verify.plan_build(_shape(NEMOTRON_WIDE), _request(seq_len=512, batch=4))
     m = plan.shape.state_mixer
     assert plan.peak.activations >= 4 * 4 * m.n_heads * (512 // 16 + 1) * m.head_dim * m.d_state * 4
 
@@ -113,10 +108,8 @@ def test_many_heads_is_refused_by_its_expected_time():
     before it runs and is over the page's limit."""
     from lab_ui import cost_verify
 
-    heads = LLAMA | {"num_hidden_layers": 64, "hidden_size": 2048, "num_attention_heads": 1024,
-                     "num_key_value_heads": 8, "intermediate_size": 64}  # fmt: skip
     request = _request(seq_len=512, batch=4, memory_bytes=2**30)
-    plan = verify.plan_build(_shape(heads), request)
+    plan = verify.plan_build(_shape(MANY_HEADS), request)
     assert verify.expected_seconds(plan, request, "cpu") > cost_verify.LIMIT_S
 
 
@@ -186,17 +179,18 @@ def test_presets_plan_within_the_default_cap():
 def _cost_panel():
     """The Cost page's check panel under a model whose check runs for a while (the default probe)."""
     from attn_core.cost.shapes import from_hf_config
+    from attn_core.verify.examples import LLAMA
     from lab_ui import cost_verify
 
-    wide = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-            "num_key_value_heads": 2, "intermediate_size": 20_000, "vocab_size": 100}  # fmt: skip
-    cost_verify.check_on_this_machine(from_hf_config(wide, name="wide"))
+    cost_verify.check_on_this_machine(from_hf_config(LLAMA | {"intermediate_size": 20_000}, name="wide"))
 
 
 def test_the_page_shows_the_plan_first_and_stop_gives_one_line():
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_function(_cost_panel, default_timeout=60).run()
+    from tests.verify.test_verify import open_check
+
+    at = open_check(AppTest.from_function(_cost_panel, default_timeout=60).run())
     assert any(c.value.startswith("Planned peak ") and "stopped at 120 s" in c.value for c in at.caption)
     at.button(key="co_vf_run").click().run()
     assert at.info and at.info[0].value.startswith("Running:")

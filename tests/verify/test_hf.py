@@ -22,8 +22,8 @@ from attn_core import verify
 from attn_core.cost.shapes import from_hf_config
 from attn_core.verify import cli as verify_cli
 from attn_core.verify.child import start_check
+from attn_core.verify.examples import HYBRID, LLAMA, NEMOTRON, SMALL_PROBE
 from attn_core.verify.hf import cut_config, cut_config_dict, hf_build
-from tests.verify.test_bounds import HYBRID, LLAMA, NEMOTRON, SMALL_PROBE
 
 T, M = 24, 3
 # Gemma 4, tiny: 6 layers (sliding, sliding, global) × 2, global heads twice as wide (its

@@ -19,7 +19,8 @@ from attn_core.verify.model_read import _cache_bytes
 d, F, h, kv, V, T, M = 64, 96, 4, 2, 128, 9, 3
 LFM2 = dict(model_type="lfm2", hidden_size=d, intermediate_size=F, block_auto_adjust_ff_dim=False,
             num_hidden_layers=3, num_attention_heads=h, num_key_value_heads=kv, vocab_size=V,
-            full_attn_idxs=[1], tie_word_embeddings=False)  # fmt: skip
+            full_attn_idxs=[1], layer_types=["conv", "full_attention", "conv"],
+            tie_word_embeddings=False)  # fmt: skip  # both keys, as the shipped preset has them
 
 
 def test_lfm2_is_verified_with_counts_from_the_model(tmp_path, capsys):

@@ -61,3 +61,20 @@ def test_a_cut_keeps_the_picked_layers_kinds_and_experts():
     with torch.device("meta"):
         layers = transformers.MixtralForCausalLM(config).model.layers
     assert layer_params(small) == sum(p.numel() for p in layers.parameters())  # routers of 3 experts too
+
+
+def test_the_largest_fitting_layer_set_by_bisection_equals_a_linear_scan():
+    """Oracle: a scan of every set, largest first; the bisection asks about log2(n) sets."""
+    from attn_core.verify.plan import _largest_fitting
+
+    sets = [tuple(range(n)) for n in range(32, 0, -1)]
+    for cap in range(0, 34):
+        asked = []
+
+        def fits(picked, cap=cap, asked=asked):
+            asked.append(picked)
+            return len(picked) <= cap
+
+        expected = next((p for p in sets if len(p) <= cap), None)
+        assert _largest_fitting(sets, fits) == expected
+        assert len(asked) <= 7  # 1 + ceil(log2(32))

@@ -28,9 +28,9 @@ from attn_core import verify
 from attn_core.cost.serving import experts_touched_expected
 from attn_core.cost.shapes import from_hf_config, load_preset
 from attn_core.verify import cli as verify_cli
+from attn_core.verify.examples import HYBRID, LLAMA, NEMOTRON, SMALL_PROBE
 
-DENSE = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-         "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 100}  # fmt: skip
+DENSE = LLAMA
 MOE = {"model_type": "qwen2_moe", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
        "num_key_value_heads": 2, "intermediate_size": 96, "moe_intermediate_size": 32, "num_experts": 8,
        "num_experts_per_tok": 2, "shared_expert_intermediate_size": 48, "vocab_size": 100}  # fmt: skip
@@ -42,18 +42,6 @@ CHUNKED = {"model_type": "llama4_text", "num_hidden_layers": 2, "hidden_size": 6
            "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 32, "intermediate_size_mlp": 96,
            "attention_chunk_size": 6, "no_rope_layers": [1, 0], "num_local_experts": 4,
            "num_experts_per_tok": 1, "interleave_moe_layer_step": 2, "vocab_size": 100}  # fmt: skip
-# Qwen3-Next in small: Gated DeltaNet in 3 of 4 layers, gated attention with partial rotary, MoE.
-HYBRID = {"model_type": "qwen3_next", "num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
-          "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96, "moe_intermediate_size": 32,
-          "num_experts": 8, "num_experts_per_tok": 2, "shared_expert_intermediate_size": 48,
-          "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8,
-          "linear_value_head_dim": 16, "linear_conv_kernel_dim": 4, "full_attention_interval": 4,
-          "partial_rotary_factor": 0.25, "vocab_size": 100}  # fmt: skip
-# Nemotron-H in small: one block per layer, Mamba-2 ('M'), MLP ('-') and attention ('*'); chunks of 16.
-NEMOTRON = {"model_type": "nemotron_h", "hidden_size": 64, "hybrid_override_pattern": "M-M*-",
-            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
-            "mamba_num_heads": 4, "mamba_head_dim": 16, "n_groups": 2, "ssm_state_size": 16,
-            "conv_kernel": 4, "chunk_size": 16, "vocab_size": 100}  # fmt: skip
 CONFIGS = {"dense": DENSE, "moe": MOE, "sliding": SLIDING, "chunked": CHUNKED, "hybrid": HYBRID,
            "nemotron": NEMOTRON}  # fmt: skip
 T, M, B = 16, 3, 2
@@ -62,9 +50,8 @@ T, M, B = 16, 3, 2
 @pytest.fixture(autouse=True)
 def small_probe(monkeypatch):
     """Probe sizes for tiny layers: the probe's logic is the same, its arrays small."""
-    monkeypatch.setitem(verify.PEAK_N, "cpu", 128)
-    monkeypatch.setitem(verify.COLD_BYTES, "cpu", 1 << 20)
-    monkeypatch.setitem(verify.STREAM_BYTES, "cpu", 8 << 20)
+    for name, size in SMALL_PROBE.items():
+        monkeypatch.setitem(getattr(verify, name), "cpu", size)
 
 
 def _shape(name: str):
@@ -429,13 +416,19 @@ def test_cli_constants_mirror_the_engine():
 
 
 def _cost_page_stub():
-    """What the Cost page adds: one line under a sized model (here a tiny one)."""
+    """What the Cost page adds: one line under a sized model (here a tiny one, given as a shape
+    alone: the lab's layers are built)."""
     from attn_core.cost.shapes import from_hf_config
+    from attn_core.verify.examples import LLAMA
     from lab_ui import cost_verify
 
-    tiny = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-            "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 100}  # fmt: skip
-    cost_verify.check_on_this_machine(from_hf_config(tiny, name="tiny"))
+    cost_verify.check_on_this_machine(from_hf_config(LLAMA, name="tiny"))
+
+
+def open_check(at):
+    """Open the check's expander of a page that has run once (its panel is drawn only while open)."""
+    at.session_state["co_vf_open"] = True
+    return at.run()
 
 
 def wait_for_check(at, seconds: float = 120):
@@ -453,6 +446,8 @@ def test_cost_page_button_runs_a_check_and_shows_the_table():
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_function(_cost_page_stub, default_timeout=120).run()
+    assert not at.exception and not at.selectbox  # closed: nothing drawn, nothing planned
+    open_check(at)
     assert not at.exception and not at.dataframe  # nothing runs before the button
     at.selectbox(key="co_vf_T").set_value(64)
     assert "Planned peak" in at.caption[1].value and "expected to take up to" in at.caption[1].value

@@ -28,7 +28,8 @@ from attn_core.cost.layer_config import ATTENTION_KINDS
 from attn_core.cost.params import attention_params, expert_params
 from attn_core.cost.serving import kv_cache_bytes, state_bytes
 from attn_core.cost.shapes import from_hf_config, load_preset
-from tests.verify.test_verify import HYBRID, NEMOTRON, delta_rule_flops_by_hand, ssd_flops_by_hand
+from attn_core.verify.examples import HYBRID, NEMOTRON
+from tests.verify.test_verify import delta_rule_flops_by_hand, ssd_flops_by_hand
 
 qwen3_next = pytest.importorskip(
     "transformers.models.qwen3_next.modeling_qwen3_next", reason="transformers without Qwen3-Next"
@@ -321,8 +322,8 @@ def test_a_bad_rotary_fraction_is_named(bad):
 def _hybrid_page_stub():
     """The Cost page's check under a tiny Qwen3-Next."""
     from attn_core.cost.shapes import from_hf_config
+    from attn_core.verify.examples import HYBRID
     from lab_ui import cost_verify
-    from tests.verify.test_verify import HYBRID
 
     cost_verify.check_on_this_machine(from_hf_config(HYBRID, name="tiny-next"))
 
@@ -330,9 +331,9 @@ def _hybrid_page_stub():
 def test_cost_page_button_checks_a_hybrid():
     from streamlit.testing.v1 import AppTest
 
-    from tests.verify.test_verify import wait_for_check
+    from tests.verify.test_verify import open_check, wait_for_check
 
-    at = AppTest.from_function(_hybrid_page_stub, default_timeout=120).run()
+    at = open_check(AppTest.from_function(_hybrid_page_stub, default_timeout=120).run())
     at.selectbox(key="co_vf_T").set_value(64)
     wait_for_check(at.button(key="co_vf_run").click().run())
     assert not at.exception and not at.error

@@ -15,6 +15,7 @@ from attn_core.theory.scaling import ScaleRule
 from attn_core.views import one_head, scaling
 from attn_core.views.one_head import ExpressivityInputs
 from attn_core.views.scaling import ScalingInputs
+from attn_core.views.sections import SectionViews
 
 
 def test_sinks_section_prints_card_18s_numbers():
@@ -85,3 +86,30 @@ def test_collapse_section_uniform_head_is_card_17s():
 def test_a_width_the_heads_do_not_divide_is_refused():
     with pytest.raises(ValueError, match="multiple of h = 3"):
         one_head.validate(ExpressivityInputs(width=64, heads=3))
+
+
+# ------------------------------------------- both views are built one section per call (views/sections.py)
+
+
+@pytest.mark.parametrize("module", [scaling, one_head], ids=["scaling", "one_head"])
+def test_every_section_has_its_builder_and_a_view_carries_its_inputs(module):
+    assert module.SECTIONS.missing() == []
+    assert set(module.SECTIONS.builders) == set(module.Section)
+    first = next(iter(module.Section))
+    x = module.ScalingInputs(T=64, d_k=8) if module is scaling else module.ExpressivityInputs(T=16, d_k=4)
+    by_label, by_member = module.view(first.value, x), module.view(first, x)  # an old link's label
+    assert type(by_label) is type(by_member) and by_label.inputs == by_member.inputs == x
+
+
+def test_a_section_gets_one_builder_and_a_bad_input_is_refused_before_it_runs():
+    calls = []
+    views = SectionViews(one_head.Section, one_head.validate)
+    views.builds(one_head.Section.RANK)(calls.append)
+    assert views.missing() == [s for s in one_head.Section if s is not one_head.Section.RANK]
+    with pytest.raises(ValueError, match="already has a builder"):
+        views.builds(one_head.Section.RANK)(print)
+    with pytest.raises(ValueError, match="multiple of h = 3"):
+        views.view(one_head.Section.RANK, ExpressivityInputs(width=64, heads=3))
+    assert calls == []
+    views.view("Rank of S, P, log P", ExpressivityInputs())
+    assert calls == [ExpressivityInputs()]
