@@ -12,9 +12,12 @@ from typing import Any
 from attn_core.anatomy.build import BuildRefused, completed_config
 from attn_core.anatomy.derive import Anatomy, derive
 from attn_core.cost.config_keys import ConfigError
+from attn_core.cost.flops import prefill_flops
+from attn_core.cost.inputs import Precision
 from attn_core.cost.model_shape import ModelShape
 from attn_core.cost.model_types import unwrap_text_config
 from attn_core.cost.params import model_params
+from attn_core.cost.phases import decode_count, expert_flops
 from attn_core.cost.serving import kv_cache_bytes_per_token, state_bytes_per_sequence
 from attn_core.cost.shapes import from_hf_config
 from attn_core.cost.type_facts import TypeFacts, recorded_facts
@@ -41,7 +44,7 @@ class Difference:
     what: str  # "parameters: attention", "cache per token", …
     analytic: int
     derived: int
-    unit: str  # "parameters" or "bytes"
+    unit: str  # "parameters", "bytes" or "FLOPs"
 
     @property
     def text(self) -> str:
@@ -86,8 +89,13 @@ class Check:
             unread.append(f"  it keeps no cache ({a.cache_absent})")
         elif a.cache_read_by and a.cache_read_by != "the meta forward":
             unread.append(f"  its cache is read from {a.cache_read_by}")
+        if a.flops_unread:
+            unread.append(f"  its FLOPs are not counted ({a.flops_unread})")
+        elif a.flops is not None and a.flops.decode_unread:
+            unread.append(f"  its decode step's FLOPs are not counted ({a.flops.decode_unread})")
         if not self.differences:
             what = "parameters" if a.cache_unread else "parameters, cache per token and fixed state"
+            what += "" if a.flops is None else f", FLOPs (prefill of {a.flops.prompt} tokens, a decode step)"
             return [head + f": {what} agree to the unit", *unread]
         return [head + ": THE FORMULA DIFFERS", *("  " + d.text for d in self.differences), *unread]
 
@@ -111,7 +119,7 @@ def differences(shape: ModelShape, anatomy: Anatomy) -> tuple[Difference, ...]:
     out = []
     buffers = anatomy.checkpoint_buffers
     if buffers and p.total == anatomy.params_total + buffers:  # the formula counts what a checkpoint holds
-        return _cache_differences(shape, anatomy)
+        return (*_cache_differences(shape, anatomy), *flop_differences(shape, anatomy))
     if p.total != anatomy.params_total:
         out.append(Difference("parameters, total", p.total, anatomy.params_total, "parameters"))
         for name, fields in PART_MAP.items():
@@ -125,7 +133,7 @@ def differences(shape: ModelShape, anatomy: Anatomy) -> tuple[Difference, ...]:
             )
     if p.active != anatomy.params_active and not any(d.what.startswith("parameters, routed") for d in out):
         out.append(Difference("parameters, active per token", p.active, anatomy.params_active, "parameters"))
-    return (*out, *_cache_differences(shape, anatomy))
+    return (*out, *_cache_differences(shape, anatomy), *flop_differences(shape, anatomy))
 
 
 def _cache_differences(shape: ModelShape, anatomy: Anatomy) -> tuple[Difference, ...]:
@@ -139,6 +147,61 @@ def _cache_differences(shape: ModelShape, anatomy: Anatomy) -> tuple[Difference,
     state = state_bytes_per_sequence(shape, 2, 2)
     if state != fixed_at_2:
         out.append(Difference("fixed state per sequence (bf16)", state, fixed_at_2, "bytes"))
+    return tuple(out)
+
+
+# the formulas' FLOPs terms → the parts counted from the model (`anatomy.flops.FLOP_PARTS`)
+FLOP_PART_MAP = {
+    "attention projections": ("attention projections",),
+    "attention core (every query against every key)": ("attention core",),
+    "linear mixer maps": ("mixer projections",),
+    "linear mixer core": ("mixer core",),
+    "mlp, shared experts, router": ("mlp", "shared experts", "router"),
+    "routed experts (k of E)": ("routed experts",),
+    "head": ("head",),
+    "other (no term of the formulas)": ("other",),
+}
+DECODE_TERMS = {  # a decode step as `cost.phases` counts it: F_w, F_a, F_c
+    "products over the weights": ("attention projections", "mixer projections", "mlp", "shared experts",
+                                  "router", "routed experts", "head", "other"),
+    "attention": ("attention core",),
+    "linear mixer core": ("mixer core",),
+}  # fmt: skip
+
+
+def _formula_prefill(shape: ModelShape, T: int) -> dict[str, int]:
+    """The formulas' FLOPs of a prefill of T tokens, batch 1, by FLOP_PART_MAP's terms; every pair
+    (not causal), as the counter counts the rectangle SDPA is handed."""
+    f = prefill_flops(shape, T, 1, causal=False)
+    routed = int(expert_flops(shape, T))
+    return dict(zip(FLOP_PART_MAP, (f.projections, f.attention, f.state_projections, f.state_core,
+                                     f.mlp - routed, routed, f.lm_head, 0), strict=True))  # fmt: skip
+
+
+def flop_differences(shape: ModelShape, anatomy: Anatomy) -> tuple[Difference, ...]:
+    """The formulas' FLOPs beside the ones counted from the model (`anatomy.flops`): the prefill
+    by part, then the decode step by `cost.phases`'s terms; each that differs, with both figures."""
+    mf = anatomy.flops
+    if mf is None:
+        return ()
+    out = []
+    counted = mf.total("prefill")
+    for name, ours in _formula_prefill(shape, mf.prompt).items():
+        theirs = sum(counted.get(p, 0) for p in FLOP_PART_MAP[name])
+        if int(ours) != theirs:
+            out.append(
+                Difference(f"FLOPs, prefill of {mf.prompt} tokens: {name}", int(ours), theirs, "FLOPs")
+            )
+    if mf.decode is None:
+        return tuple(out)
+    d = decode_count(shape, mf.context, 1, Precision("bf16"))
+    counted = mf.total("decode")
+    for (name, parts), ours in zip(DECODE_TERMS.items(), (d.product_flops, d.attention_flops, d.core_flops),
+                                   strict=True):  # fmt: skip
+        theirs = sum(counted.get(p, 0) for p in parts)
+        if int(ours) != theirs:
+            what = f"FLOPs, a decode step at {mf.context} cached: {name}"
+            out.append(Difference(what, int(ours), theirs, "FLOPs"))
     return tuple(out)
 
 

@@ -1,5 +1,5 @@
 """One call: a config.json dict → its `Anatomy` (parameters by part and by layer, cache per
-layer), from transformers' own build on the meta device. Cached by the config's content."""
+layer, forward FLOPs per layer and part), from transformers' own build on the meta device. Cached by the config's content."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 from attn_core.anatomy.build import MODEL_DTYPE, BuildRefused, build_on_meta, text_config
 from attn_core.anatomy.cache import CacheAbsent, LayerCache, layer_caches
 from attn_core.anatomy.facts import facts_of
+from attn_core.anatomy.flops import ModelFlops, model_flops
 from attn_core.anatomy.parts import PARTS, param_parts
 from attn_core.anatomy.reduced import reduced_layer_caches
 from attn_core.cost.type_facts import TypeFacts
@@ -53,6 +54,8 @@ class Anatomy:
     cache_unread: str | None = None  # why the cache could not be read (transformers' reasons)
     cache_read_by: str | None = None  # "the meta forward" or the reduced copy's cut
     cache_absent: str | None = None  # the model keeps no cache at all (an encoder): why we say so
+    flops: ModelFlops | None = None  # forward FLOPs per layer and part, counted from the model (`flops`)
+    flops_unread: str | None = None  # why they could not be counted (transformers' reasons)
     facts: TypeFacts | None = None  # what its module tree says of the model_type (anatomy/facts.py)
 
     @property
@@ -93,6 +96,8 @@ class Anatomy:
             "cache_read_by": self.cache_read_by,
             "cache_absent": self.cache_absent,
             "cache_bytes_per_token": self.cache_bytes_per_token,
+            "flops": self.flops.to_json() if self.flops is not None else None,
+            "flops_unread": self.flops_unread,
             "fixed_state_bytes": self.fixed_state_bytes,
             "layer_groups": [
                 {
@@ -151,6 +156,10 @@ def _derive(config: Mapping[str, Any]) -> Anatomy:
     parts = param_parts(model, cfg)
     caches, read_by, unread, absent = _read_caches(cfg, model, parts)
     by_part = {p: parts.by_part[p] for p in PARTS if parts.by_part.get(p)}
+    try:
+        flops, flops_unread = model_flops(cfg, model, parts.experts), None
+    except BuildRefused as exc:
+        flops, flops_unread = None, str(exc)
     return Anatomy(
         model_type=str(cfg.model_type),
         built_class=type(model).__name__,
@@ -167,6 +176,8 @@ def _derive(config: Mapping[str, Any]) -> Anatomy:
         cache_unread=unread,
         cache_read_by=read_by,
         cache_absent=absent,
+        flops=flops,
+        flops_unread=flops_unread,
         facts=facts_of(model, cfg),
     )
 

@@ -136,7 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (0 ok, 2 bad arguments, config or build)."""
     try:
         args = build_parser().parse_args(argv)
-        shape = load_shape(args)
+        try:
+            shape = load_shape(args)
+        except (UsageError, ConfigError) as exc:  # the formulas do not read it: the model may
+            return _model_read(args, exc)
         config = model_config(args)
     except (UsageError, ConfigError, ValueError) as exc:
         return fail(str(exc))
@@ -167,7 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     check = model_check(args)
     if args.json is not None:
         peaks = {"planned_peak_bytes": plan.peak_bytes, "measured_peak_bytes": running.measured_peak_bytes}
-        args.json.write_text(json.dumps(result.to_json() | peaks | {"model_check": check}, indent=1))
+        counts = {"counts_by": "formulas", "model_check": check}
+        args.json.write_text(json.dumps(result.to_json() | peaks | counts, indent=1))
     print(format_result(result))
     if check is not None and not check["agrees"] and result.plan.built_by == "lab":
         print("note: the formulas (and so the layers built here) differ from transformers' own build of "
@@ -175,6 +179,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif check is not None and not check["agrees"]:
         print("note: the formulas differ from transformers' own build of this model (see `cost`): the run "
               "measured transformers' modules, the counts beside it are the formulas'")  # fmt: skip
+    return 0
+
+
+def _model_read(args, unread: Exception) -> int:
+    """A model the formulas do not read (``unread`` says why) but transformers builds: `verify`
+    with its counts from the model itself (`attn_core.verify.model_read`, ``counts_by`` "model");
+    where transformers cannot build it either, the formulas' refusal, one line."""
+    from attn_core.cost.derived_records import buildable_type
+
+    try:
+        config = model_config(args)
+    except (OSError, ValueError):
+        return fail(str(unread))
+    if config is None or buildable_type(config) is None:
+        return fail(str(unread))
+    from attn_core import verify
+    from attn_core.verify.model_read import format_model_read, verify_model_read
+
+    request = verify.VerifyRequest(
+        seq_len=args.seq_len, batch=args.batch, decode_steps=args.decode_steps, layers=args.layers,
+        memory_bytes=int(args.memory_gib * 2**30), dtype=args.dtype, device=args.device,
+        threads=args.threads or None,
+    )  # fmt: skip
+    name = args.model or str(args.config)
+    try:
+        result = verify_model_read(config, request, name)
+    except ValueError as exc:  # VerifyError
+        return fail(f"{exc} (the formulas do not read it either: {unread})")
+    result["formulas_unread"] = str(unread)
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=1))
+    print(format_model_read(result))
     return 0
 
 

@@ -278,10 +278,11 @@ def test_verify_bound_is_below_the_run_and_json_keys(name, tmp_path):
     assert data["built_by"] == "transformers" and data["params_built"] == hf_param_count(CONFIGS[name])
     check = data["model_check"]
     assert check["model_derived"]["built_by"] == "transformers"
-    assert check["agrees"] or [d["what"] for d in check["differences"]][:2] == [
-        "parameters, total",
-        "parameters, head",
-    ]
+    # the FLOPs counted from the model: a Gated DeltaNet core differs (transformers' torch fallback
+    # pads each chunk to 64 tokens; the formulas count the ideal chunked products), named, never silent
+    named = [d["what"] for d in check["differences"] if not d["what"].endswith("linear mixer core")]
+    assert check["agrees"] or named[:2] in ([], ["parameters, total", "parameters, head"])
+    assert data["counts_by"] == "formulas"
     assert data["experts_built"] == (8 if name in ("moe", "hybrid") else None)
     assert {"matmul_flop_per_s", "bandwidth_bytes_per_s"} <= set(data["probe"])
     if name in ("hybrid", "nemotron"):  # the linear core, probed at the prompt and at one decode step

@@ -1,0 +1,144 @@
+"""`verify` for a model the formulas do not read but transformers builds (LFM2, Falcon-H1,
+MiniMax, Granite 4.0-H, Qwen3.5, …: the presets under assets/models/built/): its counts are taken
+from the model itself (``counts_by`` "model"), not from `attn_core.cost`.
+
+- FLOPs: `anatomy.flops.count_flops` over a meta forward of the built layers (matrix products
+  only, 2 per multiply-add, routed experts at k of E), times B; the prefill's attention core is
+  the causal share T(T + 1)/2 of the T² pairs the counter sees (the cost model's convention;
+  every layer here is taken as causal, none as windowed).
+- Bytes: the built layers' parameters (the embedding table aside: a pass reads only its rows)
+  at the run's dtype, and the cache the anatomy reads for those layers (`anatomy.cache`, at bf16,
+  rescaled to the dtype; state kept in fp32 stays fp32), written (prefill) or read (decode).
+- The bound: max(FLOPs / peak, bytes / bandwidth) at the probed peaks. No calibrated estimate:
+  it times each product at its shape, which only the formulas' reading lists.
+
+The run is transformers' base model of the first layers (`hf`), in this process, within the
+memory cap on its weights and cache."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from attn_core.anatomy.build import BuildRefused, build_on_meta, text_config
+from attn_core.anatomy.derive import derive
+from attn_core.anatomy.flops import count_flops
+from attn_core.cost.dtypes import DTYPE_BYTES
+from attn_core.kernels.records import DTYPES
+from attn_core.verify import hf
+from attn_core.verify.plan import MAX_LAYERS, VerifyError, VerifyRequest, select_device
+from attn_core.verify.probe import PEAK_N, clock, probe_gemm, probe_stream, time_call
+from attn_core.verify.run import PREFILL_REPEATS, device_name
+
+
+def _cache_bytes(anatomy, layers: int, tokens: int, batch: int, b: int) -> int:
+    """The cache the first ``layers`` layers keep after ``tokens`` tokens, B sequences, at b bytes."""
+    total = 0
+    for g in anatomy.groups:
+        n = sum(1 for i in g.layers if i < layers)
+        kept = tokens if g.cache.window is None else min(tokens, g.cache.window - 1)
+        at_b = (g.cache.per_token * kept + g.cache.fixed - g.cache.fixed_fp32) * b // 2
+        total += n * (at_b + g.cache.fixed_fp32)
+    return batch * total
+
+
+def _layers(cfg, anatomy, request: VerifyRequest, b: int):
+    """(config of the first n layers, n, their parameters, weight bytes, cache bytes): the most that
+    fit the cap on weights and cache."""
+    N = hf.layer_count(cfg)
+    tokens = request.seq_len + request.decode_steps
+    for n in range(min(request.layers or N, N, MAX_LAYERS), 0, -1):
+        try:
+            cut = hf.cut_config(cfg, range(n), None)
+        except BuildRefused:
+            continue
+        params = hf.built_params(cut)
+        weights, cache = hf.built_numel(cut) * b, _cache_bytes(anatomy, n, tokens, request.batch, b)
+        if weights + cache <= request.memory_bytes:
+            return cut, n, params, weights, cache
+    raise VerifyError(f"not one layer's weights and cache fit the {request.memory_bytes / 2**30:.2f} GiB cap")
+
+
+def _flops(cut, n: int, request: VerifyRequest, context: int) -> tuple[int, int]:
+    """(prefill, decode step) FLOPs of the n built layers, B sequences, counted on meta."""
+    T = request.seq_len
+    pre, dec, why = count_flops(build_on_meta(cut), n, T, context)
+    if dec is None:
+        raise VerifyError(f"the decode step's FLOPs cannot be counted: {why}")
+    causal = (T + 1) / (2 * T)  # of the T² pairs, each query's earlier keys and itself
+    prefill = sum(v * (causal if p == "attention core" else 1) for row in pre for p, v in row.items())
+    return round(prefill * request.batch), sum(sum(r.values()) for r in dec) * request.batch
+
+
+def verify_model_read(config: Mapping[str, Any], request: VerifyRequest, name: str) -> dict:
+    """The check of ``config`` with counts from the model itself (see the module docstring): its
+    JSON, with ``counts_by`` "model". VerifyError where transformers cannot build or run it."""
+    from attn_core.kernels.device import load_average
+
+    start, load_before = time.perf_counter(), load_average()
+    try:
+        anatomy, cfg = derive(config), text_config(config)
+    except BuildRefused as exc:
+        raise VerifyError(str(exc)) from None
+    if anatomy.cache_unread:
+        raise VerifyError(f"its cache is not read ({anatomy.cache_unread}): no bytes to count")
+    device, dtype, b = select_device(request.device), DTYPES[request.dtype], DTYPE_BYTES[request.dtype]
+    threads = torch.get_num_threads()
+    if device == "cpu" and request.threads is not None:
+        torch.set_num_threads(request.threads)
+    try:
+        cut, n, params, weights, cache = _layers(cfg, anatomy, request, b)
+        context = request.seq_len + (request.decode_steps - 1) // 2
+        flops = _flops(cut, n, request, context)
+        embeddings = anatomy.params_by_part.get("embeddings", 0) * b
+        layer_weights = weights - embeddings
+        moved = (layer_weights + _cache_bytes(anatomy, n, request.seq_len, request.batch, b),
+                 layer_weights + _cache_bytes(anatomy, n, context, request.batch, b))  # fmt: skip
+        peak = probe_gemm(PEAK_N[device], PEAK_N[device], PEAK_N[device], dtype, device)
+        bandwidth = probe_stream(device, dtype)
+        model = hf.build_model(cut, dtype, device)
+        prefills, decodes = hf.measure_hf(model, request, device, time_call, PREFILL_REPEATS)
+        del model
+        where, timed_on = (
+            device_name(device),
+            "thread CPU time" if clock(device) is time.thread_time else "wall",
+        )
+    finally:
+        torch.set_num_threads(threads)
+    phases = {}
+    for key, f, m, runs in zip(("prefill", "decode_step"), flops, moved, (prefills, decodes), strict=True):
+        bound = 1e3 * max(f / peak, m / bandwidth)
+        measured, wall = (1e3 * x for x in min(runs))
+        phases[key] = {"flops": f, "bytes": m, "bound_ms": bound, "estimate_ms": None, "measured_ms": measured,
+                       "measured_wall_ms": wall, "bound_over_measured": bound / measured}  # fmt: skip
+    return {
+        "model": name, "counts_by": "model", "built_by": "transformers", "device": device,
+        "device_name": where, "dtype": request.dtype, "clock": timed_on,
+        "layers_built": n, "model_layers": anatomy.n_layers, "params_built": params, "weight_bytes_built": weights,
+        "cache_bytes": cache, "seq_len": request.seq_len, "batch": request.batch,
+        "decode_steps": request.decode_steps, "decode_context": context,
+        "probe": {"matmul_flop_per_s": peak, "bandwidth_bytes_per_s": bandwidth}, **phases,
+        "notes": ["the formulas do not read this model: FLOPs and bytes are counted from transformers' build "
+                  "of it (attn_core/anatomy), the bound priced from them; no calibrated estimate"],
+        "load_average": [load_before, load_average()], "seconds": time.perf_counter() - start,
+    }  # fmt: skip
+
+
+def format_model_read(r: dict) -> str:
+    """The readable table of a model-read check: bound and measured per phase."""
+    lines = [
+        f"{r['model']} on {r['device']} ({r['device_name']}), {r['dtype']}: {r['layers_built']} of "
+        f"{r['model_layers']} layers built by transformers, {r['params_built']:,} parameters; counts from the "
+        "model itself (the formulas do not read it)",
+        f"{'phase':<14}{'FLOPs':>16}{'bytes':>14}{'bound ms':>11}{'measured ms':>13}{'bound/measured':>16}",
+    ]
+    for key in ("prefill", "decode_step"):
+        p = r[key]
+        lines.append(f"{key:<14}{p['flops']:>16,}{p['bytes']:>14,}{p['bound_ms']:>11.2f}"
+                     f"{p['measured_ms']:>13.2f}{p['bound_over_measured']:>16.2f}")  # fmt: skip
+    load = " → ".join("?" if x is None else f"{x:.2f}" for x in r["load_average"])
+    lines.append(f"measured on {r['clock']}; load average {load}; {r['seconds']:.1f} s")
+    return "\n".join(lines)
