@@ -108,12 +108,20 @@ def _names(model: nn.Module) -> dict[int, str]:
     return {id(m): f"{root}.{n}" if n else root for n, m in model.named_modules(remove_duplicate=False)}
 
 
+def _is_map(module: nn.Module) -> bool:
+    """A weight matrix applied to the tokens: nn.Linear, or any leaf that owns a 2-D weight
+    (GPT-2's Conv1D, which runs addmm with its weight transposed)."""
+    weight = getattr(module, "weight", None)
+    leaf = next(module.children(), None) is None
+    return isinstance(module, nn.Linear) or (leaf and isinstance(weight, torch.Tensor) and weight.dim() == 2)
+
+
 def _child_parts(kind: str, child: nn.Module, flops) -> Counter:
     """One direct child of a decoder layer, its FLOPs by part (``flops(module)``: the counter's)."""
     out: Counter = Counter()
     total = flops(child)
     if kind in ("attention", "linear mixer"):
-        maps = sum(flops(m) for m in child.modules() if isinstance(m, nn.Linear))
+        maps = sum(flops(m) for m in child.modules() if _is_map(m))
         prefix = "attention" if kind == "attention" else "mixer"
         out[f"{prefix} projections"] += maps
         out[f"{prefix} core"] += total - maps

@@ -101,3 +101,14 @@ def test_llama_check_agrees_on_flops():
     assert (
         derive(LLAMA).to_json()["flops"]["prefill_by_part"]["head"] == 2 * 16 * d * V
     )  # the anatomy's T = 16
+
+
+def test_gpt2_conv1d_maps_count_as_projections_not_core():
+    """GPT-2's maps are Conv1D (a 2-D weight run by addmm), not nn.Linear: they are projections.
+    Hand count: c_attn d → 3d and c_proj d → d; the core 4·d per pair (h·d_h = d)."""
+    gpt2 = dict(model_type="gpt2", n_embd=d, n_head=h, n_layer=1, n_positions=32, vocab_size=V, n_inner=96)
+    (layer,) = _count(gpt2).prefill
+    assert layer["attention projections"] == 2 * T * d * (3 * d + d)
+    assert layer["attention core"] == 4 * d * T * T
+    assert layer["mlp"] == 2 * T * 2 * d * 96
+    assert check_config(gpt2).agrees
