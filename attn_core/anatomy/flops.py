@@ -61,6 +61,7 @@ class ModelFlops:
     head_decode: int
     counted_by: str  # "the meta forward" or the reduced copy's cut
     decode_unread: str | None = None
+    outside: tuple[int, int] = (0, 0)  # (prefill, decode): the base model's own maps, outside its layers
 
     def total(self, phase: str = "prefill") -> dict[str, int]:
         """Every layer's FLOPs by part, and the head."""
@@ -68,6 +69,7 @@ class ModelFlops:
         for layer in self.prefill if phase == "prefill" else self.decode or ():
             out.update(layer)
         out["head"] = self.head_prefill if phase == "prefill" else self.head_decode
+        out["other"] += self.outside[0] if phase == "prefill" else self.outside[1]
         return {p: n for p, n in out.items() if n}
 
     def layers_total(self, phase: str, layers) -> int:
@@ -140,6 +142,21 @@ def _child_parts(kind: str, child: nn.Module, flops) -> Counter:
     return out
 
 
+def _outside(model: nn.Module, counts: dict) -> int:
+    """The base model's own products, outside its decoder layers (Gemma 4's d → L·p projection of
+    the per-layer inputs); the output head is the model's, not the base's, so it is not here."""
+    names = _names(model)
+    path, stack = decoder_layers(model)
+    base = model.get_submodule(path.rsplit(".", 1)[0]) if "." in path else model
+    if base is model:
+        return 0
+
+    def flops(mod: nn.Module) -> int:
+        return _matrix_flops(counts.get(names.get(id(mod), ""), {}))
+
+    return max(0, flops(base) - sum(flops(layer) for layer in stack))
+
+
 def _layer_rows(model: nn.Module, counts: dict, n_layers: int) -> list[dict[str, int]]:
     names = _names(model)
 
@@ -189,7 +206,8 @@ def _head_flops(model: nn.Module, T: int, device: str) -> int:
 
 
 def count_flops(model: nn.Module, n_layers: int, T: int, P: int, device: str = "meta"):
-    """(prefill rows, decode rows or None, why the decode is unread): per layer by part, from a
+    """(prefill rows, decode rows or None, why the decode is unread, the base model's products
+    outside its layers in each phase): per layer by part, from a
     forward of T tokens and one of 1 token after a forward of P tokens. BuildRefused where the
     prefill's forward fails."""
     use_batched_experts(model)
@@ -197,16 +215,18 @@ def count_flops(model: nn.Module, n_layers: int, T: int, P: int, device: str = "
     ids = torch.zeros(1, T, dtype=torch.long, device=device)
     counts, _ = _counted(lambda: _call(model, ids, 0))
     prefill = _layer_rows(model, counts, n_layers)
+    outside = [_outside(model, counts), 0]
     try:
         out = _call(model, torch.zeros(1, P, dtype=torch.long, device=device), 0)
         cache = next((c for c in (getattr(out, f, None) for f in CACHE_FIELDS) if c is not None), None)
         if cache is None:
-            return prefill, None, "its forward returns no cache to decode from"
+            return prefill, None, "its forward returns no cache to decode from", tuple(outside)
         one = torch.zeros(1, 1, dtype=torch.long, device=device)
         counts, _ = _counted(lambda: _call(model, one, P, past_key_values=cache))
     except BuildRefused as exc:
-        return prefill, None, str(exc)
-    return prefill, _layer_rows(model, counts, n_layers), None
+        return prefill, None, str(exc), tuple(outside)
+    outside[1] = _outside(model, counts)
+    return prefill, _layer_rows(model, counts, n_layers), None, tuple(outside)
 
 
 def model_flops(cfg, model: nn.Module, experts, T: int = FLOPS_PROMPT, P: int = FLOPS_PROMPT) -> ModelFlops:
@@ -219,15 +239,16 @@ def model_flops(cfg, model: nn.Module, experts, T: int = FLOPS_PROMPT, P: int = 
     n = len(stack)
     head = (_head_flops(model, T, "meta"), _head_flops(model, 1, "meta"))
     try:
-        pre, dec, why = count_flops(model, n, T, P)
-        return ModelFlops(T, P, tuple(pre), _tuple(dec), *head, "the meta forward", why)
+        pre, dec, why, outside = count_flops(model, n, T, P)
+        return ModelFlops(T, P, tuple(pre), _tuple(dec), *head, "the meta forward", why, outside)
     except BuildRefused as exc:
         on_meta = str(exc)
     failures = []
     for small, what, standing in itertools.islice(reduced_copy_configs(cfg, model, experts), MAX_TRIES):
         copy = build_model(small, "cpu", initialize=False)
         try:
-            pre, dec, why = count_flops(copy, max(standing) + 1, T, P, device="cpu")
+            # the copy's own maps outside its layers are sized for its fewer layers: left out
+            pre, dec, why, _ = count_flops(copy, max(standing) + 1, T, P, device="cpu")
         except BuildRefused as exc:
             failures.append(f"{exc} (on a reduced copy on the CPU: {what})")
             continue

@@ -215,10 +215,14 @@ class PrefillFlops:
     lm_head: Tokens  # 2·d·V per token
     state_projections: Tokens = 0  # linear/state layers' maps, 2·matrix weights per token
     state_core: Tokens = 0  # linear/state layers' chunked core (mixers.py)
+    per_layer_inputs: Tokens = (
+        0  # Gemma 4's per-layer embeddings: their d → L·p map and each layer's gate and map
+    )
 
     @property
     def total(self) -> Tokens:
-        """Projections + attention (naive form) + linear/state mixers + MLP + output head."""
+        """Projections + attention (naive form) + linear/state mixers + MLP + output head (+ Gemma 4's
+        per-layer input maps)."""
         return (
             self.projections
             + self.attention
@@ -226,6 +230,7 @@ class PrefillFlops:
             + self.state_core
             + self.mlp
             + self.lm_head
+            + self.per_layer_inputs
         )
 
 
@@ -263,6 +268,7 @@ def prefill_flops(shape: ModelShape, T: Any, batch: int = 1, causal: bool = Fals
         lm_head=2 * shape.d_model * shape.vocab_size * tokens,
         state_projections=2 * m.matrix_weights() * n_state * tokens if n_state else 0,
         state_core=n_state * m.core_flops(T) * batch if n_state else 0,
+        per_layer_inputs=2 * ple.projections(shape.d_model, shape.n_layers) * tokens if (ple := shape.per_layer_embeddings) else 0,
     )  # fmt: skip
 
 

@@ -95,7 +95,7 @@ def expert_rows(shape: ModelShape, tokens: int) -> float:
 
 def _weight_products(f: PrefillFlops) -> Tokens:
     """F_w of a count: every product over the weights."""
-    return f.projections + f.mlp + f.lm_head + f.state_projections
+    return f.projections + f.mlp + f.lm_head + f.state_projections + f.per_layer_inputs
 
 
 def decode_count(shape: ModelShape, context: Tokens, batch: int, precision: Precision) -> PhaseCount:

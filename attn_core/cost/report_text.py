@@ -66,7 +66,8 @@ def _whole_lines(r: CostReport) -> list[str]:
         )
     lines += [
         f"Prefill FLOPs, whole model, B × T  {format_flops(f.total)} = projections {format_flops(f.projections)} + "
-        f"attention {format_flops(f.attention)} + MLP {format_flops(f.mlp)} + head {format_flops(f.lm_head)}",
+        f"attention {format_flops(f.attention)} + MLP {format_flops(f.mlp)} + head {format_flops(f.lm_head)}"
+        + (f" + per-layer input maps {format_flops(f.per_layer_inputs)}" if f.per_layer_inputs else ""),
         "  (matrix products only, 2 per multiply-add; norms, softmax and rotary excluded)",
     ]
     if s.mla:

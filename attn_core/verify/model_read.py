@@ -65,12 +65,13 @@ def _layers(cfg, anatomy, request: VerifyRequest, b: int):
 def _flops(cut, n: int, request: VerifyRequest, context: int) -> tuple[int, int]:
     """(prefill, decode step) FLOPs of the n built layers, B sequences, counted on meta."""
     T = request.seq_len
-    pre, dec, why = count_flops(build_on_meta(cut), n, T, context)
+    pre, dec, why, outside = count_flops(build_on_meta(cut), n, T, context)  # outside: built too
     if dec is None:
         raise VerifyError(f"the decode step's FLOPs cannot be counted: {why}")
     causal = (T + 1) / (2 * T)  # of the T² pairs, each query's earlier keys and itself
     prefill = sum(v * (causal if p == "attention core" else 1) for row in pre for p, v in row.items())
-    return round(prefill * request.batch), sum(sum(r.values()) for r in dec) * request.batch
+    decode = sum(sum(r.values()) for r in dec) + outside[1]
+    return round((prefill + outside[0]) * request.batch), decode * request.batch
 
 
 def verify_model_read(config: Mapping[str, Any], request: VerifyRequest, name: str) -> dict:

@@ -180,8 +180,9 @@ def prefill_rows(r: CostReport) -> tuple[dict[str, list], str]:
     f = r.prefill
     parts = [("projections (attention layers)", f.projections), ("attention pairs", f.attention),
              ("linear/state layers: maps", f.state_projections), ("linear/state layers: chunked core", f.state_core),
-             ("MLP / active experts", f.mlp), ("output head 2·d·V per token", f.lm_head), ("total", f.total)]  # fmt: skip
-    parts = [p for p in parts if p[1] or not p[0].startswith("linear/state")]
+             ("MLP / active experts", f.mlp), ("output head 2·d·V per token", f.lm_head),
+             ("per-layer input maps (Gemma 4)", f.per_layer_inputs), ("total", f.total)]  # fmt: skip
+    parts = [p for p in parts if p[1] or not p[0].startswith(("linear/state", "per-layer"))]
     table = {"part": [p for p, _ in parts], "FLOP": [format_count(x) for _, x in parts],
              "scaled": [format_flops(x) for _, x in parts], "share": [format_percent(x / f.total) for _, x in parts]}  # fmt: skip
     note = "Matrix products only, 2 FLOPs per multiply-add; norms, softmax and rotary excluded."
@@ -228,7 +229,8 @@ def whole_checks(r: CostReport) -> list[tuple[str, float]]:
         n * layer_flops(s, T, B, r.causal, kind=kind, moe=moe, shared=shared).total
         for (kind, moe, shared), n in s.layer_groups.items()
     )
-    prefill = by_layer + 2 * s.d_model * s.vocab_size * T * B
+    # + the head, and Gemma 4's per-layer input maps from their parameter count (2 FLOPs per weight per token)
+    prefill = by_layer + 2 * (s.d_model * s.vocab_size + r.params.count.per_layer_projections) * T * B
     spans = {"full": T, "sliding": s.sliding_window, "chunked": s.attention_chunk_size}
     kv = (
         sum(n * min(T, spans[k]) * kv_bytes_per_token_per_layer(s, r.precision.b_kv, k)

@@ -112,3 +112,23 @@ def test_gpt2_conv1d_maps_count_as_projections_not_core():
     assert layer["attention core"] == 4 * d * T * T
     assert layer["mlp"] == 2 * T * 2 * d * 96
     assert check_config(gpt2).agrees
+
+
+def test_mla_decodes_naive_in_transformers_and_the_check_says_so():
+    """transformers' DeepSeek-V3 re-projects all P + 1 latents at a decode step (naive MLA); the
+    formulas count the absorbed form. Hand count of the naive step per layer: q d → h(n + r),
+    the latent d → r_kv + r, its up-projection r_kv → h(n + v) over P + 1 tokens, o h·v → d,
+    the MLP 3·d·ff, and P + 1 pairs of 2h(n + r + v)."""
+    r_kv, rope, nope, v, ff = 32, 8, 16, 16, 96
+    ds = dict(model_type="deepseek_v3", hidden_size=d, intermediate_size=ff, num_hidden_layers=1,
+              num_attention_heads=h, num_key_value_heads=h, kv_lora_rank=r_kv, q_lora_rank=None,
+              qk_rope_head_dim=rope, qk_nope_head_dim=nope, v_head_dim=v, first_k_dense_replace=1,
+              n_routed_experts=4, num_experts_per_tok=2, vocab_size=V, tie_word_embeddings=False)  # fmt: skip
+    (layer,) = _count(ds).decode
+    maps = d * h * (nope + rope) + d * (r_kv + rope) + (P + 1) * r_kv * h * (nope + v) + h * v * d
+    assert layer["attention projections"] == 2 * maps
+    assert layer["attention core"] == (P + 1) * 2 * h * (nope + rope + v)
+    assert layer["mlp"] == 2 * 3 * d * ff
+    check = check_config(ds)
+    assert check.agrees and check.differences  # not a misread, and not silent
+    assert all("naive form" in x.convention for x in check.differences)

@@ -123,7 +123,10 @@ def test_flops_sum_over_layer_groups_and_the_ledger_matches_the_parameters():
     T = 33
     prefill = prefill_flops(shape, T, causal=True)
     by_layer = sum(layer_flops(shape, T, causal=True, layer=i).total for i in range(shape.n_layers))
-    assert by_layer + prefill.lm_head == prefill.total
+    maps = (
+        2 * 3 * shape.n_layers * shape.d_model * 8 * T
+    )  # the d → L·p map and each layer's gate and map (p = 8)
+    assert by_layer + prefill.lm_head + maps == prefill.total and prefill.per_layer_inputs == maps
     p = model_params(shape)
     rows = layer_ledger(shape, T)
     outside = p.embeddings + p.per_layer_embeddings + p.per_layer_projections + p.lm_head + 64 + 8
