@@ -38,9 +38,13 @@ def model_card(v) -> None:
 
 
 def metric_row(metrics) -> None:
-    """(label, value, meaning) triples as one row of metrics."""
-    for col, (label, value, meaning) in zip(st.columns(len(metrics)), metrics, strict=True):
-        col.metric(label, value, help=meaning)
+    """(label, value, meaning) triples as rows of metrics, at most four to a row (six in one row
+    cut "274.5 MiB" to "274.5 …" on a 1,400-pixel screen)."""
+    per_row = len(metrics) if len(metrics) <= 4 else -(-len(metrics) // 2)
+    for start in range(0, len(metrics), per_row):
+        row = metrics[start : start + per_row]
+        for col, (label, value, meaning) in zip(st.columns(per_row), row, strict=False):
+            col.metric(label, value, help=meaning)
 
 
 def titled_table(title: str, rows, filename: str, key: str, caption: str) -> None:
