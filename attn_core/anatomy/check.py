@@ -176,8 +176,13 @@ FLOP_PART_MAP = {
 # formulas count the chunked products at T. Both right, for what each counts.
 MIXER_CORE = "linear mixer core"
 MIXER_CORE_CONVENTION = (
-    "transformers' torch path pads each chunk to its chunk size in a prefill and runs the recurrent "
-    "step element-wise in decode; the formulas count the chunked products at T"
+    "the formulas count a linear mixer's core as the chunked algorithm's products at T; transformers' "
+    "torch path runs it another way (chunks padded to the chunk size, a recurrence element by element, "
+    "the maps' outputs combined without products), so its count of products differs"
+)
+ALL_EXPERTS_CONVENTION = (
+    "transformers runs this model's every routed expert on every token (the router's scores zero the "
+    "unchosen ones): E/k times the formulas' k of E, which a serving kernel runs"
 )
 MLA_DECODE_CONVENTION = (
     "transformers decodes MLA in the naive form, up-projecting every cached latent to keys and values "
@@ -213,6 +218,8 @@ def flop_differences(shape: ModelShape, anatomy: Anatomy) -> tuple[Difference, .
         theirs = sum(counted.get(p, 0) for p in FLOP_PART_MAP[name])
         if int(ours) != theirs:
             why = MIXER_CORE_CONVENTION if name == MIXER_CORE else None
+            if name == ROUTED and _every_expert(shape, int(ours), theirs):
+                why = ALL_EXPERTS_CONVENTION
             out.append(
                 Difference(f"FLOPs, prefill of {mf.prompt} tokens: {name}", int(ours), theirs, "FLOPs", why)
             )
@@ -230,12 +237,25 @@ def flop_differences(shape: ModelShape, anatomy: Anatomy) -> tuple[Difference, .
         why = MIXER_CORE_CONVENTION if name == MIXER_CORE else None
         if naive is not None and i < 2 and naive[i] == theirs:  # the same model, decoded the other way
             why = MLA_DECODE_CONVENTION
+        if i == 0 and shape.moe is not None:  # the step's routed share, run for every expert
+            routed = int(expert_flops(shape, 1))
+            if _every_expert(shape, routed, theirs - (int(ours) - routed)):
+                why = ALL_EXPERTS_CONVENTION
         out.append(
             Difference(
                 f"FLOPs, a decode step at {mf.context} cached: {name}", int(ours), theirs, "FLOPs", why
             )
         )
     return tuple(out)
+
+
+ROUTED = "routed experts (k of E)"
+
+
+def _every_expert(shape: ModelShape, ours: int, theirs: int) -> bool:
+    """Whether the build's routed-expert FLOPs are every expert's: E/k times the formulas' k of E."""
+    m = shape.moe
+    return m is not None and ours > 0 and theirs * m.top_k == ours * m.n_experts
 
 
 def _mla_naive_decode(shape: ModelShape, P: int, products: int, attention: int) -> tuple[int, int] | None:

@@ -118,12 +118,17 @@ def _is_map(module: nn.Module) -> bool:
     return isinstance(module, nn.Linear) or (leaf and isinstance(weight, torch.Tensor) and weight.dim() == 2)
 
 
-def _child_parts(kind: str, child: nn.Module, flops) -> Counter:
-    """One direct child of a decoder layer, its FLOPs by part (``flops(module)``: the counter's)."""
+def _child_parts(kind: str, child: nn.Module, flops, tokens: int) -> Counter:
+    """One direct child of a decoder layer, its FLOPs by part (``flops(module)``: the counter's)
+    over ``tokens`` tokens. A map its parent applies through its weight (Jamba's
+    ``dt_proj.weight @ x``) is counted on the parent by the counter: its 2·tokens·weights move from
+    the core to the projections, as far as the core holds them."""
     out: Counter = Counter()
     total = flops(child)
     if kind in ("attention", "linear mixer"):
         maps = sum(flops(m) for m in child.modules() if _is_map(m))
+        unseen = sum(2 * tokens * m.weight.numel() for m in child.modules() if _is_map(m) and not flops(m))
+        maps += unseen if total - maps >= unseen else 0
         prefix = "attention" if kind == "attention" else "mixer"
         out[f"{prefix} projections"] += maps
         out[f"{prefix} core"] += total - maps
@@ -157,7 +162,7 @@ def _outside(model: nn.Module, counts: dict) -> int:
     return max(0, flops(base) - sum(flops(layer) for layer in stack))
 
 
-def _layer_rows(model: nn.Module, counts: dict, n_layers: int) -> list[dict[str, int]]:
+def _layer_rows(model: nn.Module, counts: dict, n_layers: int, tokens: int) -> list[dict[str, int]]:
     names = _names(model)
 
     def flops(mod: nn.Module) -> int:
@@ -168,7 +173,7 @@ def _layer_rows(model: nn.Module, counts: dict, n_layers: int) -> list[dict[str,
     for layer in list(stack)[:n_layers]:
         row: Counter = Counter()
         for child in layer.children():
-            row.update(_child_parts(block_kind(child), child, flops))
+            row.update(_child_parts(block_kind(child), child, flops, tokens))
         row["other"] += flops(layer) - sum(row.values())  # products the layer runs outside its children
         rows.append({p: row[p] for p in FLOP_PARTS if row[p]})
     return rows
@@ -214,7 +219,7 @@ def count_flops(model: nn.Module, n_layers: int, T: int, P: int, device: str = "
     model.config.use_cache = True
     ids = torch.zeros(1, T, dtype=torch.long, device=device)
     counts, _ = _counted(lambda: _call(model, ids, 0))
-    prefill = _layer_rows(model, counts, n_layers)
+    prefill = _layer_rows(model, counts, n_layers, T)
     outside = [_outside(model, counts), 0]
     try:
         out = _call(model, torch.zeros(1, P, dtype=torch.long, device=device), 0)
@@ -226,7 +231,7 @@ def count_flops(model: nn.Module, n_layers: int, T: int, P: int, device: str = "
     except BuildRefused as exc:
         return prefill, None, str(exc), tuple(outside)
     outside[1] = _outside(model, counts)
-    return prefill, _layer_rows(model, counts, n_layers), None, tuple(outside)
+    return prefill, _layer_rows(model, counts, n_layers, 1), None, tuple(outside)
 
 
 def model_flops(cfg, model: nn.Module, experts, T: int = FLOPS_PROMPT, P: int = FLOPS_PROMPT) -> ModelFlops:

@@ -132,3 +132,30 @@ def test_mla_decodes_naive_in_transformers_and_the_check_says_so():
     check = check_config(ds)
     assert check.agrees and check.differences  # not a misread, and not silent
     assert all("naive form" in x.convention for x in check.differences)
+
+
+def test_llama4_runs_every_expert_and_the_check_says_so():
+    """transformers' Llama 4 runs all E routed experts on every token (scores zero the unchosen).
+    Hand count: E · 2·T·3·d·ff_expert; the formulas' k of E is a convention, noted, not a misread."""
+    E, ff_e = 4, 32
+    l4 = dict(model_type="llama4_text", hidden_size=d, intermediate_size=ff_e, intermediate_size_mlp=96,
+              num_hidden_layers=1, num_attention_heads=h, num_key_value_heads=kv, head_dim=dh,
+              num_local_experts=E, num_experts_per_tok=1, interleave_moe_layer_step=1, vocab_size=V,
+              tie_word_embeddings=False)  # fmt: skip
+    (layer,) = _count(l4).prefill
+    assert layer["routed experts"] == E * 2 * T * 3 * d * ff_e
+    check = check_config(l4)
+    assert check.agrees and any("every routed expert" in (x.convention or "") for x in check.differences)
+
+
+def test_a_map_applied_through_its_weight_counts_as_a_projection():
+    """Jamba's Mamba mixer applies dt_proj as ``weight @ x``: the counter books it on the mixer.
+    Hand count of the mixer's maps: in_proj d → 2·d_in, x_proj d_in → r + 2N, dt_proj r → d_in,
+    out_proj d_in → d, each 2·T·in·out."""
+    d_in, N, r = 2 * d, 8, 4
+    jamba = dict(model_type="jamba", hidden_size=d, intermediate_size=96, num_hidden_layers=2,
+                 num_attention_heads=h, num_key_value_heads=kv, mamba_d_state=N, mamba_expand=2,
+                 mamba_dt_rank=r, attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2,
+                 expert_layer_offset=1, num_experts=2, vocab_size=V, use_mamba_kernels=False)  # fmt: skip
+    mamba = _count(jamba).prefill[0]
+    assert mamba["mixer projections"] == 2 * T * (d * 2 * d_in + d_in * (r + 2 * N) + r * d_in + d_in * d)
