@@ -122,7 +122,7 @@ def probe_gemm(m: int, k: int, n: int, dtype: torch.dtype, device: str) -> float
     before each call. Many rows are not enough to hide the read: on the dev machine's one thread
     in bf16, 64 rows over cold weights ran at ~400 GFLOP/s against ~600 hot, 256 rows ~5% slower
     (RESULTS.md, "Why verify's prefill estimate fell short"); a hot probe put Gemma 4's and
-    OLMo 3's prefill estimates 24–45% under their runs."""
+    OLMo 3's prefill estimates 35–46% under their runs."""
     b = dtype.itemsize
     few = m < COMPUTE_ROWS  # few rows: the product's time is its weights' stream from DRAM
     copies = max(1, min(64, math.ceil(COLD_BYTES[device] / (k * n * b)))) if few else 1
