@@ -22,7 +22,7 @@ Three figures per phase (the prefill, one decode step), each from a different so
 - ``bound_ms`` = max(flops / peak, bytes / bandwidth) at this device's probed peaks (the fastest
   matmul and the fastest streaming read or copy the probe saw): the roofline, a lower bound.
 - ``estimate_ms``, calibrated: Σ over the phase's matrix products of 2·m·k·n / rate(m, k, n), the
-  rate the probe measured at that product's shape (weights cold in cache when it has few rows),
+  rate the probe measured at that product's shape (weights cold in cache, as in a forward),
   plus the attention kernel's time probed at the layer's shape. A mixture of experts' routed
   products are counted over the E·(1 − (1 − k/E)^N) distinct experts that N tokens touch under
   uniform routing, k·N / that many rows each: the same FLOPs as the cost model's, at the shapes

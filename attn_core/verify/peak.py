@@ -21,7 +21,10 @@ from attn_core.cost.shapes import ModelShape
 PROBE_ROWS = {"cpu": 256, "cuda": 4096}  # a product with more rows is probed at this many (same rate)
 PROBE_COLS = {"cpu": 2048, "cuda": 16384}  # … and at most this many output columns (compute-bound ones)
 COLD_BYTES = {"cpu": 96 * 2**20, "cuda": 512 * 2**20}  # > 3× the last-level cache: weights come from DRAM
-COMPUTE_ROWS = 64  # from this many rows on a product is compute-bound here: no need for cold copies
+# From this many rows on a product reuses its weights enough that their stream's length no longer
+# sets its rate: one copy is timed, the cache flushed (COLD_BYTES copied) before each call, not
+# cycled copies. Cold still matters there (bf16, one CPU thread: ~30% at 64 rows, ~5% at 256).
+COMPUTE_ROWS = 64
 STREAM_BYTES = {"cpu": 128 * 2**20, "cuda": 2 * 2**30}
 PEAK_N = {"cpu": 1024, "cuda": 8192}  # the square matmul every probe also runs
 
@@ -208,15 +211,16 @@ def module_bytes(shape: ModelShape) -> int:
 def probe_bytes(shape: ModelShape, batch: int, seq_len: int, b: int, device: str) -> int:
     """The probe's largest moment (it holds one measurement's buffers at a time): the peak matmul
     (three N × N), the stream (two copies), one product with cold weights (COLD_BYTES of copies plus
-    one more matrix, at most the largest of a layer), an attention call (q, k, v and the layer's
+    one more matrix, at most the largest of a layer; or one matrix and the cache-flushing pair of
+    COLD_BYTES), an attention call (q, k, v and the layer's
     temporaries) or a linear core (the cache-flushing pair of COLD_BYTES, and the core's
     temporaries)."""
     N = batch * seq_len
     peak = 3 * PEAK_N[device] ** 2 * b
     stream = 2 * STREAM_BYTES[device]
     d = shape.d_model
-    matrix = d * max(matrix_sides(shape)) * b  # the largest, streamed cold: COLD_BYTES of copies + one
-    gemm = COLD_BYTES[device] + matrix + min(N, PROBE_ROWS[device]) * 2 * max(matrix_sides(shape)) * b
+    matrix = d * max(matrix_sides(shape)) * b  # the largest: COLD_BYTES of copies + one, or one + the flush
+    gemm = 2 * COLD_BYTES[device] + matrix + min(N, PROBE_ROWS[device]) * 2 * max(matrix_sides(shape)) * b
     mixers = max(
         mixer_bytes(shape, k, batch, seq_len, seq_len, b) + N * (2 * shape.q_width + d) * b
         for k in shape.kind_counts

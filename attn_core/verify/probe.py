@@ -1,5 +1,5 @@
 """The probe: this device's rates, measured apart from the model — matmul at each product's shape
-(weights cold in cache when it has few rows), the peak matmul and bandwidth, each attention kernel
+(weights cold in cache, as in a forward), the peak matmul and bandwidth, each attention kernel
 call and each linear layer's core (on random inputs at the layer's head shapes) — and the clock
 every time is read on; then the bound and the estimate, counts × probe."""
 
@@ -93,8 +93,8 @@ class Probe:
 
 
 def probed_shape(m: int, k: int, n: int, device: str) -> tuple[int, int, int]:
-    """The shape the probe times for a product of (m × k) by (k × n): a compute-bound one (from
-    COMPUTE_ROWS rows on) at most PROBE_ROWS rows and PROBE_COLS columns (beyond them the rate no
+    """The shape the probe times for a product of (m × k) by (k × n): one with many rows (from
+    COMPUTE_ROWS on) at most PROBE_ROWS rows and PROBE_COLS columns (beyond them the rate no
     longer changes much); one with fewer rows as it is, for its rate is that of streaming its
     weights, which a longer stream does faster (on the dev machine's one thread a 470 MB matrix
     streamed at ~24 GB/s, 32 MB ones at ~21: capped, Llama 3 8B's decode bound came out above
@@ -104,14 +104,28 @@ def probed_shape(m: int, k: int, n: int, device: str) -> tuple[int, int, int]:
     return min(m, PROBE_ROWS[device]), k, min(n, PROBE_COLS[device])
 
 
+def flush_cache(device: str) -> Callable[[], object]:
+    """A call that copies COLD_BYTES (allocated once, here): run untimed before a timed call, it
+    leaves that call's operands out of the cache, as in a model's forward, where every other
+    matrix of the layers passes through the cache between two uses of one."""
+    src = torch.zeros(COLD_BYTES[device] // 4, device=device)
+    dst = torch.empty_like(src)
+    return lambda: dst.copy_(src)
+
+
 def probe_gemm(m: int, k: int, n: int, dtype: torch.dtype, device: str) -> float:
     """FLOP/s of (m × k) @ (k × n) as given, the weights stored as nn.Linear holds them (n × k,
-    multiplied transposed). With few rows the weights are streamed, so the probe cycles through
-    enough distinct copies of them to exceed COLD_BYTES: cold in cache, as the weights of a model
-    larger than the cache are."""
+    multiplied transposed), cold in cache at the start of every timed call, as the weights of a
+    model larger than the cache are in its forward (each matrix read once per pass). With few rows
+    the product streams its weights, so the probe cycles through enough distinct copies of them to
+    exceed COLD_BYTES (a longer stream runs faster); with many, one copy, the cache flushed
+    before each call. Many rows are not enough to hide the read: on the dev machine's one thread
+    in bf16, 64 rows over cold weights ran at ~400 GFLOP/s against ~600 hot, 256 rows ~5% slower
+    (RESULTS.md, "Why verify's prefill estimate fell short"); a hot probe put Gemma 4's and
+    OLMo 3's prefill estimates 35–46% under their runs."""
     b = dtype.itemsize
-    cold = m < COMPUTE_ROWS  # few rows: the product streams its weights, which must come from DRAM
-    copies = max(1, min(64, math.ceil(COLD_BYTES[device] / (k * n * b)))) if cold else 1
+    few = m < COMPUTE_ROWS  # few rows: the product's time is its weights' stream from DRAM
+    copies = max(1, min(64, math.ceil(COLD_BYTES[device] / (k * n * b)))) if few else 1
     x = torch.randn(m, k, device=device, dtype=dtype)
     ws = [torch.randn(n, k, device=device, dtype=dtype) for _ in range(copies)]
     out = torch.empty(m, n, device=device, dtype=dtype)
@@ -120,7 +134,7 @@ def probe_gemm(m: int, k: int, n: int, dtype: torch.dtype, device: str) -> float
         for w in ws:
             torch.mm(x, w.t(), out=out)
 
-    return 2.0 * m * k * n * copies / _best_s(run, device)
+    return 2.0 * m * k * n * copies / _best_s(run, device, before=None if few else flush_cache(device))
 
 
 def probe_stream(device: str, dtype: torch.dtype) -> float:
@@ -151,10 +165,8 @@ def probe_core(shape: ModelShape, call: AttentionCall, batch: int, dtype: torch.
     flushed (COLD_BYTES copied, untimed), as in the run, where the other layers' weights pass
     through it between two calls of one layer: its state and inputs then come from memory (a
     decode step's core: ~1.5× its hot time here)."""
-    src = torch.zeros(COLD_BYTES[device] // 4, device=device)
-    dst = torch.empty_like(src)
     run = STATE_CORES[call.kind](shape, call.q_len, call.kv_len, batch, dtype, device)
-    return _best_s(run, device, before=lambda: dst.copy_(src))
+    return _best_s(run, device, before=flush_cache(device))
 
 
 def probe_device(plan: Plan, request: VerifyRequest, device: str, phases: tuple[PhaseCounts, ...]) -> Probe:
