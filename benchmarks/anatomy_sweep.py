@@ -35,11 +35,14 @@ def main() -> None:
             state, detail = "transformers cannot build it", c.refused
         elif c.analytic_error:
             state, detail = "the formulas do not cover it", c.analytic_error
-        elif c.differences:
-            state, detail = "the formulas differ (flagged)", "; ".join(d.what for d in c.differences)
+        elif c.misreads:
+            state, detail = "the formulas differ (flagged)", "; ".join(d.what for d in c.misreads)
         else:
             state, detail = "the formulas agree", ""
         a = c.anatomy
+        tally["… FLOPs counted from the model"] += bool(a and a.flops is not None)
+        tally["… FLOPs differ by a counting convention (noted)"] += any(d.convention for d in c.differences)
+        tally["… FLOPs among the differences flagged"] += any(d.unit == "FLOPs" for d in c.misreads)
         unread = a is not None and a.cache_unread
         tally[state] += 1
         tally["cache not read (neither the meta forward nor a reduced copy runs)"] += bool(unread)

@@ -72,6 +72,7 @@ def main() -> None:
     types: dict[str, dict] = {}
     aliases: dict[str, str] = {}
     refused: dict[str, str] = {}
+    direct: set[str] = set()  # text types recorded from their own build, not through a wrapper
     signal.signal(signal.SIGALRM, _timeout)
     start = time.perf_counter()
     print(f"load average before: {Path('/proc/loadavg').read_text().split()[:3]}", file=sys.stderr)
@@ -87,8 +88,11 @@ def main() -> None:
             continue
         finally:
             signal.alarm(0)
-        types[text_type] = facts
-        if text_type != name:
+        if text_type == name or text_type not in direct:  # a type's own build wins over a wrapper's
+            types[text_type] = facts  # (a multimodal wrapper may complete its text config otherwise)
+        if text_type == name:
+            direct.add(name)
+        else:
             aliases[name] = text_type
         print(f"{name:<20}{text_type:<20}{json.dumps(facts)}", flush=True)
     seconds = time.perf_counter() - start
