@@ -28,9 +28,12 @@ SIZES = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key
 L, D, HKV, DH = 2, 64, 2, 16
 
 
-def torch_mm_flops(batch: int, tokens: int) -> int:
-    config = transformers.LlamaConfig(**SIZES, attn_implementation="sdpa")
-    model = transformers.LlamaModel(config).eval()
+def torch_mm_flops(batch: int, tokens: int, config: dict | None = None) -> int:
+    """The matrix-product FLOPs torch counts running transformers' base model of ``config``
+    (the tiny Llama by default; no head, as the counts), attention in SDPA's own op."""
+    config = {"model_type": "llama", **SIZES} if config is None else config
+    cfg = AutoConfig.for_model(**config)
+    model = AutoModel.from_config(cfg, attn_implementation="sdpa").eval()
     counter = FlopCounterMode(display=False)
     with torch.no_grad(), counter:
         model(torch.zeros(batch, tokens, dtype=torch.long))
@@ -113,23 +116,11 @@ def test_gemma4s_per_layer_maps_and_wide_heads_by_hand():
     assert sum(g.flops for g in gemms) == by_hand
 
 
-def gemma4_mm_flops(config: dict, batch: int, tokens: int) -> int:
-    """The matrix-product FLOPs torch counts running transformers' Gemma 4 base model (no head)."""
-    cfg = AutoConfig.for_model("gemma4_text", **{k: v for k, v in config.items() if k != "model_type"})
-    cfg._attn_implementation = "sdpa"  # attention in its own op, apart from the products
-    model = AutoModel.from_config(cfg).eval()
-    counter = FlopCounterMode(display=False)
-    with torch.no_grad(), counter:
-        model(torch.zeros(batch, tokens, dtype=torch.long))
-    counts = counter.get_flop_counts()["Global"]
-    return sum(n for op, n in counts.items() if str(op).split(".")[1] in ("mm", "addmm", "bmm"))
-
-
 @pytest.mark.parametrize("name", list(GEMMA4_VARIANTS))
 def test_gemma4s_products_are_the_matrix_products_torch_counts(name):
     """Every layer of transformers' own Gemma 4 (its wide global heads, per-layer input maps, KV
     sharing, V = K) runs the products the estimate prices; a decode step's products are one token's."""
     config = GEMMA4_VARIANTS[name]
     shape = _built(config)
-    assert sum(g.flops for g in prefill_counts(shape, 5, 2, 4).gemms) == gemma4_mm_flops(config, 2, 5)
-    assert sum(g.flops for g in decode_counts(shape, 5, 2, 4).gemms) == gemma4_mm_flops(config, 2, 1)
+    assert sum(g.flops for g in prefill_counts(shape, 5, 2, 4).gemms) == torch_mm_flops(2, 5, config)
+    assert sum(g.flops for g in decode_counts(shape, 5, 2, 4).gemms) == torch_mm_flops(2, 1, config)
