@@ -20,6 +20,7 @@ from attn_core.cost.phases import decode_count, prefill_count
 from attn_core.cost.shapes import ModelShape, from_hf_config
 from attn_core.verify.counts import Gemm, decode_counts, prefill_counts
 from attn_core.verify.examples import HYBRID, LLAMA, MIXTRAL
+from attn_core.verify.peak import matrix_sides
 from attn_core.verify.plan import VerifyRequest, plan_build
 from tests.cost.test_gemma4 import TINY
 
@@ -124,3 +125,12 @@ def test_gemma4s_products_are_the_matrix_products_torch_counts(name):
     shape = _built(config)
     assert sum(g.flops for g in prefill_counts(shape, 5, 2, 4).gemms) == torch_mm_flops(2, 5, config)
     assert sum(g.flops for g in decode_counts(shape, 5, 2, 4).gemms) == torch_mm_flops(2, 1, config)
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_the_planned_probe_holds_every_weight_it_times(name):
+    """The probe's planned peak (`peak.probe_bytes`) holds one weight of d × the widest side: every
+    product the estimate times (wide heads, double-wide MLP, the per-layer map) fits it."""
+    shape = _built(FAMILIES[name])
+    largest = shape.d_model * max(matrix_sides(shape))
+    assert all(g.k * g.n <= largest for g in prefill_counts(shape, 16, 2, 4).gemms)
