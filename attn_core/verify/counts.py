@@ -52,7 +52,7 @@ class AttentionCall:
 class PhaseCounts:
     """One phase as the cost model counts it, and the pieces the estimate times."""
 
-    flops: int  # projections + attention + linear layers' maps and core + MLP of the built layers (no head)
+    flops: int  # projections + attention + linear maps and core + MLP (+ per-layer input maps), no head
     bytes: int  # active weights (top-k experts: the floor) + KV cache and linear state, written or read
     bytes_expected: int  # the same with the expected distinct experts (= bytes when dense)
     gemms: tuple[Gemm, ...]
@@ -67,35 +67,44 @@ class PhaseCounts:
         )  # fmt: skip
 
 
-def attention_gemms(shape: ModelShape, tokens: int) -> list[Gemm]:
+def attention_gemms(shape: ModelShape, tokens: int, kind: str = "full", shared: bool = False) -> list[Gemm]:
     """An attention layer's products for ``tokens`` tokens: fused QKV (with the output gate's
-    h·d_h columns in gated attention), then O."""
-    d, q, kv = shape.d_model, shape.q_width, shape.kv_width
+    h·d_h columns in gated attention), then O, at the kind's d_h and H_kv (Gemma 4's full layers:
+    wider heads); a KV-sharing layer maps Q alone, a layer whose V is its K maps Q and K."""
+    d, q, kv = (
+        shape.d_model,
+        shape.n_heads * shape.head_dim_of(kind),
+        shape.kv_heads_of(kind) * shape.head_dim_of(kind),
+    )
+    kv_maps = 0 if shared else 1 if shape.value_is_key(kind) else 2
     gate = q if shape.attention_output_gate else 0
-    return [Gemm(tokens, d, q + gate + 2 * kv), Gemm(tokens, q, d)]
+    return [Gemm(tokens, d, q + gate + kv_maps * kv), Gemm(tokens, q, d)]
 
 
-def deltanet_gemms(shape: ModelShape, tokens: int) -> list[Gemm]:
+def deltanet_gemms(shape: ModelShape, tokens: int, kind: str = "gdn", shared: bool = False) -> list[Gemm]:
     """A Gated DeltaNet layer's maps: q, k, v, z (d × (2H_k·d_k + 2H_v·d_v)), β and a (d × 2H_v),
-    then out (H_v·d_v × d): its ``matrix_weights``. Its core is timed as a call, not a product."""
+    then out (H_v·d_v × d): its ``matrix_weights``. Its core is timed as a call, not a product.
+    (``kind`` and ``shared`` are attention's: a linear layer has one form.)"""
     m, d = shape.state_mixer, shape.d_model
     return [Gemm(tokens, d, 2 * m.key_dim + 2 * m.value_dim), Gemm(tokens, d, 2 * m.n_value_heads),
             Gemm(tokens, m.value_dim, d)]  # fmt: skip
 
 
-def mamba2_gemms(shape: ModelShape, tokens: int) -> list[Gemm]:
+def mamba2_gemms(shape: ModelShape, tokens: int, kind: str = "mamba2", shared: bool = False) -> list[Gemm]:
     """A Mamba-2 layer's maps: in (z, x, B, C, Δ: d × (2H·P + 2G·N + H)), then out (H·P × d): its
-    ``matrix_weights``. Its scan is timed as a call, not a product."""
+    ``matrix_weights``. Its scan is timed as a call, not a product. (``kind`` and ``shared`` as above.)"""
     m, d = shape.state_mixer, shape.d_model
     return [Gemm(tokens, d, m.d_inner + m.conv_channels + m.n_heads), Gemm(tokens, m.d_inner, d)]
 
 
-def mlp_gemms(shape: ModelShape, moe: bool, tokens: int) -> list[Gemm]:
-    """The feed-forward products: the MLP (gate and up fused), or the router, the routed experts
-    (k·tokens rows over the expected touched experts) and the shared experts."""
+def mlp_gemms(shape: ModelShape, moe: bool, tokens: int, wide: bool = False) -> list[Gemm]:
+    """The feed-forward products: the MLP (gate and up fused; ``wide``: Gemma 4's 2·d_ff on its
+    KV-sharing layers), or the router, the routed experts (k·tokens rows over the expected
+    touched experts) and the shared experts."""
     d = shape.d_model
     if not moe:
-        return [Gemm(tokens, d, (shape.mlp_matrices - 1) * shape.d_ff), Gemm(tokens, shape.d_ff, d)]
+        d_ff = shape.d_ff * (2 if wide else 1)
+        return [Gemm(tokens, d, (shape.mlp_matrices - 1) * d_ff), Gemm(tokens, d_ff, d)]
     m = shape.moe
     touched = experts_touched_expected(m.n_experts, m.top_k, tokens)
     rows = m.top_k * tokens / touched
@@ -109,9 +118,21 @@ def mlp_gemms(shape: ModelShape, moe: bool, tokens: int) -> list[Gemm]:
     return out
 
 
+def per_layer_input_gemms(shape: ModelShape, tokens: int) -> list[Gemm]:
+    """Gemma 4's per-layer input maps (none without them): the token's embedding mapped d → L·p
+    once, then in each layer a d → p gate and a p → d map (`PerLayerEmbeddings.projections`)."""
+    ple, d, L = shape.per_layer_embeddings, shape.d_model, shape.n_layers
+    if ple is None:
+        return []
+    p = ple.width
+    return [Gemm(tokens, d, L * p), Gemm(tokens, d, p, L), Gemm(tokens, p, d, L)]
+
+
 # The mixer products of each layer kind (with MIXERS and ATTENTION_KEYS below: a new kind adds one
-# entry to each). Every kind's products plus the MLP's sum to the cost model's projections + MLP.
-MIXER_GEMMS: dict[str, Callable[[ModelShape, int], list[Gemm]]] = {
+# entry to each), called with the layer's kind and whether it shares an earlier layer's K and V.
+# Every kind's products plus the MLP's and the per-layer input maps sum to the cost model's
+# product FLOPs of the layers (`phases.PhaseCount.product_flops` less the output head).
+MIXER_GEMMS: dict[str, Callable[[ModelShape, int, str, bool], list[Gemm]]] = {
     "full": attention_gemms,
     "sliding": attention_gemms,
     "chunked": attention_gemms,
@@ -120,19 +141,22 @@ MIXER_GEMMS: dict[str, Callable[[ModelShape, int], list[Gemm]]] = {
 }
 
 
-def _block_gemms(shape: ModelShape, kind: str, moe: bool, tokens: int) -> list[Gemm]:
+def _block_gemms(shape: ModelShape, kind: str, moe: bool, shared: bool, tokens: int) -> list[Gemm]:
     """One block's products: its mixer's and its feed-forward part's (a Nemotron-H block has one)."""
-    mixer = MIXER_GEMMS[kind](shape, tokens) if kind in MIXER_GEMMS else []
-    return mixer + (mlp_gemms(shape, moe, tokens) if shape.has_mlp(kind) else [])
+    mixer = MIXER_GEMMS[kind](shape, tokens, kind, shared) if kind in MIXER_GEMMS else []
+    wide = shared and shape.double_wide_shared_mlp
+    return mixer + (mlp_gemms(shape, moe, tokens, wide) if shape.has_mlp(kind) else [])
 
 
 def _gemms(shape: ModelShape, tokens: int) -> tuple[Gemm, ...]:
-    """Every block's products, grouped by (layer kind, MoE or dense) as the cost model sums."""
-    return tuple(
+    """Every block's products, grouped by (layer kind, MoE or dense, KV-shared or not) as the cost
+    model sums, then the per-layer input maps."""
+    blocks = tuple(
         dataclasses.replace(g, count=g.count * n)
-        for (kind, moe), n in shape.layer_census.items()
-        for g in _block_gemms(shape, kind, moe, tokens)
+        for (kind, moe, shared), n in shape.layer_groups.items()
+        for g in _block_gemms(shape, kind, moe, shared, tokens)
     )
+    return blocks + tuple(per_layer_input_gemms(shape, tokens))
 
 
 def _weight_bytes(shape: ModelShape, b: int, tokens: int) -> tuple[int, int]:
@@ -160,7 +184,13 @@ def _phase(
     return PhaseCounts(int(flops), floor + kv, expected + kv, _gemms(shape, batch * q_len), calls)
 
 
-LINEAR_TERMS = ("projections", "attention", "mlp", "state_projections")  # per token, or per allowed pair
+LINEAR_TERMS = (
+    "projections",
+    "attention",
+    "mlp",
+    "state_projections",
+    "per_layer_inputs",
+)  # per token, or per pair
 
 
 def prefill_counts(shape: ModelShape, T: int, batch: int, b: int) -> PhaseCounts:

@@ -145,10 +145,19 @@ def mixer_bytes(shape: ModelShape, kind: str, batch: int, T: int, S: int, b: int
 
 
 def matrix_sides(shape: ModelShape) -> list[int]:
-    """Every weight matrix of a layer is d × n or n × d: its n's (fused QKV and gate, O, the MLP's
-    fused up and its down, the router, an expert's, a linear layer's input and output maps)."""
+    """Every weight matrix of a layer is d × n or n × d: its n's (fused QKV and gate at each
+    attention kind's heads, O, the MLP's fused up and its down (Gemma 4's double-wide one), the
+    router, an expert's, a linear layer's input and output maps, Gemma 4's per-layer input map)."""
     gate = 2 if shape.attention_output_gate else 1
-    sides = [shape.d_model, gate * shape.q_width + 2 * shape.kv_width, 2 * shape.d_ff]
+    qkv = [
+        shape.n_heads * shape.head_dim_of(k) * gate + 2 * shape.kv_heads_of(k) * shape.head_dim_of(k)
+        for k in shape.kind_counts
+        if shape.is_attention(k)
+    ]
+    wide = 2 if shape.double_wide_shared_mlp and shape.kv_shared_layers else 1
+    sides = [shape.d_model, *qkv, 2 * wide * shape.d_ff]
+    if shape.per_layer_embeddings is not None:
+        sides.append(shape.n_layers * shape.per_layer_embeddings.width)
     if shape.moe is not None:
         m = shape.moe
         sides += [m.n_experts, 2 * m.expert_d_ff, 2 * m.shared_d_ff]

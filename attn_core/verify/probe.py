@@ -151,8 +151,9 @@ def probe_stream(device: str, dtype: torch.dtype) -> float:
 def probe_attention(
     shape: ModelShape, call: AttentionCall, batch: int, dtype: torch.dtype, device: str
 ) -> float:
-    """Seconds of one attention kernel call at this layer kind's shape (q, and the cache's K, V)."""
-    h, kv_h, dh = shape.n_heads, shape.n_kv_heads, shape.head_dim
+    """Seconds of one attention kernel call at this layer kind's shape (q, and the cache's K, V;
+    the kind's d_h and H_kv: Gemma 4's full layers have wider heads)."""
+    h, kv_h, dh = shape.n_heads, shape.kv_heads_of(call.kind), shape.head_dim_of(call.kind)
     q = torch.randn(batch, h, call.q_len, dh, device=device, dtype=dtype)
     k, v = (torch.randn(batch, kv_h, call.kv_len, dh, device=device, dtype=dtype) for _ in range(2))
     keys = ATTENTION_KEYS[call.kind](shape, call.q_len, call.kv_len)

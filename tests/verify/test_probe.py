@@ -13,9 +13,12 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from attn_core.cost.shapes import from_hf_config
+from attn_core.verify import probe as probe_module
 from attn_core.verify.counts import AttentionCall, Gemm, PhaseCounts
 from attn_core.verify.peak import COLD_BYTES, COMPUTE_ROWS
 from attn_core.verify.probe import PROBE_ROUNDS, Probe, bound_ms, estimate_ms, probe_gemm, time_call
+from tests.cost.test_gemma4 import TINY
 
 
 @pytest.fixture
@@ -106,3 +109,17 @@ def test_the_json_separates_attention_from_linear_cores():
     out = probe().to_json()
     assert [c["kind"] for c in out["attention_ms"]] == ["full"]
     assert out["state_core_ms"] == [{"kind": "gdn", "q_len": 16, "kv_len": 16, "ms": pytest.approx(4.0)}]
+
+
+@pytest.mark.parametrize(("kind", "kv_heads", "head_dim"), [("sliding", 2, 16), ("full", 1, 32)])
+def test_the_attention_probe_runs_each_kind_at_its_own_heads(monkeypatch, kind, kv_heads, head_dim):
+    """Gemma 4's global (full) layers have wider heads and here fewer KV heads than its sliding
+    ones: each kind's kernel is probed at its own q (B, h, T, d_h) and K, V (B, H_kv, S, d_h)."""
+    config = TINY | {"attention_k_eq_v": True, "num_global_key_value_heads": 1}
+    shape = from_hf_config(config)
+    seen = []
+    monkeypatch.setattr(
+        probe_module, "attend", lambda q, k, v, keys: seen.append((q.shape, k.shape, v.shape))
+    )
+    probe_module.probe_attention(shape, AttentionCall(kind, 3, 7), 2, torch.float32, "cpu")
+    assert set(seen) == {((2, 4, 3, head_dim), (2, kv_heads, 7, head_dim), (2, kv_heads, 7, head_dim))}
