@@ -47,10 +47,13 @@ def _cache_bytes(anatomy, layers: int, tokens: int, batch: int, b: int) -> int:
 
 def _layers(cfg, anatomy, request: VerifyRequest, b: int):
     """(config of the first n layers, n, their parameters, weight bytes, cache bytes): the most that
-    fit the cap on weights and cache."""
+    fit the cap on weights and cache, and never fewer than reach the first attention layer (a run
+    of conv or state layers alone fails in transformers' mask builder, and is not the model)."""
     N = hf.layer_count(cfg)
     tokens = request.seq_len + request.decode_steps
-    for n in range(min(request.layers or N, N, MAX_LAYERS), 0, -1):
+    attention = [i for g in anatomy.groups if g.params.get("attention") for i in g.layers]
+    least = min(attention) + 1 if attention else 1
+    for n in range(max(min(request.layers or N, N, MAX_LAYERS), least), least - 1, -1):
         try:
             cut = hf.cut_config(cfg, range(n), None)
         except BuildRefused:
@@ -59,7 +62,8 @@ def _layers(cfg, anatomy, request: VerifyRequest, b: int):
         weights, cache = hf.built_numel(cut) * b, _cache_bytes(anatomy, n, tokens, request.batch, b)
         if weights + cache <= request.memory_bytes:
             return cut, n, params, weights, cache
-    raise VerifyError(f"not one layer's weights and cache fit the {request.memory_bytes / 2**30:.2f} GiB cap")
+    what = "one layer's" if least == 1 else f"the first {least} layers' (through the first attention layer)"
+    raise VerifyError(f"not {what} weights and cache fit the {request.memory_bytes / 2**30:.2f} GiB cap")
 
 
 def _flops(cut, n: int, request: VerifyRequest, context: int) -> tuple[int, int]:

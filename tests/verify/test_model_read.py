@@ -58,3 +58,17 @@ def test_cache_bytes_rescale_all_but_the_fp32_state():
     fp32 = sum(g.count * g.cache.fixed_fp32 for g in a.groups)
     assert per_token > 0 and fixed > 0
     assert _cache_bytes(a, 3, T, 2, 4) == 2 * (2 * (per_token * T + fixed - fp32) + fp32)
+
+
+def test_one_layer_asked_still_reaches_the_first_attention_layer(tmp_path, capsys):
+    """Layer 0 is a conv layer: the first layers alone would hold no attention (transformers' mask
+    builder fails on them, and they are not the model), so 2 are built. Hand count as above."""
+    config, out = tmp_path / "config.json", tmp_path / "out.json"
+    config.write_text(json.dumps(LFM2))
+    args = ["--config", str(config), "--seq-len", str(T), "--decode-steps", str(M), "--layers", "1"]
+    assert main([*args, "--json", str(out)]) == 0, capsys.readouterr().err
+    r = json.loads(out.read_text())
+    dh = d // h
+    attention = 2 * T * d * (2 * h * dh + 2 * kv * dh) + 4 * h * dh * T * (T + 1) // 2
+    assert r["layers_built"] == 2
+    assert r["prefill"]["flops"] == 2 * T * (d * 3 * d + d * d) + attention + 2 * 2 * T * 3 * d * F
