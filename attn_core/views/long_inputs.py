@@ -36,12 +36,16 @@ SAMPLE = Path(__file__).resolve().parents[2] / "assets" / "text" / "pride_and_pr
 DEMO_LABEL = "the tiny random Mistral-style demo model (GQA 4:2, rotary, sliding window 8), 4,096 positions"
 KEEP_CAPTURES_BYTES = 16 * MiB  # q and k kept for ``region`` when they fit; else it re-runs the forward
 
-# The cost model of ``estimate``: constants measured by benchmarks/long_maps.py on this server's CPU
-# (2 threads, float32; benchmarks/RESULTS.md, "Long maps").
-FORWARD_FLOPS = 100e9  # FLOP/s of the model's forward (GEMMs and fused SDPA) on 2 cores
-LAYER_OVERHEAD_S = 0.01  # per layer: eager ops that cost more than their FLOPs at small widths
-MAP_S_PER_SCORE = 8e-9  # tile maps: seconds per score visited (both passes, exp and reductions)
-MAP_S_PER_TILE = 1e-3  # tile maps: per compute tile visited (masks, bins, Python)
+# The cost model of ``estimate``, per layer: forward FLOPs / FORWARD_FLOPS + LAYER_OVERHEAD_S +
+# tiles × (Hq·block² · MAP_S_PER_SCORE + MAP_S_PER_TILE). Fitted on this server's CPU (2 threads,
+# float32) to the forward and the tile maps timed apart on GPT-2-small's shape (12 heads) and
+# SmolLM2-135M (9 query heads on 3 KV heads) at 1,024 and 4,096 tokens, then rounded up so the
+# estimate stays above them (benchmarks/RESULTS.md, "The long read's estimate, refitted"). Grouped
+# heads need no term of their own: the maps' bmm runs over all Hq query rows of a KV group.
+FORWARD_FLOPS = 180e9  # FLOP/s of the forward (GEMMs and fused SDPA); fitted 204–233 at 4,096 tokens
+LAYER_OVERHEAD_S = 0.02  # per layer: the maps' accumulators and scores (fitted 0.015 s) and eager ops
+MAP_S_PER_SCORE = 2.5e-9  # tile maps: seconds per score visited (both passes); fitted 2.2e-9
+MAP_S_PER_TILE = 1.2e-3  # tile maps: per compute tile visited (masks, bins, Python); fitted 1.05e-3
 ACTIVATION_WIDTHS = 8  # live activations of a forward: ≈ this many (L, d_model) tensors + 2 of (L, d_ff)
 # The resident peak exceeds the bytes allocated: glibc keeps freed heap pages between the forward's
 # large transient tensors (measured 1.0–2.1× the allocations at 1k–4k tokens, RESULTS.md).
