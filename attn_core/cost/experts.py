@@ -86,9 +86,18 @@ def _moe_layers(config: Mapping[str, Any], model_type: str, kinds: LayerKinds | 
     return ALL
 
 
-def read_moe(config: Mapping[str, Any], model_type: str, kinds: LayerKinds | None = None) -> MoE | None:
-    """The expert layout, or None for a dense model (no expert count, or one expert)."""
+def read_moe(
+    config: Mapping[str, Any], model_type: str, kinds: LayerKinds | None = None, built_moe: bool = False
+) -> MoE | None:
+    """The expert layout, or None for a dense model (no expert count, or one expert). ``built_moe``:
+    the model's build (this config's, or its type's at class defaults, `type_facts`) holds experts,
+    so a config that names no expert count is refused rather than sized as a dense model."""
     key, value = first(config, EXPERT_KEYS)
+    if key is None and built_moe:
+        raise ConfigError(
+            f"model_type {model_type!r} builds experts, but this config names no expert count (one of "
+            f"{', '.join(EXPERT_KEYS)}): give it, or let transformers complete the config"
+        )
     if key is None or whole(key, value, minimum=0) <= 1:
         return None
     if model_type not in MOE_MODEL_TYPES:

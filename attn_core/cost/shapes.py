@@ -196,7 +196,8 @@ def from_hf_config(
         and "rms_norm_eps" not in config
         and ("layer_norm_epsilon" in config or "layer_norm_eps" in config)
     )
-    moe = read_moe(config, model_type, kinds)  # an unknown MoE layout is named before the MLP kind
+    # an unknown MoE layout is named before the MLP kind; experts the build has are never dropped
+    moe = read_moe(config, model_type, kinds, built_moe=facts is not None and facts.moe)
     mlp_kind = _mlp_kind(config, model_type, facts)
     return ModelShape(
         name=display_name(name or config.get("_name_or_path") or model_type or "custom model"),
