@@ -19,16 +19,18 @@ def tiles_of(P: torch.Tensor, tile: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 class LargestStorage(TorchDispatchMode):
-    """The largest memory block any op of the kernel allocates (bytes of its storage: a stride-0
-    view of one number costs one number, whatever its shape)."""
+    """The largest memory block any op of the kernel allocates (``size`` of each tensor an op
+    returns: by default its storage's bytes, so a stride-0 view of one number costs one number,
+    whatever its shape; ``torch.Tensor.numel`` counts elements instead)."""
 
-    def __init__(self):
+    def __init__(self, size=lambda t: t.untyped_storage().nbytes()):
         super().__init__()
+        self.size = size
         self.largest = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         for t in out if isinstance(out, tuple | list) else (out,):
             if isinstance(t, torch.Tensor):
-                self.largest = max(self.largest, t.untyped_storage().nbytes())
+                self.largest = max(self.largest, self.size(t))
         return out

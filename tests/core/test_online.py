@@ -18,7 +18,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.utils._python_dispatch import TorchDispatchMode
+from tile_reference import LargestStorage
 
 from attn_core import online
 from attn_core.attention import attention
@@ -199,30 +199,15 @@ def test_padding_skips_only_tiles_no_batch_row_needs():
     assert (r.output - attention(q, k, v, allowed).output).abs().max() <= TOL64
 
 
-class LargestTensor(TorchDispatchMode):
-    """Records the largest tensor any op produces (every intermediate the kernel creates)."""
-
-    def __init__(self):
-        super().__init__()
-        self.largest = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for t in out if isinstance(out, tuple | list) else (out,):
-            if isinstance(t, torch.Tensor):
-                self.largest = max(self.largest, t.numel())
-        return out
-
-
 def test_never_forms_the_score_matrix():
     L = S = 512
     q, k, v = qkv(1, 2, 2, L, S, d=16, dv=16)
-    with LargestTensor() as seen:
+    with LargestStorage(torch.Tensor.numel) as seen:
         online_attention(q, k, v, causal=True, block_size=64, query_block_size=64)
     # biggest allowed: Q, K or [V, 1] as (BH, S, 17) = 2·512·17 numbers, or a 64×64 tile per head
     assert seen.largest <= 2 * S * 17
     assert seen.largest < 2 * L * S // 10  # the 2·L·S score matrix never exists
-    with LargestTensor() as naive:
+    with LargestStorage(torch.Tensor.numel) as naive:
         attention(q, k, v, causal_mask(L, S))
     assert naive.largest >= 2 * L * S  # the probe does see an L×S matrix when there is one
 
