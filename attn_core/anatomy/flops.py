@@ -147,27 +147,23 @@ def _child_parts(kind: str, child: nn.Module, flops, tokens: int) -> Counter:
     return out
 
 
-def _outside(model: nn.Module, counts: dict) -> int:
+def _per_module(model: nn.Module, counts: dict):
+    """``flops(module)``: the counter's matrix FLOPs of one module of ``model`` (by its path)."""
+    names = _names(model)
+    return lambda mod: _matrix_flops(counts.get(names.get(id(mod), ""), {}))
+
+
+def _outside(model: nn.Module, flops) -> int:
     """The base model's own products, outside its decoder layers (Gemma 4's d → L·p projection of
     the per-layer inputs); the output head is the model's, not the base's, so it is not here."""
-    names = _names(model)
     path, stack = decoder_layers(model)
     base = model.get_submodule(path.rsplit(".", 1)[0]) if "." in path else model
     if base is model:
         return 0
-
-    def flops(mod: nn.Module) -> int:
-        return _matrix_flops(counts.get(names.get(id(mod), ""), {}))
-
     return max(0, flops(base) - sum(flops(layer) for layer in stack))
 
 
-def _layer_rows(model: nn.Module, counts: dict, n_layers: int, tokens: int) -> list[dict[str, int]]:
-    names = _names(model)
-
-    def flops(mod: nn.Module) -> int:
-        return _matrix_flops(counts.get(names.get(id(mod), ""), {}))
-
+def _layer_rows(model: nn.Module, flops, n_layers: int, tokens: int) -> list[dict[str, int]]:
     _, stack = decoder_layers(model)
     rows = []
     for layer in list(stack)[:n_layers]:
@@ -219,8 +215,9 @@ def count_flops(model: nn.Module, n_layers: int, T: int, P: int, device: str = "
     model.config.use_cache = True
     ids = torch.zeros(1, T, dtype=torch.long, device=device)
     counts, _ = _counted(lambda: _call(model, ids, 0))
-    prefill = _layer_rows(model, counts, n_layers, T)
-    outside = [_outside(model, counts), 0]
+    flops = _per_module(model, counts)
+    prefill = _layer_rows(model, flops, n_layers, T)
+    outside = [_outside(model, flops), 0]
     try:
         out = _call(model, torch.zeros(1, P, dtype=torch.long, device=device), 0)
         cache = next((c for c in (getattr(out, f, None) for f in CACHE_FIELDS) if c is not None), None)
@@ -230,8 +227,9 @@ def count_flops(model: nn.Module, n_layers: int, T: int, P: int, device: str = "
         counts, _ = _counted(lambda: _call(model, one, P, past_key_values=cache))
     except BuildRefused as exc:
         return prefill, None, str(exc), tuple(outside)
-    outside[1] = _outside(model, counts)
-    return prefill, _layer_rows(model, counts, n_layers, 1), None, tuple(outside)
+    flops = _per_module(model, counts)
+    outside[1] = _outside(model, flops)
+    return prefill, _layer_rows(model, flops, n_layers, 1), None, tuple(outside)
 
 
 def model_flops(cfg, model: nn.Module, experts, T: int = FLOPS_PROMPT, P: int = FLOPS_PROMPT) -> ModelFlops:
