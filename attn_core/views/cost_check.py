@@ -64,13 +64,12 @@ def _view(rec: dict[str, Any] | None, T: int, batch: int, recorded: bool) -> Che
         )
     conventions = [d for d in rec["differences"] if d.get("convention")]
     notes = [*notes, *(f"{d['what']}: the formula gives {d['analytic']:,}, transformers' build {d['derived']:,} "
-                       f"{d['unit']}, counted differently on purpose ({d['convention']})." for d in conventions)]  # fmt: skip
+                       f"{d['unit']}. Counted differently on purpose: {d['convention']}." for d in conventions)]  # fmt: skip
     if rec["agrees"]:
-        return CheckView(
-            "agrees",
-            f"Checked against {built}: parameters, cache per token and fixed state agree to the unit.",
-            notes=notes,
-        )
+        flops = (rec.get("model_derived") or {}).get("flops")
+        what = "parameters, cache per token and fixed state" + (", and FLOPs" if flops else "")
+        but = " (but for the FLOPs noted below, counted another way)" if conventions else ""
+        return CheckView("agrees", f"Checked against {built}: {what} agree to the unit{but}.", notes=notes)
     rows = {"figure": [], "formula": [], "transformers' build": [], "difference": []}
     for diff in (d for d in rec["differences"] if not d.get("convention")):
         rows["figure"].append(diff["what"])
