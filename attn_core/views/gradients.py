@@ -254,6 +254,72 @@ def _query_step(back: BackwardResult, q, K, V, G, keys, head: int, row: int, lr:
     )
 
 
+def _check_row_inputs(qkv: QKV, *, head: int, row: int, temperature: float, lr: float) -> None:
+    """The row picker's inputs, each refused with a message naming it."""
+    if not (math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a positive number, got {temperature}")
+    if not math.isfinite(lr):
+        raise ValueError(f"the step size must be a finite number, got {lr}")
+    if not 0 <= head < qkv.heads:
+        raise ValueError(f"head {head} does not exist: there are {qkv.heads}")
+    if not 0 <= row < qkv.L:
+        raise ValueError(f"query row {row} does not exist: there are {qkv.L}")
+
+
+def _finite_agreement(qkv: QKV, G: torch.Tensor, allowed, scale: float, back):
+    """Central finite differences of the loss ⟨O, G⟩, or (None, why not) when the input is too large."""
+    try:
+        check_finite_difference_size(qkv.q, qkv.k, qkv.v)
+    except ValueError as exc:
+        return None, f"Finite differences skipped: {exc}."
+    return finite_differences(qkv.q, qkv.k, qkv.v, G, allowed, scale=scale), ""
+
+
+def _identity_checks(back, G: torch.Tensor, full: torch.Tensor | None, tol: float) -> list[Check]:
+    """The backward pass's own identities: the rowsum trick, each dS row summing to 0, dS = 0 where blocked."""
+    D_scale = float((back.forward.output * G).abs().sum(-1).max()) + 1.0
+    return [
+        Check(
+            "rowsum(P ⊙ dP) = rowsum(dO ⊙ O)",
+            back.rowsum_gap <= 1e-12 * D_scale,
+            f"max |Δ| = {back.rowsum_gap:.1e}",
+        ),
+        dscore_rows_check(back.dscores, tol),
+        Check(
+            "dS = 0 on blocked pairs",
+            full is None or bool((back.dscores[~full] == 0).all()),
+            "no mask" if full is None else f"{int((~full).sum()):,} blocked pairs",
+        ),
+    ]
+
+
+def _row_fields(
+    back, qkv: QKV, G, full, group: int, *, head: int, row: int, temperature: float, lr: float
+) -> dict:
+    """Card 4 on one query row: its softmax at temperature τ, the Jacobian's spectrum and bounds, the
+    saturation sweep, the per-key reading of dS and one gradient step on the query."""
+    K, V = expand_kv(qkv.k, group), expand_kv(qkv.v, group)  # (1, Hq, S, d)
+    keys = _row_keys(full, head, row, qkv.S)
+    scores = back.forward.scores[0, head, row, keys]  # (T,) finite
+    p_row = stable_softmax(scores / temperature)  # (T,)
+    spectrum = jacobian_spectrum(p_row) if len(keys) <= JACOBIAN_MAX_KEYS else None
+    lam, bound = float(largest_eigenvalue(p_row)), float(gershgorin_bound(p_row))
+    return {
+        "head": head,
+        "row": row,
+        "temperature": float(temperature),
+        "row_weights": p_row,
+        "lambda_max": lam,
+        "gershgorin": bound,
+        "frobenius": float(jacobian_frobenius(p_row)),
+        "spectrum": spectrum,
+        "jacobian_checks": jacobian_checks(spectrum, lam, bound),
+        "sweep": saturation_sweep(scores),
+        "reading": _row_reading(back, V, G, keys, head, row),
+        "step": _query_step(back, qkv.q, K, V, G, keys, head, row, lr),
+    }
+
+
 def gradients_view(
     qkv: QKV,
     allowed: torch.Tensor | None,
@@ -272,14 +338,7 @@ def gradients_view(
 
     Finite differences run only under `LIMITS.fd_*`; otherwise ``finite_note`` says why not.
     ``upstream`` names how G was chosen (an `Upstream`), for ``toy_lesson``."""
-    if not (math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a positive number, got {temperature}")
-    if not math.isfinite(lr):
-        raise ValueError(f"the step size must be a finite number, got {lr}")
-    if not 0 <= head < qkv.heads:
-        raise ValueError(f"head {head} does not exist: there are {qkv.heads}")
-    if not 0 <= row < qkv.L:
-        raise ValueError(f"query row {row} does not exist: there are {qkv.L}")
+    _check_row_inputs(qkv, head=head, row=row, temperature=temperature, lr=lr)
     group = check_shapes(qkv.q, qkv.k, qkv.v)
     q, k, v, G = qkv.q, qkv.k, qkv.v, grad_output
     back = attention_backward(q, k, v, G, allowed, scale=scale)
@@ -288,45 +347,18 @@ def gradients_view(
 
     auto = sdpa_autograd(q, k, v, G, allowed, scale=scale)
     agreement = [Agreement("torch autograd (SDPA)", *max_diffs(back, auto), tol)]
-    finite, note = None, ""
-    if run_finite_differences:
-        try:
-            check_finite_difference_size(q, k, v)
-        except ValueError as exc:
-            note = f"Finite differences skipped: {exc}."
-        else:
-            finite = finite_differences(q, k, v, G, allowed, scale=scale)
-            for i, e in enumerate(finite.eps):
-                estimate = (finite.dq[i], finite.dk[i], finite.dv[i])
-                agreement.append(
-                    Agreement(f"finite differences, ε = {e:.0e}", *max_diffs(back, estimate), finite.bound[i])
-                )
-    else:
+    finite, note = _finite_agreement(qkv, G, allowed, scale, back) if run_finite_differences else (None, "")
+    if not run_finite_differences:
         note = "Finite differences are off."
+    elif finite is not None:
+        agreement += [
+            Agreement(f"finite differences, ε = {e:.0e}", *max_diffs(back, est), finite.bound[i])
+            for i, (e, est) in enumerate(
+                zip(finite.eps, zip(finite.dq, finite.dk, finite.dv, strict=True), strict=True)
+            )
+        ]
+    checks = _identity_checks(back, G, full, tol)
 
-    D_scale = float((back.forward.output * G).abs().sum(-1).max()) + 1.0
-    checks = [
-        Check(
-            "rowsum(P ⊙ dP) = rowsum(dO ⊙ O)",
-            back.rowsum_gap <= 1e-12 * D_scale,
-            f"max |Δ| = {back.rowsum_gap:.1e}",
-        ),
-        dscore_rows_check(back.dscores, tol),
-        Check(
-            "dS = 0 on blocked pairs",
-            full is None or bool((back.dscores[~full] == 0).all()),
-            "no mask" if full is None else f"{int((~full).sum()):,} blocked pairs",
-        ),
-    ]
-
-    K, V = expand_kv(k, group), expand_kv(v, group)  # (1, Hq, S, d)
-    keys = _row_keys(full, head, row, qkv.S)
-    scores = back.forward.scores[0, head, row, keys]  # (T,) finite
-    p_row = stable_softmax(scores / temperature)  # (T,)
-    spectrum = jacobian_spectrum(p_row) if len(keys) <= JACOBIAN_MAX_KEYS else None
-    sweep = saturation_sweep(scores)
-    lam, bound = float(largest_eigenvalue(p_row)), float(gershgorin_bound(p_row))
-    step = _query_step(back, q, K, V, G, keys, head, row, lr)
     return GradientsView(
         qkv=qkv,
         allowed=full,
@@ -341,22 +373,11 @@ def gradients_view(
             Check(f"{name} matches autograd", d <= tol, f"max |Δ| = {d:.1e}")
             for name, d in zip(("dQ", "dK", "dV"), max_diffs(back, auto), strict=True)
         ],
-        jacobian_checks=jacobian_checks(spectrum, lam, bound),
         loss=float((back.forward.output * G).sum()),
         coordinates=q.numel() + k.numel() + v.numel(),
-        head=head,
-        row=row,
-        temperature=float(temperature),
-        row_weights=p_row,
-        lambda_max=lam,
-        gershgorin=bound,
-        frobenius=float(jacobian_frobenius(p_row)),
-        spectrum=spectrum,
-        sweep=sweep,
-        reading=_row_reading(back, V, G, keys, head, row),
-        step=step,
         tolerance=tol,
         toy_lesson=toy_lesson(qkv, upstream),
+        **_row_fields(back, qkv, G, full, group, head=head, row=row, temperature=temperature, lr=lr),
     )
 
 
