@@ -209,6 +209,33 @@ def _summarise(P: torch.Tensor, S: torch.Tensor, r0: int, c0: int, tile: int, ba
         acc.hist.scatter_add_(1, bins.view(1, -1).expand(Hq, -1), P.reshape(Hq, -1))
 
 
+def _summarise_row_block(
+    plan, i: int, q_tile, K, row_lse, scratch, acc, dims: tuple[int, int, int, int]
+) -> int:
+    """Pass 2 over row block i: each allowed key tile's exact weights P = exp(S − lse) summarised into
+    ``acc``; returns how many tiles ran. dims = (Hq, group, tile, band)."""
+    Hq, group, tile, band = dims
+    Hkv, device = K.shape[0], K.device
+    r0, r1 = plan.rows(i)
+    runs = 0
+    for j in range(plan.shape[1]):
+        if not plan.runs[i][j]:
+            continue
+        c0, c1 = plan.keys(j)
+        shape = (Hkv, group * (r1 - r0), c1 - c0)
+        S = torch.bmm(q_tile, K[:, c0:c1].transpose(1, 2), out=scratch.get("s", shape))
+        blocked = _blocked(plan, i, j, group, device)
+        if blocked is not None:
+            S.masked_fill_(blocked, -math.inf)
+        P = torch.sub(S, row_lse, out=scratch.get("p", shape)).exp_()  # exact weights, ≤ 1
+        if blocked is not None:
+            S.masked_fill_(blocked, 0.0)  # 0 · s for the entropy's Σ P s, not 0 · (−∞)
+        view = (Hq, r1 - r0, c1 - c0)
+        _summarise(P.view(view), S.view(view), r0, c0, tile, band, acc)
+        runs += 1
+    return runs
+
+
 def tile_maps(
     c: LayerQK,
     tile: int = TILE,
@@ -251,21 +278,7 @@ def tile_maps(
         q_tile = Q[:, :, r0:r1].reshape(Hkv, group * (r1 - r0), d)  # (Hkv, g·R, d)
         row_lse = _row_lse(plan, i, q_tile, K, group, scratch)  # pass 1: (Hkv, g·R, 1)
         lse[:, r0:r1] = row_lse.view(Hq, r1 - r0)
-        for j in range(plan.shape[1]):  # pass 2
-            if not plan.runs[i][j]:
-                continue
-            c0, c1 = plan.keys(j)
-            shape = (Hkv, group * (r1 - r0), c1 - c0)
-            S = torch.bmm(q_tile, K[:, c0:c1].transpose(1, 2), out=scratch.get("s", shape))
-            blocked = _blocked(plan, i, j, group, device)
-            if blocked is not None:
-                S.masked_fill_(blocked, -math.inf)
-            P = torch.sub(S, row_lse, out=scratch.get("p", shape)).exp_()  # exact weights, ≤ 1
-            if blocked is not None:
-                S.masked_fill_(blocked, 0.0)  # 0 · s for the entropy's Σ P s, not 0 · (−∞)
-            view = (Hq, r1 - r0, c1 - c0)
-            _summarise(P.view(view), S.view(view), r0, c0, tile, band, acc)
-            runs += 1
+        runs += _summarise_row_block(plan, i, q_tile, K, row_lse, scratch, acc, (Hq, group, tile, band))
     counts = torch.full((n,), float(tile), dtype=dtype, device=device)
     counts[-1] = L - (n - 1) * tile  # the ragged last row block
     rows = acc.rows
