@@ -43,7 +43,7 @@ chromium:
 redis:
 	@command -v redis-server >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q redis-server; }
 
-# A lecture hall: REPLICAS Streamlit processes behind nginx (README "Serving a classroom").
+# A lecture hall: REPLICAS Streamlit processes behind nginx (docs/classroom.md).
 # Other settings (LISTEN, BASE_PORT, UPSTREAMS, ...) pass through: see deploy/serve.sh.
 REPLICAS ?= 2
 serve: $(VENV)/.app nginx redis

@@ -1,7 +1,7 @@
 """attn_core: scaled dot-product attention, derived, computed and checked.
 
-The rooms, each with one job (its ``__init__`` or module docstring says which; the README's
-Layout is the map, and ``tests/test_layers.py`` holds its import rules):
+The rooms, each with one job (its ``__init__`` or module docstring says which; docs/layout.md
+is the map, and ``tests/test_layers.py`` holds its import rules):
 
 - the math, one derivation per module: ``attention``, ``masks``, ``backward``, ``online``,
   ``tile_plan``, ``tile_maps``, ``jacobian``, ``finite_diff``, ``stats``, ``toy``; ``heads``: the head metrics

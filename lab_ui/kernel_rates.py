@@ -1,6 +1,6 @@
 """The Kernels page's sweep as a calibration of the Cost calculator: the rates it measured, the
 button that opens the Cost page on them, and the JSON for `python -m attn_core cost --calibration`
-(README, "Kernels"). A sweep that cannot calibrate the server (cut short, SDPA wrong, rates out of
+(docs/pages.md, "Kernels"). A sweep that cannot calibrate the server (cut short, SDPA wrong, rates out of
 range) stays with its visitor, downloadable."""
 
 from __future__ import annotations

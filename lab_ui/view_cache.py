@@ -24,7 +24,7 @@ the key by identity and, for modules, by the version counters of their parameter
 in-place update (an optimizer step) bumps: a model trained further is a new key.
 
 Evicted memory is given back at once. The server runs with Streamlit's post-run garbage
-collection off (README, "Serving"), and a view holding a reference cycle (a dataclass that points
+collection off (docs/classroom.md), and a view holding a reference cycle (a dataclass that points
 back at its figure, a tensor's autograd graph) is freed only by a full collection, which Python
 runs rarely: resident memory swung to ~3x ``MAX_BYTES`` between passes. So once ``COLLECT_BYTES``
 have been evicted since the last one, the cache runs ``gc.collect()`` itself (outside its lock;

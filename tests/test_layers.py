@@ -1,4 +1,4 @@
-"""The README's Layout, checked: every import of every module in attn_core/, lab_ui/ and pages/,
+"""The Layout (docs/layout.md), checked: every import of every module in attn_core/, lab_ui/ and pages/,
 read with ``ast`` (imports inside functions too), against the rules the Layout states.
 
 - attn_core never imports streamlit, plotly, lab_ui or pages;

@@ -1,8 +1,8 @@
-"""The README's map of the tree (its Layout section) is true: it names every module of lab_ui/
+"""The map of the tree in docs/layout.md is true: it names every module of lab_ui/
 (classroom/ too), every room and top-level module of attn_core/ and every script of benchmarks/
 (harness/ too), and every file it names exists.
 
-Read as text: the map is the first code block under "## Layout"; an entry starts at column 0 (a
+Read as text: the map is the first code block of docs/layout.md; an entry starts at column 0 (a
 top folder or file) and its lines run to the next one. A file name is looked up in its entry's
 folder (or, with a slash, from the repository root or that folder)."""
 
@@ -17,9 +17,7 @@ ENTRY = re.compile(r"^(\S+)")
 
 
 def layout_map() -> str:
-    text = (ROOT / "README.md").read_text()
-    section = text.split("\n## Layout\n", 1)[1]
-    return section.split("```", 2)[1]
+    return (ROOT / "docs" / "layout.md").read_text().split("```", 2)[1]
 
 
 def entries(block: str) -> dict[str, str]:
