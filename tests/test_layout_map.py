@@ -63,7 +63,7 @@ def test_every_module_and_script_is_named(folder):
     names = named_basenames(block)
     files = modules(folder) + (modules(folder, "*.sh") if folder == "benchmarks" else [])
     missing = [str(p.relative_to(ROOT)) for p in files if p.name not in names]
-    assert missing == [], "name them in the README's Layout"
+    assert missing == [], "name them in docs/layout.md"
 
 
 def test_every_room_and_top_level_module_of_attn_core_is_named():
@@ -73,7 +73,7 @@ def test_every_room_and_top_level_module_of_attn_core_is_named():
     files = [p.name for p in modules("attn_core") if p.parent == ROOT / "attn_core"]
     missing = [f"{room}/" for room in rooms if not re.search(rf"^  {room}/", block, re.M)]
     missing += [name for name in files if name not in named_basenames(block)]
-    assert sorted(missing) == [], "name them in the README's Layout"
+    assert sorted(missing) == [], "name them in docs/layout.md"
 
 
 def resolves(name: str, folder: str) -> bool:

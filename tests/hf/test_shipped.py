@@ -50,7 +50,7 @@ def test_probe_scores_match_a_direct_computation_from_output_attentions(smol):
     for ours, direct in ((scores.induction, induction), (scores.previous, previous), (scores.sink, sink)):
         torch.testing.assert_close(ours, direct, atol=1e-5, rtol=0)
     top = [head for head, _ in scores.top("induction", 5)]
-    assert "L17H4" in top and scores.induction[17, 4] > 0.5  # the heads the README names
+    assert "L17H4" in top and scores.induction[17, 4] > 0.5  # the heads docs/pages.md names
     assert scores.layers == list(range(30)) and scores.induction.shape == (30, 9)
 
 
