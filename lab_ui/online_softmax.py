@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from attn_core.cost.memory import MemoryBill
+from attn_core.cost.score_memory import MemoryBill
 from attn_core.cost.units import format_bytes_binary, format_flops
 from attn_core.online import OnlineStep
 from attn_core.views.online_softmax import RowWalk

@@ -25,7 +25,7 @@ Reading a config
 Costs
 - `params`: parameters total and active, and their bytes at a weight dtype (card 9).
 - `flops`: FLOPs per layer and for the whole model, the crossover T* (card 11).
-- `memory`: score memory, naive vs online softmax (card 12).
+- `score_memory`: score memory, naive vs online softmax (card 12).
 - `serving`: the KV cache, a hybrid's fixed state, sequences that fit (cards 13, 14).
 - `ledger`: the ledger by layer kind, and a hybrid's memory against T beside its all-attention twin.
 - `phases`: the one count of each phase's work (prefill of P, a decode step at P): FLOPs by part, bytes.
@@ -53,16 +53,6 @@ from attn_core.cost.flops import (
 )
 from attn_core.cost.gpus import GPU, GPUS_FILE, custom_gpu, list_gpus, load_gpu
 from attn_core.cost.ledger import LedgerRow, attention_twin, layer_ledger
-from attn_core.cost.memory import (
-    LSE_BYTES,
-    MAX_T,
-    MemoryBill,
-    memory_bill,
-    memory_sweep,
-    naive_score_bytes,
-    online_state_bytes,
-    recompute_flops,
-)
 from attn_core.cost.mla import MLA
 from attn_core.cost.params import (
     AttentionParams,
@@ -80,6 +70,16 @@ from attn_core.cost.report import (
     cost_sweep,
     kv_head_variants,
     sweep_grid,
+)
+from attn_core.cost.score_memory import (
+    LSE_BYTES,
+    MAX_T,
+    MemoryBill,
+    memory_bill,
+    memory_sweep,
+    naive_score_bytes,
+    online_state_bytes,
+    recompute_flops,
 )
 from attn_core.cost.serving import (
     ServingCapacity,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from attn_core.cost import memory
+from attn_core.cost import score_memory
 from attn_core.cost.dtypes import Tokens, _minimum, _tokens
 from attn_core.cost.params import attention_params, mlp_matrix_weights
 from attn_core.cost.shapes import ModelShape
@@ -276,19 +276,21 @@ def prefill_flops(shape: ModelShape, T: Any, batch: int = 1, causal: bool = Fals
 def score_bytes_naive(shape: ModelShape, T: Any, batch: int = 1, bytes_per_value: int = 2) -> Tokens:
     """B·h·T²·b bytes per layer to keep the T×T weights of every head (card 12).
     Llama 2 7B at 4,096, fp16: 1 GiB per layer. The coefficient B·h·b comes from
-    attn_core.cost.memory (the bill both pages show); here it is vectorized over T."""
+    attn_core.cost.score_memory (the bill both pages show); here it is vectorized over T."""
     T = _tokens(T)
-    return memory.naive_score_bytes(1, shape.n_heads, bytes_per_value, _tokens(batch, "batch", 1)) * T * T
+    return (
+        score_memory.naive_score_bytes(1, shape.n_heads, bytes_per_value, _tokens(batch, "batch", 1)) * T * T
+    )
 
 
 def score_bytes_online(shape: ModelShape, T: Any, batch: int = 1) -> Tokens:
     """B·h·T·4 bytes per layer: one fp32 logsumexp per query row (card 12; 0.5 MiB at 4K)."""
     T = _tokens(T)
-    return memory.online_state_bytes(1, shape.n_heads, _tokens(batch, "batch", 1)) * T
+    return score_memory.online_state_bytes(1, shape.n_heads, _tokens(batch, "batch", 1)) * T
 
 
 def recompute_flops(shape: ModelShape, T: Any, batch: int = 1) -> Tokens:
     """Extra backward FLOPs per layer of rebuilding P from the logsumexp: QKᵀ again,
-    2·T²·h·d_h·B = 2T²d, half the forward quadratic part (card 12; attn_core.cost.memory)."""
+    2·T²·h·d_h·B = 2T²d, half the forward quadratic part (card 12; attn_core.cost.score_memory)."""
     T = _tokens(T)
-    return memory.recompute_flops(1, shape.q_width, _tokens(batch, "batch", 1)) * T * T
+    return score_memory.recompute_flops(1, shape.q_width, _tokens(batch, "batch", 1)) * T * T

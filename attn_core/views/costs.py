@@ -12,7 +12,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from attn_core.cost import memory
+from attn_core.cost import score_memory
 from attn_core.cost.calibrated import CalibratedTiming, calibrated_timing
 from attn_core.cost.calibration import CalibrationError
 from attn_core.cost.config_keys import ConfigError
@@ -257,7 +257,7 @@ class CostView:
     def scores(self) -> ScoresSection:
         r, s = self.report, self.report.model
         grid, sweep = self._sweep[0], self._sweep[1]
-        bill = memory.model_memory_bill(s, r.seq_len, r.precision.b, r.batch)
+        bill = score_memory.model_memory_bill(s, r.seq_len, r.precision.b, r.batch)
         chart = Chart(
             grid,
             {

@@ -8,7 +8,7 @@ asked" answers are worked out here from the model's own numbers. Numpy only, lik
 
 from __future__ import annotations
 
-from attn_core.cost import memory
+from attn_core.cost import score_memory
 from attn_core.cost.flops import crossover_seq_len, doubling_ratio, layer_flops
 from attn_core.cost.gpus import list_gpus, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
@@ -177,7 +177,7 @@ def how_its_asked(r: CostReport) -> list[tuple[str, str]]:
     b, b_kv = r.precision.b, r.precision.b_kv
     share = layer_flops(s, T).attention_share
     variants = kv_head_variants(s, Workload(T), Precision(kv=r.kv_dtype))  # MHA, …, MQA
-    bill = memory.model_memory_bill(s, T, b)
+    bill = score_memory.model_memory_bill(s, T, b)
     per_seq = format_bytes_binary(kv_cache_bytes(s, T, 1, b_kv))
     T_full = crossover_seq_len(s)
     T_star = "never" if T_full is None else f"{T_full:,.0f}"

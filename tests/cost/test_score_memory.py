@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from attn_core.cost import score_bytes_naive, score_bytes_online
-from attn_core.cost.memory import (
+from attn_core.cost.score_memory import (
     memory_bill,
     memory_sweep,
     naive_score_bytes,
