@@ -15,12 +15,23 @@ the publishers', never the lab's). Each row names how it is priced (``method``):
   is priced at its compute format's peak.
 - ``weights-per-step``: time per output token of a server at any batch: every step reads all the
   active weights at least once, so weights / bandwidth bounds it.
-- ``compute-per-output-token``: output tokens/s of a server whose lengths vary: each output token
-  costs at least the FLOPs of one token through the model (no context), so n·peak / those FLOPs.
+- ``fixed-length-throughput``: output tokens/s of a server given R requests of P prompt and N output
+  tokens each, at most C in flight (``concurrency``). Each request costs its prompt's prefill FLOPs
+  and its N decode steps' FLOPs (attention over P … P + N − 1 cached), and reads its cache at every
+  step plus a C-th of the weights each step reads; the whole run takes at least the larger of all
+  FLOPs / peak and all bytes / bandwidth, so the rate is at most N / max(those per request).
+- ``compute-per-output-token``: output tokens/s of a server whose lengths vary (and are not
+  stated): each output token costs at least the FLOPs of one token through the model (no context),
+  so n·peak / those FLOPs. A loose ceiling: it leaves out every prompt.
 - ``kernel-flops`` / ``kernel-bandwidth``: a kernel's TFLOP/s or GB/s against the GPU's peak.
 
 A measurement faster than its bound is a defect of the calculator or of the row: `Priced.attained`
 is None then and `Priced.defect` says so; no fraction above 1 is ever reported.
+
+Every row also says what it measured for a serving simulator to replay (`SCENARIOS`: batch-1
+decode, prefill, a fixed batch, serving offline, serving online with Poisson arrivals and an SLO),
+at which concurrency, and whether it is ``held_out``: kept apart to judge predictions, so no fit
+may use it (`fit_runs` leaves those out).
 """
 
 from __future__ import annotations
@@ -31,10 +42,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS
+import numpy as np
+
+from attn_core.cost.dtypes import COMPUTE_DTYPES, DTYPE_BYTES, WEIGHT_BITS
 from attn_core.cost.gpus import GPU, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
-from attn_core.cost.phases import prefill_count
+from attn_core.cost.phases import decode_count, prefill_count
 from attn_core.cost.roofline import Roofline, time_phase
 from attn_core.cost.shapes import load_preset
 from attn_core.cost.whole_model import Timing, timing
@@ -48,10 +61,20 @@ REGIMES = {
     "moe": "mixture of experts",
     "kernel": "kernel",
 }
+SCENARIOS = {  # what the row measured, as a serving simulator would replay it
+    "decode-b1": "one sequence decoding (batch 1)",
+    "prefill-b1": "one prompt's prefill (batch 1, time to first token)",
+    "fixed-batch": "a static batch of B prompts, then N steps",
+    "serving-offline": "a server given every request at once (continuous batching, at most `concurrency` in flight)",
+    "serving-server": "a server under Poisson arrivals at `request_rate_per_s`, held to an SLO",
+    "kernel": "one kernel",
+}
+METRICS = ("output tok/s", "TTFT ms", "TPOT ms", "ITL ms", "step ms", "kernel TFLOP/s", "kernel GB/s")
 METHODS = (
     "decode-step",
     "ttft",
     "static-batch",
+    "fixed-length-throughput",
     "weights-per-step",
     "compute-per-output-token",
     "kernel-flops",
@@ -61,23 +84,15 @@ UNITS = {  # the units each method reads
     "decode-step": ("tok/s/user",),
     "ttft": ("ms",),
     "static-batch": ("out tok/s/GPU", "out tok/s"),
+    "fixed-length-throughput": ("out tok/s",),
     "weights-per-step": ("ms",),
     "compute-per-output-token": ("out tok/s",),
     "kernel-flops": ("TFLOP/s",),
     "kernel-bandwidth": ("GB/s",),
 }
-COMPUTE_DTYPES = ("bf16", "fp16", "fp8")
-# Dense fp8 Tensor Core peaks (FLOP/s); the GPU table holds only the bf16 one. Datasheets give
-# twice these "with sparsity": H100 SXM and H200 3,958 TFLOPS, H100 PCIe 3,026, HGX B200 9 PFLOPS.
-FP8_DENSE_FLOPS = {
-    "h100-sxm": 1_979 * 10**12,
-    "h100-pcie": 1_513 * 10**12,
-    "h200": 1_979 * 10**12,
-    "b200": 4_500 * 10**12,
-}
 DEFECT = "faster than its bound: a defect of the calculator or of the row"
 REQUIRED = ("id", "source", "where", "framework", "version", "model", "gpu", "gpu_preset", "n_gpus",
-            "parallelism", "precision", "regime", "method", "published")  # fmt: skip
+            "parallelism", "precision", "regime", "method", "published", "scenario", "metric")  # fmt: skip
 
 
 class PublishedError(ValueError):
@@ -112,6 +127,23 @@ class Run:
     text: str  # the figure in the publisher's words
     note: str = ""
     kernel: str | None = None  # FA2, FA3, FA4, cuDNN, FlashMLA… for a kernel row
+    scenario: str = "kernel"  # a key of SCENARIOS
+    metric: str = "output tok/s"  # one of METRICS: what ``value`` is
+    concurrency: int | None = None  # sequences in flight (the batch; a server's cap), None if unstated
+    replay: Replay | None = None  # a server's arrivals and SLO, where stated
+    held_out: bool = False  # kept apart to judge predictions: no fit uses it
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What a serving simulator needs beyond the lengths: the requests, their arrival rate (None:
+    all at once) and the service-level limits the run was held to (None where it had none)."""
+
+    num_requests: int | None = None
+    request_rate_per_s: float | None = None
+    slo_ttft_ms: float | None = None
+    slo_tpot_ms: float | None = None
+    dataset: str = ""
 
 
 @dataclass(frozen=True)
@@ -184,7 +216,13 @@ def parse_run(row: dict[str, Any]) -> Run:
     kernel = method.startswith("kernel")
     if (row.get("preset") is None) != kernel:
         raise PublishedError(f"row {rid!r}: a model row names a preset, a kernel row none")
-    needs_lengths = method in ("decode-step", "ttft", "static-batch")
+    needs_lengths = method in ("decode-step", "ttft", "static-batch", "fixed-length-throughput")
+    if row["scenario"] not in SCENARIOS or row["metric"] not in METRICS:
+        raise PublishedError(f"row {rid!r}: unknown scenario {row['scenario']!r} or metric {row['metric']!r}")
+    if method == "fixed-length-throughput":
+        _whole(row.get("concurrency"), "concurrency", rid)
+    if not isinstance(row.get("held_out", False), bool):
+        raise PublishedError(f"row {rid!r}: held_out must be true or false")
     return Run(
         id=_text(row["id"], "id", rid),
         **{k: _text(row[k], k, rid) for k in ("source", "where", "framework", "version", "model", "gpu")},
@@ -195,7 +233,9 @@ def parse_run(row: dict[str, Any]) -> Run:
         weights=prec["weights"],
         kv=prec["kv"],
         compute=prec["compute"],
-        batch=_whole(row.get("batch"), "batch", rid, allow_none=not needs_lengths),
+        batch=_whole(
+            row.get("batch"), "batch", rid, allow_none=not needs_lengths or method.startswith("fixed")
+        ),
         input_len=_whole(row.get("input_len"), "input_len", rid, allow_none=not needs_lengths),
         output_len=_whole(row.get("output_len"), "output_len", rid, allow_none=not needs_lengths),
         regime=regime,
@@ -205,23 +245,43 @@ def parse_run(row: dict[str, Any]) -> Run:
         text=_text(pub.get("text"), "published text", rid),
         note=str(row.get("note", "")),
         kernel=row.get("kernel"),
+        scenario=row["scenario"],
+        metric=row["metric"],
+        concurrency=_whole(row.get("concurrency"), "concurrency", rid, allow_none=True),
+        replay=_replay(row.get("replay"), rid),
+        held_out=row.get("held_out", False),
     )
 
 
+def _replay(doc: Any, rid: str) -> Replay | None:
+    """A row's ``replay`` object as a `Replay` (None when absent); PublishedError for a bad field."""
+    if doc is None:
+        return None
+    if not isinstance(doc, dict):
+        raise PublishedError(f"row {rid!r}: replay must be an object")
+    out = {}
+    for key in ("request_rate_per_s", "slo_ttft_ms", "slo_tpot_ms"):
+        v = doc.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1e9):
+            raise PublishedError(f"row {rid!r}: replay.{key} must be a positive number, got {v!r}")
+        out[key] = None if v is None else float(v)
+    requests = _whole(doc.get("num_requests"), "replay.num_requests", rid, allow_none=True)
+    return Replay(num_requests=requests, dataset=str(doc.get("dataset", "")), **out)
+
+
 def peak_flops(gpu: GPU, compute: str) -> int:
-    """Dense Tensor Core FLOP/s for a compute format: the GPU table's bf16 peak (fp16 is the same on
-    every shipped GPU), or `FP8_DENSE_FLOPS` for fp8; PublishedError for a GPU without fp8."""
-    if compute in ("bf16", "fp16"):
-        return gpu.bf16_flops_per_s
-    if gpu.name not in FP8_DENSE_FLOPS:
-        raise PublishedError(f"{gpu.label} has no fp8 peak on file")
-    return FP8_DENSE_FLOPS[gpu.name]
+    """Dense Tensor Core FLOP/s for a compute format (`GPU.dense_flops`: assets/gpus.json, each with
+    its datasheet); PublishedError for a format the GPU has no peak for."""
+    try:
+        return gpu.dense_flops(compute)
+    except ValueError as exc:
+        raise PublishedError(str(exc)) from None
 
 
 def _timing(run: Run, gpu: GPU, batch: int, prompt: int, gen: int) -> Timing:
     """The run's phases priced at its compute format's peak (fp8 runs at the fp8 peak)."""
     shape = load_preset(run.preset)
-    precision = Precision(run.kv, weights=run.weights, kv=run.kv)
+    precision = Precision(run.kv, weights=run.weights, kv=run.kv, compute=run.compute)
     workload = Workload(prompt + gen, batch, prompt, gen, causal=True)
     n = run.n_gpus
     peaks = Roofline(n * peak_flops(gpu, run.compute), n * gpu.bandwidth_bytes_per_s)
@@ -261,6 +321,9 @@ def price(run: Run) -> Priced:
         measured = run.value * n if run.unit.endswith("/GPU") else run.value
         how = f"{B} × {N} tokens / (TTFT {how} + {N} decode steps {t.decode_s:.4g} s)"
         return Priced(run, rate, measured, "out tok/s", measured / rate, how, band)
+    if m == "fixed-length-throughput":
+        rate, how = _fixed_length_rate(run, gpu)
+        return Priced(run, rate, run.value, run.unit, run.value / rate, how, band)
     if m == "weights-per-step":
         t = _timing(run, gpu, 1, 1, 1)
         step_s = t.decode_time.weights_s
@@ -277,6 +340,32 @@ def price(run: Run) -> Priced:
         return Priced(run, peak / 1e12, run.value, run.unit, run.value * 1e12 / peak, how, band)
     how = f"HBM bandwidth {bw / 1e9:,.0f} GB/s"  # kernel-bandwidth
     return Priced(run, bw / 1e9, run.value, run.unit, run.value * 1e9 / bw, how, band)
+
+
+def _fixed_length_rate(run: Run, gpu: GPU) -> tuple[float, str]:
+    """N / max(request FLOPs / peak, request bytes / bandwidth): one request's prompt and N decode
+    steps (see the module docstring), the weights each step reads shared by the C in flight."""
+    shape, n, C = load_preset(run.preset), run.n_gpus, run.concurrency
+    P, N = run.input_len, run.output_len
+    precision = Precision(run.kv, weights=run.weights, kv=run.kv, compute=run.compute)
+    prompt = prefill_count(shape, P, 1, precision)
+    steps = decode_count(shape, np.arange(P, P + N, dtype=np.float64), 1, precision)
+    flops = float(prompt.flops) + float(np.sum(steps.flops))
+    step_weights = decode_count(shape, P, C, precision).weight_bytes
+    bytes_ = float(prompt.cache_bytes) + float(np.sum(steps.mixing_bytes)) + N * step_weights / C
+    peak, bw = n * peak_flops(gpu, run.compute), n * gpu.bandwidth_bytes_per_s
+    per_request_s = max(flops / peak, bytes_ / bw)
+    how = (
+        f"{N} tokens / max({flops:.4g} FLOPs per request (prompt {float(prompt.flops):.4g}) / "
+        f"({n} × {peak / n / 1e12:,.0f} TFLOP/s), {bytes_:.4g} B (cache + weights ÷ {C}) / "
+        f"({n} × {bw / n / 1e9:,.0f} GB/s))"
+    )
+    return N / per_request_s, how
+
+
+def fit_runs(priced: tuple[Priced, ...] | None = None) -> tuple[Priced, ...]:
+    """The rows a model may be fitted on: every row not ``held_out``."""
+    return tuple(p for p in (priced_runs() if priced is None else priced) if not p.run.held_out)
 
 
 def load_runs(path: Path | None = None) -> tuple[Run, ...]:
@@ -318,6 +407,6 @@ class Band:
 
 def band(regime: str, priced: tuple[Priced, ...] | None = None) -> Band | None:
     """min and max attained fraction over the regime's rows (None when it has none counted)."""
-    rows = tuple(p for p in (priced_runs() if priced is None else priced) if p.band == regime)
+    rows = tuple(p for p in fit_runs(priced) if p.band == regime)  # held-out rows never set a band
     fractions = [p.attained for p in rows if p.attained is not None]
     return Band(regime, min(fractions), max(fractions), rows) if fractions else None
