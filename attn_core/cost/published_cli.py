@@ -9,7 +9,8 @@ import json
 from collections.abc import Sequence
 
 from attn_core.cost.cli import Parser, UsageError, fail
-from attn_core.cost.published import REGIMES, Priced, PublishedError, band, format_figure, priced_runs
+from attn_core.cost.published import Priced, band, format_figure, priced_runs
+from attn_core.cost.published_rows import REGIMES, PublishedError
 from attn_core.cost.units import format_percent
 
 HEADER = (
