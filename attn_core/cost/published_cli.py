@@ -50,6 +50,11 @@ def row_json(p: Priced) -> dict:
         "output_len": r.output_len,
         "framework": r.framework,
         "version": r.version,
+        "scenario": r.scenario,  # what a serving simulator replays (published_rows.SCENARIOS)
+        "metric": r.metric,
+        "concurrency": r.concurrency,
+        "replay": None if r.replay is None else dict(r.replay.__dict__),
+        "held_out": r.held_out,  # kept apart to judge predictions: fit nothing on it
         "published": {"value": r.value, "unit": r.unit, "text": r.text},
         "measured": p.measured,
         "bound": p.bound,

@@ -14,6 +14,7 @@ REGIMES = {
     "decode-b1": "batch-1 decode",
     "prefill-b1": "batch-1 prefill",
     "batched-decode": "batched decode",
+    "serving": "serving (continuous batching)",
     "moe": "mixture of experts",
     "kernel": "kernel",
 }
