@@ -9,15 +9,17 @@ the publishers', never the lab's). Each row names how it is priced (``method``):
   once per step at the GPUs' summed bandwidth); measured step = 1 / (tokens/s).
 - ``ttft``: time to first token at batch 1. Bound: max(prefill FLOPs / peak, bytes / bandwidth),
   the Cost page's TTFT, at the peak of the row's compute format (fp8 runs at the fp8 peak).
-- ``static-batch``: B prompts of P tokens, then N steps, output tokens/s. Bound: B·N / (TTFT bound +
-  the N decode steps' bound, each max(FLOPs / peak, bytes / bandwidth): a large batch's steps are
-  bound by their FLOPs); a figure per GPU is multiplied by the GPU count first. Every phase of a row
-  is priced at its compute format's peak.
+- ``static-batch``: B prompts of P tokens, then N output tokens each: output tokens/s, or the batch's
+  end-to-end latency in ms. The prefill yields each sequence's first token, so N − 1 decode steps
+  follow (P … P + N − 2 cached). Bound: TTFT bound + the N − 1 steps' bound, each max(FLOPs / peak,
+  bytes / bandwidth) (a large batch's steps are bound by their FLOPs); as a rate B·N / that time,
+  a figure per GPU multiplied by the GPU count first. Every phase is priced at the row's compute
+  format's peak.
 - ``weights-per-step``: time per output token of a server at any batch: every step reads all the
   active weights at least once, so weights / bandwidth bounds it.
 - ``fixed-length-throughput``: output tokens/s of a server given R requests of P prompt and N output
   tokens each, at most C in flight (``concurrency``). Each request costs its prompt's prefill FLOPs
-  and its N decode steps' FLOPs (attention over P … P + N − 1 cached), and reads its cache at every
+  and its N − 1 decode steps' FLOPs (attention over P … P + N − 2 cached), and reads its cache at every
   step plus a C-th of the weights each step reads; the whole run takes at least the larger of all
   FLOPs / peak and all bytes / bandwidth, so the rate is at most N / max(those per request).
 - ``compute-per-output-token``: output tokens/s of a server whose lengths vary (and are not
@@ -130,12 +132,15 @@ def price(run: Run) -> Priced:
         return Priced(run, bound_s * 1e3, run.value, run.unit, bound_s * 1e3 / run.value, how, band)
     if m == "static-batch":
         B, N = run.batch, run.output_len
-        t = _timing(run, gpu, B, run.input_len, N)
+        t = _timing(run, gpu, B, run.input_len, N - 1)  # the prefill yields the first token
         ttft_s, how = _ttft_bound(t, peak, n)
-        rate = B * N / (ttft_s + t.decode_s)
+        total_s = ttft_s + t.decode_s
+        how = f"TTFT {how} + {N - 1} decode steps {t.decode_s:.4g} s"
+        if run.unit == "ms":  # the batch's end-to-end latency
+            return Priced(run, total_s * 1e3, run.value, "ms", total_s * 1e3 / run.value, how, band)
+        rate = B * N / total_s
         measured = run.value * n if run.unit.endswith("/GPU") else run.value
-        how = f"{B} × {N} tokens / (TTFT {how} + {N} decode steps {t.decode_s:.4g} s)"
-        return Priced(run, rate, measured, "out tok/s", measured / rate, how, band)
+        return Priced(run, rate, measured, "out tok/s", measured / rate, f"{B} × {N} tokens / ({how})", band)
     if m == "fixed-length-throughput":
         rate, how = _fixed_length_rate(run, gpu)
         return Priced(run, rate, run.value, run.unit, run.value / rate, how, band)
@@ -164,10 +169,10 @@ def _fixed_length_rate(run: Run, gpu: GPU) -> tuple[float, str]:
     P, N = run.input_len, run.output_len
     precision = Precision(run.kv, weights=run.weights, kv=run.kv, compute=run.compute)
     prompt = prefill_count(shape, P, 1, precision)
-    steps = decode_count(shape, np.arange(P, P + N, dtype=np.float64), 1, precision)
+    steps = decode_count(shape, np.arange(P, P + N - 1, dtype=np.float64), 1, precision)  # after the first
     flops = float(prompt.flops) + float(np.sum(steps.flops))
     step_weights = decode_count(shape, P, C, precision).weight_bytes
-    bytes_ = float(prompt.cache_bytes) + float(np.sum(steps.mixing_bytes)) + N * step_weights / C
+    bytes_ = float(prompt.cache_bytes) + float(np.sum(steps.mixing_bytes)) + (N - 1) * step_weights / C
     peak, bw = n * peak_flops(gpu, run.compute), n * gpu.bandwidth_bytes_per_s
     per_request_s = max(flops / peak, bytes_ / bw)
     how = (

@@ -23,7 +23,11 @@ HEADER = (
 def setup(p: Priced) -> str:
     """Model · GPUs · precision · batch, lengths · framework version, in one line."""
     r = p.run
-    lengths = "" if r.batch is None else f" · B {r.batch:,}, in {r.input_len:,}, out {r.output_len:,}"
+    lengths = "" if r.input_len is None else f" · in {r.input_len:,}, out {r.output_len:,}"
+    if r.batch is not None:
+        lengths = f" · B {r.batch:,}" + lengths.replace(" · ", ", ")
+    elif r.concurrency is not None:
+        lengths = f" · up to {r.concurrency:,} in flight" + lengths.replace(" · ", ", ")
     gpus = f"{r.n_gpus} × {r.gpu}" if r.n_gpus > 1 else r.gpu
     precision = f"weights {r.weights}, KV {r.kv}, compute {r.compute}"
     return f"{r.model} · {gpus} ({r.parallelism}) · {precision}{lengths} · {r.framework} {r.version}"

@@ -142,16 +142,17 @@ def test_tensorrt_llm_batch_1_prefill_bound_by_hand():
 
 
 def test_tensorrt_llm_static_batch_bound_by_hand():
-    """LLaMA 7B fp16 on one A100, 384 prompts of 128 then 128 steps, 5,586 out tok/s published:
-    prefill of 384 × 128 tokens at peak, then step i reads the weights (384 input rows) and
-    384 caches of 128 + i tokens at full bandwidth."""
+    """LLaMA 7B fp16 on one A100, 384 prompts of 128 then 128 output tokens, 5,586 out tok/s
+    published: prefill of 384 × 128 tokens at peak (it yields each sequence's first token), then
+    N − 1 = 127 steps, step i reading the weights (384 input rows) and 384 caches of 128 + i tokens
+    at full bandwidth. (Counting N steps would make the ceiling lower than a run could reach.)"""
     B, P, N = 384, 128, 128
     ttft_s = B * (2 * MATMUL * P + LAYERS * PAIR_FLOPS * P * (P + 1) // 2) / A100_BF16
     step_weights = (NON_EMBEDDING + B * D) * 2
-    decode_s = (N * step_weights + B * sum(P + i for i in range(N)) * KV_PER_TOKEN) / A100_BW
+    decode_s = ((N - 1) * step_weights + B * sum(P + i for i in range(N - 1)) * KV_PER_TOKEN) / A100_BW
     rate = B * N / (ttft_s + decode_s)
     p = BY_ID["trtllm-7b-a100-bs384"]
-    assert p.bound == pytest.approx(rate, rel=1e-12)  # ≈ 9,210 out tok/s
+    assert p.bound == pytest.approx(rate, rel=1e-12)  # ≈ 9,280 out tok/s
     assert p.attained == pytest.approx(5586 / rate, rel=1e-12)
 
 
@@ -261,14 +262,16 @@ def test_the_kernels_page_lists_the_published_kernel_rows(app):
 
 def test_a_fixed_length_throughput_row_counts_every_prompt_by_hand():
     """Llama 2 7B bf16 on one A100: requests of P = 2,048 prompt and N = 128 output tokens, C = 64
-    in flight. Per request: the prompt's 2·(matmul weights)·P + 4·d per causal pair, then N steps
-    each 2·(matmul weights) + 4·d·(c + 1) per layer at c = P … P + N − 1 cached; bytes: the cache
-    written (P tokens) and read (c at each step) plus a C-th of each step's weights."""
+    in flight. Per request: the prompt's 2·(matmul weights)·P + 4·d per causal pair (yielding the
+    first token), then N − 1 steps each 2·(matmul weights) + 4·d·(c + 1) per layer at
+    c = P … P + N − 2 cached; bytes: the cache written (P tokens) and read (c at each step) plus a
+    C-th of each step's weights."""
     P, N, C = 2048, 128, 64
     flops = 2 * MATMUL * P + LAYERS * PAIR_FLOPS * P * (P + 1) // 2
-    flops += sum(2 * MATMUL + LAYERS * PAIR_FLOPS * (c + 1) for c in range(P, P + N))
+    flops += sum(2 * MATMUL + LAYERS * PAIR_FLOPS * (c + 1) for c in range(P, P + N - 1))
     step_weights = (NON_EMBEDDING + C * D) * 2  # the weights and C rows of the input table
-    bytes_ = P * KV_PER_TOKEN + sum(c * KV_PER_TOKEN for c in range(P, P + N)) + N * step_weights / C
+    bytes_ = P * KV_PER_TOKEN + sum(c * KV_PER_TOKEN for c in range(P, P + N - 1))
+    bytes_ += (N - 1) * step_weights / C
     rate = N / max(flops / A100_BF16, bytes_ / A100_BW)
     row = json.loads(json.dumps(next(r for r in ROWS if r["id"] == "trtllm-7b-a100-bs384")))
     row |= {
@@ -282,7 +285,7 @@ def test_a_fixed_length_throughput_row_counts_every_prompt_by_hand():
         "published": {"value": 100.0, "unit": "out tok/s", "text": "100 tok/s"},
     }
     p = pub.price(pub.parse_run(row))
-    assert p.bound == pytest.approx(rate, rel=1e-9)  # ≈ 1,331 out tok/s: the prompts dominate
+    assert p.bound == pytest.approx(rate, rel=1e-9)  # ≈ 1,332 out tok/s: the prompts dominate
     output_only = A100_BF16 / (2 * MATMUL)  # the old accounting: one token's products per output token
     assert output_only / p.bound > 10  # a long prompt, short output: output-only overstated it 17.7×
     row.pop("concurrency")
