@@ -7,7 +7,8 @@ the attained fraction, then the range per regime. Arithmetic only (no timing, no
 
 from __future__ import annotations
 
-from attn_core.cost.published import REGIMES, band, format_figure, priced_runs
+from attn_core.cost.published import band, format_figure, priced_runs
+from attn_core.cost.published_rows import REGIMES
 from attn_core.cost.units import format_percent
 
 

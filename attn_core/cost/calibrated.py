@@ -146,7 +146,7 @@ def calibrated_timing(
 
     R_attn = None if attention is None else n * attention.flop_per_s
     rates = AttainedRates(rate, n * matmul.value, R_attn, n * calibration.bandwidth.value)
-    work, peaks = count_work(shape, workload, precision), roofline(hardware)
+    work, peaks = count_work(shape, workload, precision), roofline(hardware, precision)
     steps = 0.0
     if work.decode_steps is not None:
         steps = float(np.sum(time_phase(work.decode_steps, peaks, rates=rates).calibrated_s))

@@ -2,7 +2,8 @@
 
 Public contract (keep it):
     python -m attn_core cost (--model NAME | --config PATH) --seq-len T [--batch B]
-        [--dtype fp32|fp16|bf16|fp8|int8] [--weight-dtype D] [--expert-dtype D] [--kv-dtype D] [--causal]
+        [--dtype fp32|fp16|bf16|fp8|int8] [--weight-dtype D] [--expert-dtype D] [--kv-dtype D]
+        [--compute-dtype bf16|fp16|fp8|int8|fp4] [--causal]
         [--gpu NAME | --gpu-mem-gib G --gpu-tflops F --gpu-bandwidth-gbs W] [--n-gpus N]
         [--prompt-len P] [--gen-len N] [--efficiency E] [--calibration RUN.json] [--json] [--analytic-only]
     python -m attn_core models [--json]
@@ -23,13 +24,14 @@ from typing import NoReturn
 from attn_core.cost.calibrated import calibrated_timing, calibration_hardware
 from attn_core.cost.calibration import CalibrationError, load_calibration
 from attn_core.cost.derived_records import derived_only_lines, preset_record, record_lines
-from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS
+from attn_core.cost.dtypes import COMPUTE_DTYPES, DTYPE_BYTES, WEIGHT_BITS
 from attn_core.cost.gpus import GPU, custom_gpu, list_gpus, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.limits import MAX_BATCH, MAX_GEN_LEN, MAX_GPUS, MAX_SEQ_LEN
 from attn_core.cost.models_list import models_text
 from attn_core.cost.report import cost_report
 from attn_core.cost.report_text import format_report
+from attn_core.cost.roofline import roofline
 from attn_core.cost.shapes import (
     MAX_CONFIG_BYTES,
     ConfigError,
@@ -106,6 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--kv-dtype", choices=list(DTYPE_BYTES), help="cache only (default: --dtype)")
     cost.add_argument("--state-dtype", choices=list(DTYPE_BYTES),
                       help="a hybrid's recurrent states (default: --kv-dtype; transformers keeps fp32)")  # fmt: skip
+    cost.add_argument(
+        "--compute-dtype",
+        choices=list(COMPUTE_DTYPES),
+        help="the products' Tensor Core format, priced at its dense peak (default: --dtype "
+        "where the GPU has a peak for it, else bf16)",
+    )
     cost.add_argument("--causal", action="store_true", help="count only allowed query–key pairs")
     cost.add_argument("--gpu", choices=list_gpus(), help="add serving capacity and time bounds")
     for flag, what in (("--gpu-mem-gib", "memory, GiB"), ("--gpu-tflops", "dense TFLOP/s"),
@@ -194,8 +202,12 @@ def _run(args: argparse.Namespace, shape: ModelShape | None = None) -> str:
         raise UsageError("--n-gpus needs --gpu")
     # The objects validate what argparse cannot (efficiency ≤ 1); their ValueError is one line, exit 2.
     workload = Workload(args.seq_len, args.batch, args.prompt_len, args.gen_len, args.causal, args.efficiency)
-    precision = Precision(args.dtype, args.weight_dtype, args.kv_dtype, args.expert_dtype, args.state_dtype)
+    precision = Precision(
+        args.dtype, args.weight_dtype, args.kv_dtype, args.expert_dtype, args.state_dtype, args.compute_dtype
+    )
     hardware, calibrated = None if gpu is None else Hardware(gpu, args.n_gpus), None
+    if hardware is not None:
+        roofline(hardware, precision)  # a compute format the GPU lacks: one line naming what it has
     try:  # a run that cannot be read or does not apply: one line naming the flag and the file
         if args.calibration is not None:
             run = load_calibration(args.calibration, str(args.calibration))

@@ -28,6 +28,19 @@ WEIGHT_BITS = {name: 8.0 * b for name, b in DTYPE_BYTES.items()} | {
 }
 
 
+# Compute formats: the Tensor Core format a phase's matrix products run in, which sets the peak
+# its compute time is priced at (`GPU.dense_peak`; H100 SXM: bf16/fp16 989, fp8/int8 1,979 TFLOP/s
+# dense). fp4 is Blackwell's (B200: 9 PFLOP/s dense).
+COMPUTE_DTYPES = ("bf16", "fp16", "fp8", "int8", "fp4")
+
+
+def check_compute_dtype(dtype: str | None) -> str | None:
+    """``dtype`` if it is a compute format (or None: follow the activations); ValueError otherwise."""
+    if dtype is not None and dtype not in COMPUTE_DTYPES:
+        raise ValueError(f"--compute-dtype must be one of {', '.join(COMPUTE_DTYPES)}, got {dtype!r}")
+    return dtype
+
+
 def bytes_per_value(dtype: str) -> int:
     """b for a dtype name: fp32 4, fp16/bf16 2, fp8/int8 1."""
     if dtype not in DTYPE_BYTES:

@@ -11,6 +11,10 @@ preset carries two memory sizes:
 
 The two differ by the GB/GiB factor (80 GiB = 85.9 × 10⁹ B, 7% more than 80 GB) and by the
 part's real stack size, so the vendor convention understates what a card holds.
+
+Compute peaks: ``bf16_flops_per_s`` (fp16 the same on every preset) and, in ``dense_peaks``, the
+dense Tensor Core rate of each other format the part computes in (fp8, int8, fp4), each with its
+datasheet. `GPU.dense_flops` reads them; a format the part lacks is refused by name.
 """
 
 from __future__ import annotations
@@ -21,15 +25,42 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from attn_core.cost.dtypes import COMPUTE_DTYPES
+
 GPUS_FILE = Path(__file__).resolve().parents[2] / "assets" / "gpus.json"
 
 MemoryConvention = Literal["device", "vendor"]
+
+
+@dataclass(frozen=True)
+class DensePeak:
+    """One compute format's dense Tensor Core rate (FLOP/s; int8: operations/s) and its datasheet."""
+
+    dtype: str
+    flops_per_s: int
+    source: str
+
+
+def _dense_peaks(table: dict | None) -> tuple[DensePeak, ...]:
+    """``{"fp8": {"flops_per_s": …, "source": …}, …}`` as DensePeaks; ValueError for a bad entry."""
+    peaks = []
+    for dtype, row in (table or {}).items():
+        if dtype not in COMPUTE_DTYPES[2:] or not isinstance(row, dict):
+            raise ValueError(f"dense_peaks: {dtype!r} is not one of {', '.join(COMPUTE_DTYPES[2:])}")
+        value = row.get("flops_per_s")
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or not row.get("source"):
+            raise ValueError(f"dense_peaks.{dtype} needs a positive integer flops_per_s and a source")
+        peaks.append(DensePeak(dtype, value, str(row["source"])))
+    return tuple(peaks)
+
+
 MEMORY_CONVENTIONS: tuple[MemoryConvention, ...] = ("device", "vendor")
 
 
 @dataclass(frozen=True)
 class GPU:
-    """One accelerator: memory (bytes, two conventions), memory bandwidth (bytes/s), dense bf16 FLOP/s."""
+    """One accelerator: memory (bytes, two conventions), memory bandwidth (bytes/s), dense bf16 FLOP/s
+    and the dense peaks of its other compute formats (`DensePeak`, datasheet sources)."""
 
     name: str
     label: str
@@ -39,6 +70,7 @@ class GPU:
     vendor_memory_bytes: int | None = None  # the datasheet's decimal GB; None: same as memory_bytes
     memory_source: str = ""
     source: str = ""
+    dense_peaks: tuple[DensePeak, ...] = ()
 
     def __post_init__(self) -> None:
         if self.vendor_memory_bytes is None:
@@ -53,6 +85,28 @@ class GPU:
         if convention not in MEMORY_CONVENTIONS:
             raise ValueError(f"memory convention must be 'device' or 'vendor', not {convention!r}")
         return self.memory_bytes if convention == "device" else self.vendor_memory_bytes
+
+    def compute_dtypes(self) -> tuple[str, ...]:
+        """The formats this part has a dense peak for: bf16, fp16 and those of ``dense_peaks``."""
+        return ("bf16", "fp16", *(p.dtype for p in self.dense_peaks))
+
+    def dense_peak(self, dtype: str) -> DensePeak:
+        """The dense Tensor Core peak of one compute format (fp16 = bf16 on every preset);
+        ValueError naming the formats this part has when it has no ``dtype`` peak."""
+        if dtype in ("bf16", "fp16"):
+            return DensePeak(dtype, self.bf16_flops_per_s, self.source)
+        for peak in self.dense_peaks:
+            if peak.dtype == dtype:
+                return peak
+        if dtype not in COMPUTE_DTYPES:
+            raise ValueError(f"compute dtype must be one of {', '.join(COMPUTE_DTYPES)}, not {dtype!r}")
+        raise ValueError(
+            f"{self.label} has no {dtype} peak (it computes in {', '.join(self.compute_dtypes())})"
+        )
+
+    def dense_flops(self, dtype: str) -> int:
+        """FLOP/s of `dense_peak` (H100 SXM: bf16 989e12, fp8 1,979e12; MI300X fp8 2,614.9e12)."""
+        return self.dense_peak(dtype).flops_per_s
 
     @property
     def ridge_flop_per_byte(self) -> float:
@@ -76,7 +130,9 @@ def load_gpu(name: str) -> GPU:
     table = _table()
     if name not in table:
         raise ValueError(f"unknown GPU {name!r}; presets: {', '.join(sorted(table))}")
-    return GPU(name=name, **table[name])
+    row = dict(table[name])
+    peaks = _dense_peaks(row.pop("dense_peaks", None))
+    return GPU(name=name, **row, dense_peaks=peaks)
 
 
 def custom_gpu(memory_gib: float, tflops: float, bandwidth_gbs: float) -> GPU:

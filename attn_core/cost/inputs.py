@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attn_core.cost.dtypes import bytes_per_value, weight_bytes_per_param
+from attn_core.cost.dtypes import bytes_per_value, check_compute_dtype, weight_bytes_per_param
 from attn_core.cost.gpus import GPU
 from attn_core.cost.limits import MAX_BATCH, MAX_GEN_LEN, MAX_GPUS, MAX_SEQ_LEN
 
@@ -49,13 +49,16 @@ class Hardware:
 class Precision:
     """Dtype names. ``weights`` defaults to ``activations``; ``experts`` to ``weights``; ``kv`` to
     ``activations``; ``state`` (a hybrid's recurrent state; its conv columns stay at ``kv``) to ``kv``.
-    Weights and experts may be quantized formats (int4 with group scales, MXFP4)."""
+    Weights and experts may be quantized formats (int4 with group scales, MXFP4). ``compute``: the
+    Tensor Core format of the matrix products, whose dense peak prices compute time
+    (`roofline.compute_peak`); None: the activations' format where the GPU has a peak for it, else bf16."""
 
     activations: str = "fp16"
     weights: str | None = None
     kv: str | None = None
     experts: str | None = None
     state: str | None = None
+    compute: str | None = None
 
     def __post_init__(self) -> None:
         bytes_per_value(self.activations)  # ValueError naming the choices
@@ -66,6 +69,7 @@ class Precision:
         fill(self, "state", self.kv if self.state is None else self.state)
         weight_bytes_per_param(self.weights), weight_bytes_per_param(self.experts)
         bytes_per_value(self.kv), bytes_per_value(self.state)
+        check_compute_dtype(self.compute)
 
     @property
     def b(self) -> int:

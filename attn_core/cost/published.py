@@ -9,18 +9,31 @@ the publishers', never the lab's). Each row names how it is priced (``method``):
   once per step at the GPUs' summed bandwidth); measured step = 1 / (tokens/s).
 - ``ttft``: time to first token at batch 1. Bound: max(prefill FLOPs / peak, bytes / bandwidth),
   the Cost page's TTFT, at the peak of the row's compute format (fp8 runs at the fp8 peak).
-- ``static-batch``: B prompts of P tokens, then N steps, output tokens/s. Bound: B·N / (TTFT bound +
-  the N decode steps' bound, each max(FLOPs / peak, bytes / bandwidth): a large batch's steps are
-  bound by their FLOPs); a figure per GPU is multiplied by the GPU count first. Every phase of a row
-  is priced at its compute format's peak.
+- ``static-batch``: B prompts of P tokens, then N output tokens each: output tokens/s, or the batch's
+  end-to-end latency in ms. The prefill yields each sequence's first token, so N − 1 decode steps
+  follow (P … P + N − 2 cached). Bound: TTFT bound + the N − 1 steps' bound, each max(FLOPs / peak,
+  bytes / bandwidth) (a large batch's steps are bound by their FLOPs); as a rate B·N / that time,
+  a figure per GPU multiplied by the GPU count first. Every phase is priced at the row's compute
+  format's peak.
 - ``weights-per-step``: time per output token of a server at any batch: every step reads all the
   active weights at least once, so weights / bandwidth bounds it.
-- ``compute-per-output-token``: output tokens/s of a server whose lengths vary: each output token
-  costs at least the FLOPs of one token through the model (no context), so n·peak / those FLOPs.
+- ``fixed-length-throughput``: output tokens/s of a server given R requests of P prompt and N output
+  tokens each, at most C in flight (``concurrency``). Each request costs its prompt's prefill FLOPs
+  and its N − 1 decode steps' FLOPs (attention over P … P + N − 2 cached), and reads its cache at every
+  step plus a C-th of the weights each step reads; the whole run takes at least the larger of all
+  FLOPs / peak and all bytes / bandwidth, so the rate is at most N / max(those per request).
+- ``compute-per-output-token``: output tokens/s of a server whose lengths vary (and are not
+  stated): each output token costs at least the FLOPs of one token through the model (no context),
+  so n·peak / those FLOPs. A loose ceiling: it leaves out every prompt.
 - ``kernel-flops`` / ``kernel-bandwidth``: a kernel's TFLOP/s or GB/s against the GPU's peak.
 
 A measurement faster than its bound is a defect of the calculator or of the row: `Priced.attained`
 is None then and `Priced.defect` says so; no fraction above 1 is ever reported.
+
+Every row also says what it measured for a serving simulator to replay (`SCENARIOS`: batch-1
+decode, prefill, a fixed batch, serving offline, serving online with Poisson arrivals and an SLO),
+at which concurrency, and whether it is ``held_out``: kept apart to judge predictions, so no fit
+may use it (`fit_runs` leaves those out).
 """
 
 from __future__ import annotations
@@ -29,89 +42,20 @@ import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS
+import numpy as np
+
 from attn_core.cost.gpus import GPU, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
-from attn_core.cost.phases import prefill_count
+from attn_core.cost.phases import decode_count, prefill_count
+from attn_core.cost.published_rows import PublishedError, Run, parse_run
 from attn_core.cost.roofline import Roofline, time_phase
 from attn_core.cost.shapes import load_preset
 from attn_core.cost.whole_model import Timing, timing
 
 RUNS_FILE = Path(__file__).resolve().parents[2] / "assets" / "published" / "runs.json"
 
-REGIMES = {
-    "decode-b1": "batch-1 decode",
-    "prefill-b1": "batch-1 prefill",
-    "batched-decode": "batched decode",
-    "moe": "mixture of experts",
-    "kernel": "kernel",
-}
-METHODS = (
-    "decode-step",
-    "ttft",
-    "static-batch",
-    "weights-per-step",
-    "compute-per-output-token",
-    "kernel-flops",
-    "kernel-bandwidth",
-)
-UNITS = {  # the units each method reads
-    "decode-step": ("tok/s/user",),
-    "ttft": ("ms",),
-    "static-batch": ("out tok/s/GPU", "out tok/s"),
-    "weights-per-step": ("ms",),
-    "compute-per-output-token": ("out tok/s",),
-    "kernel-flops": ("TFLOP/s",),
-    "kernel-bandwidth": ("GB/s",),
-}
-COMPUTE_DTYPES = ("bf16", "fp16", "fp8")
-# Dense fp8 Tensor Core peaks (FLOP/s); the GPU table holds only the bf16 one. Datasheets give
-# twice these "with sparsity": H100 SXM and H200 3,958 TFLOPS, H100 PCIe 3,026, HGX B200 9 PFLOPS.
-FP8_DENSE_FLOPS = {
-    "h100-sxm": 1_979 * 10**12,
-    "h100-pcie": 1_513 * 10**12,
-    "h200": 1_979 * 10**12,
-    "b200": 4_500 * 10**12,
-}
 DEFECT = "faster than its bound: a defect of the calculator or of the row"
-REQUIRED = ("id", "source", "where", "framework", "version", "model", "gpu", "gpu_preset", "n_gpus",
-            "parallelism", "precision", "regime", "method", "published")  # fmt: skip
-
-
-class PublishedError(ValueError):
-    """The published-runs file, or one of its rows, is not what this module prices."""
-
-
-@dataclass(frozen=True)
-class Run:
-    """One published measurement and its conditions, as the file states them."""
-
-    id: str
-    source: str
-    where: str
-    framework: str
-    version: str
-    model: str
-    preset: str | None  # a shipped model preset (None for a kernel row)
-    gpu: str  # as published
-    gpu_preset: str  # the row of assets/gpus.json it is priced on
-    n_gpus: int
-    parallelism: str
-    weights: str
-    kv: str
-    compute: str
-    batch: int | None
-    input_len: int | None
-    output_len: int | None
-    regime: str
-    method: str
-    value: float  # the figure as published
-    unit: str
-    text: str  # the figure in the publisher's words
-    note: str = ""
-    kernel: str | None = None  # FA2, FA3, FA4, cuDNN, FlashMLA… for a kernel row
 
 
 @dataclass(frozen=True)
@@ -142,86 +86,19 @@ def format_figure(x: float) -> str:
     return f"{x:,.0f}" if x >= 1000 else f"{x:.4g}"
 
 
-def _whole(value: Any, name: str, row: str, allow_none: bool = False) -> int | None:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise PublishedError(f"row {row!r}: {name} must be a whole number ≥ 1, got {value!r}")
-    return value
-
-
-def _text(value: Any, name: str, row: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise PublishedError(f"row {row!r}: {name} must be a non-empty string, got {value!r}")
-    return value
-
-
-def parse_run(row: dict[str, Any]) -> Run:
-    """One row of the file as a `Run`; PublishedError naming the row and the field otherwise."""
-    if not isinstance(row, dict):
-        raise PublishedError(f"a row must be an object, got {type(row).__name__}")
-    rid = str(row.get("id"))
-    missing = [k for k in REQUIRED if k not in row]
-    if missing:
-        raise PublishedError(f"row {rid!r}: missing {', '.join(missing)}")
-    prec, pub = row["precision"], row["published"]
-    if not isinstance(prec, dict) or not isinstance(pub, dict):
-        raise PublishedError(f"row {rid!r}: precision and published must be objects")
-    method, regime = row["method"], row["regime"]
-    if method not in METHODS or regime not in REGIMES or regime == "moe":
-        raise PublishedError(f"row {rid!r}: unknown method {method!r} or regime {regime!r}")
-    if pub.get("unit") not in UNITS[method]:
-        raise PublishedError(
-            f"row {rid!r}: {method} reads {' or '.join(UNITS[method])}, not {pub.get('unit')!r}"
-        )
-    value = pub.get("value")
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e9:
-        raise PublishedError(f"row {rid!r}: published value must be a positive number, got {value!r}")
-    if prec.get("weights") not in WEIGHT_BITS or prec.get("kv") not in DTYPE_BYTES:
-        raise PublishedError(f"row {rid!r}: unknown weight or KV dtype in {prec!r}")
-    if prec.get("compute") not in COMPUTE_DTYPES:
-        raise PublishedError(f"row {rid!r}: compute must be one of {', '.join(COMPUTE_DTYPES)}")
-    kernel = method.startswith("kernel")
-    if (row.get("preset") is None) != kernel:
-        raise PublishedError(f"row {rid!r}: a model row names a preset, a kernel row none")
-    needs_lengths = method in ("decode-step", "ttft", "static-batch")
-    return Run(
-        id=_text(row["id"], "id", rid),
-        **{k: _text(row[k], k, rid) for k in ("source", "where", "framework", "version", "model", "gpu")},
-        preset=row.get("preset"),
-        gpu_preset=_text(row["gpu_preset"], "gpu_preset", rid),
-        n_gpus=_whole(row["n_gpus"], "n_gpus", rid),
-        parallelism=_text(row["parallelism"], "parallelism", rid),
-        weights=prec["weights"],
-        kv=prec["kv"],
-        compute=prec["compute"],
-        batch=_whole(row.get("batch"), "batch", rid, allow_none=not needs_lengths),
-        input_len=_whole(row.get("input_len"), "input_len", rid, allow_none=not needs_lengths),
-        output_len=_whole(row.get("output_len"), "output_len", rid, allow_none=not needs_lengths),
-        regime=regime,
-        method=method,
-        value=float(value),
-        unit=pub["unit"],
-        text=_text(pub.get("text"), "published text", rid),
-        note=str(row.get("note", "")),
-        kernel=row.get("kernel"),
-    )
-
-
 def peak_flops(gpu: GPU, compute: str) -> int:
-    """Dense Tensor Core FLOP/s for a compute format: the GPU table's bf16 peak (fp16 is the same on
-    every shipped GPU), or `FP8_DENSE_FLOPS` for fp8; PublishedError for a GPU without fp8."""
-    if compute in ("bf16", "fp16"):
-        return gpu.bf16_flops_per_s
-    if gpu.name not in FP8_DENSE_FLOPS:
-        raise PublishedError(f"{gpu.label} has no fp8 peak on file")
-    return FP8_DENSE_FLOPS[gpu.name]
+    """Dense Tensor Core FLOP/s for a compute format (`GPU.dense_flops`: assets/gpus.json, each with
+    its datasheet); PublishedError for a format the GPU has no peak for."""
+    try:
+        return gpu.dense_flops(compute)
+    except ValueError as exc:
+        raise PublishedError(str(exc)) from None
 
 
 def _timing(run: Run, gpu: GPU, batch: int, prompt: int, gen: int) -> Timing:
     """The run's phases priced at its compute format's peak (fp8 runs at the fp8 peak)."""
     shape = load_preset(run.preset)
-    precision = Precision(run.kv, weights=run.weights, kv=run.kv)
+    precision = Precision(run.kv, weights=run.weights, kv=run.kv, compute=run.compute)
     workload = Workload(prompt + gen, batch, prompt, gen, causal=True)
     n = run.n_gpus
     peaks = Roofline(n * peak_flops(gpu, run.compute), n * gpu.bandwidth_bytes_per_s)
@@ -255,12 +132,18 @@ def price(run: Run) -> Priced:
         return Priced(run, bound_s * 1e3, run.value, run.unit, bound_s * 1e3 / run.value, how, band)
     if m == "static-batch":
         B, N = run.batch, run.output_len
-        t = _timing(run, gpu, B, run.input_len, N)
+        t = _timing(run, gpu, B, run.input_len, N - 1)  # the prefill yields the first token
         ttft_s, how = _ttft_bound(t, peak, n)
-        rate = B * N / (ttft_s + t.decode_s)
+        total_s = ttft_s + t.decode_s
+        how = f"TTFT {how} + {N - 1} decode steps {t.decode_s:.4g} s"
+        if run.unit == "ms":  # the batch's end-to-end latency
+            return Priced(run, total_s * 1e3, run.value, "ms", total_s * 1e3 / run.value, how, band)
+        rate = B * N / total_s
         measured = run.value * n if run.unit.endswith("/GPU") else run.value
-        how = f"{B} × {N} tokens / (TTFT {how} + {N} decode steps {t.decode_s:.4g} s)"
-        return Priced(run, rate, measured, "out tok/s", measured / rate, how, band)
+        return Priced(run, rate, measured, "out tok/s", measured / rate, f"{B} × {N} tokens / ({how})", band)
+    if m == "fixed-length-throughput":
+        rate, how = _fixed_length_rate(run, gpu)
+        return Priced(run, rate, run.value, run.unit, run.value / rate, how, band)
     if m == "weights-per-step":
         t = _timing(run, gpu, 1, 1, 1)
         step_s = t.decode_time.weights_s
@@ -277,6 +160,32 @@ def price(run: Run) -> Priced:
         return Priced(run, peak / 1e12, run.value, run.unit, run.value * 1e12 / peak, how, band)
     how = f"HBM bandwidth {bw / 1e9:,.0f} GB/s"  # kernel-bandwidth
     return Priced(run, bw / 1e9, run.value, run.unit, run.value * 1e9 / bw, how, band)
+
+
+def _fixed_length_rate(run: Run, gpu: GPU) -> tuple[float, str]:
+    """N / max(request FLOPs / peak, request bytes / bandwidth): one request's prompt and N decode
+    steps (see the module docstring), the weights each step reads shared by the C in flight."""
+    shape, n, C = load_preset(run.preset), run.n_gpus, run.concurrency
+    P, N = run.input_len, run.output_len
+    precision = Precision(run.kv, weights=run.weights, kv=run.kv, compute=run.compute)
+    prompt = prefill_count(shape, P, 1, precision)
+    steps = decode_count(shape, np.arange(P, P + N - 1, dtype=np.float64), 1, precision)  # after the first
+    flops = float(prompt.flops) + float(np.sum(steps.flops))
+    step_weights = decode_count(shape, P, C, precision).weight_bytes
+    bytes_ = float(prompt.cache_bytes) + float(np.sum(steps.mixing_bytes)) + (N - 1) * step_weights / C
+    peak, bw = n * peak_flops(gpu, run.compute), n * gpu.bandwidth_bytes_per_s
+    per_request_s = max(flops / peak, bytes_ / bw)
+    how = (
+        f"{N} tokens / max({flops:.4g} FLOPs per request (prompt {float(prompt.flops):.4g}) / "
+        f"({n} × {peak / n / 1e12:,.0f} TFLOP/s), {bytes_:.4g} B (cache + weights ÷ {C}) / "
+        f"({n} × {bw / n / 1e9:,.0f} GB/s))"
+    )
+    return N / per_request_s, how
+
+
+def fit_runs(priced: tuple[Priced, ...] | None = None) -> tuple[Priced, ...]:
+    """The rows a model may be fitted on: every row not ``held_out``."""
+    return tuple(p for p in (priced_runs() if priced is None else priced) if not p.run.held_out)
 
 
 def load_runs(path: Path | None = None) -> tuple[Run, ...]:
@@ -318,6 +227,6 @@ class Band:
 
 def band(regime: str, priced: tuple[Priced, ...] | None = None) -> Band | None:
     """min and max attained fraction over the regime's rows (None when it has none counted)."""
-    rows = tuple(p for p in (priced_runs() if priced is None else priced) if p.band == regime)
+    rows = tuple(p for p in fit_runs(priced) if p.band == regime)  # held-out rows never set a band
     fractions = [p.attained for p in rows if p.attained is not None]
     return Band(regime, min(fractions), max(fractions), rows) if fractions else None

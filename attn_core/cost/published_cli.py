@@ -9,7 +9,8 @@ import json
 from collections.abc import Sequence
 
 from attn_core.cost.cli import Parser, UsageError, fail
-from attn_core.cost.published import REGIMES, Priced, PublishedError, band, format_figure, priced_runs
+from attn_core.cost.published import Priced, band, format_figure, priced_runs
+from attn_core.cost.published_rows import REGIMES, PublishedError
 from attn_core.cost.units import format_percent
 
 HEADER = (
@@ -22,7 +23,11 @@ HEADER = (
 def setup(p: Priced) -> str:
     """Model · GPUs · precision · batch, lengths · framework version, in one line."""
     r = p.run
-    lengths = "" if r.batch is None else f" · B {r.batch:,}, in {r.input_len:,}, out {r.output_len:,}"
+    lengths = "" if r.input_len is None else f" · in {r.input_len:,}, out {r.output_len:,}"
+    if r.batch is not None:
+        lengths = f" · B {r.batch:,}" + lengths.replace(" · ", ", ")
+    elif r.concurrency is not None:
+        lengths = f" · up to {r.concurrency:,} in flight" + lengths.replace(" · ", ", ")
     gpus = f"{r.n_gpus} × {r.gpu}" if r.n_gpus > 1 else r.gpu
     precision = f"weights {r.weights}, KV {r.kv}, compute {r.compute}"
     return f"{r.model} · {gpus} ({r.parallelism}) · {precision}{lengths} · {r.framework} {r.version}"
@@ -49,6 +54,11 @@ def row_json(p: Priced) -> dict:
         "output_len": r.output_len,
         "framework": r.framework,
         "version": r.version,
+        "scenario": r.scenario,  # what a serving simulator replays (published_rows.SCENARIOS)
+        "metric": r.metric,
+        "concurrency": r.concurrency,
+        "replay": None if r.replay is None else dict(r.replay.__dict__),
+        "held_out": r.held_out,  # kept apart to judge predictions: fit nothing on it
         "published": {"value": r.value, "unit": r.unit, "text": r.text},
         "measured": p.measured,
         "bound": p.bound,

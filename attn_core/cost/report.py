@@ -198,6 +198,8 @@ class CostReport:
                 "ttft_ms_lower_bound": 1e3 * t.ttft_bound_s,
                 "decode_ms_lower_bound": 1e3 * t.decode_step_bound_s,
                 "ttft_bound_by": t.ttft_bound,
+                "compute_dtype": t.prefill_time.roofline.compute,  # its dense peak prices the FLOPs
+                "compute_flops_per_s_per_gpu": t.prefill_time.roofline.flops_per_s / self.n_gpus,
                 "decode_bound_by": t.decode_time.bound_by,
                 "prompt_len": t.prompt_len,
                 "gen_len": t.gen_len,

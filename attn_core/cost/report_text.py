@@ -79,7 +79,8 @@ def _whole_lines(r: CostReport) -> list[str]:
         kind = f"estimates at {t.efficiency:g} of peak" if t.is_estimate else "lower bounds"
         lines += [
             f"Time on {r.n_gpus} × {r.gpu.label} ({kind}; "
-            f"{'measured peaks' if r.gpu.name == SERVER_GPU else 'bf16 peak'}, perfect tensor parallelism)",
+            f"{'measured peaks' if r.gpu.name == SERVER_GPU else t.prefill_time.roofline.compute + ' peak'}, "
+            "perfect tensor parallelism)",
             f"  time to first token, P = {t.prompt_len:,}  {format_seconds(t.ttft_s)} ({t.ttft_bound}-bound, "
             "causal pairs)",
             f"  decode step at P                 {format_seconds(t.decode_step_s)} ({t.decode_time.bound_by}-bound)",
@@ -160,10 +161,12 @@ def format_report(r: CostReport) -> str:
     ]
     if r.gpu is not None and r.serving is not None and r.decode is not None:
         g, d = r.gpu, r.decode
+        peak = d.floor.roofline  # the dense peak of the compute format, summed over the GPUs
         lines += [
             "",
             f"{r.n_gpus} × {g.label}: {format_rate(g.bandwidth_bytes_per_s, 'B/s', prefix='G')}, "
-            f"{format_rate(g.bf16_flops_per_s, 'FLOP/s')} bf16, ridge {g.ridge_flop_per_byte:.0f} FLOP/byte",
+            f"{format_rate(peak.flops_per_s / r.n_gpus, 'FLOP/s')} {peak.compute} (the compute format's "
+            f"dense peak), ridge {g.ridge_flop_per_byte:.0f} FLOP/byte at bf16",
             f"  sequences of T that fit beside the weights (upper bound)  {r.serving.max_sequences:,} in the "
             f"{format_bytes_binary(r.serving.memory_bytes)} the device reports",
             f"    card 13's convention, {format_bytes_decimal(r.serving_card13.memory_bytes)} (vendor GB, 10^9 B): "

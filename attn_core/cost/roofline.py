@@ -19,6 +19,8 @@ report, the published runs, `verify`'s bound). It gives, in one `PhaseTime`:
   "Calibrated time against real runs"). It is an estimate, not a bound: η does not apply to it.
 
 Peaks and rates are summed over the devices (perfect tensor parallelism, as the bounds assume).
+The FLOP/s peak is the dense Tensor Core peak of the precision's compute format (`compute_peak`:
+an fp8 run on an H100 at 1,979 TFLOP/s, not bf16's 989), so a bound stays a bound for fp8 runs.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from attn_core.cost.dtypes import Tokens
-from attn_core.cost.inputs import Hardware
+from attn_core.cost.gpus import GPU, DensePeak
+from attn_core.cost.inputs import Hardware, Precision
 from attn_core.cost.phases import PhaseCount
 
 FORMULA = "max(Σ F_w / R_mm(rows), W / BW) + max(F_a / R_attn + F_c / R_mm, M / BW)"
@@ -41,12 +44,24 @@ class Roofline:
 
     flops_per_s: float
     bandwidth_bytes_per_s: float
+    compute: str = "bf16"  # the format whose dense peak flops_per_s is
 
 
-def roofline(hardware: Hardware) -> Roofline:
-    """n × the GPU's dense bf16 peak and n × its bandwidth."""
+def compute_peak(gpu: GPU, precision: Precision | None = None) -> DensePeak:
+    """The dense peak compute time is priced at: the precision's ``compute`` format (ValueError when
+    the GPU has no peak for it), else its activations' format where the GPU has one, else bf16
+    (fp32 activations, or fp8 on an A100, which dequantizes to bf16 for its products)."""
+    if precision is not None and precision.compute is not None:
+        return gpu.dense_peak(precision.compute)
+    auto = "bf16" if precision is None else precision.activations
+    return gpu.dense_peak(auto if auto in gpu.compute_dtypes() else "bf16")
+
+
+def roofline(hardware: Hardware, precision: Precision | None = None) -> Roofline:
+    """n × the GPU's dense peak in the compute format (`compute_peak`) and n × its bandwidth."""
     n, gpu = hardware.n_gpus, hardware.gpu
-    return Roofline(n * gpu.bf16_flops_per_s, n * gpu.bandwidth_bytes_per_s)
+    peak = compute_peak(gpu, precision)
+    return Roofline(n * peak.flops_per_s, n * gpu.bandwidth_bytes_per_s, peak.dtype)
 
 
 @dataclass(frozen=True)

@@ -111,9 +111,10 @@ def timing(
     step i (i = 0 … N − 1) reads the active weights and a cache of P + i tokens per sequence; the
     routed experts are sized at the precision's expert dtype. Card 13's example, Llama 2 7B on one
     A100 at P = 4,096: the first step is (13,214,695,424 + 2 GiB) / 2,039 GB/s = 7.53 ms.
-    ``peaks``: other than the hardware's bf16 peak and bandwidth (a run computing in fp8)."""
+    ``peaks``: other than the hardware's dense peak in the precision's compute format and its
+    bandwidth (`roofline.roofline`)."""
     work, eta = count_work(shape, workload, precision), workload.efficiency
-    peaks = roofline(hardware) if peaks is None else peaks
+    peaks = roofline(hardware, precision) if peaks is None else peaks
     steps = None if work.decode_steps is None else time_phase(work.decode_steps, peaks, eta)
     return Timing(
         prompt_len=workload.prompt,
@@ -189,7 +190,7 @@ def decode_lower_bound(
     1.05 ms cache; card 13 reads the whole table: 6.61 + 1.05 ms, at most 130 tokens/s. Multi-GPU
     assumes perfect sharding (bandwidths and peaks add)."""
     at_T = dataclasses.replace(workload, prompt_len=None, gen_len=0)
-    work, peaks, m = count_work(shape, at_T, precision), roofline(hardware), shape.moe
+    work, peaks, m = count_work(shape, at_T, precision), roofline(hardware, precision), shape.moe
     touched = experts_touched_expected(m.n_experts, m.top_k, workload.batch) if shape.n_moe_layers else None
     return DecodeBound(
         floor=time_phase(work.decode, peaks),

@@ -179,7 +179,8 @@ class CostView:
             prefill=rows,
             prefill_note=note,
             times_title=f"**Time on {r.n_gpus} × {r.gpu.label}**, "
-            f"{'its measured peaks' if r.gpu.name == SERVER_ID else 'bf16 peak'}, perfect tensor parallelism",
+            f"{'its measured peaks' if r.gpu.name == SERVER_ID else t.prefill_time.roofline.compute + ' dense peak'}"
+            ", perfect tensor parallelism",
             times=whole_view.times_rows(t, c),
             times_caption=whole_view.times_caption(t),
             calibrated_caption=None if c is None else whole_view.calibrated_caption(c),

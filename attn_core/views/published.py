@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attn_core.cost.published import REGIMES, Band, Priced, band, format_figure, priced_runs
+from attn_core.cost.published import Band, Priced, band, format_figure, priced_runs
+from attn_core.cost.published_rows import REGIMES
 from attn_core.cost.report import CostReport
 from attn_core.cost.units import format_percent, format_seconds
 
@@ -110,8 +111,8 @@ def cost_band(report: CostReport) -> CostBand:
             "Each run's bound is this calculator's for the run's own model, GPUs, precision, batch and lengths "
             "(`python -m attn_core published` prints all of them, assets/published/runs.json holds the "
             "conditions and sources). A run faster than its bound would be a defect of the calculator or of "
-            "the row and is left out of the range. Rows run in fp8 are priced at the fp8 peak (twice bf16 on "
-            "Hopper and Blackwell); this page's TTFT bound uses the bf16 peak whatever the dtype. The ranges "
+            "the row and is left out of the range. Every row and this page's bounds are priced at the dense peak "
+            "of their compute format (fp8 at twice bf16 on Hopper and Blackwell). The ranges "
             "describe those runs' software and hardware, not a promise for yours."
         ),
     )

@@ -371,3 +371,18 @@ def test_hybrid_table_says_state_and_routing(capsys):
     out = capsys.readouterr().out
     assert "Fixed state, 36 Gated DeltaNet layers" in out and "36 gdn + 12 full" in out
     assert "under uniform routing 32 sequences touch" in out
+
+
+def test_compute_dtype_prices_ttft_at_that_peak_and_a_missing_peak_is_one_line(capsys):
+    """fp8 on an H100 SXM: 1,979 TFLOP/s dense (datasheet 3,958 with sparsity); an A100 has no fp8."""
+    args = ["cost", "--model", "llama-2-7b", "--seq-len", "2048", "--gpu", "h100-sxm", "--json"]
+    assert main(args) == 0
+    bf16 = json.loads(capsys.readouterr().out)
+    assert main([*args, "--compute-dtype", "fp8"]) == 0
+    fp8 = json.loads(capsys.readouterr().out)
+    assert (bf16["compute_dtype"], fp8["compute_dtype"]) == ("fp16", "fp8")
+    assert fp8["compute_flops_per_s_per_gpu"] == 1979e12
+    assert fp8["ttft_ms_lower_bound"] == pytest.approx(bf16["ttft_ms_lower_bound"] * 989 / 1979, rel=1e-12)
+    bad = ["cost", "--model", "llama-2-7b", "--seq-len", "64", "--gpu", "a100-80gb", "--compute-dtype", "fp8"]
+    assert main(bad) == 2
+    assert "has no fp8 peak" in capsys.readouterr().err

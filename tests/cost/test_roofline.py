@@ -74,3 +74,51 @@ def test_a_large_batch_of_short_sequences_is_compute_bound_and_the_table_says_so
     assert f"the step's FLOPs at peak take longer: {format_seconds(hand['decode'])}" in text
     assert f"decode step at P                 {format_seconds(hand['decode'])} (compute-bound)" in text
     assert np.isclose(r.timing.ttft_s, hand["ttft"], rtol=1e-12)
+
+
+# -- The compute format's dense peak -------------------------------------------------------------
+# Datasheet dense peaks (half the "with sparsity" figures): H100 SXM fp8 3,958 / 2; MI300X fp8
+# 2,614.9 dense (AMD's data sheet); B200 fp4 144 PFLOPS sparse over 8 GPUs / 2 / 8; L4 fp8 485 / 2.
+DATASHEET_DENSE = {
+    ("h100-sxm", "fp8"): 1979e12,
+    ("h100-sxm", "int8"): 1979e12,
+    ("h200", "fp8"): 1979e12,
+    ("mi300x", "fp8"): 2614.9e12,
+    ("b200", "fp8"): 4500e12,
+    ("b200", "fp4"): 9000e12,
+    ("l40s", "fp8"): 733e12,
+    ("l4", "fp8"): 242.5e12,
+    ("a100-80gb", "int8"): 624e12,
+}
+
+
+@pytest.mark.parametrize(("gpu", "dtype"), list(DATASHEET_DENSE))
+def test_each_compute_format_has_its_datasheet_dense_peak_and_a_source(gpu, dtype):
+    peak = load_gpu(gpu).dense_peak(dtype)
+    assert peak.flops_per_s == DATASHEET_DENSE[gpu, dtype]
+    assert "http" in peak.source and "dense" in peak.source
+
+
+def test_a_format_the_gpu_lacks_is_refused_by_name():
+    with pytest.raises(
+        ValueError, match=r"A100 80GB SXM has no fp8 peak \(it computes in bf16, fp16, int8\)"
+    ):
+        load_gpu("a100-80gb").dense_flops("fp8")
+    with pytest.raises(ValueError, match="--compute-dtype must be one of"):
+        Precision("bf16", compute="fp32")
+
+
+def test_ttft_is_priced_at_the_compute_formats_peak():
+    """Llama 2 7B, P = 2,048 on one H100 SXM: compute-bound, so fp8 halves the bf16 bound exactly
+    (1,979 vs 989 TFLOP/s dense); fp8 storage on an A100 (no fp8 Tensor Cores) stays at bf16."""
+    shape, work = load_preset("llama-2-7b"), Workload(2048, 1, gen_len=0)
+    h100 = Hardware(load_gpu("h100-sxm"))
+    bf16 = cost_report(shape, work, Precision("bf16"), h100).timing
+    fp8 = cost_report(shape, work, Precision("bf16", compute="fp8"), h100).timing
+    auto = cost_report(shape, work, Precision("fp8"), h100).timing  # compute follows --dtype
+    assert bf16.ttft_bound == fp8.ttft_bound == "compute"
+    assert fp8.ttft_bound_s == pytest.approx(bf16.ttft_bound_s * 989 / 1979, rel=1e-12)
+    assert auto.prefill_time.roofline.compute == "fp8"
+    a100 = cost_report(shape, work, Precision("fp8"), Hardware(load_gpu("a100-80gb"))).timing
+    assert a100.prefill_time.roofline.compute == "bf16"
+    assert a100.prefill_time.roofline.flops_per_s == 312e12
