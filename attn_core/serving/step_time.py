@@ -108,13 +108,14 @@ class Engine:
 def busiest_share(draws: float | np.ndarray, bins: int) -> float | np.ndarray:
     """E[max load] / mean load of a multinomial of ``draws`` over ``bins`` equal bins (≥ 1):
     mean μ = n/G, σ = √(n·(1/G)·(1 − 1/G)); the max of G near-normal loads ≈ μ + σ·√(2 ln G),
-    capped at n (all draws in one bin). 1 when G = 1 or n = 0."""
+    at least ⌈n/G⌉ (some bin holds that many) and at most n. 1 when G = 1."""
     n = np.maximum(np.asarray(draws, dtype=float), 1e-12)
     if bins <= 1:
         return np.ones_like(n) if n.ndim else 1.0
     mean = n / bins
     sigma = np.sqrt(n * (1 / bins) * (1 - 1 / bins))
-    share = np.minimum(n, mean + sigma * math.sqrt(2 * math.log(bins))) / mean
+    busiest = np.maximum(np.ceil(n / bins), mean + sigma * math.sqrt(2 * math.log(bins)))
+    share = np.minimum(n, busiest) / mean
     return share if share.ndim else float(share)
 
 
