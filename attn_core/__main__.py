@@ -1,6 +1,7 @@
 """``python -m attn_core``: the cost commands (attn_core/cost/cli.py), the kernel bench and the
 cost model's check against a run on this machine (``verify``), and the published GPU runs
-priced by the cost model (``published``). ``cost --config`` also checks the formulas against
+priced by the cost model (``published``), and a deployment under a load (``serve``,
+attn_core/serving/cli.py). ``cost --config`` also checks the formulas against
 transformers' own build of the model (attn_core/anatomy/cli.py) unless ``--analytic-only``."""
 
 import sys
@@ -20,6 +21,10 @@ if __name__ == "__main__":
         from attn_core.cost.published_cli import main as published_main
 
         sys.exit(published_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["serve"]:  # one deployment under a load, simulated: attn_core/serving/cli.py
+        from attn_core.serving.cli import main as serve_main
+
+        sys.exit(serve_main(sys.argv[2:]))
     argv = sys.argv[1:]
     if argv[:1] == ["cost"] and "--config" in argv and "--analytic-only" not in argv:
         # the formulas checked against transformers' own build (torch): attn_core/anatomy/cli.py
