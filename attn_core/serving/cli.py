@@ -62,7 +62,9 @@ def _load(args: argparse.Namespace) -> Load:
     if args.max_load:
         return Load(args.in_len, args.out_len, "max", requests=args.requests)
     if args.concurrency is not None:
-        return Load(args.in_len, args.out_len, "concurrency", concurrency=args.concurrency, requests=args.requests)
+        return Load(
+            args.in_len, args.out_len, "concurrency", concurrency=args.concurrency, requests=args.requests
+        )
     return Load(args.in_len, args.out_len, "rate", rate=args.rate, requests=args.requests)
 
 
@@ -72,7 +74,12 @@ def _figures(est: SimResult, bound: SimResult, fitted: FittedModel) -> dict[str,
     rate, rate_bound = est.output_tokens_per_s, bound.output_tokens_per_s
     rate = min(rate, rate_bound)
     lo, hi = fitted.rate_range(rate)
-    out["output_tokens_per_s"] = {"estimate": rate, "low": lo, "high": min(hi, rate_bound), "bound": rate_bound}
+    out["output_tokens_per_s"] = {
+        "estimate": rate,
+        "low": lo,
+        "high": min(hi, rate_bound),
+        "bound": rate_bound,
+    }
     for key, e, b in (("ttft_ms", est.ttft.p50, bound.ttft.p50), ("tpot_ms", est.tpot.p50, bound.tpot.p50),
                       ("ttft_ms_p99", est.ttft.p99, bound.ttft.p99), ("tpot_ms_p99", est.tpot.p99, bound.tpot.p99)):  # fmt: skip
         e_ms, b_ms = 1e3 * max(e, b), 1e3 * b

@@ -56,8 +56,8 @@ class Target:
     load: Load
     slo: SLO
     compute: str = "bf16"
-    coefficients: TimeModelCoefficients = TimeModelCoefficients()
-    scheduler: Scheduler = Scheduler()
+    coefficients: TimeModelCoefficients = dataclasses.field(default_factory=TimeModelCoefficients)
+    scheduler: Scheduler = dataclasses.field(default_factory=Scheduler)
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def _fewest_replicas(target: Target, d: Deployment, tried: list) -> tuple[int, S
 
 
 def limit_of(d: Deployment, load: Load, result: SimResult) -> str:
-    """"KV memory", "compute" or "bandwidth" (module docstring): the roofline's side of a decode
+    """ "KV memory", "compute" or "bandwidth" (module docstring): the roofline's side of a decode
     step at the median running batch and the mean context, in + out/2 tokens."""
     if result.preemptions or float(np.max(result.kv_occupancy, initial=0)) >= 0.9:
         return "KV memory"
@@ -130,6 +130,16 @@ def plan(target: Target) -> Plan:
         if found and (best is None or tp * found[0] < best[0] * best[1]):
             best = (tp, found[0], found[1], d)
     if best is None:
-        return Plan(None, None, None, None, None, "no deployment up to 8 × 256 GPUs meets the SLOs", tuple(tried))
+        return Plan(
+            None, None, None, None, None, "no deployment up to 8 × 256 GPUs meets the SLOs", tuple(tried)
+        )
     tp, r, result, d = best
-    return Plan(tp * r, tp, r, result, result.output_tokens_per_s / (tp * r), limit_of(d, target.load, result), tuple(tried))
+    return Plan(
+        tp * r,
+        tp,
+        r,
+        result,
+        result.output_tokens_per_s / (tp * r),
+        limit_of(d, target.load, result),
+        tuple(tried),
+    )
