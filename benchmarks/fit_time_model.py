@@ -27,14 +27,18 @@ def main(argv: list[str] | None = None) -> int:
     rep = fit_report(replays, skipped, args.sweeps)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report_json(rep, COMMAND), indent=1) + "\n")
-    print(f"{len(replays)} rows replayed ({sum(r.held_out for r in replays)} held out), {len(skipped)} skipped")
+    print(
+        f"{len(replays)} rows replayed ({sum(r.held_out for r in replays)} held out), {len(skipped)} skipped"
+    )
     for k, v in rep.coefficients.to_json().items():
         print(f"  {k:<22}{v:.4g}")
     print(f"{'row':<32}{'source':<14}{'measured':>10}{'predicted':>11}  {'err':>6}  {'LOSO':>6}")
     for r in rep.rows:
         flag = " (held out)" if r["held_out"] else ""
-        print(f"{r['id']:<32}{r['source'][:13]:<14}{r['measured']:>10.4g}{r['predicted']:>11.4g}  "
-              f"{r['log_error']:>+6.3f}  {r['log_error_left_out']:>+6.3f}{flag}")  # fmt: skip
+        print(
+            f"{r['id']:<32}{r['source'][:13]:<14}{r['measured']:>10.4g}{r['predicted']:>11.4g}  "
+            f"{r['log_error']:>+6.3f}  {r['log_error_left_out']:>+6.3f}{flag}"
+        )
     lo, hi = math.exp(rep.log_low), math.exp(rep.log_high)
     print(f"80% interval on times: ×{lo:.3f} … ×{hi:.3f}; covers {rep.coverage:.0%} of left-out rows")
     print(f"wrote {args.out} in {time.process_time() - t0:.1f} s CPU")

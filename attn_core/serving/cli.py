@@ -80,8 +80,12 @@ def _figures(est: SimResult, bound: SimResult, fitted: FittedModel) -> dict[str,
         "high": min(hi, rate_bound),
         "bound": rate_bound,
     }
-    for key, e, b in (("ttft_ms", est.ttft.p50, bound.ttft.p50), ("tpot_ms", est.tpot.p50, bound.tpot.p50),
-                      ("ttft_ms_p99", est.ttft.p99, bound.ttft.p99), ("tpot_ms_p99", est.tpot.p99, bound.tpot.p99)):  # fmt: skip
+    for key, e, b in (
+        ("ttft_ms", est.ttft.p50, bound.ttft.p50),
+        ("tpot_ms", est.tpot.p50, bound.tpot.p50),
+        ("ttft_ms_p99", est.ttft.p99, bound.ttft.p99),
+        ("tpot_ms_p99", est.tpot.p99, bound.tpot.p99),
+    ):
         e_ms, b_ms = 1e3 * max(e, b), 1e3 * b
         lo, hi = fitted.time_range(e_ms)
         out[key] = {"estimate": e_ms, "low": max(lo, b_ms), "high": hi, "bound": b_ms}
@@ -111,9 +115,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     engine = Engine(shape, gpu, precision, tp, args.compute_dtype, coefficients=fitted.coefficients)
     d = Deployment(engine, replicas)
     est, bound = simulate(d, load), simulate(d, load, bound_s)
-    head = {"model": shape.name, "gpu": gpu.name, "tp": tp, "replicas": replicas, "requests": load.requests,
-            "time_model": fitted.source, "max_concurrency_per_replica": est.max_concurrency,
-            "preemptions": est.preemptions}  # fmt: skip
+    head = {
+        "model": shape.name,
+        "gpu": gpu.name,
+        "tp": tp,
+        "replicas": replicas,
+        "requests": load.requests,
+        "time_model": fitted.source,
+        "max_concurrency_per_replica": est.max_concurrency,
+        "preemptions": est.preemptions,
+    }
     return head | _figures(est, bound, fitted) | extra
 
 

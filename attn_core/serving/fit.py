@@ -37,8 +37,14 @@ from attn_core.serving.sim_result import ReplicaRun, SimResult, summarize
 from attn_core.serving.simulate import Deployment, Scheduler, simulate
 from attn_core.serving.step_time import Engine, TimeModelCoefficients, estimate_s
 
-FIT_FIELDS = ("compute_fraction", "half_rows", "bandwidth_fraction", "layer_overhead_s",
-              "link_bytes_per_s", "collective_latency_s")  # fmt: skip
+FIT_FIELDS = (
+    "compute_fraction",
+    "half_rows",
+    "bandwidth_fraction",
+    "layer_overhead_s",
+    "link_bytes_per_s",
+    "collective_latency_s",
+)
 FACTORS = (0.5, 0.7, 0.85, 1.0, 1.2, 1.4, 2.0)
 
 
@@ -72,22 +78,34 @@ def replay_of(run: Run, raw: dict[str, Any], coefficients: TimeModelCoefficients
     if tp is None:
         return f"{run.n_gpus} GPUs is not one tensor-parallel replica"
     precision = Precision(run.kv, weights=run.weights, kv=run.kv)
-    engine = Engine(load_preset(run.preset), load_gpu(run.gpu_preset), precision, tp, run.compute,
-                    ep=min(_ep(run.parallelism), tp), coefficients=coefficients)  # fmt: skip
+    engine = Engine(
+        load_preset(run.preset),
+        load_gpu(run.gpu_preset),
+        precision,
+        tp,
+        run.compute,
+        ep=min(_ep(run.parallelism), tp),
+        coefficients=coefficients,
+    )
     P, N, B = run.input_len, run.output_len, run.batch or 1
     if run.method == "decode-step":
         load, metric = Load(P, max(N, 2), "max", requests=1), "decode-rate"
     elif run.method == "ttft":
         load, metric = Load(P, 1, "max", requests=1), "ttft"
     elif raw.get("rate"):
-        load, metric = Load(P, N, "rate", rate=float(raw["rate"]), requests=int(raw.get("requests", 1000))), "throughput"
+        load, metric = (
+            Load(P, N, "rate", rate=float(raw["rate"]), requests=int(raw.get("requests", 1000))),
+            "throughput",
+        )
     else:
         load, metric = Load(P, N, "max", requests=int(raw.get("requests", B))), "throughput"
     sched = Scheduler(max_seqs=max(256, B), token_budget=max(8192, P))
     return Replay(run, bool(raw.get("held_out", False)), Deployment(engine, 1, sched), load, metric)
 
 
-def load_replays(coefficients: TimeModelCoefficients | None = None) -> tuple[list[Replay], list[tuple[str, str]]]:
+def load_replays(
+    coefficients: TimeModelCoefficients | None = None,
+) -> tuple[list[Replay], list[tuple[str, str]]]:
     """Every replayable row of the shipped file, and (id, reason) for the rest."""
     coefficients = coefficients or TimeModelCoefficients()
     rows = json.loads(RUNS_FILE.read_text())["runs"]
@@ -194,7 +212,10 @@ def fit_report(replays: list[Replay], skipped: list[tuple[str, str]], sweeps: in
     """Fit on the rows not held out; leave each source out in turn; the interval from those errors."""
     bases = [simulate_replay(r) for r in replays]
     train = [i for i, r in enumerate(replays) if not r.held_out]
-    pick = lambda idx: ([replays[i] for i in idx], [bases[i] for i in idx])  # noqa: E731
+
+    def pick(idx: list[int]) -> tuple[list[Replay], list[SimResult]]:
+        return [replays[i] for i in idx], [bases[i] for i in idx]
+
     c = fit(*pick(train), sweeps=sweeps)
     in_fit = errors(replays, bases, c)
     left_out = np.full(len(replays), np.nan)
@@ -207,11 +228,22 @@ def fit_report(replays: list[Replay], skipped: list[tuple[str, str]], sweeps: in
     left_out[held] = in_fit[held]  # never fitted on: their in-fit error is already left out
     lo, hi = (float(x) for x in np.nanpercentile(left_out, [10, 90]))
     inside = float(np.mean((left_out >= lo) & (left_out <= hi)))
-    rows = [{"id": r.run.id, "source": r.source, "held_out": r.held_out, "metric": r.metric,
-             "measured": r.run.value, "unit": r.run.unit,
-             "predicted": float(predicted(with_coefficients(r, c), simulate_replay(with_coefficients(r, c), b))),
-             "log_error": float(e), "log_error_left_out": float(lo_e)}
-            for r, b, e, lo_e in zip(replays, bases, in_fit, left_out, strict=True)]  # fmt: skip
+    rows = [
+        {
+            "id": r.run.id,
+            "source": r.source,
+            "held_out": r.held_out,
+            "metric": r.metric,
+            "measured": r.run.value,
+            "unit": r.run.unit,
+            "predicted": float(
+                predicted(with_coefficients(r, c), simulate_replay(with_coefficients(r, c), b))
+            ),
+            "log_error": float(e),
+            "log_error_left_out": float(lo_e),
+        }
+        for r, b, e, lo_e in zip(replays, bases, in_fit, left_out, strict=True)
+    ]
     return FitReport(c, rows, lo, hi, inside, skipped)
 
 
@@ -223,8 +255,12 @@ def report_json(rep: FitReport, command: str) -> dict[str, Any]:
         "leave-one-source-out errors.",
         "command": command,
         "coefficients": rep.coefficients.to_json(),
-        "interval": {"log_low": rep.log_low, "log_high": rep.log_high, "coverage": rep.coverage,
-                     "nominal": 0.8},  # fmt: skip
+        "interval": {
+            "log_low": rep.log_low,
+            "log_high": rep.log_high,
+            "coverage": rep.coverage,
+            "nominal": 0.8,
+        },
         "rows": rep.rows,
         "skipped": [{"id": i, "why": why} for i, why in rep.skipped],
     }

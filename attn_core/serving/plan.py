@@ -74,8 +74,9 @@ class Plan:
 
 
 def _fits(target: Target, tp: int) -> Deployment | None:
-    engine = Engine(target.shape, target.gpu, target.precision, tp, target.compute,
-                    coefficients=target.coefficients)  # fmt: skip
+    engine = Engine(
+        target.shape, target.gpu, target.precision, tp, target.compute, coefficients=target.coefficients
+    )
     d = Deployment(engine, 1, target.scheduler)
     try:
         simulate(d, dataclasses.replace(target.load, requests=1, mode="max"))

@@ -203,12 +203,16 @@ class _Replica:
         C = C[:, :J]
         b = len(run)
         count = PhaseCount(
-            tokens=b, product_flops=tables.product_flops_per_token * b,
-            expert_flops=tables.expert_flops_per_token * b, expert_rows=expert_rows(tables.shape, b),
-            attention_flops=tables.decode_attention[C].sum(0), core_flops=tables.decode_core * b,
-            weight_bytes=float(tables.weight_bytes(b)), cache_bytes=tables.cache[C].sum(0),
+            tokens=b,
+            product_flops=tables.product_flops_per_token * b,
+            expert_flops=tables.expert_flops_per_token * b,
+            expert_rows=expert_rows(tables.shape, b),
+            attention_flops=tables.decode_attention[C].sum(0),
+            core_flops=tables.decode_core * b,
+            weight_bytes=float(tables.weight_bytes(b)),
+            cache_bytes=tables.cache[C].sum(0),
             state_bytes=tables.state_per_sequence * b,
-        )  # fmt: skip
+        )
         dt = np.asarray(step_time(engine, count), dtype=float) * np.ones(J)
         end = now + np.cumsum(dt)
         if self.next_arrival < len(self.arrival) and np.isfinite(self.arrival[self.next_arrival]):
@@ -266,9 +270,15 @@ class _Trace:
 
 
 def run_replica(
-    engine: Engine, tables: StepTables, layout: KVLayout, req: Requests, sched: Scheduler,
-    closed: int | None = None, step_time: StepTime = estimate_s, keep_counts: bool = False,
-) -> ReplicaRun:  # fmt: skip
+    engine: Engine,
+    tables: StepTables,
+    layout: KVLayout,
+    req: Requests,
+    sched: Scheduler,
+    closed: int | None = None,
+    step_time: StepTime = estimate_s,
+    keep_counts: bool = False,
+) -> ReplicaRun:
     """Simulate one replica over its requests until every one has finished."""
     r = _Replica(req, layout, sched, closed)
     now, k = 0.0, len(req.prompt)

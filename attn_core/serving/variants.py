@@ -27,8 +27,14 @@ def _gqa_heads(h: int) -> int:
 
 def attention_variant(shape: ModelShape, variant: str) -> ModelShape:
     """``shape`` with its attention replaced by ``variant`` (one of `VARIANTS`)."""
-    plain = dataclasses.replace(shape, mla=None, layer_types=None, state_mixer=None, sliding_window=None,
-                                name=f"{shape.name} ({variant})")  # fmt: skip
+    plain = dataclasses.replace(
+        shape,
+        mla=None,
+        layer_types=None,
+        state_mixer=None,
+        sliding_window=None,
+        name=f"{shape.name} ({variant})",
+    )
     h = shape.n_heads
     if variant == "MHA":
         return dataclasses.replace(plain, n_kv_heads=h)
@@ -42,6 +48,7 @@ def attention_variant(shape: ModelShape, variant: str) -> ModelShape:
         L = shape.n_layers
         kinds = tuple("full" if i % 4 == 3 else "gdn" for i in range(L))
         mixer = GatedDeltaNet(shape.d_model, max(h // 2, 1), h, shape.head_dim, shape.head_dim, 4)
-        return dataclasses.replace(plain, n_kv_heads=_gqa_heads(h), layer_types=LayerKinds(L, listed=kinds),
-                                   state_mixer=mixer)  # fmt: skip
+        return dataclasses.replace(
+            plain, n_kv_heads=_gqa_heads(h), layer_types=LayerKinds(L, listed=kinds), state_mixer=mixer
+        )
     raise ValueError(f"unknown attention variant {variant!r}; choose one of {', '.join(VARIANTS)}")

@@ -50,8 +50,14 @@ def test_variants_cache_per_token_by_hand():
 
 
 def _serve(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "attn_core", "serve", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin"})  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "attn_core", "serve", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin"},
+    )
 
 
 def test_serve_cli_contract():
@@ -69,8 +75,14 @@ def test_serve_cli_contract():
     assert {"gpus", "tp", "replicas"} <= set(doc["deployment"])
 
 
-BAD = [["--rate", "0"], ["--max-load", "--rate", "3"], ["--concurrency", "x"], ["--rate", "1", "--slo-ttft-ms", "9"],
-       ["--max-load", "--in-len", "600000"], ["--max-load", "--gpu", "nope"]]  # fmt: skip
+BAD = [
+    ["--rate", "0"],
+    ["--max-load", "--rate", "3"],
+    ["--concurrency", "x"],
+    ["--rate", "1", "--slo-ttft-ms", "9"],
+    ["--max-load", "--in-len", "600000"],
+    ["--max-load", "--gpu", "nope"],
+]
 
 
 @pytest.mark.parametrize("bad", BAD)

@@ -24,10 +24,17 @@ CASES = [  # (preset, GPU, TP, EP)
 @pytest.mark.parametrize("preset,gpu,tp,ep", CASES)
 def test_bound_by_hand_and_never_above_the_estimate(preset, gpu, tp, ep):
     g = load_gpu(gpu)
-    coeffs = TimeModelCoefficients(compute_fraction=1.0, half_rows=0.0, bandwidth_fraction=1.0,
-                                   layer_overhead_s=0.0, collective_latency_s=0.0)  # fmt: skip
-    engines = [Engine(load_preset(preset), g, Precision("bf16"), tp, ep=ep, coefficients=c)
-               for c in (TimeModelCoefficients(), coeffs)]  # fmt: skip
+    coeffs = TimeModelCoefficients(
+        compute_fraction=1.0,
+        half_rows=0.0,
+        bandwidth_fraction=1.0,
+        layer_overhead_s=0.0,
+        collective_latency_s=0.0,
+    )
+    engines = [
+        Engine(load_preset(preset), g, Precision("bf16"), tp, ep=ep, coefficients=c)
+        for c in (TimeModelCoefficients(), coeffs)
+    ]
     tables = build_tables(engines[0].shape, Precision("bf16"), 5000)
     rng = np.random.default_rng(0)
     for _ in range(20):
