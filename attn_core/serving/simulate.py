@@ -124,7 +124,6 @@ class _Replica:
         self.spawned = closed if closed is not None else k
         self.preemptions = 0
         self.done = 0
-        self.after_run = False
         self.last_dt = 0.0  # the last step's seconds: when a run of decode steps is worth trying
 
     def queue_arrivals(self, now: float) -> None:
@@ -182,19 +181,24 @@ class _Replica:
             left -= p
 
     def decode_run(self, tables: StepTables, now: float, step_time: StepTime, engine: Engine):
-        """Steps of pure decode over the same running set, all at once: until the first sequence
-        finishes, the next request arrives or the blocks run out (then the step-by-step path, which
-        preempts). None when the next step is not pure decode."""
-        if self.waiting or not self.running or self.after_run:
-            self.after_run = False  # the step that ended a run goes step by step
+        """Steps of pure decode over the same running set, all at once: up to the step where the
+        first sequences finish (they leave at its end), the last step before the next arrival, or
+        the last before the blocks run out (then the step-by-step path preempts). None when the
+        next step is not pure decode."""
+        if self.waiting or not self.running:
             return None
         k = self.next_arrival
-        if k < len(self.arrival) and self.arrival[k] < now + 2 * self.last_dt:
-            return None  # the next arrival comes within about two steps: not worth a run
+        if k < len(self.arrival) and self.arrival[k] < now + self.last_dt:
+            return None  # the next arrival comes within about a step: not worth a run
         run = np.asarray(self.running, dtype=np.int64)
         if np.any(self.ctx[run] < self.target[run]):
             return None
-        J = int(min((self.req.output[run] - self.gen[run]).min(), MAX_RUN))
+        to_finish = int((self.req.output[run] - self.gen[run]).min())  # its step finishes someone
+        J = min(to_finish, MAX_RUN)
+        arrival = self.arrival[k] if k < len(self.arrival) else np.inf
+        arrival = arrival if np.isfinite(arrival) else np.inf  # a closed loop's next is NaN: none due
+        if arrival < np.inf and self.last_dt > 0:  # no need to price steps past the arrival
+            J = min(J, int((arrival - now) / self.last_dt * 2) + 2)
         C = self.ctx[run][:, None] + np.arange(J)  # (b, J) tokens cached at each step
         grow = (self.layout.blocks_at[C + 1] - self.blocks[run][:, None]).sum(0)
         J = int(np.argmax(grow > self.free)) if np.any(grow > self.free) else J
@@ -215,17 +219,14 @@ class _Replica:
         )
         dt = np.asarray(step_time(engine, count), dtype=float) * np.ones(J)
         end = now + np.cumsum(dt)
-        if self.next_arrival < len(self.arrival) and np.isfinite(self.arrival[self.next_arrival]):
-            J = 1 + int(np.sum(end[:-1] < self.arrival[self.next_arrival]))  # steps that start before it
-        if J < 2:
-            return None
-        m = J - 1  # the J-th step goes through `plan` and `advance`, which finish sequences
-        self.after_run = True
+        J = 1 + int(np.sum(end[:-1] < arrival))  # the steps that start before the next arrival
+        m = J
         self.ctx[run] += m
         self.gen[run] += m
         new = self.layout.blocks_at[self.ctx[run]]
         self.free -= int((new - self.blocks[run]).sum())
         self.blocks[run] = new
+        self.end_sequences(run[self.gen[run] >= self.req.output[run]], float(end[m - 1]))
         count = dataclasses.replace(
             count, attention_flops=count.attention_flops[:m], cache_bytes=count.cache_bytes[:m]
         )
@@ -243,7 +244,11 @@ class _Replica:
         self.first[done_pre] = np.where(np.isnan(self.first[done_pre]), now, self.first[done_pre])
         touched = np.concatenate([dec, pre])
         self.blocks[touched] = self.layout.blocks_at[self.ctx[touched]]
-        ended = emit[self.gen[emit] >= self.req.output[emit]]
+        self.end_sequences(emit[self.gen[emit] >= self.req.output[emit]], now)
+
+    def end_sequences(self, ended: np.ndarray, now: float) -> None:
+        """Sequences that emitted their last token at ``now`` leave: blocks freed, and in a closed
+        loop as many new requests arrive."""
         if len(ended):
             self.finish[ended] = now
             self.free += int(self.blocks[ended].sum())
