@@ -6,8 +6,9 @@ replicas never hurt, each sees a thinner Poisson stream); the answer is the fewe
 the smaller t). As the rate grows each t needs at least as many replicas, so the answer never
 shrinks. The same arrivals (one seed) serve every candidate.
 
-What limits it: "KV memory" when the KV cache filled (≥ 90% of blocks) or sequences were
-preempted; else "compute" or "bandwidth", whichever side of the roofline dominated its steps.
+What limits it (`limit_of`): offered every request at once, does a replica's KV cache fill before
+the scheduler's sequence cap ("KV memory"), or does its decode step sit on the compute or the
+bandwidth side of the roofline ("compute", "bandwidth")?
 """
 
 from __future__ import annotations
@@ -107,13 +108,17 @@ def _fewest_replicas(target: Target, d: Deployment, tried: list) -> tuple[int, S
     return hi, runs[hi]
 
 
-def limit_of(d: Deployment, load: Load, result: SimResult) -> str:
-    """ "KV memory", "compute" or "bandwidth" (module docstring): the roofline's side of a decode
-    step at the median running batch and the mean context, in + out/2 tokens."""
-    if result.preemptions or float(np.max(result.kv_occupancy, initial=0)) >= 0.9:
+def limit_of(d: Deployment, load: Load) -> str:
+    """What caps one replica's throughput: offered every request at once (up to twice the
+    scheduler's sequences), "KV memory" if its cache filled (≥ 90% of blocks, or preemption)
+    before the scheduler's sequence cap; else "compute" or "bandwidth", the roofline's side of a
+    decode step at the batch it ran and the mean context, in + out/2 tokens."""
+    k = min(2 * d.scheduler.max_seqs, 4 * max(d.scheduler.max_seqs, 1))
+    sat = simulate(dataclasses.replace(d, replicas=1), dataclasses.replace(load, mode="max", requests=k))
+    if sat.preemptions or float(np.max(sat.kv_occupancy, initial=0)) >= 0.9:
         return "KV memory"
     e = d.engine
-    b = max(int(np.median(result.batch)), 1) if len(result.batch) else 1
+    b = max(int(np.max(sat.batch, initial=1)), 1)
     count = decode_count(e.shape, load.in_len + load.out_len // 2, b, e.precision)
     peaks = e.peaks
     compute_s, memory_s = count.flops / peaks.flops_per_s, count.bytes / peaks.bandwidth_bytes_per_s
@@ -141,6 +146,6 @@ def plan(target: Target) -> Plan:
         r,
         result,
         result.output_tokens_per_s / (tp * r),
-        limit_of(d, target.load, result),
+        limit_of(d, target.load),
         tuple(tried),
     )

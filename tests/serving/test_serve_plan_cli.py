@@ -13,6 +13,7 @@ from attn_core.cost.inputs import Precision
 from attn_core.cost.serving import kv_cache_bytes_per_token
 from attn_core.cost.shapes import load_preset
 from attn_core.serving.cli import main as serve_main
+from attn_core.serving.compare import side_by_side
 from attn_core.serving.load import Load
 from attn_core.serving.plan import SLO, Target, plan
 from attn_core.serving.variants import VARIANTS, attention_variant
@@ -91,3 +92,13 @@ def test_serve_cli_bad_input_is_one_line_exit_2(bad, capsys):
     assert serve_main(args) == 2
     out = capsys.readouterr()
     assert len(out.err.strip().splitlines()) == 1 and not out.out
+
+
+def test_side_by_side_cache_sets_the_batch_and_the_gpus():
+    load = Load(4000, 200, "rate", rate=6.0, requests=150, seed=2)
+    t = Target(load_preset("llama-3-8b"), load_gpu("h100-sxm"), Precision("bf16"), load, SLO(3.0, 0.05))
+    rows = {r.variant: r for r in side_by_side(t)}
+    mha, gqa, mla = rows["MHA"], rows["GQA"], rows["MLA"]
+    # 4× less cache per token (8 of 32 KV heads) holds ~4× the sequences beside ~the same weights
+    assert mha.max_concurrency < gqa.max_concurrency < mla.max_concurrency
+    assert mha.plan.gpus >= gqa.plan.gpus >= mla.plan.gpus
