@@ -3,8 +3,11 @@ oracle is the coefficients that made them), and the interval is the 10th-90th pe
 left-out errors."""
 
 import dataclasses
+import json
+import math
 
 import numpy as np
+import pytest
 
 from attn_core.serving.fit import (
     errors,
@@ -15,6 +18,7 @@ from attn_core.serving.fit import (
     simulate_replay,
     with_coefficients,
 )
+from attn_core.serving.fitted import FITTED_FILE, load_fitted
 from attn_core.serving.step_time import TimeModelCoefficients
 
 TRUE = TimeModelCoefficients(
@@ -51,3 +55,15 @@ def test_interval_is_the_left_out_errors_10th_to_90th_percentile():
     assert (rep.log_low, rep.log_high) == (lo, hi)
     assert rep.coverage == np.mean((left_out >= lo) & (left_out <= hi))
     assert {r["source"] for r in rep.rows} == {"gpt-fast", "TensorRT-LLM"}
+
+
+def test_fitted_file_read_back_and_its_ranges(tmp_path):
+    doc = json.loads(FITTED_FILE.read_text())  # the shipped fit (benchmarks/fit_time_model.py)
+    m = load_fitted()
+    assert m.coefficients.to_json() == doc["coefficients"]
+    lo, hi = m.time_range(10.0)
+    assert lo == pytest.approx(10 * math.exp(doc["interval"]["log_low"]), rel=1e-15)
+    assert hi == pytest.approx(10 * math.exp(doc["interval"]["log_high"]), rel=1e-15)
+    r_lo, r_hi = m.rate_range(100.0)  # a rate is 1 / time: its range is the reciprocal one
+    assert (r_lo, r_hi) == pytest.approx((100 * 10 / hi, 100 * 10 / lo), rel=1e-12)
+    assert load_fitted(tmp_path / "none.json").source == "defaults"

@@ -13,6 +13,7 @@ from attn_core.cost.inputs import Precision
 from attn_core.cost.phases import PhaseCount, decode_count, prefill_count
 from attn_core.cost.shapes import load_preset
 from attn_core.serving.load import Load, make_requests
+from attn_core.serving.sim_result import Percentiles
 from attn_core.serving.simulate import Deployment, KVLayout, Scheduler, kv_layout, run_replica, simulate
 from attn_core.serving.step_time import Engine, estimate_s
 from attn_core.serving.step_work import build_tables
@@ -118,3 +119,9 @@ def test_preemption_exactly_when_blocks_run_out(engine, spare):
     assert (run.preemptions > 0) == (spare < 0)
     assert np.all(np.isfinite(run.finish))  # every request still finishes
     assert run.trace.blocks_used.max() <= layout.capacity_blocks
+
+
+def test_percentiles_by_hand():
+    # 1 … 100 with linear interpolation: p50 at rank 49.5 → 50.5, p90 at 89.1 → 90.1, p99 at 98.01 → 99.01
+    p = Percentiles.of(np.append(np.arange(1.0, 101.0), np.nan))  # NaN (no TPOT) left out
+    assert (p.p50, p.p90, p.p99, p.mean) == pytest.approx((50.5, 90.1, 99.01, 50.5), rel=1e-12)
