@@ -124,6 +124,7 @@ class _Replica:
         self.spawned = closed if closed is not None else k
         self.preemptions = 0
         self.done = 0
+        self.keep_counts = False  # set by `run_replica` when the steps' counts are kept
         self.last_dt = 0.0  # the last step's seconds: when a run of decode steps is worth trying
 
     def queue_arrivals(self, now: float) -> None:
@@ -202,8 +203,8 @@ class _Replica:
         C = self.ctx[run][:, None] + np.arange(J)  # (b, J) tokens cached at each step
         grow = (self.layout.blocks_at[C + 1] - self.blocks[run][:, None]).sum(0)
         J = int(np.argmax(grow > self.free)) if np.any(grow > self.free) else J
-        if J < 2:
-            return None
+        if J < 1:
+            return None  # the next step needs blocks that are not free: `plan` preempts
         C = C[:, :J]
         b = len(run)
         count = PhaseCount(
@@ -227,9 +228,10 @@ class _Replica:
         self.free -= int((new - self.blocks[run]).sum())
         self.blocks[run] = new
         self.end_sequences(run[self.gen[run] >= self.req.output[run]], float(end[m - 1]))
-        count = dataclasses.replace(
-            count, attention_flops=count.attention_flops[:m], cache_bytes=count.cache_bytes[:m]
-        )
+        if self.keep_counts:  # the fit re-prices these steps: keep exactly the m taken
+            count = dataclasses.replace(
+                count, attention_flops=count.attention_flops[:m], cache_bytes=count.cache_bytes[:m]
+            )
         return dt[:m], end[:m], count
 
     def advance(self, dec: np.ndarray, ids: list[int], lens: list[int], now: float) -> None:
@@ -286,6 +288,7 @@ def run_replica(
 ) -> ReplicaRun:
     """Simulate one replica over its requests until every one has finished."""
     r = _Replica(req, layout, sched, closed)
+    r.keep_counts = keep_counts
     now, k = 0.0, len(req.prompt)
     ends: list[np.ndarray] = []  # step end times, one array per run of steps or per step
     secs: list[np.ndarray] = []
