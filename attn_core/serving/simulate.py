@@ -201,12 +201,13 @@ class _Replica:
         if arrival < np.inf and self.last_dt > 0:  # no need to price steps past the arrival
             J = min(J, int((arrival - now) / self.last_dt * 2) + 2)
         C = self.ctx[run][:, None] + np.arange(J)  # (b, J) tokens cached at each step
-        grow = (self.layout.blocks_at[C + 1] - self.blocks[run][:, None]).sum(0)
-        J = int(np.argmax(grow > self.free)) if np.any(grow > self.free) else J
-        if J < 1:
-            return None  # the next step needs blocks that are not free: `plan` preempts
-        C = C[:, :J]
         b = len(run)
+        if self.free < b * (J // self.sched.block_size + 2):  # J steps might need more than is free
+            grow = (self.layout.blocks_at[C + 1] - self.blocks[run][:, None]).sum(0)
+            J = int(np.argmax(grow > self.free)) if np.any(grow > self.free) else J
+            if J < 1:
+                return None  # the next step needs blocks that are not free: `plan` preempts
+        C = C[:, :J]
         count = PhaseCount(
             tokens=b,
             product_flops=tables.product_flops_per_token * b,
@@ -237,16 +238,24 @@ class _Replica:
     def advance(self, dec: np.ndarray, ids: list[int], lens: list[int], now: float) -> None:
         """After a step ending at ``now``: decoders and finished prefills emit a token; finished
         sequences free their blocks; a closed loop lets the next request in."""
-        pre = np.asarray(ids, dtype=np.int64)
-        self.ctx[dec] += 1
-        self.ctx[pre] += np.asarray(lens, dtype=np.int64)
-        done_pre = pre[self.ctx[pre] >= self.target[pre]]
-        emit = np.concatenate([dec, done_pre])
-        self.gen[emit] += 1
-        self.first[done_pre] = np.where(np.isnan(self.first[done_pre]), now, self.first[done_pre])
-        touched = np.concatenate([dec, pre])
-        self.blocks[touched] = self.layout.blocks_at[self.ctx[touched]]
-        self.end_sequences(emit[self.gen[emit] >= self.req.output[emit]], now)
+        blocks_at, out = self.layout.blocks_at, self.req.output
+        ended = []
+        for i, p in zip(ids, lens, strict=True):  # a few chunks a step: plain indexing beats numpy
+            c = int(self.ctx[i]) + p
+            self.ctx[i] = c
+            self.blocks[i] = blocks_at[c]
+            if c >= self.target[i]:  # the prefill is done: it emits a token
+                self.gen[i] += 1
+                if np.isnan(self.first[i]):
+                    self.first[i] = now
+                if self.gen[i] >= out[i]:
+                    ended.append(i)
+        if len(dec):
+            self.ctx[dec] += 1
+            self.gen[dec] += 1
+            self.blocks[dec] = blocks_at[self.ctx[dec]]
+            ended.extend(dec[self.gen[dec] >= out[dec]].tolist())
+        self.end_sequences(np.asarray(ended, dtype=np.int64), now)
 
     def end_sequences(self, ended: np.ndarray, now: float) -> None:
         """Sequences that emitted their last token at ``now`` leave: blocks freed, and in a closed

@@ -141,24 +141,24 @@ def _collectives_s(engine: Engine, tokens: float | np.ndarray) -> float | np.nda
     return total
 
 
-def _scalar_estimate_s(engine: Engine, count: PhaseCount) -> float:
-    """`estimate_s` for one dense step in plain floats (the simulator's hot path)."""
+def _dense_estimate_s(engine: Engine, count: PhaseCount) -> float | np.ndarray:
+    """`estimate_s` for steps of one token count without routed experts (the simulator's hot
+    path): plain floats, numpy only where attention and cache are arrays over steps."""
     n = count.tokens
     c, peaks = engine.coefficients, engine.peaks
     P, B = peaks.flops_per_s, peaks.bandwidth_bytes_per_s * c.bandwidth_fraction
     rate = P * c.compute_fraction * n / (n + c.half_rows)
     products_s = max(count.product_flops / rate, count.weight_bytes / B)
-    mixing_s = max(
-        (count.attention_flops + count.core_flops) / rate, (count.cache_bytes + count.state_bytes) / B
-    )
+    mixing = (count.attention_flops + count.core_flops) / rate, (count.cache_bytes + count.state_bytes) / B
+    mixing_s = np.maximum(*mixing) if np.ndim(mixing[0]) or np.ndim(mixing[1]) else max(mixing)
     return products_s + mixing_s + engine.shape.n_layers * c.layer_overhead_s + _collectives_s(engine, n)
 
 
 def estimate_s(engine: Engine, count: PhaseCount) -> float | np.ndarray:
     """The step's estimated seconds (module docstring); 0 for an empty step. Array fields (many
     steps at once) give an array."""
-    if not count.expert_flops and np.ndim(count.attention_flops) == 0 and np.ndim(count.cache_bytes) == 0:
-        return _scalar_estimate_s(engine, count) if count.tokens else 0.0
+    if not count.expert_flops and np.ndim(count.tokens) == 0:
+        return _dense_estimate_s(engine, count) if count.tokens else 0.0
     n = np.asarray(count.tokens, dtype=float)
     c, peaks, s = engine.coefficients, engine.peaks, engine.shape
     P, B = peaks.flops_per_s, peaks.bandwidth_bytes_per_s * c.bandwidth_fraction
