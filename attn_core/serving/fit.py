@@ -2,10 +2,11 @@
 replayed by simulating its conditions, with leave-one-source-out errors and an interval calibrated
 on them.
 
-Replaying a row (`replay_of`): batch-1 decode → one request, tokens/s = 1 / mean TPOT; batch-1
+Replaying a row (`replay_of`): batch-1 decode → one request, tokens/s = 1 / its TPOT; batch-1
 TTFT → one request's TTFT; a fixed batch → B requests all at once (a closed loop at B, one round),
-output tokens/s over the batch's span; a server offline → every request at once; a server with
-a rate → Poisson arrivals. Rows without the lengths to replay (and kernel rows) are left out, with
+output tokens/s over the batch's span; a server offline → every request at once (``requests`` of
+the row, else B); a server with a ``rate`` → Poisson arrivals, its median TTFT or TPOT (a figure
+in ms) or its output tokens/s. Rows without the lengths to replay (and kernel rows) are left out, with
 the reason. Rows marked ``held_out`` are replayed and scored but never fitted on.
 
 Error = log(measured time / predicted time) (a rate's time is its reciprocal). The fit minimises
@@ -68,6 +69,15 @@ def _ep(parallelism: str) -> int:
     return int(m.group(1)) if m else 1
 
 
+def _metric(run: Run) -> str | None:
+    """What a row's figure is, by its unit: a user's decode rate, a TTFT or TPOT, or output tokens/s."""
+    if run.unit == "tok/s/user":
+        return "decode-rate"
+    if run.unit == "ms":
+        return "ttft" if run.method == "ttft" else "tpot"
+    return "throughput" if run.unit.startswith("out tok/s") else None
+
+
 def replay_of(run: Run, raw: dict[str, Any], coefficients: TimeModelCoefficients) -> Replay | str:
     """The row's replay, or why it has none."""
     if run.preset is None:
@@ -88,17 +98,17 @@ def replay_of(run: Run, raw: dict[str, Any], coefficients: TimeModelCoefficients
         coefficients=coefficients,
     )
     P, N, B = run.input_len, run.output_len, run.batch or 1
-    if run.method == "decode-step":
-        load, metric = Load(P, max(N, 2), "max", requests=1), "decode-rate"
-    elif run.method == "ttft":
-        load, metric = Load(P, 1, "max", requests=1), "ttft"
-    elif raw.get("rate"):
-        load, metric = (
-            Load(P, N, "rate", rate=float(raw["rate"]), requests=int(raw.get("requests", 1000))),
-            "throughput",
+    metric = _metric(run)
+    if metric is None:
+        return f"a figure in {run.unit} is not replayed"
+    if metric == "ttft" and not raw.get("rate"):
+        N = 1  # a batch-1 TTFT: the prefill alone
+    if raw.get("rate"):  # a server: Poisson arrivals
+        load = Load(P, N, "rate", rate=float(raw["rate"]), requests=int(raw.get("requests", 1000)))
+    else:  # one request, a fixed batch, or a server offline: every request at once
+        load = Load(
+            P, max(N, 2) if metric == "decode-rate" else N, "max", requests=int(raw.get("requests", B))
         )
-    else:
-        load, metric = Load(P, N, "max", requests=int(raw.get("requests", B))), "throughput"
     sched = Scheduler(max_seqs=max(256, B), token_budget=max(8192, P))
     return Replay(run, bool(raw.get("held_out", False)), Deployment(engine, 1, sched), load, metric)
 
@@ -111,8 +121,12 @@ def load_replays(
     rows = json.loads(RUNS_FILE.read_text())["runs"]
     replays, skipped = [], []
     for raw in rows:
-        run = parse_run(raw)
-        r = replay_of(run, raw, coefficients)
+        try:
+            run = parse_run(raw)
+            r = replay_of(run, raw, coefficients)
+        except ValueError as exc:  # a row this reader cannot take (a new method, an unknown preset)
+            skipped.append((str(raw.get("id")), f"not read: {exc}"))
+            continue
         (replays.append(r) if isinstance(r, Replay) else skipped.append((run.id, r)))
     return replays, skipped
 
@@ -145,9 +159,9 @@ def predicted(replay: Replay, sim: SimResult) -> float:
     """The row's figure as the simulation gives it, in the row's unit."""
     run = replay.run
     if replay.metric == "decode-rate":
-        return 1 / sim.tpot.mean
-    if replay.metric == "ttft":
-        return sim.ttft.mean * 1e3
+        return 1 / sim.tpot.p50
+    if replay.metric in ("ttft", "tpot"):
+        return (sim.ttft if replay.metric == "ttft" else sim.tpot).p50 * 1e3
     rate = sim.output_tokens_per_s
     return rate / run.n_gpus if run.unit.endswith("/GPU") else rate
 
@@ -155,7 +169,7 @@ def predicted(replay: Replay, sim: SimResult) -> float:
 def log_error(replay: Replay, value: float) -> float:
     """log(measured time / predicted time): > 0 when the run was slower than predicted."""
     ratio = replay.run.value / value
-    return math.log(ratio) if replay.metric == "ttft" else -math.log(ratio)
+    return math.log(ratio) if replay.metric in ("ttft", "tpot") else -math.log(ratio)
 
 
 def errors(replays: list[Replay], bases: list[SimResult], c: TimeModelCoefficients) -> np.ndarray:

@@ -1,6 +1,6 @@
 """The time-model fit: rows made from known coefficients are fitted back to near-zero error (the
 oracle is the coefficients that made them), and the interval is the 10th-90th percentile of the
-left-out errors."""
+left-out errors; a server row replays as Poisson arrivals and a held-out row never moves the fit."""
 
 import dataclasses
 import json
@@ -9,12 +9,14 @@ import math
 import numpy as np
 import pytest
 
+from attn_core.cost.published import RUNS_FILE, parse_run
 from attn_core.serving.fit import (
     errors,
     fit,
     fit_report,
     load_replays,
     predicted,
+    replay_of,
     simulate_replay,
     with_coefficients,
 )
@@ -37,7 +39,7 @@ def _synthetic():
 
 
 def test_fit_recovers_rows_made_from_known_coefficients():
-    replays = _synthetic()[0][::2]  # every other row: both sources, batch 1 to 1,024
+    replays = _synthetic()[0][::3]  # every third row: both sources, batch 1 to 1,024
     bases = [simulate_replay(r) for r in replays]
     start = np.mean(np.abs(errors(replays, bases, TimeModelCoefficients())))
     c = fit(replays, bases, sweeps=2)
@@ -67,3 +69,18 @@ def test_fitted_file_read_back_and_its_ranges(tmp_path):
     r_lo, r_hi = m.rate_range(100.0)  # a rate is 1 / time: its range is the reciprocal one
     assert (r_lo, r_hi) == pytest.approx((100 * 10 / hi, 100 * 10 / lo), rel=1e-12)
     assert load_fitted(tmp_path / "none.json").source == "defaults"
+
+
+def test_a_server_row_replays_as_poisson_and_a_held_out_row_is_never_fitted_on():
+    doc = json.loads(RUNS_FILE.read_text())["runs"]
+    raw = dict(next(r for r in doc if r["id"] == "sglang030-8b-a100-tpot"))
+    raw |= {"input_len": 500, "output_len": 100, "rate": 4.0, "requests": 60, "held_out": True}
+    server = replay_of(parse_run(raw), raw, TimeModelCoefficients())
+    assert server.load.mode == "rate" and server.metric == "tpot" and server.held_out
+    replays, skipped = load_replays()
+    few = replays[:3] + replays[-3:]
+    with_held = fit_report([*few, server], skipped, sweeps=1)
+    without = fit_report(few, skipped, sweeps=1)
+    assert with_held.coefficients == without.coefficients  # the held-out row moved nothing
+    row = with_held.rows[-1]
+    assert row["held_out"] and row["log_error"] == row["log_error_left_out"]
