@@ -170,10 +170,13 @@ class _Replica:
         while self.waiting and left > 0 and len(self.running) < self.sched.max_seqs:
             i = self.waiting[0]
             p = int(min(self.target[i], left))
+            if blocks_at[self.target[i]] > self.layout.capacity_blocks:
+                raise ValueError(
+                    f"a request of {int(self.target[i]):,} tokens needs {int(blocks_at[self.target[i]]):,} KV "
+                    f"blocks; one replica holds {self.layout.capacity_blocks:,}"
+                )
             need = int(blocks_at[p])
             if need > self.free:
-                if not self.running and self.layout.capacity_blocks < blocks_at[self.target[i]]:
-                    raise ValueError("one request needs more KV blocks than a replica holds")
                 break
             self.waiting.popleft()
             self.running.append(i)
