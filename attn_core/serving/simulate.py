@@ -184,7 +184,9 @@ class _Replica:
             ids.append(i), lens.append(p)
             left -= p
 
-    def decode_run(self, tables: StepTables, now: float, step_time: StepTime, engine: Engine):
+    def decode_run(
+        self, tables: StepTables, now: float, step_time: StepTime, engine: Engine
+    ) -> tuple[np.ndarray, np.ndarray, PhaseCount] | None:
         """Steps of pure decode over the same running set, all at once: up to the step where the
         first sequences finish (they leave at its end), the last step before the next arrival, or
         the last before the blocks run out (then the step-by-step path preempts). None when the
