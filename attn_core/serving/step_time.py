@@ -1,0 +1,181 @@
+"""The time of one engine step (`step_work.count_step`'s `PhaseCount`) on t tensor-parallel GPUs:
+the roofline bound from `attn_core.cost.roofline.time_phase`, and an estimate from a few fitted,
+physically named coefficients (`TimeModelCoefficients`):
+
+    t_step = max(F_dense / (P·η_c(n)) + F_e·λ / (P·η_c(m_e)),  W / (B·η_bw))     products over weights
+           + max(F_a / (P·η_c(n)) + F_c / (P·η_c(n)),  M / (B·η_bw))             attention, cache
+           + L · τ_layer                                                         launches
+           + 2·L · [2(t−1)/t · n·d·b / link + τ_ar]     (t > 1)                   all-reduce
+           + 2·L_moe · [(e−1)/e · k·n·d·b / link + τ_ar] (experts over e GPUs)    all-to-all
+
+P, B: peak FLOP/s and HBM bandwidth of the t GPUs; n tokens in the step; η_c(n) = η_max · n / (n +
+n_½), the achieved fraction of peak of a GEMM with n rows (small-M GEMMs do not fill the Tensor
+Cores); m_e = k·n / (experts touched), the mean rows of a touched routed expert's GEMM, and λ =
+E[max load]/mean load of the k·n expert draws over the e expert-parallel ranks (a multinomial;
+with e = E, one expert per rank, it is the busiest expert's load): every rank waits for the
+slowest (λ = 1 without expert parallelism). Every
+η ≤ 1 and λ ≥ 1, so the estimate is never below max(F/P, bytes/B), the bound.
+
+The Vidur profile (`/work/shared/notes/serving-data.md`) motivates the shape: GEMMs at ~70-75% of
+peak when large and ~80% of bandwidth when tiny, with a floor of tens of µs per operator.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from attn_core.cost.gpus import GPU
+from attn_core.cost.inputs import Precision
+from attn_core.cost.phases import PhaseCount
+from attn_core.cost.roofline import Roofline, time_phase
+from attn_core.cost.shapes import ModelShape
+
+
+@dataclass(frozen=True)
+class TimeModelCoefficients:
+    """The estimate's coefficients (module docstring); defaults from the Vidur H100 profile and
+    NVLink datasheets, refitted by `attn_core.serving.fit` (assets/derived/time_model.json)."""
+
+    compute_fraction: float = 0.7  # η_max: achieved fraction of peak of a large GEMM
+    half_rows: float = 64.0  # n_½: GEMM rows at which half of η_max is reached
+    bandwidth_fraction: float = 0.8  # η_bw: achieved fraction of HBM bandwidth
+    layer_overhead_s: float = 20e-6  # τ_layer: kernel launches and small ops per layer per step
+    link_bytes_per_s: float = 150e9  # all-reduce algorithm bandwidth per GPU (NVLink, effective)
+    collective_latency_s: float = 8e-6  # τ_ar: fixed cost per collective call
+
+    def __post_init__(self) -> None:
+        for name in ("compute_fraction", "bandwidth_fraction"):
+            v = getattr(self, name)
+            if not 0 < v <= 1:
+                raise ValueError(f"{name} must be a fraction in (0, 1], got {v!r}")
+        for name in ("half_rows", "layer_overhead_s", "collective_latency_s"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be ≥ 0, got {getattr(self, name)!r}")
+        if not self.link_bytes_per_s > 0:
+            raise ValueError(f"link_bytes_per_s must be > 0, got {self.link_bytes_per_s!r}")
+
+    def to_json(self) -> dict[str, float]:
+        return {f.name: float(getattr(self, f.name)) for f in fields(self)}
+
+
+def compute_peak(gpu: GPU, dtype: str) -> int:
+    """Dense Tensor Core FLOP/s of one GPU at a compute dtype: ``<dtype>_flops_per_s`` where the
+    GPU table has it, bf16's for fp16, else the fp8 peaks `attn_core.cost.published` keeps."""
+    own = getattr(gpu, f"{dtype}_flops_per_s", None)
+    if own:
+        return int(own)
+    if dtype in ("bf16", "fp16"):
+        return gpu.bf16_flops_per_s
+    from attn_core.cost.published import PublishedError, peak_flops
+
+    try:
+        return peak_flops(gpu, dtype)
+    except PublishedError:
+        raise ValueError(f"{gpu.label} has no {dtype} peak on file") from None
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One replica: a model at a precision on ``tp`` GPUs (tensor parallel), experts spread over
+    ``ep`` of them (1: every expert split by TP), priced with ``coefficients``."""
+
+    shape: ModelShape
+    gpu: GPU
+    precision: Precision
+    tp: int = 1
+    compute: str = "bf16"
+    ep: int = 1
+    coefficients: TimeModelCoefficients = TimeModelCoefficients()
+
+    def __post_init__(self) -> None:
+        if self.tp not in (1, 2, 4, 8, 16):
+            raise ValueError(f"tensor parallelism must be 1, 2, 4, 8 or 16 GPUs, got {self.tp!r}")
+        if not 1 <= self.ep <= self.tp:
+            raise ValueError(f"expert parallelism must be 1 … {self.tp} GPUs, got {self.ep!r}")
+        t = self.tp  # ValueError below for a dtype without a peak
+        peaks = Roofline(t * compute_peak(self.gpu, self.compute), t * self.gpu.bandwidth_bytes_per_s)
+        object.__setattr__(self, "_peaks", peaks)  # read once per step: kept, not recomputed
+
+    @property
+    def peaks(self) -> Roofline:
+        """The t GPUs' summed peak at the compute dtype and summed bandwidth."""
+        return self._peaks
+
+
+def busiest_share(draws: float | np.ndarray, bins: int) -> float | np.ndarray:
+    """E[max load] / mean load of a multinomial of ``draws`` over ``bins`` equal bins (≥ 1):
+    mean μ = n/G, σ = √(n·(1/G)·(1 − 1/G)); the max of G near-normal loads ≈ μ + σ·√(2 ln G),
+    at least ⌈n/G⌉ (some bin holds that many) and at most n. 1 when G = 1."""
+    n = np.maximum(np.asarray(draws, dtype=float), 1e-12)
+    if bins <= 1:
+        return np.ones_like(n) if n.ndim else 1.0
+    mean = n / bins
+    sigma = np.sqrt(n * (1 / bins) * (1 - 1 / bins))
+    busiest = np.maximum(np.ceil(n / bins), mean + sigma * math.sqrt(2 * math.log(bins)))
+    share = np.minimum(n, busiest) / mean
+    return share if share.ndim else float(share)
+
+
+def _eta(c: TimeModelCoefficients, rows: float | np.ndarray) -> float | np.ndarray:
+    rows = np.maximum(rows, 1e-9)
+    return c.compute_fraction * rows / (rows + c.half_rows)
+
+
+def _collectives_s(engine: Engine, tokens: float | np.ndarray) -> float | np.ndarray:
+    """Tensor-parallel all-reduce (2 per layer) and expert-parallel all-to-all (2 per MoE layer)."""
+    c, s, t = engine.coefficients, engine.shape, engine.tp
+    b = engine.precision.b
+    total = 0.0
+    if t == 1 and engine.ep == 1:
+        return 0.0
+    if t > 1:
+        ring = 2 * (t - 1) / t * tokens * s.d_model * b / c.link_bytes_per_s
+        total += 2 * s.n_layers * (ring + c.collective_latency_s)
+    e = engine.ep
+    if e > 1 and s.moe is not None and s.n_moe_layers:
+        sent = (e - 1) / e * s.moe.top_k * tokens * s.d_model * b / (t * c.link_bytes_per_s)
+        total += 2 * s.n_moe_layers * (sent + c.collective_latency_s)
+    return total
+
+
+def _dense_estimate_s(engine: Engine, count: PhaseCount) -> float | np.ndarray:
+    """`estimate_s` for steps of one token count without routed experts (the simulator's hot
+    path): plain floats, numpy only where attention and cache are arrays over steps."""
+    n = count.tokens
+    c, peaks = engine.coefficients, engine.peaks
+    P, B = peaks.flops_per_s, peaks.bandwidth_bytes_per_s * c.bandwidth_fraction
+    rate = P * c.compute_fraction * n / (n + c.half_rows)
+    products_s = max(count.product_flops / rate, count.weight_bytes / B)
+    mixing = (count.attention_flops + count.core_flops) / rate, (count.cache_bytes + count.state_bytes) / B
+    mixing_s = np.maximum(*mixing) if np.ndim(mixing[0]) or np.ndim(mixing[1]) else max(mixing)
+    return products_s + mixing_s + engine.shape.n_layers * c.layer_overhead_s + _collectives_s(engine, n)
+
+
+def estimate_s(engine: Engine, count: PhaseCount) -> float | np.ndarray:
+    """The step's estimated seconds (module docstring); 0 for an empty step. Array fields (many
+    steps at once) give an array."""
+    if not count.expert_flops and np.ndim(count.tokens) == 0:
+        return _dense_estimate_s(engine, count) if count.tokens else 0.0
+    n = np.asarray(count.tokens, dtype=float)
+    c, peaks, s = engine.coefficients, engine.peaks, engine.shape
+    P, B = peaks.flops_per_s, peaks.bandwidth_bytes_per_s * c.bandwidth_fraction
+    eta_n = _eta(c, n)
+    F_e = count.expert_flops
+    products_s = (count.product_flops - F_e) / (P * eta_n)
+    if np.any(F_e):
+        lam = busiest_share(s.moe.top_k * n, engine.ep)  # the slowest expert-parallel rank
+        products_s = products_s + F_e * lam / (P * _eta(c, count.expert_rows))
+    mixing_s = (count.attention_flops + count.core_flops) / (P * eta_n)
+    seconds = np.maximum(products_s, count.weight_bytes / B) + np.maximum(mixing_s, count.mixing_bytes / B)
+    seconds = seconds + s.n_layers * c.layer_overhead_s + _collectives_s(engine, n)
+    seconds = np.where(n > 0, seconds, 0.0)
+    return seconds if seconds.ndim else float(seconds)
+
+
+def bound_s(engine: Engine, count: PhaseCount) -> float | np.ndarray:
+    """max(FLOPs / P, bytes / B) of the t GPUs: `roofline.time_phase`'s bound, never above the estimate."""
+    bound = time_phase(count, engine.peaks).bound_s
+    return bound if np.ndim(bound) else float(bound)
