@@ -13,7 +13,8 @@ reads that grammar rather than looking for bad strings, one line at a time:
   made safe the same way; any other link, a reference link, an image, a footnote and a directive
   lose their brackets' meaning (``[`` and ``]`` get a backslash);
 - a bare URL or e-mail address becomes a code span: shown, never followed;
-- ``<``, ``>``, ``#`` (so no HTML, no autolink, no heading), ``!`` before ``[`` and an unpaired
+- ``<``, ``>``, ``#`` (so no HTML, no autolink, no heading), ``!`` before ``[``, ``:`` before a
+  letter or ``:`` (a directive's start: ``:red``, ``:color{…}``, ``::name``) and an unpaired
   backtick or ``$`` get a backslash; CommonMark shows an escaped punctuation character as itself,
   and a backslash pair already in the text is kept as it is;
 - a line of only ``=`` or ``-`` (the underline that makes the line above it a heading) starts
@@ -94,7 +95,12 @@ def _token(text: str, i: int, out: list[str]) -> int:
     if (url := _BARE_URL.match(text, i)) is not None:
         out.append(code_span(url.group()))
         return url.end()
-    if char in _ESCAPED or (char == "!" and text.startswith("[", i + 1)):
+    follows = text[i + 1 : i + 2]
+    if (
+        char in _ESCAPED
+        or (char == "!" and follows == "[")
+        or (char == ":" and (follows.isalpha() or follows == ":"))
+    ):
         out.append("\\" + char)
     else:
         out.append(char)

@@ -21,7 +21,7 @@ MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 FORBIDDEN = {"heading_open", "image", "html_inline", "html_block", "lheading"}
 # GFM "autolinks (extension)": what remark-gfm links with no brackets at all.
 GFM_AUTOLINK = re.compile(r"https?://|www\.|[\w.+-]+@[\w-]+\.[\w.-]+", re.IGNORECASE)
-DIRECTIVE = re.compile(r"(?<!\\):[A-Za-z][\w-]*\[")  # Streamlit's :red[…], :blue-badge[…]
+DIRECTIVE = re.compile(r"(?<!\\):(?=[A-Za-z:])")  # remark-directive's :red[…], :color{…}, ::leaf
 LAB_LINK = re.compile(r"/(?!/)[\w\-./]*(\?[\w\-=&%.,+~]*)?(#[\w-]*)?")
 
 HOSTILE = [
@@ -45,6 +45,7 @@ HOSTILE = [
     "![ref image][r]\n\n[r]: https://tracker.example/p.gif",
     "footnote[^1]\n\n[^1]: https://evil.example",
     ":red[WRONG FACT] and :orange-badge[warning]",
+    ':color{background="red"} and ::leaf[x]',
     "\\[escaped](https://evil.example)",
     "\\\\[double escaped](https://evil.example)",
     "`unclosed code [x](https://evil.example)",
@@ -73,7 +74,7 @@ def _problems(markdown: str) -> list[str]:
             found.append(f"link to {token.attrGet('href')}")
         if token.type == "text" and GFM_AUTOLINK.search(token.content):
             found.append(f"bare link in {token.content!r}")
-    if DIRECTIVE.search(markdown):
+    if DIRECTIVE.search(re.sub(r"(`+).*?\1", "", markdown)):  # outside code spans
         found.append("a directive")
     return found
 
