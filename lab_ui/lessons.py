@@ -9,7 +9,10 @@ last view left (each is kept under ``_keep_``; the screen's own projector mode a
 and opens the step's page with its URL state, as if its link had been opened.
 
 `panel()` is called by lab_ui.page.header on every page; the sidebar's Lessons box (choose,
-upload, write) is in lab_ui.lesson_writer.
+upload, write) is in lab_ui.lesson_writer. An uploaded lesson is kept on this process's shelf
+(lab_ui.lesson_shelf) as its uploader's, under an id the server made: `find` plays it on any
+screen that has the id (a room's followers), `catalogue` lists it to its uploader alone. Every
+word of a lesson reaches the screen through lab_ui.safe_text: shown, never followed or fetched.
 """
 
 from __future__ import annotations
