@@ -14,9 +14,11 @@ reads that grammar rather than looking for bad strings, one line at a time:
   lose their brackets' meaning (``[`` and ``]`` get a backslash);
 - a bare URL or e-mail address becomes a code span: shown, never followed;
 - ``<``, ``>``, ``#`` (so no HTML, no autolink, no heading), ``!`` before ``[``, ``:`` before a
-  letter or ``:`` (a directive's start: ``:red``, ``:color{…}``, ``::name``) and an unpaired
-  backtick or ``$`` get a backslash; CommonMark shows an escaped punctuation character as itself,
-  and a backslash pair already in the text is kept as it is;
+  letter or ``:`` (a directive's start: ``:red``, ``:color{…}``, ``::name``), an unpaired
+  backtick or ``$``, and every ``\\`` and ``&`` get a backslash: CommonMark shows an escaped
+  punctuation character as itself, so the text shown is the text given, character for character,
+  and no escape or entity (``http&#58;//``) can spell a URL that the scan for bare URLs missed
+  (remark-gfm finds them in the text as shown);
 - a line of only ``=`` or ``-`` (the underline that makes the line above it a heading) starts
   with a backslash.
 
@@ -35,11 +37,11 @@ _LINK = re.compile(r"\[([^\[\]\n]*)\]\(([^()\s]*)\)")
 # What GFM turns into a link by itself, and schemes a browser follows: shown as code instead.
 _BARE_URL = re.compile(
     r"(?:https?|ftp)://[^\s`<>()\[\]]*|www\.[^\s`<>()\[\]]*"
-    r"|(?:mailto:|xmpp:)?[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-_]+(?:\.[A-Za-z0-9\-_]+)+",
+    r"|(?:mailto:|xmpp:)?[\w.%+\-]+@[\w\-]+(?:\.[\w\-]+)+",
     re.IGNORECASE,
 )
 _ESCAPED = frozenset("<>#[]")  # always given a backslash outside code and math
-_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")  # CommonMark's escapable set
+_LINE_END = re.compile(r"\r\n|\r|\n")  # CommonMark's line endings
 _SETEXT = re.compile(r"^( {0,3})([=-])")
 _SETEXT_LINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 # KaTeX commands that make a link or fetch a file (KaTeX refuses them unless trusted; dropped anyway).
@@ -50,7 +52,7 @@ _KATEX_UNSAFE = frozenset({"href", "url", "includegraphics", "htmlClass", "htmlI
 def safe_markdown(text: str) -> str:
     """``text`` as markdown that shows what it says and nothing more (the module docstring has
     the rules). Lines are made safe one by one and joined back with their newlines."""
-    return "\n".join(_line(line) for line in text.split("\n"))
+    return "\n".join(_line(line) for line in _LINE_END.split(text))
 
 
 def code_span(text: str) -> str:
@@ -81,11 +83,8 @@ def _inline(text: str) -> str:
 def _token(text: str, i: int, out: list[str]) -> int:
     """Append the safe form of the token that starts at ``text[i]``; return where the next starts."""
     char = text[i]
-    if char == "\\":
-        if i + 1 < len(text) and text[i + 1] in _PUNCTUATION:
-            out.append(text[i : i + 2])  # already a literal character
-            return i + 2
-        out.append(char)
+    if char in "\\&":  # shown as itself: no escape or entity can spell a URL the scan missed
+        out.append("\\" + char)
         return i + 1
     if char in "`$":
         return _span(text, i, out)

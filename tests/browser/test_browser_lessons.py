@@ -178,6 +178,8 @@ HOSTILE_STEPS = [
         "\\\\[double escaped](https://evil.example/esc)",
         "`unclosed ![p](https://tracker.example/code.gif)",
         "[![pixel](https://tracker.example/nested.gif)](/scaling)",
+        "http&colon;//evil.example/entity, www&period;evil.example and http\\://evil.example/escaped",
+        "x_@evil.example",
     ],
 ]
 

@@ -53,6 +53,10 @@ HOSTILE = [
     "$unclosed math [x](https://evil.example)",
     "&lt;img src=x&gt; &#91;x&#93;(https://evil.example)",
     "WRONG FACT\n===",
+    "WRONG FACT\r===",
+    "http&colon;//evil.example/entity and www&period;evil.example",
+    "http\\://evil.example/escaped",
+    "x_@evil.example",
     "WRONG FACT\n---",
     "<!-- comment -->",
     "x <span onmouseover=alert(1)>y</span>",
@@ -72,8 +76,9 @@ def _problems(markdown: str) -> list[str]:
             found.append(token.type)
         if token.type == "link_open" and not LAB_LINK.fullmatch(token.attrGet("href") or ""):
             found.append(f"link to {token.attrGet('href')}")
-        if token.type == "text" and GFM_AUTOLINK.search(token.content):
-            found.append(f"bare link in {token.content!r}")
+        if token.type == "inline":  # the text as shown, each run between other nodes joined
+            runs = "".join(t.content if t.type in ("text", "text_special") else "\0" for t in token.children)
+            found += [f"bare link in {run!r}" for run in runs.split("\0") if GFM_AUTOLINK.search(run)]
     if DIRECTIVE.search(re.sub(r"(`+).*?\1", "", markdown)):  # outside code spans
         found.append("a directive")
     return found
