@@ -181,6 +181,7 @@ HOSTILE_STEPS = [
         "http&colon;//evil.example/entity, www&period;evil.example and http\\://evil.example/escaped",
         "x_@evil.example",
     ],
+    [":material/warning: icons and :smile: emoji, $\\htmlStyle{color:red}{x}$"],
 ]
 
 
@@ -239,17 +240,18 @@ def test_an_uploaded_lessons_narration_fetches_and_links_nothing_outside_the_lab
             {"name": "hostile.json", "mimeType": "application/json", "buffer": json.dumps(lesson).encode()}
         ]
     )
-    for n in (1, 2):
-        _step_shown(page, n, 2)
+    for n in range(1, len(HOSTILE_STEPS) + 1):
+        _step_shown(page, n, len(HOSTILE_STEPS))
         leaks = _panel_leaks(page, server_url)
         assert leaks["headings"] == [] and leaks["images"] == [] and leaks["links"] == [], leaks
-        expect(page.locator("[data-testid=stSidebar]").get_by_text(f"step {n} of 2")).to_be_visible()
-        if n == 1:
-            assert leaks["lab_links"] == [f"{server_url}/scaling?sc_dk=64"], (
-                leaks
-            )  # the lab's own page stays a link
-            expect(page.locator(PANEL).get_by_text(":red[WRONG FACT]")).to_be_visible()  # shown, not coloured
+        expect(
+            page.locator("[data-testid=stSidebar]").get_by_text(f"step {n} of {len(HOSTILE_STEPS)}")
+        ).to_be_visible()
+        if n == 1:  # the lab's own page stays a link; a directive is shown, not coloured
+            assert leaks["lab_links"] == [f"{server_url}/scaling?sc_dk=64"], leaks
+            expect(page.locator(PANEL).get_by_text(":red[WRONG FACT]")).to_be_visible()
             assert "lesson=up-" in page.url  # the server's id, not the file's
+        if n < len(HOSTILE_STEPS):
             page.locator("h1").first.click()
             page.keyboard.press("ArrowRight")
     page.screenshot(path=str(ARTIFACTS / "lesson-hostile-upload.png"), full_page=True)
