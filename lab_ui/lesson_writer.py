@@ -14,6 +14,7 @@ import streamlit as st
 
 from attn_core import lessons as model
 from lab_ui import lessons
+from lab_ui.safe_text import safe_markdown
 
 _DRAFT = "_lesson_draft"  # session key: {"title": str, "steps": [step dicts]}
 _UPLOAD_ERROR = "_lesson_upload_error"
@@ -94,7 +95,7 @@ def _upload() -> None:
     if file is None:
         return
     try:
-        lesson = lessons.register(model.loads(file.getvalue(), lessons.PAGE_BY_URL, model.drill_ids()))
+        lesson = lessons.upload(model.loads(file.getvalue(), lessons.PAGE_BY_URL, model.drill_ids()))
     except ValueError as exc:
         st.session_state[_UPLOAD_ERROR] = f"{file.name[:60]}: {exc}"
         return
@@ -122,6 +123,9 @@ def box() -> None:
 
 
 def _player_box() -> None:
+    if (playing := lessons.active()) is not None:
+        lesson, index = playing
+        st.markdown(f"▶ Playing **{safe_markdown(lesson.title)}**, step {index + 1} of {len(lesson.steps)}")
     catalogue = lessons.catalogue()
     st.selectbox(
         "lesson", list(catalogue), key="lesson_pick", format_func=lambda i: catalogue[i].title,
@@ -131,8 +135,6 @@ def _player_box() -> None:
     st.file_uploader("…or play a lesson file", type=["json"], key="lesson_upload", on_change=_upload)
     if (error := st.session_state.pop(_UPLOAD_ERROR, None)) is not None:
         st.text(error)  # plain text: a file name is never read as markdown
-    if (playing := lessons.active()) is not None:
-        st.caption(f"Playing *{playing[0].title}*, step {playing[1] + 1}.")
 
 
 def _writer() -> None:
@@ -154,7 +156,7 @@ def _writer() -> None:
         st.text(f"Not saved: {error}")
     steps = _draft()["steps"]
     for i, step in enumerate(steps):
-        st.caption(f"{i + 1}. {lessons.PAGE_BY_URL[step['page']].title}: {step['title']}")
+        st.caption(f"{i + 1}. {lessons.PAGE_BY_URL[step['page']].title}: {safe_markdown(step['title'])}")
     if steps:
         st.button("Remove the last step", key="lesson_w_pop", on_click=steps.pop, type="tertiary")
     lesson = draft_lesson()

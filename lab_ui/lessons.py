@@ -9,20 +9,25 @@ last view left (each is kept under ``_keep_``; the screen's own projector mode a
 and opens the step's page with its URL state, as if its link had been opened.
 
 `panel()` is called by lab_ui.page.header on every page; the sidebar's Lessons box (choose,
-upload, write) is in lab_ui.lesson_writer.
+upload, write) is in lab_ui.lesson_writer. An uploaded lesson is kept on this process's shelf
+(lab_ui.lesson_shelf) as its uploader's, under an id the server made: `find` plays it on any
+screen that has the id (a room's followers), `catalogue` lists it to its uploader alone. Every
+word of a lesson reaches the screen through lab_ui.safe_text: shown, never followed or fetched.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+import secrets
 from collections.abc import Mapping
 
 import streamlit as st
+from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attn_core import lessons as model
+from lab_ui.lesson_shelf import LessonShelf
 from lab_ui.nav import HOME, PAGES, PageInfo
+from lab_ui.safe_text import code_span, safe_markdown
 from lab_ui.widgets import KEEP_PREFIX, SCREEN_KEYS
 
 LESSON_KEY, STEP_KEY = "lesson", "lesson_step"  # the URL keys (and `_keep_` session keys)
@@ -30,11 +35,9 @@ ROOM_PARAM = "room"  # lab_ui.classroom.session's link parameter: a step keeps i
 KEPT = SCREEN_KEYS | {LESSON_KEY, STEP_KEY}
 _STARTED = "_lesson_started"  # session key: the session has had its first run
 _GOTO = "_lesson_goto"  # session key: the step a button or key asked for, opened on the next run
+_OWNER = "_lesson_owner"  # session key: this session's name as an uploader (random)
 PAGE_BY_URL: dict[str, PageInfo] = {p.url_path: p for p in (HOME, *PAGES)}
-MAX_UPLOADED = 32  # lessons uploaded to this server process (a few KiB each), oldest out first
-
-_uploaded: OrderedDict[str, model.Lesson] = OrderedDict()
-_uploaded_lock = threading.Lock()
+SHELF = LessonShelf()  # the lessons uploaded to this server process, each its uploader's
 
 
 @st.cache_resource(show_spinner=False)
@@ -42,23 +45,36 @@ def _shipped() -> dict[str, model.Lesson]:
     return model.shipped(PAGE_BY_URL)
 
 
+def find(lesson_id: str | None) -> model.Lesson | None:
+    """The lesson with this id: a shipped one, else one uploaded to this process (by anyone: a
+    room's followers play what their presenter uploaded; an upload's id is the server's, random)."""
+    if not lesson_id:
+        return None
+    return _shipped().get(lesson_id) or SHELF.get(lesson_id)
+
+
 def catalogue() -> dict[str, model.Lesson]:
-    """The lessons this server can play: the shipped ones, then those uploaded to this process."""
-    with _uploaded_lock:
-        return {**_shipped(), **_uploaded}
+    """The lessons this screen's Lessons box lists: the shipped ones, then its own uploads."""
+    return {**_shipped(), **{lesson.id: lesson for lesson in SHELF.owned_by(_owner())}}
 
 
-def register(lesson: model.Lesson) -> model.Lesson:
-    """Keep an uploaded lesson in this server process (so a room's followers on this server find
-    it by id); a shipped id is never replaced: the upload gets a suffixed id."""
-    if lesson.id in _shipped():
-        lesson = model.Lesson(f"{lesson.id[:40]}-mine", lesson.title, lesson.summary, lesson.steps)
-    with _uploaded_lock:
-        _uploaded[lesson.id] = lesson
-        _uploaded.move_to_end(lesson.id)
-        while len(_uploaded) > MAX_UPLOADED:
-            _uploaded.popitem(last=False)
-    return lesson
+def _owner() -> str:
+    """This session as an uploader: its Streamlit session id (to tell when it has ended) and a
+    random name (every AppTest session has the same id)."""
+    ctx = get_script_run_ctx()
+    session_id = "" if ctx is None else ctx.session_id
+    return f"{session_id} {st.session_state.setdefault(_OWNER, secrets.token_hex(8))}"
+
+
+def _alive(owner: str) -> bool:
+    session_id = owner.split(" ", 1)[0]
+    return not Runtime.exists() or not session_id or Runtime.instance().is_active_session(session_id)
+
+
+def upload(lesson: model.Lesson) -> model.Lesson:
+    """Keep a lesson this session uploaded; it comes back under the id the server gave it.
+    ValueError (lab_ui.lesson_shelf.ShelfFull) when this process has no room for it."""
+    return SHELF.add(_owner(), lesson, _alive)
 
 
 def current_page() -> PageInfo:
@@ -84,7 +100,7 @@ def _stored(name: str, from_link: bool) -> str | None:
 
 def active(from_link: bool = False) -> tuple[model.Lesson, int] | None:
     """The lesson playing on this screen and its step (0-based), or None."""
-    lesson = catalogue().get(_stored(LESSON_KEY, from_link) or "")
+    lesson = find(_stored(LESSON_KEY, from_link))
     if lesson is None:
         return None
     try:
@@ -99,7 +115,7 @@ def step_question() -> str | None:
     run counts: the sidebar asks before the page's panel opens it), or None."""
     request = st.session_state.get(_GOTO)
     if request is not None:
-        lesson = catalogue().get(request["lesson"] or "")
+        lesson = find(request["lesson"])
         if lesson is None:
             return None
         return lesson.steps[min(max(int(request["step"]), 0), len(lesson.steps) - 1)].question
@@ -143,7 +159,7 @@ def _keep(lesson_id: str | None, step: int) -> None:
 
 def _open(request: Mapping) -> None:
     """Open what `go` asked for: the step's page at the step's URL state (or close the lesson)."""
-    lesson = catalogue().get(request["lesson"] or "")
+    lesson = find(request["lesson"])
     if lesson is None:
         _keep(None, 0)
         return
@@ -185,7 +201,8 @@ def panel() -> None:
         # of a room): said, and kept as it is, so a follower's values still equal the room's.
         wanted = _stored(LESSON_KEY, fresh)
         if wanted is not None:
-            st.caption(f":orange[There is no lesson `{wanted[:40].replace('`', '')}` on this server.]")
+            # the value is the address's: shown as code, outside the colour's brackets
+            st.caption(f":orange[There is no lesson] {code_span(wanted[:40])} :orange[on this server.]")
         for name in (LESSON_KEY, STEP_KEY):
             if name in st.query_params and KEEP_PREFIX + name not in st.session_state:
                 del st.query_params[name]
@@ -201,10 +218,10 @@ def _draw(lesson: model.Lesson, index: int) -> None:
     step = lesson.steps[index]
     n = len(lesson.steps)
     with st.container(border=True, key="lesson_panel"):
-        st.caption(f"Lesson · {lesson.title} · step {index + 1} of {n}")
-        st.markdown(f"**{step.title}**")
-        for line in step.narration:
-            st.markdown(line)
+        st.caption(f"Lesson · {safe_markdown(lesson.title)} · step {index + 1} of {n}")
+        st.markdown(f"**{safe_markdown(step.title)}**")
+        for line in step.narration:  # an uploaded file's words: shown, never followed or fetched
+            st.markdown(safe_markdown(line))
         if step.question is not None:
             _question(lesson, index, step.question)
         here = current_page().url_path

@@ -231,3 +231,37 @@ def test_a_link_label_is_never_read_as_markdown(app):
     assert no_crash(at) == []
     (note,) = [c.value for c in at.caption if "link's value" in c.value]
     assert "`[x](//e.vu)`" in note  # inside a code span: shown as typed, not as a link
+
+
+# -- an uploaded lesson's words ------------------------------------------------------------------
+
+
+def test_an_uploaded_lessons_words_reach_the_screen_only_as_text(app):
+    """Every field of a lesson file a visitor uploads (titles, narration) that the panel or the
+    Lessons box shows: a hostile address in any of them stays text (inside code at most), never a
+    link, an image, a heading or HTML. Oracle: markdown-it-py's CommonMark reading of each shown
+    element; the real renderer is tests/browser/test_browser_lessons.py."""
+    import json
+
+    from markdown_it import MarkdownIt
+
+    bad = "# [x](https://evil.example) ![p](https://evil.example/p.gif) <b>x</b>"
+    step = {"page": "scaling", "state": {}, "title": bad, "narration": [bad, "ok [lab](/masks) " + bad]}
+    lesson = {"id": "causal-mask", "title": bad, "summary": bad, "steps": [step, step]}
+    at = app()
+    at.session_state["_lesson_box_open"] = True
+    at.run()
+    at.file_uploader(key="lesson_upload").set_value(
+        ("l.json", json.dumps(lesson).encode(), "application/json")
+    )
+    at.run()
+    assert no_crash(at) == []
+    shown = [e.value for e in (*at.markdown, *at.caption) if "evil.example" in e.value]
+    assert len(shown) >= 5  # panel: caption, title, two lines; the box's "Playing …"
+    parser = MarkdownIt("commonmark")
+    for text in shown:
+        tokens = [t for block in parser.parse(text) for t in [block, *(block.children or [])]]
+        kinds = {t.type for t in tokens}
+        assert not kinds & {"image", "heading_open", "html_inline", "html_block"}, text
+        assert all(t.attrGet("href") == "/masks" for t in tokens if t.type == "link_open"), text
+        assert not any("evil.example" in t.content for t in tokens if t.type == "text"), text

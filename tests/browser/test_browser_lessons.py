@@ -4,8 +4,10 @@ narration above the figure, and a figure's standalone HTML opens with the networ
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from urllib.parse import quote, urlparse
 
 import pytest
 from conftest import ARTIFACTS, wait_idle
@@ -153,4 +155,116 @@ def test_a_palette_link_recolours_the_heatmaps(server_url, page, palette, first_
     assert sequential and all(c == first_colour for c in sequential), scales
     assert f"palette={palette}" in page.url
     page.screenshot(path=str(ARTIFACTS / f"palette-{palette}.png"), full_page=True)
+    assert page.console_errors == []
+
+
+# An uploaded lesson's words, each a way to make a viewer's browser show a fake heading, follow a
+# link out or fetch a remote image (one line each; a step holds at most 8).
+HOSTILE_STEPS = [
+    [
+        "# WRONG FACT: softmax is linear",
+        "Read [the answers](https://evil.example/phish) first.",
+        "![pixel](https://tracker.example/md.gif)",
+        "<img src=https://tracker.example/html.gif>",
+        "see https://evil.example/x or www.evil.example or answers@evil.example",
+        ":red[WRONG FACT] and :orange-badge[warning]",
+        "math $\\href{https://evil.example}{x} \\includegraphics{https://tracker.example/k.png}$",
+        "[the Scaling page](/scaling?sc_dk=64) is the lab's own",
+    ],
+    [
+        "WRONG FACT\n===",
+        "x <span style='background:url(https://tracker.example/css.gif)'>y</span>",
+        "<https://evil.example/auto>",
+        "\\\\[double escaped](https://evil.example/esc)",
+        "`unclosed ![p](https://tracker.example/code.gif)",
+        "[![pixel](https://tracker.example/nested.gif)](/scaling)",
+        "http&colon;//evil.example/entity, www&period;evil.example and http\\://evil.example/escaped",
+        "x_@evil.example",
+    ],
+    [":material/warning: icons and :smile: emoji, $\\htmlStyle{color:red}{x}$"],
+]
+
+
+# The app's own favicon (app.py: page_icon=":material/visibility:"): Streamlit's front end fetches a
+# material icon as an SVG from Google's font host on every page, lesson or not.
+FAVICON = "https://fonts.gstatic.com/s/i/short-term/release/materialsymbolsrounded/visibility/"
+
+
+def _outside(url: str) -> bool:
+    parsed = urlparse(url)
+    lab = parsed.scheme in ("data", "blob") or parsed.hostname == "127.0.0.1"
+    return not lab and not url.startswith(FAVICON)
+
+
+def _panel_leaks(pg, server_url: str) -> dict:
+    """What the narration panel holds that it must not: headings, images, links out of the lab."""
+    return pg.evaluate(
+        """(lab) => {
+          const panel = document.querySelector('.st-key-lesson_panel');
+          return {
+            headings: [...panel.querySelectorAll('h1, h2, h3, h4, h5, h6')].map((h) => h.textContent),
+            images: [...panel.querySelectorAll('img, image, picture, svg image')].map((i) => i.outerHTML),
+            links: [...panel.querySelectorAll('a[href]')].map((a) => a.href).filter((h) => !h.startsWith(lab)),
+            lab_links: [...panel.querySelectorAll('a[href]')].map((a) => a.href).filter((h) => h.startsWith(lab)),
+          };
+        }""",
+        server_url + "/",
+    )
+
+
+def test_an_uploaded_lessons_narration_fetches_and_links_nothing_outside_the_lab(server_url, page):
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(server_url)
+    wait_idle(page, 60_000)
+    page.locator("[data-testid=stSidebar] [data-testid=stExpander] summary").filter(
+        has_text="Lessons"
+    ).click()
+    steps = [
+        {
+            "page": "scaling",
+            "state": {"sc_dk": 64},
+            "title": f"Step {i + 1} [out](https://evil.example/t)",
+            "narration": lines,
+        }
+        for i, lines in enumerate(HOSTILE_STEPS)
+    ]
+    lesson = {
+        "id": "scale-sqrt-dk",
+        "title": "Hostile ![t](https://tracker.example/title.gif)",
+        "steps": steps,
+    }
+    uploader = page.locator("[data-testid=stSidebar] input[type=file]")
+    uploader.set_input_files(
+        files=[
+            {"name": "hostile.json", "mimeType": "application/json", "buffer": json.dumps(lesson).encode()}
+        ]
+    )
+    for n in range(1, len(HOSTILE_STEPS) + 1):
+        _step_shown(page, n, len(HOSTILE_STEPS))
+        leaks = _panel_leaks(page, server_url)
+        assert leaks["headings"] == [] and leaks["images"] == [] and leaks["links"] == [], leaks
+        expect(
+            page.locator("[data-testid=stSidebar]").get_by_text(f"step {n} of {len(HOSTILE_STEPS)}")
+        ).to_be_visible()
+        if n == 1:  # the lab's own page stays a link; a directive is shown, not coloured
+            assert leaks["lab_links"] == [f"{server_url}/scaling?sc_dk=64"], leaks
+            expect(page.locator(PANEL).get_by_text(":red[WRONG FACT]")).to_be_visible()
+            assert "lesson=up-" in page.url  # the server's id, not the file's
+        if n < len(HOSTILE_STEPS):
+            page.locator("h1").first.click()
+            page.keyboard.press("ArrowRight")
+    page.screenshot(path=str(ARTIFACTS / "lesson-hostile-upload.png"), full_page=True)
+    assert [url for url in requests if _outside(url)] == []
+    assert page.console_errors == []
+
+
+def test_a_crafted_lesson_id_in_the_address_is_shown_not_linked(server_url, page):
+    crafted = "a] [x](https://evil.example) :red[b"  # 35 characters: the note shows 40
+    page.goto(f"{server_url}/?lesson={quote(crafted)}")
+    wait_idle(page, 60_000)
+    note = page.locator("[data-testid=stCaptionContainer]").filter(has_text="There is no lesson")
+    expect(note).to_be_visible()
+    assert note.locator("a").count() == 0
+    expect(note.locator("code")).to_have_text(crafted)
     assert page.console_errors == []

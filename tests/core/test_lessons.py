@@ -7,7 +7,10 @@ written back as its URL text), and no widget may refuse it."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from markdown_it import MarkdownIt
 
 from attn_core import lessons as model
 from lab_ui import lesson_writer
@@ -226,17 +229,104 @@ def test_a_follower_moves_with_the_presenters_step(app, memory_rooms):
     assert not [b for b in follower.button if b.key == "lesson_next"]  # closed for the room too
 
 
-def test_an_uploaded_lesson_never_replaces_a_shipped_one_and_uploads_are_bounded():
-    from lab_ui import lessons
+# --------------------------------------------------------------------------- uploaded lessons
 
-    shipped = SHIPPED["causal-mask"]
-    mine = lessons.register(model.Lesson(shipped.id, "Mine", "", shipped.steps[:1]))
-    assert mine.id == "causal-mask-mine" and lessons.catalogue()["causal-mask"] == shipped
-    for i in range(lessons.MAX_UPLOADED + 5):
-        lessons.register(model.Lesson(f"up-{i}", "Up", "", shipped.steps[:1]))
-    uploaded = set(lessons.catalogue()) - set(SHIPPED)
-    assert (
-        len(uploaded) == lessons.MAX_UPLOADED
-        and "up-0" not in uploaded
-        and "causal-mask-mine" not in uploaded
-    )
+
+def _upload(at, raw: dict, name: str = "lesson.json"):
+    """Upload ``raw`` through the Lessons box, as a visitor does; the upload plays at once."""
+    at.session_state["_lesson_box_open"] = True
+    at.run()
+    at.file_uploader(key="lesson_upload").set_value(
+        (name, json.dumps(raw).encode(), "application/json")
+    ).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _narrated(text: str, n: int = 2) -> dict:
+    steps = [_step(title=f"{text} {i + 1}", narration=[f"{text}, line {i + 1}."]) for i in range(n)]
+    return _lesson(id="shared", title=text, steps=steps)
+
+
+def _listed(at) -> list[str]:
+    return list(at.selectbox(key="lesson_pick").options)
+
+
+def test_another_visitors_upload_with_the_same_id_never_replaces_a_teachers_lesson(app):
+    teacher = _upload(app(), _narrated("Teacher"))
+    mine = teacher.query_params["lesson"]
+    assert mine != "shared" and mine not in SHIPPED  # a server-made id, not the file's
+    assert teacher.markdown[0].value == "**Teacher 1**"
+    stranger = _upload(app(), _narrated("Stranger"))  # the same id in the file
+    assert stranger.query_params["lesson"] != mine
+    teacher.button(key="lesson_next").click().run()
+    assert teacher.markdown[0].value == "**Teacher 2**"
+    assert teacher.query_params["lesson"] == mine
+    # listed to its uploader only; the stranger's list has its own upload and the shipped ones
+    assert "Teacher" in _listed(teacher) and "Stranger" not in _listed(teacher)
+    assert "Stranger" in _listed(stranger) and "Teacher" not in _listed(stranger)
+    assert set(SHIPPED[i].title for i in SHIPPED) <= set(_listed(stranger))
+
+
+def test_a_file_with_a_shipped_id_never_replaces_the_shipped_lesson(app):
+    teacher = _upload(app(), _narrated("Mine") | {"id": "causal-mask"})
+    assert teacher.query_params["lesson"] != "causal-mask"
+    other = app(lesson="causal-mask")
+    _check_step(other, SHIPPED["causal-mask"], 0)
+
+
+def test_a_follower_plays_the_lesson_its_presenter_uploaded(app, memory_rooms):
+    presenter = app("pages/scaling.py")
+    presenter.button(key="classroom_start").click().run()
+    room_id = presenter.session_state[session.ROOM_KEY]["id"]
+    _upload(presenter, _narrated("Uploaded", 3))
+    follower = app(room=room_id)
+    assert follower.markdown[0].value == "**Uploaded 1**"
+    presenter.button(key="lesson_next").click().run()
+    follower.run()
+    assert follower.markdown[0].value == "**Uploaded 2**"
+    assert "Uploaded" not in _listed(_upload(follower, _narrated("Own")))  # played, never listed
+
+
+def test_the_lessons_box_names_the_playing_lesson_and_its_step(app):
+    at = app(lesson="causal-mask")
+    at.session_state["_lesson_box_open"] = True
+    at.run()
+    at.button(key="lesson_next").click().run()
+    box = [c.value for c in at.sidebar.caption] + [m.value for m in at.sidebar.markdown]
+    title = SHIPPED["causal-mask"].title
+    assert any(title in text and "step 2 of 6" in text for text in box), box
+
+
+# ------------------------------------------------------------- narration is shown, never followed
+
+MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+HOSTILE_NARRATION = [
+    "# WRONG FACT: softmax is linear",
+    "Read [the answers](https://evil.example/phish) first.",
+    "![pixel](https://tracker.example/p.gif)",
+    "<img src=https://tracker.example/p.gif>",
+]
+
+
+def _walk(tokens):
+    for token in tokens:
+        yield token
+        yield from _walk(token.children or [])
+
+
+def test_uploaded_narration_renders_no_heading_link_image_or_html(app):
+    raw = _lesson(id="hostile", title="Hostile", steps=[_step(title="Look", narration=HOSTILE_NARRATION)])
+    at = _upload(app(), raw)
+    shown = [m.value for m in at.markdown][1 : 1 + len(HOSTILE_NARRATION)]
+    assert len(shown) == len(HOSTILE_NARRATION)
+    for text in shown:
+        kinds = {t.type for t in _walk(MD.parse(text))}
+        assert not kinds & {"heading_open", "link_open", "image", "html_inline", "html_block"}, text
+
+
+def test_a_crafted_lesson_id_in_the_address_is_shown_as_code(app):
+    at = app(lesson="x]( [click](https://evil.example) `")
+    said = next(c.value for c in at.caption if "There is no lesson" in c.value)
+    kinds = {t.type for t in _walk(MD.parse(said))}
+    assert "link_open" not in kinds and "code_inline" in kinds, said
