@@ -22,12 +22,13 @@ import hashlib
 import streamlit as st
 
 from attn_core.practice import drills
+from attn_core.practice.answers import max_chars
 from attn_core.practice.question import AnswerKind, Difficulty, Question
 from attn_core.practice.tally import tally
 from attn_core.views.practice import question_seed, show_answer
 from lab_ui import lessons, question_tally
 from lab_ui.classroom import records, rooms
-from lab_ui.classroom.question import MAX_ANSWER_CHARS, MAX_ANSWERS, Asked
+from lab_ui.classroom.question import MAX_ANSWERS, Asked
 
 _SENT = "_classroom_answer_sent"  # session key: {question id: the text this screen sent}
 _NOTE = "_classroom_question_note"  # session key: a message for the presenter's box
@@ -213,7 +214,7 @@ def _answer_form(room_id: str, seat: str, client: str, asked: Asked, question: Q
                 "Your answer",
                 key=f"classroom_answer_{asked.id}",
                 placeholder=question.hint,
-                max_chars=MAX_ANSWER_CHARS,
+                max_chars=max_chars(question.answer_kind),
             )
         st.form_submit_button(
             "Send my answer",
