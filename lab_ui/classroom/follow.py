@@ -56,7 +56,7 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> bool:
         room["full_run"] = True  # the sidebar's publisher only checks in until the page has run
         if room.pop("adopt", False):
             join.adopt(room, page, pages_by_url)
-        return False
+        return ask.presenter_question(room)  # a live question is on her screen in place of the page
     return following.show(room, page, pages_by_url)
 
 

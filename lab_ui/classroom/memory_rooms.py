@@ -241,6 +241,14 @@ class MemoryRooms:
             room["question"] = dataclasses.replace(room["question"], open=False)
         notify(room_id)
 
+    def clear_question(self, room_id: str, secret: str) -> None:
+        with self._lock:
+            room = self._presenters(room_id, secret)
+            if room.pop("question", None) is None:
+                return
+            room.pop("answers", None)
+        notify(room_id)
+
     def question(self, room_id: str) -> Asked | None:
         with self._lock:
             room = self._live(room_id)

@@ -113,6 +113,7 @@ class RedisRooms:
         self._per_client = self._r.register_script(scripts.PER_CLIENT)
         self._ask = self._r.register_script(scripts.ASK)
         self._close_question = self._r.register_script(scripts.CLOSE_QUESTION)
+        self._clear_question = self._r.register_script(scripts.CLEAR_QUESTION)
         self._answer = self._r.register_script(scripts.ANSWER)
         self._answers = self._r.register_script(scripts.ANSWERS)
         # frames are bytes: a client that does not decode them
@@ -281,6 +282,12 @@ class RedisRooms:
     def close_question(self, room_id: str, secret: str) -> None:
         args = [signing.presenter_digest(secret), self.CHANNEL, room_id]
         self._presenter_done(int(self._close_question(keys=[self._key_of(room_id)], args=args)), room_id)
+
+    @_redis_call
+    def clear_question(self, room_id: str, secret: str) -> None:
+        keys = [self._key_of(room_id), self.ANSWERS + room_id]
+        args = [signing.presenter_digest(secret), self.CHANNEL, room_id]
+        self._presenter_done(int(self._clear_question(keys=keys, args=args)), room_id)
 
     @_redis_call
     def question(self, room_id: str) -> Asked | None:

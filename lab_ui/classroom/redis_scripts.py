@@ -150,6 +150,20 @@ end
 return 1
 """
 
+# KEYS: room hash, answers hash. ARGV: digest, channel, room id. Returns 1 cleared (or none
+# asked), -1, -2. The question and its answers go; screens show the presenter's page again.
+CLEAR_QUESTION = (
+    _PRESENTER
+    + """
+if redis.call('HEXISTS', KEYS[1], 'q_id') == 1 then
+  redis.call('HDEL', KEYS[1], 'q_id', 'question', 'q_state')
+  redis.call('DEL', KEYS[2])
+  redis.call('PUBLISH', ARGV[2], ARGV[3])
+end
+return 1
+"""
+)
+
 # KEYS: room hash, answers hash, followers zset. ARGV: question id, seat, text, most answers,
 # follower ttl. Returns 1 kept, -1 no room, -2 not the open question, -3 not seated, -4 full.
 # The answers expire with the room (its remaining TTL, refreshed by each presenter check-in).

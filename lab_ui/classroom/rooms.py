@@ -89,6 +89,9 @@ class RoomStore(Protocol):
     def close_question(self, room_id: str, secret: str) -> None:
         """The presenter closes the question: no more answers, followers are shown the answer."""
 
+    def clear_question(self, room_id: str, secret: str) -> None:
+        """The presenter is done with the question: it and its answers go, screens show the page."""
+
     def question(self, room_id: str) -> Asked | None:
         """The room's question (open or closed), or None."""
 

@@ -212,7 +212,8 @@ def test_a_lesson_steps_question_is_asked_answered_and_counted(app, app_store):
     for at in followers:
         at.run()
         assert not at.exception
-        assert at.session_state[session.ROOM_KEY]["viewing"]  # the presenter's frame, not a page run
+        # the room's question alone: neither the presenter's frame nor a page run beside it
+        assert not at.session_state[session.ROOM_KEY]["viewing"]
         assert at.session_state[session.ROOM_KEY]["question_tag"] == asked.tag
     followers[0].text_input(key=f"classroom_answer_{asked.id}").input(f"{right:g}")
     followers[0].button(key=f"classroom_send_{asked.id}").click().run()
@@ -281,7 +282,27 @@ def test_a_question_reruns_a_screen_that_a_pushed_frame_would_leave_without_its_
     assert not following.frame_pusher(room_id)(stale) and not stale.sent  # rerun: it draws the box
     follower.run()
     room = dict(follower.session_state[session.ROOM_KEY])
-    assert room["question_tag"] == asked.tag
-    assert following.frame_pusher(room_id)(_Screen(dict(room)))
+    assert room["question_tag"] == asked.tag and not room["viewing"]  # the question alone
+    assert not following.frame_pusher(room_id)(_Screen(dict(room)))  # never a frame beside it
     app_store.close_question(room_id, secret)
     assert not following.frame_pusher(room_id)(_Screen(dict(room)))  # closed: rerun to show the answer
+    app_store.clear_question(room_id, secret)
+    follower.run()
+    room = dict(follower.session_state[session.ROOM_KEY])
+    assert room["question_tag"] == "" and room["viewing"]  # back to the presenter's frame
+    assert following.frame_pusher(room_id)(_Screen(dict(room)))
+
+
+def test_the_presenter_clears_a_question_and_its_answers(store):
+    room_id, secret, seats = seated_room(store, 1)
+    asked = store.ask(room_id, secret, "13", "medium")
+    store.answer(room_id, seats[0], asked.id, "1")
+    with pytest.raises(records.RoomError, match="only the presenter"):
+        store.clear_question(room_id, "forged-secret")
+    assert store.question(room_id) == asked
+    store.clear_question(room_id, secret)
+    assert store.question(room_id) is None and store.status(room_id).question == ""
+    assert store.answers(room_id, secret)[0] == {}
+    with pytest.raises(records.RoomError, match="closed or has been replaced"):
+        store.answer(room_id, seats[0], asked.id, "2")
+    store.clear_question(room_id, secret)  # nothing asked: nothing to do
