@@ -55,22 +55,60 @@ def client_of(peer: object, forwarded: object, trusted: frozenset[str]) -> str:
     """Who is asking, for the per-client limits: the socket's peer, unless that peer is a proxy the
     operator named (``trusted``), whose X-Forwarded-For's last entry (the address that proxy itself
     saw and appended) is the client. Anyone can send the header; only a named proxy is believed."""
-    peer = peer if isinstance(peer, str) and peer else "unknown"
+    peer = _plain(peer) if isinstance(peer, str) and peer else "unknown"
     if peer in trusted and isinstance(forwarded, str) and forwarded.strip():
         return forwarded.split(",")[-1].strip()[:64] or peer
     return peer
+
+
+def _plain(address: str) -> str:
+    """An IPv4 address as itself, not IPv4-mapped IPv6 ("::ffff:127.0.0.1" from a dual-stack socket)."""
+    return address[7:] if address.lower().startswith("::ffff:") and "." in address else address
 
 
 def trusted_proxies(env: Mapping[str, str] | None = None) -> frozenset[str]:
     """ATTN_LAB_TRUSTED_PROXIES: addresses separated by commas or spaces (deploy/serve.sh names
     its nginx); empty by default, so a server with no proxy in front believes no header."""
     raw = (os.environ if env is None else env).get(TRUSTED_PROXIES_ENV, "")
-    return frozenset(a for a in re.split(r"[,\s]+", raw) if a)
+    return frozenset(_plain(a) for a in re.split(r"[,\s]+", raw) if a)
+
+
+UNVERIFIED = "unverified-forwarded"  # every connection whose real peer could not be read back
+
+
+def socket_peer() -> str | None:
+    """This session's TCP peer as the socket reports it. Not st.context.ip_address: Streamlit's
+    server (uvicorn) believes X-Forwarded-For from 127.0.0.1 and ::1 by default (its
+    FORWARDED_ALLOW_IPS) and puts the header's address in place of the peer before the app sees
+    it, so a browser on the server's own machine, or anything relaying through it, could name
+    itself. Read from Streamlit's internals (the session's websocket, uvicorn's protocol object);
+    None where they are missing."""
+    try:
+        from streamlit.runtime import Runtime
+
+        client = Runtime.instance().get_client(session_id())
+        host = client._websocket._receive.__self__.client[0]
+    except Exception:  # AppTest, another server or version: the caller falls back
+        return None
+    return host if isinstance(host, str) and host else None
+
+
+def peer_of(socket: str | None, shown: str | None, forwarded: object) -> str | None:
+    """The peer to judge the header by: the socket's own (``socket``) where it could be read, else
+    the one Streamlit shows (``shown``), unless that one is an entry of the header itself (the
+    server replaced the peer with the header's word: who really connected is unknown, so all such
+    connections count as one client, `UNVERIFIED`)."""
+    if socket is not None:
+        return socket
+    entries = [e.strip() for e in forwarded.split(",")] if isinstance(forwarded, str) else []
+    return UNVERIFIED if shown and shown in entries else shown
 
 
 def client_address() -> str:
-    """This session's client address (client_of the socket's peer and its X-Forwarded-For)."""
-    return client_of(st.context.ip_address, st.context.headers.get("X-Forwarded-For"), trusted_proxies())
+    """This session's client address: `client_of` the socket's real peer and its X-Forwarded-For."""
+    forwarded = st.context.headers.get("X-Forwarded-For")
+    peer = peer_of(socket_peer(), st.context.ip_address, forwarded)
+    return client_of(peer, forwarded, trusted_proxies())
 
 
 def state_after_stop():

@@ -414,6 +414,22 @@ def test_x_forwarded_for_is_believed_only_from_a_named_proxy(monkeypatch):
     assert session.trusted_proxies() == {"127.0.0.1", "10.0.0.2", "10.0.0.3"}
     monkeypatch.delenv(session.TRUSTED_PROXIES_ENV)
     assert session.trusted_proxies() == frozenset()
+    assert session.client_of("::ffff:127.0.0.1", "198.51.100.7", proxy) == "198.51.100.7"  # dual stack
+
+
+def test_the_peer_is_the_sockets_not_the_one_a_header_put_in_its_place():
+    """Streamlit's server may already have put the header's address in place of the peer: the
+    socket's own peer is judged; where it cannot be read, a peer that is a word of the header is
+    no one in particular."""
+    assert session.peer_of("127.0.0.1", "6.6.6.6", "6.6.6.6") == "127.0.0.1"
+    forged = session.peer_of(None, "6.6.6.6", "6.6.6.6")
+    assert forged == session.UNVERIFIED and session.client_of(forged, "6.6.6.6", frozenset()) == forged
+    assert session.peer_of(None, "203.0.113.5", "6.6.6.6") == "203.0.113.5"  # not rewritten
+    assert session.peer_of(None, "203.0.113.5", None) == "203.0.113.5"
+    assert (
+        session.client_of(session.peer_of("127.0.0.1", "6.6.6.6", "6.6.6.6"), "6.6.6.6", frozenset())
+        == "127.0.0.1"
+    )
 
 
 def test_a_view_of_non_ascii_text_reaches_followers_and_an_oversize_one_stops_nothing(app):
