@@ -18,6 +18,7 @@ from lab_ui.classroom.question import (
     MAX_ANSWERS,
     Asked,
     answers_full,
+    answers_per_client,
     check_answer,
     new_question,
     not_open,
@@ -229,7 +230,7 @@ class MemoryRooms:
         asked = new_question(card, difficulty)
         with self._lock:
             room = self._presenters(room_id, secret)
-            room["question"], room["answers"] = asked, {}
+            room["question"], room["answers"], room["answered_by"] = asked, {}, {}
         notify(room_id)
         return asked
 
@@ -247,6 +248,7 @@ class MemoryRooms:
             if room.pop("question", None) is None:
                 return
             room.pop("answers", None)
+            room.pop("answered_by", None)
         notify(room_id)
 
     def question(self, room_id: str) -> Asked | None:
@@ -261,13 +263,32 @@ class MemoryRooms:
             asked = room.get("question")
             if asked is None or asked.id != question_id or not asked.open:
                 raise not_open()
+            now = self._clock()
             seen = room["followers"].get(seat)
-            if seen is None or self._clock() - seen[0] > FOLLOWER_TTL_S:
+            if seen is None or now - seen[0] > FOLLOWER_TTL_S:
                 raise not_seated()
             answers = room["answers"]
-            if seat not in answers and len(answers) >= self.answer_cap():
-                raise answers_full(self.answer_cap())
+            if seat not in answers:
+                self._make_way(room, seat, seen[1], now)
             answers[seat] = text
+
+    def _make_way(self, room: dict[str, Any], seat: str, client: str, now: float) -> None:
+        """Room for a new answer from ``seat`` at ``client``: the address's own bound (every seat of
+        it that answered this question counts, gone or not), then the room's, where an answer of a
+        seat that has left makes way. Call under the lock."""
+        by_client = room.setdefault("answered_by", {}).setdefault(client, set())
+        if seat not in by_client and len(by_client) >= room["per_client"]:
+            raise answers_per_client(room["per_client"])
+        answers = room["answers"]
+        if len(answers) >= self.answer_cap():
+            followers = room["followers"]
+            left = next(
+                (s for s in answers if s not in followers or now - followers[s][0] > FOLLOWER_TTL_S), None
+            )
+            if left is None:
+                raise answers_full(self.answer_cap())
+            del answers[left]
+        by_client.add(seat)
 
     def answers(self, room_id: str, secret: str) -> tuple[dict[str, str], list[str]]:
         with self._lock:

@@ -22,6 +22,7 @@ from lab_ui.classroom.question import (
     MAX_ANSWERS,
     Asked,
     answers_full,
+    answers_per_client,
     check_answer,
     new_question,
     not_open,
@@ -86,6 +87,8 @@ class RedisRooms:
     FOLLOWERS = "attn_lab:followers:"
     FRAME = "attn_lab:frame:"  # a room's latest drawn page (view key, bytes)
     ANSWERS = "attn_lab:answers:"  # the question's answers: seat -> text, expiring with the room
+    SEAT_CLIENTS = "attn_lab:seat-clients:"  # seat -> its address key, as follow was told
+    ANSWERED = "attn_lab:answered:"  # who answered it: s:<seat> -> address key, c:<address key> -> count
     KEY = "attn_lab:signing-key"  # the shared key that signs presenter secrets (without ATTN_LAB_SECRET)
     CHANNEL = "attn_lab:room-changed"  # every replica hears every room's changes
 
@@ -189,7 +192,7 @@ class RedisRooms:
     @_redis_call
     def publish(self, room_id: str, secret: str, payload: dict[str, Any] | None) -> int:
         text = "" if payload is None else encode_payload(payload)
-        keys = [self._key_of(room_id), self.LIVE, self.ANSWERS + room_id]
+        keys = [self._key_of(room_id), self.LIVE, self.ANSWERS + room_id, self.ANSWERED + room_id]
         every_s = publish_every(self._publish_every_s)
         args = [room_id, signing.presenter_digest(secret), self._ttl, text, self.CHANNEL, every_s]
         version = int(self._publish(keys=keys, args=args))
@@ -229,6 +232,8 @@ class RedisRooms:
                     self.FOLLOWERS + room_id,
                     self.FRAME + room_id,
                     self.ANSWERS + room_id,
+                    self.ANSWERED + room_id,
+                    self.SEAT_CLIENTS + room_id,
                 )
                 pipe.zrem(self.LIVE, room_id)
                 pipe.publish(self.CHANNEL, room_id)
@@ -244,8 +249,9 @@ class RedisRooms:
             self._key_of(room_id),
             self.FOLLOWERS + room_id,
             f"{self.FOLLOWERS}{room_id}:{_client_key(client)}",
+            self.SEAT_CLIENTS + room_id,
         ]
-        args = [session, self.seats, FOLLOWER_TTL_S, SEATS_PER_CLIENT]
+        args = [session, self.seats, FOLLOWER_TTL_S, SEATS_PER_CLIENT, _client_key(client)]
         seated = int(self._follow(keys=keys, args=args))
         if seated == -1:
             raise gone(room_id)
@@ -273,7 +279,7 @@ class RedisRooms:
     @_redis_call
     def ask(self, room_id: str, secret: str, card: str, difficulty: str) -> Asked:
         asked = new_question(card, difficulty)
-        keys = [self._key_of(room_id), self.ANSWERS + room_id]
+        keys = [self._key_of(room_id), self.ANSWERS + room_id, self.ANSWERED + room_id]
         args = [signing.presenter_digest(secret), asked.id, asked.encode(), self.CHANNEL, room_id]
         self._presenter_done(int(self._ask(keys=keys, args=args)), room_id)
         return asked
@@ -285,7 +291,7 @@ class RedisRooms:
 
     @_redis_call
     def clear_question(self, room_id: str, secret: str) -> None:
-        keys = [self._key_of(room_id), self.ANSWERS + room_id]
+        keys = [self._key_of(room_id), self.ANSWERS + room_id, self.ANSWERED + room_id]
         args = [signing.presenter_digest(secret), self.CHANNEL, room_id]
         self._presenter_done(int(self._clear_question(keys=keys, args=args)), room_id)
 
@@ -297,8 +303,14 @@ class RedisRooms:
     @_redis_call
     def answer(self, room_id: str, seat: str, question_id: str, text: str) -> None:
         check_answer(question_id, seat, text)
-        keys = [self._key_of(room_id), self.ANSWERS + room_id, self.FOLLOWERS + room_id]
-        args = [question_id, seat, text, self.answer_cap(), FOLLOWER_TTL_S]
+        keys = [
+            self._key_of(room_id),
+            self.ANSWERS + room_id,
+            self.FOLLOWERS + room_id,
+            self.SEAT_CLIENTS + room_id,
+            self.ANSWERED + room_id,
+        ]
+        args = [question_id, seat, text, self.answer_cap(), FOLLOWER_TTL_S, SEATS_PER_CLIENT]
         done = int(self._answer(keys=keys, args=args))
         if done == -1:
             raise gone(room_id)
@@ -308,6 +320,8 @@ class RedisRooms:
             raise not_seated()
         if done == -4:
             raise answers_full(self.answer_cap())
+        if done < -4:
+            raise answers_per_client(-done - 4)
 
     @_redis_call
     def answers(self, room_id: str, secret: str) -> tuple[dict[str, str], list[str]]:

@@ -96,7 +96,8 @@ class RoomStore(Protocol):
         """The room's question (open or closed), or None."""
 
     def answer(self, room_id: str, seat: str, question_id: str, text: str) -> None:
-        """A seated follower's answer to the open question ``question_id`` (replaces its last)."""
+        """A seated follower's answer to the open question ``question_id`` (replaces its last); its
+        address (as `follow` was told) gives at most as many answers as it may hold seats."""
 
     def answers(self, room_id: str, secret: str) -> tuple[dict[str, str], list[str]]:
         """The presenter's read: (seat → answer, seats seated now)."""
