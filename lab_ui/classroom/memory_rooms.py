@@ -9,7 +9,6 @@ import json
 import secrets
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -65,7 +64,7 @@ class MemoryRooms:
         self._rooms: dict[str, dict[str, Any]] = {}
         self._publish_every_s = publish_every_s  # None: PUBLISH_EVERY_S (_publish_every)
         self._ended: dict[str, float] = {}
-        self._creates: dict[str, deque[float]] = {}
+        self._creates: dict[str, dict[str, float]] = {}  # client -> {room id: when it was made}
         self._lock = threading.Lock()
         self._max, self._ttl, self._clock = max_rooms, ttl_s, clock
         self._key = signing.env_key() or secrets.token_bytes(32)
@@ -92,12 +91,13 @@ class MemoryRooms:
             "published": -float("inf"),  # when the last new view was taken
         }
 
-    def _creations(self, client: str) -> deque[float]:
-        """``client``'s recent creations (and restores); RoomError when it may make no more."""
-        now, made = self._clock(), self._creates.setdefault(client, deque())
-        while made and now - made[0] > CREATE_WINDOW_S:
-            made.popleft()
-        if len(made) >= creates_per_client():
+    def _creations(self, client: str, room_id: str = "") -> dict[str, float]:
+        """``client``'s rooms made (or restored) in the window, by id; RoomError when it may make
+        no more. Restoring a room it made in the window is not another room."""
+        now, made = self._clock(), self._creates.setdefault(client, {})
+        for old in [r for r, t in made.items() if now - t > CREATE_WINDOW_S]:
+            del made[old]
+        if room_id not in made and len(made) >= creates_per_client():
             raise rate_limited()
         return made
 
@@ -109,7 +109,7 @@ class MemoryRooms:
                 room_id = new_room_id()
             secret = signing.issue_secret(self._key, room_id)
             self._insert(room_id, secret, 0, "{}")
-            made.append(self._clock())
+            made[room_id] = self._clock()
             return room_id, secret
 
     def issued(self, room_id: str, secret: str) -> bool:
@@ -125,9 +125,9 @@ class MemoryRooms:
             if room_id in self._ended:
                 raise RoomGone(f"room {room_id!r} was ended by its presenter")
             if self._live(room_id) is None:
-                made = self._creations(client)
+                made = self._creations(client, room_id)
                 self._insert(room_id, secret, version, text)
-                made.append(self._clock())
+                made.setdefault(room_id, self._clock())
         return self.publish(room_id, secret, payload)  # a taken id's other secret fails here
 
     def _live(self, room_id: str) -> dict[str, Any] | None:

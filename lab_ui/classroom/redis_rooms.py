@@ -83,7 +83,7 @@ class RedisRooms:
     PREFIX = "attn_lab:room:"
     LIVE = "attn_lab:rooms"
     ENDED = "attn_lab:ended:"
-    CREATES = "attn_lab:creates:"
+    CREATES = "attn_lab:created:"  # per client: a zset of the room ids it made in the window
     FOLLOWERS = "attn_lab:followers:"
     FRAME = "attn_lab:frame:"  # a room's latest drawn page (view key, bytes)
     ANSWERS = "attn_lab:answers:"  # the question's answers: seat -> text, expiring with the room

@@ -15,22 +15,28 @@ if not d then return -1 end
 if d ~= ARGV[1] then return -2 end
 """
 
-# KEYS: room hash, live-rooms zset (id -> expiry), creations counter or ''.
+# KEYS: room hash, live-rooms zset (id -> expiry), the client's creations zset (id -> when) or ''.
 # ARGV: id, digest, max rooms, ttl, max creations, window, version, text.
-# Returns 1 made, 0 id taken, -1 full, -2 rate-limited.
+# Returns 1 made, 0 id taken, -1 full, -2 rate-limited. Restoring a room the client made in the
+# window is not another room.
 CREATE = (
     _NOW
     + """
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-if KEYS[3] ~= '' and tonumber(redis.call('GET', KEYS[3]) or '0') >= tonumber(ARGV[5]) then return -2 end
+if KEYS[3] ~= '' then
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - tonumber(ARGV[6]))
+  if not redis.call('ZSCORE', KEYS[3], ARGV[1]) and redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[5]) then
+    return -2
+  end
+end
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return -1 end
 redis.call('HSET', KEYS[1], 'digest', ARGV[2], 'version', ARGV[7], 'text', ARGV[8], 'seen', now)
 redis.call('EXPIRE', KEYS[1], ARGV[4])
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[1])
 if KEYS[3] ~= '' then
-  redis.call('INCR', KEYS[3])
-  if redis.call('TTL', KEYS[3]) < 0 then redis.call('EXPIRE', KEYS[3], ARGV[6]) end
+  redis.call('ZADD', KEYS[3], 'NX', now, ARGV[1])
+  redis.call('EXPIRE', KEYS[3], ARGV[6])
 end
 return 1
 """

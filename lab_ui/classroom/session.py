@@ -23,7 +23,9 @@ from lab_ui.classroom import push, records, rooms
 from lab_ui.widgets import KEEP_PREFIX, SCREEN_KEYS
 
 ROOM_PARAM = "room"  # the student link's query parameter
-COOKIE = "attn_lab_presenter"  # "<room id>.<secret>" in the presenter's browser
+COOKIE = "attn_lab_presenter"  # "<room id>.<secret>" of each room this browser started, joined by "_"
+MINE_KEY = "_classroom_mine"  # session key: this browser's rooms [(id, secret)], newest first
+MAX_MINE = 8  # rooms a presenter cookie remembers
 COOKIE_MAX_AGE_S = 12 * 3600  # a stale cookie is harmless: the room is checked on every use
 ROOM_KEY = "_classroom"  # session key: {"id", "role", "secret"?, "seen", "following", "applied", ...}
 ERROR_KEY = "_classroom_error"  # a message for the next run's sidebar
@@ -46,6 +48,35 @@ def current_room() -> dict[str, Any] | None:
 def cookies() -> Mapping[str, str]:
     """The browser's cookies, as sent when it opened this session's connection."""
     return st.context.cookies
+
+
+def my_rooms() -> list[tuple[str, str]]:
+    """The rooms this browser started, (id, secret), newest first: its presenter cookie as this
+    session last wrote it. Unchecked: a caller asks the store whether it issued each secret, so a
+    forged entry drives nothing."""
+    if MINE_KEY not in st.session_state:
+        found = []
+        for entry in str(cookies().get(COOKIE, "")).split("_")[:MAX_MINE]:
+            room_id, _, secret = entry.partition(".")
+            if records.valid_room_id(room_id) and 0 < len(secret) <= 80:
+                found.append((room_id, secret))
+        st.session_state[MINE_KEY] = found
+    return list(st.session_state[MINE_KEY])
+
+
+def remember_room(room_id: str, secret: str) -> None:
+    """This browser started ``room_id``: first in its cookie (written on the next run)."""
+    _write_mine([(room_id, secret), *[m for m in my_rooms() if m[0] != room_id]][:MAX_MINE])
+
+
+def forget_room(room_id: str) -> None:
+    """``room_id`` has ended: out of this browser's cookie."""
+    _write_mine([m for m in my_rooms() if m[0] != room_id])
+
+
+def _write_mine(mine: list[tuple[str, str]]) -> None:
+    st.session_state[MINE_KEY] = mine
+    st.session_state[SET_COOKIE_KEY] = "_".join(f"{room_id}.{secret}" for room_id, secret in mine)
 
 
 TRUSTED_PROXIES_ENV = "ATTN_LAB_TRUSTED_PROXIES"  # proxy addresses whose X-Forwarded-For is believed

@@ -676,3 +676,40 @@ def test_a_presenter_run_cut_short_by_a_rerun_shares_no_half_page(app, frames_on
     assert frame is not None and frame != whole and frame[0] == snap.view
     follower = app(room=room_id)
     assert _figures(follower) == _figures(presenter) and len(_figures(follower)) >= 3
+
+
+def test_a_presenter_takes_back_or_ends_her_rooms_from_a_new_tab(app, monkeypatch):
+    """Three rooms left behind by closed tabs: a new tab of the same browser (its cookie) lists
+    them, takes one back (and one the store lost, restored without counting as a fourth room) and
+    ends another, though starting a fourth is refused. A forged cookie lists nothing."""
+    jar = {}
+    monkeypatch.setattr(session, "cookies", lambda: dict(jar))
+    started = []
+    for _ in range(records.MAX_CREATES_PER_CLIENT):
+        tab = app()
+        tab.button(key="classroom_start").click().run()
+        room = tab.session_state[session.ROOM_KEY]
+        started.append((room["id"], room["secret"]))
+        jar[session.COOKIE] = tab.sidebar.get("text")[0].value  # what the tab's script stores
+    new = app()
+    new.button(key="classroom_start").click().run()
+    assert any(f"you started {records.MAX_CREATES_PER_CLIENT} rooms" in w.value for w in new.warning)
+    keys = {b.key for b in new.button}
+    assert {f"classroom_take_{r}" for r, _ in started} <= keys and {
+        f"classroom_end_{r}" for r, _ in started
+    } <= keys
+    new.button(key=f"classroom_end_{started[1][0]}").click().run()
+    assert rooms.store().ended(started[1][0]) and rooms.store().status(started[1][0]) is None
+    new.button(key=f"classroom_take_{started[0][0]}").click().run()
+    room = new.session_state[session.ROOM_KEY]
+    assert (room["role"], room["id"]) == ("present", started[0][0]) and not new.exception
+    assert any(f"Presenting room **{started[0][0]}**" in m.value for m in new.sidebar.markdown)
+    rooms.store()._rooms.pop(started[2][0])  # the store lost the last one (aged out, a restart)
+    again = app()
+    again.button(key=f"classroom_take_{started[2][0]}").click().run()
+    assert again.session_state[session.ROOM_KEY]["role"] == "present"
+    assert rooms.store().status(started[2][0]) is not None  # restored, within her three rooms
+    jar[session.COOKIE] = "_".join(f"{r}.{s[:-4]}beef" for r, s in started) + "_abcdef.guessed"
+    forger = app()
+    assert not any(b.key.startswith(("classroom_take_", "classroom_end_")) for b in forger.button)
+    assert len(rooms.store()) == 2 and not forger.exception
