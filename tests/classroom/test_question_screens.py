@@ -52,7 +52,9 @@ def test_the_projector_shows_the_rooms_question_and_no_answer_until_revealed(app
     shown = "\n".join(_texts(presenter))
     assert question.prompt in shown
     assert own.prompt not in shown  # the page's own drill is not on the projector
-    assert show_answer(question) not in shown and "Answer:" not in shown
+    assert "Answer:" not in shown and "The answer:" not in shown
+    main = "\n".join(_texts(presenter.main)).replace(question.prompt, "")
+    assert show_answer(question) not in main
     assert not presenter.text_input  # no "Your answer" box of the page's drill
     presenter.button(key="classroom_close_question").click().run()  # "Reveal the answer"
     shown = "\n".join(_texts(presenter))
