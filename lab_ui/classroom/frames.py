@@ -120,7 +120,8 @@ _INERT = (
     (re.compile(r"(?i)\b(https?|ftp):(?=//)"), r"\1\\:"),  # a bare URL
     (re.compile(r"(?i)\bwww\."), r"www\\."),
 )
-_TAG = (re.compile(r"<(?=[A-Za-z/!?])"), r"\\<")  # <https://…>, <img …>: shown as text
+# <https://…>, <img …>, </a>, <!-- -->: shown as text ("$i<j$" and "a < b" are left as they are)
+_TAG = (re.compile(r"<(?=[A-Za-z][A-Za-z0-9+.\-]*:|/?[A-Za-z][A-Za-z0-9\-]*[\s/>]|[!?])"), r"\\<")
 
 
 def inert(body: str, html: bool = False) -> str:

@@ -72,3 +72,11 @@ def test_a_link_within_the_lab_stays():
     msg.delta.new_element.markdown.body = "open [the Cost page](/costs?co_section=kv)"
     kept = frames._keep(msg).delta.new_element.markdown.body
     assert "link_open" in _tokens(kept)
+
+
+def test_math_and_comparisons_are_left_as_they_are():
+    for body in ("$q_i<k_j$ for $i<j$", "a < b and c<d", "see `x<y`"):
+        msg = ForwardMsg()
+        msg.metadata.delta_path.extend([0, 1])
+        msg.delta.new_element.markdown.body = body
+        assert frames._keep(msg).delta.new_element.markdown.body == body
