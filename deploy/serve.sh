@@ -152,6 +152,9 @@ start() {
     export ATTN_LAB_ROOMS="$ROOMS_URL"
     export ATTN_LAB_REPLICAS="${ATTN_LAB_REPLICAS:-$(wc -w <<<"$(upstreams)")}"
     export ATTN_LAB_TRUSTED_PROXIES="$TRUSTED_PROXIES"
+    # Streamlit's server (uvicorn) rewrites the peer from X-Forwarded-For for the hosts named here
+    # (127.0.0.1 and ::1 when unset): the same proxies as the app's own rule, and no others.
+    export FORWARDED_ALLOW_IPS="$(tr -s ' ' ',' <<<"$TRUSTED_PROXIES")"
     local secret_file="${SECRET_FILE:-$RUN_DIR/secret}"
     if [[ ! -s "$secret_file" ]]; then
         (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$secret_file")

@@ -35,8 +35,26 @@ def font_size() -> int:
 
 
 def use_projector_sizes() -> None:
-    """Scale the page's text up for a classroom screen (figures read font_size())."""
-    st.html("<style>html { font-size: 22px; } .stMarkdown p, .stCaption { font-size: 1.05rem; }</style>")
+    """Scale the page's text up for a classroom screen (figures read font_size()). What the room
+    reads is never cut short at the larger size: a metric's value and label, and the sidebar's page
+    names, wrap where Streamlit would end them with an ellipsis ("0.7…")."""
+    st.html(_PROJECTOR_CSS)
+
+
+_FITS = (  # Streamlit's elements that clip their text to one line
+    '[data-testid="stMetricValue"]',
+    '[data-testid="stMetricValue"] *',
+    '[data-testid="stMetricLabel"]',
+    '[data-testid="stMetricLabel"] *',
+    '[data-testid="stSidebarNav"] a',
+    '[data-testid="stSidebarNav"] a *',
+)
+_PROJECTOR_CSS = (
+    "<style>html { font-size: 22px; } .stMarkdown p, .stCaption { font-size: 1.05rem; } "
+    + ", ".join(_FITS)
+    + " { white-space: normal !important; overflow: visible !important; text-overflow: clip !important;"
+    " overflow-wrap: break-word; }</style>"
+)
 
 
 def _as_array(z) -> np.ndarray:

@@ -6,6 +6,7 @@ import time
 import pandas as pd
 import streamlit as st
 
+from attn_core.practice.answers import max_chars
 from attn_core.views import practice
 from attn_core.views.practice import Difficulty
 from lab_ui import figures, widgets
@@ -63,7 +64,11 @@ def ask(question, n: int):
         text = st.radio("Your answer", question.choices, index=None, key=f"pr_answer_{n}", on_change=submit)
     else:
         text = st.text_input(
-            "Your answer", key=f"pr_answer_{n}", placeholder=question.hint, max_chars=2000, on_change=submit
+            "Your answer",
+            key=f"pr_answer_{n}",
+            placeholder=question.hint,
+            max_chars=max_chars(question.answer_kind),
+            on_change=submit,
         )
     clicked = st.button("Check", type="primary", key=f"pr_check_{n}", icon=":material/check:")
     st.caption(f"Checked by attn_core, accepted within {question.tolerance_text}. Format: {question.hint}.")

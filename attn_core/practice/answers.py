@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 MAX_ANSWER_CHARS = 2000  # a typed answer, not a file
 MAX_ENTRIES = 256  # entries of a typed vector or matrix
+MAX_NUMBER_CHARS = 64  # a typed number with its unit: "-1,234,567,890.123456789e-12 GiB" is 32
 
 # Units a learner may type after a number, and what one of them is in the question's base unit.
 # Bytes: binary prefixes (KiB = 2^10) and decimal ones (KB = 10^3) are different numbers.
@@ -39,15 +40,30 @@ FLOP_UNITS: dict[str, float] = {
     "tflop": 1e12,
 }
 
-_NUMBER = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z%]*)\s*$")
+# A number, read from the start of the text. Every quantifier here has one way to match: the
+# integer digits, then an optional "." with its own digits, then an optional exponent. (Writing
+# the integer part as `\d+\.?\d*` lets two quantifiers share a run of digits: a long run and one
+# wrong character after it then cost time quadratic in the run.) The unit after it is read apart.
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_UNIT = re.compile(r"[A-Za-z%]*")
+_THOUSANDS = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?(?:\s*[A-Za-z%]*)")
 _SEPARATORS = re.compile(r"[,;\s]+")
 
 
-def _clean(text: str) -> str:
+def max_chars(kind: str) -> int:
+    """The most characters an answer of this kind (an `AnswerKind` value: "number", "vector",
+    "matrix", "choice") may have: what an answer box takes, and what the parsers read."""
+    return MAX_NUMBER_CHARS if kind == "number" else MAX_ANSWER_CHARS
+
+
+def _clean(text: str, cap: int | None = None, kind: str = "an answer") -> str:
+    """The text with unicode minus signs made ASCII and outer whitespace gone; ValueError when it
+    is longer than ``cap`` characters (`MAX_ANSWER_CHARS` when None) or empty."""
     if not isinstance(text, str):
         raise ValueError("type your answer as text")
-    if len(text) > MAX_ANSWER_CHARS:
-        raise ValueError(f"the answer is {len(text):,} characters long; {MAX_ANSWER_CHARS:,} is the most")
+    cap = MAX_ANSWER_CHARS if cap is None else min(cap, MAX_ANSWER_CHARS)
+    if len(text.strip()) > cap:
+        raise ValueError(f"{kind} is at most {cap:,} characters; this answer is {len(text.strip()):,}")
     text = text.replace("−", "-").replace("–", "-").replace("×", "x").strip()  # unicode minus and dashes
     if not text:
         raise ValueError("the answer box is empty")
@@ -61,17 +77,17 @@ def parse_number(text: str, unit: str = "") -> float:
     allowed), "%" (``7.3`` and ``7.3%`` both mean 7.3 percent), a byte unit ("KiB", "GiB", …:
     the learner may answer in any byte unit, the value is converted) or "FLOPs". Thousands
     separators (``24,704``) are allowed in numbers without a decimal comma."""
-    text = _clean(text)
-    if re.fullmatch(r"[+-]?\d{1,3}(,\d{3})+(\.\d*)?(\s*[A-Za-z%]*)", text):
+    text = _clean(text, MAX_NUMBER_CHARS, "a number")
+    if _THOUSANDS.fullmatch(text):
         text = text.replace(",", "")
     match = _NUMBER.match(text)
-    if match is None:
+    typed = None if match is None else text[match.end() :].strip()
+    if typed is None or not _UNIT.fullmatch(typed):
         raise ValueError(f"{text[:40]!r} is not a number (write e.g. 512, 0.576, 3.2e-4 or 512 KiB)")
-    value = float(match.group(1))
+    value = float(match.group())
     if not math.isfinite(value):
         raise ValueError("the answer must be a finite number")
-    typed = match.group(2).lower()
-    return value * _unit_factor(typed, unit)
+    return value * _unit_factor(typed.lower(), unit)
 
 
 # Families of units a typed answer may switch between, with the hint shown when it strays.

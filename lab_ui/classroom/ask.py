@@ -22,12 +22,13 @@ import hashlib
 import streamlit as st
 
 from attn_core.practice import drills
+from attn_core.practice.answers import max_chars
 from attn_core.practice.question import AnswerKind, Difficulty, Question
 from attn_core.practice.tally import tally
 from attn_core.views.practice import question_seed, show_answer
 from lab_ui import lessons, question_tally
 from lab_ui.classroom import records, rooms
-from lab_ui.classroom.question import MAX_ANSWER_CHARS, MAX_ANSWERS, Asked
+from lab_ui.classroom.question import MAX_ANSWERS, Asked
 
 _SENT = "_classroom_answer_sent"  # session key: {question id: the text this screen sent}
 _NOTE = "_classroom_question_note"  # session key: a message for the presenter's box
@@ -107,37 +108,81 @@ def _close(room_id: str, secret: str) -> None:
         st.session_state[_NOTE] = f"Could not close the question: {err}."
 
 
+def _clear(room_id: str, secret: str) -> None:
+    try:
+        rooms.store().clear_question(room_id, secret)
+    except records.RoomError as err:
+        st.session_state[_NOTE] = f"Could not go back to the page: {err}."
+
+
+def _room_question(room: dict) -> Asked | None:
+    try:
+        return rooms.store().question(room["id"])
+    except records.RoomError:
+        return None
+
+
 def presenter_box(room: dict, url_path: str) -> None:
-    """In the presenter's Classroom box: ask what the screen shows, close the live question."""
+    """In the presenter's Classroom box: ask what the screen shows (while no question is on it)."""
     note = st.session_state.pop(_NOTE, None)
     if note:
         st.warning(note, icon=":material/quiz:")
+    if _room_question(room) is not None:
+        st.caption("The room's question is on your screen in place of the page: reveal its answer there.")
+        return
     found = askable(url_path)
-    try:
-        asked = rooms.store().question(room["id"])
-    except records.RoomError:
-        asked = None
-    if found is not None:
-        card, difficulty, where = found
-        st.markdown(f"Ask {where}: card {card}, *{drills.DRILLS[card].title}* (fresh numbers, {difficulty}).")
-        st.button(
-            "Ask the room",
-            key="classroom_ask",
-            icon=":material/quiz:",
-            on_click=_ask,
-            args=(room["id"], room["secret"], card, difficulty),
-            help="Every follower gets this drill with the same new numbers and answers on their own screen.",
-        )
-    elif asked is None:
+    if found is None:
         st.caption("A lesson step with a question, or the Practice page, lets you ask the room.")
-    if asked is not None and asked.open:
+        return
+    card, difficulty, where = found
+    st.markdown(f"Ask {where}: card {card}, *{drills.DRILLS[card].title}* (fresh numbers, {difficulty}).")
+    st.button(
+        "Ask the room",
+        key="classroom_ask",
+        icon=":material/quiz:",
+        on_click=_ask,
+        args=(room["id"], room["secret"], card, difficulty),
+        help="Every follower gets this drill with the same new numbers and answers on their own screen.",
+    )
+
+
+def presenter_question(room: dict) -> bool:
+    """The presenter's main area while the room has a question: exactly the room's question (her
+    page's own drill would show other numbers), its answer only once she reveals it (which closes
+    it for everyone), then back to the page. True when it drew the question (the page does not run)."""
+    asked = _room_question(room)
+    if asked is None:
+        return False
+    question = _of(asked)
+    with st.container(border=True, key="classroom_room_question"):
+        st.markdown(f"**The room's question** · card {question.card}, *{question.title}*")
+        st.markdown(question.prompt)
+        args = (room["id"], room["secret"])
+        if asked.open:
+            st.caption(
+                f"Followers answer on their own screens (units and tolerance: {question.tolerance_text}); "
+                "the count is in the sidebar. No screen shows the answer until you reveal it."
+            )
+            st.button(
+                "Reveal the answer",
+                key="classroom_close_question",
+                icon=":material/done_all:",
+                type="primary",
+                on_click=_close,
+                args=args,
+                help="Closes the question: no more answers.",
+            )
+            return True
+        _reveal(question, None)
         st.button(
-            "Close the question and show the answer",
-            key="classroom_close_question",
-            icon=":material/done_all:",
-            on_click=_close,
-            args=(room["id"], room["secret"]),
+            "Back to the page",
+            key="classroom_clear_question",
+            icon=":material/undo:",
+            on_click=_clear,
+            args=args,
+            help="The question and its answers go; every screen shows your page.",
         )
+    return True
 
 
 def live(room: dict) -> None:
@@ -153,7 +198,6 @@ def live(room: dict) -> None:
     with st.container(border=True, key="classroom_tally"):
         state = "open" if asked.open else "closed: followers see the answer"
         st.markdown(f"**Card {asked.card}, {question.title}** ({state})")
-        st.caption(f"Answer: {show_answer(question)}")
         counted = tally(question, answers, seats=seated, judged=_verdicts(asked))
         question_tally.show(counted, key="classroom_tally_chart", folded=True)
 
@@ -213,7 +257,7 @@ def _answer_form(room_id: str, seat: str, client: str, asked: Asked, question: Q
                 "Your answer",
                 key=f"classroom_answer_{asked.id}",
                 placeholder=question.hint,
-                max_chars=MAX_ANSWER_CHARS,
+                max_chars=max_chars(question.answer_kind),
             )
         st.form_submit_button(
             "Send my answer",
@@ -233,6 +277,7 @@ def _answer_form(room_id: str, seat: str, client: str, asked: Asked, question: Q
 
 
 def _reveal(question: Question, mine: str | None) -> None:
+    """The answer, how ``mine`` (this screen's answer, None for none) fared, the worked steps."""
     st.markdown(f"**The answer:** {show_answer(question)}")
     if mine is not None:
         verdict, shown = question.judge(mine), mine.replace("`", "'")[:200]

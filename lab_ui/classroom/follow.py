@@ -56,7 +56,7 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> bool:
         room["full_run"] = True  # the sidebar's publisher only checks in until the page has run
         if room.pop("adopt", False):
             join.adopt(room, page, pages_by_url)
-        return False
+        return ask.presenter_question(room)  # a live question is on her screen in place of the page
     return following.show(room, page, pages_by_url)
 
 
@@ -159,7 +159,7 @@ def _start() -> None:
             "version": 0,
             "sent": None,
         }
-        st.session_state[session.SET_COOKIE_KEY] = f"{room_id}.{secret}"
+        session.remember_room(room_id, secret)
 
 
 def _end() -> None:
@@ -172,9 +172,47 @@ def _end() -> None:
     except records.RoomError as err:
         st.session_state[session.ERROR_KEY] = str(err)
     st.session_state[session.ROOM_KEY] = None
-    st.session_state[session.SET_COOKIE_KEY] = ""
+    session.forget_room(room["id"])
     if session.ROOM_PARAM in st.query_params:
         del st.query_params[session.ROOM_PARAM]
+
+
+def _take_back(room_id: str, secret: str) -> None:
+    """Present ``room_id`` again from this tab (a room the store lost is restored by the publish)."""
+    st.session_state.pop(_PER_CLIENT_KEY, None)
+    st.session_state[session.ROOM_KEY] = {
+        "id": room_id, "role": "present", "secret": secret, "version": 0, "sent": None, "adopt": True,
+    }  # fmt: skip
+    st.query_params[session.ROOM_PARAM] = room_id
+
+
+def _end_mine(room_id: str, secret: str) -> None:
+    try:
+        rooms.store().close(room_id, secret)
+    except records.RoomError as err:
+        st.session_state[session.ERROR_KEY] = f"Could not end room {room_id}: {err}."
+        return
+    session.forget_room(room_id)
+
+
+def _my_rooms() -> None:
+    """The rooms this browser started and left (closed tabs), each to take back or end: the
+    cookie names them, the store vouches for each secret (a forged one lists nothing)."""
+    store = rooms.store()
+    for room_id, secret in session.my_rooms():
+        try:
+            if not store.issued(room_id, secret) or store.ended(room_id):
+                continue
+            live = store.status(room_id) is not None
+        except records.RoomError:
+            continue
+        st.markdown(
+            f"Your room **{room_id}**"
+            + ("" if live else " (the server let it go: taking it back restores it)")
+        )
+        take, end = st.columns(2)
+        take.button("Take back", key=f"classroom_take_{room_id}", on_click=_take_back, args=(room_id, secret))
+        end.button("End it", key=f"classroom_end_{room_id}", on_click=_end_mine, args=(room_id, secret))
 
 
 def _write_cookie(value: str) -> None:
@@ -212,6 +250,7 @@ def sidebar(page) -> None:
         if room is None:
             st.caption("Start a room and students who open its link follow your screen.")
             st.button("Start a room", key="classroom_start", on_click=_start)
+            _my_rooms()
         elif room["role"] == "present":
             link = student_link(room["id"], page.url_path)
             st.markdown(f"Presenting room **{room['id']}**. Students open:")

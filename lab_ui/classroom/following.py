@@ -78,9 +78,10 @@ def show(room: dict[str, Any], page, pages_by_url: Mapping[str, Any]) -> bool:
     room["seen"] = snap.version
     if elsewhere:
         st.switch_page(pages_by_url[target], query_params={session.ROOM_PARAM: room["id"]})
-    ask.follower_box(
-        room, session.seat(), session.client_address()
-    )  # above the page: its own run's, so it works beside a pushed frame
+    ask.follower_box(room, session.seat(), session.client_address())
+    if room["question_tag"]:  # the room's question, once: nothing of the presenter's page with it
+        room.update(viewing=False, boxes=None, page=page.url_path)
+        return True
     frame = _frame_for(room["id"], snap) if VIEW_FRAMES else None
     boxes = frames.show(frame) if frame is not None else None
     room.update(viewing=boxes is not None, boxes=boxes, page=page.url_path)

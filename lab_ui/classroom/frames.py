@@ -11,7 +11,9 @@ What a frame keeps: text, tables, figures and metrics as drawn, and each of the 
 one line of text with its label and value (a student takes control to move them:
 lab_ui.classroom.following). What it drops, because it would not work
 on another screen: images, downloads, HTML and anything else served by URL from the presenter's
-server process, or that runs code in the browser.
+server process, or that runs code in the browser. A control's value is shown as code (a fence
+longer than any run of backticks in it), and the page's markdown loses every image and every link
+out of the lab (`inert`): a typed value never renders as markdown on a follower's screen.
 
 This reaches into Streamlit's runtime (the script context's ``enqueue`` and a container's delta
 path; streamlit is pinned in requirements.txt). Where those are missing, `recording` records
@@ -21,6 +23,7 @@ nothing and followers run the page, as they did before.
 from __future__ import annotations
 
 import contextlib
+import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -101,7 +104,32 @@ def _keep(msg: ForwardMsg) -> ForwardMsg | None:
         elif which not in SHOWN:
             element.Clear()
             element.empty.SetInParent()
+        elif which in ("markdown", "alert", "heading"):
+            body = getattr(element, which)
+            body.body = inert(body.body, html=which == "markdown" and body.allow_html)
     return out
+
+
+# What in a page's markdown would fetch from, or link to, another site on a follower's screen:
+# an image, a link or link definition whose target has a scheme or starts with //, an autolink,
+# raw HTML, a bare URL (GitHub-flavoured markdown links those). Each loses its markup and stays as text.
+_INERT = (
+    (re.compile(r"!\["), r"!\\["),  # ![alt](src): no image, wherever its source is
+    (re.compile(r"\]\((?=\s*<?\s*(?:[A-Za-z][A-Za-z0-9+.\-]*:|[/\\]{2}))"), r"]\\("),  # [x](https://…)
+    (re.compile(r"(?m)^(\s{0,3})\[(?=[^\]\n]*\]:)"), r"\1\\["),  # [ref]: https://…
+    (re.compile(r"(?i)\b(https?|ftp):(?=//)"), r"\1\\:"),  # a bare URL
+    (re.compile(r"(?i)\bwww\."), r"www\\."),
+)
+# <https://…>, <img …>, </a>, <!-- -->: shown as text ("$i<j$" and "a < b" are left as they are)
+_TAG = (re.compile(r"<(?=[A-Za-z][A-Za-z0-9+.\-]*:|/?[A-Za-z][A-Za-z0-9\-]*[\s/>]|[!?])"), r"\\<")
+
+
+def inert(body: str, html: bool = False) -> str:
+    """``body`` (markdown) with no image and no link out of the lab; links within it (a path such
+    as ``/costs?co_section=kv``) stay. ``html``: the element renders HTML (the app's own), kept."""
+    for pattern, repl in _INERT if html else (*_INERT, _TAG):
+        body = pattern.sub(repl, body)
+    return body
 
 
 def _value(which: str, w) -> object:
@@ -131,7 +159,10 @@ def _setting(which: str, w) -> str:
     follower's screen does not register the presenter's controls as its own widgets."""
     value = str(_value(which, w))
     if which == "text_area" or "\n" in value:
-        fence = "````" if "```" in value else "```"
+        # a fence longer than any run of backticks in the value: no line of it can close the block
+        # (CommonMark), so the value is code, not markdown, on every follower's screen
+        longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
+        fence = "`" * max(3, longest + 1)
         return f"{w.label}\n\n{fence}\n{value}\n{fence}"
     shown = value.replace("`", "'")
     return f"{w.label}: `{shown}`"

@@ -18,8 +18,8 @@ from lab_ui.classroom import records, rooms, session
 
 def _presenter(room_id: str) -> dict[str, Any] | None:
     """The presenter's room again after a reload: this browser's cookie names this room."""
-    cookie_room, _, secret = str(session.cookies().get(session.COOKIE, "")).partition(".")
-    if cookie_room != room_id or not secret:
+    secret = dict(session.my_rooms()).get(room_id)
+    if not secret:
         return None
     try:
         if not rooms.store().issued(room_id, secret):

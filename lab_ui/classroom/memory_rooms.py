@@ -9,7 +9,6 @@ import json
 import secrets
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +17,7 @@ from lab_ui.classroom.question import (
     MAX_ANSWERS,
     Asked,
     answers_full,
+    answers_per_client,
     check_answer,
     new_question,
     not_open,
@@ -64,7 +64,7 @@ class MemoryRooms:
         self._rooms: dict[str, dict[str, Any]] = {}
         self._publish_every_s = publish_every_s  # None: PUBLISH_EVERY_S (_publish_every)
         self._ended: dict[str, float] = {}
-        self._creates: dict[str, deque[float]] = {}
+        self._creates: dict[str, dict[str, float]] = {}  # client -> {room id: when it was made}
         self._lock = threading.Lock()
         self._max, self._ttl, self._clock = max_rooms, ttl_s, clock
         self._key = signing.env_key() or secrets.token_bytes(32)
@@ -91,12 +91,13 @@ class MemoryRooms:
             "published": -float("inf"),  # when the last new view was taken
         }
 
-    def _creations(self, client: str) -> deque[float]:
-        """``client``'s recent creations (and restores); RoomError when it may make no more."""
-        now, made = self._clock(), self._creates.setdefault(client, deque())
-        while made and now - made[0] > CREATE_WINDOW_S:
-            made.popleft()
-        if len(made) >= creates_per_client():
+    def _creations(self, client: str, room_id: str = "") -> dict[str, float]:
+        """``client``'s rooms made (or restored) in the window, by id; RoomError when it may make
+        no more. Restoring a room it made in the window is not another room."""
+        now, made = self._clock(), self._creates.setdefault(client, {})
+        for old in [r for r, t in made.items() if now - t > CREATE_WINDOW_S]:
+            del made[old]
+        if room_id not in made and len(made) >= creates_per_client():
             raise rate_limited()
         return made
 
@@ -108,7 +109,7 @@ class MemoryRooms:
                 room_id = new_room_id()
             secret = signing.issue_secret(self._key, room_id)
             self._insert(room_id, secret, 0, "{}")
-            made.append(self._clock())
+            made[room_id] = self._clock()
             return room_id, secret
 
     def issued(self, room_id: str, secret: str) -> bool:
@@ -124,9 +125,9 @@ class MemoryRooms:
             if room_id in self._ended:
                 raise RoomGone(f"room {room_id!r} was ended by its presenter")
             if self._live(room_id) is None:
-                made = self._creations(client)
+                made = self._creations(client, room_id)
                 self._insert(room_id, secret, version, text)
-                made.append(self._clock())
+                made.setdefault(room_id, self._clock())
         return self.publish(room_id, secret, payload)  # a taken id's other secret fails here
 
     def _live(self, room_id: str) -> dict[str, Any] | None:
@@ -229,7 +230,7 @@ class MemoryRooms:
         asked = new_question(card, difficulty)
         with self._lock:
             room = self._presenters(room_id, secret)
-            room["question"], room["answers"] = asked, {}
+            room["question"], room["answers"], room["answered_by"] = asked, {}, {}
         notify(room_id)
         return asked
 
@@ -239,6 +240,15 @@ class MemoryRooms:
             if room.get("question") is None:
                 return
             room["question"] = dataclasses.replace(room["question"], open=False)
+        notify(room_id)
+
+    def clear_question(self, room_id: str, secret: str) -> None:
+        with self._lock:
+            room = self._presenters(room_id, secret)
+            if room.pop("question", None) is None:
+                return
+            room.pop("answers", None)
+            room.pop("answered_by", None)
         notify(room_id)
 
     def question(self, room_id: str) -> Asked | None:
@@ -253,13 +263,32 @@ class MemoryRooms:
             asked = room.get("question")
             if asked is None or asked.id != question_id or not asked.open:
                 raise not_open()
+            now = self._clock()
             seen = room["followers"].get(seat)
-            if seen is None or self._clock() - seen[0] > FOLLOWER_TTL_S:
+            if seen is None or now - seen[0] > FOLLOWER_TTL_S:
                 raise not_seated()
             answers = room["answers"]
-            if seat not in answers and len(answers) >= self.answer_cap():
-                raise answers_full(self.answer_cap())
+            if seat not in answers:
+                self._make_way(room, seat, seen[1], now)
             answers[seat] = text
+
+    def _make_way(self, room: dict[str, Any], seat: str, client: str, now: float) -> None:
+        """Room for a new answer from ``seat`` at ``client``: the address's own bound (every seat of
+        it that answered this question counts, gone or not), then the room's, where an answer of a
+        seat that has left makes way. Call under the lock."""
+        by_client = room.setdefault("answered_by", {}).setdefault(client, set())
+        if seat not in by_client and len(by_client) >= room["per_client"]:
+            raise answers_per_client(room["per_client"])
+        answers = room["answers"]
+        if len(answers) >= self.answer_cap():
+            followers = room["followers"]
+            left = next(
+                (s for s in answers if s not in followers or now - followers[s][0] > FOLLOWER_TTL_S), None
+            )
+            if left is None:
+                raise answers_full(self.answer_cap())
+            del answers[left]
+        by_client.add(seat)
 
     def answers(self, room_id: str, secret: str) -> tuple[dict[str, str], list[str]]:
         with self._lock:

@@ -55,7 +55,7 @@ def publish(
         return
     except records.RoomError as err:
         session.leave(f"The room has stopped: {err}.")
-        st.session_state[session.SET_COOKIE_KEY] = ""
+        session.forget_room(room["id"])
         return
     room.update(version=version, trouble=trouble)
     if not unchanged:

@@ -1,7 +1,10 @@
 """A room's live question (no Streamlit): the question as a room keeps it (`Asked`: a Practice
 drill as card, seed and difficulty, so every screen draws the same numbers) and the checks on its
 answers. A room takes one answer per follower seat (a rewrite replaces it), each at most
-MAX_ANSWER_CHARS, at most the store's `answer_cap` of them; a seat must be seated to answer. The
+MAX_ANSWER_CHARS, at most the store's `answer_cap` of them; a seat must be seated to answer. One
+network address gives at most as many answers to a question as it may hold seats (its seats that
+left still count), and a seated follower's answer is always taken: when the room has kept all it
+keeps, an answer of a seat that has left makes way. The
 answers live and die with the room (in Redis a hash whose expiry the presenter's check-in
 refreshes), and asking a new question deletes the last one's. They are keyed by the seat's random
 id: nothing names a student, and nothing of theirs outlives the room.
@@ -74,6 +77,12 @@ def not_open() -> RoomError:
 
 def not_seated() -> RoomError:
     return RoomError("only a screen seated in the room can answer")
+
+
+def answers_per_client(per_client: int) -> RoomError:
+    return RoomError(
+        f"your network address has given {per_client:,} answers to this question, as many as it holds seats"
+    )
 
 
 def answers_full(cap: int) -> RoomError:

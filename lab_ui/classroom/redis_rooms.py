@@ -22,6 +22,7 @@ from lab_ui.classroom.question import (
     MAX_ANSWERS,
     Asked,
     answers_full,
+    answers_per_client,
     check_answer,
     new_question,
     not_open,
@@ -82,10 +83,12 @@ class RedisRooms:
     PREFIX = "attn_lab:room:"
     LIVE = "attn_lab:rooms"
     ENDED = "attn_lab:ended:"
-    CREATES = "attn_lab:creates:"
+    CREATES = "attn_lab:created:"  # per client: a zset of the room ids it made in the window
     FOLLOWERS = "attn_lab:followers:"
     FRAME = "attn_lab:frame:"  # a room's latest drawn page (view key, bytes)
     ANSWERS = "attn_lab:answers:"  # the question's answers: seat -> text, expiring with the room
+    SEAT_CLIENTS = "attn_lab:seat-clients:"  # seat -> its address key, as follow was told
+    ANSWERED = "attn_lab:answered:"  # who answered it: s:<seat> -> address key, c:<address key> -> count
     KEY = "attn_lab:signing-key"  # the shared key that signs presenter secrets (without ATTN_LAB_SECRET)
     CHANNEL = "attn_lab:room-changed"  # every replica hears every room's changes
 
@@ -113,6 +116,7 @@ class RedisRooms:
         self._per_client = self._r.register_script(scripts.PER_CLIENT)
         self._ask = self._r.register_script(scripts.ASK)
         self._close_question = self._r.register_script(scripts.CLOSE_QUESTION)
+        self._clear_question = self._r.register_script(scripts.CLEAR_QUESTION)
         self._answer = self._r.register_script(scripts.ANSWER)
         self._answers = self._r.register_script(scripts.ANSWERS)
         # frames are bytes: a client that does not decode them
@@ -188,7 +192,7 @@ class RedisRooms:
     @_redis_call
     def publish(self, room_id: str, secret: str, payload: dict[str, Any] | None) -> int:
         text = "" if payload is None else encode_payload(payload)
-        keys = [self._key_of(room_id), self.LIVE, self.ANSWERS + room_id]
+        keys = [self._key_of(room_id), self.LIVE, self.ANSWERS + room_id, self.ANSWERED + room_id]
         every_s = publish_every(self._publish_every_s)
         args = [room_id, signing.presenter_digest(secret), self._ttl, text, self.CHANNEL, every_s]
         version = int(self._publish(keys=keys, args=args))
@@ -228,6 +232,8 @@ class RedisRooms:
                     self.FOLLOWERS + room_id,
                     self.FRAME + room_id,
                     self.ANSWERS + room_id,
+                    self.ANSWERED + room_id,
+                    self.SEAT_CLIENTS + room_id,
                 )
                 pipe.zrem(self.LIVE, room_id)
                 pipe.publish(self.CHANNEL, room_id)
@@ -243,8 +249,9 @@ class RedisRooms:
             self._key_of(room_id),
             self.FOLLOWERS + room_id,
             f"{self.FOLLOWERS}{room_id}:{_client_key(client)}",
+            self.SEAT_CLIENTS + room_id,
         ]
-        args = [session, self.seats, FOLLOWER_TTL_S, SEATS_PER_CLIENT]
+        args = [session, self.seats, FOLLOWER_TTL_S, SEATS_PER_CLIENT, _client_key(client)]
         seated = int(self._follow(keys=keys, args=args))
         if seated == -1:
             raise gone(room_id)
@@ -272,7 +279,7 @@ class RedisRooms:
     @_redis_call
     def ask(self, room_id: str, secret: str, card: str, difficulty: str) -> Asked:
         asked = new_question(card, difficulty)
-        keys = [self._key_of(room_id), self.ANSWERS + room_id]
+        keys = [self._key_of(room_id), self.ANSWERS + room_id, self.ANSWERED + room_id]
         args = [signing.presenter_digest(secret), asked.id, asked.encode(), self.CHANNEL, room_id]
         self._presenter_done(int(self._ask(keys=keys, args=args)), room_id)
         return asked
@@ -283,6 +290,12 @@ class RedisRooms:
         self._presenter_done(int(self._close_question(keys=[self._key_of(room_id)], args=args)), room_id)
 
     @_redis_call
+    def clear_question(self, room_id: str, secret: str) -> None:
+        keys = [self._key_of(room_id), self.ANSWERS + room_id, self.ANSWERED + room_id]
+        args = [signing.presenter_digest(secret), self.CHANNEL, room_id]
+        self._presenter_done(int(self._clear_question(keys=keys, args=args)), room_id)
+
+    @_redis_call
     def question(self, room_id: str) -> Asked | None:
         text, state = self._r.hmget(self._key_of(room_id), "question", "q_state")
         return None if text is None else Asked.decode(text, state)
@@ -290,8 +303,14 @@ class RedisRooms:
     @_redis_call
     def answer(self, room_id: str, seat: str, question_id: str, text: str) -> None:
         check_answer(question_id, seat, text)
-        keys = [self._key_of(room_id), self.ANSWERS + room_id, self.FOLLOWERS + room_id]
-        args = [question_id, seat, text, self.answer_cap(), FOLLOWER_TTL_S]
+        keys = [
+            self._key_of(room_id),
+            self.ANSWERS + room_id,
+            self.FOLLOWERS + room_id,
+            self.SEAT_CLIENTS + room_id,
+            self.ANSWERED + room_id,
+        ]
+        args = [question_id, seat, text, self.answer_cap(), FOLLOWER_TTL_S, SEATS_PER_CLIENT]
         done = int(self._answer(keys=keys, args=args))
         if done == -1:
             raise gone(room_id)
@@ -301,6 +320,8 @@ class RedisRooms:
             raise not_seated()
         if done == -4:
             raise answers_full(self.answer_cap())
+        if done < -4:
+            raise answers_per_client(-done - 4)
 
     @_redis_call
     def answers(self, room_id: str, secret: str) -> tuple[dict[str, str], list[str]]:

@@ -89,11 +89,15 @@ class RoomStore(Protocol):
     def close_question(self, room_id: str, secret: str) -> None:
         """The presenter closes the question: no more answers, followers are shown the answer."""
 
+    def clear_question(self, room_id: str, secret: str) -> None:
+        """The presenter is done with the question: it and its answers go, screens show the page."""
+
     def question(self, room_id: str) -> Asked | None:
         """The room's question (open or closed), or None."""
 
     def answer(self, room_id: str, seat: str, question_id: str, text: str) -> None:
-        """A seated follower's answer to the open question ``question_id`` (replaces its last)."""
+        """A seated follower's answer to the open question ``question_id`` (replaces its last); its
+        address (as `follow` was told) gives at most as many answers as it may hold seats."""
 
     def answers(self, room_id: str, secret: str) -> tuple[dict[str, str], list[str]]:
         """The presenter's read: (seat → answer, seats seated now)."""

@@ -23,7 +23,9 @@ from lab_ui.classroom import push, records, rooms
 from lab_ui.widgets import KEEP_PREFIX, SCREEN_KEYS
 
 ROOM_PARAM = "room"  # the student link's query parameter
-COOKIE = "attn_lab_presenter"  # "<room id>.<secret>" in the presenter's browser
+COOKIE = "attn_lab_presenter"  # "<room id>.<secret>" of each room this browser started, joined by "_"
+MINE_KEY = "_classroom_mine"  # session key: this browser's rooms [(id, secret)], newest first
+MAX_MINE = 8  # rooms a presenter cookie remembers
 COOKIE_MAX_AGE_S = 12 * 3600  # a stale cookie is harmless: the room is checked on every use
 ROOM_KEY = "_classroom"  # session key: {"id", "role", "secret"?, "seen", "following", "applied", ...}
 ERROR_KEY = "_classroom_error"  # a message for the next run's sidebar
@@ -48,6 +50,35 @@ def cookies() -> Mapping[str, str]:
     return st.context.cookies
 
 
+def my_rooms() -> list[tuple[str, str]]:
+    """The rooms this browser started, (id, secret), newest first: its presenter cookie as this
+    session last wrote it. Unchecked: a caller asks the store whether it issued each secret, so a
+    forged entry drives nothing."""
+    if MINE_KEY not in st.session_state:
+        found = []
+        for entry in str(cookies().get(COOKIE, "")).split("_")[:MAX_MINE]:
+            room_id, _, secret = entry.partition(".")
+            if records.valid_room_id(room_id) and 0 < len(secret) <= 80:
+                found.append((room_id, secret))
+        st.session_state[MINE_KEY] = found
+    return list(st.session_state[MINE_KEY])
+
+
+def remember_room(room_id: str, secret: str) -> None:
+    """This browser started ``room_id``: first in its cookie (written on the next run)."""
+    _write_mine([(room_id, secret), *[m for m in my_rooms() if m[0] != room_id]][:MAX_MINE])
+
+
+def forget_room(room_id: str) -> None:
+    """``room_id`` has ended: out of this browser's cookie."""
+    _write_mine([m for m in my_rooms() if m[0] != room_id])
+
+
+def _write_mine(mine: list[tuple[str, str]]) -> None:
+    st.session_state[MINE_KEY] = mine
+    st.session_state[SET_COOKIE_KEY] = "_".join(f"{room_id}.{secret}" for room_id, secret in mine)
+
+
 TRUSTED_PROXIES_ENV = "ATTN_LAB_TRUSTED_PROXIES"  # proxy addresses whose X-Forwarded-For is believed
 
 
@@ -55,22 +86,60 @@ def client_of(peer: object, forwarded: object, trusted: frozenset[str]) -> str:
     """Who is asking, for the per-client limits: the socket's peer, unless that peer is a proxy the
     operator named (``trusted``), whose X-Forwarded-For's last entry (the address that proxy itself
     saw and appended) is the client. Anyone can send the header; only a named proxy is believed."""
-    peer = peer if isinstance(peer, str) and peer else "unknown"
+    peer = _plain(peer) if isinstance(peer, str) and peer else "unknown"
     if peer in trusted and isinstance(forwarded, str) and forwarded.strip():
         return forwarded.split(",")[-1].strip()[:64] or peer
     return peer
+
+
+def _plain(address: str) -> str:
+    """An IPv4 address as itself, not IPv4-mapped IPv6 ("::ffff:127.0.0.1" from a dual-stack socket)."""
+    return address[7:] if address.lower().startswith("::ffff:") and "." in address else address
 
 
 def trusted_proxies(env: Mapping[str, str] | None = None) -> frozenset[str]:
     """ATTN_LAB_TRUSTED_PROXIES: addresses separated by commas or spaces (deploy/serve.sh names
     its nginx); empty by default, so a server with no proxy in front believes no header."""
     raw = (os.environ if env is None else env).get(TRUSTED_PROXIES_ENV, "")
-    return frozenset(a for a in re.split(r"[,\s]+", raw) if a)
+    return frozenset(_plain(a) for a in re.split(r"[,\s]+", raw) if a)
+
+
+UNVERIFIED = "unverified-forwarded"  # every connection whose real peer could not be read back
+
+
+def socket_peer() -> str | None:
+    """This session's TCP peer as the socket reports it. Not st.context.ip_address: Streamlit's
+    server (uvicorn) believes X-Forwarded-For from 127.0.0.1 and ::1 by default (its
+    FORWARDED_ALLOW_IPS) and puts the header's address in place of the peer before the app sees
+    it, so a browser on the server's own machine, or anything relaying through it, could name
+    itself. Read from Streamlit's internals (the session's websocket, uvicorn's protocol object);
+    None where they are missing."""
+    try:
+        from streamlit.runtime import Runtime
+
+        client = Runtime.instance().get_client(session_id())
+        host = client._websocket._receive.__self__.client[0]
+    except Exception:  # AppTest, another server or version: the caller falls back
+        return None
+    return host if isinstance(host, str) and host else None
+
+
+def peer_of(socket: str | None, shown: str | None, forwarded: object) -> str | None:
+    """The peer to judge the header by: the socket's own (``socket``) where it could be read, else
+    the one Streamlit shows (``shown``), unless that one is an entry of the header itself (the
+    server replaced the peer with the header's word: who really connected is unknown, so all such
+    connections count as one client, `UNVERIFIED`)."""
+    if socket is not None:
+        return socket
+    entries = [e.strip() for e in forwarded.split(",")] if isinstance(forwarded, str) else []
+    return UNVERIFIED if shown and shown in entries else shown
 
 
 def client_address() -> str:
-    """This session's client address (client_of the socket's peer and its X-Forwarded-For)."""
-    return client_of(st.context.ip_address, st.context.headers.get("X-Forwarded-For"), trusted_proxies())
+    """This session's client address: `client_of` the socket's real peer and its X-Forwarded-For."""
+    forwarded = st.context.headers.get("X-Forwarded-For")
+    peer = peer_of(socket_peer(), st.context.ip_address, forwarded)
+    return client_of(peer, forwarded, trusted_proxies())
 
 
 def state_after_stop():

@@ -6,6 +6,7 @@ import time
 
 import pytest
 from conftest import ARTIFACTS, wait_idle
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 
@@ -109,3 +110,41 @@ def test_a_reload_keeps_the_presenters_room(server_url, browser, page):
     assert student.get_by_text("ended").count() == 0
     assert student.locator("[data-testid=stException]").count() == 0
     student_ctx.close()
+
+
+def test_a_presenter_takes_her_room_back_in_a_new_browser_context(server_url, browser):
+    """Her tab closed, the room left behind: a new browser context holding only her presenter
+    cookie lists the room and takes it back; a context with a forged cookie lists nothing."""
+    first = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = first.new_page()
+    pg.goto(f"{server_url}/playground")
+    wait_idle(pg, 60_000)
+    pg.get_by_text("Classroom").first.click()
+    pg.get_by_role("button", name="Start a room").click()
+    wait_idle(pg)
+    room_id = (
+        pg.get_by_test_id("stSidebar").get_by_test_id("stCode").inner_text().strip().rsplit("room=", 1)[1]
+    )
+    pg.wait_for_function(f"document.cookie.includes('attn_lab_presenter={room_id}.')", timeout=20_000)
+    cookie = next(c for c in first.cookies() if c["name"] == "attn_lab_presenter")
+    first.close()  # the tab is gone; the room is left behind
+
+    for value, listed in ((cookie["value"], True), (f"{room_id}.{cookie['value'][7:-4]}beef", False)):
+        ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+        try:
+            ctx.add_cookies([{**cookie, "value": value}])
+            new = ctx.new_page()
+            new.goto(f"{server_url}/playground")
+            wait_idle(new, 60_000)
+            new.get_by_text("Classroom").first.click()
+            side = new.get_by_test_id("stSidebar")
+            if not listed:
+                expect(side.get_by_role("button", name="Start a room")).to_be_visible(timeout=20_000)
+                assert side.get_by_role("button", name="Take back").count() == 0
+                continue
+            expect(side.get_by_text(f"Your room {room_id}")).to_be_visible(timeout=20_000)
+            side.get_by_role("button", name="Take back").click()
+            expect(side.get_by_text(f"Presenting room {room_id}")).to_be_visible(timeout=20_000)
+            assert f"room={room_id}" in new.url and new.locator("[data-testid=stException]").count() == 0
+        finally:
+            ctx.close()

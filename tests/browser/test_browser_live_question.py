@@ -1,8 +1,10 @@
 """A live question in real browsers: a presenter playing a lesson starts a room and asks the room
 the step's question, two students answer on their own screens (the first, exploring on its own,
-right; the second, after the presenter has moved to the next step, with the query-heads slip),
-the presenter sees the answers grouped by slip, closes the question, and each student is shown
-the answer.
+right; the second, following, with the query-heads slip). While the question is open the
+presenter's screen (the projector) shows exactly the room's question and no answer, and each
+following screen shows it once, with nothing of the presenter's page beside it; the presenter
+sees the answers grouped by slip, reveals the answer, every student is shown it, and Back to the
+page brings the page back.
 
 Oracle: card 13's KV cache per token, 2 · L · H_kv · d_h · b bytes, computed here from the numbers
 the students' screens print; the slip is the same product with the query heads."""
@@ -21,6 +23,7 @@ PROMPT = re.compile(
     r"A model has (\d+) layers, (\d+) query heads and (\d+) KV heads? of width (\d+), and keeps its cache in (\w+)"
 )
 QUESTION, TALLY = ".st-key-classroom_question", ".st-key-classroom_tally"
+ROOM_QUESTION = ".st-key-classroom_room_question"  # the presenter's: the room's question
 
 
 def _numbers(pg) -> tuple[int, int, int, int, int]:
@@ -69,13 +72,17 @@ def test_a_room_answers_the_lessons_question_and_the_presenter_sees_the_slips(se
         assert right != slip
         _send(students[0], f"{right:g}")
 
-        # the presenter moves on: the second student's screen gets the next step (a pushed frame
-        # or a run), and its answer box, drawn by its own run, still takes an answer
-        presenter.get_by_role("button", name="Next →").click()
-        wait_idle(presenter)
-        expect(
-            students[1].locator(".st-key-lesson_panel, [data-testid=stMain]").get_by_text("step 2 of").first
-        ).to_be_visible(timeout=20_000)
+        # the projector: exactly the room's question, no answer anywhere on it, no page beside it
+        room_box = presenter.locator(ROOM_QUESTION)
+        expect(room_box).to_be_visible(timeout=20_000)
+        assert PROMPT.search(room_box.inner_text()).groups()[:4] == tuple(str(n) for n in numbers[0][:4])
+        main = presenter.locator("[data-testid=stMain]").inner_text()
+        assert len(PROMPT.findall(main)) == 1 and f"{right:g} KiB" not in presenter.inner_text("body")
+        assert presenter.locator(".st-key-lesson_panel").count() == 0
+        # a following screen: the room's question once, and no "Your answer" but its own
+        following = students[1].locator("[data-testid=stMain]")
+        assert len(PROMPT.findall(following.inner_text())) == 1
+        assert following.get_by_label("Your answer").count() == 1
         _send(students[1], f"{slip:g} KiB")
 
         tally = presenter.locator(TALLY)
@@ -88,7 +95,9 @@ def test_a_room_answers_the_lessons_question_and_the_presenter_sees_the_slips(se
         presenter.screenshot(path=str(ARTIFACTS / "live-question-presenter.png"), full_page=True)
         tally.screenshot(path=str(ARTIFACTS / "live-question-tally.png"))
 
-        presenter.get_by_role("button", name="Close the question and show the answer").click()
+        assert f"{right:g} KiB" not in presenter.inner_text("body")  # the count, still no answer
+        presenter.get_by_role("button", name="Reveal the answer").click()
+        expect(room_box.get_by_text("The answer:")).to_be_visible(timeout=20_000)
         for student in students:
             expect(student.locator(QUESTION).get_by_text("The answer:")).to_be_visible(timeout=20_000)
         expect(students[0].locator(QUESTION).get_by_text("right.")).to_be_visible()
@@ -96,6 +105,12 @@ def test_a_room_answers_the_lessons_question_and_the_presenter_sees_the_slips(se
             students[1].locator(QUESTION).get_by_text(f"when you used the {heads} query heads")
         ).to_be_visible()
         students[1].screenshot(path=str(ARTIFACTS / "live-question-student.png"), full_page=True)
+        presenter.get_by_role("button", name="Back to the page").click()
+        expect(presenter.locator(".st-key-lesson_panel")).to_be_visible(timeout=20_000)
+        expect(
+            students[1].locator(".st-key-lesson_panel, [data-testid=stMain]").get_by_text("step 1 of").first
+        ).to_be_visible(timeout=20_000)
+        expect(students[1].locator(QUESTION)).to_have_count(0)
         for pg in (presenter, *students):
             assert pg.locator("[data-testid=stException]").count() == 0
     finally:

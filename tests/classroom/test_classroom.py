@@ -414,6 +414,22 @@ def test_x_forwarded_for_is_believed_only_from_a_named_proxy(monkeypatch):
     assert session.trusted_proxies() == {"127.0.0.1", "10.0.0.2", "10.0.0.3"}
     monkeypatch.delenv(session.TRUSTED_PROXIES_ENV)
     assert session.trusted_proxies() == frozenset()
+    assert session.client_of("::ffff:127.0.0.1", "198.51.100.7", proxy) == "198.51.100.7"  # dual stack
+
+
+def test_the_peer_is_the_sockets_not_the_one_a_header_put_in_its_place():
+    """Streamlit's server may already have put the header's address in place of the peer: the
+    socket's own peer is judged; where it cannot be read, a peer that is a word of the header is
+    no one in particular."""
+    assert session.peer_of("127.0.0.1", "6.6.6.6", "6.6.6.6") == "127.0.0.1"
+    forged = session.peer_of(None, "6.6.6.6", "6.6.6.6")
+    assert forged == session.UNVERIFIED and session.client_of(forged, "6.6.6.6", frozenset()) == forged
+    assert session.peer_of(None, "203.0.113.5", "6.6.6.6") == "203.0.113.5"  # not rewritten
+    assert session.peer_of(None, "203.0.113.5", None) == "203.0.113.5"
+    assert (
+        session.client_of(session.peer_of("127.0.0.1", "6.6.6.6", "6.6.6.6"), "6.6.6.6", frozenset())
+        == "127.0.0.1"
+    )
 
 
 def test_a_view_of_non_ascii_text_reaches_followers_and_an_oversize_one_stops_nothing(app):
@@ -660,3 +676,40 @@ def test_a_presenter_run_cut_short_by_a_rerun_shares_no_half_page(app, frames_on
     assert frame is not None and frame != whole and frame[0] == snap.view
     follower = app(room=room_id)
     assert _figures(follower) == _figures(presenter) and len(_figures(follower)) >= 3
+
+
+def test_a_presenter_takes_back_or_ends_her_rooms_from_a_new_tab(app, monkeypatch):
+    """Three rooms left behind by closed tabs: a new tab of the same browser (its cookie) lists
+    them, takes one back (and one the store lost, restored without counting as a fourth room) and
+    ends another, though starting a fourth is refused. A forged cookie lists nothing."""
+    jar = {}
+    monkeypatch.setattr(session, "cookies", lambda: dict(jar))
+    started = []
+    for _ in range(records.MAX_CREATES_PER_CLIENT):
+        tab = app()
+        tab.button(key="classroom_start").click().run()
+        room = tab.session_state[session.ROOM_KEY]
+        started.append((room["id"], room["secret"]))
+        jar[session.COOKIE] = tab.sidebar.get("text")[0].value  # what the tab's script stores
+    new = app()
+    new.button(key="classroom_start").click().run()
+    assert any(f"you started {records.MAX_CREATES_PER_CLIENT} rooms" in w.value for w in new.warning)
+    keys = {b.key for b in new.button}
+    assert {f"classroom_take_{r}" for r, _ in started} <= keys and {
+        f"classroom_end_{r}" for r, _ in started
+    } <= keys
+    new.button(key=f"classroom_end_{started[1][0]}").click().run()
+    assert rooms.store().ended(started[1][0]) and rooms.store().status(started[1][0]) is None
+    new.button(key=f"classroom_take_{started[0][0]}").click().run()
+    room = new.session_state[session.ROOM_KEY]
+    assert (room["role"], room["id"]) == ("present", started[0][0]) and not new.exception
+    assert any(f"Presenting room **{started[0][0]}**" in m.value for m in new.sidebar.markdown)
+    rooms.store()._rooms.pop(started[2][0])  # the store lost the last one (aged out, a restart)
+    again = app()
+    again.button(key=f"classroom_take_{started[2][0]}").click().run()
+    assert again.session_state[session.ROOM_KEY]["role"] == "present"
+    assert rooms.store().status(started[2][0]) is not None  # restored, within her three rooms
+    jar[session.COOKIE] = "_".join(f"{r}.{s[:-4]}beef" for r, s in started) + "_abcdef.guessed"
+    forger = app()
+    assert not any(b.key.startswith(("classroom_take_", "classroom_end_")) for b in forger.button)
+    assert len(rooms.store()) == 2 and not forger.exception

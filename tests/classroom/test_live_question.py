@@ -212,7 +212,8 @@ def test_a_lesson_steps_question_is_asked_answered_and_counted(app, app_store):
     for at in followers:
         at.run()
         assert not at.exception
-        assert at.session_state[session.ROOM_KEY]["viewing"]  # the presenter's frame, not a page run
+        # the room's question alone: neither the presenter's frame nor a page run beside it
+        assert not at.session_state[session.ROOM_KEY]["viewing"]
         assert at.session_state[session.ROOM_KEY]["question_tag"] == asked.tag
     followers[0].text_input(key=f"classroom_answer_{asked.id}").input(f"{right:g}")
     followers[0].button(key=f"classroom_send_{asked.id}").click().run()
@@ -281,7 +282,80 @@ def test_a_question_reruns_a_screen_that_a_pushed_frame_would_leave_without_its_
     assert not following.frame_pusher(room_id)(stale) and not stale.sent  # rerun: it draws the box
     follower.run()
     room = dict(follower.session_state[session.ROOM_KEY])
-    assert room["question_tag"] == asked.tag
-    assert following.frame_pusher(room_id)(_Screen(dict(room)))
+    assert room["question_tag"] == asked.tag and not room["viewing"]  # the question alone
+    assert not following.frame_pusher(room_id)(_Screen(dict(room)))  # never a frame beside it
     app_store.close_question(room_id, secret)
     assert not following.frame_pusher(room_id)(_Screen(dict(room)))  # closed: rerun to show the answer
+    app_store.clear_question(room_id, secret)
+    follower.run()
+    room = dict(follower.session_state[session.ROOM_KEY])
+    assert room["question_tag"] == "" and room["viewing"]  # back to the presenter's frame
+    assert following.frame_pusher(room_id)(_Screen(dict(room)))
+
+
+def test_the_presenter_clears_a_question_and_its_answers(store):
+    room_id, secret, seats = seated_room(store, 1)
+    asked = store.ask(room_id, secret, "13", "medium")
+    store.answer(room_id, seats[0], asked.id, "1")
+    with pytest.raises(records.RoomError, match="only the presenter"):
+        store.clear_question(room_id, "forged-secret")
+    assert store.question(room_id) == asked
+    store.clear_question(room_id, secret)
+    assert store.question(room_id) is None and store.status(room_id).question == ""
+    assert store.answers(room_id, secret)[0] == {}
+    with pytest.raises(records.RoomError, match="closed or has been replaced"):
+        store.answer(room_id, seats[0], asked.id, "2")
+    store.clear_question(room_id, secret)  # nothing asked: nothing to do
+
+
+# -- ballot stuffing: answers per address are bounded like its seats ---------------------------------
+
+
+def depart(store, room_id: str, seats: list[str]) -> None:
+    """These seats leave, as if their screens stopped checking in (their seats' time lapsed)."""
+    if isinstance(store, memory_rooms.MemoryRooms):
+        for seat in seats:
+            store._rooms[room_id]["followers"].pop(seat)
+        return
+    for key in store._r.keys(store.FOLLOWERS + room_id + "*"):
+        store._r.zrem(key, *seats)
+
+
+def test_one_address_gives_at_most_its_seats_in_answers_even_as_seats_come_and_go(store):
+    room_id, secret = store.create("teacher")
+    asked = store.ask(room_id, secret, "13", "medium")
+    per = records.SEATS_PER_CLIENT
+    for turn in range(3):  # ten seats from one address, then ten more once those left, ...
+        seats = [f"t{turn}s{i}" for i in range(per)]
+        for seat in seats:
+            assert store.follow(room_id, seat, "10.0.0.1") is records.Seat.TAKEN
+        for seat in seats:
+            if turn == 0:
+                store.answer(room_id, seat, asked.id, "1")
+            else:
+                with pytest.raises(records.RoomError, match="network address"):
+                    store.answer(room_id, seat, asked.id, "1")
+        depart(store, room_id, seats)
+    assert len(store.answers(room_id, secret)[0]) == per  # the first ten, and no more
+    store.follow(room_id, "other", "10.0.0.2")
+    store.answer(room_id, "other", asked.id, "2")  # another address is not held back
+    asked2 = store.ask(room_id, secret, "13", "medium")  # a new question: every address answers again
+    store.follow(room_id, "fresh", "10.0.0.1")
+    store.answer(room_id, "fresh", asked2.id, "1")
+
+
+def test_a_seated_students_answer_is_taken_when_departed_seats_filled_the_room(store):
+    store.seats = 4  # a room of four seats keeps four answers
+    room_id, secret = store.create("teacher")
+    asked = store.ask(room_id, secret, "13", "medium")
+    gone = [f"g{i}" for i in range(4)]
+    for i, seat in enumerate(gone):
+        store.follow(room_id, seat, f"10.0.1.{i}")
+        store.answer(room_id, seat, asked.id, "1")
+    depart(store, room_id, gone)
+    for i in range(4):  # four seated students, each from a new address: every answer is taken
+        store.follow(room_id, f"s{i}", f"10.0.2.{i}")
+        store.answer(room_id, f"s{i}", asked.id, "2")
+    answers, seated = store.answers(room_id, secret)
+    assert {f"s{i}" for i in range(4)} <= set(answers) and len(answers) == 4
+    assert sorted(seated) == [f"s{i}" for i in range(4)]

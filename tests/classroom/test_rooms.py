@@ -416,7 +416,7 @@ def test_a_forged_secret_restores_no_room(backend, request):
 
 
 @pytest.mark.parametrize("backend", ["memory", "redis"])
-def test_a_lost_room_comes_back_to_its_presenter_only_and_restores_are_counted(backend, request, tmp_path):
+def test_a_lost_room_comes_back_to_its_presenter_only_and_restores_are_counted_once(backend, request, tmp_path):
     server = RedisServer(tmp_path, persist=False).start() if backend == "redis" else None
     try:
         store = redis_rooms.RedisRooms(server.url) if server else memory_rooms.MemoryRooms()
@@ -445,13 +445,17 @@ def test_a_lost_room_comes_back_to_its_presenter_only_and_restores_are_counted(b
         with pytest.raises(records.RoomError, match="only the presenter"):
             store.restore(room_id, signing.issue_secret(key, room_id), {"page": "evil"})
         assert store.snapshot(room_id).payload == {"page": "masks"}
-        # the teacher made one room and restored it once; one more restore fills her allowance
-        lose()
-        store.restore(room_id, secret, {"page": "masks"}, client="teacher")
+        # her own room comes back however often it is lost: it is one room, counted once
+        for _ in range(records.MAX_CREATES_PER_CLIENT + 1):
+            lose()
+            store.restore(room_id, secret, {"page": "masks"}, client="teacher")
+        # but a restore is a room like any other: rooms she did not make here count, up to the limit
+        for _ in range(records.MAX_CREATES_PER_CLIENT - 1):
+            store.create("teacher")
         lose()
         with pytest.raises(records.RoomError, match=f"you started {records.MAX_CREATES_PER_CLIENT} rooms"):
-            store.restore(room_id, secret, {"page": "masks"}, client="teacher")
-        assert store.status(room_id) is None
+            store.restore(other_id, signing.issue_secret(key, other_id), {"page": "masks"}, client="teacher")
+        assert store.status(other_id) is None
     finally:
         if server:
             server.stop()
