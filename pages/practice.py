@@ -6,7 +6,6 @@ import time
 import pandas as pd
 import streamlit as st
 
-from attn_core.practice.answers import max_chars
 from attn_core.views import practice
 from attn_core.views.practice import Difficulty
 from lab_ui import figures, widgets
@@ -67,7 +66,7 @@ def ask(question, n: int):
             "Your answer",
             key=f"pr_answer_{n}",
             placeholder=question.hint,
-            max_chars=max_chars(question.answer_kind),
+            max_chars=practice.max_chars(question.answer_kind),
             on_change=submit,
         )
     clicked = st.button("Check", type="primary", key=f"pr_check_{n}", icon=":material/check:")

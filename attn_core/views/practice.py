@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attn_core.practice import drills
+from attn_core.practice.answers import max_chars
 from attn_core.practice.progress import Attempt, CardProgress, from_csv, summarize, to_csv
 from attn_core.practice.question import Answer, AnswerKind, Difficulty, Question, Verdict, fmt
 
@@ -15,6 +16,7 @@ __all__ = [  # what the page reads (the page import rule: tests/pages/test_page_
     "cards_from_link",
     "feedback",
     "from_csv",
+    "max_chars",
     "next_question",
     "progress",
     "question_seed",
