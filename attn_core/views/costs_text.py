@@ -31,15 +31,43 @@ from attn_core.cost.units import (
 )
 
 
+def model_kind(s: ModelShape) -> str:
+    """What kind of model, in a phrase: dense; a mixture of experts (k of E per token, the expert
+    width, shared experts, the layers that have them); a hybrid (its mixers, layers of each)."""
+    parts = []
+    if s.is_hybrid:
+        mixers = " + ".join(
+            f"{n:,} {KIND_LABELS.get(k, k)}" for k, n in s.kind_counts.items() if k not in ("mlp", "moe")
+        )
+        parts.append(f"**hybrid**: {mixers} layers")
+    if s.moe is not None:
+        m = s.moe
+        text = f"**mixture of experts**: {m.top_k} of {m.n_experts} experts per token, expert width {m.expert_d_ff:,}"
+        if m.n_shared:
+            text += f" + {m.n_shared} shared expert{'s' if m.n_shared > 1 else ''} of width {m.shared_d_ff:,}"
+        dense = s.n_mlp_layers - s.n_moe_layers
+        if dense > 0:
+            text += f"; experts in {s.n_moe_layers:,} of {s.n_mlp_layers:,} MLP layers, the others dense"
+        parts.append(text)
+    return " · ".join(parts) if parts else "**dense** (every token runs every weight)"
+
+
+def dense_mlp(s: ModelShape) -> str:
+    """The dense MLP's width, where some layer has one (an all-experts model's config width is unused)."""
+    if s.moe is not None and s.n_mlp_layers - s.n_moe_layers <= 0:
+        return ""
+    return f" · d_ff = {s.d_ff:,} ({s.mlp_kind} MLP, {s.mlp_matrices} matrices)"
+
+
 def model_card(r: CostReport, dtype: str) -> tuple[str, str]:
-    """The model's shape in one line of markdown, and a caption of its extras."""
+    """The model's kind and shape in markdown, and a caption of its extras."""
     s = r.model
     params = model_params(s)
     line = (
-        f"**{s.name}** — **{s.attention_kind}**: L = {s.n_layers} layers · d = {s.d_model:,} · h = {s.n_heads} query "
-        f"heads · H_kv = {s.n_kv_heads} KV heads (group G = {s.group_size}) · d_h = {s.head_dim} · d_ff = {s.d_ff:,} "
-        f"({s.mlp_kind} MLP, {s.mlp_matrices} matrices) · **{format_count_short(params.total, 2)} parameters** "
-        f"({params.total:,}) = **{format_bytes_decimal(r.weight_bytes)}** of {dtype} weights "
+        f"**{s.name}** — {model_kind(s)}  \n**{s.attention_kind}** attention: L = {s.n_layers} layers · "
+        f"d = {s.d_model:,} · h = {s.n_heads} query heads · H_kv = {s.n_kv_heads} KV heads (group G = "
+        f"{s.group_size}) · d_h = {s.head_dim}{dense_mlp(s)} · **{format_count_short(params.total, 2)} "
+        f"parameters** ({params.total:,}) = **{format_bytes_decimal(r.weight_bytes)}** of {dtype} weights "
         f"({format_bytes_binary(r.weight_bytes)})"
     )
     extras = [
@@ -254,18 +282,19 @@ def headline(r: CostReport) -> list[tuple[str, str, str]]:
             f"{r.serving.max_sequences:,}",
             "An upper bound: activations, fragmentation and the framework also take memory.",
         ),
-        (
-            "decode step (≥)",
-            format_seconds(r.decode.seconds_per_step),
-            f"≤ {r.decode.tokens_per_s:,.1f} tokens/s over the batch"
-            + (
-                ""
-                if r.experts_touched_expected is None
-                else f" — the floor (top-k experts); under uniform routing {format_seconds(r.decode.expected_seconds_per_step)}"
-                f", ≤ {r.decode.expected_tokens_per_s:,.1f} tokens/s"
-            ),
-        ),
+        ("decode step (≥)", format_seconds(r.decode.seconds_per_step), decode_conditions(r)),
     ]
+
+
+def decode_conditions(r: CostReport) -> str:
+    """The one decode figure's conditions: batch, context, dtypes, hardware, and what it bounds."""
+    p = r.precision
+    routed = " the same top-k experts for every sequence;" if r.experts_touched_expected is not None else ""
+    return (
+        f"B = {r.batch:,} sequence(s), T = {r.seq_len:,} tokens of context, {p.weights or p.activations} weights, "
+        f"{p.kv} cache, {r.n_gpus} × {r.gpu.label};{routed} a step reads the weights it uses and every "
+        f"cache once at full bandwidth: ≤ {r.decode.tokens_per_s:,.1f} tokens/s over the batch."
+    )
 
 
 def card_conventions(r: CostReport) -> str:
@@ -281,7 +310,19 @@ def card_conventions(r: CostReport) -> str:
         f"the weights it uses (an untied embedding table only for its {r.batch:,} row(s), the top-k experts) → "
         f"{format_seconds(d.weight_seconds)} + {format_seconds(d.kv_seconds)}. The label is decimal GB, the "
         "device counts binary GiB (2³⁰ B, 7.4% more per unit) of its real stack, so the label's figure is not an "
-        "upper bound; the true decode floor is below the card's."
+        "upper bound; the true decode floor is below the card's." + uniform_routing(r)
+    )
+
+
+def uniform_routing(r: CostReport) -> str:
+    """A mixture of experts' second decode figure: B sequences routed uniformly touch more experts."""
+    if r.experts_touched_expected is None:
+        return ""
+    d = r.decode
+    return (
+        f" With experts, the headline is the floor (every sequence routed to the same top-k); under uniform "
+        f"routing a step touches {r.experts_touched_expected:,.1f} of {r.model.moe.n_experts} experts per MoE "
+        f"layer: {format_seconds(d.expected_seconds_per_step)}, ≤ {d.expected_tokens_per_s:,.1f} tokens/s."
     )
 
 
