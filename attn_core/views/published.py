@@ -110,8 +110,8 @@ def cost_band(report: CostReport) -> CostBand:
             "Each run's bound is this calculator's for the run's own model, GPUs, precision, batch and lengths "
             "(`python -m attn_core published` prints all of them, assets/published/runs.json holds the "
             "conditions and sources). A run faster than its bound would be a defect of the calculator or of "
-            "the row and is left out of the range. Rows run in fp8 are priced at the fp8 peak (twice bf16 on "
-            "Hopper and Blackwell); this page's TTFT bound uses the bf16 peak whatever the dtype. The ranges "
+            "the row and is left out of the range. Rows run in fp8 are priced at the fp8 peak (twice the 16-bit "
+            "one on Hopper and Blackwell); this page's TTFT bound uses the dense 16-bit peak whatever the dtype. The ranges "
             "describe those runs' software and hardware, not a promise for yours."
         ),
     )

@@ -62,14 +62,21 @@ def test_one_decode_figure_with_its_conditions_and_the_cards_count_in_an_expande
     assert not any("As the cards count it" in text for text in outside)
 
 
+def page_words(at) -> str:
+    """What the page says in its own words: published runs are left out (their names and precisions
+    are facts of other people's runs, `gptfast-7b-bf16`, not this page's vocabulary)."""
+    own = [line for line in first_screen(at).splitlines() if not line.startswith("Published on this model")]
+    return "\n".join(own + [str(list(d.value.columns)) for d in at.dataframe])
+
+
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 def test_one_dtype_vocabulary_per_view(app, dtype):
     at = app(PAGE, co_dtype=dtype, co_section="whole")
     other = "bf16" if dtype == "fp16" else "fp16"
-    shown = first_screen(at) + "\n".join(str(list(d.value.columns)) for d in at.dataframe)
+    shown = page_words(at)
     assert other not in shown, [line for line in shown.splitlines() if other in line][:3]
     at = open_section(at, "Serving & decode", key="co_section", errors_allowed=True)
-    shown = first_screen(at) + "\n".join(str(list(d.value.columns)) for d in at.dataframe)
+    shown = page_words(at)
     assert other not in shown, [line for line in shown.splitlines() if other in line][:3]
 
 
