@@ -11,7 +11,7 @@ import streamlit as st
 
 from attn_core.oracle import Check
 from attn_core.slips import Slip
-from lab_ui import widgets
+from lab_ui import table_fit, widgets
 
 T = TypeVar("T")
 
@@ -89,9 +89,28 @@ def arrow_safe(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def fitted(df: pd.DataFrame, kwargs: dict) -> dict:
+    """st.dataframe's arguments with column widths (and a wrapping row height) that make ``df``
+    fit the page (lab_ui/table_fit.py); a caller's own widths and row height win."""
+    shape = table_fit.fit(df)
+    if not shape.widths:
+        return kwargs
+    config = dict(kwargs.get("column_config") or {})
+    for name, width in shape.widths.items():
+        given = config.get(name)
+        if isinstance(given, dict):
+            config[name] = {"width": width, **given}
+        elif given is None or isinstance(given, str):
+            config[name] = st.column_config.Column(given, width=width)
+    out = {**kwargs, "column_config": config}
+    if shape.row_height is not None:
+        out.setdefault("row_height", shape.row_height)
+    return out
+
+
 def table(df: pd.DataFrame, file_name: str, key: str, **kwargs) -> None:
-    """A dataframe with a CSV download button under it."""
-    st.dataframe(arrow_safe(df), key=f"{key}_table", **kwargs)
+    """A dataframe that fits the page's width, with a CSV download button under it."""
+    st.dataframe(arrow_safe(df), key=f"{key}_table", **fitted(df, kwargs))
     st.download_button(
         "⬇ CSV",
         lambda: df.to_csv(index=False).encode(),  # written on click, not on every rerun

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from lab_ui.figures import font_size
+from lab_ui.figures import axis, font_size, trace_values
 
 Marks = Sequence[tuple[float | None, str]]
 
@@ -41,8 +41,19 @@ def _marks(x_marks: Marks, y_marks: Marks) -> tuple[list[dict], list[dict]]:
     return shapes, notes
 
 
-def _layout(title: str, x_title: str, y_title: str, log_y: bool, height: int, x_marks: Marks, y_marks: Marks):
+def _layout(
+    traces: list[dict],
+    title: str,
+    x_title: str,
+    y_title: str,
+    log_y: bool,
+    height: int,
+    x_marks: Marks,
+    y_marks: Marks,
+) -> dict:
     shapes, notes = _marks(x_marks, y_marks)
+    xs = trace_values(traces, "x") + [x for x, _ in x_marks if _valid(x)]
+    ys = trace_values(traces, "y") + [y for y, _ in y_marks if _valid(y)]
     if not log_y:  # annotations on a linear y axis take the value itself
         for note in notes:
             if note["yref"] == "y":
@@ -52,8 +63,8 @@ def _layout(title: str, x_title: str, y_title: str, log_y: bool, height: int, x_
         "font": {"size": font_size()},
         "height": height,
         "margin": {"l": 60, "r": 20, "t": 70, "b": 50},
-        "xaxis": {"title": {"text": x_title}, "type": "log"},
-        "yaxis": {"title": {"text": y_title}, "type": "log" if log_y else "linear"},
+        "xaxis": axis(x_title, log=True, values=xs),
+        "yaxis": axis(y_title, log=log_y, values=ys if log_y else None),
         "legend": {"orientation": "h", "y": -0.25},
         "hovermode": "x unified",
         "shapes": shapes,
@@ -84,7 +95,7 @@ def stacked_shares(
          "stackgroup": "one", "groupnorm": "percent", "hovertemplate": f"{name}: %{{y:.1f}}%<extra></extra>"}
         for name, y in series.items()
     ]  # fmt: skip
-    layout = _layout(title, x_title, "share of the layer's FLOPs (%)", False, height, x_marks, ())
+    layout = _layout(traces, title, x_title, "share of the layer's FLOPs (%)", False, height, x_marks, ())
     layout["yaxis"]["range"] = [0, 100]
     return go.Figure({"data": traces + lines, "layout": layout})
 
@@ -108,7 +119,7 @@ def log_lines(
         for name, y in series.items()
     ]  # fmt: skip
     return go.Figure(
-        {"data": traces, "layout": _layout(title, x_title, y_title, True, height, x_marks, y_marks)}
+        {"data": traces, "layout": _layout(traces, title, x_title, y_title, True, height, x_marks, y_marks)}
     )
 
 

@@ -4,6 +4,8 @@ the URL (`widgets`). `sidebar` returns them; the page makes its one view call wi
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,7 +65,21 @@ def model_source() -> tuple[Any, str | None, str | None]:
         return None, None, None
     # bytes (an upload: size and UTF-8 checked) or pasted text
     shape = attempt(costs.shape_of_config, raw)  # as transformers completes it, where it builds
-    return shape, None, costs.config_text(raw)
+    return (None if shape is None else own_name(shape, raw)), None, costs.config_text(raw)
+
+
+def own_name(shape: Any, raw: str | bytes) -> Any:
+    """``shape`` under a name no other config pasted in this session has: a second, different
+    config read as "LlamaForCausalLM" becomes "LlamaForCausalLM (2)"; the same text keeps its name."""
+    names: dict[str, str] = st.session_state.setdefault("co_paste_names", {})
+    digest = hashlib.sha256(raw if isinstance(raw, bytes) else raw.encode("utf-8", "replace")).hexdigest()
+    if digest not in names:
+        taken, name, n = set(names.values()), shape.name, 1
+        while name in taken:
+            n += 1
+            name = f"{shape.name} ({n})"
+        names[digest] = name
+    return shape if names[digest] == shape.name else dataclasses.replace(shape, name=names[digest])
 
 
 def what_if() -> tuple[int, int, bool, costs.Precision]:

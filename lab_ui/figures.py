@@ -9,6 +9,7 @@ client-side toImage: the server renders nothing).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -55,6 +56,41 @@ _PROJECTOR_CSS = (
     + " { white-space: normal !important; overflow: visible !important; text-overflow: clip !important;"
     " overflow-wrap: break-word; }</style>"
 )
+
+
+# A log axis labels whole decades only: plotly's own log ticks label the minor ticks by their
+# leading digit, so an axis from 0.05 to 0.07 reads "6" for 0.06. dtick = 1 on a log axis is one
+# tick per power of ten; "~g" prints them as 0.01, 0.1, 1, 10, 1000, 1e+06. Unlabelled minor ticks
+# at 2…9 keep the scale readable between them.
+LOG_TICKS = {"dtick": 1, "tickformat": "~g", "minor": {"ticks": "outside", "dtick": "D1", "ticklen": 4}}
+
+
+def decade_range(values: Any) -> list[float] | None:
+    """[floor, ceil] of log10 of the positive finite ``values`` when they hold fewer than two powers
+    of ten (plotly's autorange would label one decade or none), else None (autorange labels enough).
+    A single power of ten gets the decade either side."""
+    a = np.asarray(values if values is not None else [], dtype=np.float64).ravel()
+    a = a[np.isfinite(a) & (a > 0)]
+    if a.size == 0:
+        return None
+    lo, hi = (round(float(np.log10(v)), 9) for v in (a.min(), a.max()))
+    if math.floor(hi) - math.ceil(lo) + 1 >= 2:
+        return None
+    low, high = math.floor(lo), math.ceil(hi)
+    return [low - 1, high + 1] if low == high else [low, high]
+
+
+def axis(title: str, *, log: bool = False, values: Any = None, **extra: Any) -> dict:
+    """A titled plotly axis. A log one labels decades only (`LOG_TICKS`), and when ``values`` (the
+    data drawn on it) hold fewer than two powers of ten its range is widened to whole decades
+    (`decade_range`) so that at least two are labelled. Every log axis of the lab is built here."""
+    spec: dict[str, Any] = {"title": {"text": title}, "type": "log" if log else "linear"}
+    if log:
+        spec.update(LOG_TICKS)
+        widened = decade_range(values)
+        if widened is not None:
+            spec["range"] = widened
+    return {**spec, **extra}
 
 
 def _as_array(z) -> np.ndarray:
@@ -142,11 +178,27 @@ def lines(
     ]
     layout = {
         **_base_layout(title, height),
-        "xaxis": {"title": {"text": x_title}, "type": "log" if log_x else "linear"},
-        "yaxis": {"title": {"text": y_title}, "type": "log" if log_y else "linear"},
+        **_xy_axes(traces, x_title, y_title, log_x, log_y),
         "legend": {"orientation": "h", "y": -0.2},
     }
     return go.Figure({"data": traces, "layout": layout})
+
+
+def trace_values(traces: Sequence[dict], name: str) -> list[float]:
+    """Every number the traces draw along ``name`` ("x" or "y"): what a log axis's range must hold."""
+    out: list[float] = []
+    for trace in traces:
+        values = trace.get(name)
+        if values is not None:
+            out.extend(np.asarray(values, dtype=np.float64).ravel().tolist())
+    return out
+
+
+def _xy_axes(traces: Sequence[dict], x_title: str, y_title: str, log_x: bool, log_y: bool) -> dict:
+    return {
+        "xaxis": axis(x_title, log=log_x, values=trace_values(traces, "x") if log_x else None),
+        "yaxis": axis(y_title, log=log_y, values=trace_values(traces, "y") if log_y else None),
+    }
 
 
 def as_float64(x) -> np.ndarray:
@@ -172,8 +224,7 @@ def traces_figure(traces: list[dict], title: str, x_title: str, y_title: str, *,
     log, the legend under the plot, optional shapes and annotations (`vline`)."""
     layout = {
         **_base_layout(title, height),
-        "xaxis": {"title": {"text": x_title}, "type": "log" if log_x else "linear"},
-        "yaxis": {"title": {"text": y_title}, "type": "log" if log_y else "linear"},
+        **_xy_axes(traces, x_title, y_title, log_x, log_y),
         "legend": {"orientation": "h", "y": -0.25},
         "shapes": list(shapes),
         "annotations": list(annotations),

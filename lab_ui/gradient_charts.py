@@ -76,7 +76,7 @@ def saturation(
         "font": {"size": font_size()},
         "margin": {"l": 60, "r": 20, "t": 50, "b": 50},
         "height": height,
-        "xaxis": {"title": {"text": "temperature τ"}, "type": "log"},
+        "xaxis": figures.axis("temperature τ", log=True, values=x),
         "yaxis": {"title": {"text": "value"}},
         "legend": {"orientation": "h", "y": -0.2},
         "shapes": shapes,

@@ -16,6 +16,7 @@ from attn_core.views.mask_gallery import (
     MAX_GRID,
     PAINTED,
     MaskView,
+    alignment_caption,
     default_grid,
     gallery_mask,
     parse_lengths,
@@ -112,7 +113,7 @@ def gallery_picker() -> MaskView | None:
         L = widgets.slider("L (queries)", 1, cap, 6, key="mk_gL")
     with c2:
         S = widgets.slider("S (keys)", 1, cap, 6, key="mk_gS")
-    st.caption(f"Caps: L, S ≤ {cap}. Query i sits at absolute position i + (S − L) = i + {S - L}.")
+    st.caption(f"Caps: L, S ≤ {cap}. {alignment_caption(kind, L, S)}")
     if kind == MaskKind.SLIDING_WINDOW:
         window = widgets.slider("window (keys each query sees)", 1, max(S, 2), min(3, S), key="mk_win")
     elif kind == MaskKind.PADDING:

@@ -4,11 +4,13 @@ every figure is shown (`figures.show`), never where it is built: built figures a
 every session (lab_ui/view_cache.py), so one screen's palette never reaches another's.
 
 - *colour-blind safe*: sequential heatmaps in cividis (designed to read the same under
-  red–green colour blindness), diverging ones in purple–orange (ColorBrewer's PuOr, listed as
+  red–green colour blindness), reversed so that the largest value is the darkest cell on the
+  white page, diverging ones in purple–orange (ColorBrewer's PuOr, listed as
   colour-blind safe), lines and bars in the Okabe–Ito colours.
-- *projector, high contrast*: viridis, whose lightness runs from near black to bright yellow (a
-  washed-out projector keeps the order), PuOr for diverging maps, black text, thicker lines and
-  axes; the page's text darker and bolder.
+- *projector, high contrast*: viridis reversed, whose lightness runs from bright yellow (low) to
+  near black (high: the largest value is the most salient, and a washed-out projector keeps the
+  order), PuOr for diverging maps, black text, thicker lines and axes; the page's text darker and
+  bolder.
 
 tests/lab_ui/test_palettes.py checks each scale under simulated protanopia, deuteranopia and
 tritanopia (Machado, Oliveira and Fernandes 2009) against the CIELAB lightness and colour
@@ -36,7 +38,7 @@ class Palette(StrEnum):
 
 
 KEY = "palette"  # the URL key (a room's follower keeps its own: see the README's classroom notes)
-SEQUENTIAL = {Palette.CB: "Cividis", Palette.CONTRAST: "Viridis"}
+SEQUENTIAL = {Palette.CB: "Cividis_r", Palette.CONTRAST: "Viridis_r"}  # high = dark on the white page
 DIVERGING = {Palette.CB: "PuOr", Palette.CONTRAST: "PuOr"}
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 COLOR_TRACES = ("heatmap", "contour", "histogram2d", "histogram2dcontour", "surface")

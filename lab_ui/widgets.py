@@ -82,6 +82,12 @@ def preset(values: Mapping[str, Any]) -> None:
         st.session_state[key] = st.session_state[KEEP_PREFIX + key] = value
 
 
+def kept(key: str, default: T) -> T:
+    """The value a widget not drawn on this run last had in this session (else ``default``): a
+    control of another section keeps its value while hidden."""
+    return st.session_state.get(KEEP_PREFIX + key, default)
+
+
 def link_button(label: str, page: str, values: Mapping[str, Any], **kwargs) -> None:
     """A button that opens ``page`` (its path, ``pages/costs.py``) with its widgets at ``values``
     (`preset`); ``kwargs`` go to st.button."""

@@ -34,7 +34,8 @@ def model_card(v) -> None:
     for warning in v.warnings:
         st.warning(warning)
     metric_row(v.headline)
-    st.caption(v.conventions)
+    with st.expander("How the cards count it (vendor GB, every weight read), beside this page's count"):
+        st.markdown(v.conventions)
 
 
 def metric_row(metrics) -> None:

@@ -30,7 +30,7 @@ def gallery(view: masks.MasksView) -> None:
     c[0].metric("allowed pairs", f"{mask.allowed_pairs:,} of {mask.total_pairs:,}")
     c[1].metric("allowed fraction", f"{mask.fraction:.6g}")
     c[2].metric("fully masked rows", len(mask.fully_masked_rows))
-    offset = 0 if mask.kind == masks.PAINTED else S - L
+    offset = mask.query_positions[0]
     mask_figure(mask.allowed, f"{mask.kind}: {L} × {S}", offset, key="mk_gallery_fig")
     if mask.fully_masked_rows:
         rows = ", ".join(f"q{r + offset}" for r in mask.fully_masked_rows[:12])

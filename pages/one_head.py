@@ -25,6 +25,34 @@ from lab_ui.page import compute, header, require, run_section, section_picker, s
 INPUTS = "the sizes and the seed in the sidebar"
 
 
+# Each sidebar control: the input it sets → (widget, label, least, most, default, key).
+CONTROLS = {
+    "T": (widgets.slider, "T (tokens, rank study)", 2, MAX_RANK_T, 64, "oh_T"),
+    "d_k": (widgets.slider, "d_k (rank study)", 1, MAX_RANK_T, 8, "oh_dk"),
+    "circle_keys": (widgets.slider, "keys on the circle", 2, 36, 12, "oh_circle"),
+    "layers": (widgets.slider, "layers", 1, MAX_LAYERS, 12, "oh_layers"),
+    "width": (widgets.number, "width d (collapse, circuits)", 2, MAX_WIDTH, 64, "oh_width"),
+    "heads": (widgets.number, "heads h (must divide d)", 1, 16, 4, "oh_heads"),
+    "stacks": (widgets.slider, "random stacks", 1, MAX_STACKS, 8, "oh_stacks"),
+    "seed": (widgets.number, "seed", 0, 10_000, 0, "oh_seed"),
+}
+
+
+def sidebar_inputs(section: Section) -> ExpressivityInputs:
+    """The sidebar shows the controls of the chosen section only (`one_head.SECTION_INPUTS`); the
+    others keep the value they last had."""
+    used = one_head.SECTION_INPUTS[section]
+    values = {}
+    for name, (widget, label, least, most, default, key) in CONTROLS.items():
+        if name not in used:
+            values[name] = int(widgets.kept(key, default))
+        elif widget is widgets.number:
+            values[name] = int(widget(label, least, most, default, key=key, step=1))
+        else:
+            values[name] = int(widget(label, least, most, default, key=key))
+    return ExpressivityInputs(**values)
+
+
 def section_inputs(section: Section, x: ExpressivityInputs) -> ExpressivityInputs:
     """The chosen section's own widgets, drawn above it (the smoother's λ and noise). They feed its
     view, so they are inputs, read before the page's one view call; a change reruns the whole page,
@@ -158,28 +186,10 @@ header(
     "residuals, heads drive every token to the same vector (card 17). What a head computes depends on W_Q "
     "W_Kᵀ and W_V W_O only: any invertible change of basis leaves it unchanged.",
 )
+section = section_picker(Section, key="oh_section")
 with st.sidebar:
     st.header("Inputs")
-    T = widgets.slider("T (tokens, rank study)", 2, MAX_RANK_T, 64, key="oh_T")
-    d_k = widgets.slider("d_k (rank study)", 1, MAX_RANK_T, 8, key="oh_dk")
-    circle = widgets.slider("keys on the circle", 2, 36, 12, key="oh_circle")
-    layers = widgets.slider("layers", 1, MAX_LAYERS, 12, key="oh_layers")
-    width = widgets.number("width d (collapse, circuits)", 2, MAX_WIDTH, 64, key="oh_width", step=1)
-    heads = widgets.number("heads h (must divide d)", 1, 16, 4, key="oh_heads", step=1)
-    stacks = widgets.slider("random stacks", 1, MAX_STACKS, 8, key="oh_stacks")
-    seed = widgets.number("seed", 0, 10_000, 0, key="oh_seed", step=1)
-    inputs = ExpressivityInputs(
-        T=int(T),
-        d_k=int(d_k),
-        circle_keys=int(circle),
-        layers=int(layers),
-        width=int(width),
-        stacks=int(stacks),
-        heads=int(heads),
-        seed=int(seed),
-    )
-    x = compute(one_head.validate, inputs, inputs=INPUTS)
-section = section_picker(Section, key="oh_section")
+    x = compute(one_head.validate, sidebar_inputs(section), inputs=INPUTS)
 require(x)
 view = compute(one_head.view, section, section_inputs(section, x), inputs=INPUTS)
 require(view, fix="the input marked above")

@@ -99,10 +99,9 @@ def show_feedback(question, fb, timer: str) -> None:
         )
 
 
-def show_progress(cards: list[str]) -> None:
-    st.subheader("Progress")
-    log = st.session_state.pr_log
-    rows = practice.progress(log, cards)
+def progress_chart_and_table(view: practice.ProgressView) -> None:
+    """Tried and right per card answered, as bars and as a table; the cards not tried, in a line."""
+    rows = view.rows
     fig = figures.bars(
         [f"card {r.card}" for r in rows],
         {"tried": [r.tried for r in rows], "right": [r.right for r in rows]},
@@ -120,10 +119,29 @@ def show_progress(cards: list[str]) -> None:
         }
     )
     table(df, "practice_by_card.csv", key="pr_progress", hide_index=True)
-    log_csv = practice.to_csv(log).encode()
-    st.download_button(
-        "⬇ Progress log (CSV)", log_csv, "practice_log.csv", "text/csv", key="pr_log_csv", on_click="ignore"
-    )
+    if view.untried:
+        n = len(view.untried)
+        st.caption(f"{n} card{'s' if n != 1 else ''} of the drill not tried yet: {', '.join(view.untried)}.")
+
+
+def show_progress(cards: list[str]) -> None:
+    st.subheader("Progress")
+    log = st.session_state.pr_log
+    view = practice.progress(log, cards)
+    if view.rows:
+        progress_chart_and_table(view)
+    else:
+        st.info("No answers yet this session: check one and your progress per card appears here.")
+    if log:
+        log_csv = practice.to_csv(log).encode()
+        st.download_button(
+            "⬇ Progress log (CSV)",
+            log_csv,
+            "practice_log.csv",
+            "text/csv",
+            key="pr_log_csv",
+            on_click="ignore",
+        )
     upload = st.file_uploader("Continue from a downloaded log", type=["csv"], key="pr_upload")
     if upload is not None and st.session_state.get("pr_loaded") != upload.file_id:
         text = upload.getvalue().decode("utf-8", errors="replace")

@@ -19,6 +19,17 @@ SHIPPED, YOURS = "shipped checkpoint", "your run"
 MAX_TEXT = 200  # characters in the sequence box (a model reads at most 64 tokens of it)
 
 
+def head_scores(df: pd.DataFrame) -> None:
+    """The heads' scores as two tables that each fit the page: on the probe (with the ablation),
+    then on the visitor's text."""
+    on_text = [c for c in df.columns if "(your text)" in c]
+    st.markdown("**Head scores on the probe**")
+    probe = df.drop(columns=on_text)
+    table(probe, "head_scores_probe.csv", key="th_scores", hide_index=True)
+    st.markdown("**Head scores on your text**")
+    table(df[["head", *on_text]], "head_scores_text.csv", key="th_scores_text", hide_index=True)
+
+
 def read_heads(tv: TrainedView) -> None:
     view = compute(tv.heads, inputs="the sequence above")
     if view is None:
@@ -42,8 +53,7 @@ def read_heads(tv: TrainedView) -> None:
     pick = widgets.selectbox("enlarge a head", tv.head_names, key="th_head", default=tv.best_head)
     layer, head = trained_heads.parse_head(pick)
     figures.show(one_head(view.maps[layer, head], view.tokens, f"{pick} on your sequence"), key="th_one")
-    st.markdown("**Head scores**")
-    table(pd.DataFrame(view.rows).round(4), "head_scores.csv", key="th_scores", hide_index=True)
+    head_scores(pd.DataFrame(view.rows).round(4))
     st.caption(
         f"Probe: 64 held-out sequences ^ x₁…xₙ x₁…xₙ₋₁ of n = {view.period} distinct letters. Induction = "
         "mean weight on the token after the current token's first occurrence; previous-token = mean weight "

@@ -74,6 +74,12 @@ def display_name(value: Any) -> str:
     return text if len(text) <= MAX_NAME_CHARS else text[: MAX_NAME_CHARS - 1] + "…"
 
 
+def first_architecture(config: Mapping[str, Any]) -> str | None:
+    """A config's ``architectures[0]`` (LlamaForCausalLM): its name when it has no ``_name_or_path``."""
+    arch = config.get("architectures")
+    return arch[0] if isinstance(arch, list) and arch and isinstance(arch[0], str) and arch[0] else None
+
+
 def _mlp_kind(config: Mapping[str, Any], model_type: str, facts: TypeFacts | None) -> MlpKind:
     """Gated (3 matrices) or plain (2): the build decides; a model_type without facts is refused
     (never guessed from its activation); with no model_type at all, a SiLU activation means
@@ -200,7 +206,9 @@ def from_hf_config(
     moe = read_moe(config, model_type, kinds, built_moe=facts is not None and facts.moe)
     mlp_kind = _mlp_kind(config, model_type, facts)
     return ModelShape(
-        name=display_name(name or config.get("_name_or_path") or model_type or "custom model"),
+        name=display_name(
+            name or config.get("_name_or_path") or first_architecture(config) or model_type or "custom model"
+        ),
         n_layers=n_layers,
         d_model=d_model,
         n_heads=n_heads,

@@ -28,9 +28,8 @@ RECORDED_DIR = Path(__file__).resolve().parents[2] / "assets" / "bench"
 RECORDED_GLOB = "gpu-results*.json"
 SERVER_RUN_NAME = "this server's Kernels sweep"
 HINT = (
-    "No kernel bench run for {hardware}: run the sweep on the **Kernels** page (this server's CPU) "
-    "or `benchmarks/gpu_sweep.sh` on that GPU (commit its JSON as `assets/bench/gpu-results-*.json`), "
-    "and a calibrated column appears here."
+    "No kernel bench run for {hardware} yet: run the sweep on the **Kernels** page to time this "
+    "server's CPU, and a calibrated column appears here."
 )
 
 _LOCK = threading.Lock()

@@ -37,6 +37,7 @@ from attn_core.cost.shapes import parse_config_bytes as parse_config_bytes
 from attn_core.cost.shapes import parse_config_text as parse_config_text
 from attn_core.cost.units import format_bytes, format_bytes_binary, format_flops
 from attn_core.views import calibrations as calibration_view
+from attn_core.views import costs_card as card_view
 from attn_core.views import costs_text as text_view
 from attn_core.views import costs_whole as whole_view
 from attn_core.views.calibrations import SERVER, SERVER_ID, Calibrations
@@ -330,16 +331,16 @@ def view(
     every table and text drawn from it; with ``cals``, the time bounds at the attained rates of the
     bench run for this hardware. ValueError (ConfigError included) for what cannot be sized."""
     r = cost_report(shape, workload, precision, hardware, preset)
-    card, extras = text_view.model_card(r, precision.weights)
+    card, extras = card_view.model_card(r, precision.weights)
     calibrated, hint = (None, None) if cals is None else calibrate(shape, workload, precision, hardware, cals)
     return CostView(
         r,
         card,
         extras,
         whole_view.layer_cells(shape),
-        text_view.warnings(r),
-        text_view.headline(r),
-        text_view.card_conventions(r),
+        card_view.warnings(r),
+        card_view.headline(r),
+        card_view.card_conventions(r),
         calibrated,
         hint,
         () if cals is None else cals.problems,

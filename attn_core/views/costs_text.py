@@ -12,9 +12,7 @@ from attn_core.cost import score_memory
 from attn_core.cost.flops import crossover_seq_len, doubling_ratio, layer_flops
 from attn_core.cost.gpus import list_gpus, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
-from attn_core.cost.ledger import KIND_LABELS
-from attn_core.cost.mixers import STATE_KIND_NAMES
-from attn_core.cost.params import attention_params, model_params
+from attn_core.cost.params import attention_params
 from attn_core.cost.report import CostReport, cost_report, kv_head_variants
 from attn_core.cost.serving import kv_cache_bytes
 from attn_core.cost.shapes import ModelShape
@@ -29,37 +27,6 @@ from attn_core.cost.units import (
     format_rate,
     format_seconds,
 )
-
-
-def model_card(r: CostReport, dtype: str) -> tuple[str, str]:
-    """The model's shape in one line of markdown, and a caption of its extras."""
-    s = r.model
-    params = model_params(s)
-    line = (
-        f"**{s.name}** — **{s.attention_kind}**: L = {s.n_layers} layers · d = {s.d_model:,} · h = {s.n_heads} query "
-        f"heads · H_kv = {s.n_kv_heads} KV heads (group G = {s.group_size}) · d_h = {s.head_dim} · d_ff = {s.d_ff:,} "
-        f"({s.mlp_kind} MLP, {s.mlp_matrices} matrices) · **{format_count_short(params.total, 2)} parameters** "
-        f"({params.total:,}) = **{format_bytes_decimal(r.weight_bytes)}** of {dtype} weights "
-        f"({format_bytes_binary(r.weight_bytes)})"
-    )
-    extras = [
-        f"sliding window {s.sliding_window:,} (caps the cache)" if s.sliding_window else "no sliding window",
-        *([hybrid_line(r)] if s.is_hybrid else []),
-        f"trained context {s.max_context:,}" if s.max_context else "context not stated",
-        "biases on the projections" if s.attention_bias else "no projection biases",
-        "tied embeddings" if s.tie_embeddings else "untied embeddings",
-    ]
-    return line, " · ".join(extras) + (f" · from {s.source}" if s.source else "")
-
-
-def hybrid_line(r: CostReport) -> str:
-    """A hybrid's layers in a phrase: which kinds, how many, and its fixed state."""
-    s = r.model
-    kinds = " + ".join(f"{n:,} {KIND_LABELS.get(k, k)}" for k, n in s.kind_counts.items())
-    return (
-        f"hybrid: {kinds}; the state of its {s.n_state_layers:,} {STATE_KIND_NAMES[s.state_mixer.kind]} layers "
-        f"is {format_bytes_binary(r.state_bytes_per_sequence)} per sequence at any T"
-    )
 
 
 def flops_table(s: ModelShape, T: int, batch: int) -> tuple[dict[str, list], str]:
@@ -131,7 +98,7 @@ def gpu_table(r: CostReport) -> dict[str, list]:
         "memory reported": [format_bytes_binary(x.gpu.memory_bytes) for x in reports],
         "vendor label": [format_bytes_decimal(x.gpu.vendor_memory_bytes, 0) for x in reports],
         "bandwidth": [format_rate(x.gpu.bandwidth_bytes_per_s, "B/s", prefix="G") for x in reports],
-        "bf16 dense": [format_rate(x.gpu.bf16_flops_per_s, "FLOP/s") for x in reports],
+        "dense 16-bit peak": [format_rate(x.gpu.bf16_flops_per_s, "FLOP/s") for x in reports],
         "ridge (FLOP/byte)": [f"{x.gpu.ridge_flop_per_byte:.0f}" for x in reports],
         "sequences that fit (≤)": [x.serving.max_sequences for x in reports],
         "fit at the vendor label (≤)": [x.serving_card13.max_sequences for x in reports],
@@ -222,86 +189,6 @@ def how_its_asked(r: CostReport) -> list[tuple[str, str]]:
             "per sequence) is the O(T) bill, not this O(T²) one.",
         ),
     ]
-
-
-def headline(r: CostReport) -> list[tuple[str, str, str]]:
-    """The six numbers across the top of the page: (label, value, what it means)."""
-    T_star = r.crossover_seq_len
-    causal = " (causal)" if r.causal else ""
-    return [
-        (
-            "KV cache / token",
-            format_bytes_binary(r.kv_cache_bytes_per_token),
-            f"{r.kv_cache_bytes_per_token:,} B",
-        ),
-        (
-            "KV cache, B × T",
-            format_bytes_binary(r.kv_cache_bytes),
-            f"{r.batch} × {r.seq_len:,} tokens: {r.kv_cache_bytes:,} B",
-        ),
-        (
-            "attention FLOPs",
-            format_percent(r.flops.attention_share),
-            "share of a layer's FLOPs, " + ("causal pairs" if r.causal else "all pairs"),
-        ),
-        (
-            "crossover T*" + causal,
-            "never" if T_star is None else f"{T_star:,.0f}",
-            "where the quadratic part equals the rest",
-        ),
-        (
-            "seqs that fit (≤)",
-            f"{r.serving.max_sequences:,}",
-            "An upper bound: activations, fragmentation and the framework also take memory.",
-        ),
-        (
-            "decode step (≥)",
-            format_seconds(r.decode.seconds_per_step),
-            f"≤ {r.decode.tokens_per_s:,.1f} tokens/s over the batch"
-            + (
-                ""
-                if r.experts_touched_expected is None
-                else f" — the floor (top-k experts); under uniform routing {format_seconds(r.decode.expected_seconds_per_step)}"
-                f", ≤ {r.decode.expected_tokens_per_s:,.1f} tokens/s"
-            ),
-        ),
-    ]
-
-
-def card_conventions(r: CostReport) -> str:
-    """Cards 13 and 14 as quoted (vendor GB, every weight read) beside what this page uses."""
-    g, d, n = r.gpu, r.decode, r.n_gpus
-    card_weights = d.card13_seconds_per_step - d.kv_seconds
-    return (
-        f"**As the cards count it:** {n} × {format_bytes_decimal(g.vendor_memory_bytes)} (vendor GB, 10⁹ B) → "
-        f"**{r.serving_card13.max_sequences:,}** sequences; a decode step reads every weight, "
-        f"**{format_seconds(card_weights)}** + {format_seconds(d.kv_seconds)} of cache = "
-        f"{format_seconds(d.card13_seconds_per_step)}. **This page:** the {format_bytes_binary(g.memory_bytes)} "
-        f"the device reports ({g.memory_source}) → {r.serving.max_sequences:,} sequences, and a step reads only "
-        f"the weights it uses (an untied embedding table only for its {r.batch:,} row(s), the top-k experts) → "
-        f"{format_seconds(d.weight_seconds)} + {format_seconds(d.kv_seconds)}. The label is decimal GB, the "
-        "device counts binary GiB (2³⁰ B, 7.4% more per unit) of its real stack, so the label's figure is not an "
-        "upper bound; the true decode floor is below the card's."
-    )
-
-
-def warnings(r: CostReport) -> list[str]:
-    """Absurd or impossible requests: still answered, and said so."""
-    out, s, g = [], r.model, r.gpu
-    if r.beyond_max_context:
-        out.append(
-            f"T = {r.seq_len:,} is beyond this model's trained context of {s.max_context:,} tokens: the "
-            "numbers are what the arithmetic gives, not a claim the model works there."
-        )
-    if r.kv_cache_over_a_petabyte:
-        out.append(f"The KV cache asked for, {format_bytes(r.kv_cache_bytes)}, is past a petabyte.")
-    if r.serving.free_bytes < 0:
-        out.append(
-            f"{format_bytes(r.weight_bytes)} of weights do not fit in {r.n_gpus} × {g.label} "
-            f"({format_bytes(r.serving.memory_bytes)}): no sequence fits, and the decode bound describes a "
-            "setup that cannot run. Add GPUs in the sidebar or pick a smaller dtype."
-        )
-    return out
 
 
 def serving_metrics(r: CostReport) -> list[tuple[str, str, str]]:

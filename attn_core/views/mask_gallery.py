@@ -1,8 +1,9 @@
 """The Masks & leakage page's gallery: any mask kind of `attn_core.masks`, or a grid the user paints,
 with the facts printed under it (card 6).
 
-Every mask is boolean (L, S) with **True = may attend**. Query i of a block of L queries sits at
-absolute position i + (S - L): the first S - L keys are a cached prefix (bottom-right alignment).
+Every mask is boolean (L, S) with **True = may attend**. Where query i sits follows the mask's
+alignment: top-left (SDPA ``is_causal``) puts it at position i; bottom-right (every other kind) at
+i + (S - L), the first S - L keys being a cached prefix. A painted grid's rows are its lines.
 """
 
 from __future__ import annotations
@@ -74,11 +75,26 @@ class MaskView:
     total_pairs: int
     fraction: float  # allowed_pairs / total_pairs
     fully_masked_rows: tuple[int, ...]  # query rows with no key at all: their softmax is 0/0
+    query_positions: tuple[int, ...]  # (L,) absolute position of each row, per the alignment
+
+
+def query_offset(kind: str, L: int, S: int) -> int:
+    """Position of row 0: 0 for top-left causal and painted grids, S - L for bottom-right kinds."""
+    return 0 if kind in (MaskKind.CAUSAL_TOP_LEFT, PAINTED) else S - L
+
+
+def alignment_caption(kind: str, L: int, S: int) -> str:
+    """One line saying where query i sits for this kind, with the numbers filled in."""
+    if kind == MaskKind.CAUSAL_TOP_LEFT:
+        return "Top-left alignment (SDPA is_causal): query i sits at position i, whatever S − L is."
+    return f"Bottom-right alignment (cached prefix): query i sits at position i + (S − L) = i + {S - L}."
 
 
 def describe_mask(kind: str, allowed: torch.Tensor) -> MaskView:
-    """Count what an (L, S) mask allows and list its fully masked rows."""
+    """Count what an (L, S) mask allows, list its fully masked rows and place its rows."""
     allowed = allowed.to(torch.bool)
+    L, S = allowed.shape
+    offset = query_offset(kind, L, S)
     empty = (~allowed.any(-1)).nonzero().flatten().tolist()
     return MaskView(
         kind=kind,
@@ -87,6 +103,7 @@ def describe_mask(kind: str, allowed: torch.Tensor) -> MaskView:
         total_pairs=allowed.numel(),
         fraction=allowed_fraction(allowed),
         fully_masked_rows=tuple(int(r) for r in empty),
+        query_positions=tuple(range(offset, offset + L)),
     )
 
 

@@ -28,6 +28,7 @@ __all__ = [  # what the page reads (the page import rule: tests/pages/test_page_
     "MAX_STACKS",
     "MAX_WIDTH",
     "NW_POINTS",
+    "SECTION_INPUTS",
     "CircuitsView",
     "CollapseView",
     "ExpressivityInputs",
@@ -89,9 +90,19 @@ def validate(x: ExpressivityInputs) -> ExpressivityInputs:
     check_range("layers", x.layers, 1, THEORY.max_layers)
     check_range("width", x.width, 2, THEORY.max_width)
     check_range("stacks", x.stacks, 1, THEORY.max_stacks)
-    if x.width % x.heads:
-        raise ValueError(f"width {x.width} is not a multiple of h = {x.heads} heads")
     return x
+
+
+# The inputs each section's view reads (its builder below): the page's sidebar shows these only,
+# and the others keep their last value. Hand-kept beside the builders; tests/pages/test_page_one_head.py
+# holds the page to it.
+SECTION_INPUTS = {
+    Section.KERNEL: frozenset({"bandwidth", "noise", "seed"}),
+    Section.RANK: frozenset({"T", "d_k", "seed"}),
+    Section.SELECT: frozenset({"circle_keys", "seed"}),
+    Section.COLLAPSE: frozenset({"layers", "width", "stacks", "seed"}),
+    Section.CIRCUITS: frozenset({"width", "heads", "seed"}),
+}
 
 
 SECTIONS = SectionViews(Section, validate)  # each section's builder, registered below
@@ -212,6 +223,10 @@ class CircuitsView:
 
 @SECTIONS.builds(Section.CIRCUITS)
 def circuits_view(x: ExpressivityInputs) -> CircuitsView:
+    """The change of basis and the heads sum; the only section that splits the width into heads,
+    so the only one that refuses a width the heads do not divide (ValueError)."""
+    if x.width % x.heads:
+        raise ValueError(f"width {x.width} is not a multiple of h = {x.heads} heads")
     d_k = max(1, x.width // x.heads)
     orth = circuits.change_of_basis(8, x.width, d_k, orthogonal=True, seed=x.seed)
     gen = circuits.change_of_basis(8, x.width, d_k, orthogonal=False, seed=x.seed)

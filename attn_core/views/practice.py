@@ -13,6 +13,7 @@ __all__ = [  # what the page reads (the page import rule: tests/pages/test_page_
     "CARD_TITLES",
     "TIMERS",
     "Difficulty",
+    "ProgressView",
     "cards_from_link",
     "feedback",
     "from_csv",
@@ -105,9 +106,18 @@ def record(
     )
 
 
-def progress(attempts: list[Attempt], cards: list[str]) -> list[CardProgress]:
-    """Per card of the drill (and any other card in the log): tried, right, time, slips."""
-    rows = {r.card: r for r in summarize(attempts)}
-    for card in cards:
-        rows.setdefault(card, CardProgress(card, 0, 0, 0.0, ""))
-    return sorted(rows.values(), key=lambda r: (len(r.card), r.card))
+@dataclass(frozen=True)
+class ProgressView:
+    """The session's progress: one row per card answered (the drill's or an uploaded log's), and the
+    drill's cards not tried yet. Before any answer ``rows`` is empty: the page says so in words
+    rather than drawing a chart and a table of zeros."""
+
+    rows: tuple[CardProgress, ...]
+    untried: tuple[str, ...]
+
+
+def progress(attempts: list[Attempt], cards: list[str]) -> ProgressView:
+    """Per card answered: tried, right, time, slips; and the chosen cards with no answer yet."""
+    rows = sorted(summarize(attempts), key=lambda r: (len(r.card), r.card))
+    tried = {r.card for r in rows}
+    return ProgressView(tuple(rows), tuple(c for c in cards if c not in tried))

@@ -140,9 +140,10 @@ def test_a_figure_downloads_as_png_svg_and_offline_html(server_url, page, browse
     assert page.console_errors == []
 
 
-@pytest.mark.parametrize(("palette", "first_colour"), [("cb", "#00224e"), ("contrast", "#440154")])
+@pytest.mark.parametrize(("palette", "first_colour"), [("cb", "#fee838"), ("contrast", "#fde725")])
 def test_a_palette_link_recolours_the_heatmaps(server_url, page, palette, first_colour):
-    """Cividis starts at #00224e, viridis at #440154: the designed Blues would start near white."""
+    """Reversed cividis starts at #fee838, reversed viridis at #fde725 (the largest value darkest):
+    the designed Blues would start near white."""
     page.goto(f"{server_url}/playground?palette={palette}&in_src=random&in_L=8&in_S=8")
     wait_idle(page, 60_000)
     page.wait_for_selector("[data-testid=stPlotlyChart] .js-plotly-plot .main-svg")

@@ -124,7 +124,7 @@ def _colour_scales(at) -> list:
 
 
 def test_the_palette_is_kept_in_the_url_and_reaches_every_heatmap(app):
-    cividis, puor = palettes._expanded("Cividis"), palettes._expanded("PuOr")
+    cividis, puor = palettes._expanded("Cividis_r"), palettes._expanded("PuOr")
     at = app("pages/playground.py", palette="cb")
     assert at.selectbox(key="palette").value is Palette.CB and not at.exception
     scales = {palettes._stops(s) for s in _colour_scales(at)}
@@ -162,3 +162,25 @@ def test_standalone_html_inlines_plotly_and_the_data():
 
     spec = json.loads(re.search(r"Plotly\.newPlot\(\s*\"[^\"]+\",\s*(\[.*?\]),\s*\{", html, re.S).group(1))
     assert np.array_equal(plotly_array(spec[0]["z"]), z) and spec[0]["colorscale"]
+
+
+PAGE_BACKGROUND = np.array([[255.0, 255.0, 255.0]])  # Streamlit's light theme: the figures sit on white
+
+
+@pytest.mark.parametrize("palette", [Palette.CB, Palette.CONTRAST])
+def test_the_largest_value_is_the_most_salient_cell(palette):
+    """On the white page the largest weight must stand out most: its lightness contrast with the
+    background (L* of white minus L* of the cell) grows along the sequential scale under every kind
+    of vision; with normal vision the top stop is also the one furthest from white in colour
+    (ΔE76). Pale yellow is far from white in hue, so ΔE is not monotone (under protanopia cividis's
+    two ends are 0.5 apart in ΔE); lightness is what a projector and a grey printout keep."""
+    name = palettes.SEQUENTIAL[palette]
+    for vision in SIMULATE:
+        background = lab(PAGE_BACKGROUND, vision)[0]
+        colours = lab(stops(name), vision)
+        lightness_contrast = background[0] - colours[:, 0]
+        assert np.all(np.diff(lightness_contrast) > 0), (vision, lightness_contrast.round(1))
+        assert lightness_contrast[-1] - lightness_contrast[0] > 60
+    normal = lab(stops(name), "normal vision")
+    difference = np.linalg.norm(normal - lab(PAGE_BACKGROUND, "normal vision")[0], axis=-1)
+    assert difference.argmax() == len(difference) - 1, difference.round(1)

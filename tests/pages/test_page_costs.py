@@ -40,7 +40,7 @@ def test_defaults_show_card13_and_card11_numbers(app):
     weights_read = (6_738_415_616 - 32_000 * 4096 + 4096) * 2
     assert metric(at, "decode step (≥)") == f"{1e3 * (weights_read + 2**31) / 2.039e12:.3g} ms" == "7.53 ms"
     # Card 13 as quoted, beside it: 80·10^9 B holds 30 sequences; reading every weight takes 6.61 ms.
-    note = next(c.value for c in at.caption if "As the cards count it" in c.value)
+    note = next(m.value for m in at.markdown if "As the cards count it" in m.value)  # in its expander
     assert "**30** sequences" in note and "**6.61 ms** + 1.05 ms" in note and "81,920 MiB" in note
     assert "h = 32 query heads · H_kv = 32 KV heads" in shape_card(at)
     flops = table_with(at, "all pairs (GFLOP)")

@@ -301,3 +301,12 @@ def test_masks_page_in_browser(server_url, page):
     assert page.locator("[data-testid=stException]").count() == 0
     page.screenshot(path=str(ARTIFACTS / "masks-cached.png"), full_page=True)
     assert page.console_errors == []
+
+
+def test_top_left_rows_are_labelled_from_zero(app):
+    """Top-left (SDPA is_causal) with more queries than keys: query i is position i, so the rows read
+    q0…q7 and the last rows see every key; no negative positions."""
+    at = app(PAGE, mk_kind="causal (top-left)", mk_gL=8, mk_gS=5)
+    ok(at)
+    assert chart(at, 0)["data"][0]["y"] == [f"q{i}" for i in range(8)]
+    assert any("query i sits at position i" in c.value.lower() for c in at.caption)

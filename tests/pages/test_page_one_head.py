@@ -73,10 +73,38 @@ def test_collapse_and_circuits(app):
 
 
 def test_bad_input_gives_a_message(app):
-    at = app(PAGE)
+    at = section(app(PAGE), "Two circuits & heads")
     at.number_input(key="oh_heads").set_value(3).run()
     assert not at.exception
     assert any("not a multiple" in e.value for e in at.error)
     at.number_input(key="oh_heads").set_value(4).run()
+    at = section(at, "Nadaraya–Watson")
     at.slider(key="oh_lam").set_value(0.0).run()
     assert not at.exception and any("bandwidth" in e.value for e in at.error)
+
+
+# What each section's view reads (attn_core/views/one_head.py: kernel_view … circuits_view), by hand.
+SIDEBAR = {
+    "Nadaraya–Watson": {"seed"},
+    "Rank of S, P, log P": {"T (tokens, rank study)", "d_k (rank study)", "seed"},
+    "Which keys can win": {"keys on the circle", "seed"},
+    "Rank collapse": {"layers", "width d (collapse, circuits)", "random stacks", "seed"},
+    "Two circuits & heads": {"width d (collapse, circuits)", "heads h (must divide d)", "seed"},
+}
+
+
+@pytest.mark.parametrize("name", list(SIDEBAR))
+def test_the_sidebar_shows_only_the_chosen_sections_controls(app, name):
+    at = section(app(PAGE), name)
+    shown = {w.label for w in (*at.sidebar.slider, *at.sidebar.number_input)}
+    assert shown == SIDEBAR[name]
+
+
+def test_a_hidden_control_keeps_its_value(app):
+    at = section(app(PAGE), "Rank of S, P, log P")
+    at.slider(key="oh_dk").set_value(3).run()
+    at = section(at, "Which keys can win")
+    at = section(at, "Rank of S, P, log P")
+    assert at.slider(key="oh_dk").value == 3
+    ranks = dict(zip(*frame(at, "numerical rank")[["matrix", "numerical rank"]].T.values, strict=True))
+    assert ranks["S"] == 3

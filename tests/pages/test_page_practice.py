@@ -102,3 +102,22 @@ def test_each_cards_link_opens_its_page_with_the_numbers(app, card):
     at = app(path, **link.params)
     assert not at.exception
     assert at.error.len == 0, [e.value for e in at.error]
+
+
+def test_a_fresh_session_shows_no_empty_chart_or_table_of_zeros(app):
+    """Before any answer the progress says so in words: no bar chart of zeros, no table of zero rows.
+    After one answer it lists the card answered (one row), not every card of the drill."""
+    at = app(PAGE)
+    assert not at.exception
+    assert not at.get("plotly_chart")
+    assert not any("tried" in d.value.columns for d in at.dataframe)
+    assert any("no answers yet" in i.value.lower() for i in at.info)
+    at = open_kv_drill(app)
+    at.multiselect(key="pr_cards").set_value(["13", "14"]).run()
+    asked = re.match(r"Card (\d+) ·", at.subheader[0].value).group(1)
+    answer(at, "1")  # a plain number: readable (and counted) whichever card was drawn
+    df = next(d.value for d in at.dataframe if "tried" in d.value.columns)
+    assert df["card"].tolist() == [asked] and df["tried"].tolist() == [1]
+    assert len(at.get("plotly_chart")) == 1
+    other = "14" if asked == "13" else "13"
+    assert any(f"1 card of the drill not tried yet: {other}." in c.value for c in at.caption)

@@ -126,3 +126,36 @@ def test_parse_lengths():
     for bad, message in [("", "type"), ("3, x", "whole number"), ("0", "at least one")]:
         with pytest.raises(ValueError, match=message):
             mg.parse_lengths(bad)
+
+
+@pytest.mark.parametrize(("L", "S"), [(5, 3), (3, 5), (4, 4), (1, 6), (6, 1)])
+@pytest.mark.parametrize(
+    ("kind", "offset"),
+    [("causal (top-left)", lambda L, S: 0), ("causal (bottom-right, cached prefix)", lambda L, S: S - L)],
+)
+def test_row_positions_follow_the_masks_alignment(kind, offset, L, S):
+    """Each row's position must allow exactly the keys the row allows: j ≤ position (causal)."""
+    view = mg.gallery_mask(kind, L, S)
+    assert view.query_positions == tuple(i + offset(L, S) for i in range(L))
+    for row, p in zip(view.allowed.tolist(), view.query_positions, strict=True):
+        assert row == [j <= p for j in range(S)]
+
+
+def test_top_left_positions_agree_with_sdpa_is_causal():
+    """Oracle: SDPA's is_causal (top-left). Row i's output is the softmax over keys j ≤ position i."""
+    L, S, d = 5, 3, 4
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (
+        torch.randn(L, d, generator=g, dtype=F64),
+        *(torch.randn(S, d, generator=g, dtype=F64) for _ in range(2)),
+    )
+    sdpa = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=0.0)
+    view = mg.gallery_mask("causal (top-left)", L, S)
+    for i, p in enumerate(view.query_positions):
+        keys = slice(0, min(p, S - 1) + 1)
+        w = torch.softmax(q[i] @ k[keys].T / d**0.5, -1)
+        assert torch.allclose(sdpa[i], w @ v[keys], atol=TOL, rtol=0)
+
+
+def test_painted_grid_rows_are_their_line_numbers():
+    assert mg.gallery_mask("custom painted grid", 0, 0, grid_text="10\n01\n11").query_positions == (0, 1, 2)

@@ -23,7 +23,7 @@ from attn_core.cost.gpus import load_gpu
 from attn_core.cost.inputs import Hardware, Workload
 from attn_core.cost.report import cost_report
 from attn_core.cost.shapes import load_preset
-from attn_core.views import costs_text, costs_whole, published
+from attn_core.views import costs_card, costs_text, costs_whole, published
 
 ROOT = Path(__file__).resolve().parents[2]
 L, D, H, DH, DFF, VOCAB, T = 32, 4096, 32, 128, 11008, 32000, 4096
@@ -40,7 +40,7 @@ def llama():
 
 
 def test_headline_kv_cache_and_crossover_are_cards_13_and_11():
-    rows = {label: (value, note) for label, value, note in costs_text.headline(llama())}
+    rows = {label: (value, note) for label, value, note in costs_card.headline(llama())}
     per_token = 2 * L * H * DH * 2
     assert rows["KV cache / token"] == ("512 KiB", f"{per_token:,} B")
     assert rows["KV cache, B × T"][0] == "2 GiB" and f"{per_token * T:,} B" in rows["KV cache, B × T"][1]
@@ -70,7 +70,7 @@ def test_parameters_are_what_transformers_builds_for_llama_2_7b():
     assert all(diff == 0 for _, diff in costs_whole.whole_checks(llama()))
     names, totals, _ = costs_whole.param_parts(llama())
     assert sum(totals) == total and len(names) == len(totals)
-    line, _ = costs_text.model_card(llama(), "fp16")
+    line, _ = costs_card.model_card(llama(), "fp16")
     assert "**MHA**" in line and f"({total:,})" in line and f"d_ff = {DFF:,}" in line
 
 
