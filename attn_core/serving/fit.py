@@ -2,12 +2,9 @@
 replayed by simulating its conditions, with leave-one-source-out errors and an interval calibrated
 on them.
 
-Replaying a row (`replay_of`): batch-1 decode → one request, tokens/s = 1 / its TPOT; batch-1
-TTFT → one request's TTFT; a fixed batch → B requests all at once (a closed loop at B, one round),
-output tokens/s over the batch's span; a server offline → every request at once (``requests`` of
-the row, else B); a server with a ``rate`` → Poisson arrivals, its median TTFT or TPOT (a figure
-in ms) or its output tokens/s. Rows without the lengths to replay (and kernel rows) are left out, with
-the reason. Rows marked ``held_out`` are replayed and scored but never fitted on.
+Each row is replayed as its scenario says (`attn_core.serving.replay`); rows without the lengths to
+replay (and kernel rows) are left out with the reason. Rows marked ``held_out`` are replayed and
+scored but never fitted on.
 
 Error = log(measured time / predicted time) (a rate's time is its reciprocal). The fit minimises
 the mean |error| over the rows by coordinate descent on a shrinking multiplicative grid (numpy
@@ -21,21 +18,14 @@ depend on step times, so each row is simulated once and its steps re-priced for 
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from attn_core.cost.gpus import load_gpu
-from attn_core.cost.inputs import Precision
-from attn_core.cost.published import RUNS_FILE, Run, parse_run
-from attn_core.cost.shapes import load_preset
-from attn_core.serving.load import Load
+from attn_core.serving.replay import Replay, log_error, predicted
 from attn_core.serving.sim_result import ReplicaRun, SimResult, summarize
-from attn_core.serving.simulate import Deployment, Scheduler, simulate
+from attn_core.serving.simulate import simulate
 from attn_core.serving.step_time import Engine, TimeModelCoefficients, estimate_s
 
 FIT_FIELDS = (
@@ -47,88 +37,6 @@ FIT_FIELDS = (
     "collective_latency_s",
 )
 FACTORS = (0.5, 0.7, 0.85, 1.0, 1.2, 1.4, 2.0)
-
-
-@dataclass(frozen=True)
-class Replay:
-    """A published row and the simulation that reproduces its conditions."""
-
-    run: Run
-    held_out: bool
-    deployment: Deployment
-    load: Load
-    metric: str  # "decode-rate", "ttft", "throughput"
-
-    @property
-    def source(self) -> str:
-        return self.run.source
-
-
-def _ep(parallelism: str) -> int:
-    m = re.search(r"EP\s*(\d+)", parallelism)
-    return int(m.group(1)) if m else 1
-
-
-def _metric(run: Run) -> str | None:
-    """What a row's figure is, by its unit: a user's decode rate, a TTFT or TPOT, or output tokens/s."""
-    if run.unit == "tok/s/user":
-        return "decode-rate"
-    if run.unit == "ms":
-        return "ttft" if run.method == "ttft" else "tpot"
-    return "throughput" if run.unit.startswith("out tok/s") else None
-
-
-def replay_of(run: Run, raw: dict[str, Any], coefficients: TimeModelCoefficients) -> Replay | str:
-    """The row's replay, or why it has none."""
-    if run.preset is None:
-        return "a kernel row"
-    if run.input_len is None or run.output_len is None:
-        return "no prompt and output lengths to replay"
-    tp = run.n_gpus if run.n_gpus in (1, 2, 4, 8) else None
-    if tp is None:
-        return f"{run.n_gpus} GPUs is not one tensor-parallel replica"
-    precision = Precision(run.kv, weights=run.weights, kv=run.kv)
-    engine = Engine(
-        load_preset(run.preset),
-        load_gpu(run.gpu_preset),
-        precision,
-        tp,
-        run.compute,
-        ep=min(_ep(run.parallelism), tp),
-        coefficients=coefficients,
-    )
-    P, N, B = run.input_len, run.output_len, run.batch or 1
-    metric = _metric(run)
-    if metric is None:
-        return f"a figure in {run.unit} is not replayed"
-    if metric == "ttft" and not raw.get("rate"):
-        N = 1  # a batch-1 TTFT: the prefill alone
-    if raw.get("rate"):  # a server: Poisson arrivals
-        load = Load(P, N, "rate", rate=float(raw["rate"]), requests=int(raw.get("requests", 1000)))
-    else:  # one request, a fixed batch, or a server offline: every request at once
-        load = Load(
-            P, max(N, 2) if metric == "decode-rate" else N, "max", requests=int(raw.get("requests", B))
-        )
-    sched = Scheduler(max_seqs=max(256, B), token_budget=max(8192, P))
-    return Replay(run, bool(raw.get("held_out", False)), Deployment(engine, 1, sched), load, metric)
-
-
-def load_replays(
-    coefficients: TimeModelCoefficients | None = None,
-) -> tuple[list[Replay], list[tuple[str, str]]]:
-    """Every replayable row of the shipped file, and (id, reason) for the rest."""
-    coefficients = coefficients or TimeModelCoefficients()
-    rows = json.loads(RUNS_FILE.read_text())["runs"]
-    replays, skipped = [], []
-    for raw in rows:
-        try:
-            run = parse_run(raw)
-            r = replay_of(run, raw, coefficients)
-        except ValueError as exc:  # a row this reader cannot take (a new method, an unknown preset)
-            skipped.append((str(raw.get("id")), f"not read: {exc}"))
-            continue
-        (replays.append(r) if isinstance(r, Replay) else skipped.append((run.id, r)))
-    return replays, skipped
 
 
 def with_coefficients(replay: Replay, c: TimeModelCoefficients) -> Replay:
@@ -153,23 +61,6 @@ def simulate_replay(replay: Replay, base: SimResult | None = None) -> SimResult:
         return simulate(replay.deployment, replay.load, keep_counts=replay.load.mode != "rate")
     runs = [_retime(r, replay.deployment.engine) for r in base.runs]
     return summarize(runs, base.max_concurrency)
-
-
-def predicted(replay: Replay, sim: SimResult) -> float:
-    """The row's figure as the simulation gives it, in the row's unit."""
-    run = replay.run
-    if replay.metric == "decode-rate":
-        return 1 / sim.tpot.p50
-    if replay.metric in ("ttft", "tpot"):
-        return (sim.ttft if replay.metric == "ttft" else sim.tpot).p50 * 1e3
-    rate = sim.output_tokens_per_s
-    return rate / run.n_gpus if run.unit.endswith("/GPU") else rate
-
-
-def log_error(replay: Replay, value: float) -> float:
-    """log(measured time / predicted time): > 0 when the run was slower than predicted."""
-    ratio = replay.run.value / value
-    return math.log(ratio) if replay.metric in ("ttft", "tpot") else -math.log(ratio)
 
 
 def errors(replays: list[Replay], bases: list[SimResult], c: TimeModelCoefficients) -> np.ndarray:

@@ -62,19 +62,10 @@ class TimeModelCoefficients:
 
 
 def compute_peak(gpu: GPU, dtype: str) -> int:
-    """Dense Tensor Core FLOP/s of one GPU at a compute dtype: ``<dtype>_flops_per_s`` where the
-    GPU table has it, bf16's for fp16, else the fp8 peaks `attn_core.cost.published` keeps."""
-    own = getattr(gpu, f"{dtype}_flops_per_s", None)
-    if own:
-        return int(own)
-    if dtype in ("bf16", "fp16"):
-        return gpu.bf16_flops_per_s
-    from attn_core.cost.published import PublishedError, peak_flops
-
-    try:
-        return peak_flops(gpu, dtype)
-    except PublishedError:
-        raise ValueError(f"{gpu.label} has no {dtype} peak on file") from None
+    """Dense Tensor Core FLOP/s of one GPU at a compute dtype, from the one table of peaks
+    (`GPU.dense_flops`: assets/gpus.json's bf16 peak and ``dense_peaks``, each with its datasheet);
+    ValueError naming the formats the GPU has when it has no ``dtype`` peak."""
+    return gpu.dense_flops(dtype)
 
 
 @dataclass(frozen=True)
