@@ -11,7 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from attn_core.serving.fit import fit_report, load_replays, report_json
+from attn_core.serving.fit import fit_report, report_json
+from attn_core.serving.replay import load_replays
 from attn_core.serving.fitted import FITTED_FILE
 
 COMMAND = "PYTHONPATH=$PWD python benchmarks/fit_time_model.py"
