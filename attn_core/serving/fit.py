@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from attn_core.cost.phases import PhaseCount
 from attn_core.serving.replay import Replay, log_error, predicted
 from attn_core.serving.sim_result import ReplicaRun, SimResult, summarize
 from attn_core.serving.simulate import simulate
@@ -44,10 +45,37 @@ def with_coefficients(replay: Replay, c: TimeModelCoefficients) -> Replay:
     return dataclasses.replace(replay, deployment=dataclasses.replace(replay.deployment, engine=e))
 
 
+_STACKED: dict[int, tuple[Any, PhaseCount]] = {}  # id(trace) → (trace kept alive, its steps stacked)
+
+
+def _stacked(trace: Any) -> PhaseCount:
+    """A trace's kept counts as one `PhaseCount` of arrays over every step (a single step's scalars
+    repeated once, a run of decode steps' arrays as they are): priced by one `estimate_s` call."""
+    hit = _STACKED.get(id(trace))
+    if hit is not None and hit[0] is trace:
+        return hit[1]
+    names = [f.name for f in dataclasses.fields(PhaseCount)]
+    sizes = [max(np.size(getattr(c, f)) for f in names) for c in trace.counts]
+    cols = {
+        f: np.concatenate(
+            [
+                np.broadcast_to(np.asarray(getattr(c, f), dtype=float), (k,))
+                for c, k in zip(trace.counts, sizes, strict=True)
+            ]
+        )
+        for f in names
+    }
+    stacked = PhaseCount(**cols)
+    if len(_STACKED) > 4096:
+        _STACKED.clear()
+    _STACKED[id(trace)] = (trace, stacked)
+    return stacked
+
+
 def _retime(run: ReplicaRun, engine: Engine) -> ReplicaRun:
     """The same steps at ``engine``'s coefficients: each request's first and finish step kept."""
     t = run.trace
-    seconds = np.concatenate([np.atleast_1d(estimate_s(engine, c)) for c in t.counts])
+    seconds = np.asarray(estimate_s(engine, _stacked(t)), dtype=float)
     end = np.cumsum(seconds)
     first = end[np.searchsorted(t.end, run.first)]
     finish = end[np.searchsorted(t.end, run.finish)]

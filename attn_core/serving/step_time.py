@@ -148,7 +148,7 @@ def _dense_estimate_s(engine: Engine, count: PhaseCount) -> float | np.ndarray:
 def estimate_s(engine: Engine, count: PhaseCount) -> float | np.ndarray:
     """The step's estimated seconds (module docstring); 0 for an empty step. Array fields (many
     steps at once) give an array."""
-    if not count.expert_flops and np.ndim(count.tokens) == 0:
+    if np.ndim(count.tokens) == 0 and not np.any(count.expert_flops):
         return _dense_estimate_s(engine, count) if count.tokens else 0.0
     n = np.asarray(count.tokens, dtype=float)
     c, peaks, s = engine.coefficients, engine.peaks, engine.shape
