@@ -36,6 +36,7 @@ FIT_FIELDS = (
     "layer_overhead_s",
     "link_bytes_per_s",
     "collective_latency_s",
+    "fp8_compute_fraction",
 )
 FACTORS = (0.5, 0.7, 0.85, 1.0, 1.2, 1.4, 2.0)
 
@@ -113,7 +114,11 @@ def _candidates(c: TimeModelCoefficients, field: str, spread: float) -> list[Tim
 
 
 def fit(
-    replays: list[Replay], bases: list[SimResult], start: TimeModelCoefficients | None = None, sweeps: int = 3
+    replays: list[Replay],
+    bases: list[SimResult],
+    start: TimeModelCoefficients | None = None,
+    sweeps: int = 3,
+    fields: tuple[str, ...] = FIT_FIELDS,
 ) -> TimeModelCoefficients:
     """Coordinate descent on mean |log error|: each coefficient in turn tries its grid, keeps the
     best; the grid narrows each sweep (factors^(1/2^sweep)). Coefficients the rows cannot move
@@ -121,7 +126,7 @@ def fit(
     c = start or TimeModelCoefficients()
     best = float(np.mean(np.abs(errors(replays, bases, c))))
     for sweep in range(sweeps):
-        for field in FIT_FIELDS:
+        for field in fields:
             for cand in _candidates(c, field, 1 / 2**sweep):
                 score = float(np.mean(np.abs(errors(replays, bases, cand))))
                 if score < best - 1e-12:
@@ -141,21 +146,28 @@ class FitReport:
     skipped: list[tuple[str, str]]
 
 
-def fit_report(replays: list[Replay], skipped: list[tuple[str, str]], sweeps: int = 3) -> FitReport:
-    """Fit on the rows not held out; leave each source out in turn; the interval from those errors."""
+def fit_report(
+    replays: list[Replay],
+    skipped: list[tuple[str, str]],
+    sweeps: int = 3,
+    start: TimeModelCoefficients | None = None,
+    fields: tuple[str, ...] = FIT_FIELDS,
+) -> FitReport:
+    """Fit ``fields`` (the rest stay at ``start``'s) on the rows not held out; leave each source out
+    in turn; the interval from those errors."""
     bases = [simulate_replay(r) for r in replays]
     train = [i for i, r in enumerate(replays) if not r.held_out]
 
     def pick(idx: list[int]) -> tuple[list[Replay], list[SimResult]]:
         return [replays[i] for i in idx], [bases[i] for i in idx]
 
-    c = fit(*pick(train), sweeps=sweeps)
+    c = fit(*pick(train), start=start, sweeps=sweeps, fields=fields)
     in_fit = errors(replays, bases, c)
     left_out = np.full(len(replays), np.nan)
     for source in sorted({replays[i].source for i in train}):
         keep = [i for i in train if replays[i].source != source]
         scored = [i for i, r in enumerate(replays) if r.source == source]
-        c_out = fit(*pick(keep), start=c, sweeps=sweeps) if keep else c
+        c_out = fit(*pick(keep), start=c, sweeps=sweeps, fields=fields) if keep else c
         left_out[scored] = errors(*pick(scored), c_out)
     held = [i for i, r in enumerate(replays) if r.held_out]
     left_out[held] = in_fit[held]  # never fitted on: their in-fit error is already left out

@@ -117,3 +117,18 @@ def all_ratios(c: TimeModelCoefficients) -> list[OpRatio]:
 
 def median_ratio(rows: list[OpRatio]) -> float:
     return float(np.median([r.ratio for r in rows])) if rows else float("nan")
+
+
+def vidur_collectives() -> tuple[float, float]:
+    """(link bytes/s, τ_ar seconds) of t = 2(t − 1)/t · S / link + τ_ar, least squares on relative
+    error over every within-node all-reduce Vidur measured (H100 and A100 DGX, 2-8 GPUs, 2 KiB to
+    64 MiB): one NVLink figure for both parts (H100's alone gives ~324 GB/s, A100's ~154)."""
+    rows, times = [], []
+    for node in NODES.values():
+        for a in all_reduce_times(node):
+            t = a.num_workers
+            rows.append((2 * (t - 1) / t * a.size_bytes, 1.0))
+            times.append(a.median_ms / 1e3)
+    x, y = np.array(rows), np.array(times)
+    coef, *_ = np.linalg.lstsq(x / y[:, None], np.ones_like(y), rcond=None)
+    return float(1 / coef[0]), float(coef[1])

@@ -39,15 +39,16 @@ class TimeModelCoefficients:
     """The estimate's coefficients (module docstring); defaults from the Vidur H100 profile and
     NVLink datasheets, refitted by `attn_core.serving.fit` (assets/derived/time_model.json)."""
 
-    compute_fraction: float = 0.7  # η_max: achieved fraction of peak of a large GEMM
+    compute_fraction: float = 0.7  # η_max: achieved fraction of peak of a large 16-bit GEMM
     half_rows: float = 64.0  # n_½: GEMM rows at which half of η_max is reached
     bandwidth_fraction: float = 0.8  # η_bw: achieved fraction of HBM bandwidth
     layer_overhead_s: float = 20e-6  # τ_layer: kernel launches and small ops per layer per step
     link_bytes_per_s: float = 150e9  # all-reduce algorithm bandwidth per GPU (NVLink, effective)
     collective_latency_s: float = 8e-6  # τ_ar: fixed cost per collective call
+    fp8_compute_fraction: float = 0.7  # η_max of an 8-bit (fp8/int8) or fp4 GEMM, of its own peak
 
     def __post_init__(self) -> None:
-        for name in ("compute_fraction", "bandwidth_fraction"):
+        for name in ("compute_fraction", "bandwidth_fraction", "fp8_compute_fraction"):
             v = getattr(self, name)
             if not 0 < v <= 1:
                 raise ValueError(f"{name} must be a fraction in (0, 1], got {v!r}")
@@ -110,9 +111,16 @@ def busiest_share(draws: float | np.ndarray, bins: int) -> float | np.ndarray:
     return share if share.ndim else float(share)
 
 
-def _eta(c: TimeModelCoefficients, rows: float | np.ndarray) -> float | np.ndarray:
+def eta_max(engine: Engine) -> float:
+    """η_max at the engine's compute dtype: an 8-bit or 4-bit GEMM reaches its own (2× or 4×)
+    peak less fully than a 16-bit one (scaling, narrower accumulate paths), so it has its own."""
+    c = engine.coefficients
+    return c.compute_fraction if engine.compute in ("bf16", "fp16") else c.fp8_compute_fraction
+
+
+def _eta(engine: Engine, rows: float | np.ndarray) -> float | np.ndarray:
     rows = np.maximum(rows, 1e-9)
-    return c.compute_fraction * rows / (rows + c.half_rows)
+    return eta_max(engine) * rows / (rows + engine.coefficients.half_rows)
 
 
 def _collectives_s(engine: Engine, tokens: float | np.ndarray) -> float | np.ndarray:
@@ -138,7 +146,7 @@ def _dense_estimate_s(engine: Engine, count: PhaseCount) -> float | np.ndarray:
     n = count.tokens
     c, peaks = engine.coefficients, engine.peaks
     P, B = peaks.flops_per_s, peaks.bandwidth_bytes_per_s * c.bandwidth_fraction
-    rate = P * c.compute_fraction * n / (n + c.half_rows)
+    rate = P * eta_max(engine) * n / (n + c.half_rows)
     products_s = max(count.product_flops / rate, count.weight_bytes / B)
     mixing = (count.attention_flops + count.core_flops) / rate, (count.cache_bytes + count.state_bytes) / B
     mixing_s = np.maximum(*mixing) if np.ndim(mixing[0]) or np.ndim(mixing[1]) else max(mixing)
@@ -153,12 +161,12 @@ def estimate_s(engine: Engine, count: PhaseCount) -> float | np.ndarray:
     n = np.asarray(count.tokens, dtype=float)
     c, peaks, s = engine.coefficients, engine.peaks, engine.shape
     P, B = peaks.flops_per_s, peaks.bandwidth_bytes_per_s * c.bandwidth_fraction
-    eta_n = _eta(c, n)
+    eta_n = _eta(engine, n)
     F_e = count.expert_flops
     products_s = (count.product_flops - F_e) / (P * eta_n)
     if np.any(F_e):
         lam = busiest_share(s.moe.top_k * n, engine.ep)  # the slowest expert-parallel rank
-        products_s = products_s + F_e * lam / (P * _eta(c, count.expert_rows))
+        products_s = products_s + F_e * lam / (P * _eta(engine, count.expert_rows))
     mixing_s = (count.attention_flops + count.core_flops) / (P * eta_n)
     seconds = np.maximum(products_s, count.weight_bytes / B) + np.maximum(mixing_s, count.mixing_bytes / B)
     seconds = seconds + s.n_layers * c.layer_overhead_s + _collectives_s(engine, n)
