@@ -80,3 +80,24 @@ def test_a_server_row_replays_as_poisson_and_a_held_out_row_is_never_fitted_on()
     assert with_held.coefficients == without.coefficients  # the held-out row moved nothing
     row = with_held.rows[-1]
     assert row["held_out"] and row["log_error"] == row["log_error_left_out"]
+
+
+def test_published_json_carries_each_rows_prediction_and_loso_error(capsys):
+    from attn_core.cost.published_cli import main
+
+    assert main(["--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    doc = json.loads(FITTED_FILE.read_text())
+    fitted = {r["id"]: r for r in doc["rows"]}
+    why = {s["id"]: s["why"] for s in doc["skipped"]}
+    assert {r["id"] for r in rows} == set(fitted) | set(why)  # every row: a prediction or a reason
+    for r in rows:
+        if r["id"] in fitted:
+            f = fitted[r["id"]]
+            assert (r["prediction"], r["loso_error"], r["not_replayed"]) == (
+                f["predicted"],
+                f["log_error_left_out"],
+                None,
+            )
+        else:
+            assert r["prediction"] is None and r["loso_error"] is None and r["not_replayed"] == why[r["id"]]
