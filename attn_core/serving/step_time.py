@@ -156,7 +156,8 @@ def _dense_estimate_s(engine: Engine, count: PhaseCount) -> float | np.ndarray:
 def estimate_s(engine: Engine, count: PhaseCount) -> float | np.ndarray:
     """The step's estimated seconds (module docstring); 0 for an empty step. Array fields (many
     steps at once) give an array."""
-    if np.ndim(count.tokens) == 0 and not np.any(count.expert_flops):
+    ef = count.expert_flops  # a scalar on the simulator's hot path: tested without numpy
+    if np.ndim(count.tokens) == 0 and (not ef if isinstance(ef, int | float) else not np.any(ef)):
         return _dense_estimate_s(engine, count) if count.tokens else 0.0
     n = np.asarray(count.tokens, dtype=float)
     c, peaks, s = engine.coefficients, engine.peaks, engine.shape

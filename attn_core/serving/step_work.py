@@ -60,10 +60,13 @@ class StepTables:
         """W(n) = W(1) + (n − 1) × a token's embedding rows + MoE layers × (experts n tokens touch
         − k) × one expert's bytes (`params.decode_weight_bytes` at B = n, n ≤ the vocabulary)."""
         m = self.shape.moe
+        dense_model = m is None or not self.shape.n_moe_layers
+        if dense_model and isinstance(tokens, int | float):  # the simulator's hot path: no numpy
+            return self.weights_one + (max(tokens, 1) - 1) * self.row_bytes
         n = np.maximum(tokens, 1)
         dense = self.weights_one + (n - 1) * self.row_bytes
-        if m is None or not self.shape.n_moe_layers:
-            return dense if np.ndim(tokens) == 0 else np.asarray(dense, dtype=float)
+        if dense_model:
+            return np.asarray(dense, dtype=float)
         extra = experts_touched_expected(m.n_experts, m.top_k, n) - m.top_k
         return dense + self.shape.n_moe_layers * extra * self.expert_bytes
 
