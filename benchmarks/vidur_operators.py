@@ -13,7 +13,7 @@ import numpy as np
 from attn_core.serving.fitted import load_fitted
 from attn_core.serving.operator_check import CLASSES, all_ratios, all_reduce_ratios
 
-TOKEN_BANDS = ((1, 64), (65, 511), (512, 4096))
+TOKEN_BANDS = ((1, 64), (65, 511), (512, 4096), (4097, 32768))
 SIZE_BANDS = ((0, 2**16), (2**16, 2**20), (2**20, 2**23), (2**23, 2**27))
 
 
@@ -37,7 +37,8 @@ def main() -> int:
         for cls in (*CLASSES, "layer"):
             for band in TOKEN_BANDS:
                 v = ops[(gpu, cls, band)]
-                print(f"| {gpu.upper()} | {cls} | {band[0]:,}–{band[1]:,} | {len(v)} | {_q(v)} |")
+                if v:
+                    print(f"| {gpu.upper()} | {cls} | {band[0]:,}–{band[1]:,} | {len(v)} | {_q(v)} |")
     print()
     print("| GPU node | GPUs | message | rows | measured ÷ predicted: median (10th–90th) |")
     print("|---|---|---|---|---|")
