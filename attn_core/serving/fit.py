@@ -6,6 +6,9 @@ Each row is replayed as its scenario says (`attn_core.serving.replay`); rows wit
 replay (and kernel rows) are left out with the reason. Rows marked ``held_out`` are replayed and
 scored but never fitted on.
 
+The all-reduce's link and τ_ar may be held at Vidur's measured figures (``fields`` without them,
+``start`` with them: benchmarks/fit_time_model.py does so by default) while the rest are fitted.
+
 Error = log(measured time / predicted time) (a rate's time is its reciprocal). The fit minimises
 the mean |error| over the rows by coordinate descent on a shrinking multiplicative grid (numpy
 only). Leave-one-source-out: refit without every row of one source, score that source's rows.

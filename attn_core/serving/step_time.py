@@ -8,16 +8,18 @@ physically named coefficients (`TimeModelCoefficients`):
            + 2·L · [2(t−1)/t · n·d·b / link + τ_ar]     (t > 1)                   all-reduce
            + 2·L_moe · [(e−1)/e · k·n·d·b / link + τ_ar] (experts over e GPUs)    all-to-all
 
-P, B: peak FLOP/s and HBM bandwidth of the t GPUs; n tokens in the step; η_c(n) = η_max · n / (n +
-n_½), the achieved fraction of peak of a GEMM with n rows (small-M GEMMs do not fill the Tensor
-Cores); m_e = k·n / (experts touched), the mean rows of a touched routed expert's GEMM, and λ =
+P, B: peak FLOP/s (of the compute dtype: fp8 rows at the fp8 peak, `GPU.dense_flops`) and HBM
+bandwidth of the t GPUs; n tokens in the step; η_c(n) = η_max · n / (n + n_½), the achieved
+fraction of peak of a GEMM with n rows (small-M GEMMs do not fill the Tensor Cores), η_max its own
+for 16-bit and for 8/4-bit GEMMs (`eta_max`); m_e = k·n / (experts touched), the mean rows of a touched routed expert's GEMM, and λ =
 E[max load]/mean load of the k·n expert draws over the e expert-parallel ranks (a multinomial;
 with e = E, one expert per rank, it is the busiest expert's load): every rank waits for the
 slowest (λ = 1 without expert parallelism). Every
 η ≤ 1 and λ ≥ 1, so the estimate is never below max(F/P, bytes/B), the bound.
 
 The Vidur profile (`/work/shared/notes/serving-data.md`) motivates the shape: GEMMs at ~70-75% of
-peak when large and ~80% of bandwidth when tiny, with a floor of tens of µs per operator.
+peak when large and ~80% of bandwidth when tiny, with a floor of tens of µs per operator; the
+fitted model against Vidur's operator medians is in benchmarks/RESULTS.md (`operator_check`).
 """
 
 from __future__ import annotations
