@@ -6,6 +6,7 @@ bad argument or a bad file."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -129,8 +130,21 @@ def bands_json(priced: tuple[Priced, ...]) -> dict:
     return out
 
 
+def simulated_line(record: dict | None) -> str:
+    """The serving simulation's figure for a row and its left-out error, in words."""
+    sim = simulated_json(record)
+    if sim["prediction"] is None:
+        return f"    serving simulation: not replayed ({sim['not_replayed']})"
+    unit = record.get("unit", "")
+    return (
+        f"    serving simulation: {format_figure(sim['prediction'])} {unit} · with its source left out "
+        f"of the fit, measured time = {math.exp(sim['loso_error']):.2f} × the predicted"
+    )
+
+
 def text_report(priced: tuple[Priced, ...]) -> str:
     lines = [HEADER, ""]
+    fitted = fit_records()
     for p in priced:
         sign = "≥" if p.unit == "ms" else "≤"
         got = "—  " + p.defect if p.defect else format_percent(p.attained)
@@ -138,6 +152,7 @@ def text_report(priced: tuple[Priced, ...]) -> str:
             f"{p.run.id}  [{REGIMES[p.band]}]  {setup(p)}",
             f"    published {p.run.text} · bound {sign} {format_figure(p.bound)} {p.unit} · measured "
             f"{format_figure(p.measured)} {p.unit} · attained {got}",
+            simulated_line(fitted.get(p.run.id)),
         ]
     lines += ["", "Attained fraction of the bound, by regime (rows that beat their bound left out):"]
     for b in bands_json(priced).values():

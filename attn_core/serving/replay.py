@@ -105,7 +105,7 @@ def replay_of(run: Run, coefficients: TimeModelCoefficients | None = None) -> Re
     if run.preset is None:
         return "a kernel row"
     if run.input_len is None or run.output_len is None:
-        return "no prompt and output lengths stated (a dataset's lengths vary): nothing to replay"
+        return "no prompt and output lengths stated: the dataset's lengths vary, nothing to replay"
     if run.n_gpus not in (1, 2, 4, 8):
         return f"{run.n_gpus} GPUs is not one tensor-parallel replica"
     metric = replay_metric(run)
