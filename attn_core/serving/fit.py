@@ -177,22 +177,38 @@ def fit_report(
     lo, hi = (float(x) for x in np.nanpercentile(left_out, [10, 90]))
     inside = float(np.mean((left_out >= lo) & (left_out <= hi)))
     rows = [
-        {
-            "id": r.run.id,
-            "source": r.source,
-            "held_out": r.held_out,
-            "metric": r.metric,
-            "measured": r.run.value,
-            "unit": r.run.unit,
-            "predicted": float(
-                predicted(with_coefficients(r, c), simulate_replay(with_coefficients(r, c), b))
-            ),
-            "log_error": float(e),
-            "log_error_left_out": float(lo_e),
-        }
+        _row(with_coefficients(r, c), b, float(e), float(lo_e))
         for r, b, e, lo_e in zip(replays, bases, in_fit, left_out, strict=True)
     ]
     return FitReport(c, rows, lo, hi, inside, skipped)
+
+
+def slo_met(replay: Replay, sim: SimResult) -> bool | None:
+    """Whether the simulated p99 TTFT and TPOT keep within the SLO the run was held to (None
+    without one): a server row's replay should, as the published run did."""
+    ttft, tpot = replay.slo_ms
+    if ttft is None and tpot is None:
+        return None
+    ok_ttft = ttft is None or sim.ttft.p99 * 1e3 <= ttft
+    return bool(ok_ttft and (tpot is None or sim.tpot.p99 * 1e3 <= tpot))
+
+
+def _row(r: Replay, base: SimResult, error: float, left_out: float) -> dict[str, Any]:
+    """One row of the report at the fitted coefficients (``r`` carries them)."""
+    sim = simulate_replay(r, base)
+    return {
+        "id": r.run.id,
+        "source": r.source,
+        "held_out": r.held_out,
+        "metric": r.metric,
+        "measured": r.run.value,
+        "unit": r.run.unit,
+        "predicted": float(predicted(r, sim)),
+        "log_error": error,
+        "log_error_left_out": left_out,
+        "slo_ms": list(r.slo_ms),
+        "slo_met": slo_met(r, sim),
+    }
 
 
 def report_json(rep: FitReport, command: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import pytest
 from attn_core.cost.phases import decode_count, prefill_count
 from attn_core.cost.published import load_runs
 from attn_core.cost.published_rows import Replay as RowReplay
-from attn_core.serving.fit import errors, fit, fit_report, simulate_replay
+from attn_core.serving.fit import errors, fit, fit_report, simulate_replay, slo_met
 from attn_core.serving.replay import log_error, predicted, replay_of
 from attn_core.serving.step_time import estimate_s
 
@@ -106,3 +106,16 @@ def test_error_sign_and_leave_one_source_out_definition():
         expect = errors([picked[i] for i in scored], [bases[i] for i in scored], c)
         got = [rep.rows[i]["log_error_left_out"] for i in scored]
         assert got == pytest.approx(list(expect), rel=1e-12)
+
+
+def test_a_server_rows_slo_is_judged_on_the_simulated_p99():
+    base = RUNS["nemo-7b-a100-tp1-bs1"]
+    sparse = dict(scenario="serving-server", metric="TTFT ms", unit="ms")
+    r = replay_of(dataclasses.replace(base, **sparse, replay=RowReplay(5, 0.01, 2000.0, 200.0)))
+    sim = simulate_replay(r)  # each request alone: p99 TTFT = the prefill, p99 TPOT = its steps' mean
+    assert slo_met(r, sim) is True
+    tight = dataclasses.replace(
+        r, run=dataclasses.replace(r.run, replay=RowReplay(5, 0.01, sim.ttft.p99 * 1e3 * 0.99))
+    )
+    assert slo_met(tight, sim) is False
+    assert slo_met(replay_of(base), sim) is None  # a fixed batch: no SLO
