@@ -47,6 +47,7 @@ def simulated_json(record: dict | None) -> dict:
             "log_error": None,
             "loso_error": None,
             "not_replayed": "not in the fit file",
+            "slo_met": None,
         }
     if "not_replayed" in record:
         return {
@@ -54,12 +55,14 @@ def simulated_json(record: dict | None) -> dict:
             "log_error": None,
             "loso_error": None,
             "not_replayed": record["not_replayed"],
+            "slo_met": None,
         }
     return {
         "prediction": record["predicted"],
         "log_error": record["log_error"],
         "loso_error": record["log_error_left_out"],
         "not_replayed": None,
+        "slo_met": record.get("slo_met"),  # the simulated p99s within the row's SLO (None: no SLO)
     }
 
 
