@@ -1,6 +1,10 @@
 """Fit the serving step-time coefficients on the published runs not held out, score every row left
 out with its whole source, and write assets/derived/time_model.json (read by `python -m attn_core
-serve`). Run: PYTHONPATH=$PWD python benchmarks/fit_time_model.py [--sweeps 3] [--out PATH]."""
+serve`). The all-reduce's link bandwidth and per-call latency are set from Vidur's measured
+all-reduces (microsoft/vidur, MIT; `serving.operator_check.vidur_collectives`) unless
+--fit-collectives fits them on the published rows too. Prints the per-source leave-one-source-out
+table for benchmarks/RESULTS.md.
+Run: PYTHONPATH=$PWD python benchmarks/fit_time_model.py [--sweeps 3] [--out PATH] [--fit-collectives]"""
 
 from __future__ import annotations
 
@@ -11,22 +15,51 @@ import sys
 import time
 from pathlib import Path
 
-from attn_core.serving.fit import fit_report, load_replays, report_json
+import numpy as np
+
+from attn_core.serving.fit import FIT_FIELDS, fit_report, report_json
 from attn_core.serving.fitted import FITTED_FILE
+from attn_core.serving.operator_check import vidur_collectives
+from attn_core.serving.replay import load_replays
+from attn_core.serving.step_time import TimeModelCoefficients
 
 COMMAND = "PYTHONPATH=$PWD python benchmarks/fit_time_model.py"
+
+
+def print_sources(rep) -> None:
+    """Per source: rows, median |left-out error| (as a factor − 1 on times) and the share of its
+    left-out errors inside the 80% interval."""
+    print("| source | rows | median \\|LOSO error\\| | inside the 80% interval |")
+    print("|---|---|---|---|")
+    sources = sorted({r["source"] for r in rep.rows})
+    for s in [*sources, "all"]:
+        e = np.array([r["log_error_left_out"] for r in rep.rows if s in ("all", r["source"])])
+        inside = np.mean((e >= rep.log_low) & (e <= rep.log_high))
+        print(f"| {s} | {len(e)} | {math.expm1(np.median(np.abs(e))):.1%} | {inside:.0%} |")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sweeps", type=int, default=3, help="coordinate-descent sweeps (grid narrows each)")
     ap.add_argument("--out", type=Path, default=FITTED_FILE)
+    ap.add_argument("--fit-collectives", action="store_true", help="fit link and τ_ar on the rows too")
     args = ap.parse_args(argv)
     t0 = time.process_time()
     replays, skipped = load_replays()
-    rep = fit_report(replays, skipped, args.sweeps)
+    if args.fit_collectives:
+        start, fields, how = None, FIT_FIELDS, "fitted on the published rows"
+    else:
+        link, tau = vidur_collectives()
+        start = TimeModelCoefficients(link_bytes_per_s=link, collective_latency_s=tau)
+        fields = tuple(f for f in FIT_FIELDS if f not in ("link_bytes_per_s", "collective_latency_s"))
+        how = (
+            "link_bytes_per_s and collective_latency_s from Vidur's measured all-reduces (H100 and A100 DGX)"
+        )
+    rep = fit_report(replays, skipped, args.sweeps, start, fields)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report_json(rep, COMMAND), indent=1) + "\n")
+    doc = report_json(rep, COMMAND + (" --fit-collectives" if args.fit_collectives else ""))
+    doc["collectives"] = how
+    args.out.write_text(json.dumps(doc, indent=1) + "\n")
     print(
         f"{len(replays)} rows replayed ({sum(r.held_out for r in replays)} held out), {len(skipped)} skipped"
     )
@@ -39,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['id']:<32}{r['source'][:13]:<14}{r['measured']:>10.4g}{r['predicted']:>11.4g}  "
             f"{r['log_error']:>+6.3f}  {r['log_error_left_out']:>+6.3f}{flag}"
         )
+    print_sources(rep)
     lo, hi = math.exp(rep.log_low), math.exp(rep.log_high)
     print(f"80% interval on times: ×{lo:.3f} … ×{hi:.3f}; covers {rep.coverage:.0%} of left-out rows")
     print(f"wrote {args.out} in {time.process_time() - t0:.1f} s CPU")

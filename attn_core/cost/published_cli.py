@@ -6,10 +6,12 @@ bad argument or a bad file."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
+from pathlib import Path
 
 from attn_core.cost.cli import Parser, UsageError, fail
-from attn_core.cost.published import Priced, band, format_figure, priced_runs
+from attn_core.cost.published import RUNS_FILE, Priced, band, format_figure, priced_runs
 from attn_core.cost.published_rows import REGIMES, PublishedError
 from attn_core.cost.units import format_percent
 
@@ -18,6 +20,50 @@ HEADER = (
     "what the row's conditions allow at the datasheet peaks; attained = bound ÷ measured time "
     "(= measured ÷ bound rate)."
 )
+
+
+FIT_FILE = RUNS_FILE.parents[1] / "derived" / "time_model.json"  # benchmarks/fit_time_model.py
+
+
+def fit_records(path: Path = FIT_FILE) -> dict[str, dict]:
+    """Each row's record in the serving fit (``assets/derived/time_model.json``), by id: the
+    simulated prediction and its errors, or why the row was not replayed; {} without the file."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    out = {r["id"]: r for r in doc.get("rows", [])}
+    out |= {s["id"]: {"not_replayed": s["why"]} for s in doc.get("skipped", [])}
+    return out
+
+
+def simulated_json(record: dict | None) -> dict:
+    """A row's serving-simulation fields: ``prediction`` (the replayed figure in the row's unit, at
+    the fitted coefficients), ``log_error`` (log(measured time / predicted time) in the fit) and
+    ``loso_error`` (the same with the row's whole source left out of the fit), or ``not_replayed``."""
+    if record is None:
+        return {
+            "prediction": None,
+            "log_error": None,
+            "loso_error": None,
+            "not_replayed": "not in the fit file",
+            "slo_met": None,
+        }
+    if "not_replayed" in record:
+        return {
+            "prediction": None,
+            "log_error": None,
+            "loso_error": None,
+            "not_replayed": record["not_replayed"],
+            "slo_met": None,
+        }
+    return {
+        "prediction": record["predicted"],
+        "log_error": record["log_error"],
+        "loso_error": record["log_error_left_out"],
+        "not_replayed": None,
+        "slo_met": record.get("slo_met"),  # the simulated p99s within the row's SLO (None: no SLO)
+    }
 
 
 def setup(p: Priced) -> str:
@@ -33,7 +79,8 @@ def setup(p: Priced) -> str:
     return f"{r.model} · {gpus} ({r.parallelism}) · {precision}{lengths} · {r.framework} {r.version}"
 
 
-def row_json(p: Priced) -> dict:
+def row_json(p: Priced, record: dict | None = None) -> dict:
+    """One priced row as JSON, with its serving-fit record's fields (`simulated_json`)."""
     r = p.run
     return {
         "id": r.id,
@@ -67,6 +114,7 @@ def row_json(p: Priced) -> dict:
         "how": p.how,
         "attained": p.attained,
         "defect": p.defect,
+        **simulated_json(record),
     }
 
 
@@ -85,8 +133,21 @@ def bands_json(priced: tuple[Priced, ...]) -> dict:
     return out
 
 
+def simulated_line(record: dict | None) -> str:
+    """The serving simulation's figure for a row and its left-out error, in words."""
+    sim = simulated_json(record)
+    if sim["prediction"] is None:
+        return f"    serving simulation: not replayed ({sim['not_replayed']})"
+    unit = record.get("unit", "")
+    return (
+        f"    serving simulation: {format_figure(sim['prediction'])} {unit} · with its source left out "
+        f"of the fit, measured time = {math.exp(sim['loso_error']):.2f} × the predicted"
+    )
+
+
 def text_report(priced: tuple[Priced, ...]) -> str:
     lines = [HEADER, ""]
+    fitted = fit_records()
     for p in priced:
         sign = "≥" if p.unit == "ms" else "≤"
         got = "—  " + p.defect if p.defect else format_percent(p.attained)
@@ -94,6 +155,7 @@ def text_report(priced: tuple[Priced, ...]) -> str:
             f"{p.run.id}  [{REGIMES[p.band]}]  {setup(p)}",
             f"    published {p.run.text} · bound {sign} {format_figure(p.bound)} {p.unit} · measured "
             f"{format_figure(p.measured)} {p.unit} · attained {got}",
+            simulated_line(fitted.get(p.run.id)),
         ]
     lines += ["", "Attained fraction of the bound, by regime (rows that beat their bound left out):"]
     for b in bands_json(priced).values():
@@ -117,7 +179,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.regime:
         priced = tuple(p for p in priced if p.band == args.regime)
     if args.json:
-        doc = {"note": HEADER, "rows": [row_json(p) for p in priced], "bands": bands_json(priced)}
+        fitted = fit_records()
+        rows = [row_json(p, fitted.get(p.run.id)) for p in priced]
+        doc = {"note": HEADER, "rows": rows, "bands": bands_json(priced)}
         print(json.dumps(doc, indent=1, ensure_ascii=False))
     else:
         print(text_report(priced))

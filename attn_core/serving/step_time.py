@@ -8,16 +8,18 @@ physically named coefficients (`TimeModelCoefficients`):
            + 2·L · [2(t−1)/t · n·d·b / link + τ_ar]     (t > 1)                   all-reduce
            + 2·L_moe · [(e−1)/e · k·n·d·b / link + τ_ar] (experts over e GPUs)    all-to-all
 
-P, B: peak FLOP/s and HBM bandwidth of the t GPUs; n tokens in the step; η_c(n) = η_max · n / (n +
-n_½), the achieved fraction of peak of a GEMM with n rows (small-M GEMMs do not fill the Tensor
-Cores); m_e = k·n / (experts touched), the mean rows of a touched routed expert's GEMM, and λ =
+P, B: peak FLOP/s (of the compute dtype: fp8 rows at the fp8 peak, `GPU.dense_flops`) and HBM
+bandwidth of the t GPUs; n tokens in the step; η_c(n) = η_max · n / (n + n_½), the achieved
+fraction of peak of a GEMM with n rows (small-M GEMMs do not fill the Tensor Cores), η_max its own
+for 16-bit and for 8/4-bit GEMMs (`eta_max`); m_e = k·n / (experts touched), the mean rows of a touched routed expert's GEMM, and λ =
 E[max load]/mean load of the k·n expert draws over the e expert-parallel ranks (a multinomial;
 with e = E, one expert per rank, it is the busiest expert's load): every rank waits for the
 slowest (λ = 1 without expert parallelism). Every
 η ≤ 1 and λ ≥ 1, so the estimate is never below max(F/P, bytes/B), the bound.
 
 The Vidur profile (`/work/shared/notes/serving-data.md`) motivates the shape: GEMMs at ~70-75% of
-peak when large and ~80% of bandwidth when tiny, with a floor of tens of µs per operator.
+peak when large and ~80% of bandwidth when tiny, with a floor of tens of µs per operator; the
+fitted model against Vidur's operator medians is in benchmarks/RESULTS.md (`operator_check`).
 """
 
 from __future__ import annotations
@@ -39,15 +41,16 @@ class TimeModelCoefficients:
     """The estimate's coefficients (module docstring); defaults from the Vidur H100 profile and
     NVLink datasheets, refitted by `attn_core.serving.fit` (assets/derived/time_model.json)."""
 
-    compute_fraction: float = 0.7  # η_max: achieved fraction of peak of a large GEMM
+    compute_fraction: float = 0.7  # η_max: achieved fraction of peak of a large 16-bit GEMM
     half_rows: float = 64.0  # n_½: GEMM rows at which half of η_max is reached
     bandwidth_fraction: float = 0.8  # η_bw: achieved fraction of HBM bandwidth
     layer_overhead_s: float = 20e-6  # τ_layer: kernel launches and small ops per layer per step
     link_bytes_per_s: float = 150e9  # all-reduce algorithm bandwidth per GPU (NVLink, effective)
     collective_latency_s: float = 8e-6  # τ_ar: fixed cost per collective call
+    fp8_compute_fraction: float = 0.7  # η_max of an 8-bit (fp8/int8) or fp4 GEMM, of its own peak
 
     def __post_init__(self) -> None:
-        for name in ("compute_fraction", "bandwidth_fraction"):
+        for name in ("compute_fraction", "bandwidth_fraction", "fp8_compute_fraction"):
             v = getattr(self, name)
             if not 0 < v <= 1:
                 raise ValueError(f"{name} must be a fraction in (0, 1], got {v!r}")
@@ -62,19 +65,10 @@ class TimeModelCoefficients:
 
 
 def compute_peak(gpu: GPU, dtype: str) -> int:
-    """Dense Tensor Core FLOP/s of one GPU at a compute dtype: ``<dtype>_flops_per_s`` where the
-    GPU table has it, bf16's for fp16, else the fp8 peaks `attn_core.cost.published` keeps."""
-    own = getattr(gpu, f"{dtype}_flops_per_s", None)
-    if own:
-        return int(own)
-    if dtype in ("bf16", "fp16"):
-        return gpu.bf16_flops_per_s
-    from attn_core.cost.published import PublishedError, peak_flops
-
-    try:
-        return peak_flops(gpu, dtype)
-    except PublishedError:
-        raise ValueError(f"{gpu.label} has no {dtype} peak on file") from None
+    """Dense Tensor Core FLOP/s of one GPU at a compute dtype, from the one table of peaks
+    (`GPU.dense_flops`: assets/gpus.json's bf16 peak and ``dense_peaks``, each with its datasheet);
+    ValueError naming the formats the GPU has when it has no ``dtype`` peak."""
+    return gpu.dense_flops(dtype)
 
 
 @dataclass(frozen=True)
@@ -119,9 +113,16 @@ def busiest_share(draws: float | np.ndarray, bins: int) -> float | np.ndarray:
     return share if share.ndim else float(share)
 
 
-def _eta(c: TimeModelCoefficients, rows: float | np.ndarray) -> float | np.ndarray:
+def eta_max(engine: Engine) -> float:
+    """η_max at the engine's compute dtype: an 8-bit or 4-bit GEMM reaches its own (2× or 4×)
+    peak less fully than a 16-bit one (scaling, narrower accumulate paths), so it has its own."""
+    c = engine.coefficients
+    return c.compute_fraction if engine.compute in ("bf16", "fp16") else c.fp8_compute_fraction
+
+
+def _eta(engine: Engine, rows: float | np.ndarray) -> float | np.ndarray:
     rows = np.maximum(rows, 1e-9)
-    return c.compute_fraction * rows / (rows + c.half_rows)
+    return eta_max(engine) * rows / (rows + engine.coefficients.half_rows)
 
 
 def _collectives_s(engine: Engine, tokens: float | np.ndarray) -> float | np.ndarray:
@@ -147,7 +148,7 @@ def _dense_estimate_s(engine: Engine, count: PhaseCount) -> float | np.ndarray:
     n = count.tokens
     c, peaks = engine.coefficients, engine.peaks
     P, B = peaks.flops_per_s, peaks.bandwidth_bytes_per_s * c.bandwidth_fraction
-    rate = P * c.compute_fraction * n / (n + c.half_rows)
+    rate = P * eta_max(engine) * n / (n + c.half_rows)
     products_s = max(count.product_flops / rate, count.weight_bytes / B)
     mixing = (count.attention_flops + count.core_flops) / rate, (count.cache_bytes + count.state_bytes) / B
     mixing_s = np.maximum(*mixing) if np.ndim(mixing[0]) or np.ndim(mixing[1]) else max(mixing)
@@ -157,17 +158,18 @@ def _dense_estimate_s(engine: Engine, count: PhaseCount) -> float | np.ndarray:
 def estimate_s(engine: Engine, count: PhaseCount) -> float | np.ndarray:
     """The step's estimated seconds (module docstring); 0 for an empty step. Array fields (many
     steps at once) give an array."""
-    if not count.expert_flops and np.ndim(count.tokens) == 0:
+    ef = count.expert_flops  # a scalar on the simulator's hot path: tested without numpy
+    if np.ndim(count.tokens) == 0 and (not ef if isinstance(ef, int | float) else not np.any(ef)):
         return _dense_estimate_s(engine, count) if count.tokens else 0.0
     n = np.asarray(count.tokens, dtype=float)
     c, peaks, s = engine.coefficients, engine.peaks, engine.shape
     P, B = peaks.flops_per_s, peaks.bandwidth_bytes_per_s * c.bandwidth_fraction
-    eta_n = _eta(c, n)
+    eta_n = _eta(engine, n)
     F_e = count.expert_flops
     products_s = (count.product_flops - F_e) / (P * eta_n)
     if np.any(F_e):
         lam = busiest_share(s.moe.top_k * n, engine.ep)  # the slowest expert-parallel rank
-        products_s = products_s + F_e * lam / (P * _eta(c, count.expert_rows))
+        products_s = products_s + F_e * lam / (P * _eta(engine, count.expert_rows))
     mixing_s = (count.attention_flops + count.core_flops) / (P * eta_n)
     seconds = np.maximum(products_s, count.weight_bytes / B) + np.maximum(mixing_s, count.mixing_bytes / B)
     seconds = seconds + s.n_layers * c.layer_overhead_s + _collectives_s(engine, n)

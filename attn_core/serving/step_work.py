@@ -22,7 +22,7 @@ import numpy as np
 
 from attn_core.cost.flops import prefill_flops
 from attn_core.cost.inputs import Precision
-from attn_core.cost.params import expert_params
+from attn_core.cost.params import decode_weight_bytes, expert_params
 from attn_core.cost.phases import PhaseCount, _weight_products, decode_count, expert_flops
 from attn_core.cost.serving import (
     decode_weight_bytes_expected,
@@ -49,6 +49,7 @@ class StepTables:
     cache: np.ndarray  # K(c): one sequence's cache bytes at c tokens (windows honoured)
     state_per_sequence: int  # a hybrid's fixed state per sequence, bytes
     weights_one: int  # W(1): the active weights one token reads
+    row_bytes: int  # each further token's own embedding rows (an untied table: one row per token)
     expert_bytes: float  # one routed expert's bytes (0 for a dense model)
 
     @property
@@ -56,17 +57,18 @@ class StepTables:
         return len(self.cache) - 1
 
     def weight_bytes(self, tokens: int | np.ndarray) -> float | np.ndarray:
-        """W(n) = W(1) + MoE layers × (experts n tokens touch − k) × one expert's bytes."""
+        """W(n) = W(1) + (n − 1) × a token's embedding rows + MoE layers × (experts n tokens touch
+        − k) × one expert's bytes (`params.decode_weight_bytes` at B = n, n ≤ the vocabulary)."""
         m = self.shape.moe
-        if m is None or not self.shape.n_moe_layers:
-            return (
-                self.weights_one
-                if np.ndim(tokens) == 0
-                else np.full(np.shape(tokens), float(self.weights_one))
-            )
+        dense_model = m is None or not self.shape.n_moe_layers
+        if dense_model and isinstance(tokens, int | float):  # the simulator's hot path: no numpy
+            return self.weights_one + (max(tokens, 1) - 1) * self.row_bytes
         n = np.maximum(tokens, 1)
+        dense = self.weights_one + (n - 1) * self.row_bytes
+        if dense_model:
+            return np.asarray(dense, dtype=float)
         extra = experts_touched_expected(m.n_experts, m.top_k, n) - m.top_k
-        return self.weights_one + self.shape.n_moe_layers * extra * self.expert_bytes
+        return dense + self.shape.n_moe_layers * extra * self.expert_bytes
 
 
 def build_tables(shape: ModelShape, precision: Precision, max_context: int) -> StepTables:
@@ -94,6 +96,7 @@ def build_tables(shape: ModelShape, precision: Precision, max_context: int) -> S
         cache=K,
         state_per_sequence=int(state_bytes(shape, 1, precision.b_kv, precision.b_state)),
         weights_one=int(decode_weight_bytes_expected(shape, 1, b_w, b_e)),
+        row_bytes=int(decode_weight_bytes(shape, 2, b_w, b_e) - decode_weight_bytes(shape, 1, b_w, b_e)),
         expert_bytes=0.0 if m is None else float(expert_params(shape, m.expert_d_ff, m.expert_bias) * b_e),
     )
 

@@ -9,18 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from attn_core.cost.published import RUNS_FILE, parse_run
-from attn_core.serving.fit import (
-    errors,
-    fit,
-    fit_report,
-    load_replays,
-    predicted,
-    replay_of,
-    simulate_replay,
-    with_coefficients,
-)
+from attn_core.cost.published import load_runs
+from attn_core.cost.published_rows import Replay as RowReplay
+from attn_core.serving.fit import errors, fit, fit_report, simulate_replay, with_coefficients
 from attn_core.serving.fitted import FITTED_FILE, load_fitted
+from attn_core.serving.replay import load_replays, predicted, replay_of
 from attn_core.serving.step_time import TimeModelCoefficients
 
 TRUE = TimeModelCoefficients(
@@ -51,12 +44,16 @@ def test_fit_recovers_rows_made_from_known_coefficients():
 
 def test_interval_is_the_left_out_errors_10th_to_90th_percentile():
     replays, skipped = load_replays()
-    rep = fit_report(replays[:6] + replays[-6:], skipped, sweeps=1)  # two sources, six rows each
+    picked = replays[:6] + replays[-6:]  # the file's first and last rows: at least two sources
+    rep = fit_report(picked, skipped, sweeps=1)
     left_out = np.array([r["log_error_left_out"] for r in rep.rows])
     lo, hi = np.percentile(left_out, [10, 90])
     assert (rep.log_low, rep.log_high) == (lo, hi)
     assert rep.coverage == np.mean((left_out >= lo) & (left_out <= hi))
-    assert {r["source"] for r in rep.rows} == {"gpt-fast", "TensorRT-LLM"}
+    # every row replayed is scored once, under its own source, and no error is missing
+    assert [r["id"] for r in rep.rows] == [r.run.id for r in picked]
+    assert [r["source"] for r in rep.rows] == [r.source for r in picked]
+    assert len({r.source for r in picked}) >= 2 and np.all(np.isfinite(left_out))
 
 
 def test_fitted_file_read_back_and_its_ranges(tmp_path):
@@ -72,10 +69,9 @@ def test_fitted_file_read_back_and_its_ranges(tmp_path):
 
 
 def test_a_server_row_replays_as_poisson_and_a_held_out_row_is_never_fitted_on():
-    doc = json.loads(RUNS_FILE.read_text())["runs"]
-    raw = dict(next(r for r in doc if r["id"] == "sglang030-8b-a100-tpot"))
-    raw |= {"input_len": 500, "output_len": 100, "rate": 4.0, "requests": 60, "held_out": True}
-    server = replay_of(parse_run(raw), raw, TimeModelCoefficients())
+    run = next(r for r in load_runs() if r.id == "sglang030-8b-a100-tpot")
+    run = dataclasses.replace(run, input_len=500, output_len=100, replay=RowReplay(60, 4.0), held_out=True)
+    server = replay_of(run, TimeModelCoefficients())
     assert server.load.mode == "rate" and server.metric == "tpot" and server.held_out
     replays, skipped = load_replays()
     few = replays[:3] + replays[-3:]
@@ -84,3 +80,24 @@ def test_a_server_row_replays_as_poisson_and_a_held_out_row_is_never_fitted_on()
     assert with_held.coefficients == without.coefficients  # the held-out row moved nothing
     row = with_held.rows[-1]
     assert row["held_out"] and row["log_error"] == row["log_error_left_out"]
+
+
+def test_published_json_carries_each_rows_prediction_and_loso_error(capsys):
+    from attn_core.cost.published_cli import main
+
+    assert main(["--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    doc = json.loads(FITTED_FILE.read_text())
+    fitted = {r["id"]: r for r in doc["rows"]}
+    why = {s["id"]: s["why"] for s in doc["skipped"]}
+    assert {r["id"] for r in rows} == set(fitted) | set(why)  # every row: a prediction or a reason
+    for r in rows:
+        if r["id"] in fitted:
+            f = fitted[r["id"]]
+            assert (r["prediction"], r["loso_error"], r["not_replayed"]) == (
+                f["predicted"],
+                f["log_error_left_out"],
+                None,
+            )
+        else:
+            assert r["prediction"] is None and r["loso_error"] is None and r["not_replayed"] == why[r["id"]]
