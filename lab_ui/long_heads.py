@@ -51,12 +51,17 @@ def _inputs(m: lh.LongModel, key: str, budget: lh.Budget) -> lh.LongInput | None
         st.error("This model does not fit the budget at even one token.")
         return None
     kind = "text" if m.tokenizer is not None else ("letters" if m.kind is lh.Kind.TRAINED else "token ids")
+    if kind == "token ids":
+        st.caption(
+            f"**{m.name}** has no tokenizer: this box takes token ids 0…{m.vocab_size - 1}, and opens on one "
+            "id per character of the sample (its code point modulo the vocabulary)."
+        )
     left, right = st.columns([3, 1])
     with left:
         text = st.text_area(
             f"long input ({kind}; opens on Pride and Prejudice, ch. 1–3, public domain)",
             value=lh.sample_input(m, longest),
-            key=f"{key}_text",
+            key=f"{key}_ids" if kind == "token ids" else f"{key}_text",  # prose never lands in an ids box
             max_chars=MAX_TEXT_CHARS,
             height=120,
         )

@@ -54,6 +54,26 @@ def load_model(source: str):
     return loaded
 
 
+def input_box(loaded) -> tuple[str, str]:
+    """The short input and its label: prose for a model with a tokenizer; else token ids, opening
+    on ids valid for this model (a previous model's ids are replaced when they do not fit)."""
+    if loaded.tokenizer is not None:
+        # ids and prose keep separate boxes: switching models never feeds one the other's
+        text = widgets.text_area(
+            "text", key="hf_prose", default=hf_heads.SHIPPED_TEXT, max_chars=4000, height=68
+        )
+        return text, "text"
+    label, default = "token ids (comma or space separated)", hf_heads.default_ids(loaded)
+    if st.session_state.get("hf_ids_for") != loaded.name:  # another model: its ids may not fit this one
+        st.session_state["hf_ids_for"] = loaded.name
+        if not hf_heads.ids_fit(loaded, st.session_state.get("hf_text", default)):
+            st.session_state["hf_text"] = default
+    st.caption(
+        f"**{loaded.name}** has no tokenizer: its inputs are token ids 0…{loaded.model.config.vocab_size - 1}."
+    )
+    return widgets.text_area(label, key="hf_text", default=default, max_chars=4000, height=68), label
+
+
 def maps(view: hf_heads.HFView) -> None:
     v, worst = view.view, view.worst_layer
     oracle_badge(f"{view.oracle} (worst layer: {v.layers[worst]})", v.max_abs_diff[worst], v.tol[worst])
@@ -198,11 +218,7 @@ require(loaded, fix="the model folder or hub id")
 if loaded.over_time_cap:
     st.warning(f"Loading took {loaded.load_s:.0f} s, over the {LOAD_CAP_S:.0f} s cap: pick a smaller model.")
 st.caption(f"**{loaded.name}** · {loaded.n_params:,} parameters · loaded in {loaded.load_s:.1f} s.")
-label = "token ids (comma or space separated)" if loaded.tokenizer is None else "text"
-default = hf_heads.DEMO_TEXT if loaded.tokenizer is None else hf_heads.SHIPPED_TEXT
-# ids and prose keep separate boxes: switching between SmolLM2 and the demo never feeds one the other's
-text_key = "hf_text" if loaded.tokenizer is None else "hf_prose"
-text = widgets.text_area(label, key=text_key, default=default, max_chars=4000, height=68)
+text, label = input_box(loaded)
 inputs = f"the {label} and the model"
 view = compute(view_cache.view, hf_heads.hf_view, loaded, text, inputs=inputs)
 require(view, fix="the input above (the model stays loaded)")

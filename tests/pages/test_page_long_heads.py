@@ -37,7 +37,7 @@ def test_hf_demo_long_read_is_opt_in_and_matches_the_dense_maps(app):
     at.toggle(key="hf_long_on").set_value(True).run()
     ok(at)
     m = long_heads.demo()
-    text = at.text_area(key="hf_long_text").value
+    text = at.text_area(key="hf_long_ids").value
     ids = long_heads.read_input(m, text, N).idx
     with torch.no_grad():
         own = m.model(ids, output_attentions=True).attentions
@@ -65,7 +65,7 @@ def test_a_region_past_the_map_gets_a_message_and_the_maps_stay(app):
     at.toggle(key="hf_long_on").set_value(True).run()
     at.number_input(key="hf_long_zh").set_value(3).run()
     ok(at)
-    ids = at.text_area(key="hf_long_text")
+    ids = at.text_area(key="hf_long_ids")
     ids.input("1 2 x").run()
     assert not at.exception and any("whole numbers" in e.value for e in at.error)
     assert at.subheader[-1].value.startswith("Long inputs")  # the rest of the page is still there
@@ -117,7 +117,7 @@ def test_a_read_past_its_time_limit_draws_the_layers_it_finished(app, monkeypatc
     ok(at)
     assert any("1 of 2 layers, stopped at the time limit (0.5 s" in w.value for w in at.warning)
     m = long_heads.demo()
-    ids = long_heads.read_input(m, at.text_area(key="hf_long_text").value, 64).idx
+    ids = long_heads.read_input(m, at.text_area(key="hf_long_ids").value, 64).idx
     with torch.no_grad():
         own = m.model(ids, output_attentions=True).attentions
     grid = [plotly_array(t["z"]) for t in chart(at, "Tile map of layer 0")["data"]]
