@@ -68,9 +68,8 @@ def input_box(loaded) -> tuple[str, str]:
         st.session_state["hf_ids_for"] = loaded.name
         if not hf_heads.ids_fit(loaded, st.session_state.get("hf_text", default)):
             st.session_state["hf_text"] = default
-    st.caption(
-        f"**{loaded.name}** has no tokenizer: its inputs are token ids 0…{loaded.model.config.vocab_size - 1}."
-    )
+    vocab = loaded.model.config.vocab_size
+    st.caption(f"**{loaded.name}** has no tokenizer: its inputs are token ids 0…{vocab - 1}.")
     return widgets.text_area(label, key="hf_text", default=default, max_chars=4000, height=68), label
 
 
