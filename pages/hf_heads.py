@@ -32,7 +32,7 @@ def model_source() -> str:
             )
             return hf_heads.SHIPPED
         if kind == SOURCES[1]:
-            st.caption(hf_heads.DEMO_LABEL + ". No tokenizer: type token ids (0…99).")
+            st.caption(hf_heads.DEMO_LABEL + ".")
             return hf_heads.DEMO
         return st.text_input("folder or hub id", key="hf_path", placeholder="/models/SmolLM-135M or gpt2")
 
