@@ -44,7 +44,12 @@ def load_model(source: str):
             # fresh: load keeps its own bounded store of models (the view cache counts a model as
             # no bytes, so it must not hold one)
             return compute(hf_heads.load, source, fresh=True, inputs="the model folder or hub id")
-    bar = st.progress(0.0, text="loading SmolLM2-135M (once per server, about 20 s)…")
+    how = (
+        "reading its cached float32 weights, about 10 s on a busy server"
+        if hf_heads.shipped_cached()
+        else "reading its 4-bit GGUF file, the first time on this machine: about 35 s on a busy server"
+    )
+    bar = st.progress(0.0, text=f"loading SmolLM2-135M once per server, {how} (README)…")
 
     def progress(fraction: float, stage: str) -> None:
         bar.progress(min(fraction, 1.0), text=f"SmolLM2: {stage}…")

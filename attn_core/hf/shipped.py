@@ -143,6 +143,15 @@ def cache_folder(path: Path | None = None) -> Path:
     return root / f"smollm2-{_digest(path, st.st_size, st.st_mtime_ns)}"
 
 
+def cached() -> bool:
+    """Whether this machine has the de-quantized cache folder (the load then skips the GGUF read)."""
+    try:
+        folder = cache_folder()
+    except (OSError, ValueError):
+        return False
+    return all((folder / name).is_file() for name in CACHED_FILES)
+
+
 def _from_gguf(path: Path, report: Callable[[float, str], None]):
     """(model, tokenizer) read from the GGUF file itself: the slow path, once per cache folder."""
     import transformers

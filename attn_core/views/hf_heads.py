@@ -44,6 +44,7 @@ __all__ = [  # what the page reads (the page import rule: tests/pages/test_page_
     "hf_view",
     "ids_fit",
     "load",
+    "shipped_cached",
     "shipped_loaded",
 ]
 
@@ -90,6 +91,11 @@ def _kept(source: str, progress: Callable[[float, str], None] | None) -> Loaded:
 def shipped_loaded() -> bool:
     """Whether SmolLM2 is already in this process (the page shows a progress bar otherwise)."""
     return SHIPPED in _KEPT
+
+
+def shipped_cached() -> bool:
+    """Whether SmolLM2's de-quantized cache is on this machine (its load takes seconds, not a minute)."""
+    return shipped.cached()
 
 
 def load(source: str, progress: Callable[[float, str], None] | None = None) -> Loaded:
