@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import re
-import statistics
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -268,7 +267,7 @@ def longest_input(m: LongModel, budget: Budget = DEFAULT_BUDGET, *, tile: int = 
 
 DEFAULT_SHARE = 0.5  # the length a page opens on is estimated at most half the budget's seconds
 CALIBRATION_KEEP_S = 300.0  # a measured slowdown is reused this long, then measured again
-CALIBRATION_RUNS = 3  # the slowdown is the median of this many timed runs
+CALIBRATION_RUNS = 3  # the slowdown is the least of this many timed runs (a spike in one never sticks)
 # the calibration workload: one GEMM of a layer's MLP shape and one layer's tile maps, small
 CAL_L, CAL_D_MODEL, CAL_D_FF, CAL_HQ, CAL_HKV, CAL_HEAD_DIM, CAL_GEMMS = 256, 576, 1536, 4, 2, 64, 4
 _measured: tuple[float, float] | None = None  # (slowdown, when measured: time.monotonic())
@@ -301,7 +300,7 @@ def _calibration_run() -> tuple[float, float]:
 
 def calibrate() -> float:
     """This server's slowdown against the cost model's constants (at least 1: the constants were
-    fitted on a quiet machine and rounded up): the median over ``CALIBRATION_RUNS`` of a small
+    fitted on a quiet machine and rounded up): the least over ``CALIBRATION_RUNS`` of a small
     workload's measured over predicted seconds, in the calling thread (its torch thread count and
     the server's load as they are). Timed at first use (tens of milliseconds) and kept for
     ``CALIBRATION_KEEP_S``; concurrent callers share one measurement."""
@@ -311,7 +310,7 @@ def calibrate() -> float:
         if _measured is None or now - _measured[1] > CALIBRATION_KEEP_S:
             _calibration_run()  # warm-up: first-call allocations are not the machine's speed
             ratios = [m / p for m, p in (_calibration_run() for _ in range(CALIBRATION_RUNS))]
-            _measured = (max(1.0, statistics.median(ratios)), now)
+            _measured = (max(1.0, min(ratios)), now)
         return _measured[0]
 
 
