@@ -1,5 +1,7 @@
 """Attention Lab: `streamlit run app.py`. The pages are declared once, in lab_ui/nav.py."""
 
+from pathlib import Path
+
 import streamlit as st
 import torch
 
@@ -13,7 +15,10 @@ from lab_ui.page import safety_net
 # versus 0.05 ms with 1 while other sessions were busy).
 torch.set_num_threads(1)
 
-st.set_page_config(page_title="Attention Lab", page_icon=":material/visibility:", layout="wide")
+# The favicon is a file served by this server: a material or emoji icon is fetched from a font CDN
+# by the browser, the one request that would leave the machine (and fail on an offline network).
+FAVICON = Path(__file__).resolve().parent / "assets" / "favicon.png"  # a causal map, 64 × 64
+st.set_page_config(page_title="Attention Lab", page_icon=str(FAVICON), layout="wide")
 
 pages = [
     st.Page(p.path, title=p.title, icon=p.icon, url_path=p.url_path, default=p is HOME)

@@ -9,7 +9,11 @@ JavaScript bundle), the first Streamlit element drawn (the websocket is up and t
 far enough to send something), and the bytes the browser downloaded. Pages alternate with the
 minimal page, so that load on the shared machine hits both alike; the ratio is of medians.
 
-Usage: .venv/bin/python benchmarks/first_figure.py [--rounds 5] [--only PAGE]
+With ``--cold``, every visit is the first one of a fresh server instead (a newcomer on a server
+just started: the page's imports and first computations included), each page's against a fresh
+minimal server's first visit, alternating.
+
+Usage: .venv/bin/python benchmarks/first_figure.py [--rounds 5] [--only PAGE] [--cold]
 Prints one line per page and the minimal page, then the worst ratio. Needs /usr/bin/chromium
 (``make chromium``) and Playwright; see ../shared/notes/browser-testing.md.
 """
@@ -70,18 +74,26 @@ def time_page(browser, url: str) -> dict[str, float]:
         context.close()
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--only", default="")
-    args = parser.parse_args()
-    if not Path(CHROMIUM).exists():
-        print(f"{CHROMIUM} is missing: make chromium")
-        return 2
-    pages = [p for p in PAGES if args.only in p.url_path]
-    tmp = Path(tempfile.mkdtemp(prefix="first_figure_"))
-    shutil.copytree(ROOT / ".streamlit", tmp / ".streamlit")
-    (tmp / "minimal.py").write_text(MINIMAL_APP)
+def cold(pages, rounds: int, tmp: Path) -> dict[str, list[dict[str, float]]]:
+    """Each page's first visit on a fresh lab server, then the minimal page's on a fresh server."""
+    results: dict[str, list[dict[str, float]]] = {p.url_path: [] for p in pages} | {"minimal": []}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for _ in range(rounds):
+            for p in pages:
+                with serve() as lab:
+                    try:
+                        results[p.url_path].append(time_page(browser, f"{lab.http}/{p.url_path}"))
+                    except Exception as exc:
+                        print(f"{p.url_path}: {type(exc).__name__} {str(exc).splitlines()[0]}")
+                with serve(app="minimal.py", cwd=tmp) as minimal:
+                    results["minimal"].append(time_page(browser, minimal.http))
+        browser.close()
+    return results
+
+
+def warm(pages, rounds: int, tmp: Path) -> dict[str, list[dict[str, float]]]:
+    """Each page's visits on one lab server whose first run of the page was not timed."""
     results: dict[str, list[dict[str, float]]] = {p.url_path: [] for p in pages} | {"minimal": []}
     with (
         serve() as lab_server,
@@ -94,7 +106,7 @@ def main() -> int:
             with contextlib.suppress(Exception):
                 time_page(browser, f"{lab}/{p.url_path}")
         time_page(browser, minimal)
-        for _ in range(args.rounds):
+        for _ in range(rounds):
             for p in pages:
                 try:
                     results[p.url_path].append(time_page(browser, f"{lab}/{p.url_path}"))
@@ -102,6 +114,23 @@ def main() -> int:
                     print(f"{p.url_path}: {type(exc).__name__} {str(exc).splitlines()[0]}")
                 results["minimal"].append(time_page(browser, minimal))
         browser.close()
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--only", default="")
+    parser.add_argument("--cold", action="store_true", help="every visit the first of a fresh server")
+    args = parser.parse_args()
+    if not Path(CHROMIUM).exists():
+        print(f"{CHROMIUM} is missing: make chromium")
+        return 2
+    pages = [p for p in PAGES if args.only in p.url_path]
+    tmp = Path(tempfile.mkdtemp(prefix="first_figure_"))
+    shutil.copytree(ROOT / ".streamlit", tmp / ".streamlit")
+    (tmp / "minimal.py").write_text(MINIMAL_APP)
+    results = (cold if args.cold else warm)(pages, args.rounds, tmp)
     shutil.rmtree(tmp, ignore_errors=True)
 
     def med(name: str, what: str) -> float:

@@ -37,59 +37,89 @@ def _tile_labels(view: lh.LongHeadsView) -> list[str]:
     return [f"{a * B}:{view.tokens[a * B]}" for a in range(-(-view.length // B))]
 
 
-def _inputs(m: lh.LongModel, key: str) -> lh.LongInput | None:
-    longest = lh.longest_input(m)
-    budget = lh.DEFAULT_BUDGET
+def _inputs(m: lh.LongModel, key: str, budget: lh.Budget) -> lh.LongInput | None:
+    longest = lh.longest_input(m, budget)
+    opens = lh.default_length(m, budget)
     st.caption(
         f"Budget of one read on this server: {budget.max_bytes / 2**20:,.0f} MiB beyond the loaded model "
-        f"and {budget.max_seconds:,.0f} s. For **{m.name}** it allows **{longest:,} tokens** "
-        f"(this section reads at most {m.context:,} of the model's positions); the budget decides, "
-        "not a fixed cap."
+        f"and {budget.max_seconds:,.0f} s; this server measured ×{budget.slowdown:.1f} the fitted time "
+        f"(a small calibration, timed at first use). For **{m.name}** it allows **{longest:,} tokens** "
+        f"(this section reads at most {m.context:,} of the model's positions) and opens on {opens:,}, "
+        f"estimated at most {lh.DEFAULT_SHARE:.0%} of the seconds; the budget decides, not a fixed cap."
     )
     if longest < 1:
         st.error("This model does not fit the budget at even one token.")
         return None
     kind = "text" if m.tokenizer is not None else ("letters" if m.kind is lh.Kind.TRAINED else "token ids")
+    if kind == "token ids":
+        st.caption(
+            f"**{m.name}** has no tokenizer: this box takes token ids 0…{m.vocab_size - 1}, and opens on one "
+            "id per character of the sample (its code point modulo the vocabulary)."
+        )
     left, right = st.columns([3, 1])
     with left:
         text = st.text_area(
             f"long input ({kind}; opens on Pride and Prejudice, ch. 1–3, public domain)",
             value=lh.sample_input(m, longest),
-            key=f"{key}_text",
+            key=f"{key}_ids" if kind == "token ids" else f"{key}_text",  # prose never lands in an ids box
             max_chars=MAX_TEXT_CHARS,
             height=120,
         )
     with right:
-        n = widgets.number("tokens to read", 1, longest, min(longest, m.context), key=f"{key}_n")
+        n = widgets.number("tokens to read", 1, longest, min(opens, m.context), key=f"{key}_n")
     inp = compute(lh.read_input, m, text, n, inputs=f"the long input ({kind})")
     if inp is None:
         return None
-    est = lh.estimate(m, inp.idx.shape[1], tile=tile_for(inp.idx.shape[1]))
+    est = lh.estimate(m, inp.idx.shape[1], budget, tile=tile_for(inp.idx.shape[1]))
     (st.caption if est.fits else st.error)(
         est.message + (f" ({inp.dropped:,} tokens past the first {n:,} are not read.)" if inp.dropped else "")
     )
     return inp if est.fits else None
 
 
+def _read(m: lh.LongModel, inp: lh.LongInput, budget: lh.Budget) -> lh.LongHeadsView | None:
+    """The long view, kept in LONG_VIEWS; a progress bar follows each layer while it is read."""
+    tile = tile_for(inp.idx.shape[1])
+    bar = st.progress(0.0, text=f"reading {inp.idx.shape[1]:,} tokens, one layer at a time…")
+
+    def on_layer(done: int, total: int) -> None:
+        bar.progress(done / total, text=f"layer {done} of {total} read…")
+
+    name = f"{lh.long_view.__module__}.{lh.long_view.__qualname__}"
+    # the measured slowdown only decides what fits: a re-measurement never re-reads a kept view
+    key = view_cache.fingerprint(m, inp, budget.max_bytes, budget.max_seconds, tile=tile)
+
+    def read() -> lh.LongHeadsView:
+        return lh.long_view(m, inp, budget, tile=tile, on_layer=on_layer)
+
+    view = compute(LONG_VIEWS.get, name, key, read, fresh=True, inputs="the long input")
+    bar.empty()
+    return view
+
+
 def long_section(m: lh.LongModel, key: str) -> None:
     """The whole section for one model; ``key`` prefixes its widgets (one per page)."""
-    inp = _inputs(m, key)
+    budget = lh.measured_budget()
+    inp = _inputs(m, key, budget)
     if inp is None or not widgets.toggle("read the long input", key=f"{key}_on"):
         st.caption(
             "Turn on *read the long input* to compute every head's tile map (opt-in: it takes seconds)."
         )
         return
-    with st.spinner(f"reading {inp.idx.shape[1]:,} tokens, one layer at a time…"):
-        view = compute(
-            LONG_VIEWS.view, lh.long_view, m, inp, tile=tile_for(inp.idx.shape[1]), inputs="the long input"
-        )
+    view = _read(m, inp, budget)
     if view is None:
         return
+    done = f"{len(view.layers)} of {view.layers_asked} layers"
     st.caption(
-        f"{view.length:,} tokens read in {view.seconds:,.1f} s; {len(view.layers)} layers × {view.n_heads} heads, "
+        f"{view.length:,} tokens read in {view.seconds:,.1f} s; {done} × {view.n_heads} heads, "
         f"tiles of {view.tile} × {view.tile} tokens. No L × L matrix was formed: the maps come from the lab's "
         "tiled online softmax (two passes over the tiles, the row log-sum-exp kept), docs/cards.md card 15."
     )
+    if view.stopped:
+        st.warning(
+            f"{done}, stopped at the time limit ({budget.max_seconds:,g} s): this server is busier than "
+            "its measured speed. The layers read are shown; read fewer tokens for all of them."
+        )
     layer = (
         widgets.slider("layer", 0, len(view.layers) - 1, 0, key=f"{key}_layer") if len(view.layers) > 1 else 0
     )

@@ -32,7 +32,7 @@ def model_source() -> str:
             )
             return hf_heads.SHIPPED
         if kind == SOURCES[1]:
-            st.caption(hf_heads.DEMO_LABEL + ". No tokenizer: type token ids (0…99).")
+            st.caption(hf_heads.DEMO_LABEL + ".")
             return hf_heads.DEMO
         return st.text_input("folder or hub id", key="hf_path", placeholder="/models/SmolLM-135M or gpt2")
 
@@ -44,7 +44,12 @@ def load_model(source: str):
             # fresh: load keeps its own bounded store of models (the view cache counts a model as
             # no bytes, so it must not hold one)
             return compute(hf_heads.load, source, fresh=True, inputs="the model folder or hub id")
-    bar = st.progress(0.0, text="loading SmolLM2-135M (once per server, about 20 s)…")
+    how = (
+        "reading its cached float32 weights, about 10 s on a busy server"
+        if hf_heads.shipped_cached()
+        else "reading its 4-bit GGUF file, the first time on this machine: about 35 s on a busy server"
+    )
+    bar = st.progress(0.0, text=f"loading SmolLM2-135M once per server, {how} (README)…")
 
     def progress(fraction: float, stage: str) -> None:
         bar.progress(min(fraction, 1.0), text=f"SmolLM2: {stage}…")
@@ -52,6 +57,25 @@ def load_model(source: str):
     loaded = compute(hf_heads.load, source, progress=progress, inputs="the model")
     bar.empty()
     return loaded
+
+
+def input_box(loaded) -> tuple[str, str]:
+    """The short input and its label: prose for a model with a tokenizer; else token ids, opening
+    on ids valid for this model (a previous model's ids are replaced when they do not fit)."""
+    if loaded.tokenizer is not None:
+        # ids and prose keep separate boxes: switching models never feeds one the other's
+        text = widgets.text_area(
+            "text", key="hf_prose", default=hf_heads.SHIPPED_TEXT, max_chars=4000, height=68
+        )
+        return text, "text"
+    label, default = "token ids (comma or space separated)", hf_heads.default_ids(loaded)
+    if st.session_state.get("hf_ids_for") != loaded.name:  # another model: its ids may not fit this one
+        st.session_state["hf_ids_for"] = loaded.name
+        if not hf_heads.ids_fit(loaded, st.session_state.get("hf_text", default)):
+            st.session_state["hf_text"] = default
+    vocab = loaded.model.config.vocab_size
+    st.caption(f"**{loaded.name}** has no tokenizer: its inputs are token ids 0…{vocab - 1}.")
+    return widgets.text_area(label, key="hf_text", default=default, max_chars=4000, height=68), label
 
 
 def maps(view: hf_heads.HFView) -> None:
@@ -198,11 +222,7 @@ require(loaded, fix="the model folder or hub id")
 if loaded.over_time_cap:
     st.warning(f"Loading took {loaded.load_s:.0f} s, over the {LOAD_CAP_S:.0f} s cap: pick a smaller model.")
 st.caption(f"**{loaded.name}** · {loaded.n_params:,} parameters · loaded in {loaded.load_s:.1f} s.")
-label = "token ids (comma or space separated)" if loaded.tokenizer is None else "text"
-default = hf_heads.DEMO_TEXT if loaded.tokenizer is None else hf_heads.SHIPPED_TEXT
-# ids and prose keep separate boxes: switching between SmolLM2 and the demo never feeds one the other's
-text_key = "hf_text" if loaded.tokenizer is None else "hf_prose"
-text = widgets.text_area(label, key=text_key, default=default, max_chars=4000, height=68)
+text, label = input_box(loaded)
 inputs = f"the {label} and the model"
 view = compute(view_cache.view, hf_heads.hf_view, loaded, text, inputs=inputs)
 require(view, fix="the input above (the model stays loaded)")

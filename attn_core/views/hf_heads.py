@@ -39,9 +39,12 @@ __all__ = [  # what the page reads (the page import rule: tests/pages/test_page_
     "SHIPPED_TEXT",
     "TRIED",
     "HFView",
+    "default_ids",
     "head_probe",
     "hf_view",
+    "ids_fit",
     "load",
+    "shipped_cached",
     "shipped_loaded",
 ]
 
@@ -90,6 +93,11 @@ def shipped_loaded() -> bool:
     return SHIPPED in _KEPT
 
 
+def shipped_cached() -> bool:
+    """Whether SmolLM2's de-quantized cache is on this machine (its load takes seconds, not a minute)."""
+    return shipped.cached()
+
+
 def load(source: str, progress: Callable[[float, str], None] | None = None) -> Loaded:
     """The model for ``source`` (SHIPPED, DEMO, a local folder under a model root — see
     ``attn_core.hf.folders`` — or a hub id); ValueError with the reason. ``progress(fraction,
@@ -134,6 +142,23 @@ def tokens_of(loaded: Loaded, text: str) -> tuple[torch.Tensor, list[str]]:
     ids = loaded.tokenizer(text)["input_ids"]
     idx = check_ids(list(ids), vocab, longest)
     return idx, [loaded.tokenizer.decode([i]) for i in ids]
+
+
+def default_ids(loaded: Loaded) -> str:
+    """The ids a model without a tokenizer opens on: DEMO_TEXT's, each modulo its vocabulary
+    (the demo's own ids for the demo), cut to its positions."""
+    vocab, longest = loaded.model.config.vocab_size, max_positions(loaded.model.config)
+    return " ".join(str(int(i) % vocab) for i in DEMO_TEXT.split()[:longest])
+
+
+def ids_fit(loaded: Loaded, text: str) -> bool:
+    """Whether ``text`` is a valid input for ``loaded`` (its tokenizer's, or ids in its vocabulary
+    and positions)."""
+    try:
+        tokens_of(loaded, text)
+    except ValueError:
+        return False
+    return True
 
 
 def hf_view(loaded: Loaded, text: str) -> HFView:

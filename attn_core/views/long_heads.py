@@ -14,7 +14,8 @@ For the pages, in the order they call it:
   ``LongInput`` (token ids (1, L) and a label per position);
 - the budget: ``estimate(m, L, budget)`` → ``Estimate`` (bytes, seconds, ``fits``, ``message``:
   "this input: …; budget: …"), ``longest_input(m, budget)``;
-- the work: ``long_view(m, inp, budget)`` → ``LongHeadsView`` (``OverBudget`` past the budget);
+- the work: ``long_view(m, inp, budget)`` → ``LongHeadsView`` (``OverBudget`` when the estimate
+  is over the budget; ``view.stopped`` when the read ran out of time: the layers done are kept);
   per layer ``view.layers[l]`` is a ``TileMaps`` (``.mass``, ``.max`` (Hq, n, n); ``.rows``;
   ``.distance_mass``; ``.profiles(bins)``); ``view.head_rows`` is the score table;
   ``profile_rows(view, l)`` and ``distance_rows(view, l)`` the tables behind the profiles;
@@ -24,7 +25,8 @@ For the pages, in the order they call it:
 One long read at a time on this server (``long_view``, and ``region`` when it re-runs the
 forward): a second one while it runs gets ``Busy`` at once instead of waiting behind it, and a
 read that runs past its budget's seconds (a busier server than the estimate assumed) stops after
-the layer that crossed it (``OverBudget``). Short views never take this lock.
+the layer that crossed it and returns the layers finished so far: work done is never thrown away.
+Short views never take this lock.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -44,6 +46,7 @@ from attn_core.tile_maps import MAX_REGION as MAX_REGION  # re-exported for the 
 from attn_core.tile_maps import region as tile_region
 from attn_core.trained.analysis import capture_qk as trained_capture
 from attn_core.views.long_inputs import DEFAULT_BUDGET as DEFAULT_BUDGET  # the page's names, in one place
+from attn_core.views.long_inputs import DEFAULT_SHARE as DEFAULT_SHARE
 from attn_core.views.long_inputs import MAX_LONG_TOKENS as MAX_LONG_TOKENS
 from attn_core.views.long_inputs import Budget as Budget
 from attn_core.views.long_inputs import Estimate as Estimate
@@ -51,11 +54,13 @@ from attn_core.views.long_inputs import Kind as Kind
 from attn_core.views.long_inputs import LongInput as LongInput
 from attn_core.views.long_inputs import LongModel as LongModel
 from attn_core.views.long_inputs import OverBudget as OverBudget
+from attn_core.views.long_inputs import default_length as default_length
 from attn_core.views.long_inputs import demo as demo
 from attn_core.views.long_inputs import estimate as estimate
 from attn_core.views.long_inputs import from_hf as from_hf
 from attn_core.views.long_inputs import from_trained as from_trained
 from attn_core.views.long_inputs import longest_input as longest_input
+from attn_core.views.long_inputs import measured_budget as measured_budget
 from attn_core.views.long_inputs import read_input as read_input
 from attn_core.views.long_inputs import sample_input as sample_input
 from attn_core.views.long_inputs import sample_text as sample_text
@@ -95,7 +100,7 @@ class LongHeadsView:
     model_name: str
     tokens: list[str]
     idx: torch.Tensor  # (1, L): what was read (``region`` re-runs it when captures were not kept)
-    layers: list[TileMaps]  # one per layer read
+    layers: list[TileMaps]  # one per layer read (fewer than ``layers_asked`` when it stopped)
     captures: list[LayerQK] | None  # every layer's q, k when they fit KEEP_CAPTURES_BYTES
     head_rows: list[dict]  # one per (layer, head): the scores over rows t ≥ 1
     estimate: Estimate
@@ -104,10 +109,20 @@ class LongHeadsView:
     n_kv_heads: int
     tile: int
     band: int
+    layers_asked: int  # the layers the read set out to do
 
     @property
     def length(self) -> int:
         return self.idx.shape[1]
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the read hit its budget's seconds before its last layer."""
+        return len(self.layers) < self.layers_asked
+
+
+class _TimeUp(Exception):
+    """Raised inside the capture to end the forward once the budget's seconds are spent."""
 
 
 def _capture(m: LongModel) -> Callable:
@@ -127,9 +142,9 @@ def long_view(
     """Tile maps, scores and profiles of every head of layers 0 … ``layers`` − 1 (all by default;
     1 gives a first map fast: the forward stops after that layer). ``tile``: the map's B;
     ``band``: the local share's w. ``on_layer(done, total)`` is called after each layer (a
-    progress bar). OverBudget (a ValueError) with ``estimate``'s message when it does not fit, or
-    when the read runs past ``budget.max_seconds`` (checked after each layer); Busy when another
-    long read is running."""
+    progress bar). OverBudget (a ValueError) with ``estimate``'s message when it does not fit;
+    Busy when another long read is running. A read past ``budget.max_seconds`` (checked after
+    each layer) stops there and returns the layers done (``view.stopped``)."""
     if not 1 <= tile <= 1024 or not 1 <= band <= MAX_LONG_TOKENS:
         raise ValueError(f"tile {tile} must be 1…1024 and band {band} 1…{MAX_LONG_TOKENS}")
     est = estimate(m, inp.idx.shape[1], budget, tile=tile, layers=layers)
@@ -144,17 +159,13 @@ def long_view(
             kept.append(c)
         if on_layer is not None:
             on_layer(i + 1, est.layers)
-        spent = time.perf_counter() - start
-        if spent > budget.max_seconds and i + 1 < est.layers:
-            raise OverBudget(
-                f"stopped after {i + 1} of {est.layers} layers: {spent:,.1f} s, over the "
-                f"{budget.max_seconds:,.0f} s budget (this server is busier than the estimate assumed); "
-                "read fewer tokens or try again later"
-            )
+        if time.perf_counter() - start > budget.max_seconds and i + 1 < est.layers:
+            raise _TimeUp
 
     with _one_long_read():
         start = time.perf_counter()
-        _capture(m)(m.model, inp.idx, est.layers, each)
+        with suppress(_TimeUp):  # out of time: the layers finished so far are the view
+            _capture(m)(m.model, inp.idx, est.layers, each)
     return LongHeadsView(
         model_name=m.name,
         tokens=inp.tokens,
@@ -168,6 +179,7 @@ def long_view(
         n_kv_heads=m.n_kv_heads,
         tile=tile,
         band=band,
+        layers_asked=est.layers,
     )
 
 

@@ -5,9 +5,12 @@
 - text in: ``sample_input(m, n)`` is what to put in the input box (prose from assets/text for a
   model with a tokenizer, letters for the trained model, ids otherwise); ``read_input(m, text,
   n)`` → ``LongInput``, the first n tokens and a label per position;
-- the budget: ``Budget(max_bytes, max_seconds)``; ``estimate(m, L, budget)`` → ``Estimate`` of the
-  peak memory and time of a run on L tokens, with ``fits`` and the sentence a page shows;
-  ``longest_input(m, budget)``: the budget decides the longest input, not a fixed token cap.
+- the budget: ``Budget(max_bytes, max_seconds, slowdown)``; ``estimate(m, L, budget)`` →
+  ``Estimate`` of the peak memory and time of a run on L tokens, with ``fits`` and the sentence a
+  page shows; ``longest_input(m, budget)``: the budget decides the longest input, not a fixed
+  token cap; ``measured_budget()``: the default budget with this server's measured slowdown
+  (``calibrate``, timed at first use and kept for a few minutes); ``default_length(m, budget)``:
+  the length a page opens on, whose estimate fills only part of the seconds (a margin).
 
 ``attn_core.views.long_heads`` re-exports all of it; the pages import that module only.
 """
@@ -15,7 +18,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import threading
+import time
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
@@ -25,7 +30,7 @@ import torch
 from attn_core.hf.demo import build_demo
 from attn_core.hf.loading import Loaded
 from attn_core.hf.token_ids import check_ids, model_positions, read_ids
-from attn_core.tile_maps import COMPUTE_BLOCK, TILE
+from attn_core.tile_maps import COMPUTE_BLOCK, TILE, LayerQK, tile_maps
 from attn_core.tile_plan import plan_tiles
 from attn_core.trained.model import TinyTransformer
 from attn_core.trained.tasks import LETTERS, decode, encode
@@ -171,10 +176,13 @@ def read_input(m: LongModel, text: str, n: int | None = None) -> LongInput:
 
 @dataclass(frozen=True)
 class Budget:
-    """What one visitor's run may take: peak extra memory and wall-clock seconds."""
+    """What one visitor's run may take: peak extra memory and wall-clock seconds. ``slowdown``:
+    how much slower this server runs than the fitted constants assume (``calibrate``; 1: as fitted);
+    the estimate's seconds are multiplied by it."""
 
     max_bytes: int = 1024 * MiB
     max_seconds: float = 30.0
+    slowdown: float = 1.0
 
 
 DEFAULT_BUDGET = Budget()
@@ -196,8 +204,11 @@ class Estimate:
     @property
     def message(self) -> str:
         b = self.budget
+        speed = (
+            f" at this server's measured speed (×{b.slowdown:.1f} the fitted time)" if b.slowdown != 1 else ""
+        )
         text = (
-            f"this input: {self.tokens:,} tokens, {self.bytes / MiB:,.1f} MiB, ~{self.seconds:,.1f} s; "
+            f"this input: {self.tokens:,} tokens, {self.bytes / MiB:,.1f} MiB, ~{self.seconds:,.1f} s{speed}; "
             f"budget: {b.max_bytes / MiB:,.0f} MiB, {b.max_seconds:,.0f} s"
         )
         return text if self.fits else f"{text}. Over the budget: read fewer tokens."
@@ -212,8 +223,8 @@ def estimate(
 ) -> Estimate:
     """Peak memory and time of ``long_view`` on L tokens: the forward (its activations and one
     layer's q and k with their copies) plus the tile maps (one compute tile of scratch, the view's
-    maps and per-row values), timed by the constants above. Every layer is costed as causal (an
-    upper bound for sliding-window layers)."""
+    maps and per-row values), timed by the constants above times ``budget.slowdown``. Every layer
+    is costed as causal (an upper bound for sliding-window layers)."""
     n_layers = min(layers or m.n_layers, m.n_layers)
     Hq, Hkv, d, f32 = m.n_heads, m.n_kv_heads, m.head_dim, 4
     block = tile * max(1, COMPUTE_BLOCK // tile)
@@ -228,10 +239,14 @@ def estimate(
     scratch = 4 * Hq * block * block * f32 + 2 * block * block * 8  # S, P, products; distances, bins
     kept = n_layers * ((2 * Hq * n * n + 6 * Hq * L) * f32 + (qk_layer if keeps else 0))
     flops = 2 * L * m.layer_params + 2 * L * L * d * Hq  # one layer's GEMMs; causal QKᵀ and PV
-    seconds = n_layers * (
-        flops / FORWARD_FLOPS
-        + LAYER_OVERHEAD_S
-        + tiles_run * (Hq * block * block * MAP_S_PER_SCORE + MAP_S_PER_TILE)
+    seconds = (
+        budget.slowdown
+        * n_layers
+        * (
+            flops / FORWARD_FLOPS
+            + LAYER_OVERHEAD_S
+            + tiles_run * (Hq * block * block * MAP_S_PER_SCORE + MAP_S_PER_TILE)
+        )
     )
     resident = ALLOCATOR_SLACK * (forward + scratch + kept) + ALLOCATOR_FLOOR
     return Estimate(L, n_layers, int(resident), seconds, budget, keeps)
@@ -247,3 +262,66 @@ def longest_input(m: LongModel, budget: Budget = DEFAULT_BUDGET, *, tile: int = 
 
 
 # ----------------------------------------------------------------------------------------------
+# This server's speed
+# ----------------------------------------------------------------------------------------------
+
+DEFAULT_SHARE = 0.5  # the length a page opens on is estimated at most half the budget's seconds
+CALIBRATION_KEEP_S = 300.0  # a measured slowdown is reused this long, then measured again
+CALIBRATION_RUNS = 3  # the slowdown is the least of this many timed runs (a spike in one never sticks)
+# the calibration workload: one GEMM of a layer's MLP shape and one layer's tile maps, small
+CAL_L, CAL_D_MODEL, CAL_D_FF, CAL_HQ, CAL_HKV, CAL_HEAD_DIM, CAL_GEMMS = 256, 576, 1536, 4, 2, 64, 4
+_measured: tuple[float, float] | None = None  # (slowdown, when measured: time.monotonic())
+_measuring = threading.Lock()
+
+
+def _calibration_run() -> tuple[float, float]:
+    """(measured, predicted) seconds of a small read-like workload: ``CAL_GEMMS`` GEMMs of a
+    (CAL_L, d_model) × (d_model, d_ff) product and the tile maps of one (Hq, CAL_L, d) layer,
+    predicted by the cost model's constants exactly as ``estimate`` would cost them."""
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(CAL_L, CAL_D_MODEL, generator=g), torch.randn(CAL_D_MODEL, CAL_D_FF, generator=g)
+    qk = LayerQK(
+        torch.randn(CAL_HQ, CAL_L, CAL_HEAD_DIM, generator=g),
+        torch.randn(CAL_HKV, CAL_L, CAL_HEAD_DIM, generator=g),
+        CAL_HEAD_DIM**-0.5,
+    )
+    block = TILE * max(1, COMPUTE_BLOCK // TILE)
+    tiles_run = sum(map(sum, plan_tiles(CAL_L, CAL_L, (), block, block, causal=True).runs))
+    predicted = CAL_GEMMS * 2 * CAL_L * CAL_D_MODEL * CAL_D_FF / FORWARD_FLOPS + tiles_run * (
+        CAL_HQ * block * block * MAP_S_PER_SCORE + MAP_S_PER_TILE
+    )
+    start = time.perf_counter()
+    with torch.no_grad():
+        for _ in range(CAL_GEMMS):
+            x @ w
+        tile_maps(qk, TILE)
+    return time.perf_counter() - start, predicted
+
+
+def calibrate() -> float:
+    """This server's slowdown against the cost model's constants (at least 1: the constants were
+    fitted on a quiet machine and rounded up): the least over ``CALIBRATION_RUNS`` of a small
+    workload's measured over predicted seconds, in the calling thread (its torch thread count and
+    the server's load as they are). Timed at first use (tens of milliseconds) and kept for
+    ``CALIBRATION_KEEP_S``; concurrent callers share one measurement."""
+    global _measured
+    with _measuring:
+        now = time.monotonic()
+        if _measured is None or now - _measured[1] > CALIBRATION_KEEP_S:
+            _calibration_run()  # warm-up: first-call allocations are not the machine's speed
+            ratios = [m / p for m, p in (_calibration_run() for _ in range(CALIBRATION_RUNS))]
+            _measured = (max(1.0, min(ratios)), now)
+        return _measured[0]
+
+
+def measured_budget(budget: Budget | None = None) -> Budget:
+    """``budget`` (the default one when None) with this server's measured slowdown."""
+    return replace(budget or DEFAULT_BUDGET, slowdown=calibrate())
+
+
+def default_length(m: LongModel, budget: Budget, share: float = DEFAULT_SHARE, *, tile: int = TILE) -> int:
+    """The length a page opens on: the most tokens whose estimate takes at most ``share`` of the
+    budget's seconds (a margin for a server busier than when it was measured), at least 1 when
+    any length fits."""
+    margin = replace(budget, max_seconds=budget.max_seconds * share)
+    return max(longest_input(m, margin, tile=tile), min(1, longest_input(m, budget, tile=tile)))

@@ -2,6 +2,8 @@
 waits for its charts, and fails on any Streamlit exception element or browser console error.
 Screenshots land in test-artifacts/ to look at."""
 
+from urllib.parse import urljoin, urlparse
+
 import pytest
 from conftest import ARTIFACTS, wait_idle
 from playwright.sync_api import expect
@@ -15,12 +17,47 @@ CHART = '[data-testid="stPlotlyChart"] .js-plotly-plot .main-svg'
 NO_CHART_AT_FIRST = {"practice"}
 
 
+HF_PAGE = "hf_heads"
+STALL_MS = 120_000  # a model load whose progress bar has not moved for this long has hung
+
+
+@pytest.fixture(scope="session")
+def smollm2_cached():
+    """SmolLM2's de-quantized cache folder, filled here when it is missing (the GGUF read: 20–120 s
+    on a busy 2-core machine): the server's first load of the page then reads the cache."""
+    from attn_core.hf import shipped
+
+    if not all((shipped.cache_folder() / f).is_file() for f in shipped.CACHED_FILES):
+        shipped.load_shipped()
+    return shipped.cache_folder()
+
+
+def wait_for_model(page) -> None:
+    """Wait until the Hugging Face page says its model is loaded ("loaded in … s"), for as long as
+    its progress bar keeps moving: each wait ends when the bar's text changes or the model is in."""
+    loaded = "document.body.innerText.includes(' loaded in ')"
+    bar = "[...document.querySelectorAll('[data-testid=stProgress]')].map(e => e.innerText).join('|')"
+    while not page.evaluate(loaded):
+        now = page.evaluate(bar)
+        page.wait_for_function(f"([was]) => {loaded} || {bar} !== was", arg=[now], timeout=STALL_MS)
+
+
+def open_page(page, server_url: str, info, request) -> None:
+    """Open a page of the registry (home at the root) and wait until its script has run; the
+    Hugging Face page first waits for its model (SmolLM2's cache filled by ``smollm2_cached``)."""
+    if info.url_path == HF_PAGE:
+        request.getfixturevalue("smollm2_cached")
+    page.goto(f"{server_url}/{'' if info is HOME else info.url_path}")
+    page.wait_for_selector("h1", timeout=60_000)
+    if info.url_path == HF_PAGE:
+        wait_for_model(page)  # what the page needs, however long the load takes while it moves
+    wait_idle(page, 60_000)
+
+
 # The pages come first: the session's server is fresh, so the first visit is a deep link.
 @pytest.mark.parametrize("info", [*PAGES, HOME], ids=lambda p: p.url_path)
-def test_page_renders_without_errors(server_url, page, info):
-    page.goto(f"{server_url}/{'' if info is HOME else info.url_path}")  # home is the root
-    page.wait_for_selector("h1", timeout=60_000)
-    wait_idle(page, 60_000)
+def test_page_renders_without_errors(server_url, page, info, request):
+    open_page(page, server_url, info, request)
     if info is not HOME and info.url_path not in NO_CHART_AT_FIRST:
         page.wait_for_selector(CHART, timeout=60_000)
     assert page.locator("[data-testid=stException]").count() == 0
@@ -77,3 +114,22 @@ def test_a_renamed_pages_old_link_opens_it_with_its_settings(server_url, page):
         expect(page.get_by_text("Page not found")).to_have_count(0)
     assert "kb_H=2" in page.url
     assert page.console_errors == []
+
+
+def test_no_request_leaves_the_machine_on_any_page(server_url, page, request):
+    """An offline classroom network: every request of every page (the favicon included, which a
+    material or emoji icon would fetch from a font CDN) goes to this server."""
+    here = urlparse(server_url).hostname
+    away: list[str] = []
+    page.on("request", lambda r: None if _local(r.url, here) else away.append(r.url))
+    for info in [HOME, *PAGES]:
+        open_page(page, server_url, info, request)
+        icon = page.locator("link[rel~='icon']").first.get_attribute("href")
+        assert icon and _local(urljoin(page.url, icon), here), f"{info.url_path}: favicon at {icon}"
+    assert away == []
+
+
+def _local(url: str, host: str | None) -> bool:
+    """Whether a request stays on this machine (the server, or a data:/blob: URL)."""
+    parsed = urlparse(url)
+    return parsed.scheme in ("data", "blob", "about") or parsed.hostname in (host, "127.0.0.1", "localhost")

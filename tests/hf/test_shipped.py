@@ -84,3 +84,53 @@ def test_the_load_progress_counts_the_tensors_transformers_walks():
     assert gguf_utils.tqdm is original
     share = shipped.TOKENIZER_SHARE
     assert seen == pytest.approx([share + (1 - share) * i / 4 for i in (1, 2, 3, 4)]) and seen[-1] == 1
+
+
+def test_the_second_load_reads_the_cache_and_gets_the_same_model(tmp_path, monkeypatch):
+    """The first load reads the GGUF file (transformers' de-quantization: the oracle) and writes the
+    cache folder; the second reads that folder only — the GGUF path is made to fail — and gets the
+    same tensors bit for bit, the same tokens and the same parameter count."""
+    monkeypatch.setenv(shipped.CACHE_ENV, str(tmp_path))
+    first = shipped.load_shipped()
+    folder = shipped.cache_folder()
+    assert folder.parent == tmp_path and all((folder / f).is_file() for f in shipped.CACHED_FILES)
+    assert not [p for p in tmp_path.iterdir() if p != folder]  # no temporary folder left behind
+
+    def no_gguf(*args):
+        raise AssertionError("the GGUF file was read again")
+
+    monkeypatch.setattr(shipped, "_from_gguf", no_gguf)
+    seen = []
+    second = shipped.load_shipped(lambda fraction, stage: seen.append(fraction))
+    assert seen[0] == 0 and seen[-1] == 1
+    a, b = first.model.state_dict(), second.model.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert second.n_params == first.n_params
+    mine = ("_name_or_path", "quantization_config")  # where it was read from; GGUF's note (float32 now)
+    config = [{k: v for k, v in x.model.config.to_dict().items() if k not in mine} for x in (first, second)]
+    assert config[0] == config[1]
+    text = "It is a truth universally acknowledged, that a single man — 1813; naïve café."
+    assert first.tokenizer(text)["input_ids"] == second.tokenizer(text)["input_ids"]
+    assert first.tokenizer.bos_token_id == second.tokenizer.bos_token_id
+    (folder / "model.safetensors").write_bytes(b"not safetensors")  # a corrupt cache is not read
+    assert shipped._from_cache(folder, lambda fraction, stage: None) is None
+
+
+def test_parsing_the_gguf_once_reads_the_same_model_as_transformers_alone():
+    """``_parse_once`` shares one GGUF reader and one tensor-name map across transformers' three
+    reads of the file: the model and tokenizer are those of transformers' own reads, bit for bit."""
+    import transformers
+
+    path = shipped.gguf_path()
+    model, tokenizer = shipped._from_gguf(path, lambda fraction, stage: None)
+    plain_tok = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    plain = transformers.AutoModelForCausalLM.from_pretrained(
+        path.parent, gguf_file=path.name, dtype=torch.float32, attn_implementation="eager"
+    )
+    a, b = plain.state_dict(), model.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    text = "It is a truth universally acknowledged — naïve café, 1813."
+    assert plain_tok(text)["input_ids"] == tokenizer(text)["input_ids"]
+    import gguf
+
+    assert gguf.GGUFReader.__name__ == "GGUFReader"  # the patch is undone

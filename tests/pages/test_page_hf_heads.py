@@ -120,3 +120,39 @@ def test_a_visitors_models_are_let_go_after_the_page_keeps_its_last_two(app, tmp
     assert explore.MAX_CACHED == 2 and str(tmp_path / "a") not in explore._CACHE
     gc.collect()
     assert first() is None, "the first visitor's model is still held after the page let it go"
+
+
+def word_tokenizer(vocab_size: int) -> transformers.PreTrainedTokenizerFast:
+    """A tiny word-level tokenizer (its own words, the rest unknown), written with a model folder."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = ["[UNK]", "the", "a", "of", "and", "to", "in", "it", "is", "was"][:vocab_size]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]")
+
+
+def test_a_model_without_a_tokenizer_switches_the_long_box_to_token_ids(app, tmp_path, monkeypatch):
+    """After a model with a tokenizer (the long box holds prose), a folder without one: the long box
+    holds token ids that the model reads (the ids of the sample, checked here by parsing them), no
+    error, and the page says why."""
+    monkeypatch.setenv(explore.MODEL_DIRS_ENV, str(tmp_path))
+    config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, n_positions=64, vocab_size=50,
+                                     bos_token_id=0, eos_token_id=0)  # fmt: skip
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    model.save_pretrained(tmp_path / "with-tokenizer")
+    word_tokenizer(50).save_pretrained(tmp_path / "with-tokenizer")
+    model.save_pretrained(tmp_path / "ids-only")
+    at = app(PAGE, hf_src="local folder or hub id")
+    at.text_input(key="hf_path").input(str(tmp_path / "with-tokenizer")).run()
+    ok(at)
+    assert next(a.value for a in at.text_area if a.key.startswith("hf_long")).startswith(
+        "PRIDE AND PREJUDICE"
+    )
+    at.text_input(key="hf_path").input(str(tmp_path / "ids-only")).run()
+    ok(at)
+    assert not at.error
+    box = next(a for a in at.text_area if a.key.startswith("hf_long"))
+    ids = [int(x) for x in box.value.split()]
+    assert ids and all(0 <= i < 50 for i in ids)
+    assert any("no tokenizer" in c.value and "token ids" in c.value for c in at.caption)

@@ -37,7 +37,7 @@ def test_hf_demo_long_read_is_opt_in_and_matches_the_dense_maps(app):
     at.toggle(key="hf_long_on").set_value(True).run()
     ok(at)
     m = long_heads.demo()
-    text = at.text_area(key="hf_long_text").value
+    text = at.text_area(key="hf_long_ids").value
     ids = long_heads.read_input(m, text, N).idx
     with torch.no_grad():
         own = m.model(ids, output_attentions=True).attentions
@@ -65,7 +65,7 @@ def test_a_region_past_the_map_gets_a_message_and_the_maps_stay(app):
     at.toggle(key="hf_long_on").set_value(True).run()
     at.number_input(key="hf_long_zh").set_value(3).run()
     ok(at)
-    ids = at.text_area(key="hf_long_text")
+    ids = at.text_area(key="hf_long_ids")
     ids.input("1 2 x").run()
     assert not at.exception and any("whole numbers" in e.value for e in at.error)
     assert at.subheader[-1].value.startswith("Long inputs")  # the rest of the page is still there
@@ -93,3 +93,36 @@ def test_trained_page_profile_shows_where_the_previous_token_head_holds(app):
         edges = [*list(x), T]
         want = [float(prev[h, lo - 1 : hi - 1].mean()) for lo, hi in itertools.pairwise(edges)]
         np.testing.assert_allclose(y, want, atol=1e-5)
+
+
+def test_a_read_past_its_time_limit_draws_the_layers_it_finished(app, monkeypatch):
+    """A budget of 0.5 s and a read slowed to 0.6 s per layer (as on a loaded server): the demo's
+    first layer is drawn (equal to the dense maps) with "1 of 2 layers, stopped at the time limit"."""
+    import time
+
+    from attn_core.views import long_inputs
+
+    monkeypatch.setattr(long_inputs, "DEFAULT_BUDGET", long_heads.Budget(max_seconds=0.5))
+    monkeypatch.setattr(long_inputs, "_measured", (1.0, time.monotonic()))  # measured: as fitted
+    fast = long_heads.tile_maps
+
+    def slow(*args, **kwargs):
+        time.sleep(0.6)
+        return fast(*args, **kwargs)
+
+    monkeypatch.setattr(long_heads, "tile_maps", slow)
+    at = app("pages/hf_heads.py", hf_src="demo")
+    at.number_input(key="hf_long_n").set_value(64).run()
+    at.toggle(key="hf_long_on").set_value(True).run()
+    ok(at)
+    assert any("1 of 2 layers, stopped at the time limit (0.5 s" in w.value for w in at.warning)
+    m = long_heads.demo()
+    ids = long_heads.read_input(m, at.text_area(key="hf_long_ids").value, 64).idx
+    with torch.no_grad():
+        own = m.model(ids, output_attentions=True).attentions
+    grid = [plotly_array(t["z"]) for t in chart(at, "Tile map of layer 0")["data"]]
+    ref = dense_tile_mass(own[0][0].double().numpy(), tile_for(64))
+    for z, r in zip(grid, ref, strict=True):
+        np.testing.assert_allclose(z, r, atol=1e-5, rtol=0)
+    table = frame(at, "KV head")
+    assert set(table["layer"]) == {0}  # the scores of the layer read, none invented for layer 1
