@@ -3,10 +3,13 @@ QK / OV circuits over the vocabulary (its attention maps are lab_ui/head_maps.py
 
 from __future__ import annotations
 
+import pandas as pd
 import plotly.graph_objects as go
+import streamlit as st
 import torch
 
 from lab_ui import figures
+from lab_ui.badges import table
 
 
 def loss_figure(
@@ -49,3 +52,14 @@ def phase_caption(lines: dict[str, float], phase: int | None, n_layer: int) -> s
             " One layer cannot form an induction head: it needs a previous-token head in an earlier layer."
         )
     return note
+
+
+def head_scores(df: pd.DataFrame) -> None:
+    """The heads' scores as two tables that each fit the page: on the probe (with the ablation),
+    then on the visitor's text."""
+    on_text = [c for c in df.columns if "(your text)" in c]
+    st.markdown("**Head scores on the probe**")
+    probe = df.drop(columns=on_text)
+    table(probe, "head_scores_probe.csv", key="th_scores", hide_index=True)
+    st.markdown("**Head scores on your text**")
+    table(df[["head", *on_text]], "head_scores_text.csv", key="th_scores_text", hide_index=True)

@@ -9,25 +9,14 @@ import streamlit as st
 from attn_core.views import long_heads, trained_heads
 from attn_core.views.trained_heads import TASKS, Section, TaskId, TrainedView
 from lab_ui import figures, view_cache, widgets
-from lab_ui.badges import oracle_badge, table
+from lab_ui.badges import oracle_badge
 from lab_ui.head_maps import head_grid, one_head
 from lab_ui.long_heads import long_section
 from lab_ui.page import compute, header, require, run_section, section_picker
-from lab_ui.trained_charts import circuit, loss_figure, phase_caption
+from lab_ui.trained_charts import circuit, head_scores, loss_figure, phase_caption
 
 SHIPPED, YOURS = "shipped checkpoint", "your run"
 MAX_TEXT = 200  # characters in the sequence box (a model reads at most 64 tokens of it)
-
-
-def head_scores(df: pd.DataFrame) -> None:
-    """The heads' scores as two tables that each fit the page: on the probe (with the ablation),
-    then on the visitor's text."""
-    on_text = [c for c in df.columns if "(your text)" in c]
-    st.markdown("**Head scores on the probe**")
-    probe = df.drop(columns=on_text)
-    table(probe, "head_scores_probe.csv", key="th_scores", hide_index=True)
-    st.markdown("**Head scores on your text**")
-    table(df[["head", *on_text]], "head_scores_text.csv", key="th_scores_text", hide_index=True)
 
 
 def read_heads(tv: TrainedView) -> None:
