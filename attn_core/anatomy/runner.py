@@ -1,0 +1,178 @@
+"""The check against transformers' build of a pasted config, run where the server can stop it: a
+child process (`attn_core.bounded_child`) with a wall-clock limit (BUILD_SECONDS), an address
+space cap (BUILD_MEMORY_BYTES beyond its imports), a lower priority, and at most MAX_BUILDS at a
+time on this server; one more is refused at once ("busy"), never queued. The server never imports
+torch for it and never waits on it: `poll` starts a build (or finds it) and answers at once.
+
+Outcomes are kept by the config's content (`config_key`): the last KEEP, in memory.
+
+    python -m attn_core.anatomy.runner   (stdin: {"config", "cpu_seconds", "memory_bytes"} as
+    JSON; stdout: {"status": "ok", "check": Check.to_json()} or {"status": "failed", "line"})
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from attn_core.bounded_child import Child, Slots, cap_address_space, cap_cpu, child_streams, one_line
+
+# A meta build of the largest config the caps allow (1,024 layers; 131,072 layer-experts) took
+# 83 s here before the builds were cut to one layer of each kind; a shipped model's, 2 to 9 s.
+BUILD_SECONDS = 30.0
+# Beyond what torch and transformers map: a reduced copy on the CPU (MAX_REDUCED_BYTES, 4 GiB)
+# and the meta model's module objects (under 1 GiB at the caps), + 1 GiB reserved and untouched.
+BUILD_MEMORY_BYTES = 6 * 2**30
+MAX_BUILDS = 2  # at a time, server-wide: each runs at a lower priority than the server
+NICE = 10
+KEEP = 64  # outcomes kept in memory
+BUSY_LINE = (
+    "transformers' build check is busy with other configs on this server; try again in a moment "
+    "(the figures below are the formulas' alone)"
+)
+
+
+class BuildBusy(RuntimeError):
+    """Every build slot of this server is held."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Where a config's build check stands: "done" (``record``: `Check.to_json()`), "pending",
+    "busy" (no slot free, nothing started) or "failed" (``line`` says why: the limit, memory)."""
+
+    status: str
+    record: dict[str, Any] | None = None
+    line: str | None = None
+
+
+class BuildCheck(Child):
+    """One config's build check in a child process."""
+
+    what = "the build check"
+
+    def __init__(self, config: Mapping[str, Any], seconds: float, on_end=None) -> None:
+        self.outcome: Outcome | None = None
+        payload = {"config": config, "cpu_seconds": int(seconds) + 5, "memory_bytes": BUILD_MEMORY_BYTES}
+        super().__init__("attn_core.anatomy.runner", json.dumps(payload).encode(), seconds, on_end)
+
+    def read_outcome(self, out: bytes) -> None:
+        got = json.loads(out)
+        if got.get("status") == "ok":
+            self.outcome = Outcome("done", record=got["check"])
+        else:
+            self.error = str(got.get("line") or "the build check failed")
+
+    def result(self) -> Outcome:
+        """The outcome once done: "done" with the record, or "failed" with the one line."""
+        if not self.done:
+            return Outcome("pending")
+        if self.error is not None or self.outcome is None:
+            return Outcome("failed", line=self.error or "the build check gave no result")
+        return self.outcome
+
+
+def child_main() -> int:
+    """The child: read the job, lower its priority, cap itself, build, write the outcome."""
+    out = child_streams()
+    job = json.loads(sys.stdin.buffer.read())
+    cap_cpu(int(job["cpu_seconds"]))
+    os.nice(NICE)
+    from attn_core.anatomy.check import check_config  # torch and transformers, before the cap
+
+    try:
+        cap_address_space(int(job["memory_bytes"]))
+        got = {"status": "ok", "check": check_config(job["config"]).to_json()}
+    except MemoryError as exc:
+        got = {"status": "failed", "line": f"the build ran out of its memory limit ({one_line(exc)})"}
+    except Exception as exc:  # a build that raises past transformers' own refusals: one line
+        got = {"status": "failed", "line": f"the build failed ({one_line(exc)})"}
+    out.write(json.dumps(got, default=str).encode())
+    out.close()
+    return 0
+
+
+def _busy() -> Exception:
+    return BuildBusy(BUSY_LINE)
+
+
+_SLOTS = Slots(MAX_BUILDS, _busy)
+_LOCK = threading.Lock()
+_KEPT: OrderedDict[str, Outcome] = OrderedDict()  # done or failed, by config content
+_PENDING: dict[str, BuildCheck] = {}
+
+
+def _keep(key: str, outcome: Outcome) -> Outcome:
+    _KEPT[key] = outcome
+    _KEPT.move_to_end(key)
+    while len(_KEPT) > KEEP:
+        _KEPT.popitem(last=False)
+    return outcome
+
+
+def config_key(config: Mapping[str, Any]) -> str:
+    """The config's content as one canonical string (sorted keys)."""
+    return json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def poll(config: Mapping[str, Any], seconds: float | None = None) -> Outcome:
+    """Where ``config``'s build check stands, at once: a kept outcome, the running one's state, or
+    a new build started in a free slot ("pending"); "busy" when none is free. ``seconds``: the
+    wall-clock limit of a build started now (BUILD_SECONDS)."""
+    key = config_key(config)
+    with _LOCK:
+        if key in _KEPT:
+            _KEPT.move_to_end(key)
+            return _KEPT[key]
+        check = _PENDING.get(key)
+        if check is None:
+            limit = BUILD_SECONDS if seconds is None else seconds
+            try:
+                check = _SLOTS.start(lambda release: BuildCheck(config, limit, release))
+            except BuildBusy as exc:
+                return Outcome("busy", line=str(exc))
+            _PENDING[key] = check
+        outcome = check.result()
+        if outcome.status != "pending":
+            _PENDING.pop(key, None)
+            _keep(key, outcome)
+        return outcome
+
+
+def wait(config: Mapping[str, Any], timeout: float, seconds: float | None = None) -> Outcome:
+    """`poll`, then up to ``timeout`` seconds for a pending build to end; where it stands then."""
+    outcome = poll(config, seconds)
+    if outcome.status == "pending":
+        with _LOCK:
+            check = _PENDING.get(config_key(config))
+        if check is not None:
+            check.join(timeout)
+        outcome = poll(config, seconds)
+    return outcome
+
+
+def running() -> list[BuildCheck]:
+    """The build checks holding a slot now."""
+    return _SLOTS.running()
+
+
+def stop_all() -> None:
+    """Stop every running build check (tests; a server shutting down)."""
+    for check in _SLOTS.running():
+        check.stop()
+
+
+def forget() -> None:
+    """Drop every kept outcome (tests)."""
+    with _LOCK:
+        _KEPT.clear()
+
+
+if __name__ == "__main__":
+    sys.exit(child_main())

@@ -1,0 +1,95 @@
+"""The check against transformers' build of a pasted config runs in a bounded child process
+(`attn_core.anatomy.runner`): a config at the caps is stopped at its wall-clock limit, one over
+its memory cap ends in one line, the server's build slots are few and a request beyond them is
+"busy" at once, and the parent reads the formulas' shape from the child's record exactly as the
+in-process check reads it.
+
+Oracles: the wall clock (time.monotonic) and the child's process group (os.killpg(pid, 0));
+`check_config` run in this process for the shape."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+
+import pytest
+
+from attn_core.anatomy import runner
+from attn_core.anatomy.build import MAX_BUILD_LAYERS
+from attn_core.anatomy.check import check_config
+from attn_core.cost.shapes import load_preset_config
+from attn_core.views.cost_check import shape_of_record
+
+
+# A llama at the layer cap: its whole meta build took 83 s on this machine's CLI before
+# the child; a fresh name each time, so no kept outcome answers for it.
+def at_the_caps() -> dict:
+    return load_preset_config("llama-3-8b") | {"num_hidden_layers": MAX_BUILD_LAYERS,
+                                                "_name_or_path": f"caps-{uuid.uuid4().hex}"}  # fmt: skip
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.fixture(autouse=True)
+def no_builds_left():
+    yield
+    runner.stop_all()
+    for check in runner.running():
+        check.join(10)
+
+
+def test_a_config_at_the_caps_cannot_run_past_its_deadline():
+    start = time.monotonic()
+    outcome = runner.wait(at_the_caps(), timeout=30, seconds=1.0)
+    took = time.monotonic() - start
+    assert (
+        outcome.status == "failed"
+        and outcome.line == "the build check ran past its 1 s limit and was stopped"
+    )
+    # the 1 s limit, + the kill and the watcher's wake-up (argued: well under a second on a loaded machine)
+    assert took < 1.0 + 3.0
+    assert runner.running() == []  # its slot is free again
+
+
+def test_a_killed_build_leaves_no_process():
+    config = at_the_caps()
+    runner.poll(config, seconds=60)
+    (check,) = [c for c in runner.running()]
+    check.stop()
+    assert check.join(10) and gone(check._proc.pid)
+    assert runner.poll(config).line == "the build check was stopped"
+
+
+def test_a_build_over_its_memory_cap_is_one_line(monkeypatch):
+    monkeypatch.setattr(runner, "BUILD_MEMORY_BYTES", 16 * 2**20)  # 16 MiB beyond torch: a build needs more
+    outcome = runner.wait(at_the_caps(), timeout=120, seconds=120)
+    assert outcome.status == "failed" and "\n" not in outcome.line
+    assert "memory" in outcome.line or "MemoryError" in outcome.line, outcome.line
+
+
+def test_requests_beyond_the_slots_are_busy_at_once():
+    held = [runner.poll(at_the_caps(), seconds=120) for _ in range(runner.MAX_BUILDS)]
+    assert [o.status for o in held] == ["pending"] * runner.MAX_BUILDS
+    start = time.monotonic()
+    extra = runner.poll(at_the_caps(), seconds=120)
+    assert extra.status == "busy" and "try again in a moment" in extra.line
+    assert time.monotonic() - start < 1.0  # answered at once, nothing started
+    assert len(runner.running()) == runner.MAX_BUILDS
+
+
+@pytest.mark.parametrize("name", ["llama-3-8b", "qwen3-30b-a3b", "gemma-3-27b"])
+def test_the_parent_reads_the_shape_the_check_read(name):
+    """The record crosses the pipe as JSON; the formulas' shape rebuilt from it is the one
+    `check_config` read in-process."""
+    config = load_preset_config(name)
+    check = check_config(config)
+    record = json.loads(json.dumps(check.to_json(), default=str))
+    assert check.shape is not None and shape_of_record(config, record) == check.shape
