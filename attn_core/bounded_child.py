@@ -52,8 +52,11 @@ def child_streams() -> BinaryIO:
 
 
 def cap_cpu(seconds: int) -> None:
-    """In the child: RLIMIT_CPU, the back-up of the parent's wall clock."""
-    resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 5))
+    """In the child: RLIMIT_CPU, the back-up of the parent's wall clock: ``seconds`` more than
+    it has used so far (a child started ahead of its job has used some on its imports)."""
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    limit = int(used.ru_utime + used.ru_stime) + seconds
+    resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 5))
 
 
 def cap_address_space(extra_bytes: int) -> int:
@@ -66,27 +69,41 @@ def cap_address_space(extra_bytes: int) -> int:
     return mapped
 
 
+def spawn(module: str) -> subprocess.Popen:
+    """``python -m module`` in its own process group (killed whole), its stdin, stdout and
+    stderr piped to this process; it reads its job from stdin when it is ready for one."""
+    return subprocess.Popen(
+        [sys.executable, "-m", module],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
 class Child:
     """A child process running ``python -m module`` on ``payload`` (stdin), stopped after
-    ``seconds`` of wall clock; ``wait`` or poll ``done``. A subclass reads the outcome in
+    ``seconds`` of wall clock; ``wait`` or poll ``done``. ``proc``: a process `spawn` started
+    ahead (its imports done while it waited for a job) instead of a new one. A subclass reads the outcome in
     ``read_outcome`` (called with the child's stdout when it exited 0 with some); every other
     ending is one line in ``error``. ``what`` names it in those lines ("the check")."""
 
     what = "the child"
 
-    def __init__(self, module: str, payload: bytes, seconds: float, on_end: Callable | None = None) -> None:
+    def __init__(
+        self,
+        module: str,
+        payload: bytes,
+        seconds: float,
+        on_end: Callable | None = None,
+        proc: subprocess.Popen | None = None,
+    ) -> None:
         self.seconds = seconds
         self.started = time.monotonic()
         self.error: str | None = None
         self._stopped = False
         self._on_end = on_end
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", module],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        self._proc = proc if proc is not None and proc.poll() is None else spawn(module)
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, args=(payload,), daemon=True)
         self._thread.start()

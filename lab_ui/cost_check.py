@@ -47,7 +47,8 @@ def show(
         v = cost_check.for_preset(preset, T, batch)
     elif config_text:
         v = cost_check.for_config(config_text, T, batch)
-    else:
+    else:  # a config is about to be pasted: a build child starts importing now
+        runner.prewarm()
         return None
     box = st.empty()
     if v.status == "pending":

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from attn_core.bounded_child import Child, Slots, cap_address_space, cap_cpu, child_streams, one_line
+from attn_core.bounded_child import Child, Slots, cap_address_space, cap_cpu, child_streams, one_line, spawn
 
 # A meta build of the largest config the caps allow (1,024 layers; 131,072 layer-experts) took
 # 83 s here before the builds were cut to one layer of each kind; a shipped model's, 2 to 9 s.
@@ -57,10 +57,10 @@ class BuildCheck(Child):
 
     what = "the build check"
 
-    def __init__(self, config: Mapping[str, Any], seconds: float, on_end=None) -> None:
+    def __init__(self, config: Mapping[str, Any], seconds: float, on_end=None, proc=None) -> None:
         self.outcome: Outcome | None = None
         payload = {"config": config, "cpu_seconds": int(seconds) + 5, "memory_bytes": BUILD_MEMORY_BYTES}
-        super().__init__("attn_core.anatomy.runner", json.dumps(payload).encode(), seconds, on_end)
+        super().__init__(MODULE, json.dumps(payload).encode(), seconds, on_end, proc)
 
     def read_outcome(self, out: bytes) -> None:
         got = json.loads(out)
@@ -78,14 +78,27 @@ class BuildCheck(Child):
         return self.outcome
 
 
-def child_main() -> int:
-    """The child: read the job, lower its priority, cap itself, build, write the outcome."""
-    out = child_streams()
-    job = json.loads(sys.stdin.buffer.read())
-    cap_cpu(int(job["cpu_seconds"]))
-    os.nice(NICE)
-    from attn_core.anatomy.check import check_config  # torch and transformers, before the cap
+MODULE = "attn_core.anatomy.runner"
+# transformers' modeling machinery, loaded on a model's first build (masks, generation, the
+# integrations): built once while the child waits for its job, so a job does not pay for it.
+WARM_UP = {"model_type": "llama", "num_hidden_layers": 1, "hidden_size": 64, "num_attention_heads": 4,
+           "intermediate_size": 64, "vocab_size": 128}  # fmt: skip
 
+
+def child_main() -> int:
+    """The child: lower its priority, import and warm up (a spare does this before it has a job),
+    read the job, cap itself, build, write the outcome. An empty stdin (the server stopped before
+    handing it a job) ends it quietly."""
+    out = child_streams()
+    os.nice(NICE)
+    from attn_core.anatomy.check import check_config  # torch and transformers, before the caps
+
+    check_config(WARM_UP)
+    payload = sys.stdin.buffer.read()
+    if not payload:
+        return 0
+    job = json.loads(payload)
+    cap_cpu(int(job["cpu_seconds"]))
     try:
         cap_address_space(int(job["memory_bytes"]))
         got = {"status": "ok", "check": check_config(job["config"]).to_json()}
@@ -106,6 +119,21 @@ _SLOTS = Slots(MAX_BUILDS, _busy)
 _LOCK = threading.Lock()
 _KEPT: OrderedDict[str, Outcome] = OrderedDict()  # done or failed, by config content
 _PENDING: dict[str, BuildCheck] = {}
+_SPARE: list = []  # a child started ahead, importing and warming up while no job needs it
+
+
+def _take_spare():
+    """The spare child if it is still alive (else None), and another started in its place."""
+    spare = _SPARE.pop() if _SPARE else None
+    _SPARE.append(spawn(MODULE))
+    return spare if spare is not None and spare.poll() is None else None
+
+
+def prewarm() -> None:
+    """Start a spare child now (if none is waiting), so that the next build starts warm."""
+    with _LOCK:
+        if not _SPARE or _SPARE[0].poll() is not None:
+            _SPARE[:] = [spawn(MODULE)]
 
 
 def _keep(key: str, outcome: Outcome) -> Outcome:
@@ -134,7 +162,7 @@ def poll(config: Mapping[str, Any], seconds: float | None = None) -> Outcome:
         if check is None:
             limit = BUILD_SECONDS if seconds is None else seconds
             try:
-                check = _SLOTS.start(lambda release: BuildCheck(config, limit, release))
+                check = _SLOTS.start(lambda release: BuildCheck(config, limit, release, _take_spare()))
             except BuildBusy as exc:
                 return Outcome("busy", line=str(exc))
             _PENDING[key] = check
@@ -163,9 +191,14 @@ def running() -> list[BuildCheck]:
 
 
 def stop_all() -> None:
-    """Stop every running build check (tests; a server shutting down)."""
+    """Stop every running build check and the spare (tests; a server shutting down)."""
     for check in _SLOTS.running():
         check.stop()
+    with _LOCK:
+        for spare in _SPARE:
+            spare.kill()
+            spare.communicate()
+        _SPARE.clear()
 
 
 def forget() -> None:
