@@ -4,7 +4,10 @@ space cap (BUILD_MEMORY_BYTES beyond its imports), a lower priority, and at most
 time on this server; one more is refused at once ("busy"), never queued. The server never imports
 torch for it and never waits on it: `poll` starts a build (or finds it) and answers at once.
 
-Outcomes are kept by the config's content (`config_key`): the last KEEP, in memory.
+Outcomes are kept by the config's content (`config_key`): the last KEEP in memory, and a done
+one on disk (`CACHE_DIR`, at most DISK_KEEP files, the oldest dropped) under a key that holds the
+installed transformers version and the source of the code that makes the record (`attn_core.cost`,
+`attn_core.anatomy`), so a record is never read across a change of either.
 
     python -m attn_core.anatomy.runner   (stdin: {"config", "cpu_seconds", "memory_bytes"} as
     JSON; stdout: {"status": "ok", "check": Check.to_json()} or {"status": "failed", "line"})
@@ -12,13 +15,18 @@ Outcomes are kept by the config's content (`config_key`): the last KEEP, in memo
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 import json
 import os
 import sys
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from attn_core.bounded_child import Child, Slots, cap_address_space, cap_cpu, child_streams, one_line, spawn
@@ -32,6 +40,10 @@ BUILD_MEMORY_BYTES = 6 * 2**30
 MAX_BUILDS = 2  # at a time, server-wide: each runs at a lower priority than the server
 NICE = 10
 KEEP = 64  # outcomes kept in memory
+DISK_KEEP = 512  # records kept on disk (a record is a few KiB to ~100 KiB)
+CACHE_DIR = (
+    Path(os.environ.get("ATTN_LAB_CACHE") or Path.home() / ".cache" / "attention-lab") / "build-checks"
+)
 BUSY_LINE = (
     "transformers' build check is busy with other configs on this server; try again in a moment "
     "(the figures below are the formulas' alone)"
@@ -144,6 +156,51 @@ def _keep(key: str, outcome: Outcome) -> Outcome:
     return outcome
 
 
+def _transformers_version() -> str:
+    from importlib.metadata import version  # the installed one, without importing it
+
+    return version("transformers")
+
+
+@functools.cache
+def _code_version() -> str:
+    """A hash of the source that makes a record: the formulas, the build's reading, and the
+    recorded facts they read (assets/derived)."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    derived = (root.parent / "assets" / "derived").glob("*.json")
+    for path in sorted([*(root / "cost").rglob("*.py"), *(root / "anatomy").rglob("*.py"), *derived]):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _disk_path(key: str) -> Path:
+    tag = f"transformers {_transformers_version()}; code {_code_version()}\n{key}"
+    return CACHE_DIR / f"{hashlib.sha256(tag.encode()).hexdigest()}.json"
+
+
+def _from_disk(key: str) -> Outcome | None:
+    """A done outcome recorded on disk for this config, transformers version and record version."""
+    try:
+        return Outcome("done", record=json.loads(_disk_path(key).read_text()))
+    except (OSError, ValueError):  # none, or unreadable: built again
+        return None
+
+
+def _to_disk(key: str, outcome: Outcome) -> None:
+    """Record a done outcome (atomically: a temporary file renamed), then drop the oldest files
+    beyond DISK_KEEP. A cache that cannot be written is no cache, never an error."""
+    with contextlib.suppress(OSError):
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=CACHE_DIR, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(outcome.record, f, default=str)
+        os.replace(tmp, _disk_path(key))
+        files = sorted(CACHE_DIR.glob("*.json"), key=lambda p: p.stat().st_mtime)
+        for old in files[: max(0, len(files) - DISK_KEEP)]:
+            old.unlink(missing_ok=True)
+
+
 def config_key(config: Mapping[str, Any]) -> str:
     """The config's content as one canonical string (sorted keys)."""
     return json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
@@ -159,6 +216,9 @@ def poll(config: Mapping[str, Any], seconds: float | None = None) -> Outcome:
             _KEPT.move_to_end(key)
             return _KEPT[key]
         check = _PENDING.get(key)
+        on_disk = _from_disk(key) if check is None else None
+        if on_disk is not None:
+            return _keep(key, on_disk)
         if check is None:
             limit = BUILD_SECONDS if seconds is None else seconds
             try:
@@ -170,6 +230,8 @@ def poll(config: Mapping[str, Any], seconds: float | None = None) -> Outcome:
         if outcome.status != "pending":
             _PENDING.pop(key, None)
             _keep(key, outcome)
+            if outcome.status == "done":
+                _to_disk(key, outcome)
         return outcome
 
 

@@ -39,7 +39,8 @@ def gone(pid: int) -> bool:
 
 
 @pytest.fixture(autouse=True)
-def no_builds_left():
+def no_builds_left(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "CACHE_DIR", tmp_path / "build-checks")  # this test's own disk cache
     yield
     runner.stop_all()
     for check in runner.running():
@@ -113,3 +114,21 @@ def test_the_parent_reads_the_shape_the_check_read(name):
     check = check_config(config)
     record = json.loads(json.dumps(check.to_json(), default=str))
     assert check.shape is not None and shape_of_record(config, record) == check.shape
+
+
+TINY = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 100}  # fmt: skip
+
+
+def test_a_done_check_is_read_from_disk_and_never_across_transformers_versions(monkeypatch):
+    """A config built once is answered from disk at once (nothing started), the record the child
+    gave; a different transformers version (or code) misses and builds again."""
+    config = TINY | {"_name_or_path": f"disk-{uuid.uuid4().hex}"}
+    first = runner.wait(config, timeout=120)
+    assert first.status == "done" and len(list(runner.CACHE_DIR.glob("*.json"))) == 1
+    runner.forget()  # memory cleared: a new server process
+    again = runner.poll(config)
+    assert again.status == "done" and again.record == first.record and runner.running() == []
+    runner.forget()
+    monkeypatch.setattr(runner, "_transformers_version", lambda: "0.0.0-another")
+    assert runner.poll(config).status == "pending"  # built again, not read
