@@ -158,9 +158,10 @@ def shape_of_config(raw: bytes | str) -> ModelShape:
         config = None
     outcome = None if buildable_type(config) is None else runner.poll(config)
     if outcome is None or outcome.status != "done":  # nothing built (yet): the config alone
+        if error is not None and outcome is not None and outcome.status == "pending":
+            raise ConfigError(f"{error}{PENDING_NOTE}")
         if error is not None:
-            pending = outcome is not None and outcome.status == "pending"
-            raise ConfigError(f"{error}{PENDING_NOTE if pending else ''}") if pending else error
+            raise error
         return alone
     shape = shape_of_record(config, outcome.record)
     if shape is not None:

@@ -132,3 +132,18 @@ def test_a_done_check_is_read_from_disk_and_never_across_transformers_versions(m
     runner.forget()
     monkeypatch.setattr(runner, "_transformers_version", lambda: "0.0.0-another")
     assert runner.poll(config).status == "pending"  # built again, not read
+
+
+def test_a_config_only_the_build_completes_says_the_build_is_running(monkeypatch):
+    """OLMo named by its type alone: the formulas cannot read it until transformers completes it,
+    so while the build runs the page's message says it is running (never a bare refusal)."""
+    from attn_core.cost.config_keys import ConfigError
+    from attn_core.cost.shapes import parse_config_text
+    from attn_core.views.cost_check import shape_of_config
+
+    text = json.dumps({"model_type": "olmo"})
+    with pytest.raises(ConfigError):
+        parse_config_text(text)  # the oracle: the formulas alone refuse it
+    monkeypatch.setattr(runner, "poll", lambda config, seconds=None: runner.Outcome("pending"))
+    with pytest.raises(ConfigError, match="still running"):
+        shape_of_config(text)
