@@ -141,14 +141,17 @@ def meta_prefix(cfg, model: nn.Module) -> tuple[nn.Module, list[int]] | None:
     N, n = len(prints), max(first.values(), default=0) + 1
     if n >= N:
         return None
-    over = next((o for what, o in _cuts(cfg, N, n, None) if what == f"{n} of {N} layers"), None)
+    try:  # a config whose settings cannot all be read globally (per-layer configs): the whole model
+        over = next((o for what, o in _cuts(cfg, N, n, None) if what == f"{n} of {N} layers"), None)
+    except Exception:
+        return None
     if over is None:
         return None
     try:
         small = type(cfg).from_dict(_config_dict(cfg) | over)
         copy = build_model(small, "meta")
         copy_path, copy_stack = decoder_layers(copy)
-    except (BuildRefused, AttributeError):
+    except Exception:  # the class rejects the cut config, or builds it otherwise: the whole model
         return None
     same = copy_path == path and [layer_fingerprint(layer) for layer in copy_stack] == prints[:n]
     if not same or _outside_shapes(copy, path) != _outside_shapes(model, path):
