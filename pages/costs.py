@@ -194,11 +194,14 @@ header(
 ask = cost_inputs.sidebar()
 v = sized(ask)
 T, batch = ask.workload.seq_len, ask.workload.batch
-# the formulas against transformers' build of the model
-cost_check.show(ask.preset, ask.config_text, T, batch, alone=ask.shape is None)
+# the formulas against transformers' build of the model: drawn at once, finished at the page's end
+pending = cost_check.show(ask.preset, ask.config_text, T, batch, alone=ask.shape is None, shape=ask.shape)
+if v is None:
+    cost_check.finish(pending)
 require(v, fix="the model in the sidebar")
 model_card(v)
 cost_verify.check_on_this_machine(ask.shape, ask.preset, ask.config_text)
 section = section_picker(costs.Section, key="co_section", default=costs.Section.FLOPS)
 run_section(SHOW[section], v, inputs=INPUTS)
 show_code("attn_core.cost", *costs.CODE)
+cost_check.finish(pending)

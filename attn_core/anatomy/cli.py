@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from attn_core.cost.cli import UsageError, build_parser, fail
 from attn_core.cost.cli import _run as analytic_run
 from attn_core.cost.config_keys import ConfigError
-from attn_core.cost.derived_records import NO_TYPE, buildable_type
+from attn_core.cost.derived_records import NO_TYPE, build_answer, buildable_type
 from attn_core.cost.shapes import MAX_CONFIG_BYTES, parse_config_text
 from attn_core.cost.units import format_bytes, format_count_short
 
@@ -93,7 +93,7 @@ def run(args) -> str:
             raise UsageError(f"--config {args.config}: {analytic_error}; transformers: {NO_TYPE}")
         note = f"Not checked against transformers' build: {NO_TYPE}"
         return (
-            json.dumps(json.loads(analytic) | {"model_check": None}, indent=2)
+            json.dumps(json.loads(analytic) | {"model_check": None}, indent=2)  # sized_by: formulas
             if args.json
             else f"{analytic}\n\n{note}"
         )
@@ -107,8 +107,14 @@ def run(args) -> str:
     if analytic is None:
         check = Check(check.anatomy, None, check.analytic_error or analytic_error, ())
     if args.json:
-        body = json.loads(analytic) if analytic is not None else {"model": str(config.get("model_type"))}
-        return json.dumps(body | {"model_check": check.to_json()}, indent=2)
+        record = check.to_json()
+        body = (
+            json.loads(analytic)
+            if analytic is not None
+            else {"model": str(config.get("model_type"))}
+            | build_answer(record["model_derived"], args.seq_len, args.batch)
+        )
+        return json.dumps(body | {"model_check": record}, indent=2)
     if analytic is None:
         return derived_text(
             check, args.seq_len, args.batch, str(config.get("_name_or_path") or config.get("model_type"))

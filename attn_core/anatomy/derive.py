@@ -3,6 +3,7 @@ layer, forward FLOPs per layer and part), from transformers' own build on the me
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import time
@@ -15,7 +16,7 @@ from attn_core.anatomy.cache import CacheAbsent, LayerCache, layer_caches
 from attn_core.anatomy.facts import facts_of
 from attn_core.anatomy.flops import ModelFlops, model_flops
 from attn_core.anatomy.parts import PARTS, param_parts
-from attn_core.anatomy.reduced import reduced_layer_caches
+from attn_core.anatomy.reduced import meta_prefix, reduced_layer_caches
 from attn_core.cost.type_facts import TypeFacts
 
 BYTES_PER_VALUE = MODEL_DTYPE.itemsize  # the cache figures are at bf16: 2 bytes per value
@@ -147,19 +148,39 @@ def _read_caches(cfg, model, parts) -> tuple[list[LayerCache], str | None, str |
     return read.caches, read.how, None, None
 
 
-def _derive(config: Mapping[str, Any]) -> Anatomy:
+def _forwards(cfg, model, parts, one_of_each: bool):
+    """(caches, how read, why unread, why none, FLOPs, why not counted): from forwards of the
+    model, or with ``one_of_each`` of its prefix of one layer of each kind (`meta_prefix`), each
+    layer's figures those of the prefix layer standing for it."""
+    prefix = meta_prefix(cfg, model) if one_of_each else None
+    if prefix is None:
+        caches, read_by, unread, absent = _read_caches(cfg, model, parts)
+        try:
+            return caches, read_by, unread, absent, model_flops(cfg, model, parts.experts), None
+        except BuildRefused as exc:
+            return caches, read_by, unread, absent, None, str(exc)
+    copy, standing = prefix
+    few = dataclasses.replace(parts, layers=parts.layers[: max(standing) + 1])
+    caches, read_by, unread, absent = _read_caches(copy.config, copy, few)
+    caches = [caches[j] for j in standing]
+    try:
+        f = model_flops(copy.config, copy, parts.experts)
+    except BuildRefused as exc:
+        return caches, read_by, unread, absent, None, str(exc)
+    decode = None if f.decode is None else tuple(f.decode[j] for j in standing)
+    f = dataclasses.replace(f, prefill=tuple(f.prefill[j] for j in standing), decode=decode)
+    return caches, read_by, unread, absent, f, None
+
+
+def _derive(config: Mapping[str, Any], one_of_each: bool = True) -> Anatomy:
     import transformers
 
     start = time.perf_counter()
     cfg = text_config(config)
     model = build_on_meta(cfg)
     parts = param_parts(model, cfg)
-    caches, read_by, unread, absent = _read_caches(cfg, model, parts)
+    caches, read_by, unread, absent, flops, flops_unread = _forwards(cfg, model, parts, one_of_each)
     by_part = {p: parts.by_part[p] for p in PARTS if parts.by_part.get(p)}
-    try:
-        flops, flops_unread = model_flops(cfg, model, parts.experts), None
-    except BuildRefused as exc:
-        flops, flops_unread = None, str(exc)
     return Anatomy(
         model_type=str(cfg.model_type),
         built_class=type(model).__name__,

@@ -118,6 +118,47 @@ def _cuts(cfg, N: int, n: int, k: int | None) -> list[tuple[str, dict]]:
     return out
 
 
+def _outside_shapes(model: nn.Module, path: str) -> list[tuple[str, tuple[int, ...]]]:
+    """Every parameter and buffer outside the decoder stack at ``path``, with its shape."""
+    inside = path + "."
+    named = (*model.named_parameters(), *model.named_buffers())
+    return sorted((n, tuple(t.shape)) for n, t in named if not n.startswith(inside))
+
+
+def meta_prefix(cfg, model: nn.Module) -> tuple[nn.Module, list[int]] | None:
+    """One layer of each distinct structure: the model's shortest prefix of layers holding every
+    distinct layer (`layer_fingerprint`), built on meta from the config with only its layer count
+    and its per-layer lists cut, and for each of the model's layers the prefix layer standing for
+    it. A forward of the prefix reads each layer's cache and FLOPs as the whole model's forward
+    does (tests/anatomy/test_reduced.py holds them equal on the presets). None where there is no
+    shorter prefix, or the cut changes the layers it keeps, the stack's place, or anything
+    outside the layers (a map sized by the layer count)."""
+    path, stack = decoder_layers(model)
+    prints = [layer_fingerprint(layer) for layer in stack]
+    first: dict[tuple, int] = {}
+    for i, fp in enumerate(prints):
+        first.setdefault(fp, i)
+    N, n = len(prints), max(first.values(), default=0) + 1
+    if n >= N:
+        return None
+    try:  # a config whose settings cannot all be read globally (per-layer configs): the whole model
+        over = next((o for what, o in _cuts(cfg, N, n, None) if what == f"{n} of {N} layers"), None)
+    except Exception:
+        return None
+    if over is None:
+        return None
+    try:
+        small = type(cfg).from_dict(_config_dict(cfg) | over)
+        copy = build_model(small, "meta")
+        copy_path, copy_stack = decoder_layers(copy)
+    except Exception:  # the class rejects the cut config, or builds it otherwise: the whole model
+        return None
+    same = copy_path == path and [layer_fingerprint(layer) for layer in copy_stack] == prints[:n]
+    if not same or _outside_shapes(copy, path) != _outside_shapes(model, path):
+        return None
+    return copy, [first[fp] for fp in prints]
+
+
 def _copy_bytes(model: nn.Module) -> int:
     tensors = {id(t): t for t in (*model.parameters(), *model.buffers())}
     return sum(t.numel() * t.element_size() for t in tensors.values())

@@ -23,7 +23,7 @@ from typing import NoReturn
 
 from attn_core.cost.calibrated import calibrated_timing, calibration_hardware
 from attn_core.cost.calibration import CalibrationError, load_calibration
-from attn_core.cost.derived_records import derived_only_lines, preset_record, record_lines
+from attn_core.cost.derived_records import build_answer, derived_only_lines, preset_record, record_lines
 from attn_core.cost.dtypes import COMPUTE_DTYPES, DTYPE_BYTES, WEIGHT_BITS
 from attn_core.cost.gpus import GPU, custom_gpu, list_gpus, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
@@ -194,9 +194,10 @@ def _run(args: argparse.Namespace, shape: ModelShape | None = None) -> str:
         lines = derived_only_lines(args.model, str(exc), rec, args.seq_len, args.batch)
         if not lines:
             raise
-        return (
-            json.dumps({"model": args.model, "model_check": rec}, indent=2) if args.json else "\n".join(lines)
-        )
+        if not args.json:
+            return "\n".join(lines)
+        answer = build_answer(rec["model_derived"], args.seq_len, args.batch)
+        return json.dumps({"model": args.model} | answer | {"model_check": rec}, indent=2)
     gpu = _gpu(args)
     if args.n_gpus != 1 and gpu is None and args.calibration is None:
         raise UsageError("--n-gpus needs --gpu")
@@ -221,7 +222,7 @@ def _run(args: argparse.Namespace, shape: ModelShape | None = None) -> str:
         extra = {"calibrated": calibrated.to_json()} if calibrated else {}
         if args.model:
             extra["model_check"] = record
-        return json.dumps(report.to_json() | extra, indent=2)
+        return json.dumps({"sized_by": "formulas"} | report.to_json() | extra, indent=2)
     checked = "\n\n" + "\n".join(record_lines(record)) if args.model else ""
     return format_report(report) + (f"\n{calibrated.text()}" if calibrated else "") + checked
 

@@ -78,6 +78,30 @@ def recorded_cache_bytes(derived: dict[str, Any], T: int, batch: int = 1) -> int
     return batch * per_seq
 
 
+# The top-level figures of every `cost --json` answer, whichever sized the model (`sized_by`).
+ANSWER_KEYS = ("params", "active_params", "kv_cache_bytes_per_token", "kv_cache_bytes", "state_bytes",
+               "state_bytes_per_sequence", "prefill_flops")  # fmt: skip
+
+
+def build_answer(derived: dict[str, Any], T: int, batch: int) -> dict[str, Any]:
+    """ANSWER_KEYS from a build's record (`Anatomy.to_json`), as the formulas' report names them:
+    the cache at T for B sequences without the fixed state (which is ``state_bytes``), in bf16;
+    None where the build did not read it. ``prefill_flops`` is None: the build counts a short
+    prefill only (its record's ``flops``), not one of T tokens."""
+    unread = derived.get("cache_unread") is not None
+    fixed = derived["fixed_state_bytes"]
+    return {
+        "sized_by": "build",
+        "params": derived["params_total"],
+        "active_params": derived["params_active"],
+        "kv_cache_bytes_per_token": None if unread else derived["cache_bytes_per_token"],
+        "kv_cache_bytes": None if unread else recorded_cache_bytes(derived, T, batch) - batch * fixed,
+        "state_bytes": None if unread else batch * fixed,
+        "state_bytes_per_sequence": None if unread else fixed,
+        "prefill_flops": None,
+    }
+
+
 def derived_only_lines(name: str, reason: str, rec: dict[str, Any] | None, T: int, batch: int) -> list[str]:
     """A preset the formulas do not cover, answered from its recorded build (no torch)."""
     if rec is None or rec.get("model_derived") is None:

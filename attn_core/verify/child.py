@@ -7,7 +7,8 @@ kill — comes back as one line (`CheckFailed`), never as an exception from deep
 
 Why a child: a Python thread cannot be stopped, holds the GIL between torch calls (a mixture of
 200,000 tiny experts held it 33 s), and a process cannot take back memory it gave the allocator;
-a child is killed whole and its memory goes with it.
+a child is killed whole and its memory goes with it (the machinery, shared with the build check
+of a pasted config, is `attn_core.bounded_child`).
 
 The memory limit is RLIMIT_AS, the child's address space: set once torch (and transformers, for a
 hybrid) are imported, at what is mapped then + the planned peak + ADDRESS_SLACK. The plan is an
@@ -24,21 +25,23 @@ given to torch as the process's share of the device. RLIMIT_CPU backs up the wal
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import resource
-import signal
-import subprocess
 import sys
-import threading
-import time
 from dataclasses import dataclass, field
 
+from attn_core.bounded_child import (
+    Child,
+    Slots,
+    cap_address_space,
+    cap_cpu,
+    child_streams,
+    one_line,
+    status_bytes,
+)
 from attn_core.cost.shapes import ModelShape
 
 ADDRESS_SLACK = 1 << 30  # mapped but not resident: arenas, stacks, late libraries (argued above)
-KILL_GRACE_S = 2.0  # after a stop: SIGTERM, then SIGKILL this long after
 
 
 class CheckFailed(RuntimeError):
@@ -73,37 +76,13 @@ class Job:
 
 def _limit_memory(job: Job, device: str) -> int:
     """Cap the address space (CPU) and return the bytes mapped before the cap (VmSize)."""
-    mapped = 0
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmSize:"):
-                mapped = int(line.split()[1]) * 1024
     if device == "cpu":
-        limit = mapped + job.memory_bytes
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    else:
-        import torch
+        return cap_address_space(job.memory_bytes)
+    import torch
 
-        total = torch.cuda.get_device_properties(0).total_memory
-        torch.cuda.set_per_process_memory_fraction(min(1.0, job.memory_bytes / total))
-    return mapped
-
-
-def _status_bytes(field: str) -> int:
-    """A size from /proc/self/status (VmRSS: resident now; VmHWM: this process image's peak
-    resident memory — unlike getrusage's ru_maxrss, which keeps the forking parent's peak across
-    the exec)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    first = text.splitlines()[0][:200] if text else ""
-    return f"{exc.__class__.__name__}: {first}" if first else exc.__class__.__name__
+    total = torch.cuda.get_device_properties(0).total_memory
+    torch.cuda.set_per_process_memory_fraction(min(1.0, job.memory_bytes / total))
+    return status_bytes("VmSize")
 
 
 def _warm_up(job: Job, device: str) -> None:
@@ -130,114 +109,58 @@ def _warm_up(job: Job, device: str) -> None:
 def child_main() -> int:
     """The child: read the job, cap itself, run, write {"status": "ok", "result", "grown"} or
     {"status": "refused" | "failed", "line"} (JSON, `wire`)."""
-    out = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # anything printed goes to stderr: stdout carries only the outcome
+    out = child_streams()  # anything printed goes to stderr: stdout carries only the outcome
     job = Job.from_json(sys.stdin.buffer.read())
     from attn_core.verify import peak, plan, run, wire
 
     for name, sizes in job.probe_sizes.items():
         getattr(peak, name).update(sizes)
-    resource.setrlimit(resource.RLIMIT_CPU, (job.cpu_seconds, job.cpu_seconds + 5))
+    cap_cpu(job.cpu_seconds)
     try:
         device = plan.select_device(job.request.device)
         _warm_up(job, device)
         _limit_memory(job, device)
-        base = _status_bytes("VmRSS")
+        base = status_bytes("VmRSS")
         result = run.verify(job.shape, job.request, config=job.config)
-        grown = _status_bytes("VmHWM") - base
+        grown = status_bytes("VmHWM") - base
         outcome = {"status": "ok", "result": result, "grown": max(grown, 0)}
     except plan.VerifyError as exc:
         outcome = {"status": "refused", "line": str(exc)}
     except MemoryError as exc:
-        outcome = {"status": "failed", "line": f"ran out of its memory limit ({_one_line(exc)})"}
+        outcome = {"status": "failed", "line": f"ran out of its memory limit ({one_line(exc)})"}
     except Exception as exc:  # a torch allocation failure is a RuntimeError; any other, one line too
         memory = "alloc" in str(exc).lower() or "memory" in str(exc).lower()
         why = "ran out of its memory limit" if memory else "failed"
-        outcome = {"status": "failed", "line": f"{why} ({_one_line(exc)})"}
+        outcome = {"status": "failed", "line": f"{why} ({one_line(exc)})"}
     out.write(wire.dumps(outcome))
     out.close()
     return 0
 
 
-class Check:
+class Check(Child):
     """A check running in a child process, stoppable; ``wait`` or poll ``done`` for the outcome.
     Start one with `start_check`, which holds the machine's one check slot while it runs."""
 
-    def __init__(self, job: Job, seconds: float) -> None:
-        self.seconds = seconds
-        self.started = time.monotonic()
+    what = "the check"
+
+    def __init__(self, job: Job, seconds: float, on_end=None) -> None:
         self.result = None  # a VerifyResult once done
-        self.error: str | None = None  # or one line
         self.refused = False  # the plan refused it (VerifyError in the child)
         self.measured_peak_bytes = 0  # the child's peak resident memory beyond its start
-        self._stopped = False
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "attn_core.verify.child"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-        )  # fmt: skip
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, args=(job.to_json(),), daemon=True)
-        self._thread.start()
+        super().__init__("attn_core.verify.child", job.to_json(), seconds, on_end)
 
-    @property
-    def done(self) -> bool:
-        return self._done.is_set()
+    def read_outcome(self, out: bytes) -> None:
+        from attn_core.verify import wire
 
-    @property
-    def elapsed(self) -> float:
-        return time.monotonic() - self.started
-
-    def _watch(self, payload: bytes) -> None:
-        try:
-            out, err = self._proc.communicate(payload, timeout=self.seconds)
-            self._read(out, err)
-        except subprocess.TimeoutExpired:
-            self._kill()
-            self._proc.communicate()
-            self.error = f"the check ran past its {self.seconds:g} s limit and was stopped"
-        except Exception as exc:  # a broken pipe from a child that died at once, …
-            self._kill()
-            self.error = f"the check failed to run ({_one_line(exc)})"
-        finally:
-            _release(self)
-            self._done.set()
-
-    def _read(self, out: bytes, err: bytes) -> None:
-        code = self._proc.returncode
-        if self._stopped:
-            self.error = "the check was stopped"
-        elif code != 0 or not out:
-            how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
-            tail = err.decode(errors="replace").strip().splitlines()[-1:] if err else []
-            hint = " (out of memory?)" if code == -signal.SIGKILL else ""
-            self.error = f"the check's process ended without a result: {how}{hint}" + (
-                f"; {tail[0][:200]}" if tail else ""
-            )
+        outcome = wire.loads(out)
+        if outcome["status"] == "ok":
+            self.result, self.measured_peak_bytes = outcome["result"], outcome["grown"]
         else:
-            from attn_core.verify import wire
-
-            outcome = wire.loads(out)
-            if outcome["status"] == "ok":
-                self.result, self.measured_peak_bytes = outcome["result"], outcome["grown"]
-            else:
-                self.error, self.refused = outcome["line"], outcome["status"] == "refused"
-
-    def _kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self._proc.pid, signal.SIGKILL)
-
-    def stop(self) -> None:
-        """Stop the child now (its memory goes with it); the outcome says it was stopped."""
-        self._stopped = True
-        self._kill()
-
-    def join(self, timeout: float | None = None) -> bool:
-        """Wait up to ``timeout`` seconds for the child to end; whether it has."""
-        return self._done.wait(timeout)
+            self.error, self.refused = outcome["line"], outcome["status"] == "refused"
 
     def wait(self, timeout: float | None = None):
         """The result, or CheckFailed with the one line."""
-        self._done.wait(timeout)
+        self.join(timeout)
         if not self.done:
             raise CheckFailed("the check is still running")
         if self.error is not None:
@@ -245,20 +168,19 @@ class Check:
         return self.result
 
 
-_SLOT = threading.Lock()
-_RUNNING: list[Check] = []  # the check holding the slot, if any
+def _busy() -> Exception:
+    from attn_core.verify import run
+
+    return run.VerifyBusy("another check is running on this machine; try again when it ends")
 
 
-def _release(check: Check) -> None:
-    with _SLOT:
-        if check in _RUNNING:
-            _RUNNING.remove(check)
+_SLOTS = Slots(1, _busy)  # the machine's one check slot
 
 
 def running() -> Check | None:
     """The check running on this machine now, if any."""
-    with _SLOT:
-        return _RUNNING[0] if _RUNNING else None
+    held = _SLOTS.running()
+    return held[0] if held else None
 
 
 def start_check(
@@ -268,7 +190,7 @@ def start_check(
     peak + ADDRESS_SLACK of address space (``memory_bytes`` overrides it) and ``seconds`` of wall
     clock; with the model's ``config``, transformers' own layers where it builds them (`hf`).
     VerifyBusy when another check holds the slot."""
-    from attn_core.verify import peak, plan, run
+    from attn_core.verify import peak, plan
 
     planned = plan.plan_build(shape, request, config)
     sizes = {
@@ -280,12 +202,7 @@ def start_check(
         cpu_seconds=int(seconds * max(1, request.threads or os.cpu_count() or 1)) + 5, probe_sizes=sizes,
         config=config, hf_config=planned.hf_config,
     )  # fmt: skip
-    with _SLOT:
-        if _RUNNING and not _RUNNING[0].done:
-            raise run.VerifyBusy("another check is running on this machine; try again when it ends")
-        check = Check(job, seconds)
-        _RUNNING[:] = [check]
-    return check
+    return _SLOTS.start(lambda release: Check(job, seconds, release))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """The Cost page's check of its formulas against transformers' own build of the model: agreement,
 or each part that differs with both figures (never silent), and the model-derived figures where
 the formulas do not cover the model. A preset's check is recorded (assets/derived/presets.json, no
-torch); a pasted or uploaded config is built on the meta device (imports torch and transformers,
-a few seconds the first time, then cached by the config's content)."""
+torch); a pasted or uploaded config is built on the meta device in a bounded child process
+(`attn_core.anatomy.runner`): the page asks where it stands and never waits on it, so the formulas'
+figures show at once, the build's check beside them once it ends."""
 
 from __future__ import annotations
 
@@ -10,10 +11,18 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from attn_core.anatomy import runner
 from attn_core.cost.config_keys import ConfigError
 from attn_core.cost.derived_records import NO_TYPE, buildable_type, preset_record, recorded_cache_bytes
 from attn_core.cost.model_shape import ModelShape
-from attn_core.cost.shapes import MAX_CONFIG_BYTES, load_preset_config, parse_config_bytes, parse_config_text
+from attn_core.cost.shapes import (
+    MAX_CONFIG_BYTES,
+    from_hf_config,
+    load_preset_config,
+    parse_config_bytes,
+    parse_config_text,
+)
+from attn_core.cost.type_facts import TypeFacts
 from attn_core.cost.units import format_bytes, format_count_short
 
 Table = dict[str, list]
@@ -21,7 +30,7 @@ Table = dict[str, list]
 
 @dataclass(frozen=True)
 class CheckView:
-    status: str  # "agrees", "differs", "uncovered" (the build is the answer), "unchecked"
+    status: str  # "agrees", "differs", "uncovered" (the build is the answer), "unchecked", "pending", "busy"
     headline: str
     differences: Table = field(default_factory=dict)  # part, formula, build, difference
     derived: Table = field(default_factory=dict)  # the build's figures, when the formulas do not cover it
@@ -91,17 +100,31 @@ def for_preset(name: str, T: int, batch: int) -> CheckView:
     return _view(preset_record(name, load_preset_config(name)), T, batch, recorded=True)
 
 
-def for_config(text: str, T: int, batch: int) -> CheckView:
-    """A pasted or uploaded config built on the meta device (torch; cached by content)."""
+def for_config(text: str, T: int, batch: int, wait_s: float = 0.0) -> CheckView:
+    """A pasted or uploaded config's check against its meta build in a child process, as it stands
+    after at most ``wait_s`` seconds: its view once done; "pending" while it runs; "busy" when
+    every build slot of the server is held; "unchecked" with the one line where it failed."""
     try:
         config = json.loads(text)
     except (json.JSONDecodeError, RecursionError):
         return CheckView("unchecked", "Not checked against transformers' build: not valid JSON.")
-    if buildable_type(config) is None:  # nothing to build: no torch imported
+    if buildable_type(config) is None:  # nothing to build
         return CheckView("unchecked", f"Not checked against transformers' build: {NO_TYPE}.")
-    from attn_core.anatomy.check import check_config  # torch and transformers from here
-
-    return _view(check_config(config).to_json(), T, batch, recorded=False)
+    outcome = runner.wait(config, wait_s) if wait_s > 0 else runner.poll(config)
+    if outcome.status == "pending":
+        return CheckView(
+            "pending",
+            "Checking against transformers' build of this config (on the meta device, in a separate "
+            f"process stopped after {runner.BUILD_SECONDS:g} s); the figures below are the formulas'.",
+        )
+    if outcome.status == "busy":
+        return CheckView("busy", f"Not checked yet: {outcome.line}.")
+    if outcome.status == "failed":
+        return CheckView(
+            "unchecked",
+            f"Not checked against transformers' build: {outcome.line}. Figures from the formulas alone.",
+        )
+    return _view(outcome.record, T, batch, recorded=False)
 
 
 def config_of(preset: str | None, text: str | None) -> dict[str, Any] | None:
@@ -118,10 +141,11 @@ def config_of(preset: str | None, text: str | None) -> dict[str, Any] | None:
 
 
 def shape_of_config(raw: bytes | str) -> ModelShape:
-    """A pasted or uploaded config's shape as the formulas read it where transformers builds it
-    (the config as transformers completes it, so an absent key means what its class means, and
-    the facts its build shows); from the config alone where nothing is built. ConfigError when
-    the formulas do not read it (the check then shows the build's figures)."""
+    """A pasted or uploaded config's shape as the formulas read it: where its build check is done,
+    as they read it there (the config as transformers completes it, so an absent key means what
+    its class means, and the facts its build shows); until then, and where nothing is built, from
+    the config alone. Never waits on the build (`runner.poll` starts it). ConfigError when the
+    formulas do not read it (the check then shows the build's figures)."""
     read = parse_config_bytes if isinstance(raw, bytes) else parse_config_text
     try:
         alone, error = read(raw), None
@@ -132,18 +156,39 @@ def shape_of_config(raw: bytes | str) -> ModelShape:
         config = None if too_big else json.loads(config_text(raw))
     except (json.JSONDecodeError, RecursionError):
         config = None
-    if buildable_type(config) is None:  # not a config transformers could build: no torch imported
+    outcome = None if buildable_type(config) is None else runner.poll(config)
+    if outcome is None or outcome.status != "done":  # nothing built (yet): the config alone
+        if error is not None and outcome is not None and outcome.status == "pending":
+            raise ConfigError(f"{error}{PENDING_NOTE}")
         if error is not None:
             raise error
         return alone
-    from attn_core.anatomy.check import check_config  # torch and transformers from here
-
-    check = check_config(config)
-    if check.shape is not None:
-        return check.shape
-    if check.anatomy is None and alone is not None:  # transformers refuses it: the formulas alone
+    shape = shape_of_record(config, outcome.record)
+    if shape is not None:
+        return shape
+    if outcome.record.get("model_derived") is None and alone is not None:  # transformers refuses it
         return alone
-    raise ConfigError(check.analytic_error or str(error))
+    raise ConfigError(outcome.record.get("analytic_error") or str(error))
+
+
+PENDING_NOTE = (
+    " (transformers' build of it, which may complete it, is still running: the page updates when it ends)"
+)
+
+
+def shape_of_record(config: dict[str, Any], record: dict[str, Any]) -> ModelShape | None:
+    """The shape the formulas read where the build ran (`anatomy.check.formulas_input`: the
+    completed config and the build's facts, as the check's record carries them); None where they
+    did not read it."""
+    read = record.get("formulas_read")
+    if read is None or record.get("analytic_error"):
+        return None
+    try:
+        return from_hf_config(
+            read["config"], name=config.get("_name_or_path"), facts=TypeFacts.from_json(read["facts"])
+        )
+    except ConfigError:
+        return None
 
 
 def config_text(raw: bytes | str) -> str:

@@ -103,3 +103,49 @@ def test_a_hybrid_with_no_attention_layer_reports_its_fixed_state():
     ssm = heads * head_dim * N * 4  # float32
     conv = (d + 2 * G * N) * d_conv * 2  # bf16; transformers keeps d_conv columns
     assert anatomy.fixed_state_bytes == 3 * (ssm + conv)
+
+
+# -- one layer of each kind: the forwards of the build check -------------------------------------
+# Presets whose layers are of several kinds: a 5:1 sliding pattern, a 3:1 Gated DeltaNet hybrid
+# with experts, alternating sliding and full layers with experts, a Mamba/attention/MoE hybrid
+# (its cache read on a reduced copy on the CPU where meta cannot run), MLA with dense first layers.
+PREFIX_PRESETS = ["gemma-3-27b", "qwen3-next-80b-a3b", "gpt-oss-120b", "jamba-1.5-mini", "deepseek-v3"]
+
+
+@pytest.mark.parametrize("name", PREFIX_PRESETS)
+def test_one_layer_of_each_kind_gives_the_whole_builds_figures(name):
+    """The forwards of the prefix holding one layer of each kind, each layer's figures those of
+    the prefix layer standing for it, give the whole model's meta forwards' anatomy: parameters,
+    every layer group's cache to the byte, FLOPs per layer and part (oracle: `_derive` over every
+    layer of the whole build)."""
+    from attn_core.anatomy.derive import _derive
+    from attn_core.anatomy.reduced import meta_prefix
+    from attn_core.cost.shapes import load_preset_config
+
+    config = load_preset_config(name)
+    cfg = text_config(config)
+    model = build_on_meta(cfg)
+    prefix = meta_prefix(cfg, model)
+    assert prefix is not None  # the prefix is shorter: the fast path is the one under test
+    _, standing = prefix
+    assert max(standing) + 1 < len(decoder_layers(model)[1])
+    fast, whole = _derive(config, one_of_each=True).to_json(), _derive(config, one_of_each=False).to_json()
+    assert fast == whole
+    assert fast["cache_bytes_per_token"] > 0 and fast["flops"] is not None
+
+
+def test_a_layer_count_sized_map_outside_the_layers_keeps_the_whole_forward():
+    """A cut that changes what lies outside the layers (a map sized by the layer count) is not a
+    prefix of the same model: `meta_prefix` declines it (oracle: the parameter shapes of the two
+    builds outside their stacks)."""
+    from attn_core.anatomy.reduced import _outside_shapes, meta_prefix
+
+    config = {"model_type": "llama", "num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
+              "intermediate_size": 64, "vocab_size": 128}  # fmt: skip
+    cfg = text_config(config)
+    model = build_on_meta(cfg)
+    assert meta_prefix(cfg, model) is not None  # 1 of 4 alike layers
+    model.model.register_buffer("per_layer", torch.zeros(4, 3, device="meta"))  # sized by L
+    path = decoder_layers(model)[0]
+    assert ("model.per_layer", (4, 3)) in _outside_shapes(model, path)
+    assert meta_prefix(cfg, model) is None

@@ -80,3 +80,47 @@ def test_a_first_layer_over_the_cap_is_one_line(app):
     assert "\n" not in line and re.search(r"one layer need [\d.]+ GiB", line) and "1.00 GiB cap" in line
     assert "co_vf_run" not in [b.key for b in at.button]  # nothing to run
     assert at.metric  # the page above it is intact
+
+
+# -- the check against transformers' build of a pasted config: never waited on ----------------------
+def fresh_llama() -> dict:
+    """A config no kept outcome answers for (a fresh name)."""
+    import uuid
+
+    return LLAMA | {"_name_or_path": f"fresh-{uuid.uuid4().hex}"}
+
+
+def test_the_formulas_figures_show_while_every_build_slot_is_busy(app, monkeypatch):
+    from attn_core.anatomy import runner
+    from attn_core.bounded_child import Slots
+
+    monkeypatch.setattr(runner, "_SLOTS", Slots(0, runner._busy))  # every slot held
+    at = app(PAGE, co_src=PASTE)
+    at.text_area(key="co_paste").set_value(json.dumps(fresh_llama())).run()
+    assert not at.exception and at.error.len == 0
+    assert any("busy" in w.value and "try again in a moment" in w.value for w in at.warning)
+    assert_formulas_drawn(at)
+
+
+def assert_formulas_drawn(at) -> None:
+    """The formulas' KV-cache metric, by hand: 2 (K, V) · L · H_kv · d_head · 2 B per token, at
+    T = 4,096 and B = 1."""
+    d_head = LLAMA["hidden_size"] // LLAMA["num_attention_heads"]
+    per_token = 2 * LLAMA["num_hidden_layers"] * LLAMA["num_key_value_heads"] * d_head * 2
+    assert per_token * 4096 == 2**20
+    assert next(m.value for m in at.metric if m.label == "KV cache, B × T") == "1 MiB"
+
+
+def test_the_formulas_figures_show_while_the_build_is_pending(app, monkeypatch):
+    from attn_core.anatomy import runner
+    from lab_ui import cost_check
+
+    monkeypatch.setattr(cost_check, "PAGE_WAIT_S", 0)  # the page ends before the build does
+    try:
+        at = app(PAGE, co_src=PASTE)
+        at.text_area(key="co_paste").set_value(json.dumps(fresh_llama())).run()
+        assert not at.exception and at.error.len == 0
+        assert any("Checking against transformers' build" in i.value for i in at.info)
+        assert_formulas_drawn(at)  # drawn without the build
+    finally:
+        runner.stop_all()
