@@ -138,7 +138,7 @@ def routed_experts(layer: nn.Module, n_experts: int) -> list[tuple[str, nn.Modul
         if any(name.startswith(f + ".") for f, _, _ in found):
             continue  # inside experts already found
         if isinstance(m, nn.ModuleList):
-            if _is_experts_list(name) and len(m) > 1 or (n_experts > 1 and len(m) == n_experts):
+            if (_is_experts_list(name) and len(m) > 1) or (n_experts > 1 and len(m) == n_experts):
                 found.append((name, m, len(m)))
             continue
         own = list(m.parameters(recurse=False))
@@ -147,7 +147,7 @@ def routed_experts(layer: nn.Module, n_experts: int) -> list[tuple[str, nn.Modul
         if stacked and len(leading) == 1 and all(p.dim() >= 2 for p in own):
             E = leading.pop()
             fused_name = type(m).__name__.endswith("Experts") or _is_experts_list(name)
-            if E > 1 and (E == n_experts or fused_name):
+            if E > 1 and (n_experts == E or fused_name):
                 found.append((name, m, E))
     return found
 

@@ -12,8 +12,8 @@ import pytest
 
 pytest.importorskip("transformers", reason="the build needs transformers")
 
-from attn_core.anatomy.build import build_on_meta, text_config  # noqa: E402
-from attn_core.anatomy.parts import param_parts  # noqa: E402
+from attn_core.anatomy.build import build_on_meta, text_config
+from attn_core.anatomy.parts import param_parts
 
 CONFIGS = Path(__file__).parents[1] / "data" / "configs"
 
