@@ -105,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--expert-dtype", choices=list(WEIGHT_BITS), help="routed experts (default: weights)")
     cost.add_argument("--kv-dtype", choices=list(DTYPE_BYTES), help="cache only (default: --dtype)")
     cost.add_argument("--state-dtype", choices=list(DTYPE_BYTES),
-                      help="a hybrid's recurrent states (default: --kv-dtype; transformers keeps fp32)")  # fmt: skip
+                      help="a hybrid's recurrent states (default: the config's mamba_ssm_cache_dtype or "
+                           "mamba_ssm_dtype, else --kv-dtype; transformers keeps fp32)")  # fmt: skip
     cost.add_argument("--causal", action="store_true", help="count only allowed query–key pairs")
     cost.add_argument("--gpu", choices=list_gpus(), help="add serving capacity and time bounds")
     for flag, what in (("--gpu-mem-gib", "memory, GiB"), ("--gpu-tflops", "dense TFLOP/s"),
@@ -194,7 +195,8 @@ def _run(args: argparse.Namespace, shape: ModelShape | None = None) -> str:
         raise UsageError("--n-gpus needs --gpu")
     # The objects validate what argparse cannot (efficiency ≤ 1); their ValueError is one line, exit 2.
     workload = Workload(args.seq_len, args.batch, args.prompt_len, args.gen_len, args.causal, args.efficiency)
-    precision = Precision(args.dtype, args.weight_dtype, args.kv_dtype, args.expert_dtype, args.state_dtype)
+    state = args.state_dtype or (shape.state_dtype if shape.state_mixer is not None else None)
+    precision = Precision(args.dtype, args.weight_dtype, args.kv_dtype, args.expert_dtype, state)
     hardware, calibrated = None if gpu is None else Hardware(gpu, args.n_gpus), None
     try:  # a run that cannot be read or does not apply: one line naming the flag and the file
         if args.calibration is not None:

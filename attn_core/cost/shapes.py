@@ -21,7 +21,7 @@ from attn_core.cost.derived_records import preset_record
 from attn_core.cost.experts import read_moe
 from attn_core.cost.layer_config import FFN_ONLY_KINDS, hybrid_pattern, layer_kinds, read_state_mixer
 from attn_core.cost.layer_variants import GEMMA4_TYPES, gemma4_layer_kinds, read_gemma4
-from attn_core.cost.mixers import STATE_KINDS
+from attn_core.cost.mixers import STATE_KINDS, read_state_dtype
 from attn_core.cost.mla import read_mla
 from attn_core.cost.model_shape import MlpKind
 from attn_core.cost.model_shape import ModelShape as ModelShape
@@ -232,6 +232,7 @@ def from_hf_config(
             config, ("num_nextn_predict_layers",), "MTP layers", default=0, minimum=0
         ),
         state_mixer=mixer if kinds is not None and any(k in STATE_KINDS for k in kinds.counts()) else None,
+        state_dtype=read_state_dtype(config),
         attention_output_gate=(facts is not None and facts.output_gate)
         or read_bool(config, ("attn_output_gate",), False),
         one_mixer_per_layer=one_block,
