@@ -17,6 +17,7 @@ from attn_core.cost.cli import UsageError, build_parser, fail
 from attn_core.cost.cli import _run as analytic_run
 from attn_core.cost.config_keys import ConfigError
 from attn_core.cost.derived_records import NO_TYPE, buildable_type
+from attn_core.cost.model_types import declared_type
 from attn_core.cost.shapes import MAX_CONFIG_BYTES, parse_config_text
 from attn_core.cost.units import format_bytes, format_count_short
 
@@ -81,6 +82,10 @@ def run(args) -> str:
         config = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"--config {args.config}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    if isinstance(config, dict):  # remote code declaring a transformers architecture: built as that type
+        config, declared = declared_type(config)
+    else:
+        declared = None
     try:
         parse_config_text(text)
         analytic_error = None
@@ -113,6 +118,9 @@ def run(args) -> str:
         return derived_text(
             check, args.seq_len, args.batch, str(config.get("_name_or_path") or config.get("model_type"))
         )
+    if declared:
+        head, _, rest = analytic.partition("\n")
+        analytic = f"{head}\n{declared}\n{rest}"
     return analytic + "\n\n" + "\n".join(check.lines())
 
 

@@ -103,10 +103,15 @@ def block_kind(mod: nn.Module) -> str:
 
 
 def _moe_part(path: str, mod: nn.Module) -> str:
-    """Within a mixture of experts, a parameter that is not a routed expert's: shared or router."""
+    """Within a mixture of experts, by path: routed experts (an ``experts`` piece), shared experts
+    (a piece starting "shared") or the router. `param_parts` finds routed experts by structure
+    first (`routed_experts`); this names the rest, and a FLOPs count's children."""
     del mod
-    if any(piece.startswith("shared") for piece in path.split(".")):
-        return "shared experts"
+    for piece in path.split("."):
+        if piece in ("experts", "local_experts"):
+            return "routed experts"
+        if piece.startswith("shared"):
+            return "shared experts"
     return "router"
 
 

@@ -26,6 +26,7 @@ from attn_core.cost.mla import read_mla
 from attn_core.cost.model_shape import MlpKind
 from attn_core.cost.model_shape import ModelShape as ModelShape
 from attn_core.cost.model_types import (
+    declared_type,
     read_quantization,
     read_sinks,
     refuse_unsized_models,
@@ -147,7 +148,7 @@ def from_hf_config(
     """
     if not isinstance(config, Mapping):
         raise ConfigError(f"a config must be a JSON object, got {type(config).__name__}")
-    config = unwrap_text_config(config)
+    config, declared = declared_type(unwrap_text_config(config))
     model_type = str(config.get("model_type") or "").lower()
     facts = facts or recorded_facts(model_type)
     config = with_class_defaults(config, model_type)
@@ -201,6 +202,7 @@ def from_hf_config(
     mlp_kind = _mlp_kind(config, model_type, facts)
     return ModelShape(
         name=display_name(name or config.get("_name_or_path") or model_type or "custom model"),
+        source=declared or "",
         n_layers=n_layers,
         d_model=d_model,
         n_heads=n_heads,
