@@ -115,13 +115,28 @@ def run(args) -> str:
         body = json.loads(analytic) if analytic is not None else {"model": str(config.get("model_type"))}
         return json.dumps(body | {"model_check": check.to_json()}, indent=2)
     if analytic is None:
-        return derived_text(
+        text = derived_text(
             check, args.seq_len, args.batch, str(config.get("_name_or_path") or config.get("model_type"))
         )
+        towers = "\n".join(_towers(config, check))
+        return text + (f"\n{towers}" if towers else "")
     if declared:
         head, _, rest = analytic.partition("\n")
         analytic = f"{head}\n{declared}\n{rest}"
-    return analytic + "\n\n" + "\n".join(check.lines())
+    towers = "\n".join(_towers(config, check))
+    return analytic + (f"\n{towers}" if towers else "") + "\n\n" + "\n".join(check.lines())
+
+
+def _towers(config, check) -> list[str]:
+    """Vision / audio towers and projector beside the text model, or why they are not sized."""
+    from attn_core.anatomy.build import BuildRefused
+    from attn_core.anatomy.towers import tower_lines, tower_params
+
+    try:
+        towers = tower_params(config)
+    except BuildRefused as exc:
+        return [f"Towers beside the text model: not sized ({exc})"]
+    return tower_lines(towers, None if check.anatomy is None else check.anatomy.params_total)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
