@@ -36,6 +36,33 @@ def _shape_line(s: ModelShape) -> str:
     )
 
 
+def kind_line(s: ModelShape) -> str:
+    """What kind of model this is, in words: dense, a mixture of experts (k of E, shared, in how
+    many layers), or a hybrid (which mixers, how many layers of each)."""
+    m = s.moe
+    moe = ""
+    if m is not None:
+        shared = f" + {m.n_shared} shared" if m.n_shared else ""
+        moe = (f"mixture of experts: {m.top_k} of {m.n_experts} routed experts per token{shared}, "
+               f"in {s.n_moe_layers:,} of {s.n_mlp_layers:,} feed-forward layers")  # fmt: skip
+    if s.n_state_layers:
+        mixer = STATE_KIND_NAMES[s.state_mixer.kind]
+        head = f"hybrid: {s.n_state_layers:,} {mixer} + {s.n_attention_layers:,} attention layers"
+        return f"Kind: {head}" + (f"; {moe}" if moe else "")
+    if moe:
+        return f"Kind: transformer, {moe}"
+    return "Kind: dense transformer (every parameter runs for every token)"
+
+
+def _layers_differ(s: ModelShape) -> bool:
+    """Layers not all alike: several kinds, one block per layer, or MoE beside dense layers."""
+    return (
+        len(s.kind_counts) > 1
+        or s.one_mixer_per_layer
+        or (s.moe is not None and s.n_moe_layers != s.n_mlp_layers)
+    )
+
+
 def _whole_lines(r: CostReport) -> list[str]:
     """The whole-model answers: parameters, prefill, time bounds (or estimates)."""
     p, f, s = r.params.count, r.prefill, r.model
@@ -66,7 +93,13 @@ def _whole_lines(r: CostReport) -> list[str]:
         )
     lines += [
         f"Prefill FLOPs, whole model, B × T  {format_flops(f.total)} = projections {format_flops(f.projections)} + "
-        f"attention {format_flops(f.attention)} + MLP {format_flops(f.mlp)} + head {format_flops(f.lm_head)}"
+        f"attention {format_flops(f.attention)} ({format_percent(f.attention / f.total)} of the whole model)"
+        + (
+            f" + {STATE_KIND_NAMES[s.state_mixer.kind]} mixers {format_flops(f.state_projections + f.state_core)}"
+            if s.state_mixer is not None and (f.state_projections or f.state_core)
+            else ""
+        )
+        + f" + MLP {format_flops(f.mlp)} + head {format_flops(f.lm_head)}"
         + (f" + per-layer input maps {format_flops(f.per_layer_inputs)}" if f.per_layer_inputs else ""),
         "  (matrix products only, 2 per multiply-add; norms, softmax and rotary excluded)",
     ]
@@ -117,6 +150,15 @@ def _routing_lines(r: CostReport) -> list[str]:
     ]
 
 
+def _per_layer_title(s: ModelShape, pairs: str) -> str:
+    """The per-layer block's title: every layer, or the one attention layer it shows where the
+    layers differ (the whole-model line below sums them all)."""
+    if not _layers_differ(s):
+        return f"FLOPs per layer, forward, {pairs}"
+    return (f"FLOPs of one attention layer ({s.n_attention_layers:,} of {s.n_layers:,}; the layers differ, "
+            f"the whole-model line below sums them all), forward, {pairs}")  # fmt: skip
+
+
 def format_report(r: CostReport) -> str:
     """The readable table the CLI prints without --json."""
     f = r.flops
@@ -127,6 +169,7 @@ def format_report(r: CostReport) -> str:
         else f"{r.crossover_seq_len:,.0f} tokens"
     )
     lines = [
+        kind_line(r.model),
         _shape_line(r.model),
         f"T = {r.seq_len:,} tokens, batch {r.batch:,}, weights {r.weight_dtype}, activations {r.dtype}, "
         f"KV cache {r.kv_dtype}",
@@ -144,9 +187,9 @@ def format_report(r: CostReport) -> str:
         f"Weights                     {r.weight_bytes:>22,} B  {format_bytes(r.weight_bytes)}",
         f"Attention params per layer  {r.attention_params.total:>22,}",
         "",
-        f"FLOPs per layer, forward, {pairs}",
+        _per_layer_title(r.model, pairs),
         f"  projections  {format_flops(f.projections, unit='GFLOP'):>20}",
-        f"  attention    {format_flops(f.attention, unit='GFLOP'):>20}  {format_percent(f.attention_share)} of total",
+        f"  attention    {format_flops(f.attention, unit='GFLOP'):>20}  {format_percent(f.attention_share)} of this layer",
         f"  mlp          {format_flops(f.mlp, unit='GFLOP'):>20}",
         f"  total        {format_flops(f.total, unit='GFLOP'):>20}",
         f"Crossover T* (quadratic part = the rest)  {T_star}",
