@@ -58,6 +58,57 @@ def derived_text(check, T: int, batch: int, name: str) -> str:
     return "\n".join(lines)
 
 
+def build_kind_line(a) -> str:
+    """What kind of model the build is: dense, MoE (k of E), or a hybrid naming its layers' mixers."""
+    from collections import Counter
+
+    kinds: Counter = Counter()
+    for g in a.groups:
+        ffn = "MoE feed-forward" if g.params.get("routed experts") else "feed-forward"
+        kinds[ffn if g.kind == "feed-forward only" else g.kind] += g.count
+    moe = (
+        f"mixture of experts, {a.experts[0]} of {a.experts[1]} routed experts per token" if a.experts else ""
+    )
+    if len(kinds) > 1:
+        layers = " + ".join(f"{n} × {k}" for k, n in kinds.items())
+        return f"Kind (transformers' build): hybrid, {layers}" + (f"; {moe}" if moe else "")
+    if moe:
+        return f"Kind (transformers' build): transformer, {moe}"
+    return f"Kind (transformers' build): dense, every layer {next(iter(kinds), 'alike')}"
+
+
+def headline_lines(check, T: int, batch: int) -> list[str]:
+    """The headline figures from transformers' build (parameters, active under both conventions,
+    cache per token, fixed state, the cache at T × B), and which of the formulas' figures below
+    differ: where the build runs, its figures are the answer and the formulas the explanation."""
+    a = check.anatomy
+    emb = a.params_by_part.get("embeddings", 0)
+    k_of_e = f" (k of E = {a.experts[0]} of {a.experts[1]})" if a.experts else ""
+    lines = [
+        f"Headline, from transformers' build ({a.built_class}, meta device); the formulas' reading follows as the explanation",
+        f"  parameters        {a.params_total:>22,}  {format_count_short(a.params_total, 2)}",
+        f"  active per token  {a.params_active:>22,}  {format_count_short(a.params_active, 2)} with the input "
+        f"embeddings{k_of_e}; {format_count_short(a.params_active - emb, 2)} without them (the gpt-oss model "
+        "card's convention)",
+    ]
+    if not (a.cache_unread or a.cache_absent):
+        at_T = a.cache_bytes(T, batch)
+        lines.append(
+            f"  cache per token   {a.cache_bytes_per_token:>22,} B  bf16, as transformers' cache holds it"
+        )
+        if a.fixed_state_bytes:
+            lines.append(
+                f"  fixed state       {a.fixed_state_bytes:>22,} B  per sequence (recurrent state fp32, as transformers keeps it)"
+            )
+        lines.append(f"  cache at T = {T:,}, B = {batch:,}: {at_T:,} B  {format_bytes(at_T)}")
+    misread = sorted({d.what.split(":")[0] for d in check.misreads if not d.what.startswith("FLOPs")})
+    if misread:
+        lines.append(
+            f"  the formulas below differ from the build on: {'; '.join(misread)} (see the check at the end)"
+        )
+    return lines
+
+
 def _config_text(args) -> str:
     """The file's text, with the analytic reader's checks (missing, unreadable, too large, not UTF-8)."""
     path = args.config
@@ -123,6 +174,11 @@ def run(args) -> str:
     if declared:
         head, _, rest = analytic.partition("\n")
         analytic = f"{head}\n{declared}\n{rest}"
+    if check.anatomy is not None:
+        _, _, rest = analytic.partition("\n")  # the formulas' kind line: the build's says it instead
+        analytic = "\n".join(
+            [build_kind_line(check.anatomy), *headline_lines(check, args.seq_len, args.batch), "", rest]
+        )
     towers = "\n".join(_towers(config, check))
     return analytic + (f"\n{towers}" if towers else "") + "\n\n" + "\n".join(check.lines())
 
