@@ -11,6 +11,7 @@ naming transformers' reason beside the formulas')."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 from attn_core.cost.cli import UsageError, build_parser, fail
@@ -56,6 +57,21 @@ def derived_text(check, T: int, batch: int, name: str) -> str:
             f"  at T = {T:,}, B = {batch:,}  {at_T:>22,} B  {format_bytes(at_T)}",
         ]
     return "\n".join(lines)
+
+
+# a forward that fails on a tensor shape: the config's sizes do not fit together (heads that do not
+# divide), whatever the device; other failures (a kernel, an input it wants) leave the sizes standing
+_SHAPE_FAILURE = re.compile(
+    r"size of tensor|broadcast|shape|mat1 and mat2|divisible|cannot be multiplied", re.I
+)
+
+
+def cannot_run(a) -> str | None:
+    """transformers' reason where its build cannot run this config: the forward fails on a tensor
+    shape both on the meta device and on a reduced copy with real weights (attn_core/anatomy/derive)."""
+    why = a.cache_unread or ""
+    both = why.startswith("on meta: transformers' forward fails") and why.count("forward fails") >= 2
+    return why.removeprefix("on meta: ") if both and _SHAPE_FAILURE.search(why) else None
 
 
 def build_kind_line(a) -> str:
@@ -156,6 +172,8 @@ def run(args) -> str:
     from attn_core.anatomy.check import Check, check_config  # torch and transformers from here
 
     check = check_config(config)
+    if check.anatomy is not None and (why := cannot_run(check.anatomy)):
+        raise UsageError(f"--config {args.config}: transformers builds it but cannot run it: {why}")
     if check.shape is not None:  # the config as transformers completes it, the build's facts
         analytic = analytic_run(args, check.shape)
     if analytic is None and check.anatomy is None:

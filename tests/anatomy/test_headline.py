@@ -37,3 +37,23 @@ def test_kind_line_from_the_build(tmp_path, capsys):
     first = out.splitlines()[0]
     a = derive({"model_type": "qwen3_moe"})
     assert f"{a.experts[0]} of {a.experts[1]} routed experts" in first
+
+
+def test_gated_deltanet_heads_that_do_not_divide_are_refused_with_transformers_reason(tmp_path, capsys):
+    """24 value heads over 16 key heads: transformers builds the layers, but its forward fails on the
+    shapes (on the meta device and on a reduced copy with real weights): refused, its reason named."""
+    from attn_core.anatomy.build import completed_config
+
+    config = completed_config({"model_type": "qwen3_5_moe_text"})
+    config |= {
+        "linear_num_key_heads": 16,
+        "linear_num_value_heads": 24,
+        "num_hidden_layers": 4,
+        "num_experts": 8,
+        "layer_types": config["layer_types"][:4],
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    assert main(["cost", "--config", str(path), "--seq-len", "64"]) == 2
+    err = capsys.readouterr().err
+    assert "transformers builds it but cannot run it" in err and "forward fails" in err
