@@ -6,6 +6,7 @@ from __future__ import annotations
 from attn_core.cost.calibration import SERVER_GPU
 from attn_core.cost.dtypes import weight_bytes_per_param
 from attn_core.cost.mixers import STATE_KIND_NAMES
+from attn_core.cost.params import mtp_layer_params
 from attn_core.cost.report import CostReport
 from attn_core.cost.shapes import ModelShape
 from attn_core.cost.units import (
@@ -72,8 +73,9 @@ def _whole_lines(r: CostReport) -> list[str]:
     lines = [
         "",
         f"Parameters  total {p.total:,} ({format_count_short(p.total, 2)}), active per token {p.active:,} "
-        f"({format_count_short(p.active, 2)}); without the input embeddings {format_count_short(p.active_without_embeddings, 2)}"
-        + published,
+        f"({format_count_short(p.active, 2)}) with the input embeddings (Mistral's, Qwen's, Meta's, Google's "
+        f"published counts match this); {format_count_short(p.active_without_embeddings, 2)} without them "
+        "(the gpt-oss model card's)" + published,
         f"  weights {r.weight_dtype}: {8 * weight_bytes_per_param(r.weight_dtype):g} bits per weight (scales included)"
         + (
             f"; routed experts {r.expert_dtype}: {8 * weight_bytes_per_param(r.expert_dtype):g}"
@@ -82,8 +84,11 @@ def _whole_lines(r: CostReport) -> list[str]:
         ),
     ]
     if r.params.nextn_layers_left_out:
+        n, one = r.params.nextn_layers_left_out, mtp_layer_params(s)
         lines.append(
-            f"  {r.params.nextn_layers_left_out} next-token-prediction layer(s) left out: not the served model"
+            f"  next-token prediction (MTP): {n} layer(s) the config declares, {one:,} parameters each "
+            f"({format_count_short(one, 2)}; DeepSeek-V3's layout), left out of the counts above: "
+            f"total with them {format_count_short(p.total + n * one, 2)}"
         )
     if s.quantization:
         lines.append(f"  the config's quantization_config ({s.quantization}) is reported, not applied")
