@@ -155,6 +155,19 @@ def _routing_lines(r: CostReport) -> list[str]:
     ]
 
 
+def _kv_per_token_lines(r: CostReport) -> list[str]:
+    """Bytes per token: for a model whose layers hold a window or chunk, that is the growth rate
+    while every layer still grows; the average over the T·B tokens held is given beside it."""
+    s, per = r.model, r.kv_cache_bytes_per_token
+    if not (s.sliding_window or s.attention_chunk_size):
+        return [f"  per token                 {per:>22,} B  {format_bytes(per)}"]
+    avg = r.kv_cache_bytes // (r.seq_len * r.batch)
+    return [
+        f"  per token, growth rate    {per:>22,} B  {format_bytes(per)} (while T is below the window or chunk)",
+        f"  average per token at T    {avg:>22,} B  {format_bytes(avg)} (the cache at T ÷ T·B)",
+    ]
+
+
 def _per_layer_title(s: ModelShape, pairs: str) -> str:
     """The per-layer block's title: every layer, or the one attention layer it shows where the
     layers differ (the whole-model line below sums them all)."""
@@ -186,7 +199,7 @@ def format_report(r: CostReport) -> str:
     lines += [
         "",
         "KV cache",
-        f"  per token                 {r.kv_cache_bytes_per_token:>22,} B  {format_bytes(r.kv_cache_bytes_per_token)}",
+        *_kv_per_token_lines(r),
         f"  all B sequences           {r.kv_cache_bytes:>22,} B  {format_bytes(r.kv_cache_bytes)}",
         *_state_lines(r),
         f"Weights                     {r.weight_bytes:>22,} B  {format_bytes(r.weight_bytes)}",

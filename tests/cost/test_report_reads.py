@@ -48,3 +48,16 @@ def test_whole_model_line_sums_to_its_total():
     line = next(x for x in _text("nemotron-3-nano-30b-a3b").splitlines() if x.startswith("Prefill FLOPs"))
     total, *terms = (_tflop(v) for v in re.findall(r"([\d,.]+) TFLOP", line))
     assert abs(sum(terms) - total) <= 0.05 * len(terms)  # each term rounded to 0.1 TFLOP
+
+
+def test_windowed_model_labels_growth_rate_and_gives_the_average_at_t():
+    """gpt-oss-120b: 18 sliding (128) + 18 full layers; at T = 8,192 the average per token is the
+    cache at T over T (oracle: the cache's own bytes line), below the growth rate."""
+    text = _text("gpt-oss-120b")
+    lines = text.splitlines()
+    grow = next(x for x in lines if "per token, growth rate" in x)
+    avg = next(x for x in lines if "average per token at T" in x)
+    every = next(x for x in lines if x.strip().startswith("all B sequences"))
+    cache = int(every.split()[3].replace(",", ""))
+    assert int(avg.split()[5].replace(",", "")) == cache // 8192
+    assert int(avg.split()[5].replace(",", "")) < int(grow.split()[4].replace(",", ""))
