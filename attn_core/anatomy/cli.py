@@ -26,14 +26,17 @@ from attn_core.cost.units import format_bytes, format_count_short
 def derived_text(check, T: int, batch: int, name: str) -> str:
     """The model-derived answer where the formulas do not cover the model."""
     a = check.anatomy
+    emb = a.params_by_part.get("embeddings", 0)
     lines = [
+        build_kind_line(a),
         f"{name}: {a.model_type}, built by transformers {a.transformers_version} as {a.built_class} "
         f"(meta device), {a.n_layers} layers",
         f"the formulas do not cover this model ({check.analytic_error}): every figure below is "
         "from transformers' build",
         "",
         f"Parameters  total {a.params_total:,} ({format_count_short(a.params_total, 2)}), active per token "
-        f"{a.params_active:,} ({format_count_short(a.params_active, 2)})",
+        f"{a.params_active:,} ({format_count_short(a.params_active, 2)}) with the input embeddings; "
+        f"{format_count_short(a.params_active - emb, 2)} without them (the gpt-oss model card's convention)",
         *(f"  {part:<16}{n:>22,}" for part, n in a.params_by_part.items()),
         "Layers",
         *(

@@ -57,3 +57,15 @@ def test_gated_deltanet_heads_that_do_not_divide_are_refused_with_transformers_r
     assert main(["cost", "--config", str(path), "--seq-len", "64"]) == 2
     err = capsys.readouterr().err
     assert "transformers builds it but cannot run it" in err and "forward fails" in err
+
+
+def test_gemma4_moe_sized_by_the_build_says_k_of_e_and_its_active_count(capsys):
+    """The formulas refuse Gemma 4's MoE block; the build answers, its first line the kind and its
+    active count k of E's (hand count in tests/anatomy/test_real_moe.py), not the total."""
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "data" / "configs" / "gemma-4-26b-a4b.json"
+    assert main(["cost", "--config", str(path), "--seq-len", "1024"]) == 0
+    out = capsys.readouterr().out
+    assert "8 of 128 routed experts" in out.splitlines()[0]
+    assert "active per token 3,822,530,560" in out
