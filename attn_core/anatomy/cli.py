@@ -185,7 +185,7 @@ def run(args) -> str:
         check = Check(check.anatomy, None, check.analytic_error or analytic_error, ())
     if args.json:
         body = json.loads(analytic) if analytic is not None else {"model": str(config.get("model_type"))}
-        return json.dumps(body | {"model_check": check.to_json()}, indent=2)
+        return json.dumps(body | {"model_check": check.to_json(), "towers": _tower_json(config)}, indent=2)
     if analytic is None:
         text = derived_text(
             check, args.seq_len, args.batch, str(config.get("_name_or_path") or config.get("model_type"))
@@ -202,6 +202,17 @@ def run(args) -> str:
         )
     towers = "\n".join(_towers(config, check))
     return analytic + (f"\n{towers}" if towers else "") + "\n\n" + "\n".join(check.lines())
+
+
+def _tower_json(config) -> dict:
+    """Parameters per tower ({} for a text-only config), or why they are not sized."""
+    from attn_core.anatomy.build import BuildRefused
+    from attn_core.anatomy.towers import tower_params
+
+    try:
+        return tower_params(config)
+    except BuildRefused as exc:
+        return {"not_sized": str(exc)}
 
 
 def _towers(config, check) -> list[str]:

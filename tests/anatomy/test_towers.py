@@ -47,3 +47,11 @@ def test_llama4_scout_with_its_tower_is_109b():
 
 def test_text_only_config_has_no_towers():
     assert tower_params(_load("mixtral-8x7b")) == {}
+
+
+def test_cli_json_carries_the_towers(tmp_path, capsys):
+    from attn_core.anatomy.cli import main
+
+    assert main(["cost", "--config", str(CONFIGS / "gemma-3-27b.json"), "--seq-len", "64", "--json"]) == 0
+    towers = json.loads(capsys.readouterr().out)["towers"]
+    assert towers == tower_params(_load("gemma-3-27b"))
