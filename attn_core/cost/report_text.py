@@ -64,6 +64,23 @@ def _layers_differ(s: ModelShape) -> bool:
     )
 
 
+def _prefill_line(r: CostReport) -> str:
+    """The whole model's prefill FLOPs, every term it sums named (a hybrid's mixers too)."""
+    f, s = r.prefill, r.model
+    mixers = (
+        f" + {STATE_KIND_NAMES[s.state_mixer.kind]} mixers {format_flops(f.state_projections + f.state_core)}"
+        if s.state_mixer is not None and (f.state_projections or f.state_core)
+        else ""
+    )
+    return (
+        f"Prefill FLOPs, whole model, B × T  {format_flops(f.total)} = projections {format_flops(f.projections)} + "
+        f"attention {format_flops(f.attention)} ({format_percent(f.attention / f.total)} of the whole model)"
+        + mixers
+        + f" + MLP {format_flops(f.mlp)} + head {format_flops(f.lm_head)}"
+        + (f" + per-layer input maps {format_flops(f.per_layer_inputs)}" if f.per_layer_inputs else "")
+    )
+
+
 def _whole_lines(r: CostReport) -> list[str]:
     """The whole-model answers: parameters, prefill, time bounds (or estimates)."""
     p, f, s = r.params.count, r.prefill, r.model
@@ -97,15 +114,7 @@ def _whole_lines(r: CostReport) -> list[str]:
             "  attention sinks: one learned logit per query head per layer (softmax mass with no value)"
         )
     lines += [
-        f"Prefill FLOPs, whole model, B × T  {format_flops(f.total)} = projections {format_flops(f.projections)} + "
-        f"attention {format_flops(f.attention)} ({format_percent(f.attention / f.total)} of the whole model)"
-        + (
-            f" + {STATE_KIND_NAMES[s.state_mixer.kind]} mixers {format_flops(f.state_projections + f.state_core)}"
-            if s.state_mixer is not None and (f.state_projections or f.state_core)
-            else ""
-        )
-        + f" + MLP {format_flops(f.mlp)} + head {format_flops(f.lm_head)}"
-        + (f" + per-layer input maps {format_flops(f.per_layer_inputs)}" if f.per_layer_inputs else ""),
+        _prefill_line(r),
         "  (matrix products only, 2 per multiply-add; norms, softmax and rotary excluded)",
     ]
     if s.mla:
@@ -152,6 +161,17 @@ def _routing_lines(r: CostReport) -> list[str]:
         f"  floor above: every sequence routes to the same {m.top_k} experts; under uniform routing "
         f"{r.batch:,} sequences touch {touched:,.1f} of {m.n_experts} per MoE layer:",
         f"    {format_seconds(d.expected_seconds_per_step)} per step, at most {d.expected_tokens_per_s:,.1f} tokens/s",
+    ]
+
+
+def _score_lines(r: CostReport) -> list[str]:
+    """One layer's attention scores held at once: naive (every score) and online (fp32 lse)."""
+    return [
+        "Score memory per layer",
+        f"  naive (B·h·T²·b)          {r.score_bytes_naive_per_layer:>22,} B  "
+        f"{format_bytes_binary(r.score_bytes_naive_per_layer)}",
+        f"  online (B·h·T·4, fp32 lse){r.score_bytes_online_per_layer:>22,} B  "
+        f"{format_bytes_binary(r.score_bytes_online_per_layer)}",
     ]
 
 
@@ -212,11 +232,7 @@ def format_report(r: CostReport) -> str:
         f"  total        {format_flops(f.total, unit='GFLOP'):>20}",
         f"Crossover T* (quadratic part = the rest)  {T_star}",
         "",
-        "Score memory per layer",
-        f"  naive (B·h·T²·b)          {r.score_bytes_naive_per_layer:>22,} B  "
-        f"{format_bytes_binary(r.score_bytes_naive_per_layer)}",
-        f"  online (B·h·T·4, fp32 lse){r.score_bytes_online_per_layer:>22,} B  "
-        f"{format_bytes_binary(r.score_bytes_online_per_layer)}",
+        *_score_lines(r),
         f"Decode attention intensity  {r.decode_intensity:g} FLOP/byte",
     ]
     if r.gpu is not None and r.serving is not None and r.decode is not None:
