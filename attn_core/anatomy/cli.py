@@ -11,12 +11,14 @@ naming transformers' reason beside the formulas')."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 from attn_core.cost.cli import UsageError, build_parser, fail
 from attn_core.cost.cli import _run as analytic_run
 from attn_core.cost.config_keys import ConfigError
 from attn_core.cost.derived_records import NO_TYPE, build_answer, buildable_type
+from attn_core.cost.model_types import declared_type
 from attn_core.cost.shapes import MAX_CONFIG_BYTES, parse_config_text
 from attn_core.cost.units import format_bytes, format_count_short
 
@@ -24,14 +26,17 @@ from attn_core.cost.units import format_bytes, format_count_short
 def derived_text(check, T: int, batch: int, name: str) -> str:
     """The model-derived answer where the formulas do not cover the model."""
     a = check.anatomy
+    emb = a.params_by_part.get("embeddings", 0)
     lines = [
+        build_kind_line(a),
         f"{name}: {a.model_type}, built by transformers {a.transformers_version} as {a.built_class} "
         f"(meta device), {a.n_layers} layers",
         f"the formulas do not cover this model ({check.analytic_error}): every figure below is "
         "from transformers' build",
         "",
         f"Parameters  total {a.params_total:,} ({format_count_short(a.params_total, 2)}), active per token "
-        f"{a.params_active:,} ({format_count_short(a.params_active, 2)})",
+        f"{a.params_active:,} ({format_count_short(a.params_active, 2)}) with the input embeddings; "
+        f"{format_count_short(a.params_active - emb, 2)} without them (the gpt-oss model card's convention)",
         *(f"  {part:<16}{n:>22,}" for part, n in a.params_by_part.items()),
         "Layers",
         *(
@@ -55,6 +60,72 @@ def derived_text(check, T: int, batch: int, name: str) -> str:
             f"  at T = {T:,}, B = {batch:,}  {at_T:>22,} B  {format_bytes(at_T)}",
         ]
     return "\n".join(lines)
+
+
+# a forward that fails on a tensor shape: the config's sizes do not fit together (heads that do not
+# divide), whatever the device; other failures (a kernel, an input it wants) leave the sizes standing
+_SHAPE_FAILURE = re.compile(
+    r"size of tensor|broadcast|shape|mat1 and mat2|divisible|cannot be multiplied", re.I
+)
+
+
+def cannot_run(a) -> str | None:
+    """transformers' reason where its build cannot run this config: the forward fails on a tensor
+    shape both on the meta device and on a reduced copy with real weights (attn_core/anatomy/derive)."""
+    why = a.cache_unread or ""
+    both = why.startswith("on meta: transformers' forward fails") and why.count("forward fails") >= 2
+    return why.removeprefix("on meta: ") if both and _SHAPE_FAILURE.search(why) else None
+
+
+def build_kind_line(a) -> str:
+    """What kind of model the build is: dense, MoE (k of E), or a hybrid naming its layers' mixers."""
+    from collections import Counter
+
+    kinds: Counter = Counter()
+    for g in a.groups:
+        ffn = "MoE feed-forward" if g.params.get("routed experts") else "feed-forward"
+        kinds[ffn if g.kind == "feed-forward only" else g.kind] += g.count
+    moe = (
+        f"mixture of experts, {a.experts[0]} of {a.experts[1]} routed experts per token" if a.experts else ""
+    )
+    if len(kinds) > 1:
+        layers = " + ".join(f"{n} × {k}" for k, n in kinds.items())
+        return f"Kind (transformers' build): hybrid, {layers}" + (f"; {moe}" if moe else "")
+    if moe:
+        return f"Kind (transformers' build): transformer, {moe}"
+    return f"Kind (transformers' build): dense, every layer {next(iter(kinds), 'alike')}"
+
+
+def headline_lines(check, T: int, batch: int) -> list[str]:
+    """The headline figures from transformers' build (parameters, active under both conventions,
+    cache per token, fixed state, the cache at T × B), and which of the formulas' figures below
+    differ: where the build runs, its figures are the answer and the formulas the explanation."""
+    a = check.anatomy
+    emb = a.params_by_part.get("embeddings", 0)
+    k_of_e = f" (k of E = {a.experts[0]} of {a.experts[1]})" if a.experts else ""
+    lines = [
+        f"Headline, from transformers' build ({a.built_class}, meta device); the formulas' reading follows as the explanation",
+        f"  parameters        {a.params_total:>22,}  {format_count_short(a.params_total, 2)}",
+        f"  active per token  {a.params_active:>22,}  {format_count_short(a.params_active, 2)} with the input "
+        f"embeddings{k_of_e}; {format_count_short(a.params_active - emb, 2)} without them (the gpt-oss model "
+        "card's convention)",
+    ]
+    if not (a.cache_unread or a.cache_absent):
+        at_T = a.cache_bytes(T, batch)
+        lines.append(
+            f"  cache per token   {a.cache_bytes_per_token:>22,} B  bf16, as transformers' cache holds it"
+        )
+        if a.fixed_state_bytes:
+            lines.append(
+                f"  fixed state       {a.fixed_state_bytes:>22,} B  per sequence (recurrent state fp32, as transformers keeps it)"
+            )
+        lines.append(f"  cache at T = {T:,}, B = {batch:,}: {at_T:,} B  {format_bytes(at_T)}")
+    misread = sorted({d.what.split(":")[0] for d in check.misreads if not d.what.startswith("FLOPs")})
+    if misread:
+        lines.append(
+            f"  the formulas below differ from the build on: {'; '.join(misread)} (see the check at the end)"
+        )
+    return lines
 
 
 def _config_text(args) -> str:
@@ -81,6 +152,10 @@ def run(args) -> str:
         config = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"--config {args.config}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    if isinstance(config, dict):  # remote code declaring a transformers architecture: built as that type
+        config, declared = declared_type(config)
+    else:
+        declared = None
     try:
         parse_config_text(text)
         analytic_error = None
@@ -100,6 +175,8 @@ def run(args) -> str:
     from attn_core.anatomy.check import Check, check_config  # torch and transformers from here
 
     check = check_config(config)
+    if check.anatomy is not None and (why := cannot_run(check.anatomy)):
+        raise UsageError(f"--config {args.config}: transformers builds it but cannot run it: {why}")
     if check.shape is not None:  # the config as transformers completes it, the build's facts
         analytic = analytic_run(args, check.shape)
     if analytic is None and check.anatomy is None:
@@ -114,12 +191,46 @@ def run(args) -> str:
             else {"model": str(config.get("model_type"))}
             | build_answer(record["model_derived"], args.seq_len, args.batch)
         )
-        return json.dumps(body | {"model_check": record}, indent=2)
+        return json.dumps(body | {"model_check": record, "towers": _tower_json(config)}, indent=2)
     if analytic is None:
-        return derived_text(
+        text = derived_text(
             check, args.seq_len, args.batch, str(config.get("_name_or_path") or config.get("model_type"))
         )
-    return analytic + "\n\n" + "\n".join(check.lines())
+        towers = "\n".join(_towers(config, check))
+        return text + (f"\n{towers}" if towers else "")
+    if declared:
+        head, _, rest = analytic.partition("\n")
+        analytic = f"{head}\n{declared}\n{rest}"
+    if check.anatomy is not None:
+        _, _, rest = analytic.partition("\n")  # the formulas' kind line: the build's says it instead
+        analytic = "\n".join(
+            [build_kind_line(check.anatomy), *headline_lines(check, args.seq_len, args.batch), "", rest]
+        )
+    towers = "\n".join(_towers(config, check))
+    return analytic + (f"\n{towers}" if towers else "") + "\n\n" + "\n".join(check.lines())
+
+
+def _tower_json(config) -> dict:
+    """Parameters per tower ({} for a text-only config), or why they are not sized."""
+    from attn_core.anatomy.build import BuildRefused
+    from attn_core.anatomy.towers import tower_params
+
+    try:
+        return tower_params(config)
+    except BuildRefused as exc:
+        return {"not_sized": str(exc)}
+
+
+def _towers(config, check) -> list[str]:
+    """Vision / audio towers and projector beside the text model, or why they are not sized."""
+    from attn_core.anatomy.build import BuildRefused
+    from attn_core.anatomy.towers import tower_lines, tower_params
+
+    try:
+        towers = tower_params(config)
+    except BuildRefused as exc:
+        return [f"Towers beside the text model: not sized ({exc})"]
+    return tower_lines(towers, None if check.anatomy is None else check.anatomy.params_total)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -132,6 +132,8 @@ def _child_parts(kind: str, child: nn.Module, flops, tokens: int) -> Counter:
         prefix = "attention" if kind == "attention" else "mixer"
         out[f"{prefix} projections"] += maps
         out[f"{prefix} core"] += total - maps
+    elif kind == "moe" and not any(True for _ in child.children()):
+        out["routed experts"] += total  # fused experts beside the router, not in a block (Gemma 4)
     elif kind == "moe":
         seen = 0
         for path, sub in child.named_children():

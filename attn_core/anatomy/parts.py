@@ -103,7 +103,10 @@ def block_kind(mod: nn.Module) -> str:
 
 
 def _moe_part(path: str, mod: nn.Module) -> str:
-    """Within a mixture of experts: routed experts, shared experts or the router."""
+    """Within a mixture of experts, by path: routed experts (an ``experts`` piece), shared experts
+    (a piece starting "shared") or the router. `param_parts` finds routed experts by structure
+    first (`routed_experts`); this names the rest, and a FLOPs count's children."""
+    del mod
     for piece in path.split("."):
         if piece in ("experts", "local_experts"):
             return "routed experts"
@@ -112,26 +115,60 @@ def _moe_part(path: str, mod: nn.Module) -> str:
     return "router"
 
 
-def _experts_of(moe: nn.Module) -> tuple[int, int, int] | None:
-    """(k, E, routed parameters) of one mixture-of-experts block, read from its modules."""
-    E = routed = 0
-    for name, m in moe.named_modules():
-        if _is_experts_list(name.rsplit(".", 1)[-1]) or type(m).__name__.endswith("Experts"):
-            if "shared" in name:
-                continue
-            routed = sum(p.numel() for p in m.parameters())
-            E = len(m) if isinstance(m, nn.ModuleList) else int(getattr(m, "num_experts", 0))
-            break
-    k = 0
-    for m in moe.modules():
-        for attr in ("top_k", "num_experts_per_tok", "topk", "k"):
-            v = getattr(m, attr, None)
-            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-                k = v
-                break
-        if k:
-            break
-    return (k, E, routed) if E and k else None
+# the config keys transformers' config classes name the expert count and top-k with
+EXPERT_COUNT_ATTRS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
+TOP_K_ATTRS = ("num_experts_per_tok", "top_k_experts", "num_experts_per_token", "experts_per_token",
+               "moe_top_k", "moe_k", "top_k")  # fmt: skip
+
+
+def _config_int(cfg, names: tuple[str, ...]) -> int:
+    """The first whole number > 0 the config holds under one of ``names`` (0: none)."""
+    for name in names:
+        v = getattr(cfg, name, None)
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            return v
+    return 0
+
+
+def routed_experts(layer: nn.Module, n_experts: int) -> list[tuple[str, nn.Module, int]]:
+    """The routed experts inside one decoder layer, read from its structure: a ModuleList of E
+    experts (``experts``, ``local_experts``), or a module whose own parameters all carry a leading
+    dimension of E, one of them a stack of matrices (fused experts: gate_up (E, 2·f, d), down
+    (E, d, f), biases (E, f)); a router's (E, d) Linear is not one. Shared experts (a path
+    piece starting "shared") are not routed. Returns (path, module, E) for each."""
+    found: list[tuple[str, nn.Module, int]] = []
+    for name, m in layer.named_modules():
+        if any(piece.startswith("shared") for piece in name.split(".")):
+            continue
+        if any(name.startswith(f + ".") for f, _, _ in found):
+            continue  # inside experts already found
+        if isinstance(m, nn.ModuleList):
+            if (_is_experts_list(name) and len(m) > 1) or (n_experts > 1 and len(m) == n_experts):
+                found.append((name, m, len(m)))
+            continue
+        own = list(m.parameters(recurse=False))
+        leading = {p.shape[0] for p in own if p.dim() >= 2}
+        stacked = any(p.dim() >= 3 for p in own)  # a stack of matrices, not one Linear's (E, d) router
+        if stacked and len(leading) == 1 and all(p.dim() >= 2 for p in own):
+            E = leading.pop()
+            fused_name = type(m).__name__.endswith("Experts") or _is_experts_list(name)
+            if E > 1 and (n_experts == E or fused_name):
+                found.append((name, m, E))
+    return found
+
+
+def experts_k(cfg, moe_modules: list[nn.Module]) -> int:
+    """k, the routed experts a token runs: the config's top-k key as its class names it, else an
+    attribute of the router module that holds it."""
+    k = _config_int(cfg, TOP_K_ATTRS)
+    if k:
+        return k
+    for mod in moe_modules:
+        for m in mod.modules():
+            k = _config_int(m, ("top_k", "num_experts_per_tok", "topk", "k"))
+            if k:
+                return k
+    return 0
 
 
 def mlp_kind_of(mlp: nn.Module) -> str | None:
@@ -148,47 +185,72 @@ def mlp_kind_of(mlp: nn.Module) -> str | None:
     return None
 
 
+@dataclass
+class _Tally:
+    """What the walk over the decoder layers has counted so far."""
+
+    seen: set = field(default_factory=set)
+    routed_total: int = 0
+    routed_active: int = 0
+    experts: tuple[int, int] | None = None
+    mlp_kind: str | None = None
+
+
+def _child_part(kind: str, name: str, child: nn.Module, has_experts: bool) -> str:
+    """The part of a layer child's parameter that is not a routed expert's."""
+    if kind == "moe":
+        return _moe_part(name, child)
+    if has_experts and kind == "other" and re.search(r"Router|Gate", type(child).__name__):
+        return "router"  # a router beside the experts, not inside an MoE block (Gemma 4)
+    return kind
+
+
+def _layer_parts(layer: nn.Module, cfg, t: _Tally) -> LayerParts:
+    """One decoder layer's parameters by part; routed experts found by structure, k from the config."""
+    lp, mixers = LayerParts(), []
+    found = routed_experts(layer, _config_int(cfg, EXPERT_COUNT_ATTRS))
+    routed_ids = {id(p) for _, m, _ in found for p in m.parameters()}
+    for path, m, E in found:
+        fresh = sum(p.numel() for p in m.parameters() if id(p) not in t.seen)
+        k = experts_k(cfg, [layer])
+        if not k:
+            raise ValueError(f"routed experts at {path!r} but no top-k in the config or the router")
+        t.experts = t.experts or (k, E)
+        t.routed_total += fresh
+        t.routed_active += fresh // E * k  # E equal experts, k of them per token
+    for _, child in layer.named_children():
+        kind = block_kind(child)
+        if kind == "mlp" and t.mlp_kind is None:
+            t.mlp_kind = mlp_kind_of(child)
+        if kind in ("attention", "linear mixer"):
+            mixers.append(type(child).__name__)
+        for name, p in child.named_parameters():
+            if id(p) in t.seen:
+                continue
+            t.seen.add(id(p))
+            part = "routed experts" if id(p) in routed_ids else _child_part(kind, name, child, bool(found))
+            lp.params[part] += p.numel()
+    for p in layer.parameters(recurse=False):
+        if id(p) not in t.seen:
+            t.seen.add(id(p))
+            lp.params["other"] += p.numel()
+    lp.mixers = tuple(mixers)
+    return lp
+
+
 def param_parts(model: nn.Module, cfg) -> ParamParts:
     """Every parameter (each shared tensor once) assigned to a part, per layer and outside."""
-    stack_path, stack = decoder_layers(model)
+    _, stack = decoder_layers(model)
     out_emb = model.get_output_embeddings()
     head_ids = {id(p) for p in out_emb.parameters()} if out_emb is not None else set()
-    seen: set[int] = set()
+    t = _Tally()
     by_part: Counter = Counter()
     layers = []
-    routed_total = routed_active = 0
-    experts = mlp_kind = None
     for layer in stack:
-        lp = LayerParts()
-        mixers = []
-        for _, child in layer.named_children():
-            kind = block_kind(child)
-            if kind == "mlp" and mlp_kind is None:
-                mlp_kind = mlp_kind_of(child)
-            if kind in ("attention", "linear mixer"):
-                mixers.append(type(child).__name__)
-            elif kind == "moe":
-                info = _experts_of(child)
-                if info is not None:
-                    k, E, _ = info
-                    experts = experts or (k, E)
-                    routed_fresh = sum(p.numel() for n, p in child.named_parameters() if id(p) not in seen
-                                       and _moe_part(n, child) == "routed experts")  # fmt: skip
-                    routed_total += routed_fresh
-                    routed_active += routed_fresh // E * k  # E equal experts, k of them per token
-            for name, p in child.named_parameters():
-                if id(p) in seen:
-                    continue
-                seen.add(id(p))
-                part = _moe_part(name, child) if kind == "moe" else kind
-                lp.params[part] += p.numel()
-        for p in layer.parameters(recurse=False):
-            if id(p) not in seen:
-                seen.add(id(p))
-                lp.params["other"] += p.numel()
-        lp.mixers = tuple(mixers)
+        lp = _layer_parts(layer, cfg, t)
         layers.append(lp)
         by_part.update(lp.params)
+    seen = t.seen
     stack_ids = seen.copy()
     for name, p in model.named_parameters():
         if id(p) in stack_ids or id(p) in seen:
@@ -206,11 +268,10 @@ def param_parts(model: nn.Module, cfg) -> ParamParts:
         by_part[part] += p.numel()
     total = sum(p.numel() for p in model.parameters())
     assert total == sum(by_part.values()), (total, by_part)
-    del stack_path
     state = model.state_dict(keep_vars=True)
     param_ids = {id(p) for p in model.parameters()}
     buffers = sum(t.numel() for t in {id(t): t for t in state.values() if id(t) not in param_ids}.values())
-    return ParamParts(total, by_part, layers, routed_total, routed_active, experts, buffers, mlp_kind)
+    return ParamParts(total, by_part, layers, t.routed_total, t.routed_active, t.experts, buffers, t.mlp_kind)
 
 
 def parameter_bytes(model: nn.Module) -> int:

@@ -107,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--expert-dtype", choices=list(WEIGHT_BITS), help="routed experts (default: weights)")
     cost.add_argument("--kv-dtype", choices=list(DTYPE_BYTES), help="cache only (default: --dtype)")
     cost.add_argument("--state-dtype", choices=list(DTYPE_BYTES),
-                      help="a hybrid's recurrent states (default: --kv-dtype; transformers keeps fp32)")  # fmt: skip
+                      help="a hybrid's recurrent states (default: the config's mamba_ssm_cache_dtype or "
+                           "mamba_ssm_dtype, else --kv-dtype; transformers keeps fp32)")  # fmt: skip
     cost.add_argument(
         "--compute-dtype",
         choices=list(COMPUTE_DTYPES),
@@ -203,8 +204,9 @@ def _run(args: argparse.Namespace, shape: ModelShape | None = None) -> str:
         raise UsageError("--n-gpus needs --gpu")
     # The objects validate what argparse cannot (efficiency ≤ 1); their ValueError is one line, exit 2.
     workload = Workload(args.seq_len, args.batch, args.prompt_len, args.gen_len, args.causal, args.efficiency)
+    state = args.state_dtype or (shape.state_dtype if shape.state_mixer is not None else None)
     precision = Precision(
-        args.dtype, args.weight_dtype, args.kv_dtype, args.expert_dtype, args.state_dtype, args.compute_dtype
+        args.dtype, args.weight_dtype, args.kv_dtype, args.expert_dtype, state, args.compute_dtype
     )
     hardware, calibrated = None if gpu is None else Hardware(gpu, args.n_gpus), None
     if hardware is not None:

@@ -28,9 +28,11 @@ K − 1 conv columns and the recurrent state at the model dtype unless told othe
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from attn_core.cost.config_keys import ConfigError
 from attn_core.cost.dtypes import Tokens, _tokens
 
 STATE_KINDS = ("gdn", "kda", "mamba", "mamba2")
@@ -265,3 +267,26 @@ StateMixer = GatedDeltaNet | KimiDeltaAttention | Mamba | Mamba2
 def state_bytes_per_layer(mixer: StateMixer, conv_bytes: float, recurrent_bytes: float) -> float:
     """One sequence's fixed state in one layer: conv elements·b_conv + recurrent elements·b_rec."""
     return mixer.conv_state_elements() * conv_bytes + mixer.recurrent_state_elements() * recurrent_bytes
+
+
+# Config keys that state the recurrent state's dtype (Nemotron-H's class: mamba_ssm_cache_dtype,
+# default float32; Qwen3.5 configs: mamba_ssm_dtype), and the dtype names they use.
+STATE_DTYPE_KEYS = ("mamba_ssm_cache_dtype", "mamba_ssm_dtype")
+TORCH_DTYPE_NAMES = {"float32": "fp32", "fp32": "fp32", "bfloat16": "bf16", "bf16": "bf16",
+                     "float16": "fp16", "fp16": "fp16"}  # fmt: skip
+
+
+def read_state_dtype(config: Mapping[str, Any]) -> str | None:
+    """The recurrent state's dtype where the config states it (fp32, bf16, fp16), else None (the
+    cache's dtype then). A stated name not among the dtypes sized here is refused."""
+    for key in STATE_DTYPE_KEYS:
+        value = config.get(key)
+        if value is None or value == "auto":
+            continue
+        name = TORCH_DTYPE_NAMES.get(str(value).removeprefix("torch."))
+        if name is None:
+            raise ConfigError(
+                f"config key {key!r} = {value!r}: not a dtype sized here (float32, bfloat16, float16)"
+            )
+        return name
+    return None

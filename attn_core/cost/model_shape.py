@@ -64,6 +64,7 @@ class ModelShape:
     quantization: str | None = None  # the config's quantization_config: reported, never applied
     nextn_layers_left_out: int = 0  # DeepSeek's next-token-prediction layers: not the served model
     state_mixer: StateMixer | None = None  # the linear-attention / state-space layers' mixer (mixers.py)
+    state_dtype: str | None = None  # the recurrent state's dtype where the config states it (mixers.py)
     attention_output_gate: bool = False  # gated attention: W_Q is d × 2h·d_h, half of it a sigmoid gate
     one_mixer_per_layer: bool = False  # Nemotron-H: a layer is one block (M, *, - or E), not mixer + MLP
     rotary_dim: int | None = None  # rotary turns the first this many of each head's d_h (None: all); no FLOPs

@@ -5,11 +5,12 @@ and two reported features (quantization_config, attention sinks)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from attn_core.cost.config_keys import ConfigError, first, read_bool
-from attn_core.cost.type_facts import TypeFacts
+from attn_core.cost.type_facts import TypeFacts, recorded_types
 
 # What transformers' configuration classes default to, for the keys read here (a config.json that
 # leaves a key out gets its class's default). Only for these model types; any other must say.
@@ -43,6 +44,42 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
         "moe_intermediate_size": 7688, "moe_shared_expert_intermediate_size": 7688,
     },
 }  # fmt: skip
+
+
+_CLASS_SUFFIX = re.compile(
+    r"(ForCausalLM|ForConditionalGeneration|LMHeadModel|PreTrainedModel|Model|Config)$"
+)
+
+
+def _type_of_class(class_name: str) -> str | None:
+    """The transformers model_type whose classes carry this name (``DeepseekV3ForCausalLM`` →
+    ``deepseek_v3``): the name without its class suffix, matched to a recorded type letter for
+    letter (case and underscores aside); None unless exactly one matches."""
+    stem = _CLASS_SUFFIX.sub("", class_name.rsplit(".", 1)[-1]).lower()
+    if not stem:
+        return None
+    found = [t for t in recorded_types() if t.replace("_", "") == stem]
+    return found[0] if len(found) == 1 else None
+
+
+def declared_type(config: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
+    """A remote-code config (its model_type not one transformers ships, as recorded) that declares
+    a transformers architecture, in ``architectures`` or its ``auto_map`` classes, is read as that
+    type: (the config with that model_type, a sentence saying so). Kimi K2 ships model_type
+    ``kimi_k2`` with ``DeepseekV3ForCausalLM``. Any other config: (itself, None)."""
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or model_type in recorded_types():
+        return config, None
+    auto_map = config.get("auto_map")
+    names = [*(config.get("architectures") or [])]
+    names += [v for v in (auto_map.values() if isinstance(auto_map, Mapping) else ()) if isinstance(v, str)]
+    types = {(t, n) for n in names if isinstance(n, str) for t in [_type_of_class(n)] if t}
+    if len({t for t, _ in types}) != 1:
+        return config, None
+    (new, cls), *_ = sorted(types)
+    note = (f"model_type {model_type!r} is remote code; its config declares {cls.rsplit('.', 1)[-1]}, "
+            f"so it is sized as transformers' {new!r}")  # fmt: skip
+    return dict(config) | {"model_type": new}, note
 
 
 def unwrap_text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:

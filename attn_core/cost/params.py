@@ -254,3 +254,15 @@ def decode_weight_bytes(
     if ple:  # Gemma 4's per-layer table: B rows read, each L·p wide
         rest += min(batch, ple.vocab) * shape.n_layers * ple.width - p.per_layer_embeddings
     return math.ceil(rest * bytes_per_param + p.experts_active * b_e)
+
+
+def mtp_layer_params(shape: ModelShape) -> int:
+    """One next-token-prediction (MTP) layer as DeepSeek-V3 lays it out (its report, §2.2): a 2d × d
+    map joining the normed embedding and hidden state, three norms (of each, and before the
+    shared head), and one decoder layer like the model's last (attention; MoE where the model has
+    experts, else its dense MLP); the embedding table and output head are the main model's.
+    The Qwen3.5, GLM and Nemotron configs declare such layers too; their exact layouts may differ."""
+    d = shape.d_model
+    norm = d if shape.norm_kind == "rms" else 2 * d
+    ffn = (lambda m: m.routed + m.always)(moe_layer_params(shape)) if shape.moe else dense_mlp_params(shape)
+    return 2 * d * d + 3 * norm + attention_params(shape).total + ffn + 2 * norm

@@ -6,6 +6,7 @@ from __future__ import annotations
 from attn_core.cost.calibration import SERVER_GPU
 from attn_core.cost.dtypes import weight_bytes_per_param
 from attn_core.cost.mixers import STATE_KIND_NAMES
+from attn_core.cost.params import mtp_layer_params
 from attn_core.cost.report import CostReport
 from attn_core.cost.shapes import ModelShape
 from attn_core.cost.units import (
@@ -36,6 +37,50 @@ def _shape_line(s: ModelShape) -> str:
     )
 
 
+def kind_line(s: ModelShape) -> str:
+    """What kind of model this is, in words: dense, a mixture of experts (k of E, shared, in how
+    many layers), or a hybrid (which mixers, how many layers of each)."""
+    m = s.moe
+    moe = ""
+    if m is not None:
+        shared = f" + {m.n_shared} shared" if m.n_shared else ""
+        moe = (f"mixture of experts: {m.top_k} of {m.n_experts} routed experts per token{shared}, "
+               f"in {s.n_moe_layers:,} of {s.n_mlp_layers:,} feed-forward layers")  # fmt: skip
+    if s.n_state_layers:
+        mixer = STATE_KIND_NAMES[s.state_mixer.kind]
+        head = f"hybrid: {s.n_state_layers:,} {mixer} + {s.n_attention_layers:,} attention layers"
+        return f"Kind: {head}" + (f"; {moe}" if moe else "")
+    if moe:
+        return f"Kind: transformer, {moe}"
+    return "Kind: dense transformer (every parameter runs for every token)"
+
+
+def _layers_differ(s: ModelShape) -> bool:
+    """Layers not all alike: several kinds, one block per layer, or MoE beside dense layers."""
+    return (
+        len(s.kind_counts) > 1
+        or s.one_mixer_per_layer
+        or (s.moe is not None and s.n_moe_layers != s.n_mlp_layers)
+    )
+
+
+def _prefill_line(r: CostReport) -> str:
+    """The whole model's prefill FLOPs, every term it sums named (a hybrid's mixers too)."""
+    f, s = r.prefill, r.model
+    mixers = (
+        f" + {STATE_KIND_NAMES[s.state_mixer.kind]} mixers {format_flops(f.state_projections + f.state_core)}"
+        if s.state_mixer is not None and (f.state_projections or f.state_core)
+        else ""
+    )
+    return (
+        f"Prefill FLOPs, whole model, B × T  {format_flops(f.total)} = projections {format_flops(f.projections)} + "
+        f"attention {format_flops(f.attention)} ({format_percent(f.attention / f.total)} of the whole model)"
+        + mixers
+        + f" + MLP {format_flops(f.mlp)} + head {format_flops(f.lm_head)}"
+        + (f" + per-layer input maps {format_flops(f.per_layer_inputs)}" if f.per_layer_inputs else "")
+    )
+
+
 def _whole_lines(r: CostReport) -> list[str]:
     """The whole-model answers: parameters, prefill, time bounds (or estimates)."""
     p, f, s = r.params.count, r.prefill, r.model
@@ -45,8 +90,9 @@ def _whole_lines(r: CostReport) -> list[str]:
     lines = [
         "",
         f"Parameters  total {p.total:,} ({format_count_short(p.total, 2)}), active per token {p.active:,} "
-        f"({format_count_short(p.active, 2)}); without the input embeddings {format_count_short(p.active_without_embeddings, 2)}"
-        + published,
+        f"({format_count_short(p.active, 2)}) with the input embeddings (Mistral's, Qwen's, Meta's, Google's "
+        f"published counts match this); {format_count_short(p.active_without_embeddings, 2)} without them "
+        "(the gpt-oss model card's)" + published,
         f"  weights {r.weight_dtype}: {8 * weight_bytes_per_param(r.weight_dtype):g} bits per weight (scales included)"
         + (
             f"; routed experts {r.expert_dtype}: {8 * weight_bytes_per_param(r.expert_dtype):g}"
@@ -55,8 +101,11 @@ def _whole_lines(r: CostReport) -> list[str]:
         ),
     ]
     if r.params.nextn_layers_left_out:
+        n, one = r.params.nextn_layers_left_out, mtp_layer_params(s)
         lines.append(
-            f"  {r.params.nextn_layers_left_out} next-token-prediction layer(s) left out: not the served model"
+            f"  next-token prediction (MTP): {n} layer(s) the config declares, {one:,} parameters each "
+            f"({format_count_short(one, 2)}; DeepSeek-V3's layout), left out of the counts above: "
+            f"total with them {format_count_short(p.total + n * one, 2)}"
         )
     if s.quantization:
         lines.append(f"  the config's quantization_config ({s.quantization}) is reported, not applied")
@@ -65,9 +114,7 @@ def _whole_lines(r: CostReport) -> list[str]:
             "  attention sinks: one learned logit per query head per layer (softmax mass with no value)"
         )
     lines += [
-        f"Prefill FLOPs, whole model, B × T  {format_flops(f.total)} = projections {format_flops(f.projections)} + "
-        f"attention {format_flops(f.attention)} + MLP {format_flops(f.mlp)} + head {format_flops(f.lm_head)}"
-        + (f" + per-layer input maps {format_flops(f.per_layer_inputs)}" if f.per_layer_inputs else ""),
+        _prefill_line(r),
         "  (matrix products only, 2 per multiply-add; norms, softmax and rotary excluded)",
     ]
     if s.mla:
@@ -118,6 +165,39 @@ def _routing_lines(r: CostReport) -> list[str]:
     ]
 
 
+def _score_lines(r: CostReport) -> list[str]:
+    """One layer's attention scores held at once: naive (every score) and online (fp32 lse)."""
+    return [
+        "Score memory per layer",
+        f"  naive (B·h·T²·b)          {r.score_bytes_naive_per_layer:>22,} B  "
+        f"{format_bytes_binary(r.score_bytes_naive_per_layer)}",
+        f"  online (B·h·T·4, fp32 lse){r.score_bytes_online_per_layer:>22,} B  "
+        f"{format_bytes_binary(r.score_bytes_online_per_layer)}",
+    ]
+
+
+def _kv_per_token_lines(r: CostReport) -> list[str]:
+    """Bytes per token: for a model whose layers hold a window or chunk, that is the growth rate
+    while every layer still grows; the average over the T·B tokens held is given beside it."""
+    s, per = r.model, r.kv_cache_bytes_per_token
+    if not (s.sliding_window or s.attention_chunk_size):
+        return [f"  per token                 {per:>22,} B  {format_bytes(per)}"]
+    avg = r.kv_cache_bytes // (r.seq_len * r.batch)
+    return [
+        f"  per token, growth rate    {per:>22,} B  {format_bytes(per)} (while T is below the window or chunk)",
+        f"  average per token at T    {avg:>22,} B  {format_bytes(avg)} (the cache at T ÷ T·B)",
+    ]
+
+
+def _per_layer_title(s: ModelShape, pairs: str) -> str:
+    """The per-layer block's title: every layer, or the one attention layer it shows where the
+    layers differ (the whole-model line below sums them all)."""
+    if not _layers_differ(s):
+        return f"FLOPs per layer, forward, {pairs}"
+    return (f"FLOPs of one attention layer ({s.n_attention_layers:,} of {s.n_layers:,}; the layers differ, "
+            f"the whole-model line below sums them all), forward, {pairs}")  # fmt: skip
+
+
 def format_report(r: CostReport) -> str:
     """The readable table the CLI prints without --json."""
     f = r.flops
@@ -128,6 +208,7 @@ def format_report(r: CostReport) -> str:
         else f"{r.crossover_seq_len:,.0f} tokens"
     )
     lines = [
+        kind_line(r.model),
         _shape_line(r.model),
         f"T = {r.seq_len:,} tokens, batch {r.batch:,}, weights {r.weight_dtype}, activations {r.dtype}, "
         f"KV cache {r.kv_dtype}",
@@ -139,24 +220,20 @@ def format_report(r: CostReport) -> str:
     lines += [
         "",
         "KV cache",
-        f"  per token                 {r.kv_cache_bytes_per_token:>22,} B  {format_bytes(r.kv_cache_bytes_per_token)}",
+        *_kv_per_token_lines(r),
         f"  all B sequences           {r.kv_cache_bytes:>22,} B  {format_bytes(r.kv_cache_bytes)}",
         *_state_lines(r),
         f"Weights                     {r.weight_bytes:>22,} B  {format_bytes(r.weight_bytes)}",
         f"Attention params per layer  {r.attention_params.total:>22,}",
         "",
-        f"FLOPs per layer, forward, {pairs}",
+        _per_layer_title(r.model, pairs),
         f"  projections  {format_flops(f.projections, unit='GFLOP'):>20}",
-        f"  attention    {format_flops(f.attention, unit='GFLOP'):>20}  {format_percent(f.attention_share)} of total",
+        f"  attention    {format_flops(f.attention, unit='GFLOP'):>20}  {format_percent(f.attention_share)} of this layer",
         f"  mlp          {format_flops(f.mlp, unit='GFLOP'):>20}",
         f"  total        {format_flops(f.total, unit='GFLOP'):>20}",
         f"Crossover T* (quadratic part = the rest)  {T_star}",
         "",
-        "Score memory per layer",
-        f"  naive (B·h·T²·b)          {r.score_bytes_naive_per_layer:>22,} B  "
-        f"{format_bytes_binary(r.score_bytes_naive_per_layer)}",
-        f"  online (B·h·T·4, fp32 lse){r.score_bytes_online_per_layer:>22,} B  "
-        f"{format_bytes_binary(r.score_bytes_online_per_layer)}",
+        *_score_lines(r),
         f"Decode attention intensity  {r.decode_intensity:g} FLOP/byte",
     ]
     if r.gpu is not None and r.serving is not None and r.decode is not None:

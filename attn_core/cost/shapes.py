@@ -21,11 +21,12 @@ from attn_core.cost.derived_records import preset_record
 from attn_core.cost.experts import read_moe
 from attn_core.cost.layer_config import FFN_ONLY_KINDS, hybrid_pattern, layer_kinds, read_state_mixer
 from attn_core.cost.layer_variants import GEMMA4_TYPES, gemma4_layer_kinds, read_gemma4
-from attn_core.cost.mixers import STATE_KINDS
+from attn_core.cost.mixers import STATE_KINDS, read_state_dtype
 from attn_core.cost.mla import read_mla
 from attn_core.cost.model_shape import MlpKind
 from attn_core.cost.model_shape import ModelShape as ModelShape
 from attn_core.cost.model_types import (
+    declared_type,
     read_quantization,
     read_sinks,
     refuse_unsized_models,
@@ -153,7 +154,7 @@ def from_hf_config(
     """
     if not isinstance(config, Mapping):
         raise ConfigError(f"a config must be a JSON object, got {type(config).__name__}")
-    config = unwrap_text_config(config)
+    config, declared = declared_type(unwrap_text_config(config))
     model_type = str(config.get("model_type") or "").lower()
     facts = facts or recorded_facts(model_type)
     config = with_class_defaults(config, model_type)
@@ -209,6 +210,7 @@ def from_hf_config(
         name=display_name(
             name or config.get("_name_or_path") or first_architecture(config) or model_type or "custom model"
         ),
+        source=declared or "",
         n_layers=n_layers,
         d_model=d_model,
         n_heads=n_heads,
@@ -240,6 +242,7 @@ def from_hf_config(
             config, ("num_nextn_predict_layers",), "MTP layers", default=0, minimum=0
         ),
         state_mixer=mixer if kinds is not None and any(k in STATE_KINDS for k in kinds.counts()) else None,
+        state_dtype=read_state_dtype(config),
         attention_output_gate=(facts is not None and facts.output_gate)
         or read_bool(config, ("attn_output_gate",), False),
         one_mixer_per_layer=one_block,

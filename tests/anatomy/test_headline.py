@@ -1,0 +1,71 @@
+"""Where transformers builds the config, the CLI's headline figures are the build's and the
+formulas' reading follows as the explanation, their differences named. Oracle: transformers'
+build (`attn_core.anatomy.derive`). LFM2 at its class defaults is one the formulas misread
+(+37% parameters: they miss its MLP's automatic width adjustment)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("transformers", reason="the build needs transformers")
+
+from attn_core.anatomy.cli import main
+from attn_core.anatomy.derive import derive
+
+
+def _run(tmp_path, config: dict, capsys) -> str:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    assert main(["cost", "--config", str(path), "--seq-len", "4096"]) == 0
+    return capsys.readouterr().out
+
+
+def test_lfm2_headline_is_the_builds_not_the_misread(tmp_path, capsys):
+    config = {"model_type": "lfm2"}
+    a = derive(config)
+    out = _run(tmp_path, config, capsys)
+    head = out.split("\n\n")[0]
+    assert f"{a.params_total:,}" in head
+    assert f"{a.cache_bytes_per_token:,} B" in head
+    assert "the formulas below differ from the build on: parameters" in head
+
+
+def test_kind_line_from_the_build(tmp_path, capsys):
+    out = _run(tmp_path, {"model_type": "qwen3_moe"}, capsys)
+    first = out.splitlines()[0]
+    a = derive({"model_type": "qwen3_moe"})
+    assert f"{a.experts[0]} of {a.experts[1]} routed experts" in first
+
+
+def test_gated_deltanet_heads_that_do_not_divide_are_refused_with_transformers_reason(tmp_path, capsys):
+    """24 value heads over 16 key heads: transformers builds the layers, but its forward fails on the
+    shapes (on the meta device and on a reduced copy with real weights): refused, its reason named."""
+    from attn_core.anatomy.build import completed_config
+
+    config = completed_config({"model_type": "qwen3_5_moe_text"})
+    config |= {
+        "linear_num_key_heads": 16,
+        "linear_num_value_heads": 24,
+        "num_hidden_layers": 4,
+        "num_experts": 8,
+        "layer_types": config["layer_types"][:4],
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    assert main(["cost", "--config", str(path), "--seq-len", "64"]) == 2
+    err = capsys.readouterr().err
+    assert "transformers builds it but cannot run it" in err and "forward fails" in err
+
+
+def test_gemma4_moe_sized_by_the_build_says_k_of_e_and_its_active_count(capsys):
+    """The formulas refuse Gemma 4's MoE block; the build answers, its first line the kind and its
+    active count k of E's (hand count in tests/anatomy/test_real_moe.py), not the total."""
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "data" / "configs" / "gemma-4-26b-a4b.json"
+    assert main(["cost", "--config", str(path), "--seq-len", "1024"]) == 0
+    out = capsys.readouterr().out
+    assert "8 of 128 routed experts" in out.splitlines()[0]
+    assert "active per token 3,822,530,560" in out

@@ -1,0 +1,49 @@
+"""Active parameters of a mixture of experts read from transformers' build: the routed experts
+found by the module tree's structure (a ModuleList of E experts, or fused experts whose tensors
+lead with E), k from the config's own top-k key. Oracle: a hand count from the config, and the
+maker's published figure (tests/data/configs/published.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers", reason="the build needs transformers")
+
+from attn_core.anatomy.build import build_on_meta, text_config
+from attn_core.anatomy.parts import param_parts
+
+CONFIGS = Path(__file__).parents[1] / "data" / "configs"
+
+
+def _parts(name: str):
+    cfg = text_config(json.loads((CONFIGS / f"{name}.json").read_text()))
+    return param_parts(build_on_meta(cfg), cfg)
+
+
+def test_gemma4_26b_a4b_fused_experts_are_routed_not_router():
+    """Gemma 4's experts sit beside its dense MLP as one fused module (gate_up (E, 2f, d), down
+    (E, d, f)) with top_k_experts = 8 of num_experts = 128: hand count from the config."""
+    t = json.loads((CONFIGS / "gemma-4-26b-a4b.json").read_text())["text_config"]
+    d, f, E, k, L = t["hidden_size"], t["moe_intermediate_size"], t["num_experts"], t["top_k_experts"], 30
+    routed = L * E * (2 * f * d + d * f)
+    p = _parts("gemma-4-26b-a4b")
+    assert p.experts == (k, E)
+    assert p.by_part["routed experts"] == routed
+    assert p.by_part["router"] == L * (E * d + d + E)  # proj (E, d), scale (d), per-expert scale (E)
+    assert p.active == p.total - routed + routed * k // E
+    published = json.loads((CONFIGS / "published.json").read_text())["gemma-4-26b-a4b"]
+    assert abs(p.active / published["active"] - 1) < 0.02  # 3.8B published, rounded to 0.1B
+
+
+@pytest.mark.parametrize("name", ["mixtral-8x7b", "qwen3-30b-a3b", "gpt-oss-120b"])
+def test_moe_active_near_published(name):
+    """Active parameters of released MoE configs within the maker's rounding of their figure."""
+    pub = json.loads((CONFIGS / "published.json").read_text())[name]
+    p = _parts(name)
+    assert p.experts is not None
+    assert abs(p.total / pub["total"] - 1) < 0.02
+    active = p.active - (p.by_part["embeddings"] if pub.get("active_excludes") == "input embeddings" else 0)
+    assert abs(active / pub["active"] - 1) < 0.04
