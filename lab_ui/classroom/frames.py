@@ -9,7 +9,7 @@ the page itself does not run. Nothing is computed twice, whatever the class size
 
 What a frame keeps: text, tables, figures and metrics as drawn, and each of the page's controls as
 one line of text with its label and value (a student takes control to move them:
-lab_ui.classroom.following). What it drops, because it would not work
+lab_ui.classroom.follower_screen). What it drops, because it would not work
 on another screen: images, downloads, HTML and anything else served by URL from the presenter's
 server process, or that runs code in the browser. A control's value is shown as code (a fence
 longer than any run of backticks in it), and the page's markdown loses every image and every link
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import streamlit as st
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from lab_ui.classroom.records import MAX_FRAME_BYTES  # a larger page is run by each follower instead
+from classroom_store.records import MAX_FRAME_BYTES  # a larger page is run by each follower instead
 
 MAIN, SIDEBAR = 0, 1  # Streamlit's root containers (delta_path[0])
 # Element kinds a frame carries as they are (drawn from the message alone); WIDGETS become a line

@@ -19,7 +19,8 @@ from typing import Any
 
 import streamlit as st
 
-from lab_ui.classroom import push, records, rooms
+from classroom_store import records, rooms
+from lab_ui.classroom import change_push
 from lab_ui.widgets import KEEP_PREFIX, SCREEN_KEYS
 
 ROOM_PARAM = "room"  # the student link's query parameter
@@ -195,7 +196,7 @@ def seat() -> str:
 
 def leave(message: str) -> None:
     """Drop this session's room (with a message for the sidebar) and its link parameter."""
-    push.unregister(session_id())
+    change_push.unregister(session_id())
     st.session_state[ROOM_KEY] = None
     st.session_state[ERROR_KEY] = message
     if ROOM_PARAM in st.query_params:

@@ -73,7 +73,7 @@ def _rerun(session) -> None:
     session.request_rerun(state)
 
 
-_frame_pusher: list = [None]  # room id -> (session -> bool) | None, from lab_ui.classroom.follow
+_frame_pusher: list = [None]  # room id -> (session -> bool) | None, from lab_ui.classroom.app_hooks
 
 
 def set_frame_pusher(make) -> None:
