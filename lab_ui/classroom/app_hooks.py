@@ -37,6 +37,7 @@ from typing import Any
 import streamlit as st
 
 from classroom_store import records, rooms
+from lab_ui import st_internals
 from lab_ui.classroom import (
     ask,
     change_push,
@@ -74,8 +75,6 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> bool:
 def recording(drawn: list):
     """Around page.run() in app.py: a presenter's run records what its page draws into ``drawn``
     (lab_ui.classroom.frames), for after_page to share; anyone else's records nothing."""
-    from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
-
     room = session.current_room()
     if room is None or room["role"] != "present":
         yield
@@ -83,7 +82,7 @@ def recording(drawn: list):
     with frames.recording() as got:
         try:
             yield
-        except RerunException:
+        except st_internals.RerunException:
             room["rerunning"] = True  # a page cut short by st.rerun/switch_page: its next run shares
             raise
         finally:

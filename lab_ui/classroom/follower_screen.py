@@ -18,6 +18,7 @@ from typing import Any
 import streamlit as st
 
 from classroom_store import records, rooms
+from lab_ui import st_internals
 from lab_ui.classroom import ask, change_push, frames, session
 
 
@@ -118,8 +119,6 @@ def frame_pusher(room_id: str):
     asking = "" if status is None else status.question
 
     def put(app_session) -> bool:
-        from streamlit.runtime.app_session import AppSessionState
-
         try:
             room = app_session.session_state[session.ROOM_KEY]
         except KeyError:
@@ -131,21 +130,14 @@ def frame_pusher(room_id: str):
             and room.get("following")
             and room.get("viewing")
             and room.get("page") == snap.payload.get("page")
-            and app_session._state == AppSessionState.APP_NOT_RUNNING  # never between a run's deltas
+            and st_internals.session_idle(app_session)  # never between a run's deltas
         ):
             return False
         if room.get("question_tag", "") != asking:
             return False  # a new or closed question: its run draws the answer box
         if room["seen"] >= snap.version:
             return True  # already shows it
-        messages = frames.replace(frame, room["boxes"])
-        queue = getattr(app_session, "_browser_queue", None)  # one wake-up of the sender, not one each
-        for msg in messages[:-1]:
-            if queue is not None:
-                queue.enqueue(msg)
-            else:
-                app_session._enqueue_forward_msg(msg)
-        app_session._enqueue_forward_msg(messages[-1])
+        st_internals.send_between_runs(app_session, frames.replace(frame, room["boxes"]))
         room["seen"] = snap.version
         return True
 
