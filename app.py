@@ -6,7 +6,7 @@ import streamlit as st
 import torch
 
 from lab_ui import figures, palettes, widgets
-from lab_ui.classroom import follow
+from lab_ui.classroom import app_hooks
 from lab_ui.nav import HOME, PAGES, open_aliases
 from lab_ui.page import safety_net
 
@@ -26,18 +26,18 @@ pages = [
 ]
 open_aliases()
 page = st.navigation(pages)
-shown = follow.before_page(page, {p.url_path: p for p in pages})  # a follower sees the presenter's page
+shown = app_hooks.before_page(page, {p.url_path: p for p in pages})  # a follower sees the presenter's page
 with st.sidebar:
     if widgets.toggle(
         "Projector mode", key="projector", help="Larger text and figures for a classroom screen."
     ):
         figures.use_projector_sizes()
     palettes.picker()
-    follow.sidebar(page)
+    app_hooks.sidebar(page)
 drawn: list = []  # what a presenter's page draws, shared with followers
 try:
     if not shown:
-        with follow.recording(drawn), safety_net(f"the settings of {page.title}"):  # the last net
+        with app_hooks.recording(drawn), safety_net(f"the settings of {page.title}"):  # the last net
             page.run()
 finally:  # also after a page's st.stop (bad input): the presenter publishes, a follower's run ends
-    follow.after_page(page, drawn)
+    app_hooks.after_page(page, drawn)

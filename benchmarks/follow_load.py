@@ -7,7 +7,7 @@ room beside the measured one, and the report. The presenter opens the Playground
 seconds. Each follower opens the student link (``?room=ID``) and,
 like a browser, answers the server's ``auto_rerun`` message by asking for the polling fragment
 every interval; when the room's version moved, that fragment reruns the whole app, whose deltas
-carry the presenter's L; where the server pushes (lab_ui.classroom.push), the rerun comes unasked, and the
+carry the presenter's L; where the server pushes (lab_ui.classroom.change_push), the rerun comes unasked, and the
 poll is only a safety net. A follower's delay for one change is the time from the presenter
 sending it to the follower having received the run that shows it.
 

@@ -20,7 +20,7 @@
 #   RUN_DIR=.run/serve       pids, logs, the rendered config and nginx's temp files
 #   PYTHON=.venv/bin/python  the interpreter with the app installed
 #   HEALTH_TIMEOUT=120       seconds to wait for every upstream's /_stcore/health
-#   ROOMS_URL=redis://h:p/0  the Redis that holds classroom rooms for every replica (lab_ui/classroom/rooms.py);
+#   ROOMS_URL=redis://h:p/0  the Redis that holds classroom rooms for every replica (classroom_store/rooms.py);
 #                            default: a redis-server started here on REDIS_PORT (with REPLICAS > 0)
 #   REDIS_PORT=6391          port of that local Redis (loopback only, no persistence)
 #   ATTN_LAB_REPLICAS=N      replicas serving the rooms; a room seats 150 per replica (default: the

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import plotly.graph_objects as go
@@ -19,6 +19,8 @@ import plotly.io as pio
 import streamlit as st
 
 from lab_ui import palettes, view_cache
+
+T = TypeVar("T")
 
 BASE_FONT_SIZE = 15
 PROJECTOR_FONT_SIZE = 22
@@ -292,10 +294,20 @@ def standalone_html(fig: go.Figure | dict, title: str = "Attention Lab figure") 
     return html.replace("<head>", f"<head><title>{safe}</title>", 1)
 
 
+def cached(builder: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``builder(*args, **kwargs)``, a figure built from a view, from the server's shared cache
+    (lab_ui.view_cache, which never imports this module): hand it straight to ``show`` and never
+    modify it. The key includes this session's font size, which builders read (projector mode)."""
+    key = view_cache.fingerprint(font_size(), *args, **kwargs)
+    return view_cache.CACHE.get(
+        f"figure:{builder.__module__}.{builder.__qualname__}", key, lambda: builder(*args, **kwargs)
+    )
+
+
 def show_cached(builder: Callable[..., go.Figure], *args: Any, key: str, **kwargs: Any) -> None:
     """``show`` the figure ``builder(*args, **kwargs)`` (``heatmap``, ``lines``, …) built from a
-    view, taken from the shared figure cache (``view_cache.figure``: never modified here)."""
-    show(view_cache.figure(builder, *args, **kwargs), key=key)
+    view, taken from the shared figure cache (`cached`: never modified here)."""
+    show(cached(builder, *args, **kwargs), key=key)
 
 
 def show(fig: go.Figure, key: str) -> None:

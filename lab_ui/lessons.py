@@ -21,10 +21,9 @@ import secrets
 from collections.abc import Mapping
 
 import streamlit as st
-from streamlit.runtime import Runtime
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attn_core import lessons as model
+from lab_ui import st_internals
 from lab_ui.lesson_shelf import LessonShelf
 from lab_ui.nav import HOME, PAGES, PageInfo
 from lab_ui.safe_text import code_span, safe_markdown
@@ -61,14 +60,14 @@ def catalogue() -> dict[str, model.Lesson]:
 def _owner() -> str:
     """This session as an uploader: its Streamlit session id (to tell when it has ended) and a
     random name (every AppTest session has the same id)."""
-    ctx = get_script_run_ctx()
+    ctx = st_internals.script_run_ctx()
     session_id = "" if ctx is None else ctx.session_id
     return f"{session_id} {st.session_state.setdefault(_OWNER, secrets.token_hex(8))}"
 
 
 def _alive(owner: str) -> bool:
     session_id = owner.split(" ", 1)[0]
-    return not Runtime.exists() or not session_id or Runtime.instance().is_active_session(session_id)
+    return not session_id or st_internals.server_session_alive(session_id)
 
 
 def upload(lesson: model.Lesson) -> model.Lesson:
@@ -79,7 +78,7 @@ def upload(lesson: model.Lesson) -> model.Lesson:
 
 def current_page() -> PageInfo:
     """The registry entry of the page this run shows (Home when it cannot tell)."""
-    ctx = get_script_run_ctx()
+    ctx = st_internals.script_run_ctx()
     if ctx is not None:
         script = str(ctx.pages_manager.get_pages().get(ctx.page_script_hash, {}).get("script_path", ""))
         for page in PAGE_BY_URL.values():

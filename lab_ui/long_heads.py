@@ -127,7 +127,7 @@ def long_section(m: lh.LongModel, key: str) -> None:
     tm = view.layers[layer]
     maps = getattr(tm, SUMMARIES[label])
     figures.show(
-        view_cache.figure(
+        figures.cached(
             head_grid,
             maps[None],
             _tile_labels(view),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from streamlit.runtime.scriptrunner import get_script_run_ctx
+from lab_ui import st_internals
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def open_aliases() -> None:
     the default page at the root only, so a typed or shared /home (the home page's own url_path)
     would open a "Page not found" dialog, as would a link saved before a page was renamed.
     Call before st.navigation: a request for such a page by name becomes a request for the page."""
-    ctx = get_script_run_ctx()
+    ctx = st_internals.script_run_ctx()
     if ctx is None:
         return
     intent = ctx.pages_manager

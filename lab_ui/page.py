@@ -28,9 +28,8 @@ from enum import Enum
 from typing import TypeVar
 
 import streamlit as st
-from streamlit.runtime.pages_manager import PagesManager
 
-from lab_ui import lesson_writer, lessons, palettes, view_cache, widgets
+from lab_ui import lesson_writer, lessons, palettes, st_internals, view_cache, widgets
 from lab_ui.badges import attempt
 
 T = TypeVar("T")
@@ -48,8 +47,7 @@ def _enter_through_app() -> None:
     script has called st.navigation; on a fresh server a first visit to /playground (and every
     AppTest.switch_page) would run the page file alone: no page config, no shared sidebar, the
     old sidebar list. Switching that mode off and rerunning sends the same page through app.py."""
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
+    if st_internals.leave_pages_directory_mode():
         st.rerun()
 
 

@@ -297,15 +297,3 @@ CACHE = ViewCache()  # the server process's one cache, shared by every session
 def view(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)`` from the server's shared cache (see the module docstring)."""
     return CACHE.view(fn, *args, **kwargs)
-
-
-def figure(builder: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``builder(*args, **kwargs)``, a figure built from a view, from the same shared cache: hand
-    it straight to ``figures.show`` and never modify it. The key includes this session's font
-    size, which builders read from the session (projector mode)."""
-    from lab_ui.figures import font_size  # figures imports streamlit and plotly; this module need not
-
-    key = fingerprint(font_size(), *args, **kwargs)
-    return CACHE.get(
-        f"figure:{builder.__module__}.{builder.__qualname__}", key, lambda: builder(*args, **kwargs)
-    )

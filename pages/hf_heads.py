@@ -99,7 +99,7 @@ def maps(view: hf_heads.HFView) -> None:
     layer = v.layers[index]
     P = v.maps[index]
     title = f"Layer {layer}: every head (row: query, column: key)"
-    figures.show(view_cache.figure(head_grid, P[None], view.tokens, title, layer), key="hf_grid")
+    figures.show(figures.cached(head_grid, P[None], view.tokens, title, layer), key="hf_grid")
     head = widgets.slider("head", 0, P.shape[0] - 1, 0, key="hf_head") if P.shape[0] > 1 else 0
     figures.show(one_head(P[head], view.tokens, f"Layer {layer}, head {head}"), key="hf_one")
     group = P.shape[0] // v.n_kv_heads

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from attn_core.views import playground
-from lab_ui import figures, view_cache, widgets
+from lab_ui import figures, widgets
 from lab_ui.badges import check_badges, oracle_badge, slip_columns, slip_picker, table
 from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
 from lab_ui.page import compute, header, require, run_section, show_code
@@ -41,7 +41,7 @@ def maps(ex: playground.PlaygroundView) -> None:
         with column:
             figures.show_cached(figures.heatmap, z, k_tok, q_tok, title=title, key=key, **style)
     figures.show(
-        view_cache.figure(
+        figures.cached(
             figures.heatmap,
             res.output[0, head],
             list(qkv.value_names),
@@ -69,7 +69,7 @@ def temperature(ex: playground.PlaygroundView) -> None:
     row = widgets.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="pg_row") if qkv.L > 1 else 0
     sweep = ex.sweep(ex.head, row)
     figures.show(
-        view_cache.figure(
+        figures.cached(
             figures.lines,
             sweep.temperatures,
             {f"p({k_tok[j]})": sweep.weights[:, j] for j in range(min(qkv.S, shown))},
@@ -101,7 +101,7 @@ def checks(ex: playground.PlaygroundView) -> None:
 
     def show_right() -> None:
         figures.show(
-            view_cache.figure(figures.heatmap, ex.result.weights[0, head], k_tok, q_tok, title="P", zmin=0),
+            figures.cached(figures.heatmap, ex.result.weights[0, head], k_tok, q_tok, title="P", zmin=0),
             key="pg_slip_right",
         )
         check_badges(ex.checks)
@@ -111,7 +111,7 @@ def checks(ex: playground.PlaygroundView) -> None:
             w = outcome.weights
             labels = (k_tok, q_tok) if tuple(w.shape) == (qkv.L, qkv.S) else (None, None)
             figures.show(
-                view_cache.figure(figures.heatmap, w, *labels, title="what the slip computes", zmin=0),
+                figures.cached(figures.heatmap, w, *labels, title="what the slip computes", zmin=0),
                 key="pg_slip_wrong",
             )
         if outcome.note:

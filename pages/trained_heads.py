@@ -8,7 +8,7 @@ import streamlit as st
 
 from attn_core.views import long_heads, trained_heads
 from attn_core.views.trained_heads import TASKS, Section, TaskId, TrainedView
-from lab_ui import figures, view_cache, widgets
+from lab_ui import figures, widgets
 from lab_ui.badges import oracle_badge
 from lab_ui.head_maps import head_grid, one_head
 from lab_ui.long_heads import long_section
@@ -34,7 +34,7 @@ def read_heads(tv: TrainedView) -> None:
         f"({view.check.tol:.1e}); a wrong scale or mask is off by more than 0.01."
     )
     figures.show(
-        view_cache.figure(
+        figures.cached(
             head_grid, view.maps, view.tokens, "Every head on your sequence (row: query, column: key)"
         ),
         key="th_grid",

@@ -1,5 +1,6 @@
-"""The Layout (docs/layout.md), checked: every import of every module in attn_core/, lab_ui/ and pages/,
-read with ``ast`` (imports inside functions too), against the rules the Layout states.
+"""The Layout (docs/layout.md), checked: every import of every module in attn_core/, lab_ui/,
+classroom_store/, pages/ and app.py, read with ``ast`` (imports inside functions too), against the
+rules the Layout states.
 
 - attn_core never imports streamlit, plotly, lab_ui or pages;
 - attn_core/cost/ imports only numpy, the standard library and itself;
@@ -8,13 +9,18 @@ read with ``ast`` (imports inside functions too), against the rules the Layout s
 - the math modules import no room of attn_core;
 - nothing in attn_core imports the views, except the views themselves;
 - inside attn_core, names come from their defining module, never through the lazy ``attn_core``
-  face (``import attn_core`` or ``from attn_core import <a name that is not a submodule>``).
+  face (``import attn_core`` or ``from attn_core import <a name that is not a submodule>``);
+- classroom_store (the classroom's rooms) never imports streamlit, plotly, lab_ui or pages;
+- only lab_ui/st_internals.py imports a ``streamlit.`` submodule (``streamlit.testing`` aside);
+- the modules of attn_core, lab_ui and classroom_store import one another without a cycle.
 
 Oracle: the file tree and Python's own parser; the walker is itself checked on known imports."""
 
 from __future__ import annotations
 
 import ast
+import graphlib
+import importlib.util
 import re
 import sys
 from dataclasses import dataclass
@@ -26,6 +32,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CORE = "attn_core"
 VIEWS = "attn_core.views"  # the package of per-page view modules: a rename changes this line only
+STORE = "classroom_store"  # the classroom's rooms, no Streamlit
+INTERNALS = "lab_ui/st_internals.py"  # the one module that reaches past Streamlit's public API
+FOLDERS = (CORE, "lab_ui", STORE, "pages")
 ROOMS = (
     "slips",
     "experiments",
@@ -91,14 +100,15 @@ def imports_of(source: str, name: str, is_package: bool) -> list[Import]:
 
 @cache
 def tree() -> dict[str, list[Import]]:
-    """repo-relative path → its imports, for every .py under attn_core/, lab_ui/, pages/."""
+    """repo-relative path → its imports, for every .py under attn_core/, lab_ui/, classroom_store/,
+    pages/, and app.py."""
     out = {}
-    for folder in (CORE, "lab_ui", "pages"):
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            name = module_name(path)
-            out[path.relative_to(ROOT).as_posix()] = imports_of(
-                path.read_text(encoding="utf-8"), name, path.name == "__init__.py"
-            )
+    paths = [p for folder in FOLDERS for p in sorted((ROOT / folder).rglob("*.py"))] + [ROOT / "app.py"]
+    for path in paths:
+        name = module_name(path)
+        out[path.relative_to(ROOT).as_posix()] = imports_of(
+            path.read_text(encoding="utf-8"), name, path.name == "__init__.py"
+        )
     return out
 
 
@@ -152,7 +162,8 @@ def test_the_walker_resolves_what_python_would():
     # and on the real tree: what we know is there is seen
     assert any(i.module == "transformers" for i in tree()["attn_core/hf/loading.py"])  # inside a function
     assert any(i.module == "attn_core.heads" for i in tree()["attn_core/trained/analysis.py"])
-    assert len(tree()) > 100 and all(p.split("/")[0] in (CORE, "lab_ui", "pages") for p in tree())
+    assert len(tree()) > 100 and all(p.split("/")[0] in FOLDERS or p == "app.py" for p in tree())
+    assert any(i.module == "classroom_store.redis_rooms" for i in tree()["classroom_store/rooms.py"])
 
 
 # -------------------------------------------------------------------------------- the rules
@@ -259,3 +270,100 @@ def test_every_module_is_named_by_some_test():
     assert len(modules) > 100 and "attn_core.cost.shapes" in modules
     unnamed = [m for m in modules if m not in named_by_tests()]
     assert unnamed == [], "named by no test file: give each a test of its own"
+
+
+# ---------------------------------------------------------------- the classroom, Streamlit, cycles
+
+
+def test_the_classroom_store_never_imports_the_ui():
+    files = core_files(STORE)
+    assert len(files) >= 7 and "classroom_store/redis_rooms.py" in files
+    assert breaches(files, lambda i: top(i.module) in {"streamlit", "plotly", "lab_ui", "pages"}) == []
+
+
+def streamlit_submodules(source: str) -> list[tuple[int, str]]:
+    """The ``streamlit.`` submodules ``source`` imports (line, dotted name), ``streamlit.testing``
+    aside: ``import streamlit.x``, ``from streamlit.x import …`` and ``from streamlit import x``
+    where ``x`` is a submodule (asked of Python's import system), not a name of the public API."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("streamlit.")]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            if node.module.startswith("streamlit."):
+                found.append((node.lineno, node.module))
+            elif node.module == "streamlit":
+                for alias in node.names:
+                    sub = f"streamlit.{alias.name}"
+                    if importlib.util.find_spec(sub) is not None:
+                        found.append((node.lineno, sub))
+    return [(line, name) for line, name in found if not within(name, "streamlit.testing")]
+
+
+def test_the_streamlit_finder_sees_submodules_not_the_public_api():
+    source = "\n".join([
+        "import streamlit as st",
+        "from streamlit.testing.v1 import AppTest",
+        "from streamlit import session_state",
+        "from streamlit import runtime",
+        "import streamlit.proto.ForwardMsg_pb2",
+        "def f():",
+        "    from streamlit.runtime.scriptrunner import get_script_run_ctx",
+    ])  # fmt: skip
+    assert streamlit_submodules(source) == [
+        (4, "streamlit.runtime"),
+        (5, "streamlit.proto.ForwardMsg_pb2"),
+        (7, "streamlit.runtime.scriptrunner"),
+    ]
+
+
+def test_only_st_internals_reaches_into_streamlit():
+    """The app's code (app.py, pages/, lab_ui/, attn_core/, classroom_store/). The tests and
+    benchmarks/harness are left out: they drive a server as a browser does, in Streamlit's own
+    wire messages (streamlit.proto), and AppTest is streamlit.testing."""
+    reached = {
+        f"{path}:{line} imports {name}"
+        for path in tree()
+        for line, name in streamlit_submodules((ROOT / path).read_text(encoding="utf-8"))
+    }
+    assert any(r.startswith(INTERNALS) for r in reached)  # the finder sees the one that may
+    assert sorted(r for r in reached if not r.startswith(INTERNALS + ":")) == []
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → the modules of attn_core, lab_ui and classroom_store it imports (inside functions
+    too; a package's own __init__ counts as the package)."""
+    ours = (CORE, "lab_ui", STORE)
+    graph = {}
+    for path, found in tree().items():
+        if top(path.split("/")[0]) not in ours:
+            continue
+        name = module_name(ROOT / path)
+        graph[name] = {i.module for i in found if top(i.module) in ours and i.module != name}
+    return graph
+
+
+def cycle_in(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of ``graph`` (its modules in order, the first repeated last), or []."""
+    try:
+        tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as error:
+        return list(error.args[1])
+    return []
+
+
+def test_the_cycle_finder_finds_a_lazy_cycle():
+    assert cycle_in({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+    found = cycle_in({"a": {"b"}, "b": {"a"}, "c": {"a"}})
+    assert set(found) == {"a", "b"} and found[0] == found[-1]
+    source = "import lab_ui.page\ndef f():\n    from lab_ui import figures\n"  # a lazy import counts
+    assert {i.module for i in imports_of(source, "lab_ui.view_cache", False)} >= {"lab_ui.figures"}
+
+
+def test_no_import_cycle():
+    graph = import_graph()
+    assert {"lab_ui.figures", "lab_ui.view_cache", "classroom_store.rooms", "attn_core.attention"} <= set(
+        graph
+    )
+    assert "lab_ui.view_cache" in graph["lab_ui.figures"]  # the edge that stays: figures reads the cache
+    assert cycle_in(graph) == [], "imports run one way: move what both need into the module that owns it"

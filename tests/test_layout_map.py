@@ -1,5 +1,5 @@
-"""The map of the tree in docs/layout.md is true: it names every module of lab_ui/
-(classroom/ too), every room and top-level module of attn_core/ and every script of benchmarks/
+"""The map of the tree in docs/layout.md is true: it names every module of lab_ui/ (classroom/ too)
+and classroom_store/, every room and top-level module of attn_core/ and every script of benchmarks/
 (harness/ too), and every file it names exists.
 
 Read as text: the map is the first code block of docs/layout.md; an entry starts at column 0 (a
@@ -55,9 +55,9 @@ def test_the_map_is_found_and_has_its_entries():
     assert "page.py" in found["lab_ui/"] and "attention.py" in found["attn_core/"]
 
 
-@pytest.mark.parametrize("folder", ["lab_ui", "benchmarks"])
+@pytest.mark.parametrize("folder", ["lab_ui", "classroom_store", "benchmarks"])
 def test_every_module_and_script_is_named(folder):
-    """lab_ui/ and benchmarks/ by each file's name, in their own entry (lab_ui/published_runs.py
+    """lab_ui/, classroom_store/ and benchmarks/ by each file's name, in their own entry (lab_ui/published_runs.py
     and benchmarks/published_runs.py are two files)."""
     block = entries(layout_map())[f"{folder}/"]
     names = named_basenames(block)

@@ -1,7 +1,7 @@
 """Nothing a browser sends can run code or inject markup; the server's guards are on.
 
-The scans read every Python file the app serves (app.py, pages/, lab_ui/, attn_core/) as a syntax
-tree, so a new page or module is covered the day it is added."""
+The scans read every Python file the app serves (app.py, pages/, lab_ui/, classroom_store/,
+attn_core/) as a syntax tree, so a new page or module is covered the day it is added."""
 
 from __future__ import annotations
 
@@ -15,7 +15,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVED = sorted(
-    [ROOT / "app.py", *(p for d in ("pages", "lab_ui", "attn_core") for p in (ROOT / d).rglob("*.py"))]
+    [
+        ROOT / "app.py",
+        *(p for d in ("pages", "lab_ui", "classroom_store", "attn_core") for p in (ROOT / d).rglob("*.py")),
+    ]
 )
 CONFIG = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
 
@@ -38,7 +41,13 @@ def _name(func: ast.expr) -> str:
 
 def test_the_scan_sees_the_whole_app():
     names = {p.relative_to(ROOT).as_posix() for p in SERVED}
-    assert {"app.py", "pages/playground.py", "lab_ui/widgets.py", "attn_core/attention.py"} <= names
+    assert {
+        "app.py",
+        "pages/playground.py",
+        "lab_ui/widgets.py",
+        "classroom_store/rooms.py",
+        "attn_core/attention.py",
+    } <= names
     assert len(SERVED) > 60
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from attn_core.practice.answers import MAX_ANSWER_CHARS
 from attn_core.practice.question import Question, Verdict
 
-MAX_SEATS = 10_000  # seats counted per question: a room's most (lab_ui/classroom/rooms.py MAX_SEATS)
+MAX_SEATS = 10_000  # seats counted per question: a room's most (classroom_store/rooms.py MAX_SEATS)
 
 
 @dataclass(frozen=True)

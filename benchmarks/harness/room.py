@@ -129,7 +129,7 @@ async def follower(
                 client.running = True
             if kind != "script_finished":
                 client._read(fwd, kind)
-                # a frame sent between runs (lab_ui.classroom.push): its sidebar line comes last
+                # a frame sent between runs (lab_ui.classroom.change_push): its sidebar line comes last
                 if client.running or not (kind == "delta" and fwd.metadata.delta_path[:1] == [1]):
                     continue
                 if not client.on_frame:

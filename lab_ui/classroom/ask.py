@@ -9,7 +9,7 @@ the difficulty (question.Asked), so every screen draws the same numbers.
 
 A follower's question box is drawn by its own run, above the presenter's page (the frame or the
 page run), and is a fragment: sending an answer reruns only the box, so it works while the rest of
-the screen is the presenter's frame, put there with no run (lab_ui.classroom.push). A new or
+the screen is the presenter's frame, put there with no run (lab_ui.classroom.change_push). A new or
 closed question changes the room's `Status.question`, so a follower's poll (or a push) reruns its
 screen to draw the box again.
 """
@@ -26,9 +26,9 @@ from attn_core.practice.answers import max_chars
 from attn_core.practice.question import AnswerKind, Difficulty, Question
 from attn_core.practice.tally import tally
 from attn_core.views.practice import question_seed, show_answer
+from classroom_store import records, rooms
+from classroom_store.question import MAX_ANSWERS, Asked
 from lab_ui import lessons, question_tally
-from lab_ui.classroom import records, rooms
-from lab_ui.classroom.question import MAX_ANSWERS, Asked
 
 _SENT = "_classroom_answer_sent"  # session key: {question id: the text this screen sent}
 _NOTE = "_classroom_question_note"  # session key: a message for the presenter's box

@@ -9,7 +9,7 @@ the page itself does not run. Nothing is computed twice, whatever the class size
 
 What a frame keeps: text, tables, figures and metrics as drawn, and each of the page's controls as
 one line of text with its label and value (a student takes control to move them:
-lab_ui.classroom.following). What it drops, because it would not work
+lab_ui.classroom.follower_screen). What it drops, because it would not work
 on another screen: images, downloads, HTML and anything else served by URL from the presenter's
 server process, or that runs code in the browser. A control's value is shown as code (a fence
 longer than any run of backticks in it), and the page's markdown loses every image and every link
@@ -29,9 +29,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import streamlit as st
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from lab_ui.classroom.records import MAX_FRAME_BYTES  # a larger page is run by each follower instead
+from classroom_store.records import MAX_FRAME_BYTES  # a larger page is run by each follower instead
+from lab_ui import st_internals
+from lab_ui.st_internals import ForwardMsg
 
 MAIN, SIDEBAR = 0, 1  # Streamlit's root containers (delta_path[0])
 # Element kinds a frame carries as they are (drawn from the message alone); WIDGETS become a line
@@ -62,23 +63,19 @@ class Frame:
     def decode(blob: bytes) -> Frame:
         """The frame, each message's content hash computed once here (Streamlit's, which leaves
         the path out), so that showing it to a follower hashes nothing."""
-        from streamlit.runtime.forward_msg_cache import populate_hash_if_needed
-
         messages, at = [], 0
         while at < len(blob):
             (n,) = struct.unpack_from(">I", blob, at)
             msg = ForwardMsg()
             msg.ParseFromString(blob[at + 4 : at + 4 + n])
-            populate_hash_if_needed(msg)
+            st_internals.hash_message(msg)
             messages.append(msg)
             at += 4 + n
         return Frame(messages)
 
 
 def _ctx():
-    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
-
-    return get_script_run_ctx()
+    return st_internals.script_run_ctx()
 
 
 def _keep(msg: ForwardMsg) -> ForwardMsg | None:
@@ -173,24 +170,14 @@ def recording() -> Iterator[list[ForwardMsg]]:
     """Record the deltas this run draws inside the block (the page's run). Yields the list the
     messages go to; it stays empty where Streamlit's internals are not as expected."""
     recorded: list[ForwardMsg] = []
-    ctx = _ctx()
-    original = getattr(ctx, "enqueue", None)
-    if ctx is None or original is None:
-        yield recorded
-        return
 
-    def enqueue(msg: ForwardMsg) -> None:
-        original(msg)
+    def keep(msg: ForwardMsg) -> None:
         kept = _keep(msg)
         if kept is not None:
             recorded.append(kept)
 
-    ctx.enqueue = enqueue
-    try:
+    with st_internals.tapped_enqueue(keep):
         yield recorded
-    finally:
-        with contextlib.suppress(AttributeError):
-            del ctx.enqueue  # back to the class's method
 
 
 def frame_of(recorded: list[ForwardMsg]) -> Frame | None:
@@ -235,7 +222,7 @@ def show(frame: Frame) -> dict[int, list[int]] | None:
     if ctx is None:
         return None
     boxes = {SIDEBAR: st.sidebar.container(), MAIN: st.container()}
-    bases = {root: box._block_delta_path for root, box in boxes.items()}
+    bases = {root: st_internals.block_path(box) for root, box in boxes.items()}
     if not all(bases.values()):
         return None
     for msg in _placed(frame, bases):
@@ -248,8 +235,6 @@ def replace(frame: Frame, bases: dict[int, list[int]]) -> list[ForwardMsg]:
     drew in the boxes at ``bases``, with no run: each box is emptied (an element replaces the block
     and its children) and made again, then filled. Sent between runs, they belong to the screen's
     last run, as that run's own elements do."""
-    from streamlit.runtime.forward_msg_cache import populate_hash_if_needed
-
     out = []
     for path in bases.values():
         for fill in ("empty", "block"):
@@ -260,7 +245,7 @@ def replace(frame: Frame, bases: dict[int, list[int]]) -> list[ForwardMsg]:
             else:
                 msg.delta.add_block.vertical.SetInParent()
                 msg.delta.add_block.allow_empty = True
-            populate_hash_if_needed(msg)
+            st_internals.hash_message(msg)
             out.append(msg)
     placed = sorted(_placed(frame, bases), key=lambda m: m.metadata.delta_path[0] != bases[MAIN][0])
     return [*out, *placed]  # the main area first: the sidebar's lines say the frame is complete

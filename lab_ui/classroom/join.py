@@ -13,7 +13,8 @@ from typing import Any
 
 import streamlit as st
 
-from lab_ui.classroom import records, rooms, session
+from classroom_store import records, rooms
+from lab_ui.classroom import session
 
 
 def _presenter(room_id: str) -> dict[str, Any] | None:

@@ -19,7 +19,9 @@ from typing import Any
 
 import streamlit as st
 
-from lab_ui.classroom import push, records, rooms
+from classroom_store import records, rooms
+from lab_ui import st_internals
+from lab_ui.classroom import change_push
 from lab_ui.widgets import KEEP_PREFIX, SCREEN_KEYS
 
 ROOM_PARAM = "room"  # the student link's query parameter
@@ -114,13 +116,7 @@ def socket_peer() -> str | None:
     it, so a browser on the server's own machine, or anything relaying through it, could name
     itself. Read from Streamlit's internals (the session's websocket, uvicorn's protocol object);
     None where they are missing."""
-    try:
-        from streamlit.runtime import Runtime
-
-        client = Runtime.instance().get_client(session_id())
-        host = client._websocket._receive.__self__.client[0]
-    except Exception:  # AppTest, another server or version: the caller falls back
-        return None
+    host = st_internals.socket_peer_host(session_id())  # None: AppTest, another server or version
     return host if isinstance(host, str) and host else None
 
 
@@ -147,9 +143,7 @@ def state_after_stop():
     on every st.session_state access raises Streamlit's StopException, its underlying store's
     does not (Streamlit's runtime internals; st.session_state where they are missing). Supports
     ``in``, ``[]`` and ``filtered_state`` (a dict of the user's keys)."""
-    from streamlit.runtime.state import get_session_state
-
-    state = getattr(get_session_state(), "_state", None)
+    state = st_internals.session_state_store()
     return state if state is not None and hasattr(state, "filtered_state") else st.session_state
 
 
@@ -182,9 +176,7 @@ def apply_values(values: Mapping[str, Any]) -> None:
 
 
 def session_id() -> str:
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
+    ctx = st_internals.script_run_ctx()
     return ctx.session_id if ctx is not None else ""
 
 
@@ -195,7 +187,7 @@ def seat() -> str:
 
 def leave(message: str) -> None:
     """Drop this session's room (with a message for the sidebar) and its link parameter."""
-    push.unregister(session_id())
+    change_push.unregister(session_id())
     st.session_state[ROOM_KEY] = None
     st.session_state[ERROR_KEY] = message
     if ROOM_PARAM in st.query_params:

@@ -6,10 +6,11 @@ import json
 
 import pytest
 
-from lab_ui.classroom import follow as classroom
-from lab_ui.classroom import following, records, rooms, session, signing
-from lab_ui.classroom.memory_rooms import MemoryRooms
-from lab_ui.classroom.redis_rooms import RedisRooms
+from classroom_store import records, rooms, signing
+from classroom_store.memory_rooms import MemoryRooms
+from classroom_store.redis_rooms import RedisRooms
+from lab_ui.classroom import app_hooks as classroom
+from lab_ui.classroom import follower_screen, session
 
 
 @pytest.fixture(autouse=True)
@@ -18,7 +19,7 @@ def fresh_store(monkeypatch):
     (the publish rate limit has its own tests)."""
     monkeypatch.setattr(records, "PUBLISH_EVERY_S", 0.0)
     monkeypatch.setattr(rooms, "_store", MemoryRooms())
-    monkeypatch.setattr(following, "_frame_cache", {})
+    monkeypatch.setattr(follower_screen, "_frame_cache", {})
 
 
 @pytest.fixture(autouse=True)
@@ -26,7 +27,7 @@ def followers_run_the_page(request, monkeypatch):
     """Most tests here drive a follower's own widgets: the path a follower takes when there is no
     frame of the presenter's page (a view changed in a fragment, a frame too large). Tests that
     ask for `frames_on` see the presenter's frame instead, as followers do by default."""
-    monkeypatch.setattr(following, "VIEW_FRAMES", "frames_on" in request.fixturenames)
+    monkeypatch.setattr(follower_screen, "VIEW_FRAMES", "frames_on" in request.fixturenames)
 
 
 @pytest.fixture
@@ -481,24 +482,24 @@ def test_pushed_reruns_take_turns_between_rooms():
     """A room whose 40 followers are all waiting delays another room's follower by one rerun, not
     by 40: each room with someone waiting gets one rerun per turn (one at a time, as finished()
     starts the next)."""
-    from lab_ui.classroom import push
+    from lab_ui.classroom import change_push
 
     busy = [f"busy-{i}" for i in range(40)]
     log: list[str] = []
     loop, manager = _Loop(), _Manager([*busy, "teacher-student", "other-student"], log)
-    push._queues.clear(), push._turns.clear()
-    push._running[0] = None
-    push._enqueue(loop, manager, "busyroom", busy)
-    push._enqueue(loop, manager, "teacher", ["teacher-student"])
-    push._enqueue(loop, manager, "busyroom", busy[:5])  # woken again: queued once only
-    push._enqueue(loop, manager, "gone", ["closed-tab"])  # a closed tab is passed over
-    push._enqueue(loop, manager, "other", ["other-student"])
-    while push._running[0] is not None:
-        push._next(loop, manager)  # what finished() does when a rerun ends
+    change_push._queues.clear(), change_push._turns.clear()
+    change_push._running[0] = None
+    change_push._enqueue(loop, manager, "busyroom", busy)
+    change_push._enqueue(loop, manager, "teacher", ["teacher-student"])
+    change_push._enqueue(loop, manager, "busyroom", busy[:5])  # woken again: queued once only
+    change_push._enqueue(loop, manager, "gone", ["closed-tab"])  # a closed tab is passed over
+    change_push._enqueue(loop, manager, "other", ["other-student"])
+    while change_push._running[0] is not None:
+        change_push._next(loop, manager)  # what finished() does when a rerun ends
     # busy-0 started at once, and busyroom's next turn was queued before the others arrived
     assert log[:4] == ["busy-0", "busy-1", "teacher-student", "other-student"]
     assert sorted(log) == sorted([*busy, "teacher-student", "other-student"])  # everyone, once
-    assert not push._queues and not push._turns
+    assert not change_push._queues and not change_push._turns
 
 
 # ------------------------------------------------------------------ followers see the presenter's page as drawn
@@ -599,7 +600,7 @@ def test_a_frame_never_carries_what_only_the_presenters_server_can_serve():
 
 
 class _Screen:
-    """A follower's server session as lab_ui.classroom.push sees it between runs."""
+    """A follower's server session as lab_ui.classroom.change_push sees it between runs."""
 
     def __init__(self, room, running=False):
         from streamlit.runtime.app_session import AppSessionState
@@ -621,7 +622,7 @@ def test_a_new_frame_goes_straight_to_a_viewing_screen_with_no_run(app, frames_o
     room = dict(follower.session_state[session.ROOM_KEY])
     presenter.slider(key="in_L").set_value(9).run()
     version = rooms.store().version(room_id)
-    put = following.frame_pusher(room_id)
+    put = follower_screen.frame_pusher(room_id)
     screen = _Screen(room)
     assert put(screen) and room["seen"] == version
     boxes = room["boxes"]

@@ -1,4 +1,4 @@
-"""A live question in a room (lab_ui.classroom.rooms): the presenter asks a drill, seated followers
+"""A live question in a room (classroom_store.rooms): the presenter asks a drill, seated followers
 answer, one answer per seat, and the counts come out grouped by slip, with both room backends.
 
 Oracle: card 13's KV cache per token computed here from the question's own drawn numbers,
@@ -11,7 +11,7 @@ import pytest
 
 from attn_core.practice import drills
 from attn_core.practice.tally import tally
-from lab_ui.classroom import memory_rooms, question, records, redis_rooms, rooms
+from classroom_store import memory_rooms, question, records, redis_rooms, rooms
 
 BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1, "fp8": 1}
 
@@ -183,12 +183,12 @@ def test_memory_answers_age_out_with_the_room():
 @pytest.fixture
 def app_store(request, tmp_path, monkeypatch, store):
     """The app's room store is ``store`` (each backend in turn), taking every view at once."""
-    from lab_ui.classroom import following
+    from lab_ui.classroom import follower_screen
 
     monkeypatch.setattr(records, "PUBLISH_EVERY_S", 0.0)
     monkeypatch.setattr(rooms, "_store", store)
-    monkeypatch.setattr(following, "_frame_cache", {})
-    monkeypatch.setattr(following, "VIEW_FRAMES", True)  # followers see the presenter's page as drawn
+    monkeypatch.setattr(follower_screen, "_frame_cache", {})
+    monkeypatch.setattr(follower_screen, "VIEW_FRAMES", True)  # followers see the presenter's page as drawn
     return store
 
 
@@ -268,7 +268,7 @@ def test_a_question_reruns_a_screen_that_a_pushed_frame_would_leave_without_its_
     drew; a new or closed question is a rerun instead (its run draws the box), never a frame."""
     from test_classroom import _Screen
 
-    from lab_ui.classroom import following, session
+    from lab_ui.classroom import follower_screen, session
 
     presenter = app(lesson="memory-128k")
     presenter.button(key="classroom_start").click().run()
@@ -276,21 +276,21 @@ def test_a_question_reruns_a_screen_that_a_pushed_frame_would_leave_without_its_
     follower = app(room=room_id)
     room = dict(follower.session_state[session.ROOM_KEY])
     assert room["viewing"] and room["question_tag"] == ""
-    assert following.frame_pusher(room_id)(_Screen(dict(room)))  # nothing asked: the frame as before
+    assert follower_screen.frame_pusher(room_id)(_Screen(dict(room)))  # nothing asked: the frame as before
     asked = app_store.ask(room_id, secret, "13", "medium")
     stale = _Screen(dict(room))
-    assert not following.frame_pusher(room_id)(stale) and not stale.sent  # rerun: it draws the box
+    assert not follower_screen.frame_pusher(room_id)(stale) and not stale.sent  # rerun: it draws the box
     follower.run()
     room = dict(follower.session_state[session.ROOM_KEY])
     assert room["question_tag"] == asked.tag and not room["viewing"]  # the question alone
-    assert not following.frame_pusher(room_id)(_Screen(dict(room)))  # never a frame beside it
+    assert not follower_screen.frame_pusher(room_id)(_Screen(dict(room)))  # never a frame beside it
     app_store.close_question(room_id, secret)
-    assert not following.frame_pusher(room_id)(_Screen(dict(room)))  # closed: rerun to show the answer
+    assert not follower_screen.frame_pusher(room_id)(_Screen(dict(room)))  # closed: rerun to show the answer
     app_store.clear_question(room_id, secret)
     follower.run()
     room = dict(follower.session_state[session.ROOM_KEY])
     assert room["question_tag"] == "" and room["viewing"]  # back to the presenter's frame
-    assert following.frame_pusher(room_id)(_Screen(dict(room)))
+    assert follower_screen.frame_pusher(room_id)(_Screen(dict(room)))
 
 
 def test_the_presenter_clears_a_question_and_its_answers(store):

@@ -13,18 +13,19 @@ import pytest
 
 from attn_core.practice import drills
 from attn_core.views.practice import next_question, show_answer
-from lab_ui.classroom import memory_rooms, records, rooms, session
+from classroom_store import memory_rooms, records, rooms
+from lab_ui.classroom import session
 
 
 @pytest.fixture
 def app_store(monkeypatch):
-    from lab_ui.classroom import following
+    from lab_ui.classroom import follower_screen
 
     store = memory_rooms.MemoryRooms(publish_every_s=0)
     monkeypatch.setattr(records, "PUBLISH_EVERY_S", 0.0)
     monkeypatch.setattr(rooms, "_store", store)
-    monkeypatch.setattr(following, "_frame_cache", {})
-    monkeypatch.setattr(following, "VIEW_FRAMES", True)  # followers see the presenter's page as drawn
+    monkeypatch.setattr(follower_screen, "_frame_cache", {})
+    monkeypatch.setattr(follower_screen, "VIEW_FRAMES", True)  # followers see the presenter's page as drawn
     return store
 
 

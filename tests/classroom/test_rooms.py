@@ -13,7 +13,7 @@ import time
 import pytest
 from redis_server import RedisServer
 
-from lab_ui.classroom import memory_rooms, records, redis_rooms, rooms, signing
+from classroom_store import memory_rooms, records, redis_rooms, rooms, signing
 
 
 class Clock:
@@ -416,7 +416,9 @@ def test_a_forged_secret_restores_no_room(backend, request):
 
 
 @pytest.mark.parametrize("backend", ["memory", "redis"])
-def test_a_lost_room_comes_back_to_its_presenter_only_and_restores_are_counted_once(backend, request, tmp_path):
+def test_a_lost_room_comes_back_to_its_presenter_only_and_restores_are_counted_once(
+    backend, request, tmp_path
+):
     server = RedisServer(tmp_path, persist=False).start() if backend == "redis" else None
     try:
         store = redis_rooms.RedisRooms(server.url) if server else memory_rooms.MemoryRooms()

@@ -13,9 +13,10 @@ import pytest
 from markdown_it import MarkdownIt
 
 from attn_core import lessons as model
+from classroom_store import rooms
+from classroom_store.memory_rooms import MemoryRooms
 from lab_ui import lesson_writer
-from lab_ui.classroom import following, rooms, session
-from lab_ui.classroom.memory_rooms import MemoryRooms
+from lab_ui.classroom import follower_screen, session
 from lab_ui.nav import HOME, PAGES
 from lab_ui.widgets import KEEP_PREFIX, url_id
 
@@ -206,7 +207,7 @@ def memory_rooms(monkeypatch):
     # the follower runs the page itself (the path of a view changed in a fragment), so its widgets
     # and URL can be read here; the default path, the presenter's frame shown with no run, is
     # tests/browser/test_browser_lessons.py's follower on a phone
-    monkeypatch.setattr(following, "VIEW_FRAMES", False)
+    monkeypatch.setattr(follower_screen, "VIEW_FRAMES", False)
 
 
 def test_a_follower_moves_with_the_presenters_step(app, memory_rooms):

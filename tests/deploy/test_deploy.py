@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 from harness.ports import free_port_run
 
-from lab_ui.classroom.records import RoomsUnavailable
-from lab_ui.classroom.redis_rooms import RedisRooms
+from classroom_store.records import RoomsUnavailable
+from classroom_store.redis_rooms import RedisRooms
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "deploy" / "serve.sh"

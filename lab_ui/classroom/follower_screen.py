@@ -3,7 +3,7 @@ control** opens the full page at the presenter's state) and shows the presenter'
 of the page (lab_ui.classroom.frames), fetched once per process and view; where there is no frame
 (a change made in a fragment, a page over the size cap) it runs the page at those values. A new
 frame is also put straight onto a screen that shows the last one (`frame_pusher`, for
-lab_ui.classroom.push). A student who takes control, touches a widget of a page it runs, or opens
+lab_ui.classroom.change_push). A student who takes control, touches a widget of a page it runs, or opens
 another page explores on their own until **Rejoin**. A room that is gone is told (ended, aged out)
 or waited for (lost by a store that restarted)."""
 
@@ -17,7 +17,9 @@ from typing import Any
 
 import streamlit as st
 
-from lab_ui.classroom import ask, frames, push, records, rooms, session
+from classroom_store import records, rooms
+from lab_ui import st_internals
+from lab_ui.classroom import ask, change_push, frames, session
 
 
 def _sit(room: dict[str, Any]) -> records.Snapshot | None:
@@ -51,7 +53,7 @@ def show(room: dict[str, Any], page, pages_by_url: Mapping[str, Any]) -> bool:
     room["viewing"] = False
     session_id = session.session_id()
     if not room["following"]:
-        push.unregister(session_id)
+        change_push.unregister(session_id)
         ask.follower_box(
             room, session.seat(), session.client_address()
         )  # exploring on their own, a student still answers
@@ -59,14 +61,14 @@ def show(room: dict[str, Any], page, pages_by_url: Mapping[str, Any]) -> bool:
     snap = _sit(room)
     if snap is None:
         return False
-    push.register(room["id"], session_id)
+    change_push.register(room["id"], session_id)
     target = snap.payload.get("page")
     elsewhere = isinstance(target, str) and target != page.url_path and target in pages_by_url
     if snap.version == room["seen"] and elsewhere:
         # Nothing new from the presenter, yet this run shows another page: the student clicked
         # a page link. Going there is exploring on their own (bouncing them back would fight them).
         room["following"] = False
-        push.unregister(session_id)
+        change_push.unregister(session_id)
         st.toast("You opened another page, so you are exploring on your own. **Rejoin** to follow again.")
         return False
     if snap.version != room.get("applied_version"):  # a pushed frame moves "seen", not the values
@@ -91,7 +93,7 @@ def show(room: dict[str, Any], page, pages_by_url: Mapping[str, Any]) -> bool:
 def after_run(room: dict[str, Any], values: Mapping[str, Any]) -> None:
     """after_page for a follower: its run is done (the next pushed one may start); a follower who
     changed a widget starts exploring on their own."""
-    push.finished(session.session_id())
+    change_push.finished(session.session_id())
     if room["following"] and room["seen"] >= 0:
         now = session.current_values(values)
         if any(now.get(k, v) != v for k, v in room["applied"].items()):
@@ -100,7 +102,7 @@ def after_run(room: dict[str, Any], values: Mapping[str, Any]) -> None:
 
 
 def frame_pusher(room_id: str):
-    """For lab_ui.classroom.push (off the event loop, once per change of the room): a function
+    """For lab_ui.classroom.change_push (off the event loop, once per change of the room): a function
     that puts the room's new frame straight onto a following screen that shows its last frame on
     the same page, with no run (True), or declines (False: that screen is rerun instead)."""
     try:
@@ -117,8 +119,6 @@ def frame_pusher(room_id: str):
     asking = "" if status is None else status.question
 
     def put(app_session) -> bool:
-        from streamlit.runtime.app_session import AppSessionState
-
         try:
             room = app_session.session_state[session.ROOM_KEY]
         except KeyError:
@@ -130,28 +130,21 @@ def frame_pusher(room_id: str):
             and room.get("following")
             and room.get("viewing")
             and room.get("page") == snap.payload.get("page")
-            and app_session._state == AppSessionState.APP_NOT_RUNNING  # never between a run's deltas
+            and st_internals.session_idle(app_session)  # never between a run's deltas
         ):
             return False
         if room.get("question_tag", "") != asking:
             return False  # a new or closed question: its run draws the answer box
         if room["seen"] >= snap.version:
             return True  # already shows it
-        messages = frames.replace(frame, room["boxes"])
-        queue = getattr(app_session, "_browser_queue", None)  # one wake-up of the sender, not one each
-        for msg in messages[:-1]:
-            if queue is not None:
-                queue.enqueue(msg)
-            else:
-                app_session._enqueue_forward_msg(msg)
-        app_session._enqueue_forward_msg(messages[-1])
+        st_internals.send_between_runs(app_session, frames.replace(frame, room["boxes"]))
         room["seen"] = snap.version
         return True
 
     return put
 
 
-push.set_frame_pusher(frame_pusher)
+change_push.set_frame_pusher(frame_pusher)
 
 
 VIEW_FRAMES = os.environ.get("ATTN_LAB_FOLLOW_FRAMES", "1") != "0"  # 0: followers run the page

@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from lab_ui.classroom import signing
-from lab_ui.classroom.question import (
+from classroom_store import signing
+from classroom_store.question import (
     MAX_ANSWERS,
     Asked,
     answers_full,
@@ -23,7 +23,7 @@ from lab_ui.classroom.question import (
     not_open,
     not_seated,
 )
-from lab_ui.classroom.records import (
+from classroom_store.records import (
     CREATE_WINDOW_S,
     ENDED_TTL_S,
     FOLLOWER_TTL_S,

@@ -26,10 +26,10 @@ import os
 import threading
 from typing import Any, Protocol
 
-from lab_ui.classroom.memory_rooms import MemoryRooms
-from lab_ui.classroom.question import Asked
-from lab_ui.classroom.records import RoomError, Seat, Snapshot, Status
-from lab_ui.classroom.redis_rooms import RedisRooms
+from classroom_store.memory_rooms import MemoryRooms
+from classroom_store.question import Asked
+from classroom_store.records import RoomError, Seat, Snapshot, Status
+from classroom_store.redis_rooms import RedisRooms
 
 
 class RoomStore(Protocol):

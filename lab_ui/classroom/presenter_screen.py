@@ -10,7 +10,8 @@ from typing import Any
 
 import streamlit as st
 
-from lab_ui.classroom import ask, frames, poll, records, rooms, session
+from classroom_store import records, rooms
+from lab_ui.classroom import ask, follower_poll, frames, session
 
 
 def publish(
@@ -76,7 +77,7 @@ def _put_frame(room: dict[str, Any], text: str, drawn: list) -> None:
         room["framed"] = view
 
 
-@st.fragment(run_every=poll.POLL_S)
+@st.fragment(run_every=follower_poll.POLL_S)
 def publisher(url_path: str) -> None:
     """Presenters: publish what changed in fragment-only reruns (the Online page's player steps
     its slider in a fragment, after which app.py's after_page does not run), and check in every

@@ -11,9 +11,10 @@ from typing import Any
 
 import streamlit as st
 
-from lab_ui.classroom import push, records, rooms, session
+from classroom_store import records, rooms
+from lab_ui.classroom import change_push, session
 
-POLL_S = 1.0  # followers' version check when the server cannot push (lab_ui.classroom.push)
+POLL_S = 1.0  # followers' version check when the server cannot push (lab_ui.classroom.change_push)
 SAFETY_POLL_S = 3.0  # with push, polling only guards against a lost wake-up
 
 
@@ -21,7 +22,7 @@ def watch() -> None:
     """Students: rerun the app only when the room's version moved or a question was asked or
     closed (a cheap check, each second where the server cannot push, every few seconds where it
     can); a student exploring on their own only for a question."""
-    interval = SAFETY_POLL_S if push.available() else POLL_S
+    interval = SAFETY_POLL_S if change_push.available() else POLL_S
     st.fragment(_check_version, run_every=interval)()
 
 

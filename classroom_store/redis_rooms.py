@@ -16,9 +16,9 @@ import threading
 import time
 from typing import Any
 
-from lab_ui.classroom import redis_scripts as scripts
-from lab_ui.classroom import signing
-from lab_ui.classroom.question import (
+from classroom_store import redis_scripts as scripts
+from classroom_store import signing
+from classroom_store.question import (
     MAX_ANSWERS,
     Asked,
     answers_full,
@@ -28,7 +28,7 @@ from lab_ui.classroom.question import (
     not_open,
     not_seated,
 )
-from lab_ui.classroom.records import (
+from classroom_store.records import (
     CREATE_WINDOW_S,
     ENDED_TTL_S,
     FOLLOWER_TTL_S,

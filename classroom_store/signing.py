@@ -15,7 +15,7 @@ import secrets
 import time
 from collections.abc import Mapping
 
-from lab_ui.classroom.records import RoomError, not_presenter
+from classroom_store.records import RoomError, not_presenter
 
 ISSUED_TTL_S = 12 * 3600  # a presenter's secret restores its room for this long (the cookie's life)
 KEY_ENV = "ATTN_LAB_SECRET"  # the key that signs presenter secrets (any string of 32+ characters)

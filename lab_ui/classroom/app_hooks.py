@@ -4,7 +4,7 @@ What is shared is what lab_ui.widgets already keeps per session — the current 
 URL-synced widget value (the ``_keep_`` keys) — and the page as the presenter's run drew it
 (lab_ui.classroom.frames). The presenter's session publishes both after each run (also a run
 stopped by bad input), and its screen checks in every second. A follower's screen shows the
-frame: sent straight to it when the presenter changes something (lab_ui.classroom.push), or drawn
+frame: sent straight to it when the presenter changes something (lab_ui.classroom.change_push), or drawn
 by its own run in place of the page; either way the page does not run for it. Its session also
 takes the values, so **Take control** opens the full page at the presenter's state. Where there is
 no frame for the room's view (a change made in a fragment, a page over the size cap), the follower
@@ -36,9 +36,20 @@ from typing import Any
 
 import streamlit as st
 
-from lab_ui.classroom import ask, following, frames, join, poll, publish, push, records, rooms, session
+from classroom_store import records, rooms
+from lab_ui import st_internals
+from lab_ui.classroom import (
+    ask,
+    change_push,
+    follower_poll,
+    follower_screen,
+    frames,
+    join,
+    presenter_screen,
+    session,
+)
 
-records.on_change(push.wake)  # a publish anywhere wakes this process's followers
+records.on_change(change_push.wake)  # a publish anywhere wakes this process's followers
 
 _PER_CLIENT_KEY = "classroom_per_client"  # the presenter's seats-per-address input
 _COOKIE_BOX = "classroom_cookie"  # keyed container: Streamlit gives it the class st-key-<key>
@@ -57,15 +68,13 @@ def before_page(page, pages_by_url: Mapping[str, Any]) -> bool:
         if room.pop("adopt", False):
             join.adopt(room, page, pages_by_url)
         return ask.presenter_question(room)  # a live question is on her screen in place of the page
-    return following.show(room, page, pages_by_url)
+    return follower_screen.show(room, page, pages_by_url)
 
 
 @contextlib.contextmanager
 def recording(drawn: list):
     """Around page.run() in app.py: a presenter's run records what its page draws into ``drawn``
     (lab_ui.classroom.frames), for after_page to share; anyone else's records nothing."""
-    from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
-
     room = session.current_room()
     if room is None or room["role"] != "present":
         yield
@@ -73,7 +82,7 @@ def recording(drawn: list):
     with frames.recording() as got:
         try:
             yield
-        except RerunException:
+        except st_internals.RerunException:
             room["rerunning"] = True  # a page cut short by st.rerun/switch_page: its next run shares
             raise
         finally:
@@ -97,9 +106,9 @@ def after_page(page, drawn: list | None = None) -> None:
         if room.pop("rerunning", False):
             return  # half a page: the run that follows publishes the whole
         # no element here: after a stop, drawing one would raise
-        publish.publish(room, page.url_path, session.current_values(values), drawn=drawn)
+        presenter_screen.publish(room, page.url_path, session.current_values(values), drawn=drawn)
         return
-    following.after_run(room, values)
+    follower_screen.after_run(room, values)
 
 
 def student_link(room_id: str, url_path: str) -> str:
@@ -266,7 +275,7 @@ def sidebar(page) -> None:
             st.button(
                 "Take control" if room.get("viewing") else "Explore on my own",
                 key="classroom_leave",
-                on_click=following.set_following,
+                on_click=follower_screen.set_following,
                 args=(False,),
                 help="Opens the full page at the presenter's settings, yours to change. "
                 "**Rejoin** follows again.",
@@ -277,12 +286,12 @@ def sidebar(page) -> None:
                 "Rejoin the presenter",
                 key="classroom_rejoin",
                 type="primary",
-                on_click=following.set_following,
+                on_click=follower_screen.set_following,
                 args=(True,),
             )
     if room is not None and room["role"] == "follow":
-        poll.watch()  # only students poll (exploring: for a new question only); everyone else pays nothing
+        follower_poll.watch()  # only students poll (exploring: for a new question only); everyone else pays nothing
     elif room is not None and room["role"] == "present":
-        publish.publisher(
+        presenter_screen.publisher(
             page.url_path
-        )  # before the page: it checks in every POLL_S (poll), whatever the page does
+        )  # before the page: it checks in every POLL_S (follower_poll), whatever the page does

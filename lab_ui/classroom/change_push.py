@@ -9,9 +9,10 @@ exactly as Streamlit's own run-on-save does: `request_rerun` with the session's 
 rooms taking turns. Followers then cost nothing while the presenter is idle, and a change reaches
 them as fast as the server can send it.
 
-This reaches into Streamlit's runtime (its session manager and event loop; streamlit is pinned
-in requirements.txt). Where those are missing — AppTest, another Streamlit version — `wake`
-returns False and followers keep their one-second poll, so following never depends on it.
+This reaches into Streamlit's runtime (its session manager and event loop, through
+lab_ui.st_internals; streamlit is pinned in requirements.txt). Where those are missing — AppTest,
+another Streamlit version — `wake` returns False and followers keep their one-second poll, so
+following never depends on it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from __future__ import annotations
 import collections
 import contextlib
 import threading
+
+from lab_ui import st_internals
 
 _followers: dict[str, set[str]] = {}  # room id -> ids of this process's sessions following it
 _lock = threading.Lock()
@@ -46,15 +49,7 @@ def followers(room_id: str) -> set[str]:
 
 def _runtime():
     """(event loop, session manager) of the running Streamlit server, or None."""
-    try:
-        from streamlit.runtime import Runtime
-
-        if not Runtime.exists():
-            return None
-        runtime = Runtime.instance()
-        return runtime._get_async_objs().eventloop, runtime._session_mgr
-    except Exception:  # not a server (AppTest, bare mode) or a Streamlit without these internals
-        return None
+    return st_internals.server_loop_and_sessions()
 
 
 def available() -> bool:
@@ -64,16 +59,10 @@ def available() -> bool:
 
 def _rerun(session) -> None:
     """On the event loop: rerun the whole app for this session, on the page it shows."""
-    from streamlit.proto.ClientState_pb2 import ClientState
-
-    state = ClientState()
-    state.CopyFrom(session._client_state)
-    state.fragment_id = ""  # the whole app, even if its last run was the poll fragment
-    state.is_auto_rerun = False
-    session.request_rerun(state)
+    st_internals.rerun_whole_app(session)
 
 
-_frame_pusher: list = [None]  # room id -> (session -> bool) | None, from lab_ui.classroom.follow
+_frame_pusher: list = [None]  # room id -> (session -> bool) | None, from lab_ui.classroom.app_hooks
 
 
 def set_frame_pusher(make) -> None:

@@ -17,7 +17,7 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from lab_ui.classroom.records import RoomError
+from classroom_store.records import RoomError
 
 
 @dataclass(frozen=True)
