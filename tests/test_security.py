@@ -87,9 +87,45 @@ def test_raw_html_only_from_constants(path):
         raw = any(k.arg == "unsafe_allow_html" and not (isinstance(k.value, ast.Constant) and not k.value.value)
                   for k in call.keywords) or _name(call.func) in {"st.html", "components.html"}  # fmt: skip
         if raw:
-            assert call.args and all(isinstance(a, ast.Constant) for a in call.args), (
+            consts = _module_constants(path)
+            assert call.args and all(_constant_text(a, consts) for a in call.args), (
                 f"{path.name}:{call.lineno}: raw HTML built from something that is not a constant"
             )
+
+
+def _constant_text(node: ast.AST, consts: set[str]) -> bool:
+    """Text written in the source: literals, a module constant built only of literals, and those
+    joined with + or a literal's ``.join`` (no call, attribute or argument can bring a user's text in)."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Name):
+        return node.id in consts
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_constant_text(e, consts) for e in node.elts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _constant_text(node.left, consts) and _constant_text(node.right, consts)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join":
+        joiner = node.func.value
+        return (
+            isinstance(joiner, ast.Constant) and len(node.args) == 1 and _constant_text(node.args[0], consts)
+        )
+    return False
+
+
+def _module_constants(path) -> set[str]:
+    """Names assigned once at module level to text written in the source (in order, so a constant
+    may be built of earlier ones)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    assigned = [
+        t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
+    ]
+    consts: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if assigned.count(name) == 1 and _constant_text(node.value, consts):
+                consts.add(name)
+    return consts
 
 
 def test_server_guards_are_on_in_the_config():
@@ -127,3 +163,11 @@ def test_xsrf_blocks_an_upload_without_the_token(server_url):
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(request, timeout=10)
     assert err.value.code == 403
+
+
+def test_the_constant_rule_refuses_text_that_could_come_from_a_user():
+    consts = {"CSS"}
+    refused = ["f'<b>{name}</b>'", "name", "'<b>' + name", "', '.join(names)", "render(name)", "CSS.format(x)"]
+    allowed = ["'<style></style>'", "CSS", "'<a>' + CSS", "', '.join(('a', 'b'))"]
+    assert not any(_constant_text(ast.parse(src, mode="eval").body, consts) for src in refused)
+    assert all(_constant_text(ast.parse(src, mode="eval").body, consts) for src in allowed)
