@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attn_core.cost.cli import Parser, UsageError, bounded_int, fail, load_shape, positive_float
-from attn_core.cost.shapes import ConfigError, list_presets
+from attn_core.cost.shapes import ConfigError, list_presets, read_config_json
 from attn_core.cost.units import format_bytes_binary, format_flops, format_rate, format_seconds
 
 # Mirrors attn_core.verify (which imports torch); a test checks they agree.
@@ -219,7 +219,7 @@ def model_config(args) -> dict | None:
     None where it is not a JSON object (the shape's reader has already said so otherwise)."""
     from attn_core.cost.shapes import load_preset_config
 
-    config = load_preset_config(args.model) if args.model is not None else json.loads(args.config.read_text())
+    config = load_preset_config(args.model) if args.model is not None else read_config_json(args.config.read_text())
     return config if isinstance(config, dict) else None
 
 
@@ -232,7 +232,7 @@ def model_check(args) -> dict | None:
 
     if args.model is not None:
         return preset_record(args.model, load_preset_config(args.model))
-    config = json.loads(args.config.read_text())
+    config = read_config_json(args.config.read_text())
     if buildable_type(config) is None:
         return None
     from attn_core.anatomy.check import check_config

@@ -13,7 +13,13 @@ from typing import Any
 from attn_core.cost.config_keys import ConfigError
 from attn_core.cost.derived_records import NO_TYPE, buildable_type, preset_record, recorded_cache_bytes
 from attn_core.cost.model_shape import ModelShape
-from attn_core.cost.shapes import MAX_CONFIG_BYTES, load_preset_config, parse_config_bytes, parse_config_text
+from attn_core.cost.shapes import (
+    MAX_CONFIG_BYTES,
+    load_preset_config,
+    parse_config_bytes,
+    parse_config_text,
+    read_config_json,
+)
 from attn_core.cost.units import format_bytes, format_count_short
 
 Table = dict[str, list]
@@ -94,7 +100,7 @@ def for_preset(name: str, T: int, batch: int) -> CheckView:
 def for_config(text: str, T: int, batch: int) -> CheckView:
     """A pasted or uploaded config built on the meta device (torch; cached by content)."""
     try:
-        config = json.loads(text)
+        config = read_config_json(text)
     except (json.JSONDecodeError, RecursionError):
         return CheckView("unchecked", "Not checked against transformers' build: not valid JSON.")
     if buildable_type(config) is None:  # nothing to build: no torch imported
@@ -111,7 +117,7 @@ def config_of(preset: str | None, text: str | None) -> dict[str, Any] | None:
     if preset is not None:
         return load_preset_config(preset)
     try:
-        config = json.loads(text) if text else None
+        config = read_config_json(text) if text else None
     except (json.JSONDecodeError, RecursionError):
         return None
     return config if isinstance(config, dict) else None
@@ -129,7 +135,7 @@ def shape_of_config(raw: bytes | str) -> ModelShape:
         alone, error = None, exc
     too_big = isinstance(raw, bytes) and len(raw) > MAX_CONFIG_BYTES
     try:
-        config = None if too_big else json.loads(config_text(raw))
+        config = None if too_big else read_config_json(config_text(raw))
     except (json.JSONDecodeError, RecursionError):
         config = None
     if buildable_type(config) is None:  # not a config transformers could build: no torch imported

@@ -22,7 +22,7 @@ from attn_core import verify
 from attn_core.cost.shapes import from_hf_config
 from attn_core.verify import cli as verify_cli
 from attn_core.verify.child import start_check
-from attn_core.verify.examples import HYBRID, LLAMA, NEMOTRON, SMALL_PROBE
+from attn_core.verify.examples import HYBRID, LLAMA, NEMOTRON
 from attn_core.verify.hf import cut_config, cut_config_dict, hf_build
 
 T, M = 24, 3
@@ -36,10 +36,7 @@ GEMMA4 = {"model_type": "gemma4_text", "num_hidden_layers": 6, "hidden_size": 64
           "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2}  # fmt: skip
 
 
-@pytest.fixture(autouse=True)
-def small_probe(monkeypatch):
-    for name, size in SMALL_PROBE.items():
-        monkeypatch.setitem(getattr(verify, name), "cpu", size)
+pytestmark = pytest.mark.usefixtures("small_probe")
 
 
 def numel_of(config: dict) -> int:

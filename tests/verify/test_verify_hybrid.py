@@ -44,11 +44,7 @@ NEXT = load_preset("qwen3-next-80b-a3b")
 NEMO = load_preset("nemotron-h-8b")
 
 
-@pytest.fixture(autouse=True)
-def small_probe(monkeypatch):
-    monkeypatch.setitem(verify.PEAK_N, "cpu", 128)
-    monkeypatch.setitem(verify.COLD_BYTES, "cpu", 1 << 20)
-    monkeypatch.setitem(verify.STREAM_BYTES, "cpu", 8 << 20)
+pytestmark = pytest.mark.usefixtures("small_probe")
 
 
 def _tiny(dtype: str = "fp32", config: dict = HYBRID):
