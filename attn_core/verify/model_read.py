@@ -18,7 +18,8 @@ memory cap on its weights and cache."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -29,6 +30,7 @@ from attn_core.anatomy.flops import count_flops
 from attn_core.cost.dtypes import DTYPE_BYTES
 from attn_core.kernels.records import DTYPES
 from attn_core.verify import hf
+from attn_core.verify.peak import MAX_EXPERTS
 from attn_core.verify.plan import MAX_LAYERS, VerifyError, VerifyRequest, select_device
 from attn_core.verify.probe import PEAK_N, clock, probe_gemm, probe_stream, time_call
 from attn_core.verify.run import PREFILL_REPEATS, device_name
@@ -45,25 +47,65 @@ def _cache_bytes(anatomy, layers: int, tokens: int, batch: int, b: int) -> int:
     return batch * total
 
 
-def _layers(cfg, anatomy, request: VerifyRequest, b: int):
-    """(config of the first n layers, n, their parameters, weight bytes, cache bytes): the most that
-    fit the cap on weights and cache, and never fewer than reach the first attention layer (a run
-    of conv or state layers alone fails in transformers' mask builder, and is not the model)."""
+@dataclass(frozen=True)
+class _Built:
+    """The planned layers: transformers' config of them, their count, routed experts (None:
+    dense), parameters, and the weight and cache bytes the cap bounds (from its meta build)."""
+
+    cut: Any
+    layers: int
+    experts: int | None
+    params: int
+    weights: int
+    cache: int
+
+
+def _largest(lo: int, hi: int, fits: Callable[[int], _Built | None]) -> _Built | None:
+    """The plan at the largest x in [lo, hi] that ``fits`` (the peak grows with x), by bisection."""
+    best = fits(lo)
+    while best is not None and lo < hi:
+        mid = (lo + hi + 1) // 2
+        got = fits(mid)
+        lo, hi, best = (mid, hi, got) if got is not None else (lo, mid - 1, best)
+    return best
+
+
+def _layers(cfg, anatomy, request: VerifyRequest, b: int) -> tuple[_Built, list[str]]:
+    """The most first layers that fit the cap on weights and cache, and never fewer than reach
+    the first attention layer (a run of conv or state layers alone fails in transformers' mask
+    builder, and is not the model); at most MAX_EXPERTS routed experts, and where the least layers
+    do not fit, as many experts as fit (never fewer than k), cut in the config itself. With notes."""
     N = hf.layer_count(cfg)
     tokens = request.seq_len + request.decode_steps
     attention = [i for g in anatomy.groups if g.params.get("attention") for i in g.layers]
     least = min(attention) + 1 if attention else 1
-    for n in range(max(min(request.layers or N, N, MAX_LAYERS), least), least - 1, -1):
+    k, E = anatomy.experts or (None, None)
+
+    def fits(n: int, e: int | None) -> _Built | None:
         try:
-            cut = hf.cut_config(cfg, range(n), None)
+            cut = hf.cut_config(cfg, range(n), (E, e) if E else None)
         except BuildRefused:
-            continue
-        params = hf.built_params(cut)
+            return None
         weights, cache = hf.built_numel(cut) * b, _cache_bytes(anatomy, n, tokens, request.batch, b)
-        if weights + cache <= request.memory_bytes:
-            return cut, n, params, weights, cache
-    what = "one layer's" if least == 1 else f"the first {least} layers' (through the first attention layer)"
-    raise VerifyError(f"not {what} weights and cache fit the {request.memory_bytes / 2**30:.2f} GiB cap")
+        ok = weights + cache <= request.memory_bytes
+        return _Built(cut, n, e, hf.built_params(cut), weights, cache) if ok else None
+
+    most = min(E, MAX_EXPERTS) if E else None
+    notes = [] if most == E else [f"built with {most} of its {E:,} routed experts, the most one check builds"]
+    built = _largest(least, max(min(request.layers or N, N, MAX_LAYERS), least), lambda n: fits(n, most))
+    if built is None and E:
+        built = _largest(k, most, lambda e: fits(least, e))
+        if built is not None:
+            notes = [
+                f"{least} layers do not fit the cap: built with {built.experts} of its {E:,} routed "
+                f"experts (same k = {k}, same expert shape)"
+            ]
+    if built is None:
+        what = (
+            "one layer's" if least == 1 else f"the first {least} layers' (through the first attention layer)"
+        )
+        raise VerifyError(f"not {what} weights and cache fit the {request.memory_bytes / 2**30:.2f} GiB cap")
+    return built, notes
 
 
 def _flops(cut, n: int, request: VerifyRequest, context: int) -> tuple[int, int]:
@@ -95,7 +137,8 @@ def verify_model_read(config: Mapping[str, Any], request: VerifyRequest, name: s
     if device == "cpu" and request.threads is not None:
         torch.set_num_threads(request.threads)
     try:
-        cut, n, params, weights, cache = _layers(cfg, anatomy, request, b)
+        built, notes = _layers(cfg, anatomy, request, b)
+        cut, n, params, weights, cache = built.cut, built.layers, built.params, built.weights, built.cache
         context = request.seq_len + (request.decode_steps - 1) // 2
         flops = _flops(cut, n, request, context)
         embeddings = anatomy.params_by_part.get("embeddings", 0) * b
@@ -122,11 +165,12 @@ def verify_model_read(config: Mapping[str, Any], request: VerifyRequest, name: s
     return {
         "model": name, "counts_by": "model", "built_by": "transformers", "device": device,
         "device_name": where, "dtype": request.dtype, "clock": timed_on,
-        "layers_built": n, "model_layers": anatomy.n_layers, "params_built": params, "weight_bytes_built": weights,
+        "layers_built": n, "model_layers": anatomy.n_layers, "experts_built": built.experts,
+        "model_experts": anatomy.experts[1] if anatomy.experts else None, "params_built": params, "weight_bytes_built": weights,
         "cache_bytes": cache, "seq_len": request.seq_len, "batch": request.batch,
         "decode_steps": request.decode_steps, "decode_context": context,
         "probe": {"matmul_flop_per_s": peak, "bandwidth_bytes_per_s": bandwidth}, **phases,
-        "notes": ["the formulas do not read this model: FLOPs and bytes are counted from transformers' build "
+        "notes": [*notes, "the formulas do not read this model: FLOPs and bytes are counted from transformers' build "
                   "of it (attn_core/anatomy), the bound priced from them; no calibrated estimate"],
         "load_average": [load_before, load_average()], "seconds": time.perf_counter() - start,
     }  # fmt: skip

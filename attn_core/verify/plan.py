@@ -290,7 +290,8 @@ def plan_build(shape: ModelShape, request: VerifyRequest, config: Mapping[str, A
         from attn_core.verify.hf import cut_config
 
         try:
-            return cut_config(hf, picked, n_experts if shape.moe is not None else None)
+            moe = shape.moe
+            return cut_config(hf, picked, (moe.n_experts, n_experts) if moe is not None else None)
         except BuildRefused as exc:
             raise VerifyError(str(exc)) from None
 
