@@ -70,6 +70,18 @@ def _largest(lo: int, hi: int, fits: Callable[[int], _Built | None]) -> _Built |
     return best
 
 
+def _over_cap(least: _Built | None, n: int, cap: int) -> str:
+    """Why not even the least that is built fits: what it needs (at k experts), over the cap."""
+    what = "one layer" if n == 1 else f"the first {n} layers (through the first attention layer)"
+    if least is None:
+        return f"transformers cannot build {what} alone"
+    experts = f" with k = {least.experts} routed experts" if least.experts else ""
+    return (
+        f"{what}{experts} need {(least.weights + least.cache) / 2**30:.2f} GiB of weights (the embeddings "
+        f"among them) and cache, over the {cap / 2**30:.2f} GiB cap: raise the cap or use a 16-bit dtype"
+    )
+
+
 def _layers(cfg, anatomy, request: VerifyRequest, b: int) -> tuple[_Built, list[str]]:
     """The most first layers that fit the cap on weights and cache, and never fewer than reach
     the first attention layer (a run of conv or state layers alone fails in transformers' mask
@@ -81,14 +93,17 @@ def _layers(cfg, anatomy, request: VerifyRequest, b: int) -> tuple[_Built, list[
     least = min(attention) + 1 if attention else 1
     k, E = anatomy.experts or (None, None)
 
-    def fits(n: int, e: int | None) -> _Built | None:
+    def need(n: int, e: int | None) -> _Built | None:
         try:
             cut = hf.cut_config(cfg, range(n), (E, e) if E else None)
         except BuildRefused:
             return None
         weights, cache = hf.built_numel(cut) * b, _cache_bytes(anatomy, n, tokens, request.batch, b)
-        ok = weights + cache <= request.memory_bytes
-        return _Built(cut, n, e, hf.built_params(cut), weights, cache) if ok else None
+        return _Built(cut, n, e, hf.built_params(cut), weights, cache)
+
+    def fits(n: int, e: int | None) -> _Built | None:
+        got = need(n, e)
+        return got if got is not None and got.weights + got.cache <= request.memory_bytes else None
 
     most = min(E, MAX_EXPERTS) if E else None
     notes = [] if most == E else [f"built with {most} of its {E:,} routed experts, the most one check builds"]
@@ -101,10 +116,7 @@ def _layers(cfg, anatomy, request: VerifyRequest, b: int) -> tuple[_Built, list[
                 f"experts (same k = {k}, same expert shape)"
             ]
     if built is None:
-        what = (
-            "one layer's" if least == 1 else f"the first {least} layers' (through the first attention layer)"
-        )
-        raise VerifyError(f"not {what} weights and cache fit the {request.memory_bytes / 2**30:.2f} GiB cap")
+        raise VerifyError(_over_cap(need(least, k or None), least, request.memory_bytes))
     return built, notes
 
 

@@ -113,12 +113,12 @@ def test_gemma4_cut_keeps_the_global_layers_width_and_refuses_a_moved_global_lay
 
 def test_cut_config_renumbers_index_lists_and_cuts_patterns():
     d = {"num_hidden_layers": 4, "mlp_only_layers": [1, 3], "layer_types": ["a", "b", "c", "d"],
-         "hybrid_override_pattern": "M-M*", "time_step_limit": [0.0, 1.0], "num_experts": 64,
+         "hybrid_override_pattern": "M-M*", "time_step_limit": [0.0, 1.0], "num_experts": 64, "num_experts_per_tok": 64,
          "num_kv_shared_layers": 1, "per_layer_config": {"03": {"head_dim": 8}}}  # fmt: skip
-    out = cut_config_dict(d, 4, (1, 3), 8)
+    out = cut_config_dict(d, 4, (1, 3), (64, 8))
     assert out["num_hidden_layers"] == 2 and out["mlp_only_layers"] == [0, 1]
     assert out["layer_types"] == ["b", "d"] and out["hybrid_override_pattern"] == "-*"
-    assert out["time_step_limit"] == [0.0, 1.0] and out["num_experts"] == 8
+    assert out["time_step_limit"] == [0.0, 1.0] and out["num_experts"] == 8 and out["num_experts_per_tok"] == 64
     assert out["num_kv_shared_layers"] == 1 and out["per_layer_config"] == {1: {"head_dim": 8}}
 
 
