@@ -69,9 +69,12 @@ def expert_count_keys(d: Mapping[str, Any], E: int) -> tuple[str, ...]:
     return tuple(
         key
         for key, v in d.items()
-        if "expert" in key and not _NOT_EXPERT_COUNT.search(key)
-        and isinstance(v, int) and not isinstance(v, bool) and v == E
-    )  # fmt: skip
+        if "expert" in key
+        and not _NOT_EXPERT_COUNT.search(key)
+        and isinstance(v, int)
+        and not isinstance(v, bool)
+        and v == E
+    )
 
 
 def cut_config_dict(
