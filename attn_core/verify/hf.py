@@ -158,6 +158,29 @@ def cut_config(cfg, picked: Sequence[int], experts: tuple[int, int] | None):
     return cut
 
 
+def hf_source(config: Mapping[str, Any], n_layers: int):
+    """(transformers' text config, None) where transformers builds ``config`` with the
+    ``n_layers`` layers the cost model read; else (None, why the lab's layers are built)."""
+    built = hf_build(config)
+    if not built.buildable:
+        return None, built.reason
+    n = layer_count(built.cfg)
+    if n != n_layers:
+        return None, (
+            f"transformers builds {n} layers where the cost model reads {n_layers}: the lab's layers are built"
+        )
+    return built.cfg, None
+
+
+def keeps_kinds(cfg, picked: Sequence[int]) -> bool:
+    """Whether transformers builds the layers ``picked`` of ``cfg`` as they are in the model."""
+    try:
+        cut_config(cfg, picked, None)
+    except BuildRefused:
+        return False
+    return True
+
+
 def _attn(cls) -> str:
     return "sdpa" if cls._supports_sdpa else "eager"
 
