@@ -9,7 +9,8 @@ from the model itself (``counts_by`` "model"), not from `attn_core.cost`.
 - Bytes: the built layers' parameters (the embedding table aside: a pass reads only its rows)
   at the run's dtype, and the cache the anatomy reads for those layers (`anatomy.cache`, at bf16,
   rescaled to the dtype; state kept in fp32 stays fp32), written (prefill) or read (decode).
-- The bound: max(FLOPs / peak, bytes / bandwidth) at the probed peaks. No calibrated estimate:
+- The bound: max(FLOPs / peak, bytes / bandwidth) at the probed peaks, priced by the cost
+  model's `roofline.time_phase`. No calibrated estimate:
   it times each product at its shape, which only the formulas' reading lists.
 
 The run is transformers' base model of the first layers (`hf`), in this process, within the
@@ -28,23 +29,14 @@ from attn_core.anatomy.build import BuildRefused, build_on_meta, text_config
 from attn_core.anatomy.derive import derive
 from attn_core.anatomy.flops import count_flops
 from attn_core.cost.dtypes import DTYPE_BYTES
+from attn_core.cost.roofline import Roofline, time_phase
 from attn_core.kernels.records import DTYPES
 from attn_core.verify import hf
+from attn_core.verify.counts import PhaseCounts
 from attn_core.verify.peak import MAX_EXPERTS
 from attn_core.verify.plan import MAX_LAYERS, VerifyError, VerifyRequest, select_device
 from attn_core.verify.probe import PEAK_N, clock, probe_gemm, probe_stream, time_call
 from attn_core.verify.run import PREFILL_REPEATS, device_name
-
-
-def _cache_bytes(anatomy, layers: int, tokens: int, batch: int, b: int) -> int:
-    """The cache the first ``layers`` layers keep after ``tokens`` tokens, B sequences, at b bytes."""
-    total = 0
-    for g in anatomy.groups:
-        n = sum(1 for i in g.layers if i < layers)
-        kept = tokens if g.cache.window is None else min(tokens, g.cache.window - 1)
-        at_b = (g.cache.per_token * kept + g.cache.fixed - g.cache.fixed_fp32) * b // 2
-        total += n * (at_b + g.cache.fixed_fp32)
-    return batch * total
 
 
 @dataclass(frozen=True)
@@ -98,7 +90,7 @@ def _layers(cfg, anatomy, request: VerifyRequest, b: int) -> tuple[_Built, list[
             cut = hf.cut_config(cfg, range(n), (E, e) if E else None)
         except BuildRefused:
             return None
-        weights, cache = hf.built_numel(cut) * b, _cache_bytes(anatomy, n, tokens, request.batch, b)
+        weights, cache = hf.built_numel(cut) * b, anatomy.cache_bytes(tokens, request.batch, b, n)
         return _Built(cut, n, e, hf.built_params(cut), weights, cache)
 
     def fits(n: int, e: int | None) -> _Built | None:
@@ -155,8 +147,8 @@ def verify_model_read(config: Mapping[str, Any], request: VerifyRequest, name: s
         flops = _flops(cut, n, request, context)
         embeddings = anatomy.params_by_part.get("embeddings", 0) * b
         layer_weights = weights - embeddings
-        moved = (layer_weights + _cache_bytes(anatomy, n, request.seq_len, request.batch, b),
-                 layer_weights + _cache_bytes(anatomy, n, context, request.batch, b))  # fmt: skip
+        moved = (layer_weights + anatomy.cache_bytes(request.seq_len, request.batch, b, n),
+                 layer_weights + anatomy.cache_bytes(context, request.batch, b, n))  # fmt: skip
         peak = probe_gemm(PEAK_N[device], PEAK_N[device], PEAK_N[device], dtype, device)
         bandwidth = probe_stream(device, dtype)
         model = hf.build_model(cut, dtype, device)
@@ -170,7 +162,7 @@ def verify_model_read(config: Mapping[str, Any], request: VerifyRequest, name: s
         torch.set_num_threads(threads)
     phases = {}
     for key, f, m, runs in zip(("prefill", "decode_step"), flops, moved, (prefills, decodes), strict=True):
-        bound = 1e3 * max(f / peak, m / bandwidth)
+        bound = 1e3 * time_phase(PhaseCounts(f, m, m, (), ()).as_count(), Roofline(peak, bandwidth)).bound_s
         measured, wall = (1e3 * x for x in min(runs))
         phases[key] = {"flops": f, "bytes": m, "bound_ms": bound, "estimate_ms": None, "measured_ms": measured,
                        "measured_wall_ms": wall, "bound_over_measured": bound / measured}  # fmt: skip
