@@ -9,8 +9,9 @@ from the model itself (``counts_by`` "model"), not from `attn_core.cost`.
 - Bytes: the built layers' parameters (the embedding table aside: a pass reads only its rows)
   at the run's dtype, and the cache the anatomy reads for those layers (`anatomy.cache`, at bf16,
   rescaled to the dtype; state kept in fp32 stays fp32), written (prefill) or read (decode).
-- The bound: max(FLOPs / peak, bytes / bandwidth) at the probed peaks, priced by the cost
-  model's `roofline.time_phase`. No calibrated estimate:
+- The bound: max(FLOPs / peak, bytes / bandwidth) at the probed peaks, priced as the formulas'
+  check prices them (`probe.bound_ms`: the cost model's `roofline.time_phase`), each phase a
+  `run.PhaseResult` as theirs is. No calibrated estimate:
   it times each product at its shape, which only the formulas' reading lists.
 
 The run is transformers' base model of the first layers (`hf`), in this process, within the
@@ -29,14 +30,13 @@ from attn_core.anatomy.build import BuildRefused, build_on_meta, text_config
 from attn_core.anatomy.derive import derive
 from attn_core.anatomy.flops import count_flops
 from attn_core.cost.dtypes import DTYPE_BYTES
-from attn_core.cost.roofline import Roofline, time_phase
 from attn_core.kernels.records import DTYPES
 from attn_core.verify import hf
 from attn_core.verify.counts import PhaseCounts
 from attn_core.verify.peak import MAX_EXPERTS
 from attn_core.verify.plan import MAX_LAYERS, VerifyError, VerifyRequest, select_device
-from attn_core.verify.probe import PEAK_N, clock, probe_gemm, probe_stream, time_call
-from attn_core.verify.run import PREFILL_REPEATS, device_name
+from attn_core.verify.probe import PEAK_N, Probe, bound_ms, clock, probe_gemm, probe_stream, time_call
+from attn_core.verify.run import PREFILL_REPEATS, PhaseResult, device_name
 
 
 @dataclass(frozen=True)
@@ -160,12 +160,12 @@ def verify_model_read(config: Mapping[str, Any], request: VerifyRequest, name: s
         )
     finally:
         torch.set_num_threads(threads)
+    probe = Probe(device, request.dtype, peak, bandwidth)
     phases = {}
     for key, f, m, runs in zip(("prefill", "decode_step"), flops, moved, (prefills, decodes), strict=True):
-        bound = 1e3 * time_phase(PhaseCounts(f, m, m, (), ()).as_count(), Roofline(peak, bandwidth)).bound_s
+        counts = PhaseCounts(f, m, m, (), ())
         measured, wall = (1e3 * x for x in min(runs))
-        phases[key] = {"flops": f, "bytes": m, "bound_ms": bound, "estimate_ms": None, "measured_ms": measured,
-                       "measured_wall_ms": wall, "bound_over_measured": bound / measured}  # fmt: skip
+        phases[key] = PhaseResult(counts, bound_ms(counts, probe), None, measured, wall).to_json()
     return {
         "model": name, "counts_by": "model", "built_by": "transformers", "device": device,
         "device_name": where, "dtype": request.dtype, "clock": timed_on,
@@ -173,7 +173,7 @@ def verify_model_read(config: Mapping[str, Any], request: VerifyRequest, name: s
         "model_experts": anatomy.experts[1] if anatomy.experts else None, "params_built": params, "weight_bytes_built": weights,
         "cache_bytes": cache, "seq_len": request.seq_len, "batch": request.batch,
         "decode_steps": request.decode_steps, "decode_context": context,
-        "probe": {"matmul_flop_per_s": peak, "bandwidth_bytes_per_s": bandwidth}, **phases,
+        "probe": probe.to_json(), **phases,
         "notes": [*notes, "the formulas do not read this model: FLOPs and bytes are counted from transformers' build "
                   "of it (attn_core/anatomy), the bound priced from them; no calibrated estimate"],
         "load_average": [load_before, load_average()], "seconds": time.perf_counter() - start,
