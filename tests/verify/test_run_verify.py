@@ -8,7 +8,7 @@ Oracles, each independent of the code it checks:
 - the incremental decode checked against a full causal prefill of the same tokens;
 - a seeded simulation of uniform top-k routing for the expected touched experts;
 - for a Gated DeltaNet layer (a tiny Qwen3-Next), its core's products enumerated chunk by chunk
-  by hand (`tests/verify/test_verify_hybrid.py` checks the layer against transformers' own).
+  by hand (`tests/verify/test_run_hybrid.py` checks the layer against transformers' own).
 No time is asserted: only that the bound, a lower bound by construction, is below the run.
 """
 

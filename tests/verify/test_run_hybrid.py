@@ -9,10 +9,10 @@ Oracles, each independent of the code it checks:
 - the modules built on the meta device at the preset's true shapes: their parameters against the
   cost model's ``params()``, ``matrix_weights()`` and ``attention_params``;
 - the delta rule's and the SSD scan's products enumerated chunk by chunk by hand
-  (`tests/verify/test_verify.py`), and torch's FlopCounterMode over the core the probe times;
+  (`tests/verify/test_run_verify.py`), and torch's FlopCounterMode over the core the probe times;
 - the cap's arithmetic redone from the preset's numbers.
 The shared checks (counts against the built modules, decode against a full prefill, the bound
-below the run) run on a tiny Qwen3-Next and a tiny Nemotron-H in `tests/verify/test_verify.py` with the
+below the run) run on a tiny Qwen3-Next and a tiny Nemotron-H in `tests/verify/test_run_verify.py` with the
 other kinds.
 """
 
