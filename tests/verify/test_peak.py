@@ -180,7 +180,7 @@ def _cost_panel():
 def test_the_page_shows_the_plan_first_and_stop_gives_one_line():
     from streamlit.testing.v1 import AppTest
 
-    from tests.verify.test_verify import open_check
+    from tests.verify.test_run_verify import open_check
 
     at = open_check(AppTest.from_function(_cost_panel, default_timeout=60).run())
     assert any(c.value.startswith("Planned peak ") and "stopped at 120 s" in c.value for c in at.caption)

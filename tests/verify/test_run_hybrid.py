@@ -29,7 +29,7 @@ from attn_core.cost.params import attention_params, expert_params
 from attn_core.cost.serving import kv_cache_bytes, state_bytes
 from attn_core.cost.shapes import from_hf_config, load_preset
 from attn_core.verify.examples import HYBRID, NEMOTRON
-from tests.verify.test_verify import delta_rule_flops_by_hand, ssd_flops_by_hand
+from tests.verify.test_run_verify import delta_rule_flops_by_hand, ssd_flops_by_hand
 
 qwen3_next = pytest.importorskip(
     "transformers.models.qwen3_next.modeling_qwen3_next", reason="transformers without Qwen3-Next"
@@ -327,7 +327,7 @@ def _hybrid_page_stub():
 def test_cost_page_button_checks_a_hybrid():
     from streamlit.testing.v1 import AppTest
 
-    from tests.verify.test_verify import open_check, wait_for_check
+    from tests.verify.test_run_verify import open_check, wait_for_check
 
     at = open_check(AppTest.from_function(_hybrid_page_stub, default_timeout=120).run())
     at.selectbox(key="co_vf_T").set_value(64)
