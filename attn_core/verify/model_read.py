@@ -182,16 +182,22 @@ def verify_model_read(config: Mapping[str, Any], request: VerifyRequest, name: s
 
 def format_model_read(r: dict) -> str:
     """The readable table of a model-read check: bound and measured per phase."""
+    experts = (
+        f", {r['experts_built']} of {r['model_experts']:,} routed experts" if r.get("experts_built") else ""
+    )
     lines = [
         f"{r['model']} on {r['device']} ({r['device_name']}), {r['dtype']}: {r['layers_built']} of "
-        f"{r['model_layers']} layers built by transformers, {r['params_built']:,} parameters; counts from the "
-        "model itself (the formulas do not read it)",
+        f"{r['model_layers']} layers{experts} built by transformers, {r['params_built']:,} parameters; counts "
+        "from the model itself (the formulas do not read it)",
+        *(f"  note: {n}" for n in r["notes"][:-1]),
         f"{'phase':<14}{'FLOPs':>16}{'bytes':>14}{'bound ms':>11}{'measured ms':>13}{'bound/measured':>16}",
     ]
     for key in ("prefill", "decode_step"):
         p = r[key]
-        lines.append(f"{key:<14}{p['flops']:>16,}{p['bytes']:>14,}{p['bound_ms']:>11.2f}"
-                     f"{p['measured_ms']:>13.2f}{p['bound_over_measured']:>16.2f}")  # fmt: skip
+        lines.append(
+            f"{key:<14}{p['flops']:>16,}{p['bytes']:>14,}{p['bound_ms']:>11.2f}"
+            f"{p['measured_ms']:>13.2f}{p['bound_over_measured']:>16.2f}"
+        )
     load = " → ".join("?" if x is None else f"{x:.2f}" for x in r["load_average"])
     lines.append(f"measured on {r['clock']}; load average {load}; {r['seconds']:.1f} s")
     return "\n".join(lines)
