@@ -19,7 +19,7 @@ from attn_core.cost.cli import _run as analytic_run
 from attn_core.cost.config_keys import ConfigError
 from attn_core.cost.derived_records import NO_TYPE, build_answer, buildable_type
 from attn_core.cost.model_types import declared_type
-from attn_core.cost.shapes import MAX_CONFIG_BYTES, parse_config_text
+from attn_core.cost.shapes import MAX_CONFIG_BYTES, parse_config_text, read_config_json
 from attn_core.cost.units import format_bytes, format_count_short
 
 
@@ -149,7 +149,7 @@ def _config_text(args) -> str:
 def run(args) -> str:
     text = _config_text(args)
     try:
-        config = json.loads(text)
+        config = read_config_json(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"--config {args.config}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
     if isinstance(config, dict):  # remote code declaring a transformers architecture: built as that type

@@ -69,13 +69,17 @@ class Anatomy:
         """Bytes kept per sequence whatever its length (convolution and recurrent states)."""
         return sum(g.count * g.cache.fixed for g in self.groups)
 
-    def cache_bytes(self, T: int, batch: int = 1) -> int:
+    def cache_bytes(self, T: int, batch: int = 1, b: int = 2, layers: int | None = None) -> int:
         """The cache after T tokens, B sequences, in transformers' dynamic cache: a sliding
-        layer keeps min(T, W − 1) tokens, any other T; plus the fixed state."""
+        layer keeps min(T, W − 1) tokens, any other T; plus the fixed state. Read at bf16: at
+        ``b`` bytes a value all but the state kept in fp32 scales by b / 2; ``layers``: the first
+        that many layers only."""
         per_seq = 0
         for g in self.groups:
+            n = g.count if layers is None else sum(1 for i in g.layers if i < layers)
             kept = T if g.cache.window is None else min(T, g.cache.window - 1)
-            per_seq += g.count * (g.cache.per_token * kept + g.cache.fixed)
+            at_b = (g.cache.per_token * kept + g.cache.fixed - g.cache.fixed_fp32) * b // 2
+            per_seq += n * (at_b + g.cache.fixed_fp32)
         return batch * per_seq
 
     def to_json(self) -> dict[str, Any]:

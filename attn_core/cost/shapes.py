@@ -251,12 +251,36 @@ def from_hf_config(
     )
 
 
+# transformers writes a non-finite float as {"__float__": "Infinity"} (``to_json_string``) and
+# reads it back as the float (``PretrainedConfig._dict_from_json_file``): Falcon-H1's
+# time_step_limit [0.0, inf].
+_FLOAT_TAG = "__float__"
+_FLOAT_TAGS = {"Infinity": float("inf"), "-Infinity": float("-inf"), "NaN": float("nan")}
+
+
+def _decode_floats(value: Any) -> Any:
+    if isinstance(value, dict):
+        tag = value.get(_FLOAT_TAG)
+        if len(value) == 1 and isinstance(tag, str) and tag in _FLOAT_TAGS:
+            return _FLOAT_TAGS[tag]
+        return {k: _decode_floats(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode_floats(v) for v in value]
+    return value
+
+
+def read_config_json(text: str) -> Any:
+    """The value of a config.json's text as transformers reads it: JSON, with its tagged
+    non-finite floats decoded. json.JSONDecodeError (or RecursionError) as ``json.loads``."""
+    return _decode_floats(json.loads(text))
+
+
 def parse_config_text(text: str, name: str | None = None) -> ModelShape:
     """Parse the text of a config.json (pasted or uploaded) into a ModelShape.
 
     Raises ConfigError for invalid JSON (with line and column) or an unsizable config."""
     try:
-        config = json.loads(text)
+        config = read_config_json(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
     except RecursionError:
@@ -305,7 +329,7 @@ def load_preset_config(name: str) -> dict[str, Any]:
         raise ConfigError(
             f"unknown model {name!r}; presets: {', '.join(list_presets() + list_built_presets())}"
         )
-    return json.loads(text)
+    return read_config_json(text)
 
 
 @functools.cache

@@ -12,7 +12,7 @@ of a pasted config, is `attn_core.bounded_child`).
 
 The memory limit is RLIMIT_AS, the child's address space: set once torch (and transformers, for a
 hybrid) are imported, at what is mapped then + the planned peak + ADDRESS_SLACK. The plan is an
-upper bound of the bytes the check allocates (`tests/verify/test_bounds.py` measures the child's
+upper bound of the bytes the check allocates (`tests/verify/test_peak.py` measures the child's
 peak resident memory against it); resident ≤ mapped, and the slack covers mappings that are
 reserved but never touched (a malloc arena, a thread's stack, a library loaded late). So a check
 that stays within its plan is never stopped by it, and one that does not (a plan that missed a

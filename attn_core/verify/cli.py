@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attn_core.cost.cli import Parser, UsageError, bounded_int, fail, load_shape, positive_float
-from attn_core.cost.shapes import ConfigError, list_presets
+from attn_core.cost.shapes import ConfigError, list_presets, read_config_json
 from attn_core.cost.units import format_bytes_binary, format_flops, format_rate, format_seconds
 
 # Mirrors attn_core.verify (which imports torch); a test checks they agree.
@@ -66,28 +66,50 @@ def _memory_gib(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="python -m attn_core verify",
-                description="Build a model's layers with random weights, run a prefill and decode steps, "
-                "and compare the time with the cost model's bound and calibrated estimate.")  # fmt: skip
+    p = Parser(
+        prog="python -m attn_core verify",
+        description="Build a model's layers with random weights, run a prefill and decode steps, "
+        "and compare the time with the cost model's bound and calibrated estimate.",
+    )
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--model", help=f"preset name: {', '.join(list_presets())}")
     source.add_argument("--config", type=Path, help="path to a Hugging Face config.json")
-    p.add_argument("--layers", type=bounded_int(1, MAX_LAYERS), default=None,
-                   help="layers to build (default: as many as fit --memory-gib)")  # fmt: skip
+    p.add_argument(
+        "--layers",
+        type=bounded_int(1, MAX_LAYERS),
+        default=None,
+        help="layers to build (default: as many as fit --memory-gib)",
+    )
     p.add_argument("--seq-len", type=bounded_int(1, MAX_SEQ_LEN), default=DEFAULT_SEQ_LEN, help="prompt T")
     p.add_argument("--batch", type=bounded_int(1, MAX_BATCH), default=1, help="sequences B")
-    p.add_argument("--decode-steps", type=bounded_int(1, MAX_DECODE_STEPS), default=DEFAULT_DECODE_STEPS,
-                   help="decode steps M")  # fmt: skip
+    p.add_argument(
+        "--decode-steps",
+        type=bounded_int(1, MAX_DECODE_STEPS),
+        default=DEFAULT_DECODE_STEPS,
+        help="decode steps M",
+    )
     p.add_argument("--dtype", choices=DTYPES, default="fp32", help="weights, activations and cache")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: CUDA if present")
-    p.add_argument("--memory-gib", type=_memory_gib, default=DEFAULT_MEMORY_GIB,
-                   help="cap on the check's planned peak (weights, cache, activations, probe), GiB; "
-                   "at most this machine's memory")  # fmt: skip
-    p.add_argument("--threads", type=bounded_int(0, os.cpu_count() or 1), default=1,
-                   help="CPU threads, at most this machine's cores (default 1: timed on its own CPU time; "
-                   "0: torch's default, wall time)")  # fmt: skip
-    p.add_argument("--time-limit", type=bounded_int(1, MAX_TIME_LIMIT_S), default=DEFAULT_TIME_LIMIT_S,
-                   help="seconds the check may run before it is stopped")  # fmt: skip
+    p.add_argument(
+        "--memory-gib",
+        type=_memory_gib,
+        default=DEFAULT_MEMORY_GIB,
+        help="cap on the check's planned peak (weights, cache, activations, probe), GiB; "
+        "at most this machine's memory",
+    )
+    p.add_argument(
+        "--threads",
+        type=bounded_int(0, os.cpu_count() or 1),
+        default=1,
+        help="CPU threads, at most this machine's cores (default 1: timed on its own CPU time; "
+        "0: torch's default, wall time)",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=bounded_int(1, MAX_TIME_LIMIT_S),
+        default=DEFAULT_TIME_LIMIT_S,
+        help="seconds the check may run before it is stopped",
+    )
     p.add_argument("--json", type=Path, default=None, help="write the result here as JSON")
     return p
 
@@ -111,8 +133,10 @@ def format_result(r) -> str:
         "",
         f"{'phase':<34}{'FLOPs':>13}{'bytes':>12}{'bound':>11}{'estimate':>11}{'measured':>11}{'error':>9}",
     ]
-    phases = ((f"prefill, {req.batch} × {req.seq_len:,} tokens", r.prefill),
-              (f"decode step, {r.decode_context:,} cached", r.decode_step))  # fmt: skip
+    phases = (
+        (f"prefill, {req.batch} × {req.seq_len:,} tokens", r.prefill),
+        (f"decode step, {r.decode_context:,} cached", r.decode_step),
+    )
     for label, ph in phases:
         lines.append(
             f"{label:<34}{format_flops(ph.counts.flops):>13}{format_bytes_binary(ph.counts.bytes):>12}"
@@ -147,10 +171,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         request = verify.VerifyRequest(
-            seq_len=args.seq_len, batch=args.batch, decode_steps=args.decode_steps, layers=args.layers,
-            memory_bytes=int(args.memory_gib * 2**30), dtype=args.dtype, device=args.device,
+            seq_len=args.seq_len,
+            batch=args.batch,
+            decode_steps=args.decode_steps,
+            layers=args.layers,
+            memory_bytes=int(args.memory_gib * 2**30),
+            dtype=args.dtype,
+            device=args.device,
             threads=args.threads or None,
-        )  # fmt: skip
+        )
         device = verify.select_device(args.device)
         # refuse what cannot be built before probing anything
         plan = verify.plan_build(shape, request, config)
@@ -159,8 +188,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return fail(
                 f"this check is expected to take ~{seconds:,.0f} s, over --time-limit {args.time_limit:,} s"
             )
-        print(f"expected to take up to ~{seconds:,.0f} s (stopped at {args.time_limit:,} s); planned peak "
-              f"{format_bytes_binary(plan.peak_bytes)}", file=sys.stderr)  # fmt: skip
+        print(
+            f"expected to take up to ~{seconds:,.0f} s (stopped at {args.time_limit:,} s); planned peak "
+            f"{format_bytes_binary(plan.peak_bytes)}",
+            file=sys.stderr,
+        )
         running = verify.start_check(shape, request, args.time_limit, config=config)
         result = running.wait()
     except (UsageError, ConfigError, ValueError) as exc:  # VerifyError is a ValueError
@@ -174,11 +206,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json.write_text(json.dumps(result.to_json() | peaks | counts, indent=1))
     print(format_result(result))
     if check is not None and not check["agrees"] and result.plan.built_by == "lab":
-        print("note: the formulas (and so the layers built here) differ from transformers' own build of "
-              "this model: see `cost` for the parts; this check measured the formulas' reading")  # fmt: skip
+        print(
+            "note: the formulas (and so the layers built here) differ from transformers' own build of "
+            "this model: see `cost` for the parts; this check measured the formulas' reading"
+        )
     elif check is not None and not check["agrees"]:
-        print("note: the formulas differ from transformers' own build of this model (see `cost`): the run "
-              "measured transformers' modules, the counts beside it are the formulas'")  # fmt: skip
+        print(
+            "note: the formulas differ from transformers' own build of this model (see `cost`): the run "
+            "measured transformers' modules, the counts beside it are the formulas'"
+        )
     return 0
 
 
@@ -198,10 +234,15 @@ def _model_read(args, unread: Exception) -> int:
     from attn_core.verify.model_read import format_model_read, verify_model_read
 
     request = verify.VerifyRequest(
-        seq_len=args.seq_len, batch=args.batch, decode_steps=args.decode_steps, layers=args.layers,
-        memory_bytes=int(args.memory_gib * 2**30), dtype=args.dtype, device=args.device,
+        seq_len=args.seq_len,
+        batch=args.batch,
+        decode_steps=args.decode_steps,
+        layers=args.layers,
+        memory_bytes=int(args.memory_gib * 2**30),
+        dtype=args.dtype,
+        device=args.device,
         threads=args.threads or None,
-    )  # fmt: skip
+    )
     name = args.model or str(args.config)
     try:
         result = verify_model_read(config, request, name)
@@ -219,7 +260,11 @@ def model_config(args) -> dict | None:
     None where it is not a JSON object (the shape's reader has already said so otherwise)."""
     from attn_core.cost.shapes import load_preset_config
 
-    config = load_preset_config(args.model) if args.model is not None else json.loads(args.config.read_text())
+    config = (
+        load_preset_config(args.model)
+        if args.model is not None
+        else read_config_json(args.config.read_text())
+    )
     return config if isinstance(config, dict) else None
 
 
@@ -232,7 +277,7 @@ def model_check(args) -> dict | None:
 
     if args.model is not None:
         return preset_record(args.model, load_preset_config(args.model))
-    config = json.loads(args.config.read_text())
+    config = read_config_json(args.config.read_text())
     if buildable_type(config) is None:
         return None
     from attn_core.anatomy.check import check_config

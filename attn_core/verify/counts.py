@@ -9,11 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from attn_core.cost.flops import prefill_flops
-from attn_core.cost.params import expert_params
-from attn_core.cost.phases import PhaseCount
-from attn_core.cost.serving import experts_touched_expected
+from attn_core.cost.inputs import Precision
+from attn_core.cost.params import decode_weight_bytes
+from attn_core.cost.phases import PhaseCount, decode_count, prefill_count
+from attn_core.cost.serving import decode_weight_bytes_expected, experts_touched_expected
 from attn_core.cost.shapes import ModelShape
-from attn_core.verify.plan import active_layer_params, cache_bytes
+from attn_core.verify.plan import RECURRENT_DTYPE, active_layer_params
 
 
 @dataclass(frozen=True)
@@ -161,51 +162,42 @@ def _gemms(shape: ModelShape, tokens: int) -> tuple[Gemm, ...]:
 
 def _weight_bytes(shape: ModelShape, b: int, tokens: int) -> tuple[int, int]:
     """(floor, expected) bytes of the built layers' weights a pass over ``tokens`` tokens reads:
-    top-k routed experts per MoE layer, or the expected distinct ones."""
+    top-k routed experts per MoE layer, or the expected distinct ones (the cost model's extra,
+    `serving.decode_weight_bytes_expected` over `params.decode_weight_bytes`)."""
     floor = active_layer_params(shape) * b
-    if shape.moe is None or shape.n_moe_layers == 0:
-        return floor, floor
-    m = shape.moe
-    one = expert_params(shape, m.expert_d_ff, m.expert_bias) * shape.n_moe_layers * b
-    return floor, floor + round((experts_touched_expected(m.n_experts, m.top_k, tokens) - m.top_k) * one)
+    extra = decode_weight_bytes_expected(shape, tokens, b) - decode_weight_bytes(shape, tokens, b)
+    return floor, floor + extra
 
 
-def _phase(
-    shape: ModelShape, flops: float, q_len: int, kv_len: int, cached: int, batch: int, b: int
-) -> PhaseCounts:
+def _phase(shape: ModelShape, count: PhaseCount, q_len: int, kv_len: int, batch: int, b: int) -> PhaseCounts:
     """A phase of B sequences of ``q_len`` new tokens over ``kv_len`` keys: the cost model's
-    ``flops``, the active weights plus the KV cache of ``cached`` tokens and the linear layers'
-    state (written or read, once), its products and its mixers' calls."""
-    kv = cache_bytes(shape, cached, batch, b)
+    ``count`` (`phases`) less the output head, which is not built: its FLOPs, the active weights
+    of the built layers plus its KV cache and linear state (written or read, once), its products
+    and its mixers' calls."""
+    head = prefill_flops(shape, q_len, batch, causal=True).lm_head
     floor, expected = _weight_bytes(shape, b, batch * q_len)
     calls = tuple(
         AttentionCall(kind, q_len, kv_len, n) for kind, n in shape.kind_counts.items() if kind in MIXER_GEMMS
     )
-    return PhaseCounts(int(flops), floor + kv, expected + kv, _gemms(shape, batch * q_len), calls)
+    kv = int(count.mixing_bytes)
+    return PhaseCounts(
+        int(count.flops - head), floor + kv, expected + kv, _gemms(shape, batch * q_len), calls
+    )
 
 
-LINEAR_TERMS = (
-    "projections",
-    "attention",
-    "mlp",
-    "state_projections",
-    "per_layer_inputs",
-)  # per token, or per pair
+def _precision(b: int) -> Precision:
+    """The check's dtype as the cost model's precision: weights, activations and cache at b bytes
+    (fp32 or a 16-bit format: the bytes are what is counted), the recurrent state at RECURRENT_DTYPE."""
+    return Precision("fp32" if b == 4 else "bf16", state=RECURRENT_DTYPE)
 
 
 def prefill_counts(shape: ModelShape, T: int, batch: int, b: int) -> PhaseCounts:
-    """The cost model's causal prefill of B × T tokens over the built layers (no head; a linear
-    layer's core in its chunked form) and the KV cache and linear state it writes."""
-    f = prefill_flops(shape, T, batch, causal=True)
-    return _phase(shape, sum(getattr(f, t) for t in LINEAR_TERMS) + f.state_core, T, T, T, batch, b)
+    """The cost model's causal prefill of B × T tokens over the built layers (`phases.prefill_count`,
+    no head; a linear layer's core in its chunked form) and the KV cache and linear state it writes."""
+    return _phase(shape, prefill_count(shape, T, batch, _precision(b)), T, T, batch, b)
 
 
 def decode_counts(shape: ModelShape, context: int, batch: int, b: int) -> PhaseCounts:
-    """One decode step with ``context`` tokens cached: the cost model's FLOPs of token context + 1
-    (prefill to context + 1 minus prefill to context; a linear layer's core in its recurrent
-    form, ``core_flops(1, decode=True)``), the active weights and the cache and state read."""
-    f1, f0 = (prefill_flops(shape, t, batch, causal=True) for t in (context + 1, context))
-    flops = sum(getattr(f1, t) - getattr(f0, t) for t in LINEAR_TERMS)
-    if shape.n_state_layers:
-        flops += shape.n_state_layers * shape.state_mixer.core_flops(1, decode=True) * batch
-    return _phase(shape, flops, 1, context + 1, context, batch, b)
+    """One decode step with ``context`` tokens cached (`phases.decode_count`, no head: a linear
+    layer's core in its recurrent form), the active weights and the cache and state read."""
+    return _phase(shape, decode_count(shape, context, batch, _precision(b)), 1, context + 1, batch, b)

@@ -18,18 +18,20 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from attn_core.anatomy.build import EXPERT_KEYS, LAYER_KEYS, BuildRefused, causal_lm_class, quiet, text_config
+from attn_core.anatomy.build import LAYER_KEYS, BuildRefused, causal_lm_class, quiet, text_config
 
 # A list of layer indices (not one entry per layer) is named so: Qwen's ``mlp_only_layers``,
 # LFM2's ``full_attn_idxs``. Any other list (or pattern string) with one entry per layer is cut.
 _INDEX_SUFFIXES = ("_idxs", "_indices", "_only_layers", "_layer_ids", "_layers_idx")
 _PATTERN_KEYS = ("hybrid_override_pattern", "block_pattern", "layers_block_type")
+_NOT_EXPERT_COUNT = re.compile(r"per_tok|top_?k|shared|size|dim|group", re.I)
 
 
 def layer_count(cfg) -> int:
@@ -60,12 +62,28 @@ def _index(key, n: int) -> bool:
     return text.isdigit() and int(text) < n
 
 
+def expert_count_keys(d: Mapping[str, Any], E: int) -> tuple[str, ...]:
+    """The settings of the config ``d`` that hold its E routed experts per MoE layer (E as the
+    build's module tree shows it): integers equal to E named for experts, the top-k and the shared
+    experts aside (``num_experts``, ``num_local_experts``, ``n_routed_experts``, …)."""
+    return tuple(
+        key
+        for key, v in d.items()
+        if "expert" in key
+        and not _NOT_EXPERT_COUNT.search(key)
+        and isinstance(v, int)
+        and not isinstance(v, bool)
+        and v == E
+    )
+
+
 def cut_config_dict(
-    d: Mapping[str, Any], n: int, picked: Sequence[int], n_experts: int | None
+    d: Mapping[str, Any], n: int, picked: Sequence[int], experts: tuple[int, int] | None
 ) -> dict[str, Any]:
     """The config (transformers' completed dict, of ``n`` layers) of the layers ``picked`` in
     order: the layer count, every per-layer list or pattern string cut to them, every list of
-    layer indices renumbered, Gemma's KV-sharing layers counted among them, the routed experts set."""
+    layer indices renumbered, Gemma's KV-sharing layers counted among them; ``experts`` (E of the
+    model, E built): the routed experts set (`expert_count_keys`), BuildRefused where no key holds E."""
     out = dict(d)
     for key in LAYER_KEYS:
         if isinstance(d.get(key), int) and not isinstance(d.get(key), bool):
@@ -84,10 +102,11 @@ def cut_config_dict(
     shared = d.get("num_kv_shared_layers")
     if isinstance(shared, int) and shared > 0:  # the last ``shared`` layers reuse earlier layers' KV
         out["num_kv_shared_layers"] = sum(1 for i in picked if i >= n - shared)
-    if n_experts is not None:
-        for k in EXPERT_KEYS:
-            if isinstance(d.get(k), int) and not isinstance(d.get(k), bool):
-                out[k] = n_experts
+    if experts is not None and experts[0] != experts[1]:
+        keys = expert_count_keys(d, experts[0])
+        if not keys:
+            raise BuildRefused(f"no config key holds its {experts[0]:,} routed experts: they cannot be cut")
+        out |= dict.fromkeys(keys, experts[1])
     return out
 
 
@@ -120,9 +139,10 @@ def hf_build(config: Mapping[str, Any] | None) -> HFBuild:
     return HFBuild(cfg, None)
 
 
-def cut_config(cfg, picked: Sequence[int], n_experts: int | None):
-    """A new config of ``cfg``'s class for the layers ``picked`` (see `cut_config_dict`)."""
-    d = cut_config_dict(cfg.to_dict(), layer_count(cfg), picked, n_experts)
+def cut_config(cfg, picked: Sequence[int], experts: tuple[int, int] | None):
+    """A new config of ``cfg``'s class for the layers ``picked`` and ``experts`` (E of the model,
+    E built; see `cut_config_dict`)."""
+    d = cut_config_dict(cfg.to_dict(), layer_count(cfg), picked, experts)
     d.pop("model_type", None)
     d.pop("transformers_version", None)
     try:
@@ -136,6 +156,29 @@ def cut_config(cfg, picked: Sequence[int], n_experts: int | None):
         # Gemma 4 makes its last layer global whatever the config says
         raise BuildRefused(f"transformers changes the layer kinds of layers {list(picked)} when built alone")
     return cut
+
+
+def hf_source(config: Mapping[str, Any], n_layers: int):
+    """(transformers' text config, None) where transformers builds ``config`` with the
+    ``n_layers`` layers the cost model read; else (None, why the lab's layers are built)."""
+    built = hf_build(config)
+    if not built.buildable:
+        return None, built.reason
+    n = layer_count(built.cfg)
+    if n != n_layers:
+        return None, (
+            f"transformers builds {n} layers where the cost model reads {n_layers}: the lab's layers are built"
+        )
+    return built.cfg, None
+
+
+def keeps_kinds(cfg, picked: Sequence[int]) -> bool:
+    """Whether transformers builds the layers ``picked`` of ``cfg`` as they are in the model."""
+    try:
+        cut_config(cfg, picked, None)
+    except BuildRefused:
+        return False
+    return True
 
 
 def _attn(cls) -> str:

@@ -9,7 +9,9 @@ from the model itself (``counts_by`` "model"), not from `attn_core.cost`.
 - Bytes: the built layers' parameters (the embedding table aside: a pass reads only its rows)
   at the run's dtype, and the cache the anatomy reads for those layers (`anatomy.cache`, at bf16,
   rescaled to the dtype; state kept in fp32 stays fp32), written (prefill) or read (decode).
-- The bound: max(FLOPs / peak, bytes / bandwidth) at the probed peaks. No calibrated estimate:
+- The bound: max(FLOPs / peak, bytes / bandwidth) at the probed peaks, priced as the formulas'
+  check prices them (`probe.bound_ms`: the cost model's `roofline.time_phase`), each phase a
+  `run.PhaseResult` as theirs is. No calibrated estimate:
   it times each product at its shape, which only the formulas' reading lists.
 
 The run is transformers' base model of the first layers (`hf`), in this process, within the
@@ -18,7 +20,8 @@ memory cap on its weights and cache."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -29,41 +32,84 @@ from attn_core.anatomy.flops import count_flops
 from attn_core.cost.dtypes import DTYPE_BYTES
 from attn_core.kernels.records import DTYPES
 from attn_core.verify import hf
+from attn_core.verify.counts import PhaseCounts
+from attn_core.verify.peak import MAX_EXPERTS
 from attn_core.verify.plan import MAX_LAYERS, VerifyError, VerifyRequest, select_device
-from attn_core.verify.probe import PEAK_N, clock, probe_gemm, probe_stream, time_call
-from attn_core.verify.run import PREFILL_REPEATS, device_name
+from attn_core.verify.probe import PEAK_N, Probe, bound_ms, clock, probe_gemm, probe_stream, time_call
+from attn_core.verify.run import PREFILL_REPEATS, PhaseResult, device_name
 
 
-def _cache_bytes(anatomy, layers: int, tokens: int, batch: int, b: int) -> int:
-    """The cache the first ``layers`` layers keep after ``tokens`` tokens, B sequences, at b bytes."""
-    total = 0
-    for g in anatomy.groups:
-        n = sum(1 for i in g.layers if i < layers)
-        kept = tokens if g.cache.window is None else min(tokens, g.cache.window - 1)
-        at_b = (g.cache.per_token * kept + g.cache.fixed - g.cache.fixed_fp32) * b // 2
-        total += n * (at_b + g.cache.fixed_fp32)
-    return batch * total
+@dataclass(frozen=True)
+class _Built:
+    """The planned layers: transformers' config of them, their count, routed experts (None:
+    dense), parameters, and the weight and cache bytes the cap bounds (from its meta build)."""
+
+    cut: Any
+    layers: int
+    experts: int | None
+    params: int
+    weights: int
+    cache: int
 
 
-def _layers(cfg, anatomy, request: VerifyRequest, b: int):
-    """(config of the first n layers, n, their parameters, weight bytes, cache bytes): the most that
-    fit the cap on weights and cache, and never fewer than reach the first attention layer (a run
-    of conv or state layers alone fails in transformers' mask builder, and is not the model)."""
+def _largest(lo: int, hi: int, fits: Callable[[int], _Built | None]) -> _Built | None:
+    """The plan at the largest x in [lo, hi] that ``fits`` (the peak grows with x), by bisection."""
+    best = fits(lo)
+    while best is not None and lo < hi:
+        mid = (lo + hi + 1) // 2
+        got = fits(mid)
+        lo, hi, best = (mid, hi, got) if got is not None else (lo, mid - 1, best)
+    return best
+
+
+def _over_cap(least: _Built | None, n: int, cap: int) -> str:
+    """Why not even the least that is built fits: what it needs (at k experts), over the cap."""
+    what = "one layer" if n == 1 else f"the first {n} layers (through the first attention layer)"
+    if least is None:
+        return f"transformers cannot build {what} alone"
+    experts = f" with k = {least.experts} routed experts" if least.experts else ""
+    return (
+        f"{what}{experts} need {(least.weights + least.cache) / 2**30:.2f} GiB of weights (the embeddings "
+        f"among them) and cache, over the {cap / 2**30:.2f} GiB cap: raise the cap or use a 16-bit dtype"
+    )
+
+
+def _layers(cfg, anatomy, request: VerifyRequest, b: int) -> tuple[_Built, list[str]]:
+    """The most first layers that fit the cap on weights and cache, and never fewer than reach
+    the first attention layer (a run of conv or state layers alone fails in transformers' mask
+    builder, and is not the model); at most MAX_EXPERTS routed experts, and where the least layers
+    do not fit, as many experts as fit (never fewer than k), cut in the config itself. With notes."""
     N = hf.layer_count(cfg)
     tokens = request.seq_len + request.decode_steps
     attention = [i for g in anatomy.groups if g.params.get("attention") for i in g.layers]
     least = min(attention) + 1 if attention else 1
-    for n in range(max(min(request.layers or N, N, MAX_LAYERS), least), least - 1, -1):
+    k, E = anatomy.experts or (None, None)
+
+    def need(n: int, e: int | None) -> _Built | None:
         try:
-            cut = hf.cut_config(cfg, range(n), None)
+            cut = hf.cut_config(cfg, range(n), (E, e) if E else None)
         except BuildRefused:
-            continue
-        params = hf.built_params(cut)
-        weights, cache = hf.built_numel(cut) * b, _cache_bytes(anatomy, n, tokens, request.batch, b)
-        if weights + cache <= request.memory_bytes:
-            return cut, n, params, weights, cache
-    what = "one layer's" if least == 1 else f"the first {least} layers' (through the first attention layer)"
-    raise VerifyError(f"not {what} weights and cache fit the {request.memory_bytes / 2**30:.2f} GiB cap")
+            return None
+        weights, cache = hf.built_numel(cut) * b, anatomy.cache_bytes(tokens, request.batch, b, n)
+        return _Built(cut, n, e, hf.built_params(cut), weights, cache)
+
+    def fits(n: int, e: int | None) -> _Built | None:
+        got = need(n, e)
+        return got if got is not None and got.weights + got.cache <= request.memory_bytes else None
+
+    most = min(E, MAX_EXPERTS) if E else None
+    notes = [] if most == E else [f"built with {most} of its {E:,} routed experts, the most one check builds"]
+    built = _largest(least, max(min(request.layers or N, N, MAX_LAYERS), least), lambda n: fits(n, most))
+    if built is None and E:
+        built = _largest(k, most, lambda e: fits(least, e))
+        if built is not None:
+            notes = [
+                f"{least} layers do not fit the cap: built with {built.experts} of its {E:,} routed "
+                f"experts (same k = {k}, same expert shape)"
+            ]
+    if built is None:
+        raise VerifyError(_over_cap(need(least, k or None), least, request.memory_bytes))
+    return built, notes
 
 
 def _flops(cut, n: int, request: VerifyRequest, context: int) -> tuple[int, int]:
@@ -95,13 +141,14 @@ def verify_model_read(config: Mapping[str, Any], request: VerifyRequest, name: s
     if device == "cpu" and request.threads is not None:
         torch.set_num_threads(request.threads)
     try:
-        cut, n, params, weights, cache = _layers(cfg, anatomy, request, b)
+        built, notes = _layers(cfg, anatomy, request, b)
+        cut, n, params, weights, cache = built.cut, built.layers, built.params, built.weights, built.cache
         context = request.seq_len + (request.decode_steps - 1) // 2
         flops = _flops(cut, n, request, context)
         embeddings = anatomy.params_by_part.get("embeddings", 0) * b
         layer_weights = weights - embeddings
-        moved = (layer_weights + _cache_bytes(anatomy, n, request.seq_len, request.batch, b),
-                 layer_weights + _cache_bytes(anatomy, n, context, request.batch, b))  # fmt: skip
+        moved = (layer_weights + anatomy.cache_bytes(request.seq_len, request.batch, b, n),
+                 layer_weights + anatomy.cache_bytes(context, request.batch, b, n))  # fmt: skip
         peak = probe_gemm(PEAK_N[device], PEAK_N[device], PEAK_N[device], dtype, device)
         bandwidth = probe_stream(device, dtype)
         model = hf.build_model(cut, dtype, device)
@@ -113,20 +160,21 @@ def verify_model_read(config: Mapping[str, Any], request: VerifyRequest, name: s
         )
     finally:
         torch.set_num_threads(threads)
+    probe = Probe(device, request.dtype, peak, bandwidth)
     phases = {}
     for key, f, m, runs in zip(("prefill", "decode_step"), flops, moved, (prefills, decodes), strict=True):
-        bound = 1e3 * max(f / peak, m / bandwidth)
+        counts = PhaseCounts(f, m, m, (), ())
         measured, wall = (1e3 * x for x in min(runs))
-        phases[key] = {"flops": f, "bytes": m, "bound_ms": bound, "estimate_ms": None, "measured_ms": measured,
-                       "measured_wall_ms": wall, "bound_over_measured": bound / measured}  # fmt: skip
+        phases[key] = PhaseResult(counts, bound_ms(counts, probe), None, measured, wall).to_json()
     return {
         "model": name, "counts_by": "model", "built_by": "transformers", "device": device,
         "device_name": where, "dtype": request.dtype, "clock": timed_on,
-        "layers_built": n, "model_layers": anatomy.n_layers, "params_built": params, "weight_bytes_built": weights,
+        "layers_built": n, "model_layers": anatomy.n_layers, "experts_built": built.experts,
+        "model_experts": anatomy.experts[1] if anatomy.experts else None, "params_built": params, "weight_bytes_built": weights,
         "cache_bytes": cache, "seq_len": request.seq_len, "batch": request.batch,
         "decode_steps": request.decode_steps, "decode_context": context,
-        "probe": {"matmul_flop_per_s": peak, "bandwidth_bytes_per_s": bandwidth}, **phases,
-        "notes": ["the formulas do not read this model: FLOPs and bytes are counted from transformers' build "
+        "probe": probe.to_json(), **phases,
+        "notes": [*notes, "the formulas do not read this model: FLOPs and bytes are counted from transformers' build "
                   "of it (attn_core/anatomy), the bound priced from them; no calibrated estimate"],
         "load_average": [load_before, load_average()], "seconds": time.perf_counter() - start,
     }  # fmt: skip
@@ -134,16 +182,22 @@ def verify_model_read(config: Mapping[str, Any], request: VerifyRequest, name: s
 
 def format_model_read(r: dict) -> str:
     """The readable table of a model-read check: bound and measured per phase."""
+    experts = (
+        f", {r['experts_built']} of {r['model_experts']:,} routed experts" if r.get("experts_built") else ""
+    )
     lines = [
         f"{r['model']} on {r['device']} ({r['device_name']}), {r['dtype']}: {r['layers_built']} of "
-        f"{r['model_layers']} layers built by transformers, {r['params_built']:,} parameters; counts from the "
-        "model itself (the formulas do not read it)",
+        f"{r['model_layers']} layers{experts} built by transformers, {r['params_built']:,} parameters; counts "
+        "from the model itself (the formulas do not read it)",
+        *(f"  note: {n}" for n in r["notes"][:-1]),
         f"{'phase':<14}{'FLOPs':>16}{'bytes':>14}{'bound ms':>11}{'measured ms':>13}{'bound/measured':>16}",
     ]
     for key in ("prefill", "decode_step"):
         p = r[key]
-        lines.append(f"{key:<14}{p['flops']:>16,}{p['bytes']:>14,}{p['bound_ms']:>11.2f}"
-                     f"{p['measured_ms']:>13.2f}{p['bound_over_measured']:>16.2f}")  # fmt: skip
+        lines.append(
+            f"{key:<14}{p['flops']:>16,}{p['bytes']:>14,}{p['bound_ms']:>11.2f}"
+            f"{p['measured_ms']:>13.2f}{p['bound_over_measured']:>16.2f}"
+        )
     load = " → ".join("?" if x is None else f"{x:.2f}" for x in r["load_average"])
     lines.append(f"measured on {r['clock']}; load average {load}; {r['seconds']:.1f} s")
     return "\n".join(lines)

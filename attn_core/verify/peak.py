@@ -4,7 +4,7 @@ expert module's own objects, and the largest layer's temporaries in the prefill 
 attention masks, a linear layer's scan intermediates) — and the caps on what one check may build.
 
 Every term is an upper bound of what torch allocates for it, read off the code that runs (the
-layers in `layers`, transformers' torch fallbacks for the scans); `tests/verify/test_bounds.py`
+layers in `layers`, transformers' torch fallbacks for the scans); `tests/verify/test_peak.py`
 runs small checks in the child process and asserts the child's measured peak resident memory
 stays under the plan. Only the largest layer's temporaries count: a layer's are freed before the
 next one runs (inference mode keeps no graph).

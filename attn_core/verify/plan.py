@@ -244,30 +244,114 @@ def planned_peak(shape: ModelShape, request: VerifyRequest, device: str, hf_conf
     )  # fmt: skip
 
 
-def _hf_source(shape: ModelShape, config: Mapping[str, Any] | None):
-    """(transformers' text config, None) where transformers builds ``config`` with the layers the
-    cost model read; else (None, why the lab's layers are built)."""
-    from attn_core.verify.hf import hf_build, layer_count
+@dataclass(frozen=True)
+class _Planner:
+    """One plan's inputs: the model's shape, the request, the device and transformers' config of
+    the model (None: the lab's layers are built)."""
 
-    built = hf_build(config)
-    if not built.buildable:
-        return None, built.reason
-    n = layer_count(built.cfg)
-    if n != shape.n_layers:
-        return None, (
-            f"transformers builds {n} layers where the cost model reads {shape.n_layers}: the lab's layers are built"
+    shape: ModelShape
+    request: VerifyRequest
+    device: str
+    hf: Any
+
+    def hf_of(self, picked: tuple[int, ...], n_experts: int | None):
+        """transformers' config of the layers ``picked`` with ``n_experts`` routed experts."""
+        if self.hf is None:
+            return None
+        from attn_core.verify.hf import cut_config
+
+        moe = self.shape.moe
+        try:
+            return cut_config(self.hf, picked, (moe.n_experts, n_experts) if moe is not None else None)
+        except BuildRefused as exc:
+            raise VerifyError(str(exc)) from None
+
+    def need(self, picked: tuple[int, ...], n_experts: int | None) -> int:
+        """The planned peak of those layers and experts, bytes."""
+        cut = cut_shape(self.shape, picked, n_experts)
+        return planned_peak(cut, self.request, self.device, self.hf_of(picked, n_experts)).total
+
+
+def _most_experts(p: _Planner, picked: tuple[int, ...], experts: int, cap: str) -> int:
+    """The most routed experts (from k up to ``experts``) with which the layers ``picked`` fit the
+    cap, by bisection (the peak grows with the experts built); VerifyError where none do."""
+    cut = cut_shape(p.shape, picked, experts)
+    limit = p.request.memory_bytes
+    if cut.moe is None or cut.n_moe_layers == 0:
+        raise VerifyError(
+            f"{'one layer' if len(picked) == 1 else f'{len(picked)} layers'} need "
+            f"{p.need(picked, experts) / 2**30:.2f} GiB at the peak (weights, cache, activations, probe), "
+            f"over the {cap}: raise the memory cap or shorten T"
         )
-    return built.cfg, None
+    k = cut.moe.top_k
+    if p.need(picked, k) > limit:
+        one = expert_params(cut, cut.moe.expert_d_ff, cut.moe.expert_bias) * DTYPE_BYTES[p.request.dtype]
+        layers = "" if cut.n_moe_layers == 1 else f" in each of {cut.n_moe_layers} layers"
+        raise VerifyError(
+            f"the {cap} does not hold the k = {k} routed experts of {one / 2**20:,.0f} MiB{layers} "
+            "each token runs, with the rest of the peak: raise the cap"
+        )
+    lo, hi = k, experts
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if p.need(picked, mid) <= limit else (lo, mid - 1)
+    return lo
 
 
-def _keeps_kinds(cfg, picked: tuple[int, ...]) -> bool:
-    from attn_core.verify.hf import cut_config
+def _start(shape: ModelShape, request: VerifyRequest, config: Mapping[str, Any] | None):
+    """(the planner, notes so far): the request checked, transformers' config if it builds it."""
+    from attn_core.verify.hf import hf_source
 
-    try:
-        cut_config(cfg, picked, None)
-    except BuildRefused:
-        return False
-    return True
+    refuse_unbuilt(shape)
+    if request.dtype not in DTYPES:
+        raise VerifyError(f"dtype must be one of {', '.join(DTYPES)}, got {request.dtype!r}")
+    device = select_device(request.device)
+    hf, hf_reason = hf_source(config, shape.n_layers) if config is not None else (None, None)
+    notes = [hf_reason] if hf_reason else []
+    if request.layers and request.layers > min(shape.n_layers, MAX_LAYERS):
+        notes.append(
+            f"asked for {request.layers:,} layers; the model has {shape.n_layers:,}, at most {MAX_LAYERS} are built"
+        )
+    return _Planner(shape, request, device, hf), notes
+
+
+def _check_width(shape: ModelShape, request: VerifyRequest, least: tuple[int, ...], experts: int | None):
+    """VerifyError where B·T tokens × the widest activation of the least build is over the cap."""
+    tokens = request.batch * request.seq_len
+    width = widest(cut_shape(shape, least, experts))
+    if tokens * width > MAX_TOKEN_WIDTH:
+        raise VerifyError(
+            f"B × T = {tokens:,} tokens × {width:,} wide activations is over the {MAX_TOKEN_WIDTH:,} elements "
+            "one check holds: shorten T or B"
+        )
+
+
+def _plan(p: _Planner, picked: tuple[int, ...], experts: int | None, notes: list[str]) -> Plan:
+    """The plan of the layers ``picked`` with ``experts`` routed experts."""
+    shape, cut = p.shape, cut_shape(p.shape, picked, experts)
+    hf_cut = p.hf_of(picked, experts)
+    peak = planned_peak(cut, p.request, p.device, hf_cut)
+    if hf_cut is None:
+        built_by, built = "lab", layer_params(cut)
+    else:
+        from attn_core.verify.hf import built_params
+
+        built_by, built = "transformers", built_params(hf_cut)
+    return Plan(
+        shape=cut,
+        layers_built=cut.n_layers,
+        experts_built=cut.moe.n_experts if cut.moe else None,
+        model_layers=shape.n_layers,
+        model_experts=shape.moe.n_experts if shape.moe else None,
+        weight_bytes=peak.weights,
+        cache_bytes=peak.cache,
+        notes=tuple(notes),
+        layer_indices=picked,
+        peak=peak,
+        built_by=built_by,
+        hf_config=hf_cut,
+        params_built=built,
+    )
 
 
 def plan_build(shape: ModelShape, request: VerifyRequest, config: Mapping[str, Any] | None = None) -> Plan:
@@ -277,34 +361,11 @@ def plan_build(shape: ModelShape, request: VerifyRequest, config: Mapping[str, A
     With the model's ``config`` (a config.json dict) that transformers builds, what is planned is
     transformers' build of those layers (`hf`), its weights read from its meta build; otherwise
     the lab's (`layers`), and a note says why."""
-    refuse_unbuilt(shape)
-    if request.dtype not in DTYPES:
-        raise VerifyError(f"dtype must be one of {', '.join(DTYPES)}, got {request.dtype!r}")
-    device = select_device(request.device)
+    from attn_core.verify.hf import keeps_kinds
+
+    p, notes = _start(shape, request, config)
     cap = f"{request.memory_bytes / 2**30:.2f} GiB cap"
-    hf, hf_reason = _hf_source(shape, config) if config is not None else (None, None)
-
-    def hf_of(picked: tuple[int, ...], n_experts: int | None):
-        if hf is None:
-            return None
-        from attn_core.verify.hf import cut_config
-
-        try:
-            return cut_config(hf, picked, n_experts if shape.moe is not None else None)
-        except BuildRefused as exc:
-            raise VerifyError(str(exc)) from None
-
-    def need(picked: tuple[int, ...], n_experts: int | None) -> int:
-        return planned_peak(
-            cut_shape(shape, picked, n_experts), request, device, hf_of(picked, n_experts)
-        ).total
-
     wanted = min(request.layers or shape.n_layers, shape.n_layers, MAX_LAYERS)
-    notes = [hf_reason] if hf_reason else []
-    if request.layers and request.layers > min(shape.n_layers, MAX_LAYERS):
-        notes.append(
-            f"asked for {request.layers:,} layers; the model has {shape.n_layers:,}, at most {MAX_LAYERS} are built"
-        )
     sets = _layer_sets(shape, wanted)
     experts = min(shape.moe.n_experts, MAX_EXPERTS) if shape.moe is not None else None
     if shape.moe is not None and experts < shape.moe.n_experts:
@@ -312,61 +373,20 @@ def plan_build(shape: ModelShape, request: VerifyRequest, config: Mapping[str, A
             f"built with {experts} of its {shape.moe.n_experts:,} routed experts, the most one check builds "
             f"(same k = {shape.moe.top_k}, same expert shape)"
         )
-    tokens = request.batch * request.seq_len
-    width = widest(cut_shape(shape, sets[-1], experts))
-    if tokens * width > MAX_TOKEN_WIDTH:
-        raise VerifyError(
-            f"B × T = {tokens:,} tokens × {width:,} wide activations is over the {MAX_TOKEN_WIDTH:,} elements "
-            "one check holds: shorten T or B"
-        )
-    if hf is not None:  # the layer sets transformers builds as they are in the model
-        sets = [p for p in sets if _keeps_kinds(hf, p)] or sets[-1:]
-    fitting = _largest_fitting(sets, lambda picked: need(picked, experts) <= request.memory_bytes)
-    if fitting is not None:
-        picked = fitting
-    else:
+    _check_width(shape, request, sets[-1], experts)
+    if p.hf is not None:  # the layer sets transformers builds as they are in the model
+        sets = [s for s in sets if keeps_kinds(p.hf, s)] or sets[-1:]
+    picked = _largest_fitting(sets, lambda s: p.need(s, experts) <= request.memory_bytes)
+    if picked is None:
         picked = sets[-1]
-        cut = cut_shape(shape, picked, experts)
-        if cut.moe is None or cut.n_moe_layers == 0:
-            raise VerifyError(
-                f"{'one layer' if len(picked) == 1 else f'{len(picked)} layers'} need "
-                f"{need(picked, experts) / 2**30:.2f} GiB at the peak (weights, cache, activations, probe), "
-                f"over the {cap}: raise the memory cap or shorten T"
-            )
-        k = cut.moe.top_k
-        if need(picked, k) > request.memory_bytes:
-            one = expert_params(cut, cut.moe.expert_d_ff, cut.moe.expert_bias) * DTYPE_BYTES[request.dtype]
-            layers = "" if cut.n_moe_layers == 1 else f" in each of {cut.n_moe_layers} layers"
-            raise VerifyError(
-                f"the {cap} does not hold the k = {k} routed experts of {one / 2**20:,.0f} MiB{layers} "
-                "each token runs, with the rest of the peak: raise the cap"
-            )
-        lo, hi = k, experts  # the peak grows with the experts built: the most that fit, by bisection
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if need(picked, mid) <= request.memory_bytes else (lo, mid - 1)
-        experts = lo
+        experts = _most_experts(p, picked, experts, cap)
         which = "one layer does not" if len(picked) == 1 else f"{len(picked)} layers do not"
         notes.append(
             f"{which} fit the cap: built with {experts} of its {shape.moe.n_experts} routed experts "
             f"(same k = {shape.moe.top_k}, same expert shape)"
         )
-    cut = cut_shape(shape, picked, experts)
     if picked != tuple(range(len(picked))):
         notes.insert(0, _firsts_note(shape, picked, wanted))
-    elif cut.n_layers < wanted:
-        notes.append(f"{cut.n_layers} of {wanted} layers fit the {cap}")
-    hf_cut = hf_of(picked, experts)
-    peak = planned_peak(cut, request, device, hf_cut)
-    if hf_cut is None:
-        built_by, built = "lab", layer_params(cut)
-    else:
-        from attn_core.verify.hf import built_params
-
-        built_by, built = "transformers", built_params(hf_cut)
-    return Plan(
-        shape=cut, layers_built=cut.n_layers, experts_built=cut.moe.n_experts if cut.moe else None,
-        model_layers=shape.n_layers, model_experts=shape.moe.n_experts if shape.moe else None,
-        weight_bytes=peak.weights, cache_bytes=peak.cache, notes=tuple(notes), layer_indices=picked,
-        peak=peak, built_by=built_by, hf_config=hf_cut, params_built=built,
-    )  # fmt: skip
+    elif len(picked) < wanted:
+        notes.append(f"{len(picked)} of {wanted} layers fit the {cap}")
+    return _plan(p, picked, experts, notes)

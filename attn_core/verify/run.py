@@ -58,23 +58,35 @@ def measure(layers: Layers, request: VerifyRequest, device: str) -> tuple[list, 
 
 @dataclass(frozen=True)
 class PhaseResult:
-    """One phase: the cost model's counts, the bound, the calibrated estimate, the measurement."""
+    """One phase: the cost model's counts, the bound, the calibrated estimate, the measurement.
+    A model the formulas do not read (`model_read`) has counts from its build and no estimate."""
 
     counts: PhaseCounts
     bound_ms: float
-    estimate_ms: float
+    estimate_ms: float | None
     measured_ms: float  # on the run's clock (see `clock`)
     measured_wall_ms: float  # the same run's wall time
 
     @property
-    def error_pct(self) -> float:
+    def error_pct(self) -> float | None:
         """(estimate − measured) / measured × 100: positive when the estimate is too slow."""
+        if self.estimate_ms is None:
+            return None
         return 100.0 * (self.estimate_ms - self.measured_ms) / self.measured_ms
 
     def to_json(self) -> dict:
         c = self.counts
-        return {"flops": c.flops, "bytes": c.bytes, "bound_ms": self.bound_ms, "estimate_ms": self.estimate_ms,
-                "measured_ms": self.measured_ms, "measured_wall_ms": self.measured_wall_ms, "error_pct": self.error_pct, "bytes_expected": c.bytes_expected}  # fmt: skip
+        return {
+            "flops": c.flops,
+            "bytes": c.bytes,
+            "bound_ms": self.bound_ms,
+            "estimate_ms": self.estimate_ms,
+            "measured_ms": self.measured_ms,
+            "measured_wall_ms": self.measured_wall_ms,
+            "error_pct": self.error_pct,
+            "bound_over_measured": self.bound_ms / self.measured_ms,
+            "bytes_expected": c.bytes_expected,
+        }
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from attn_core.cost.shapes import (
     load_preset_config,
     parse_config_bytes,
     parse_config_text,
+    read_config_json,
 )
 from attn_core.cost.type_facts import TypeFacts
 from attn_core.cost.units import format_bytes, format_count_short
@@ -105,7 +106,7 @@ def for_config(text: str, T: int, batch: int, wait_s: float = 0.0) -> CheckView:
     after at most ``wait_s`` seconds: its view once done; "pending" while it runs; "busy" when
     every build slot of the server is held; "unchecked" with the one line where it failed."""
     try:
-        config = json.loads(text)
+        config = read_config_json(text)
     except (json.JSONDecodeError, RecursionError):
         return CheckView("unchecked", "Not checked against transformers' build: not valid JSON.")
     if buildable_type(config) is None:  # nothing to build
@@ -134,7 +135,7 @@ def config_of(preset: str | None, text: str | None) -> dict[str, Any] | None:
     if preset is not None:
         return load_preset_config(preset)
     try:
-        config = json.loads(text) if text else None
+        config = read_config_json(text) if text else None
     except (json.JSONDecodeError, RecursionError):
         return None
     return config if isinstance(config, dict) else None
@@ -153,7 +154,7 @@ def shape_of_config(raw: bytes | str) -> ModelShape:
         alone, error = None, exc
     too_big = isinstance(raw, bytes) and len(raw) > MAX_CONFIG_BYTES
     try:
-        config = None if too_big else json.loads(config_text(raw))
+        config = None if too_big else read_config_json(config_text(raw))
     except (json.JSONDecodeError, RecursionError):
         config = None
     outcome = None if buildable_type(config) is None else runner.poll(config)

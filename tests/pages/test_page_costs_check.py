@@ -16,7 +16,7 @@ from transformers import AutoConfig, AutoModel
 
 import attn_core.verify
 from attn_core.verify.examples import LLAMA
-from tests.verify.test_verify import open_check, wait_for_check
+from tests.verify.test_run_verify import open_check, wait_for_check
 
 PAGE = "pages/costs.py"
 PASTE = "paste or upload config.json"

@@ -22,7 +22,7 @@ from attn_core import verify
 from attn_core.cost.shapes import from_hf_config
 from attn_core.verify import cli as verify_cli
 from attn_core.verify.child import start_check
-from attn_core.verify.examples import HYBRID, LLAMA, NEMOTRON, SMALL_PROBE
+from attn_core.verify.examples import HYBRID, LLAMA, NEMOTRON
 from attn_core.verify.hf import cut_config, cut_config_dict, hf_build
 
 T, M = 24, 3
@@ -36,10 +36,7 @@ GEMMA4 = {"model_type": "gemma4_text", "num_hidden_layers": 6, "hidden_size": 64
           "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2}  # fmt: skip
 
 
-@pytest.fixture(autouse=True)
-def small_probe(monkeypatch):
-    for name, size in SMALL_PROBE.items():
-        monkeypatch.setitem(getattr(verify, name), "cpu", size)
+pytestmark = pytest.mark.usefixtures("small_probe")
 
 
 def numel_of(config: dict) -> int:
@@ -116,12 +113,12 @@ def test_gemma4_cut_keeps_the_global_layers_width_and_refuses_a_moved_global_lay
 
 def test_cut_config_renumbers_index_lists_and_cuts_patterns():
     d = {"num_hidden_layers": 4, "mlp_only_layers": [1, 3], "layer_types": ["a", "b", "c", "d"],
-         "hybrid_override_pattern": "M-M*", "time_step_limit": [0.0, 1.0], "num_experts": 64,
+         "hybrid_override_pattern": "M-M*", "time_step_limit": [0.0, 1.0], "num_experts": 64, "num_experts_per_tok": 64,
          "num_kv_shared_layers": 1, "per_layer_config": {"03": {"head_dim": 8}}}  # fmt: skip
-    out = cut_config_dict(d, 4, (1, 3), 8)
+    out = cut_config_dict(d, 4, (1, 3), (64, 8))
     assert out["num_hidden_layers"] == 2 and out["mlp_only_layers"] == [0, 1]
     assert out["layer_types"] == ["b", "d"] and out["hybrid_override_pattern"] == "-*"
-    assert out["time_step_limit"] == [0.0, 1.0] and out["num_experts"] == 8
+    assert out["time_step_limit"] == [0.0, 1.0] and out["num_experts"] == 8 and out["num_experts_per_tok"] == 64
     assert out["num_kv_shared_layers"] == 1 and out["per_layer_config"] == {1: {"head_dim": 8}}
 
 

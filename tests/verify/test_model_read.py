@@ -14,7 +14,6 @@ import pytest
 pytest.importorskip("transformers", reason="the model-derived path needs transformers")
 
 from attn_core.verify.cli import main
-from attn_core.verify.model_read import _cache_bytes
 
 d, F, h, kv, V, T, M = 64, 96, 4, 2, 128, 9, 3
 LFM2 = dict(model_type="lfm2", hidden_size=d, intermediate_size=F, block_auto_adjust_ff_dim=False,
@@ -57,7 +56,7 @@ def test_cache_bytes_rescale_all_but_the_fp32_state():
     fixed = sum(g.count * g.cache.fixed for g in a.groups)
     fp32 = sum(g.count * g.cache.fixed_fp32 for g in a.groups)
     assert per_token > 0 and fixed > 0
-    assert _cache_bytes(a, 3, T, 2, 4) == 2 * (2 * (per_token * T + fixed - fp32) + fp32)
+    assert a.cache_bytes(T, 2, 4, 3) == 2 * (2 * (per_token * T + fixed - fp32) + fp32)
 
 
 def test_one_layer_asked_still_reaches_the_first_attention_layer(tmp_path, capsys):

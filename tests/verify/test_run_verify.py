@@ -8,7 +8,7 @@ Oracles, each independent of the code it checks:
 - the incremental decode checked against a full causal prefill of the same tokens;
 - a seeded simulation of uniform top-k routing for the expected touched experts;
 - for a Gated DeltaNet layer (a tiny Qwen3-Next), its core's products enumerated chunk by chunk
-  by hand (`tests/verify/test_verify_hybrid.py` checks the layer against transformers' own).
+  by hand (`tests/verify/test_run_hybrid.py` checks the layer against transformers' own).
 No time is asserted: only that the bound, a lower bound by construction, is below the run.
 """
 
@@ -28,7 +28,7 @@ from attn_core import verify
 from attn_core.cost.serving import experts_touched_expected
 from attn_core.cost.shapes import from_hf_config, load_preset
 from attn_core.verify import cli as verify_cli
-from attn_core.verify.examples import HYBRID, LLAMA, NEMOTRON, SMALL_PROBE
+from attn_core.verify.examples import HYBRID, LLAMA, NEMOTRON
 
 DENSE = LLAMA
 MOE = {"model_type": "qwen2_moe", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
@@ -47,11 +47,7 @@ CONFIGS = {"dense": DENSE, "moe": MOE, "sliding": SLIDING, "chunked": CHUNKED, "
 T, M, B = 16, 3, 2
 
 
-@pytest.fixture(autouse=True)
-def small_probe(monkeypatch):
-    """Probe sizes for tiny layers: the probe's logic is the same, its arrays small."""
-    for name, size in SMALL_PROBE.items():
-        monkeypatch.setitem(getattr(verify, name), "cpu", size)
+pytestmark = pytest.mark.usefixtures("small_probe")
 
 
 def _shape(name: str):

@@ -20,7 +20,7 @@ from attn_core import verify
 from attn_core.cost.shapes import from_hf_config, load_preset
 from attn_core.verify import cli as verify_cli
 from attn_core.verify.child import CheckFailed, start_check
-from attn_core.verify.examples import HYBRID, LLAMA, MANY_HEADS, MIXTRAL, NEMOTRON, SMALL_PROBE
+from attn_core.verify.examples import HYBRID, LLAMA, MANY_HEADS, MIXTRAL, NEMOTRON
 from attn_core.verify.peak import FLOOR_BYTES
 
 # Wider than the examples' hybrids, so that the run's own terms (the scan's chunk states, the
@@ -33,14 +33,6 @@ NEMOTRON_WIDE = NEMOTRON | {
 }
 HYBRID_WIDE = HYBRID | {"linear_num_key_heads": 4, "linear_num_value_heads": 8, "linear_key_head_dim": 32,
                         "linear_value_head_dim": 32}  # fmt: skip
-
-
-@pytest.fixture
-def small_probe(monkeypatch):
-    """Probe buffers small enough that the run's own terms dominate the peak (the child gets the
-    parent's sizes, so the plan sizes what runs)."""
-    for name, size in SMALL_PROBE.items():
-        monkeypatch.setitem(getattr(verify, name), "cpu", size)
 
 
 def _shape(config: dict, **changes):
@@ -188,7 +180,7 @@ def _cost_panel():
 def test_the_page_shows_the_plan_first_and_stop_gives_one_line():
     from streamlit.testing.v1 import AppTest
 
-    from tests.verify.test_verify import open_check
+    from tests.verify.test_run_verify import open_check
 
     at = open_check(AppTest.from_function(_cost_panel, default_timeout=60).run())
     assert any(c.value.startswith("Planned peak ") and "stopped at 120 s" in c.value for c in at.caption)

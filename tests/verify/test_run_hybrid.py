@@ -9,10 +9,10 @@ Oracles, each independent of the code it checks:
 - the modules built on the meta device at the preset's true shapes: their parameters against the
   cost model's ``params()``, ``matrix_weights()`` and ``attention_params``;
 - the delta rule's and the SSD scan's products enumerated chunk by chunk by hand
-  (`tests/verify/test_verify.py`), and torch's FlopCounterMode over the core the probe times;
+  (`tests/verify/test_run_verify.py`), and torch's FlopCounterMode over the core the probe times;
 - the cap's arithmetic redone from the preset's numbers.
 The shared checks (counts against the built modules, decode against a full prefill, the bound
-below the run) run on a tiny Qwen3-Next and a tiny Nemotron-H in `tests/verify/test_verify.py` with the
+below the run) run on a tiny Qwen3-Next and a tiny Nemotron-H in `tests/verify/test_run_verify.py` with the
 other kinds.
 """
 
@@ -29,7 +29,7 @@ from attn_core.cost.params import attention_params, expert_params
 from attn_core.cost.serving import kv_cache_bytes, state_bytes
 from attn_core.cost.shapes import from_hf_config, load_preset
 from attn_core.verify.examples import HYBRID, NEMOTRON
-from tests.verify.test_verify import delta_rule_flops_by_hand, ssd_flops_by_hand
+from tests.verify.test_run_verify import delta_rule_flops_by_hand, ssd_flops_by_hand
 
 qwen3_next = pytest.importorskip(
     "transformers.models.qwen3_next.modeling_qwen3_next", reason="transformers without Qwen3-Next"
@@ -44,11 +44,7 @@ NEXT = load_preset("qwen3-next-80b-a3b")
 NEMO = load_preset("nemotron-h-8b")
 
 
-@pytest.fixture(autouse=True)
-def small_probe(monkeypatch):
-    monkeypatch.setitem(verify.PEAK_N, "cpu", 128)
-    monkeypatch.setitem(verify.COLD_BYTES, "cpu", 1 << 20)
-    monkeypatch.setitem(verify.STREAM_BYTES, "cpu", 8 << 20)
+pytestmark = pytest.mark.usefixtures("small_probe")
 
 
 def _tiny(dtype: str = "fp32", config: dict = HYBRID):
@@ -331,7 +327,7 @@ def _hybrid_page_stub():
 def test_cost_page_button_checks_a_hybrid():
     from streamlit.testing.v1 import AppTest
 
-    from tests.verify.test_verify import open_check, wait_for_check
+    from tests.verify.test_run_verify import open_check, wait_for_check
 
     at = open_check(AppTest.from_function(_hybrid_page_stub, default_timeout=120).run())
     at.selectbox(key="co_vf_T").set_value(64)
