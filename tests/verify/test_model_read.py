@@ -1,4 +1,4 @@
-"""`verify` of a model the formulas do not read (a tiny LFM2, built by transformers' own config
+"""`verify` (attn_core.verify.model_read) of a model the formulas do not read (a tiny LFM2, built by transformers' own config
 class): its counts come from the model itself and say so (``counts_by`` "model").
 
 The oracle for the prefill's FLOPs is a hand count from the config's dimensions: per layer, 2·T·in·out
