@@ -32,8 +32,12 @@ def the_load():
     st.caption(
         f"Caps: {MAX_PAGE_REQUESTS:,} requests, requests × output ≤ {MAX_PAGE_OUTPUT_TOKENS:,} tokens."
     )
-    in_len = int(widgets.number("input length (tokens)", 1, 131_072, 1024, key="sv_in", step=256))
-    out_len = int(widgets.number("output length (tokens)", 1, 16_384, 256, key="sv_out", step=64))
+    in_len = int(
+        widgets.number("input length (tokens)", 1, serving.MAX_PAGE_IN_LEN, 1024, key="sv_in", step=256)
+    )
+    out_len = int(
+        widgets.number("output length (tokens)", 2, serving.MAX_PAGE_OUT_LEN, 256, key="sv_out", step=64)
+    )
     mode = widgets.radio("load", list(MODES), key="sv_mode", format_func=MODES.get)
     rate, conc = 4.0, 16
     if mode == "rate":

@@ -21,13 +21,15 @@ from attn_core.cost.inputs import Precision
 from attn_core.cost.shapes import ModelShape
 from attn_core.serving.fitted import FittedModel, load_fitted
 from attn_core.serving.load import Load
-from attn_core.serving.plan import SLO, Plan, Target, plan
+from attn_core.serving.plan import SLO, TP_DEGREES, Plan, Target, plan
 from attn_core.serving.sim_result import SimResult
 from attn_core.serving.simulate import Deployment, simulate
 from attn_core.serving.step_time import Engine, bound_s
 
 MAX_PAGE_REQUESTS = 5_000  # requests one simulation on the page may run
 MAX_PAGE_OUTPUT_TOKENS = 2_000_000  # requests × output tokens: bounds the steps simulated
+MAX_PAGE_STEPS = 20_000  # scheduler steps a simulation may take (~150 µs each on one core)
+MAX_PAGE_IN_LEN, MAX_PAGE_OUT_LEN = 32_768, 4_096
 MAX_PAGE_GPUS = 64
 MAX_PAGE_CONCURRENCY = 1024
 CURVE_CONCURRENCY = (1, 4, 16, 64, 256)  # the latency-vs-throughput curve's points
@@ -98,6 +100,12 @@ class ServingView:
 
 def make_load(mode: str, lengths: tuple[int, int], rate: float, concurrency: int, requests: int) -> Load:
     """The page's load, within the page's caps (a ValueError naming the cap that bites)."""
+    if lengths[0] > MAX_PAGE_IN_LEN or lengths[1] > MAX_PAGE_OUT_LEN:
+        raise ValueError(
+            f"At most {MAX_PAGE_IN_LEN:,} input and {MAX_PAGE_OUT_LEN:,} output tokens on this page."
+        )
+    if lengths[1] < 2:
+        raise ValueError("At least 2 output tokens: TPOT is the time between output tokens.")
     if requests > MAX_PAGE_REQUESTS:
         raise ValueError(f"At most {MAX_PAGE_REQUESTS:,} requests on this page (asked {requests:,}).")
     if requests * lengths[1] > MAX_PAGE_OUTPUT_TOKENS:
@@ -107,6 +115,35 @@ def make_load(mode: str, lengths: tuple[int, int], rate: float, concurrency: int
         )
     kw = {"rate": rate} if mode == "rate" else {"concurrency": concurrency} if mode == "concurrency" else {}
     return Load(lengths[0], lengths[1], mode, requests=requests, **kw)
+
+
+def _smallest_replica(ask: Ask, fitted: FittedModel) -> tuple[int, int]:
+    """(TP, sequences of in + out tokens it holds) of the smallest TP that holds the weights and one
+    request; a ValueError when not even 8 GPUs do."""
+    one = dataclasses.replace(ask.load, mode="max", requests=1)
+    for tp in TP_DEGREES:
+        try:
+            return tp, simulate(Deployment(_engine(ask, tp, fitted), 1), one).max_concurrency
+        except ValueError:
+            continue
+    raise ValueError(
+        f"{ask.shape.name} does not fit 8 {ask.gpu} GPUs at these dtypes (weights + one request)."
+    )
+
+
+def check_size(ask: Ask, fitted: FittedModel) -> int:
+    """The smallest TP that holds the model; a ValueError when a simulation of the load there would
+    take over `MAX_PAGE_STEPS` steps: K·out / B decode steps (B sequences at once, at most the
+    scheduler's 256) plus K·in / 8,192 prefill steps."""
+    tp, held = _smallest_replica(ask, fitted)
+    k, load = ask.load.requests, ask.load
+    steps = k * load.out_len / max(min(held, 256, k), 1) + k * load.in_len / 8192
+    if steps > MAX_PAGE_STEPS:
+        raise ValueError(
+            f"This load needs about {steps:,.0f} scheduler steps on TP {tp} ({min(held, 256):,} sequences "
+            f"at once); the page simulates at most {MAX_PAGE_STEPS:,}: fewer requests or shorter lengths."
+        )
+    return tp
 
 
 def _timed(est: float, bound: float, fitted: FittedModel, rate: bool = False) -> Timed:
@@ -171,6 +208,7 @@ def _engine(ask: Ask, tp: int, fitted: FittedModel) -> Engine:
 def serving_view(ask: Ask) -> ServingView:
     """The deployment for the load (plan, or the cap's), simulated at the estimate and the bound."""
     fitted = load_fitted()
+    check_size(ask, fitted)
     tp, replicas, chosen = _deployment(ask, fitted)
     d = Deployment(_engine(ask, tp, fitted), replicas)
     est, bound = simulate(d, ask.load), simulate(d, ask.load, bound_s)

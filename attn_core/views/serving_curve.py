@@ -3,11 +3,13 @@ others' published measurements of the same model and GPU), and MHA / GQA / MLA /
 side by side under the same load (attn_core/serving/compare.py).
 
 The curve runs one replica of the page's deployment (its TP) in a closed loop at each of
-`CURVE_CONCURRENCY` sequences in flight (2·C requests, at least 16), at the fitted estimate and at
+`CURVE_CONCURRENCY` sequences in flight that its memory holds (2·C requests, at least 16), at the fitted estimate and at
 the roofline bound; throughput is per GPU (÷ TP).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from dataclasses import dataclass
 
@@ -20,7 +22,8 @@ from attn_core.serving.load import Load
 from attn_core.serving.plan import Target
 from attn_core.serving.simulate import Deployment, simulate
 from attn_core.serving.step_time import Engine, bound_s
-from attn_core.views.serving import CURVE_CONCURRENCY, Ask
+from attn_core.serving.variants import VARIANTS, attention_variant
+from attn_core.views.serving import CURVE_CONCURRENCY, Ask, check_size
 
 GIB = 2**30
 
@@ -84,8 +87,9 @@ def curve_view(ask: Ask, tp: int) -> CurveView:
         ask.shape, load_gpu(ask.gpu), ask.precision, tp, ask.compute, coefficients=fitted.coefficients
     )
     d = Deployment(engine, 1)
+    held = simulate(d, Load(ask.load.in_len, ask.load.out_len, "max", requests=1)).max_concurrency
     rows = []
-    for c in CURVE_CONCURRENCY:
+    for c in [c for c in CURVE_CONCURRENCY if c <= max(held, 1)] or [1]:
         load = Load(ask.load.in_len, ask.load.out_len, "concurrency", concurrency=c, requests=max(2 * c, 16))
         est, bound = simulate(d, load), simulate(d, load, bound_s)
         rate = min(est.output_tokens_per_s, bound.output_tokens_per_s)
@@ -113,6 +117,11 @@ def curve_view(ask: Ask, tp: int) -> CurveView:
 def variants_view(ask: Ask) -> list[dict]:
     """`compare.side_by_side` for the page's load and SLOs: one row per attention."""
     fitted = load_fitted()
+    for variant in VARIANTS:  # a variant holding fewer sequences takes more steps: each within the cap
+        try:
+            check_size(dataclasses.replace(ask, shape=attention_variant(ask.shape, variant)), fitted)
+        except ValueError as exc:
+            raise ValueError(f"As {variant}: {exc}") from None
     target = Target(
         ask.shape, load_gpu(ask.gpu), ask.precision, ask.load, ask.slo, ask.compute, fitted.coefficients
     )
