@@ -10,7 +10,6 @@ the roofline bound; throughput is per GPU (÷ TP).
 from __future__ import annotations
 
 import dataclasses
-
 from dataclasses import dataclass
 
 from attn_core.cost.gpus import load_gpu
