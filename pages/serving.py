@@ -73,7 +73,9 @@ def sidebar() -> serving.Ask | None:
 
 def plan_summary(v: serving.ServingView) -> None:
     """The deployment, its throughput per GPU and what limits it, always above the sections."""
-    (st.success if v.met else st.error)(v.verdict, icon="✅" if v.met else "⚠️")
+    (st.success if v.met else st.error)(
+        v.verdict, icon=":material/check_circle:" if v.met else ":material/warning:"
+    )
     c = st.columns(4)
     c[0].metric("GPUs", f"{v.gpus} = {v.tp} × {v.replicas}", help="TP (GPUs per replica) × replicas")
     c[1].metric(

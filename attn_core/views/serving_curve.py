@@ -62,10 +62,9 @@ def published(model: str, gpu: str) -> Published:
             continue
         label = f"{r.source}: {r.id}"
         lengths = f"{r.input_len or '?'} in / {r.output_len or '?'} out"
-        row = {"source": r.source, "where": r.where, "id": r.id, "scenario": r.scenario}
-        row |= {"metric": r.metric, "figure": r.text, "GPUs": r.n_gpus}
-        row |= {"weights/KV/compute": f"{r.weights}/{r.kv}/{r.compute}", "lengths": lengths}
-        rows.append(row | {"concurrency": r.concurrency})
+        row = {"source": r.source, "id": r.id, "scenario": r.scenario, "metric": r.metric}
+        row |= {"figure": r.text, "GPUs": r.n_gpus, "weights/KV/compute": f"{r.weights}/{r.kv}/{r.compute}"}
+        rows.append(row | {"lengths": lengths, "concurrency": r.concurrency, "where": r.where})
         if r.metric == "output tok/s" and r.scenario == "decode-b1":
             points.append(
                 {"label": label, "x": _per_gpu(r), "tpot_ms": 1e3 / r.value}

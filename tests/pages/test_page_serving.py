@@ -95,3 +95,17 @@ def test_the_cost_page_link_carries_model_and_gpu(app):
     assert at.title[-1].value == "Serving"
     assert at.selectbox(key="co_model").value == "llama-3-8b"
     assert at.selectbox(key="sv_gpu").value == "h100-sxm"
+
+
+def test_timeline_and_attention_variants(app):
+    at = open_page(app, sv_section="timeline")
+    ok(at)
+    spec = chart(at, "Batch and KV cache occupancy over time")
+    kv = plotly_array(spec["data"][1]["y"])
+    assert 0 < kv.max() <= 100  # a share of the replica's blocks, in %
+    at.radio(key="sv_section").set_value("MHA / GQA / MLA / hybrid").run()
+    ok(at)
+    rows = next(d.value for d in at.dataframe if "attention" in d.value.columns).set_index("attention")
+    # Llama-2-7B: 32 layers, 32 heads of 128; GQA keeps 8 KV heads. K and V, bf16, in KiB.
+    assert rows.loc["MHA", "KV cache per token (KiB)"] == KV_PER_TOKEN_7B / 2**10
+    assert rows.loc["GQA", "KV cache per token (KiB)"] == 2 * 32 * 8 * 128 * 2 / 2**10
