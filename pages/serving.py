@@ -5,7 +5,6 @@ side by side (attn_core/serving/)."""
 import pandas as pd
 import streamlit as st
 
-from attn_core.serving.plan import SLO
 from attn_core.views import costs, serving, serving_curve
 from attn_core.views.serving import MAX_PAGE_OUTPUT_TOKENS, MAX_PAGE_REQUESTS, MODES, Section
 from lab_ui import cost_inputs, figures, serving_charts, widgets
@@ -52,11 +51,11 @@ def the_load():
     return attempt(serving.make_load, mode, (in_len, out_len), rate, conc, requests)
 
 
-def slos() -> SLO:
+def slos():
     st.header("SLOs (p99)")
     ttft = float(widgets.number("TTFT p99 (ms)", 1.0, 600_000.0, 2000.0, key="sv_ttft", step=100.0))
     tpot = float(widgets.number("TPOT p99 (ms)", 0.1, 60_000.0, 100.0, key="sv_tpot", step=10.0))
-    return SLO(ttft / 1e3, tpot / 1e3)
+    return serving.make_slo(ttft, tpot)
 
 
 def sidebar() -> serving.Ask | None:
@@ -87,18 +86,13 @@ def plan_summary(v: serving.ServingView) -> None:
     )
     st.markdown(
         f"Output throughput: {v.throughput.text('tok/s')} in all; per GPU {v.per_gpu.text('tok/s')}. "
-        f"TTFT p99 {_time(v, 'TTFT', 'p99')}; TPOT p99 {_time(v, 'TPOT', 'p99')}."
+        f"TTFT p99 {v.ttft_p99.text('ms')}; TPOT p99 {v.tpot_p99.text('ms')}."
     )
     st.caption(
         f"Every time: the estimate at the fitted time model ({v.time_model}), its calibrated 80% interval "
         f"(low–high) and the roofline bound (a time is never below it). {v.ask.load.requests:,} requests "
         f"simulated; {v.preemptions:,} preemptions."
     )
-
-
-def _time(v: serving.ServingView, name: str, q: str) -> str:
-    r = next(r for r in v.percentiles if r["time"] == name and r["statistic"] == q)
-    return f"{r['estimate (ms)']:,.1f} ms (80%: {r['low (ms)']:,.1f}–{r['high (ms)']:,.1f}; bound {r['bound (ms)']:,.1f})"
 
 
 def plan_and_latency(v: serving.ServingView) -> None:
@@ -117,7 +111,8 @@ def curve(v: serving.ServingView) -> None:
         figures.show(serving_charts.latency_vs_throughput(c, which), key=f"sv_curve_{which.lower()}")
     st.caption(
         "One replica at each concurrency (a closed loop), estimate with its 80% interval as bars, and the "
-        f"roofline bound dotted. Grey/crosses: {serving_charts.OTHERS}, as published (their conditions below; "
+        f"roofline bound dotted. Grey/crosses: {serving_charts.OTHERS}, as published (their conditions "
+        "below; "
         "a batch-1 decode row's TPOT is 1 / its tok/s)."
     )
     number_table(c.rows, "serving_curve.csv", key="sv_curve", fmt="%.2f")

@@ -91,6 +91,8 @@ class ServingView:
     limit: str  # what caps a replica's throughput
     throughput: Timed  # output tok/s, all GPUs
     per_gpu: Timed  # output tok/s per GPU
+    ttft_p99: Timed  # ms
+    tpot_p99: Timed  # ms
     percentiles: list[dict]  # TTFT, TPOT, latency × p50/p90/p99/mean, ms
     timeline: dict[str, np.ndarray]  # time s, batch, KV occupancy % (replica 0)
     max_concurrency: int
@@ -144,6 +146,11 @@ def check_size(ask: Ask, fitted: FittedModel) -> int:
             f"at once); the page simulates at most {MAX_PAGE_STEPS:,}: fewer requests or shorter lengths."
         )
     return tp
+
+
+def make_slo(ttft_ms: float, tpot_ms: float) -> SLO:
+    """The p99 limits, given in ms."""
+    return SLO(ttft_ms / 1e3, tpot_ms / 1e3)
 
 
 def _timed(est: float, bound: float, fitted: FittedModel, rate: bool = False) -> Timed:
@@ -227,6 +234,8 @@ def serving_view(ask: Ask) -> ServingView:
         limit=chosen.limit if fits else "the SLOs (not met within the cap)",
         throughput=throughput,
         per_gpu=per_gpu,
+        ttft_p99=_timed(est.ttft.p99, bound.ttft.p99, fitted),
+        tpot_p99=_timed(est.tpot.p99, bound.tpot.p99, fitted),
         percentiles=_percentiles(est, bound, fitted),
         timeline={
             "time (s)": est.time_s,
