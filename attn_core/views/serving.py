@@ -186,7 +186,8 @@ def _deployment(ask: Ask, fitted: FittedModel) -> tuple[int, int, Plan]:
 def _verdict(ask: Ask, chosen: Plan, gpus: int, met: bool) -> str:
     slo = f"TTFT p99 ≤ {1e3 * ask.slo.ttft_s:,.0f} ms and TPOT p99 ≤ {1e3 * ask.slo.tpot_s:,.0f} ms"
     if chosen.gpus is not None and chosen.gpus <= ask.max_gpus:
-        return f"The fewest GPUs meeting {slo}: **{chosen.gpus}** = TP {chosen.tp} × {chosen.replicas} replica(s)."
+        deployment = f"**{chosen.gpus}** = TP {chosen.tp} × {chosen.replicas} replica(s)"
+        return f"The fewest GPUs meeting {slo}: {deployment}."
     need = "no deployment up to 8 × 256 GPUs does" if chosen.gpus is None else f"it needs {chosen.gpus} GPUs"
     state = "meet them" if met else "do **not** meet them"
     return (

@@ -3,8 +3,8 @@ others' published measurements of the same model and GPU), and MHA / GQA / MLA /
 side by side under the same load (attn_core/serving/compare.py).
 
 The curve runs one replica of the page's deployment (its TP) in a closed loop at each of
-`CURVE_CONCURRENCY` sequences in flight that its memory holds (2·C requests, at least 16), at the fitted estimate and at
-the roofline bound; throughput is per GPU (÷ TP).
+`CURVE_CONCURRENCY` sequences in flight that its memory holds (2·C requests, at least 16), at the
+fitted estimate and at the roofline bound; throughput is per GPU (÷ TP).
 """
 
 from __future__ import annotations
