@@ -26,9 +26,9 @@ from attn_core.serving.sim_result import SimResult
 from attn_core.serving.simulate import Deployment, simulate
 from attn_core.serving.step_time import Engine, bound_s
 
-MAX_PAGE_REQUESTS = 5_000  # requests one simulation on the page may run
-MAX_PAGE_OUTPUT_TOKENS = 2_000_000  # requests × output tokens: bounds the steps simulated
-MAX_PAGE_STEPS = 20_000  # scheduler steps a simulation may take (~150 µs each on one core)
+MAX_PAGE_REQUESTS = 2_000  # requests one simulation on the page may run
+MAX_PAGE_OUTPUT_TOKENS = 250_000  # requests × output tokens: a thin Poisson stream decodes in small batches
+MAX_PAGE_STEPS = 6_000  # scheduler steps one simulation may take (~150 µs each; the plan runs up to ~30)
 MAX_PAGE_IN_LEN, MAX_PAGE_OUT_LEN = 32_768, 4_096
 MAX_PAGE_GPUS = 64
 MAX_PAGE_CONCURRENCY = 1024
@@ -164,31 +164,43 @@ def _timed(est: float, bound: float, fitted: FittedModel, rate: bool = False) ->
     return Timed(e_ms, max(lo, b_ms), hi, b_ms)
 
 
-def _deployment(ask: Ask, fitted: FittedModel) -> tuple[int, int, Plan]:
+def _out_of_reach(ask: Ask, fitted: FittedModel, tp_min: int) -> bool:
+    """Whether one request alone, on any TP that holds the model, already misses an SLO (at the
+    estimate, as the plan judges): no number of replicas can then meet it, so the plan's search up
+    to 8 × 256 GPUs is skipped."""
+    one = dataclasses.replace(ask.load, mode="max", requests=1)
+    alone = [simulate(Deployment(_engine(ask, tp, fitted), 1), one) for tp in TP_DEGREES if tp >= tp_min]
+    return min(r.ttft.p99 for r in alone) > ask.slo.ttft_s or min(r.tpot.p99 for r in alone) > ask.slo.tpot_s
+
+
+def _deployment(ask: Ask, fitted: FittedModel, tp_min: int) -> tuple[int, int, Plan | None]:
     """(TP, replicas) within the cap: the plan's when it fits the cap, else the smallest TP that
-    holds the weights with as many replicas as the cap allows."""
-    target = Target(
-        ask.shape, load_gpu(ask.gpu), ask.precision, ask.load, ask.slo, ask.compute, fitted.coefficients
-    )
-    chosen = plan(target)
-    if chosen.gpus is not None and chosen.gpus <= ask.max_gpus:
-        return chosen.tp, chosen.replicas, chosen
-    if not chosen.tried:
-        raise ValueError(
-            f"{ask.shape.name} does not fit 8 {ask.gpu} GPUs at these dtypes (weights + one request)."
+    holds the weights with as many replicas as the cap allows (and None for a plan out of reach)."""
+    chosen = None
+    if not _out_of_reach(ask, fitted, tp_min):
+        target = Target(
+            ask.shape, load_gpu(ask.gpu), ask.precision, ask.load, ask.slo, ask.compute, fitted.coefficients
         )
-    tp = min(t for t, _, _ in chosen.tried)  # the smallest TP the plan could simulate: it holds the weights
-    if tp > ask.max_gpus:
-        raise ValueError(f"The weights need at least {tp} {ask.gpu} GPUs; the GPU cap is {ask.max_gpus}.")
-    return tp, ask.max_gpus // tp, chosen
+        chosen = plan(target)
+        if chosen.gpus is not None and chosen.gpus <= ask.max_gpus:
+            return chosen.tp, chosen.replicas, chosen
+    if tp_min > ask.max_gpus:
+        raise ValueError(f"The weights need at least {tp_min} {ask.gpu} GPUs; the GPU cap is {ask.max_gpus}.")
+    return tp_min, ask.max_gpus // tp_min, chosen
 
 
-def _verdict(ask: Ask, chosen: Plan, gpus: int, met: bool) -> str:
-    slo = f"TTFT p99 ≤ {1e3 * ask.slo.ttft_s:,.0f} ms and TPOT p99 ≤ {1e3 * ask.slo.tpot_s:,.0f} ms"
-    if chosen.gpus is not None and chosen.gpus <= ask.max_gpus:
+def _verdict(ask: Ask, chosen: Plan | None, gpus: int, met: bool) -> str:
+    slo = f"TTFT p99 ≤ {1e3 * ask.slo.ttft_s:,.4g} ms and TPOT p99 ≤ {1e3 * ask.slo.tpot_s:,.4g} ms"
+    if chosen is not None and chosen.gpus is not None and chosen.gpus <= ask.max_gpus:
         deployment = f"**{chosen.gpus}** = TP {chosen.tp} × {chosen.replicas} replica(s)"
         return f"The fewest GPUs meeting {slo}: {deployment}."
-    need = "no deployment up to 8 × 256 GPUs does" if chosen.gpus is None else f"it needs {chosen.gpus} GPUs"
+    need = (
+        "one request alone on any TP already misses them, so no number of GPUs can"
+        if chosen is None
+        else "no deployment up to 8 × 256 GPUs does"
+        if chosen.gpus is None
+        else f"it needs {chosen.gpus} GPUs"
+    )
     state = "meet them" if met else "do **not** meet them"
     return (
         f"**The SLOs cannot be met within the cap of {ask.max_gpus} GPUs** ({slo}: {need}). Shown: the "
@@ -216,15 +228,14 @@ def _engine(ask: Ask, tp: int, fitted: FittedModel) -> Engine:
 def serving_view(ask: Ask) -> ServingView:
     """The deployment for the load (plan, or the cap's), simulated at the estimate and the bound."""
     fitted = load_fitted()
-    check_size(ask, fitted)
-    tp, replicas, chosen = _deployment(ask, fitted)
+    tp, replicas, chosen = _deployment(ask, fitted, check_size(ask, fitted))
     d = Deployment(_engine(ask, tp, fitted), replicas)
     est, bound = simulate(d, ask.load), simulate(d, ask.load, bound_s)
     met = ask.slo.met(est)
     throughput = _timed(est.output_tokens_per_s, bound.output_tokens_per_s, fitted, rate=True)
     n = tp * replicas
     per_gpu = Timed(*(x / n for x in dataclasses.astuple(throughput)))
-    fits = chosen.gpus is not None and chosen.gpus <= ask.max_gpus
+    fits = chosen is not None and chosen.gpus is not None and chosen.gpus <= ask.max_gpus
     return ServingView(
         ask=ask,
         gpus=n,
