@@ -29,7 +29,8 @@ def the_load():
     """The lengths and the load (a Load, or None after a message under these widgets)."""
     st.header("Load")
     st.caption(
-        f"Caps: {MAX_PAGE_REQUESTS:,} requests, requests × output ≤ {MAX_PAGE_OUTPUT_TOKENS:,} tokens."
+        f"Caps: {MAX_PAGE_REQUESTS:,} requests, requests × output ≤ {MAX_PAGE_OUTPUT_TOKENS:,} tokens, "
+        f"≤ {serving.MAX_PAGE_STEPS:,} scheduler steps per simulation (estimated before it runs)."
     )
     in_len = int(
         widgets.number("input length (tokens)", 1, serving.MAX_PAGE_IN_LEN, 1024, key="sv_in", step=256)
