@@ -109,3 +109,20 @@ def test_timeline_and_attention_variants(app):
     # Llama-2-7B: 32 layers, 32 heads of 128; GQA keeps 8 KV heads. K and V, bf16, in KiB.
     assert rows.loc["MHA", "KV cache per token (KiB)"] == KV_PER_TOKEN_7B / 2**10
     assert rows.loc["GQA", "KV cache per token (KiB)"] == 2 * 32 * 8 * 128 * 2 / 2**10
+
+
+def test_a_pasted_config_goes_over_as_the_cost_pages_config_choice():
+    """The link speaks the Cost page's own radio options (lab_ui/cost_inputs.py), and leaves out a
+    GPU the simulator does not know (the Cost page's "this server (measured)")."""
+    from attn_core.views.serving import link_values
+    from lab_ui.cost_inputs import SOURCES
+
+    assert link_values("llama-2-7b", None, "h200") == {
+        "co_src": SOURCES[0],
+        "co_model": "llama-2-7b",
+        "sv_gpu": "h200",
+    }
+    assert link_values(None, '{"model_type": "llama"}', "server") == {
+        "co_src": SOURCES[1],
+        "co_paste": '{"model_type": "llama"}',
+    }
