@@ -25,7 +25,7 @@ pages = [
     for p in [HOME, *PAGES]
 ]
 open_aliases()
-page = st.navigation(pages)
+page = st.navigation(pages, expanded=True)  # 13+ pages: every one listed, no "View more"
 shown = app_hooks.before_page(page, {p.url_path: p for p in pages})  # a follower sees the presenter's page
 with st.sidebar:
     if widgets.toggle(

@@ -68,6 +68,14 @@ PAGES: list[PageInfo] = [
         "costs",
     ),
     PageInfo(
+        "pages/serving.py",
+        "Serving",
+        ":material/dns:",
+        "One model on GPUs under a load, simulated under continuous batching: the fewest GPUs meeting "
+        "TTFT/TPOT SLOs, latency vs throughput beside published runs, batch and KV over time, MHA/GQA/MLA/hybrid.",
+        "serving",
+    ),
+    PageInfo(
         "pages/practice.py",
         "Practice",
         ":material/quiz:",
