@@ -7,7 +7,15 @@ its numbers are O(1) in the sizes, so its caps guard integer ranges, not time.)
 
 from __future__ import annotations
 
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -67,3 +75,37 @@ def check_range(name: str, value: int, low: int, high: int) -> int:
     if not low <= value <= high:
         raise ValueError(f"{name} = {value} is outside the allowed range {low}…{high}")
     return int(value)
+
+
+class Busy(ValueError):
+    """Another visitor's long computation holds the server's slot for it (a ValueError: the page shows
+    its words next to the input, as for any refused input)."""
+
+
+class ServerSlot:
+    """At most ``capacity`` runs of one kind of long computation at a time in this server process; one
+    more is refused at once with Busy, never queued behind the others (a queue would hold every
+    visitor's page, and each run takes a whole core for seconds)."""
+
+    def __init__(self, what: str, capacity: int = 1) -> None:
+        self.what = what
+        self._slots = threading.BoundedSemaphore(capacity)
+
+    @contextmanager
+    def take(self) -> Iterator[None]:
+        if not self._slots.acquire(blocking=False):
+            raise Busy(f"another {self.what} is running on this server; try again in a few seconds")
+        try:
+            yield
+        finally:
+            self._slots.release()
+
+    def guard(self, fn: Callable[P, R]) -> Callable[P, R]:
+        """``fn`` run inside the slot (Busy at once when it is taken)."""
+
+        @functools.wraps(fn)
+        def run(*args: P.args, **kwargs: P.kwargs) -> R:
+            with self.take():
+                return fn(*args, **kwargs)
+
+        return run

@@ -31,16 +31,16 @@ Short views never take this lock.
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from itertools import pairwise
 
 import torch
 
 from attn_core.hf.qk_capture import capture_qk as hf_capture
+from attn_core.limits import ServerSlot
 from attn_core.tile_maps import BAND, POSITION_BINS, TILE, LayerQK, TileMaps, check_region, tile_maps
 from attn_core.tile_maps import MAX_REGION as MAX_REGION  # re-exported for the page
 from attn_core.tile_maps import region as tile_region
@@ -68,22 +68,7 @@ from attn_core.views.long_inputs import sample_text as sample_text
 # The view
 # ----------------------------------------------------------------------------------------------
 
-_LONG_READ = threading.Lock()  # one long read at a time: each one takes every core for seconds
-
-
-class Busy(ValueError):
-    """Another visitor's long read is running on this server."""
-
-
-@contextmanager
-def _one_long_read() -> Iterator[None]:
-    """The long-read slot while inside, or Busy at once (never a wait behind another's read)."""
-    if not _LONG_READ.acquire(blocking=False):
-        raise Busy("another long read is running on this server; try again in a few seconds")
-    try:
-        yield
-    finally:
-        _LONG_READ.release()
+_LONG_READ = ServerSlot("long read")  # one at a time: each one takes every core for seconds
 
 
 METRIC_LABELS = {
@@ -162,7 +147,7 @@ def long_view(
         if time.perf_counter() - start > budget.max_seconds and i + 1 < est.layers:
             raise _TimeUp
 
-    with _one_long_read():
+    with _LONG_READ.take():
         start = time.perf_counter()
         with suppress(_TimeUp):  # out of time: the layers finished so far are the view
             _capture(m)(m.model, inp.idx, est.layers, each)
@@ -254,7 +239,7 @@ def region(
     recaptured = view.captures is None
     if recaptured:
         found: list[LayerQK] = []
-        with _one_long_read():
+        with _LONG_READ.take():
             _capture(m)(m.model, view.idx, layer + 1, lambda i, c: found.append(c) if i == layer else None)
         c = found[0]
     else:

@@ -19,6 +19,7 @@ import numpy as np
 from attn_core.cost.gpus import list_gpus, load_gpu
 from attn_core.cost.inputs import Precision
 from attn_core.cost.shapes import ModelShape
+from attn_core.limits import ServerSlot
 from attn_core.serving.fitted import FittedModel, load_fitted
 from attn_core.serving.load import Load
 from attn_core.serving.plan import SLO, TP_DEGREES, Plan, Target, plan
@@ -98,6 +99,11 @@ class ServingView:
     max_concurrency: int
     preemptions: int
     time_model: str
+
+
+# Simulations take a core for up to seconds each: one at a time per server (a repeat of the same
+# inputs is served from the shared view cache, lab_ui/view_cache.py).
+SIMULATION = ServerSlot("serving simulation")
 
 
 def make_load(mode: str, lengths: tuple[int, int], rate: float, concurrency: int, requests: int) -> Load:
@@ -225,6 +231,7 @@ def _engine(ask: Ask, tp: int, fitted: FittedModel) -> Engine:
     )
 
 
+@SIMULATION.guard
 def serving_view(ask: Ask) -> ServingView:
     """The deployment for the load (plan, or the cap's), simulated at the estimate and the bound."""
     fitted = load_fitted()

@@ -22,7 +22,7 @@ from attn_core.serving.plan import Target
 from attn_core.serving.simulate import Deployment, simulate
 from attn_core.serving.step_time import Engine, bound_s
 from attn_core.serving.variants import VARIANTS, attention_variant
-from attn_core.views.serving import CURVE_CONCURRENCY, Ask, check_size
+from attn_core.views.serving import CURVE_CONCURRENCY, SIMULATION, Ask, check_size
 
 GIB = 2**30
 
@@ -78,6 +78,7 @@ def published(model: str, gpu: str) -> Published:
     return Published(rows, points, x_lines, ttft, tpot)
 
 
+@SIMULATION.guard
 def curve_view(ask: Ask, tp: int) -> CurveView:
     """TTFT and TPOT p50/p99 against output tok/s per GPU as concurrency rises (module docstring)."""
     fitted = load_fitted()
@@ -112,6 +113,7 @@ def curve_view(ask: Ask, tp: int) -> CurveView:
     return CurveView(rows, tp, published(ask.shape.name, ask.gpu))
 
 
+@SIMULATION.guard
 def variants_view(ask: Ask) -> list[dict]:
     """`compare.side_by_side` for the page's load and SLOs: one row per attention."""
     fitted = load_fitted()

@@ -22,6 +22,7 @@ from attn_core.hf import attention_maps as hf
 from attn_core.hf.capture import capture
 from attn_core.hf.loading import Loaded
 from attn_core.hf.qk_capture import capture_qk
+from attn_core.limits import Busy
 from attn_core.trained import checkpoint
 from attn_core.trained.analysis import capture_qk as trained_capture_qk
 from attn_core.trained.analysis import run_trace
@@ -242,7 +243,7 @@ def test_a_second_long_read_is_busy_at_once_and_short_views_still_run():
     try:
         assert inside.wait(30)
         start = time.perf_counter()
-        with pytest.raises(lh.Busy, match="another long read is running"):
+        with pytest.raises(Busy, match="another long read is running"):
             lh.long_view(m, inp, tile=8)
         trace = run_trace(m.model, inp.idx)  # the trained heads page's short view
         assert time.perf_counter() - start < 10 and len(trace.layers) == m.n_layers
