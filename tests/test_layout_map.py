@@ -102,3 +102,10 @@ def test_every_subfolder_the_map_names_exists():
             if not (ROOT / entry / sub).is_dir():
                 ghosts.append(f"{entry}{sub}/")
     assert ghosts == []
+
+
+def test_test_files_have_unique_names():
+    """pytest imports a test file by its base name (the tests folders are not packages): two files
+    with one name in different folders break collection of the whole suite."""
+    names = [p.name for p in (ROOT / "tests").rglob("test_*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
