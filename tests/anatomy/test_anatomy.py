@@ -36,7 +36,8 @@ from attn_core.cost.params import model_params  # noqa: E402
 from attn_core.cost.shapes import list_built_presets, list_presets, load_preset_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-# The families the issue's survey found misread or refused: always in the sweep.
+# Families the formulas misread or transformers' build refused before (RESULTS.md, "Model-derived
+# sizing"): always in the sweep.
 ALWAYS = [
     "gemma4_text", "qwen3_5_text", "qwen3_5_moe_text", "deepseek_v32", "minimax", "falcon_h1", "lfm2",
     "zamba2", "mamba2", "mllama", "vaultgemma", "bitnet", "hrm_text", "llama",

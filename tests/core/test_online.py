@@ -45,7 +45,7 @@ from attn_core.views.online_tiles import block_size_sweep
 F64 = torch.float64
 # fp64 tolerance for online vs direct: both sum at most S terms e^{s-m}·v with |v| ≲ 5 and the
 # online path adds one rescale per block; the rounding error is bounded by ~(S + blocks)·u·max|v|
-# ≈ 2,000 · 1.1e-16 · 5 ≈ 1e-12 for the largest case here (the bound). Observed ~1e-15.
+# ≈ 2,000 · 1.1e-16 · 5 ≈ 1e-12 for the largest case here. Observed ~1e-15.
 TOL64 = 1e-12
 
 
