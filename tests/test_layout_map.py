@@ -102,3 +102,12 @@ def test_every_subfolder_the_map_names_exists():
             if not (ROOT / entry / sub).is_dir():
                 ghosts.append(f"{entry}{sub}/")
     assert ghosts == []
+
+
+def test_every_test_file_name_is_unique():
+    """pytest imports a test file by its bare name (the folders of tests/ are not packages), so two
+    files of one name in two folders stop the whole run at collection ("import file mismatch")."""
+    seen: dict[str, list[str]] = {}
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
