@@ -1,11 +1,13 @@
 # Two commands on a fresh machine (Python 3.11):
 #   make run   — install the app's needs into .venv and serve it on http://127.0.0.1:8501
 #   make test  — install test needs too (and Debian's chromium, redis-server and nginx when missing), run the whole suite
+# make derive reruns the generators of assets/derived/ (scripts/, minutes: every model type is built);
+# make train retrains the shipped checkpoint in assets/trained/ and appends its figures to benchmarks/RESULTS.md.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint bench chromium redis serve serve-stop serve-status nginx
+.PHONY: run test lint bench derive train chromium redis serve serve-stop serve-status nginx
 
 run: $(VENV)/.app
 	$(PY) -m streamlit run app.py --server.address 127.0.0.1 --server.port 8501
@@ -19,6 +21,15 @@ lint: $(VENV)/.dev
 
 bench: $(VENV)/.dev
 	$(PY) benchmarks/page_latency.py
+
+# Model-type facts first: the presets' records are checked with the formulas that read them.
+derive: $(VENV)/.app
+	$(PY) scripts/derive_model_types.py
+	$(PY) scripts/derive_presets.py
+	$(PY) scripts/fit_time_model.py
+
+train: $(VENV)/.app
+	$(PY) scripts/train_default.py
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)

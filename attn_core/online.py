@@ -256,7 +256,7 @@ class OnlineResult:
         """Tiles the mask removes entirely: never multiplied, never exponentiated."""
         return self.tiles_total - len(self.computed_tiles)
 
-    # The issue speaks of "blocks"; a block here is a tile.
+    # FlashAttention's papers say "blocks"; a block here is a tile, under either name.
     blocks_computed = tiles_computed
     blocks_skipped = tiles_skipped
 

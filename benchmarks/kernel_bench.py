@@ -1,9 +1,9 @@
 """The kernel bench's long runs: the CPU table and goal here, the GPU sweep on a GPU.
 
     cpu   every CPU contestant at L ∈ {256, 1024, 4096}, fp32, B = 1, H = 8, d = 64, causal off and
-          on, interleaved medians, the load average before and after; then the issue's CPU goal:
-          online vs SDPA wall time at T = 4096 in one interleaved run. ``--write`` appends the
-          markdown to benchmarks/RESULTS.md.
+          on, interleaved medians, the load average before and after; then the CPU goal (online
+          within 1.5× of SDPA at T = 4096): their wall times in one interleaved run. ``--write``
+          appends the markdown to benchmarks/RESULTS.md.
     gpu   the H200 sweep (run by benchmarks/gpu_sweep.sh): L 512…16k, d 64/128, bf16/fp16, causal
           on/off, MHA and GQA, tokens per batch fixed at 16k (B = 16k / L, H = 2048 / d, as the
           FlashAttention papers), the headline case first; writes {"meta", "records"} JSON — the

@@ -1,5 +1,5 @@
 """Presenter secrets (no Streamlit): only the holder of a room's secret can publish. The server
-issues it: a random nonce and the issue time, signed with HMAC-SHA-256 under the server's key
+issues it: a random nonce and the time issued, signed with HMAC-SHA-256 under the server's key
 (ATTN_LAB_SECRET, which deploy/serve.sh makes and hands every replica; else one generated and kept
 in Redis for every replica, or in this process's memory). Stores keep the secret's SHA-256. A room
 the store lost (aged out, a Redis restart) comes back only to a secret the server signed for that

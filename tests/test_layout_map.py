@@ -1,6 +1,6 @@
 """The map of the tree in docs/layout.md is true: it names every module of lab_ui/ (classroom/ too)
-and classroom_store/, every room and top-level module of attn_core/ and every script of benchmarks/
-(harness/ too), and every file it names exists.
+and classroom_store/, every room and top-level module of attn_core/, every script of benchmarks/
+(harness/ too) and of scripts/ (the asset generators), and every file it names exists.
 
 Read as text: the map is the first code block of docs/layout.md; an entry starts at column 0 (a
 top folder or file) and its lines run to the next one. A file name is looked up in its entry's
@@ -51,17 +51,17 @@ def modules(folder: str, pattern: str = "*.py") -> list[Path]:
 
 def test_the_map_is_found_and_has_its_entries():
     found = entries(layout_map())
-    assert {"app.py", "pages/", "lab_ui/", "attn_core/", "benchmarks/", "tests/"} <= set(found)
+    assert {"app.py", "pages/", "lab_ui/", "attn_core/", "benchmarks/", "scripts/", "tests/"} <= set(found)
     assert "page.py" in found["lab_ui/"] and "attention.py" in found["attn_core/"]
 
 
-@pytest.mark.parametrize("folder", ["lab_ui", "classroom_store", "benchmarks"])
+@pytest.mark.parametrize("folder", ["lab_ui", "classroom_store", "benchmarks", "scripts"])
 def test_every_module_and_script_is_named(folder):
-    """lab_ui/, classroom_store/ and benchmarks/ by each file's name, in their own entry (lab_ui/published_runs.py
-    and benchmarks/published_runs.py are two files)."""
+    """lab_ui/, classroom_store/, benchmarks/ and scripts/ by each file's name, in their own entry
+    (lab_ui/published_runs.py and benchmarks/published_runs.py are two files)."""
     block = entries(layout_map())[f"{folder}/"]
     names = named_basenames(block)
-    files = modules(folder) + (modules(folder, "*.sh") if folder == "benchmarks" else [])
+    files = modules(folder) + (modules(folder, "*.sh") if folder in ("benchmarks", "scripts") else [])
     missing = [str(p.relative_to(ROOT)) for p in files if p.name not in names]
     assert missing == [], "name them in docs/layout.md"
 
@@ -104,8 +104,10 @@ def test_every_subfolder_the_map_names_exists():
     assert ghosts == []
 
 
-def test_test_files_have_unique_names():
-    """pytest imports a test file by its base name (the tests folders are not packages): two files
-    with one name in different folders break collection of the whole suite."""
-    names = [p.name for p in (ROOT / "tests").rglob("test_*.py")]
-    assert sorted({n for n in names if names.count(n) > 1}) == []
+def test_every_test_file_name_is_unique():
+    """pytest imports a test file by its bare name (the folders of tests/ are not packages), so two
+    files of one name in two folders stop the whole run at collection ("import file mismatch")."""
+    seen: dict[str, list[str]] = {}
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}

@@ -294,7 +294,7 @@ def check_config(
 ) -> Check:
     """The formulas' reading of ``config`` held against transformers' build of it. Without
     ``shape`` the formulas read what the build reads (`formulas_input`); ``assume_covered``
-    lets them try mixers the record says they do not cover (benchmarks/derive_model_types.py)."""
+    lets them try mixers the record says they do not cover (scripts/derive_model_types.py)."""
     try:
         anatomy = derive(config)
     except BuildRefused as exc:

@@ -1,7 +1,7 @@
 """What a model_type implies, read from its build (`attn_core.cost.type_facts.TypeFacts`): the MLP's
 kind, which attention projections carry biases, QK-norm, a gated attention output, norms per
 layer, experts, learned positions, state mixers — each from the module tree of one decoder layer
-(`parts`), never from a table. `benchmarks/derive_model_types.py` records them for every type
+(`parts`), never from a table. `scripts/derive_model_types.py` records them for every type
 transformers builds (``assets/derived/model_types.json``); the check reads them from the build
 of the config at hand, which overrides the record."""
 

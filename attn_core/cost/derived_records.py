@@ -1,5 +1,5 @@
 """The model-derived figures of the shipped presets, recorded (``assets/derived/presets.json``,
-written by ``benchmarks/derive_presets.py`` from transformers' own build on the meta device), so
+written by ``scripts/derive_presets.py`` from transformers' own build on the meta device), so
 that a preset is checked without importing torch. Each record carries its config's content key:
 a preset edited since its record was written has no record (and says so) rather than a stale one.
 `tests/anatomy/test_anatomy.py` holds the records against a fresh derivation."""
@@ -53,7 +53,7 @@ def record_lines(rec: dict[str, Any] | None) -> list[str]:
     """The check in a few lines for the CLI and the page."""
     if rec is None:
         return [
-            "Not checked against transformers' build: no record for this config (benchmarks/derive_presets.py writes them)"
+            "Not checked against transformers' build: no record for this config (scripts/derive_presets.py writes them)"
         ]
     d = rec.get("model_derived")
     if d is None:

@@ -22,7 +22,7 @@ HEADER = (
 )
 
 
-FIT_FILE = RUNS_FILE.parents[1] / "derived" / "time_model.json"  # benchmarks/fit_time_model.py
+FIT_FILE = RUNS_FILE.parents[1] / "derived" / "time_model.json"  # scripts/fit_time_model.py
 
 
 def fit_records(path: Path = FIT_FILE) -> dict[str, dict]:

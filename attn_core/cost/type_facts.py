@@ -1,5 +1,5 @@
 """What a model_type implies about its layers, as transformers builds it: one `TypeFacts` per type,
-recorded in ``assets/derived/model_types.json`` by ``benchmarks/derive_model_types.py`` (each type
+recorded in ``assets/derived/model_types.json`` by ``scripts/derive_model_types.py`` (each type
 built at its class defaults on the meta device, its module tree read by `attn_core.anatomy.facts`).
 The formulas read these records instead of tables of model types written by hand; where the build
 runs anyway (a user's config on the page or the CLI, the check), its own facts override the record.

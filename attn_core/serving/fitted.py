@@ -1,5 +1,5 @@
 """The fitted time model as the serving commands read it: coefficients and the calibrated interval,
-from ``assets/derived/time_model.json`` (written by ``benchmarks/fit_time_model.py``; the command
+from ``assets/derived/time_model.json`` (written by ``scripts/fit_time_model.py``; the command
 is in benchmarks/RESULTS.md). Without the file: the default coefficients and a wide interval.
 
 The interval is multiplicative on times: a time t is reported as t·e^lo … t·e^hi, with lo and hi

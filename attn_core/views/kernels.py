@@ -75,7 +75,7 @@ class BenchRequest:
                            impls=self.impls, budget_s=self.budget_s, rounds=ROUNDS)  # fmt: skip
 
 
-HEADLINE = {"head_dim": 128, "dtype": "bf16", "causal": False}  # the target case family
+HEADLINE = {"head_dim": 128, "dtype": "bf16", "causal": False}  # the Kernels page's headline cases
 TARGET_L = 8192
 TARGET_RATIO = 0.6  # our Triton kernel vs the best SDPA backend's TFLOP/s at L = 8,192
 

@@ -19,7 +19,7 @@ def test_hand_trace_row_zero():
     x = hand_trace()
     w = attention(x, x, x).weights
     assert torch.allclose(w[0], torch.tensor([0.401112, 0.197776, 0.401112], dtype=F64), atol=5e-7)
-    # The old, wrong rounding (0.39, 0.22, 0.39) must not pass the same check.
+    # A wrong row (0.39, 0.22, 0.39), each weight off by about 0.01, must not pass the same check.
     assert not torch.allclose(w[0], torch.tensor([0.39, 0.22, 0.39], dtype=F64), atol=5e-7)
 
 

@@ -179,7 +179,6 @@ def test_a_lone_surrogate_in_the_name_is_replaced(tmp_path):
         SMALL | {"num_hidden_layers": 2, "layer_types": ["retention", "full_attention"]},
         SMALL | {"num_hidden_layers": 2, "layer_types": ["linear_attention", "full_attention"]},
         SMALL | {"model_type": "nemotron_h", "hybrid_override_pattern": "M*R-"},
-        # (zamba2, refused here before, is now sized by transformers' build: tests/anatomy/test_anatomy.py)
         {"text_config": {"num_hidden_layers": [1]}},
         [1, 2, 3],
     ],

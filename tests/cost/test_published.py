@@ -286,7 +286,7 @@ def test_a_fixed_length_throughput_row_counts_every_prompt_by_hand():
     }
     p = pub.price(pub.parse_run(row))
     assert p.bound == pytest.approx(rate, rel=1e-9)  # ≈ 1,332 out tok/s: the prompts dominate
-    output_only = A100_BF16 / (2 * MATMUL)  # the old accounting: one token's products per output token
+    output_only = A100_BF16 / (2 * MATMUL)  # counting only the output tokens' products, one token each
     assert output_only / p.bound > 10  # a long prompt, short output: output-only overstated it 17.7×
     row.pop("concurrency")
     with pytest.raises(pub.PublishedError, match="concurrency must be a whole number"):

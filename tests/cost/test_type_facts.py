@@ -41,7 +41,7 @@ def test_absent_tie_key_reads_the_class_default_like_the_build(model_type):
 
 
 def _sample(n: int = 4, seed: int = 7) -> list[str]:
-    """A seeded sample of recorded types (the full regeneration is benchmarks/derive_model_types.py)."""
+    """A seeded sample of recorded types (the full regeneration is scripts/derive_model_types.py)."""
     return random.Random(seed).sample(recorded_types(), n)
 
 

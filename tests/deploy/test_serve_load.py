@@ -78,7 +78,7 @@ def test_replicas_behind_nginx_survive_a_killed_replica():
     assert 1 <= len(res.disconnected) < cfg.sessions
     assert res.lost_anything == []
     assert all(len(s.recovered_after_s) == s.disconnects for s in res.sessions)
-    assert max(res.recovered_after_s) < 10  # the target
+    assert max(res.recovered_after_s) < 10  # back within 10 s (RESULTS.md, "A lecture hall through nginx")
     assert all(s.first_load_s is not None and s.latencies_s for s in res.sessions)
     replicas = [label for label in res.per_process if label.startswith("replica")]
     assert len(replicas) == 2 and all(res.per_process[r][0] > 0 for r in replicas)

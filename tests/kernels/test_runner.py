@@ -155,7 +155,7 @@ def test_cli_writes_json(tmp_path, capsys):
 
 
 def test_gpu_sweep_starts_with_the_headline_case():
-    """The issue's target (L = 8,192, d = 128, bf16, MHA) runs first, so a short budget still
+    """The Kernels page's headline case (L = 8,192, d = 128, bf16, MHA) runs first, so a short budget still
     measures it; then the grid: 2 d × 2 dtypes × 2 causal × MHA/GQA × 6 lengths."""
     configs = load_benchmark("kernel_bench").gpu_configs(300)
     first = configs[0]

@@ -7,11 +7,17 @@ counts are written down from the answers given."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from attn_core.practice import drills
 from attn_core.practice.tally import MAX_SEATS, tally
 
+ROOT = Path(__file__).resolve().parents[2]
 BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1, "fp8": 1}
 
 
@@ -64,8 +70,22 @@ def test_nobody_answered_and_the_bounds():
 
 
 def test_everyone_in_the_room_gets_the_same_question():
-    """The room keeps (card, seed, difficulty); every follower's draw is then identical."""
-    assert drills.draw("13", 42) == drills.draw("13", 42)
+    """The room keeps (card, seed, difficulty); each follower draws again, maybe on another replica:
+    another process with another hash seed draws the same question. Another seed, another one."""
+    code = "from attn_core.practice import drills; print(repr(drills.draw('13', 42)))"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    drawn = [
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**env, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    ]
+    assert drawn[0] == drawn[1] == repr(drills.draw("13", 42)) + "\n"
+    assert drills.draw("13", 43) != drills.draw("13", 42)
 
 
 def test_the_presenters_chart_shows_every_count():

@@ -4,7 +4,7 @@ serve`). The all-reduce's link bandwidth and per-call latency are set from Vidur
 all-reduces (microsoft/vidur, MIT; `serving.operator_check.vidur_collectives`) unless
 --fit-collectives fits them on the published rows too. Prints the per-source leave-one-source-out
 table for benchmarks/RESULTS.md.
-Run: PYTHONPATH=$PWD python benchmarks/fit_time_model.py [--sweeps 3] [--out PATH] [--fit-collectives]"""
+Run: PYTHONPATH=$PWD python scripts/fit_time_model.py [--sweeps 3] [--out PATH] [--fit-collectives]"""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from attn_core.serving.operator_check import vidur_collectives
 from attn_core.serving.replay import load_replays
 from attn_core.serving.step_time import TimeModelCoefficients
 
-COMMAND = "PYTHONPATH=$PWD python benchmarks/fit_time_model.py"
+COMMAND = "PYTHONPATH=$PWD python scripts/fit_time_model.py"
 
 
 def print_sources(rep) -> None:

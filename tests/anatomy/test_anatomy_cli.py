@@ -61,7 +61,7 @@ def test_gated_deltanet_heads_that_do_not_divide_are_refused_with_transformers_r
 
 def test_gemma4_moe_sized_by_the_build_says_k_of_e_and_its_active_count(capsys):
     """The formulas refuse Gemma 4's MoE block; the build answers, its first line the kind and its
-    active count k of E's (hand count in tests/anatomy/test_real_moe.py), not the total."""
+    active count k of E's (hand count in tests/anatomy/test_parts.py), not the total."""
     from pathlib import Path
 
     path = Path(__file__).parents[1] / "data" / "configs" / "gemma-4-26b-a4b.json"

@@ -6,7 +6,7 @@ Vidur), and they absorb attention, norms and launches that a lone GEMM does not 
 large GEMM the model may run a little slower than the GPU (ratio below 1; measured ~0.8). A band
 of 0.5 … 1.5 on the median still catches a wrong peak (fp8's would halve every prediction: ratio
 ×2), a lost tensor-parallel split (×2 … ×8) or bytes for FLOPs. The all-reduce's link and τ_ar are
-set from these same Vidur all-reduces (benchmarks/fit_time_model.py), one link for NVLink 3 (A100)
+set from these same Vidur all-reduces (scripts/fit_time_model.py), one link for NVLink 3 (A100)
 and NVLink 4 (H100): A100 runs ~1.6-1.9× the prediction, H100 ~0.8-0.9× on large messages, so the
 band there is 3× either way on messages of 1 MiB and more (a check that the shipped file holds
 Vidur's figures and the ring formula, not an independent test).

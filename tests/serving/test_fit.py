@@ -57,7 +57,7 @@ def test_interval_is_the_left_out_errors_10th_to_90th_percentile():
 
 
 def test_fitted_file_read_back_and_its_ranges(tmp_path):
-    doc = json.loads(FITTED_FILE.read_text())  # the shipped fit (benchmarks/fit_time_model.py)
+    doc = json.loads(FITTED_FILE.read_text())  # the shipped fit (scripts/fit_time_model.py)
     m = load_fitted()
     assert m.coefficients.to_json() == doc["coefficients"]
     lo, hi = m.time_range(10.0)

@@ -4,8 +4,8 @@ the recorded check every preset carries (``assets/derived/presets.json``, read b
 Cost page without torch), with what the formulas read (the config as transformers completes it, the
 facts of its build), so the preset path reads the same without torch.
 
-    .venv/bin/python benchmarks/derive_presets.py            # times + rewrites the records
-    .venv/bin/python benchmarks/derive_presets.py --no-write # times only
+    .venv/bin/python scripts/derive_presets.py            # times + rewrites the records
+    .venv/bin/python scripts/derive_presets.py --no-write # times only
 
 Figures: RESULTS.md, "Model-derived sizing"."""
 

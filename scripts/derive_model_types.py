@@ -6,8 +6,8 @@ record, ``assets/derived/model_types.json``, is what the torch-free formulas rea
 (`attn_core.cost.type_facts`); a multimodal type is recorded under its text model's type, with
 the wrapper named as an alias.
 
-    .venv/bin/python benchmarks/derive_model_types.py              # the known types; rewrites the record
-    .venv/bin/python benchmarks/derive_model_types.py llama gpt2   # these only, printed, not written
+    .venv/bin/python scripts/derive_model_types.py              # the known types; rewrites the record
+    .venv/bin/python scripts/derive_model_types.py llama gpt2   # these only, printed, not written
 
 Figures: RESULTS.md, "Model-type facts from the build"."""
 
@@ -103,7 +103,7 @@ def main() -> None:
     if not args.types:
         record = {
             "transformers_version": transformers.__version__,
-            "written_by": "benchmarks/derive_model_types.py",
+            "written_by": "scripts/derive_model_types.py",
             "types": dict(sorted(types.items())),
             "aliases": dict(sorted(aliases.items())),
             "not_built": dict(sorted(refused.items())),
