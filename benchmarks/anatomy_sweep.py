@@ -17,7 +17,7 @@ from pathlib import Path
 
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-from attn_core.anatomy.check import check_config
+from attn_core.anatomy.compare import compare_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +30,7 @@ def main() -> None:
     rows, tally, start = [], collections.Counter(), time.perf_counter()
     for model_type in sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES):
         t = time.perf_counter()
-        c = check_config({"model_type": model_type})
+        c = compare_config({"model_type": model_type})
         if c.anatomy is None:
             state, detail = "transformers cannot build it", c.refused
         elif c.analytic_error:

@@ -6,7 +6,7 @@ Two ways (``--mode``):
 - ``child`` (the page's path): `attn_core.anatomy.runner.wait` on a fresh config (a disk cache
   of its own, empty), a spare child warmed up beforehand (the page starts one when the paste box
   opens); seconds from the request to the record.
-- ``inproc``: `anatomy.check.check_config` in this process after one warm-up build, with the
+- ``inproc``: `anatomy.compare.compare_config` in this process after one warm-up build, with the
   forwards on one layer of each kind (the runner's child runs this) and, with ``--whole``, over
   every layer as before, for the speed-up.
 
@@ -44,7 +44,7 @@ def _child_seconds(config: dict) -> tuple[float, str]:
 
 def _inproc_seconds(config: dict, whole: bool) -> tuple[float, str]:
     from attn_core.anatomy import derive
-    from attn_core.anatomy.check import check_config
+    from attn_core.anatomy.compare import compare_config
 
     derive._derive_cached.cache_clear()
     if whole:
@@ -52,7 +52,7 @@ def _inproc_seconds(config: dict, whole: bool) -> tuple[float, str]:
         derive._derive(config, one_of_each=False)
         return time.perf_counter() - start, "every layer"
     start = time.perf_counter()
-    check = check_config(config)
+    check = compare_config(config)
     return time.perf_counter() - start, "agrees" if check.agrees else "differs or refused"
 
 
@@ -66,9 +66,9 @@ def main() -> None:
 
     runner.CACHE_DIR = Path(tempfile.mkdtemp()) / "build-checks"  # nothing answered from disk
     if args.mode == "inproc":
-        from attn_core.anatomy.check import check_config
+        from attn_core.anatomy.compare import compare_config
 
-        check_config(runner.WARM_UP)
+        compare_config(runner.WARM_UP)
     load_before, rows = _load(), []
     for path in [*PRESETS, *args.extra]:
         config = json.loads(path.read_text())

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from attn_core.anatomy.build import BuildRefused, text_config
-from attn_core.anatomy.check import check_config
+from attn_core.anatomy.compare import compare_config
 from attn_core.anatomy.derive import derive
 from attn_core.cost.type_facts import RECORD_FILE
 
@@ -38,7 +38,7 @@ def type_record(model_type: str) -> tuple[str, dict]:
     config = {"model_type": model_type}
     text_type = str(text_config(config).model_type)
     anatomy = derive(config)
-    check = check_config(config, assume_covered=True)
+    check = compare_config(config, assume_covered=True)
     facts = anatomy.facts.to_json() | {"formulas_cover": check.agrees}
     return text_type, facts
 

@@ -25,12 +25,12 @@ ROOT = Path(__file__).resolve().parents[1]
 CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
-from attn_core.anatomy.check import check_config
+from attn_core.anatomy.compare import compare_config
 from attn_core.cost.shapes import load_preset_config
 
 name = sys.argv[1]
 t1 = time.perf_counter()
-c = check_config(load_preset_config(name))  # the formulas read the config as transformers completes it
+c = compare_config(load_preset_config(name))  # the formulas read the config as transformers completes it
 t2 = time.perf_counter()
 print(json.dumps({"import_s": t1 - t0, "derive_s": t2 - t1, "check": c.to_json()}))
 """

@@ -172,9 +172,9 @@ def run(args) -> str:
             if args.json
             else f"{analytic}\n\n{note}"
         )
-    from attn_core.anatomy.check import Check, check_config  # torch and transformers from here
+    from attn_core.anatomy.compare import Check, compare_config  # torch and transformers from here
 
-    check = check_config(config)
+    check = compare_config(config)
     if check.anatomy is not None and (why := cannot_run(check.anatomy)):
         raise UsageError(f"--config {args.config}: transformers builds it but cannot run it: {why}")
     if check.shape is not None:  # the config as transformers completes it, the build's facts

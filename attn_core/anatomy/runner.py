@@ -103,9 +103,9 @@ def child_main() -> int:
     handing it a job) ends it quietly."""
     out = child_streams()
     os.nice(NICE)
-    from attn_core.anatomy.check import check_config  # torch and transformers, before the caps
+    from attn_core.anatomy.compare import compare_config  # torch and transformers, before the caps
 
-    check_config(WARM_UP)
+    compare_config(WARM_UP)
     payload = sys.stdin.buffer.read()
     if not payload:
         return 0
@@ -113,7 +113,7 @@ def child_main() -> int:
     cap_cpu(int(job["cpu_seconds"]))
     try:
         cap_address_space(int(job["memory_bytes"]))
-        got = {"status": "ok", "check": check_config(job["config"]).to_json()}
+        got = {"status": "ok", "check": compare_config(job["config"]).to_json()}
     except MemoryError as exc:
         got = {"status": "failed", "line": f"the build ran out of its memory limit ({one_line(exc)})"}
     except Exception as exc:  # a build that raises past transformers' own refusals: one line

@@ -39,7 +39,7 @@ MODELS_DIR = Path(__file__).resolve().parents[2] / "assets" / "models"
 
 # What a model_type implies (its MLP's kind, biases, QK-norm, output gate, norms per layer, learned
 # positions) is read from transformers' build of it: recorded per type (attn_core/cost/type_facts.py),
-# or from the build of the config at hand where it runs (attn_core/anatomy/check.py).
+# or from the build of the config at hand where it runs (attn_core/anatomy/compare.py).
 # Activations that, with no model_type at all, mean a gated MLP (LLaMA's SwiGLU convention). A
 # model_type is never read this way (VaultGemma's and BitNet's GELU / ReLU² MLPs are gated): one
 # without recorded facts is refused, and transformers' own build sizes it (attn_core/anatomy).

@@ -280,6 +280,6 @@ def model_check(args) -> dict | None:
     config = read_config_json(args.config.read_text())
     if buildable_type(config) is None:
         return None
-    from attn_core.anatomy.check import check_config
+    from attn_core.anatomy.compare import compare_config
 
-    return check_config(config).to_json()
+    return compare_config(config).to_json()

@@ -178,7 +178,7 @@ PENDING_NOTE = (
 
 
 def shape_of_record(config: dict[str, Any], record: dict[str, Any]) -> ModelShape | None:
-    """The shape the formulas read where the build ran (`anatomy.check.formulas_input`: the
+    """The shape the formulas read where the build ran (`anatomy.compare.formulas_input`: the
     completed config and the build's facts, as the check's record carries them); None where they
     did not read it."""
     read = record.get("formulas_read")

@@ -30,7 +30,7 @@ from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES  # noqa: E402
 
 from attn_core.anatomy.build import BuildRefused, completed_config  # noqa: E402
-from attn_core.anatomy.check import check_config  # noqa: E402
+from attn_core.anatomy.compare import compare_config  # noqa: E402
 from attn_core.anatomy.derive import derive  # noqa: E402
 from attn_core.cost.derived_records import RECORDS_FILE, config_key, preset_record  # noqa: E402
 from attn_core.cost.params import model_params  # noqa: E402
@@ -101,7 +101,7 @@ def test_parameters_equal_transformers_build_and_the_formula_agrees_or_is_flagge
     assert anatomy.params_total == oracle
     assert sum(anatomy.params_by_part.values()) == oracle  # every parameter in exactly one part
     assert anatomy.params_active <= anatomy.params_total
-    check = check_config(config)
+    check = compare_config(config)
     if check.shape is None:
         assert check.analytic_error, "the formulas refuse it, and the check must say so"
         return
@@ -251,7 +251,7 @@ def test_cli_config_misread_names_the_part(tmp_path):
     whats = {d["what"]: d for d in check["differences"]}
     assert check["agrees"] is False and "parameters, norms" in whats
     assert whats["parameters, total"]["derived"] == derived["params_total"]
-    text = "\n".join(check_config(config).lines())  # what the table form prints (cached: no rebuild)
+    text = "\n".join(compare_config(config).lines())  # what the table form prints (cached: no rebuild)
     assert "THE FORMULA DIFFERS" in text and "parameters, norms" in text
 
 
@@ -267,7 +267,7 @@ def test_a_build_too_large_for_the_server_is_refused_before_transformers_reads_i
     config = {"model_type": "qwen3_moe", "num_hidden_layers": 16_777_216, "num_experts": 128}
     with pytest.raises(BuildRefused, match="too large to build on this server"):
         derive(config)
-    check = check_config(config)  # the formulas' figures stand, marked unchecked with the reason
+    check = compare_config(config)  # the formulas' figures stand, marked unchecked with the reason
     assert check.anatomy is None and "too large" in check.refused
 
 

@@ -5,7 +5,7 @@ its memory cap ends in one line, the server's build slots are few and a request 
 in-process check reads it.
 
 Oracles: the wall clock (time.monotonic) and the child's process group (os.killpg(pid, 0));
-`check_config` run in this process for the shape."""
+`compare_config` run in this process for the shape."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 
 from attn_core.anatomy import runner
 from attn_core.anatomy.build import MAX_BUILD_LAYERS
-from attn_core.anatomy.check import check_config
+from attn_core.anatomy.compare import compare_config
 from attn_core.cost.shapes import load_preset_config
 from attn_core.views.cost_check import shape_of_record
 
@@ -109,9 +109,9 @@ def test_requests_beyond_the_slots_are_busy_at_once():
 @pytest.mark.parametrize("name", ["llama-3-8b", "qwen3-30b-a3b", "gemma-3-27b"])
 def test_the_parent_reads_the_shape_the_check_read(name):
     """The record crosses the pipe as JSON; the formulas' shape rebuilt from it is the one
-    `check_config` read in-process."""
+    `compare_config` read in-process."""
     config = load_preset_config(name)
-    check = check_config(config)
+    check = compare_config(config)
     record = json.loads(json.dumps(check.to_json(), default=str))
     assert check.shape is not None and shape_of_record(config, record) == check.shape
 

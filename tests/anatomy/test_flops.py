@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("transformers", reason="the model-derived path needs transformers")
 
 from attn_core.anatomy.build import build_on_meta, text_config
-from attn_core.anatomy.check import check_config
+from attn_core.anatomy.compare import compare_config
 from attn_core.anatomy.derive import derive
 from attn_core.anatomy.flops import model_flops
 from attn_core.anatomy.parts import param_parts
@@ -66,7 +66,7 @@ def test_moe_experts_count_at_k_of_e():
         assert layer["router"] == 2 * T * d * E
     for layer in f.decode:
         assert layer["routed experts"] == 2 * k * 3 * d * F
-    assert check_config(QWEN3_MOE).agrees, check_config(QWEN3_MOE).lines()
+    assert compare_config(QWEN3_MOE).agrees, compare_config(QWEN3_MOE).lines()
 
 
 def test_qwen3_next_hybrid_flops():
@@ -86,7 +86,7 @@ def test_qwen3_next_hybrid_flops():
 def test_a_differing_part_is_flagged_with_both_figures():
     """Qwen3-Next's core: the formulas count the delta rule's ideal chunked products, transformers'
     torch fallback pads the chunk to 64 tokens: the check must name it, never agree silently."""
-    check = check_config(QWEN3_NEXT)
+    check = compare_config(QWEN3_NEXT)
     flagged = [x for x in check.differences if x.unit == "FLOPs"]
     assert any("linear mixer core" in x.what for x in flagged)
     counted = derive(QWEN3_NEXT).flops.total("prefill")
@@ -96,7 +96,7 @@ def test_a_differing_part_is_flagged_with_both_figures():
 
 
 def test_llama_check_agrees_on_flops():
-    check = check_config(LLAMA)
+    check = compare_config(LLAMA)
     assert not [x.text for x in check.differences if x.unit == "FLOPs"]
     assert (
         derive(LLAMA).to_json()["flops"]["prefill_by_part"]["head"] == 2 * 16 * d * V
@@ -111,7 +111,7 @@ def test_gpt2_conv1d_maps_count_as_projections_not_core():
     assert layer["attention projections"] == 2 * T * d * (3 * d + d)
     assert layer["attention core"] == 4 * d * T * T
     assert layer["mlp"] == 2 * T * 2 * d * 96
-    assert check_config(gpt2).agrees
+    assert compare_config(gpt2).agrees
 
 
 def test_mla_decodes_naive_in_transformers_and_the_check_says_so():
@@ -129,7 +129,7 @@ def test_mla_decodes_naive_in_transformers_and_the_check_says_so():
     assert layer["attention projections"] == 2 * maps
     assert layer["attention core"] == (P + 1) * 2 * h * (nope + rope + v)
     assert layer["mlp"] == 2 * 3 * d * ff
-    check = check_config(ds)
+    check = compare_config(ds)
     assert check.agrees and check.differences  # not a misread, and not silent
     assert all("naive form" in x.convention for x in check.differences)
 
@@ -144,7 +144,7 @@ def test_llama4_runs_every_expert_and_the_check_says_so():
               tie_word_embeddings=False)  # fmt: skip
     (layer,) = _count(l4).prefill
     assert layer["routed experts"] == E * 2 * T * 3 * d * ff_e
-    check = check_config(l4)
+    check = compare_config(l4)
     assert check.agrees and any("every routed expert" in (x.convention or "") for x in check.differences)
 
 

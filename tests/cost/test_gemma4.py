@@ -18,7 +18,7 @@ transformers = pytest.importorskip("transformers", reason="the oracle is transfo
 from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
 
 from attn_core.anatomy.build import completed_config  # noqa: E402
-from attn_core.anatomy.check import check_config  # noqa: E402
+from attn_core.anatomy.compare import compare_config  # noqa: E402
 from attn_core.cost.config_keys import ConfigError  # noqa: E402
 from attn_core.cost.flops import layer_flops, prefill_flops  # noqa: E402
 from attn_core.cost.gpus import load_gpu  # noqa: E402
@@ -78,7 +78,7 @@ def test_parameters_equal_the_meta_build(source):
         else load_preset_config("gemma-4-e2b")
     )
     assert model_params(from_hf_config(config)).total == meta_params(config)
-    check = check_config(config)
+    check = compare_config(config)
     assert check.agrees, check.lines()
 
 
@@ -101,7 +101,7 @@ def test_tiny_variants_equal_the_build_and_a_real_forward(variant):
     T = 9  # below the window of 16: every caching layer holds all T tokens
     assert kv_cache_bytes(shape, T, bytes_per_value=2) == real_cache_bytes(config, T)
     assert kv_cache_bytes_per_token(shape, 2) * T == real_cache_bytes(config, T)
-    assert check_config(config).agrees
+    assert compare_config(config).agrees
 
 
 def test_shared_layers_keep_no_cache_and_no_k_v_maps():
@@ -174,7 +174,7 @@ def test_default_layer_pattern_is_counted_by_rule(n_layers, shared):
     tail = kinds[n_layers - shared :]
     assert shape.shared_kv_counts == {k: tail.count(k) for k in set(tail)}
     assert model_params(shape).total == meta_params(config)
-    assert check_config(config).agrees
+    assert compare_config(config).agrees
 
 
 def test_a_bare_config_takes_the_class_defaults():
@@ -182,5 +182,6 @@ def test_a_bare_config_takes_the_class_defaults():
     bare = {"model_type": "gemma4_text"}
     assert model_params(from_hf_config(bare)).total == meta_params(bare)
     assert (
-        kv_cache_bytes_per_token(from_hf_config(bare), 2) == check_config(bare).anatomy.cache_bytes_per_token
+        kv_cache_bytes_per_token(from_hf_config(bare), 2)
+        == compare_config(bare).anatomy.cache_bytes_per_token
     )

@@ -39,9 +39,9 @@ def test_each_listed_layout_agrees_with_the_build(model_type):
     facts = recorded_facts(model_type)
     assert facts is not None and facts.moe, f"{model_type}: its build at class defaults has no experts"
     if model_type in TINY:
-        from attn_core.anatomy.check import check_config
+        from attn_core.anatomy.compare import compare_config
 
-        check = check_config({"model_type": model_type, **TINY[model_type]})
+        check = compare_config({"model_type": model_type, **TINY[model_type]})
         assert check.anatomy is not None and check.anatomy.experts is not None
         assert check.agrees, check.lines()
     else:

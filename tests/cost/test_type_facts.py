@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("transformers", reason="the oracle is transformers' own build")
 
-from attn_core.anatomy.check import check_config
+from attn_core.anatomy.compare import compare_config
 from attn_core.anatomy.derive import derive
 from attn_core.cost.models_list import models_rows, models_text
 from attn_core.cost.params import model_params
@@ -33,7 +33,7 @@ def test_absent_tie_key_reads_the_class_default_like_the_build(model_type):
     assert model_type in _untied_by_default()  # the case holds: the class default differs from True
     config = {"model_type": model_type, **TINY}  # tie_word_embeddings left out
     built = derive(config).params_total
-    check = check_config(config)
+    check = compare_config(config)
     assert model_params(check.shape).total == built and check.agrees
     # the torch-free path reads the class's tie default from the recorded facts: a head of its own,
     # as the build has (other absent keys, e.g. Qwen3's head_dim, only the completed config reads)

@@ -289,7 +289,7 @@ def formulas_input(config: Mapping[str, Any], anatomy: Anatomy) -> tuple[dict[st
     return full, dataclasses.replace(built, formulas_cover=covered)
 
 
-def check_config(
+def compare_config(
     config: Mapping[str, Any], shape: ModelShape | None = None, *, assume_covered: bool = False
 ) -> Check:
     """The formulas' reading of ``config`` held against transformers' build of it. Without
