@@ -10,7 +10,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .PHONY: run test lint bench derive train chromium redis serve serve-stop serve-status nginx
 
 run: $(VENV)/.app
-	$(PY) -m streamlit run app.py --server.address 127.0.0.1 --server.port 8501
+	$(PY) -m lab_ui.launch run app.py --server.address 127.0.0.1 --server.port 8501
 
 test: $(VENV)/.dev chromium redis nginx
 	$(PY) -m ruff check .

@@ -1,4 +1,4 @@
-"""Attention Lab: `streamlit run app.py`. The pages are declared once, in lab_ui/nav.py."""
+"""Attention Lab: `make run` (`python -m lab_ui.launch run app.py`). The pages are declared once, in lab_ui/nav.py."""
 
 from pathlib import Path
 

@@ -164,7 +164,7 @@ start() {
     for ((i = 0; i < REPLICAS; i++)); do
         port=$((BASE_PORT + i))
         # The flags of `make run`; .streamlit/config.toml (read from the repo root) does the rest.
-        (cd "$ROOT" && exec setsid "$PYTHON" -m streamlit run app.py --server.headless true \
+        (cd "$ROOT" && exec setsid "$PYTHON" -m lab_ui.launch run app.py --server.headless true \
             --server.address "$REPLICA_ADDRESS" --server.port "$port") \
             >"$RUN_DIR/replica-$port.log" 2>&1 </dev/null &
         echo $! >"$RUN_DIR/replica-$port.pid"

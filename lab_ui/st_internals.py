@@ -25,6 +25,8 @@ What is relied on, by the module of Streamlit 1.67.0 it comes from:
   ``_browser_queue``, ``_enqueue_forward_msg``;
 - ``streamlit.runtime.state.get_session_state``: its private ``_state``, readable after st.stop;
 - ``streamlit.runtime.pages_manager.PagesManager.uses_pages_directory`` (class attribute);
+- ``streamlit.web.cli.main``: the ``streamlit`` command itself, run in this process by
+  lab_ui/launch.py after it has imported what the pages need;
 - a container's private ``_block_delta_path``, and a websocket client's peer under uvicorn
   (``get_client(id)._websocket._receive.__self__.client[0]``).
 """
@@ -152,3 +154,11 @@ def session_state_store() -> Any:
     """This session's underlying state store (readable in a ``finally`` after st.stop, when
     st.session_state raises), or None where it is missing."""
     return getattr(get_session_state(), "_state", None)
+
+
+def streamlit_command_line() -> int:
+    """Streamlit's own command line (``streamlit run app.py …``) in this process, reading sys.argv
+    as the ``streamlit`` executable does (``streamlit.web.cli.main``)."""
+    from streamlit.web.cli import main
+
+    return main()

@@ -1,6 +1,6 @@
 """Start the app for a benchmark or a test: one Streamlit server, or the lecture-hall stack.
 
-``serve()`` starts ``streamlit run app.py`` as ``make run`` does (so .streamlit/config.toml
+``serve()`` starts the lab as ``make run`` does (``python -m lab_ui.launch run app.py``) (so .streamlit/config.toml
 applies) on a free loopback port and waits for /_stcore/health; ``serve_stack(n)`` runs
 deploy/serve.sh (the script ``make serve`` runs): n replicas, nginx before them and the Redis that
 holds classroom rooms, in a private run dir on free ports. Both stop what they started in a
@@ -72,10 +72,12 @@ def serve(
     port = port or free_port()
     log_dir = Path(tempfile.mkdtemp(prefix="serve_load_"))
     log_path = log_dir / "server.log"
+    # The lab starts as `make run` starts it: its imports first (lab_ui/launch.py); another app plainly.
+    launcher = "lab_ui.launch" if app == "app.py" else "streamlit"
     cmd = [
         sys.executable,
         "-m",
-        "streamlit",
+        launcher,
         "run",
         app,
         "--server.headless",
