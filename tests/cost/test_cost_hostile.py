@@ -18,8 +18,8 @@ import sys
 
 import pytest
 
-from attn_core.cost import load_gpu
 from attn_core.cost.cli import main
+from attn_core.cost.gpus import load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.layers import ALL, Every, LayerKinds, LayerSet
 from attn_core.cost.shapes import ConfigError, parse_config_text

@@ -20,27 +20,28 @@ from costs_reference import cache_tensor_bytes, count_decode_attention, count_la
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attn_core.cost import (
+from attn_core.cost.dtypes import bytes_per_value
+from attn_core.cost.flops import (
     attention_pairs,
-    attention_params,
-    bytes_per_value,
-    cost_report,
     crossover_seq_len,
-    decode_intensity,
-    decode_lower_bound,
     doubling_ratio,
-    kv_cache_bytes,
-    kv_cache_bytes_per_token,
     layer_flops,
     score_bytes_naive,
     score_bytes_online,
-    serving_capacity,
-    weight_bytes,
 )
 from attn_core.cost.gpus import custom_gpu, list_gpus, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
+from attn_core.cost.params import attention_params, weight_bytes
+from attn_core.cost.report import cost_report
+from attn_core.cost.serving import (
+    decode_intensity,
+    kv_cache_bytes,
+    kv_cache_bytes_per_token,
+    serving_capacity,
+)
 from attn_core.cost.shapes import ModelShape, from_hf_config, list_presets, load_preset
 from attn_core.cost.units import format_bytes_binary, format_flops, format_percent, format_seconds
+from attn_core.cost.whole_model import decode_lower_bound
 from attn_core.masks import causal_mask, sliding_window_mask
 
 KiB, MiB, GiB, TiB = 2**10, 2**20, 2**30, 2**40
@@ -467,7 +468,7 @@ def test_from_hf_config_roundtrip_costs():
 
 # -- Page tables and sweeps ---------------------------------------------------------------------------
 def test_kv_head_variants_reproduce_card14():
-    from attn_core.cost import kv_head_variants
+    from attn_core.cost.report import kv_head_variants
 
     rows = {r.kind: r for r in kv_head_variants(L70, Workload(4096), hardware=Hardware(A100, 2))}
     assert [rows[k].kv_bytes_per_token for k in ("MHA", "GQA", "MQA")] == [2560 * KiB, 320 * KiB, 40 * KiB]
@@ -489,7 +490,7 @@ def test_kv_head_variants_reproduce_card14():
 
 
 def test_cost_sweep_columns_match_scalars():
-    from attn_core.cost import cost_sweep, sweep_grid
+    from attn_core.cost.report import cost_sweep, sweep_grid
 
     grid = sweep_grid(4096, extra=(24_704.0, 49_407.0, None))
     assert {4096, 24_704, 49_407} <= set(grid.tolist()) and grid[0] == 1 and grid.max() == 4 * 49_407
@@ -512,7 +513,7 @@ def test_recompute_flops_are_one_more_qk():
 
 
 def test_sweep_column_groups():
-    from attn_core.cost import cost_sweep
+    from attn_core.cost.report import cost_sweep
 
     sweep = cost_sweep(L7, [1, 4096])
     assert list(sweep.columns("kv")) == ["T (tokens)", "KV cache (B)"]

@@ -14,7 +14,7 @@ import json
 import pytest
 from costs_reference import count_params
 
-from attn_core.cost import attention_params, model_params, weight_bytes
+from attn_core.cost.params import attention_params, model_params, weight_bytes
 from attn_core.cost.shapes import (
     ConfigError,
     ModelShape,

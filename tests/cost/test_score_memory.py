@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attn_core.cost import score_bytes_naive, score_bytes_online
+from attn_core.cost.flops import score_bytes_naive, score_bytes_online
 from attn_core.cost.score_memory import (
     memory_bill,
     memory_sweep,
