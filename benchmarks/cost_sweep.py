@@ -16,10 +16,10 @@ import time
 
 import numpy as np
 
+from attn_core.cost.config_reader import list_presets, load_preset
 from attn_core.cost.flops import layer_flops, prefill_flops, score_bytes_naive, score_bytes_online
 from attn_core.cost.gpus import load_gpu
 from attn_core.cost.serving import kv_cache_bytes, serving_capacity
-from attn_core.cost.shapes import list_presets, load_preset
 
 
 def sweep_once(name: str, T: np.ndarray) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from attn_core.cost import cli
 from attn_core.cost.config_keys import ConfigError
-from attn_core.cost.shapes import MAX_CONFIG_BYTES, load_preset, parse_config_bytes, parse_config_text
+from attn_core.cost.config_reader import MAX_CONFIG_BYTES, load_preset, parse_config_bytes, parse_config_text
 
 # -- typed matrices (the Playground's Q box) ---------------------------------------------------
 BAD_MATRICES = {

@@ -11,7 +11,7 @@ Inputs and caps
 - `units`: numbers with their units (GiB vs GB, FLOPs, seconds, counts).
 
 Reading a config
-- `shapes`: a `ModelShape` from a preset or a Hugging Face config.json (the key aliases read,
+- `config_reader`: a `ModelShape` from a preset or a Hugging Face config.json (the key aliases read,
   uploads and pastes parsed).
 - `model_shape`: the `ModelShape` dataclass, validated on construction, every derived quantity.
 - `config_keys`: reading one key safely (aliases, whole numbers, `ConfigError` naming the key).

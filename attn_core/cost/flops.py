@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from attn_core.cost import score_memory
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.dtypes import Tokens, _minimum, _tokens
 from attn_core.cost.params import attention_params, mlp_matrix_weights
-from attn_core.cost.shapes import ModelShape
 
 
 # -- Per-token pieces: each formula once ------------------------------------------------------

@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.dtypes import _tokens
 from attn_core.cost.flops import layer_flops
 from attn_core.cost.layers import LayerKinds
 from attn_core.cost.mixers import STATE_KINDS, state_bytes_per_layer
 from attn_core.cost.params import attention_params, dense_mlp_params, moe_layer_params
 from attn_core.cost.serving import kv_bytes_per_token_per_layer, kv_cache_bytes, state_bytes
-from attn_core.cost.shapes import ModelShape
 
 KIND_LABELS = {
     "full": "full attention",

@@ -1,6 +1,6 @@
 """The model's shape for the cost pages: one frozen dataclass, validated on construction, with
 every derived quantity (group size, attention kind, widths, layer counts by kind) computed in one
-place. `attn_core.cost.shapes` builds it from a preset or a Hugging Face ``config.json`` dict.
+place. `attn_core.cost.config_reader` builds it from a preset or a Hugging Face ``config.json`` dict.
 
 Names follow the cards: L layers, d = d_model, h query heads, H_kv key/value heads, d_h head
 width, d_ff feed-forward width (cards 9, 11, 13, 14). H_kv = h is multi-head attention (MHA),

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.dtypes import _tokens, weight_bytes_per_param
 from attn_core.cost.flops import (
     LayerFlops,
@@ -30,7 +31,6 @@ from attn_core.cost.serving import (
     state_bytes,
     state_bytes_per_sequence,
 )
-from attn_core.cost.shapes import ModelShape
 from attn_core.cost.whole_model import (
     PETABYTE,
     DecodeBound,

@@ -8,12 +8,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.dtypes import Tokens, _minimum, _tokens
 from attn_core.cost.flops import pair_flops
 from attn_core.cost.gpus import GPU, MemoryConvention
 from attn_core.cost.mixers import state_bytes_per_layer
 from attn_core.cost.params import decode_weight_bytes, expert_params, weight_bytes
-from attn_core.cost.shapes import ModelShape
 
 
 # -- Card 13: KV cache -----------------------------------------------------------------------

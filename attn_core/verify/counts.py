@@ -8,11 +8,11 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.flops import prefill_flops
 from attn_core.cost.params import expert_params
 from attn_core.cost.phases import PhaseCount
 from attn_core.cost.serving import experts_touched_expected
-from attn_core.cost.shapes import ModelShape
 from attn_core.verify.plan import active_layer_params, cache_bytes
 
 

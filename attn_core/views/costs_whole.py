@@ -7,13 +7,13 @@ from __future__ import annotations
 import numpy as np
 
 from attn_core.cost.calibrated import FORMULA, CalibratedTiming
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.flops import layer_flops
 from attn_core.cost.ledger import attention_twin, layer_ledger, memory_sweep_T
 from attn_core.cost.mixers import STATE_KIND_NAMES
 from attn_core.cost.params import weight_bytes
 from attn_core.cost.report import CostReport
 from attn_core.cost.serving import kv_bytes_per_token_per_layer
-from attn_core.cost.shapes import ModelShape
 from attn_core.cost.units import (
     format_bytes_binary,
     format_count,

@@ -14,10 +14,10 @@ import pytest
 import torch
 
 from attn_core.cost.config_keys import ConfigError
+from attn_core.cost.config_reader import from_hf_config, load_preset, load_preset_config
 from attn_core.cost.flops import attention_pairs, pair_flops, prefill_flops
 from attn_core.cost.params import model_params
 from attn_core.cost.serving import kv_cache_bytes
-from attn_core.cost.shapes import from_hf_config, load_preset, load_preset_config
 
 transformers = pytest.importorskip("transformers", reason="the meta-device oracle needs transformers")
 

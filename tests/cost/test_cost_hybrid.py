@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import torch
 
+from attn_core.cost.config_reader import from_hf_config, load_preset, load_preset_config
 from attn_core.cost.mixers import chunk_pairs
 from attn_core.cost.params import model_params
 from attn_core.cost.serving import experts_touched_expected, kv_cache_bytes, state_bytes
-from attn_core.cost.shapes import from_hf_config, load_preset, load_preset_config
 
 transformers = pytest.importorskip("transformers", reason="the meta-device oracle needs transformers")
 

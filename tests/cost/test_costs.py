@@ -20,6 +20,7 @@ from costs_reference import cache_tensor_bytes, count_decode_attention, count_la
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from attn_core.cost.config_reader import ModelShape, from_hf_config, list_presets, load_preset
 from attn_core.cost.dtypes import bytes_per_value
 from attn_core.cost.flops import (
     attention_pairs,
@@ -39,7 +40,6 @@ from attn_core.cost.serving import (
     kv_cache_bytes_per_token,
     serving_capacity,
 )
-from attn_core.cost.shapes import ModelShape, from_hf_config, list_presets, load_preset
 from attn_core.cost.units import format_bytes_binary, format_flops, format_percent, format_seconds
 from attn_core.cost.whole_model import decode_lower_bound
 from attn_core.masks import causal_mask, sliding_window_mask
@@ -460,7 +460,7 @@ def test_cost_report_bundles_the_same_numbers():
 
 def test_from_hf_config_roundtrip_costs():
     """A pasted config of Llama 2 7B gives the same cache as the preset (names don't matter)."""
-    from attn_core.cost.shapes import load_preset_config
+    from attn_core.cost.config_reader import load_preset_config
 
     pasted = from_hf_config(load_preset_config("llama-2-7b"))
     assert kv_cache_bytes(pasted, 4096) == 2 * GiB and weight_bytes(pasted) == 13_476_831_232
