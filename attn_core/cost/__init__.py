@@ -15,7 +15,10 @@ Reading a config
   uploads and pastes parsed).
 - `model_shape`: the `ModelShape` dataclass, validated on construction, every derived quantity.
 - `config_keys`: reading one key safely (aliases, whole numbers, `ConfigError` naming the key).
-- `model_types`: what a model_type implies (class defaults, text_config, refused types, quantization).
+- `families`: one home per model family — what a model_type means beyond its keys (class
+  defaults, expert layout, layer rule, extra width keys, norm, window rule, sinks), one record each.
+- `model_types`: before any size is read: text_config, remote-code types, class defaults filled in,
+  refused types, quantization.
 - `type_facts`: what transformers' build of each model_type shows (MLP kind, biases, norms, …), recorded.
 - `layer_config`: each layer's kind and the linear-attention / state-space mixer, from the config.
 - `experts`: mixture of experts (layout, top-k, shared experts, which layers hold experts).
