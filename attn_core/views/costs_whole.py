@@ -226,8 +226,7 @@ def whole_checks(r: CostReport) -> list[tuple[str, float]]:
     min(T, span). Groups, not layers: a config of 16 million layers costs what one of 60 does."""
     s, T, B = r.model, r.seq_len, r.batch
     by_layer = sum(
-        n * layer_flops(s, T, B, r.causal, kind=kind, moe=moe, shared=shared).total
-        for (kind, moe, shared), n in s.layer_groups.items()
+        n * layer_flops(s, T, B, r.causal, group=group).total for group, n in s.layer_groups.items()
     )
     # + the head, and Gemma 4's per-layer input maps from their parameter count (2 FLOPs per weight per token)
     prefill = by_layer + 2 * (s.d_model * s.vocab_size + r.params.count.per_layer_projections) * T * B

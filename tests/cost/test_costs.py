@@ -296,33 +296,33 @@ def test_score_bytes_equal_the_real_tensors(T, batch):
 # -- Cards 13 and 14: serving, decode, intensity ---------------------------------------------------
 def test_card13_serving_budget():
     # Card 13's convention: vendor GB (80·10^9 B) over GiB-sized caches.
-    s = serving_capacity(L7, A100, 4096, memory="vendor")
+    s = serving_capacity(L7, Hardware(A100), 4096, memory="vendor")
     assert s.weight_bytes == 13_476_831_232
     assert s.max_sequences == (80 * 10**9 - 13_476_831_232) // (2 * 2**30) == 30
     # What the device reports (nvidia-smi: 81,920 MiB on an A100 80GB) holds three more.
-    device = serving_capacity(L7, A100, 4096)
+    device = serving_capacity(L7, Hardware(A100), 4096)
     assert device.memory_bytes == 81_920 * 2**20 and device.memory_convention == "device"
     assert device.max_sequences == (81_920 * 2**20 - 13_476_831_232) // (2 * 2**30) == 33
 
 
 def test_card14_serving_gqa_vs_mha():
-    gqa = serving_capacity(L70, A100, 4096, n_gpus=2, memory="vendor")
+    gqa = serving_capacity(L70, Hardware(A100, n_gpus=2), 4096, memory="vendor")
     assert gqa.free_bytes == 22_046_703_616 and gqa.kv_bytes_per_sequence == 1.25 * GiB
     assert gqa.max_sequences == 16
     # Cache-only what-if: same weights, 64 KV heads.
     mha = serving_capacity(
-        L70.with_kv_heads(64), A100, 4096, n_gpus=2, weights=gqa.weight_bytes, memory="vendor"
+        L70.with_kv_heads(64), Hardware(A100, n_gpus=2), 4096, weights=gqa.weight_bytes, memory="vendor"
     )
     assert mha.kv_bytes_per_sequence == 10 * GiB and mha.max_sequences == 2
     # 2 × 80 GiB as reported: ⌊(171,798,691,840 − 137,953,296,384) / 1.25 GiB⌋ = 25.
-    assert serving_capacity(L70, A100, 4096, n_gpus=2).max_sequences == 25
+    assert serving_capacity(L70, Hardware(A100, n_gpus=2), 4096).max_sequences == 25
 
 
 def test_serving_is_floor_and_zero_when_weights_do_not_fit():
-    s = serving_capacity(L70, A100, 4096)  # 137.95 GB of weights on one 80 GiB card
+    s = serving_capacity(L70, Hardware(A100), 4096)  # 137.95 GB of weights on one 80 GiB card
     assert s.free_bytes < 0 and s.max_sequences == 0
     T = np.array([1, 100, 4096, 131_072])
-    arr = serving_capacity(L7, A100, T, memory="vendor")
+    arr = serving_capacity(L7, Hardware(A100), T, memory="vendor")
     for t, n in zip(T, arr.max_sequences, strict=True):
         per_seq = 524_288 * int(t)
         assert n * per_seq <= 80 * 10**9 - 13_476_831_232 < (n + 1) * per_seq
