@@ -30,10 +30,10 @@ import torch
 
 from attn_core import verify
 from attn_core.cost.calibration import Calibration, read_calibration
+from attn_core.cost.config_reader import load_preset
 from attn_core.cost.phases import PhaseCount, expert_flops, expert_rows
 from attn_core.cost.roofline import attained_time, product_seconds
 from attn_core.cost.serving import kv_cache_bytes
-from attn_core.cost.shapes import load_preset
 from attn_core.kernels.device import device_facts, load_average
 from attn_core.kernels.runner import SweepConfig, run_sweep
 from attn_core.views.kernels import run_meta

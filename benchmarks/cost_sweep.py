@@ -16,16 +16,11 @@ import time
 
 import numpy as np
 
-from attn_core.cost import (
-    kv_cache_bytes,
-    layer_flops,
-    prefill_flops,
-    score_bytes_naive,
-    score_bytes_online,
-    serving_capacity,
-)
+from attn_core.cost.config_reader import list_presets, load_preset
+from attn_core.cost.flops import layer_flops, prefill_flops, score_bytes_naive, score_bytes_online
 from attn_core.cost.gpus import load_gpu
-from attn_core.cost.shapes import list_presets, load_preset
+from attn_core.cost.inputs import Hardware
+from attn_core.cost.serving import kv_cache_bytes, serving_capacity
 
 
 def sweep_once(name: str, T: np.ndarray) -> None:
@@ -35,7 +30,7 @@ def sweep_once(name: str, T: np.ndarray) -> None:
     kv_cache_bytes(shape, T)
     score_bytes_naive(shape, T)
     score_bytes_online(shape, T)
-    serving_capacity(shape, gpu, T)
+    serving_capacity(shape, Hardware(gpu), T)
     prefill_flops(shape, T, causal=True).total  # noqa: B018 - every layer's pattern
 
 

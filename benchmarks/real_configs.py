@@ -16,8 +16,8 @@ from attn_core.anatomy.build import BuildRefused, build_on_meta, text_config
 from attn_core.anatomy.parts import param_parts
 from attn_core.anatomy.towers import tower_params
 from attn_core.cost.config_keys import ConfigError
+from attn_core.cost.config_reader import from_hf_config
 from attn_core.cost.params import model_params
-from attn_core.cost.shapes import from_hf_config
 
 CONFIGS = Path(__file__).resolve().parents[1] / "tests" / "data" / "configs"
 

@@ -9,9 +9,9 @@ import argparse
 import os
 import time
 
+from attn_core.cost.config_reader import load_preset
 from attn_core.cost.gpus import load_gpu
 from attn_core.cost.inputs import Precision
-from attn_core.cost.shapes import load_preset
 from attn_core.serving.load import Load
 from attn_core.serving.simulate import Deployment, simulate
 from attn_core.serving.step_time import Engine

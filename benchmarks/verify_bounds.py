@@ -17,7 +17,7 @@ import argparse
 import time
 
 from attn_core import verify
-from attn_core.cost.shapes import from_hf_config
+from attn_core.cost.config_reader import from_hf_config
 from attn_core.cost.units import format_bytes_binary
 from attn_core.verify.examples import LLAMA, MANY_HEADS, MIXTRAL, NEMOTRON
 

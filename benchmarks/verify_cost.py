@@ -19,7 +19,7 @@ import statistics
 from pathlib import Path
 
 from attn_core import verify
-from attn_core.cost.shapes import load_preset
+from attn_core.cost.config_reader import load_preset
 from attn_core.cost.units import format_flops
 
 HEADER = (

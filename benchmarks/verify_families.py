@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from attn_core.anatomy.build import completed_config
-from attn_core.cost.shapes import load_preset_config
+from attn_core.cost.config_reader import load_preset_config
 
 # label → (config.json dict, extra CLI flags); a class-defaults config written out in full, as
 # transformers completes it (``save_pretrained`` would). 'mlp_kind' is set where the formulas refuse to

@@ -20,7 +20,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from attn_core.cost import ModelShape, format_bytes_binary, format_flops, format_seconds
+from attn_core.cost.model_shape import ModelShape
+from attn_core.cost.units import format_bytes_binary, format_flops, format_seconds
 from attn_core.views.cost_check import config_of
 from lab_ui import widgets
 from lab_ui.badges import table

@@ -18,15 +18,15 @@ import sys
 import time
 from pathlib import Path
 
+from attn_core.cost.config_reader import list_built_presets, list_presets, load_preset_config
 from attn_core.cost.derived_records import RECORDS_FILE, config_key
-from attn_core.cost.shapes import list_built_presets, list_presets, load_preset_config
 
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
 from attn_core.anatomy.compare import compare_config
-from attn_core.cost.shapes import load_preset_config
+from attn_core.cost.config_reader import load_preset_config
 
 name = sys.argv[1]
 t1 = time.perf_counter()

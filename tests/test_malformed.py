@@ -12,8 +12,9 @@ import json
 
 import pytest
 
-from attn_core.cost import ConfigError, cli
-from attn_core.cost.shapes import MAX_CONFIG_BYTES, load_preset, parse_config_bytes, parse_config_text
+from attn_core.cost import cli
+from attn_core.cost.config_keys import ConfigError
+from attn_core.cost.config_reader import MAX_CONFIG_BYTES, load_preset, parse_config_bytes, parse_config_text
 
 # -- typed matrices (the Playground's Q box) ---------------------------------------------------
 BAD_MATRICES = {
@@ -232,9 +233,9 @@ def test_bad_command_lines_are_usage_errors(argv):
 def test_extreme_sizes_are_exact_python_integers():
     """At the caps (T = 2^24, B = 65,536) a 70B model's cache and attention FLOPs pass 2^63: the
     report must hold exact integers (numpy int64 would wrap to negative numbers)."""
-    from attn_core.cost import cost_report
     from attn_core.cost.inputs import Workload
     from attn_core.cost.limits import MAX_BATCH, MAX_SEQ_LEN
+    from attn_core.cost.report import cost_report
 
     shape = load_preset("llama-2-70b")
     report = cost_report(shape, Workload(MAX_SEQ_LEN, MAX_BATCH)).to_json()

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from attn_core.cost.cli import UsageError, build_parser, fail
 from attn_core.cost.cli import _run as analytic_run
 from attn_core.cost.config_keys import ConfigError
+from attn_core.cost.config_reader import MAX_CONFIG_BYTES, parse_config_text, read_config_json
 from attn_core.cost.derived_records import NO_TYPE, build_answer, buildable_type
 from attn_core.cost.model_types import declared_type
-from attn_core.cost.shapes import MAX_CONFIG_BYTES, parse_config_text, read_config_json
 from attn_core.cost.units import format_bytes, format_count_short
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from attn_core.anatomy.build import BuildRefused, completed_config
 from attn_core.anatomy.derive import Anatomy, derive
 from attn_core.cost.config_keys import ConfigError
+from attn_core.cost.config_reader import from_hf_config
 from attn_core.cost.flops import pair_flops, prefill_flops
 from attn_core.cost.inputs import Precision
 from attn_core.cost.model_shape import ModelShape
@@ -19,7 +20,6 @@ from attn_core.cost.model_types import unwrap_text_config
 from attn_core.cost.params import model_params
 from attn_core.cost.phases import decode_count, expert_flops
 from attn_core.cost.serving import kv_cache_bytes_per_token, state_bytes_per_sequence
-from attn_core.cost.shapes import from_hf_config
 from attn_core.cost.type_facts import TypeFacts, recorded_facts
 
 # analytic ParamCount fields → the derived parts they cover

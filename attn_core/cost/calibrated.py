@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from attn_core.cost.calibration import AttentionRate, Calibration, CalibrationError, Rate
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.gpus import GPU, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.phases import count_work, expert_flops
 from attn_core.cost.roofline import FORMULA, AttainedRates, AttainedTime, roofline, time_phase
-from attn_core.cost.shapes import ModelShape
 from attn_core.cost.units import format_rate, format_seconds
 
 __all__ = ["FORMULA", "CalibratedTiming", "calibrated_timing", "calibration_hardware", "expert_flops"]

@@ -23,16 +23,7 @@ from typing import NoReturn
 
 from attn_core.cost.calibrated import calibrated_timing, calibration_hardware
 from attn_core.cost.calibration import CalibrationError, load_calibration
-from attn_core.cost.derived_records import build_answer, derived_only_lines, preset_record, record_lines
-from attn_core.cost.dtypes import COMPUTE_DTYPES, DTYPE_BYTES, WEIGHT_BITS
-from attn_core.cost.gpus import GPU, custom_gpu, list_gpus, load_gpu
-from attn_core.cost.inputs import Hardware, Precision, Workload
-from attn_core.cost.limits import MAX_BATCH, MAX_GEN_LEN, MAX_GPUS, MAX_SEQ_LEN
-from attn_core.cost.models_list import models_text
-from attn_core.cost.report import cost_report
-from attn_core.cost.report_text import format_report
-from attn_core.cost.roofline import roofline
-from attn_core.cost.shapes import (
+from attn_core.cost.config_reader import (
     MAX_CONFIG_BYTES,
     ConfigError,
     ModelShape,
@@ -42,6 +33,15 @@ from attn_core.cost.shapes import (
     load_preset_config,
     parse_config_bytes,
 )
+from attn_core.cost.derived_records import build_answer, derived_only_lines, preset_record, record_lines
+from attn_core.cost.dtypes import COMPUTE_DTYPES, DTYPE_BYTES, WEIGHT_BITS
+from attn_core.cost.gpus import GPU, custom_gpu, list_gpus, load_gpu
+from attn_core.cost.inputs import Hardware, Precision, Workload
+from attn_core.cost.limits import MAX_BATCH, MAX_GEN_LEN, MAX_GPUS, MAX_SEQ_LEN
+from attn_core.cost.models_list import models_text
+from attn_core.cost.report import cost_report
+from attn_core.cost.report_text import format_report
+from attn_core.cost.roofline import roofline
 from attn_core.cost.units import (
     format_bytes_binary,
     format_bytes_decimal,

@@ -9,22 +9,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from attn_core.cost.config_keys import ConfigError, first, read_int, read_int_list, whole
+from attn_core.cost.families import MOE_MODEL_TYPES, ExpertLayout, family
 from attn_core.cost.layers import ALL, Every, LayerKinds, LayerSet
+from attn_core.cost.type_facts import recorded_facts
 
 EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 TOP_K_KEYS = ("num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_top_k")
-# Expert layouts we know, by model_type: where the expert width lives and which layers are dense.
-# Kept by hand: whether a type has experts is recorded from its build (type_facts), but which config
-# key names an expert's width and which rule picks the MoE layers is the config class's code, not
-# something one build's module tree shows (a build at other sizes would be needed for each key).
-MOE_MODEL_TYPES = frozenset(
-    {"mixtral", "gpt_oss", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "kimi_k2", "llama4_text",
-     "qwen3_next", "kimi_linear", "jamba", "nemotron_h"}
-)  # fmt: skip
-DEEPSEEK_TYPES = frozenset({"deepseek_v2", "deepseek_v3", "kimi_k2"})
-QWEN_MOE_TYPES = frozenset({"qwen2_moe", "qwen3_moe", "qwen3_next"})
-# Expert width = intermediate_size (Llama 4's dense layers use intermediate_size_mlp instead).
-OWN_WIDTH_TYPES = frozenset({"mixtral", "gpt_oss", "llama4_text", "jamba"})
+# Expert layouts by family (which key gives an expert's width, which rule picks the MoE layers, how
+# shared experts count): attn_core/cost/families.py. Whether a type has experts, and an expert's
+# matrices (gated: 3; plain: 2), are read from its build (attn_core/cost/type_facts.py).
 
 
 @dataclass(frozen=True)
@@ -51,39 +44,77 @@ class MoE:
             raise ConfigError(f"top-k = {self.top_k} experts per token, but only {self.n_experts} experts")
 
 
-def _moe_layers(config: Mapping[str, Any], model_type: str, kinds: LayerKinds | None) -> LayerSet:
+def _first_k_dense(config: Mapping[str, Any]) -> LayerSet:
+    """DeepSeek: MoE iff i ≥ first_k_dense_replace and i mod moe_layer_freq = 0."""
+    k = read_int(config, ("first_k_dense_replace",), "dense layers", default=0, minimum=0)
+    freq = read_int(config, ("moe_layer_freq",), "MoE frequency", default=1)
+    return LayerSet(Every(freq, 0, start=k))
+
+
+def _sparse_step(config: Mapping[str, Any]) -> LayerSet:
+    """Qwen-MoE: MoE iff not in mlp_only_layers and (i + 1) mod decoder_sparse_step = 0."""
+    step = read_int(config, ("decoder_sparse_step",), "sparse step", default=1)
+    return LayerSet(Every(step, step - 1), removed=frozenset(read_int_list(config, "mlp_only_layers")))
+
+
+def _listed_moe_layers(config: Mapping[str, Any]) -> LayerSet:
+    """Llama 4: MoE iff listed in moe_layers, else every interleave_moe_layer_step-th layer."""
+    if config.get("moe_layers") is not None:
+        return LayerSet.listed(read_int_list(config, "moe_layers"))
+    step = read_int(config, ("interleave_moe_layer_step",), "MoE interleave step", default=1)
+    return LayerSet(Every(step, step - 1))
+
+
+def _mlp_layer_types(config: Mapping[str, Any]) -> LayerSet:
+    """Kimi Linear: mlp_layer_types lists dense/sparse; else MoE from first_k_dense_replace (1)."""
+    types = config.get("mlp_layer_types")
+    if types is not None:
+        if not isinstance(types, list) or any(t not in ("dense", "sparse") for t in types):
+            raise ConfigError("config key 'mlp_layer_types' must list 'dense' or 'sparse' for each layer")
+        return LayerSet.listed(i for i, t in enumerate(types) if t == "sparse")
+    k = read_int(config, ("first_k_dense_replace",), "dense layers", default=1, minimum=0)
+    return LayerSet(Every(1, 0, start=k))
+
+
+def _expert_period(config: Mapping[str, Any]) -> LayerSet:
+    """Jamba: MoE iff i mod expert_layer_period = expert_layer_offset; every layer without them."""
+    if config.get("expert_layer_period") is None:
+        return ALL
+    p = whole("expert_layer_period", config["expert_layer_period"])
+    o = read_int(config, ("expert_layer_offset",), "expert layer offset", default=0, minimum=0)
+    if o >= p:
+        raise ConfigError(f"config key 'expert_layer_offset' = {o} must be below expert_layer_period = {p}")
+    return LayerSet(Every(p, o))
+
+
+LAYER_RULES = {
+    "first_k_dense": _first_k_dense,
+    "sparse_step": _sparse_step,
+    "moe_layers": _listed_moe_layers,
+    "mlp_layer_types": _mlp_layer_types,
+    "keys": _expert_period,
+}
+
+
+def _moe_layers(config: Mapping[str, Any], layout: ExpertLayout, kinds: LayerKinds | None) -> LayerSet:
     """Which layers hold experts, as a rule plus the layers a config lists (never a per-layer loop)."""
     if kinds is not None and kinds.listed is not None and "moe" in kinds.listed:  # Nemotron-H's 'E'
         return LayerSet.listed(i for i, k in enumerate(kinds.listed) if k == "moe")
-    if model_type in DEEPSEEK_TYPES:  # MoE iff i ≥ first_k_dense_replace and i % moe_layer_freq == 0
-        k = read_int(config, ("first_k_dense_replace",), "dense layers", default=0, minimum=0)
-        freq = read_int(config, ("moe_layer_freq",), "MoE frequency", default=1)
-        return LayerSet(Every(freq, 0, start=k))
-    if model_type in QWEN_MOE_TYPES:  # MoE iff not in mlp_only_layers and (i+1) % step == 0
-        step = read_int(config, ("decoder_sparse_step",), "sparse step", default=1)
-        return LayerSet(Every(step, step - 1), removed=frozenset(read_int_list(config, "mlp_only_layers")))
-    if model_type == "llama4_text":  # MoE iff listed in moe_layers (else every interleave-th layer)
-        if config.get("moe_layers") is not None:
-            return LayerSet.listed(read_int_list(config, "moe_layers"))
-        step = read_int(config, ("interleave_moe_layer_step",), "MoE interleave step", default=1)
-        return LayerSet(Every(step, step - 1))
-    if model_type == "kimi_linear":  # mlp_layer_types lists dense/sparse; else MoE from first_k_dense_replace
-        types = config.get("mlp_layer_types")
-        if types is not None:
-            if not isinstance(types, list) or any(t not in ("dense", "sparse") for t in types):
-                raise ConfigError("config key 'mlp_layer_types' must list 'dense' or 'sparse' for each layer")
-            return LayerSet.listed(i for i, t in enumerate(types) if t == "sparse")
-        k = read_int(config, ("first_k_dense_replace",), "dense layers", default=1, minimum=0)
-        return LayerSet(Every(1, 0, start=k))
-    if config.get("expert_layer_period") is not None:  # Jamba: MoE iff i mod period = offset
-        p = whole("expert_layer_period", config["expert_layer_period"])
-        o = read_int(config, ("expert_layer_offset",), "expert layer offset", default=0, minimum=0)
-        if o >= p:
-            raise ConfigError(
-                f"config key 'expert_layer_offset' = {o} must be below expert_layer_period = {p}"
-            )
-        return LayerSet(Every(p, o))
-    return ALL
+    return LAYER_RULES[layout.layers](config)
+
+
+def _shared(config: Mapping[str, Any], layout: ExpertLayout, expert_d_ff: int) -> tuple[int, int]:
+    """(shared experts, one's width) by the family's rule (`attn_core.cost.families.SharedRule`)."""
+    if layout.shared == "count":
+        return read_int(
+            config, ("n_shared_experts", "num_shared_experts"), "shared experts", 0, 0
+        ), expert_d_ff
+    if layout.shared == "one":
+        return 1, expert_d_ff
+    if layout.shared == "width":
+        width = read_int(config, (layout.shared_width_key,), "shared expert width", 0, 0)
+        return (1 if width and read_int(config, ("n_shared_experts",), "shared", 1, 0) else 0), width
+    return 0, 0
 
 
 def read_moe(
@@ -100,7 +131,8 @@ def read_moe(
         )
     if key is None or whole(key, value, minimum=0) <= 1:
         return None
-    if model_type not in MOE_MODEL_TYPES:
+    layout = family(model_type).experts
+    if layout is None:
         raise ConfigError(
             f"config key {key!r} = {value!r}: the expert layout of model_type {model_type or '(none)'!r} is "
             f"not known (known: {', '.join(sorted(MOE_MODEL_TYPES))})"
@@ -109,29 +141,18 @@ def read_moe(
         return None  # Nemotron-H's pattern has no 'E': the class's default experts are never built
     if config.get("moe_latent_size") is not None:
         raise ConfigError("config key 'moe_latent_size': experts in a latent space are not sized here")
-    width_key = "intermediate_size" if model_type in OWN_WIDTH_TYPES else "moe_intermediate_size"
-    expert_d_ff = read_int(config, (width_key,), "expert width")
-    n_shared, shared_d_ff = 0, 0
-    if model_type in DEEPSEEK_TYPES or model_type == "kimi_linear":
-        n_shared = read_int(config, ("n_shared_experts", "num_shared_experts"), "shared experts", 0, 0)
-        shared_d_ff = expert_d_ff
-    elif model_type == "llama4_text":  # one shared expert as wide as a routed one
-        n_shared, shared_d_ff = 1, expert_d_ff
-    elif model_type in ("qwen2_moe", "qwen3_next"):
-        shared_d_ff = read_int(config, ("shared_expert_intermediate_size",), "shared expert width", 0, 0)
-        n_shared = 1 if shared_d_ff else 0
-    elif model_type == "nemotron_h":  # one shared MLP (not gated), as wide as the config says
-        shared_d_ff = read_int(config, ("moe_shared_expert_intermediate_size",), "shared expert width", 0, 0)
-        n_shared = 1 if shared_d_ff and read_int(config, ("n_shared_experts",), "shared", 1, 0) else 0
+    expert_d_ff = read_int(config, (layout.width_key,), "expert width")
+    n_shared, shared_d_ff = _shared(config, layout, expert_d_ff)
+    facts = recorded_facts(model_type)
     return MoE(
         n_experts=whole(key, value),
         top_k=read_int(config, TOP_K_KEYS, "experts per token"),
         expert_d_ff=expert_d_ff,
         n_shared=n_shared,
         shared_d_ff=shared_d_ff,
-        moe_layers=_moe_layers(config, model_type, kinds),
-        router_bias=model_type == "gpt_oss" or config.get("topk_method") == "noaux_tc",
-        expert_bias=model_type == "gpt_oss",
-        shared_gate=model_type in ("qwen2_moe", "qwen3_next") and n_shared > 0,
-        expert_matrices=2 if model_type == "nemotron_h" else 3,
+        moe_layers=_moe_layers(config, layout, kinds),
+        router_bias=layout.router_bias or config.get("topk_method") == "noaux_tc",
+        expert_bias=layout.expert_bias,
+        shared_gate=layout.shared_gate and n_shared > 0,
+        expert_matrices=2 if facts is not None and facts.mlp == "plain" else 3,  # as built
     )

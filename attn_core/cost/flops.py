@@ -13,8 +13,8 @@ from typing import Any
 
 from attn_core.cost import score_memory
 from attn_core.cost.dtypes import Tokens, _minimum, _tokens
+from attn_core.cost.model_shape import LayerGroup, ModelShape
 from attn_core.cost.params import attention_params, mlp_matrix_weights
-from attn_core.cost.shapes import ModelShape
 
 
 # -- Per-token pieces: each formula once ------------------------------------------------------
@@ -119,9 +119,14 @@ class LayerFlops:
 
 
 def layer_flops(
-    shape: ModelShape, T: Any, batch: int = 1, causal: bool = False, use_window: bool = True,
-    layer: int | None = None, kind: str | None = None, moe: bool | None = None, shared: bool | None = None,
-) -> LayerFlops:  # fmt: skip
+    shape: ModelShape,
+    T: Any,
+    batch: int = 1,
+    causal: bool = False,
+    use_window: bool = True,
+    layer: int | None = None,
+    group: LayerGroup | None = None,
+) -> LayerFlops:
     """FLOPs of one layer, forward, split into projections + quadratic part + MLP (card 11).
 
     2Td(2h·d_h + 2H_kv·d_h) + 4·h·d_h·pairs(T) + 2·m·T·d·d_ff, with m = 3 matrices (gated,
@@ -129,23 +134,21 @@ def layer_flops(
     counts only allowed ones (and the layer's window or chunk) — a saving only a block-skipping
     kernel realizes. ``layer`` picks the layer (its pattern, dense or MoE); None: the
     representative one (`ModelShape.representative_layer`: the last layer in a transformer).
-    ``kind`` and ``moe`` name a layer's pattern and MLP directly (for sums over layer groups);
-    ``shared``, a Gemma 4 KV-sharing layer (no K, V maps; its MLP double-wide if the model says).
+    ``group`` (a key of `ModelShape.layer_groups`) names a layer's kind, MLP and KV sharing directly,
+    for sums over layer groups (a Gemma 4 KV-sharing layer: no K, V maps; its MLP double-wide if
+    the model says).
     A linear-attention or state-space layer (`attn_core.cost.mixers`) counts its maps as
     projections and its chunked core as attention; Nemotron-H's blocks hold a mixer or an MLP.
     Llama 2 7B at 4,096: 549.8 + 274.9 + 1,108.1 GFLOP."""
     T = _tokens(T)
     batch = _tokens(batch, "batch", 1)
-    if layer is None and kind is None:
-        kind, moe_default = shape.representative_layer
-        shared_default = shape.kv_shared_layers > 0  # the last layer
+    if group is not None:
+        kind, moe, shared = group
+    elif layer is None:
+        kind, moe = shape.representative_layer
+        shared = shape.kv_shared_layers > 0  # the last layer
     else:
-        shared_default = layer is not None and shape.is_shared_layer(layer)
-        layer = shape.n_layers - 1 if layer is None else layer
-        kind = shape.layer_kinds[layer] if kind is None else kind
-        moe_default = shape.is_moe_layer(layer)
-    moe = moe_default if moe is None else moe
-    shared = shared_default if shared is None else shared
+        kind, moe, shared = shape.layer_kinds[layer], shape.is_moe_layer(layer), shape.is_shared_layer(layer)
     projections, core = mixer_flops(shape, kind, T, causal, use_window, shared)
     wide = shared and shape.double_wide_shared_mlp
     mlp = mlp_flops_per_token(shape, moe=moe, wide=wide) * T if shape.has_mlp(kind) else 0 * T

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from attn_core.cost.config_keys import ConfigError, read_bool, read_int, read_int_list, whole
+from attn_core.cost.families import family
 from attn_core.cost.layers import Every, LayerKinds, LayerSet
 from attn_core.cost.mixers import STATE_KINDS, GatedDeltaNet, KimiDeltaAttention, Mamba, Mamba2, StateMixer
 
@@ -208,8 +209,9 @@ def layer_kinds(
                     f"config key 'attn_layer_offset' = {o} must be below attn_layer_period = {p}"
                 )
             return LayerKinds(n_layers, state, "full", LayerSet(Every(p, o)))
-        if model_type == "kimi_linear":  # the class default: full iff i > 0 and i mod 4 = 0
-            return LayerKinds(n_layers, state, "full", LayerSet(Every(4, 0, start=1)))
+        rule = family(model_type).layer_rule  # the class's default pattern (Kimi Linear)
+        if rule is not None and rule.base == "state":
+            return LayerKinds(n_layers, state, rule.other, LayerSet(rule.every))
         raise ConfigError(
             f"config sizes {mixer.kind} layers but no key says which layers they are "
             "(layer_types, hybrid_override_pattern, full_attention_interval or attn_layer_period)"
@@ -217,8 +219,9 @@ def layer_kinds(
     if config.get("sliding_window_pattern") is not None:  # layer i global iff (i + 1) % p == 0
         p = whole("sliding_window_pattern", config["sliding_window_pattern"])
         return LayerKinds(n_layers, "sliding", "full", LayerSet(Every(p, p - 1)))
-    if model_type == "gemma2":  # sliding on even layers, global on odd ones
-        return LayerKinds(n_layers, "sliding", "full", LayerSet(Every(2, 1)))
+    rule = family(model_type).layer_rule  # the class's default pattern (Gemma 2's alternation)
+    if rule is not None and rule.base != "state":
+        return LayerKinds(n_layers, rule.base, rule.other, LayerSet(rule.every))
     if config.get("attention_chunk_size") is not None:
         no_rope = read_int_list(config, "no_rope_layers")
         if len(no_rope) == n_layers:

@@ -26,7 +26,6 @@ from typing import Any
 from attn_core.cost.config_keys import ConfigError, read_bool, read_int, whole
 from attn_core.cost.layers import Every, LayerKinds, LayerSet
 
-GEMMA4_TYPES = frozenset({"gemma4_text"})
 GLOBAL_HEAD_DIM_DEFAULT = 512  # Gemma4TextConfig's global_head_dim when the config leaves it out
 PLE_WIDTH_DEFAULT = 256  # hidden_size_per_layer_input
 PLE_VOCAB_DEFAULT = 262_144  # vocab_size_per_layer_input

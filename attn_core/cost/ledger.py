@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.dtypes import _tokens
 from attn_core.cost.flops import layer_flops
 from attn_core.cost.layers import LayerKinds
 from attn_core.cost.mixers import STATE_KINDS, state_bytes_per_layer
 from attn_core.cost.params import attention_params, dense_mlp_params, moe_layer_params
 from attn_core.cost.serving import kv_bytes_per_token_per_layer, kv_cache_bytes, state_bytes
-from attn_core.cost.shapes import ModelShape
 
 KIND_LABELS = {
     "full": "full attention",
@@ -84,14 +84,15 @@ def layer_ledger(
     b_rec = kv_bytes_per_value if state_bytes_per_value is None else state_bytes_per_value
     norm = shape.d_model * (1 if shape.norm_kind == "rms" else 2) * shape.norms_per_layer
     rows: dict[str, dict[str, int]] = {}
-    for (kind, moe, shared), n in shape.layer_groups.items():
+    for group, n in shape.layer_groups.items():
+        kind, moe, shared = group
         row = rows.setdefault(kind, dict(layers=0, moe_layers=0, params=0, flops=0))
         row["layers"] += n
         row["moe_layers"] += n if moe and shape.has_mlp(kind) else 0
         row["params"] += n * (
             _mixer_params(shape, kind, shared) + _ffn_params(shape, kind, moe, shared) + norm
         )
-        row["flops"] += n * int(layer_flops(shape, T, batch, causal, kind=kind, moe=moe, shared=shared).total)
+        row["flops"] += n * int(layer_flops(shape, T, batch, causal, group=group).total)
     out = []
     for kind, row in rows.items():
         caching = shape.caching_counts.get(kind, 0)  # Gemma 4's KV-sharing layers keep no cache

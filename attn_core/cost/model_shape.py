@@ -1,6 +1,6 @@
 """The model's shape for the cost pages: one frozen dataclass, validated on construction, with
 every derived quantity (group size, attention kind, widths, layer counts by kind) computed in one
-place. `attn_core.cost.shapes` builds it from a preset or a Hugging Face ``config.json`` dict.
+place. `attn_core.cost.config_reader` builds it from a preset or a Hugging Face ``config.json`` dict.
 
 Names follow the cards: L layers, d = d_model, h query heads, H_kv key/value heads, d_h head
 width, d_ff feed-forward width (cards 9, 11, 13, 14). H_kv = h is multi-head attention (MHA),
@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from attn_core.cost.config_keys import MAX_INT, ConfigError
 from attn_core.cost.experts import MoE
@@ -25,6 +25,15 @@ from attn_core.cost.mla import MLA
 
 MlpKind = Literal["gated", "plain"]
 NormKind = Literal["rms", "layer"]
+
+
+class LayerGroup(NamedTuple):
+    """Layers alike in their cost: their kind, whether they hold experts, whether they reuse an
+    earlier layer's K and V (Gemma 4). The key of `ModelShape.layer_groups`."""
+
+    kind: LayerKind
+    moe: bool
+    shared: bool
 
 
 @dataclass(frozen=True)
@@ -216,13 +225,13 @@ class ModelShape:
         return self.global_value_is_key and kind == "full"
 
     @functools.cached_property
-    def layer_groups(self) -> dict[tuple[LayerKind, bool, bool], int]:
+    def layer_groups(self) -> dict[LayerGroup, int]:
         """Layers per (kind, MoE layer or not, KV-shared or not): `layer_census` split where
         Gemma 4's KV-sharing layers (never MoE layers) differ from the rest of their kind."""
-        out = {(kind, moe, False): n for (kind, moe), n in self.layer_census.items()}
+        out = {LayerGroup(kind, moe, False): n for (kind, moe), n in self.layer_census.items()}
         for kind, n in self.shared_kv_counts.items():
-            out[(kind, False, False)] -= n
-            out[(kind, False, True)] = n
+            out[LayerGroup(kind, False, False)] -= n
+            out[LayerGroup(kind, False, True)] = n
         return {g: n for g, n in out.items() if n}
 
     def is_shared_layer(self, layer: int) -> bool:

@@ -1,5 +1,5 @@
 """What a config's model_type implies before any size is read: the text config inside a multimodal
-wrapper, the transformers class defaults for keys a config.json leaves out (`CLASS_DEFAULTS`), the
+wrapper, the transformers class defaults for keys a config.json leaves out (`attn_core.cost.families`), the
 model types refused by name (their build's mixers are not sized here: `attn_core.cost.type_facts`),
 and two reported features (quantization_config, attention sinks)."""
 
@@ -10,41 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from attn_core.cost.config_keys import ConfigError, first, read_bool
+from attn_core.cost.families import family
 from attn_core.cost.type_facts import TypeFacts, recorded_types
-
-# What transformers' configuration classes default to, for the keys read here (a config.json that
-# leaves a key out gets its class's default). Only for these model types; any other must say.
-CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
-    "qwen3_next": {
-        "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
-        "linear_num_key_heads": 16, "linear_num_value_heads": 32, "full_attention_interval": 4,
-        "head_dim": 256, "decoder_sparse_step": 1, "num_experts": 512, "num_experts_per_tok": 10,
-        "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
-    },
-    "kimi_linear": {
-        "linear_num_heads": 32, "linear_head_dim": 128, "linear_conv_kernel_dim": 4,
-        "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
-        "num_experts": 256, "num_experts_per_token": 8, "moe_intermediate_size": 1024,
-        "num_shared_experts": 1, "first_k_dense_replace": 1,
-    },
-    "jamba": {
-        "attn_layer_period": 8, "attn_layer_offset": 4, "expert_layer_period": 2, "expert_layer_offset": 1,
-        "num_experts": 16, "num_experts_per_tok": 2, "mamba_d_state": 16, "mamba_d_conv": 4,
-        "mamba_expand": 2, "mamba_dt_rank": "auto", "mamba_conv_bias": True, "mamba_proj_bias": False,
-    },
-    "gemma4_text": {  # Gemma4TextConfig; its per-layer keys' defaults: attn_core.cost.layer_variants
-        "vocab_size": 262_144, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 30,
-        "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "sliding_window": 512,
-        "max_position_embeddings": 131_072,
-    },
-    "nemotron_h": {
-        "ssm_state_size": 128, "mamba_num_heads": 128, "mamba_head_dim": 64, "n_groups": 8,
-        "conv_kernel": 4, "chunk_size": 128, "use_conv_bias": True, "use_bias": False, "head_dim": 128,
-        "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1,
-        "moe_intermediate_size": 7688, "moe_shared_expert_intermediate_size": 7688,
-    },
-}  # fmt: skip
-
 
 _CLASS_SUFFIX = re.compile(
     r"(ForCausalLM|ForConditionalGeneration|LMHeadModel|PreTrainedModel|Model|Config)$"
@@ -95,7 +62,7 @@ def unwrap_text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
 def with_class_defaults(config: Mapping[str, Any], model_type: str) -> Mapping[str, Any]:
     """The config with its transformers class's defaults filled in where a key is absent or null,
     and Kimi Linear's ``linear_attn_config`` sizes lifted to the top level (as its class does)."""
-    defaults = CLASS_DEFAULTS.get(model_type)
+    defaults = family(model_type).class_defaults or None
     nested = config.get("linear_attn_config")
     if defaults is None and nested is None:
         return config
@@ -136,5 +103,5 @@ def read_quantization(config: Mapping[str, Any]) -> str | None:
 
 
 def read_sinks(config: Mapping[str, Any], model_type: str) -> bool:
-    """gpt-oss learns one sink logit per query head per layer (extra softmax mass, no value)."""
-    return model_type == "gpt_oss" or read_bool(config, ("attention_sinks",), False)
+    """A family with sinks (gpt-oss) learns one sink logit per query head per layer (extra softmax mass, no value)."""
+    return family(model_type).attention_sinks or read_bool(config, ("attention_sinks",), False)

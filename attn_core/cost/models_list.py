@@ -7,10 +7,7 @@ from __future__ import annotations
 import json
 
 from attn_core.cost.config_keys import ConfigError, first
-from attn_core.cost.derived_records import preset_record
-from attn_core.cost.model_types import unwrap_text_config
-from attn_core.cost.params import model_params
-from attn_core.cost.shapes import (
+from attn_core.cost.config_reader import (
     FF_KEYS,
     HEAD_DIM_KEYS,
     HEAD_KEYS,
@@ -21,6 +18,9 @@ from attn_core.cost.shapes import (
     load_preset,
     load_preset_config,
 )
+from attn_core.cost.derived_records import preset_record
+from attn_core.cost.model_types import unwrap_text_config
+from attn_core.cost.params import model_params
 from attn_core.cost.units import format_count_short
 
 SIZE_COLUMNS = {"d_model": WIDTH_KEYS, "n_heads": HEAD_KEYS, "n_kv_heads": KV_HEAD_KEYS,

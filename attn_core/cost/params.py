@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from attn_core.cost.shapes import ModelShape
+from attn_core.cost.config_reader import ModelShape
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.dtypes import Tokens
 from attn_core.cost.flops import PrefillFlops, prefill_flops
 from attn_core.cost.inputs import Precision, Workload
@@ -31,7 +32,6 @@ from attn_core.cost.serving import (
     kv_cache_bytes,
     state_bytes,
 )
-from attn_core.cost.shapes import ModelShape
 
 
 @dataclass(frozen=True)

@@ -45,12 +45,12 @@ from pathlib import Path
 
 import numpy as np
 
+from attn_core.cost.config_reader import load_preset
 from attn_core.cost.gpus import GPU, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.phases import decode_count, prefill_count
 from attn_core.cost.published_rows import PublishedError, Run, parse_run
 from attn_core.cost.roofline import Roofline, time_phase
-from attn_core.cost.shapes import load_preset
 from attn_core.cost.whole_model import Timing, timing
 
 RUNS_FILE = Path(__file__).resolve().parents[2] / "assets" / "published" / "runs.json"

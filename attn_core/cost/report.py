@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.dtypes import _tokens, weight_bytes_per_param
 from attn_core.cost.flops import (
     LayerFlops,
@@ -30,7 +31,6 @@ from attn_core.cost.serving import (
     state_bytes,
     state_bytes_per_sequence,
 )
-from attn_core.cost.shapes import ModelShape
 from attn_core.cost.whole_model import (
     PETABYTE,
     DecodeBound,
@@ -234,14 +234,12 @@ def cost_report(
     T, batch, causal = workload.seq_len, workload.batch, workload.causal
     b, b_kv, b_w = precision.b, precision.b_kv, precision.b_weight
     b_e, b_s = precision.b_expert, precision.b_state
-    gpu, n_gpus = (None, 1) if hardware is None else (hardware.gpu, hardware.n_gpus)
+    gpu = None if hardware is None else hardware.gpu
     w = weight_bytes(shape, b_w, b_e)
     serving = decode = card13 = times = None
     if gpu is not None:
-        serving = serving_capacity(shape, gpu, T, n_gpus, b_w, b_kv, weights=w, state_bytes_per_value=b_s)
-        card13 = serving_capacity(
-            shape, gpu, T, n_gpus, b_w, b_kv, weights=w, memory="vendor", state_bytes_per_value=b_s
-        )
+        serving = serving_capacity(shape, hardware, T, precision, weights=w)
+        card13 = serving_capacity(shape, hardware, T, precision, weights=w, memory="vendor")
         decode = decode_lower_bound(shape, workload, precision, hardware)
         times = timing(shape, workload, precision, hardware)
     return CostReport(
@@ -301,7 +299,7 @@ def kv_head_variants(
     as configured, as in card 14's serving comparison (16 GQA vs 2 MHA sequences)."""
     T, batch = workload.seq_len, workload.batch
     weight_bytes_per_param, kv_bytes_per_value = precision.b_weight, precision.b_kv
-    gpu, n_gpus = (None, 1) if hardware is None else (hardware.gpu, hardware.n_gpus)
+    gpu = None if hardware is None else hardware.gpu
     h = shape.n_heads
     divisors = [g for g in range(1, h + 1) if h % g == 0]
     middle = divisors[len(divisors) // 2]  # a representative GQA group count
@@ -313,11 +311,8 @@ def kv_head_variants(
         variant = shape.with_kv_heads(n_kv)
         serving = decode = card14 = None
         if gpu is not None:
-            sizes = dict(n_gpus=n_gpus, weight_bytes_per_param=weight_bytes_per_param,
-                         kv_bytes_per_value=kv_bytes_per_value, weights=weights,
-                         state_bytes_per_value=precision.b_state)  # fmt: skip
-            serving = serving_capacity(variant, gpu, T, **sizes)
-            card14 = serving_capacity(variant, gpu, T, **sizes, memory="vendor")
+            serving = serving_capacity(variant, hardware, T, precision, weights=weights)
+            card14 = serving_capacity(variant, hardware, T, precision, weights=weights, memory="vendor")
             # the model's own decode floor (weights at their dtypes, a hybrid's fixed state) with
             # only the cache changed: the row at the model's own H_kv is the headline's step
             decode = decode_with_cache(own, kv_cache_bytes(variant, T, batch, kv_bytes_per_value))

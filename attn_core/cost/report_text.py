@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from attn_core.cost.calibration import SERVER_GPU
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.dtypes import weight_bytes_per_param
 from attn_core.cost.mixers import STATE_KIND_NAMES
 from attn_core.cost.params import mtp_layer_params
 from attn_core.cost.report import CostReport
-from attn_core.cost.shapes import ModelShape
 from attn_core.cost.units import (
     format_bytes,
     format_bytes_binary,

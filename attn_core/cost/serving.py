@@ -8,12 +8,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.dtypes import Tokens, _minimum, _tokens
 from attn_core.cost.flops import pair_flops
-from attn_core.cost.gpus import GPU, MemoryConvention
+from attn_core.cost.gpus import MemoryConvention
+from attn_core.cost.inputs import DEFAULT_PRECISION, Hardware, Precision
 from attn_core.cost.mixers import state_bytes_per_layer
 from attn_core.cost.params import decode_weight_bytes, expert_params, weight_bytes
-from attn_core.cost.shapes import ModelShape
 
 
 # -- Card 13: KV cache -----------------------------------------------------------------------
@@ -138,18 +139,16 @@ class ServingCapacity:
 
 def serving_capacity(
     shape: ModelShape,
-    gpu: GPU,
+    hardware: Hardware,
     T: Any,
-    n_gpus: int = 1,
-    weight_bytes_per_param: float = 2,
-    kv_bytes_per_value: int = 2,
+    precision: Precision = DEFAULT_PRECISION,
     weights: int | None = None,
     memory: MemoryConvention = "device",
-    state_bytes_per_value: float | None = None,
 ) -> ServingCapacity:
     """⌊(n_gpus · memory − weight bytes) / (KV + state bytes per sequence)⌋ (card 13). Tensor-parallel
     sharding is assumed perfect: weights and caches split evenly, nothing replicated. A hybrid's
-    state: conv at the cache dtype, recurrent at ``state_bytes_per_value`` (default: the same).
+    state: conv at the cache dtype (``precision.kv``), recurrent at ``precision.state``; weights at
+    ``precision.weights`` (routed experts at ``precision.experts``).
 
     ``memory='vendor'`` is card 13's convention: Llama 2 7B on 80 GB at 4,096 tokens,
     ⌊(80·10^9 − 13,476,831,232) / 2 GiB⌋ = 30. The default, the memory the device reports
@@ -157,11 +156,10 @@ def serving_capacity(
     ``weights`` overrides the weight bytes, for card 14's cache-only what-if (MHA vs GQA with
     the same weights: Llama 2 70B on 2 × 80 GB fits 16 GQA sequences, 2 MHA)."""
     T = _tokens(T, minimum=1)
-    n_gpus = _tokens(n_gpus, "n_gpus", 1)
-    total = n_gpus * gpu.memory(memory)
-    w = weight_bytes(shape, weight_bytes_per_param) if weights is None else int(weights)
-    per_seq = kv_cache_bytes(shape, T, 1, kv_bytes_per_value)
-    state = state_bytes_per_sequence(shape, kv_bytes_per_value, state_bytes_per_value)
+    total = hardware.n_gpus * hardware.gpu.memory(memory)
+    w = weight_bytes(shape, precision.b_weight, precision.b_expert) if weights is None else int(weights)
+    per_seq = kv_cache_bytes(shape, T, 1, precision.b_kv)
+    state = state_bytes_per_sequence(shape, precision.b_kv, precision.b_state)
     free = total - w
     max_seq = max(free, 0) // (per_seq + state)
     return ServingCapacity(total, memory, w, free, per_seq, max_seq, state)

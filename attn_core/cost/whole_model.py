@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.params import ParamCount, model_params
 from attn_core.cost.phases import PhaseCount, WorkCount, count_work
 from attn_core.cost.roofline import PhaseTime, Roofline, roofline, time_phase
 from attn_core.cost.serving import experts_touched_expected
-from attn_core.cost.shapes import ModelShape
 
 PETABYTE = 10**15  # a KV cache past this is flagged as absurd (it still answers)
 

@@ -8,11 +8,11 @@ import json
 
 import numpy as np
 
+from attn_core.cost.config_reader import from_hf_config
 from attn_core.cost.flops import crossover_seq_len
 from attn_core.cost.params import attention_params
 from attn_core.cost.score_memory import naive_score_bytes
 from attn_core.cost.serving import kv_cache_bytes_per_token
-from attn_core.cost.shapes import from_hf_config
 from attn_core.practice.page_links import FLOPS, KV, PASTED, SCORES
 from attn_core.practice.question import CardDrill, Difficulty, Question, Worked, asks, fmt
 

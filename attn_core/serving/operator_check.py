@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attn_core.cost.config_reader import ModelShape, load_preset
 from attn_core.cost.gpus import GPU, load_gpu
 from attn_core.cost.operator_times import NODES, all_reduce_times, operator_times
-from attn_core.cost.shapes import ModelShape, load_preset
 from attn_core.serving.step_time import TimeModelCoefficients
 
 GPU_PRESETS = {"a100": "a100-80gb", "h100": "h100-sxm"}  # Vidur's GPU → the lab's preset

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.gpus import GPU
 from attn_core.cost.inputs import Precision
 from attn_core.cost.phases import decode_count
-from attn_core.cost.shapes import ModelShape
 from attn_core.serving.load import Load
 from attn_core.serving.sim_result import SimResult
 from attn_core.serving.simulate import Deployment, Scheduler, simulate

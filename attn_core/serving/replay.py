@@ -24,11 +24,11 @@ import math
 import re
 from dataclasses import dataclass
 
+from attn_core.cost.config_reader import load_preset
 from attn_core.cost.gpus import load_gpu
 from attn_core.cost.inputs import Precision
 from attn_core.cost.published import load_runs
 from attn_core.cost.published_rows import PublishedError, Run
-from attn_core.cost.shapes import load_preset
 from attn_core.serving.load import Load
 from attn_core.serving.sim_result import SimResult
 from attn_core.serving.simulate import Deployment, Scheduler

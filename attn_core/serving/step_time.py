@@ -29,11 +29,11 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.gpus import GPU
 from attn_core.cost.inputs import Precision
 from attn_core.cost.phases import PhaseCount
 from attn_core.cost.roofline import Roofline, time_phase
-from attn_core.cost.shapes import ModelShape
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.flops import prefill_flops
 from attn_core.cost.inputs import Precision
 from attn_core.cost.params import decode_weight_bytes, expert_params
@@ -30,7 +31,6 @@ from attn_core.cost.serving import (
     kv_cache_bytes,
     state_bytes,
 )
-from attn_core.cost.shapes import ModelShape
 
 
 @dataclass(frozen=True)

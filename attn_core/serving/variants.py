@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.layers import LayerKinds
 from attn_core.cost.mixers import GatedDeltaNet
 from attn_core.cost.mla import MLA
-from attn_core.cost.shapes import ModelShape
 
 VARIANTS = ("MHA", "GQA", "MLA", "linear hybrid")
 

@@ -39,7 +39,7 @@ from attn_core.bounded_child import (
     one_line,
     status_bytes,
 )
-from attn_core.cost.shapes import ModelShape
+from attn_core.cost.config_reader import ModelShape
 
 ADDRESS_SLACK = 1 << 30  # mapped but not resident: arenas, stacks, late libraries (argued above)
 

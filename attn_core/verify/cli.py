@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attn_core.cost.cli import Parser, UsageError, bounded_int, fail, load_shape, positive_float
-from attn_core.cost.shapes import ConfigError, list_presets, read_config_json
+from attn_core.cost.config_reader import ConfigError, list_presets, read_config_json
 from attn_core.cost.units import format_bytes_binary, format_flops, format_rate, format_seconds
 
 # Mirrors attn_core.verify (which imports torch); a test checks they agree.
@@ -258,7 +258,7 @@ def _model_read(args, unread: Exception) -> int:
 def model_config(args) -> dict | None:
     """The config.json dict behind the shape (a preset's, or the file's), for transformers' build;
     None where it is not a JSON object (the shape's reader has already said so otherwise)."""
-    from attn_core.cost.shapes import load_preset_config
+    from attn_core.cost.config_reader import load_preset_config
 
     config = (
         load_preset_config(args.model)
@@ -272,8 +272,8 @@ def model_check(args) -> dict | None:
     """The named model's formulas held against transformers' own build (`attn_core.anatomy`):
     a preset's recorded check, or a config's built on the meta device; None where nothing can be
     built (no model_type) or transformers refuses (its reason is in ``refused`` otherwise)."""
+    from attn_core.cost.config_reader import load_preset_config
     from attn_core.cost.derived_records import buildable_type, preset_record
-    from attn_core.cost.shapes import load_preset_config
 
     if args.model is not None:
         return preset_record(args.model, load_preset_config(args.model))

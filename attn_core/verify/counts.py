@@ -8,12 +8,12 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.flops import prefill_flops
 from attn_core.cost.inputs import Precision
 from attn_core.cost.params import decode_weight_bytes
 from attn_core.cost.phases import PhaseCount, decode_count, prefill_count
 from attn_core.cost.serving import decode_weight_bytes_expected, experts_touched_expected
-from attn_core.cost.shapes import ModelShape
 from attn_core.verify.plan import RECURRENT_DTYPE, active_layer_params
 
 

@@ -23,8 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.mixers import GatedDeltaNet as GatedDeltaNetShape
-from attn_core.cost.shapes import ModelShape
 from attn_core.verify.linear import LinearState, causal_conv
 from attn_core.verify.linear import qwen3_next as _qwen3_next
 

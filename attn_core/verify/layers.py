@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attn_core.cost.shapes import ModelShape
+from attn_core.cost.config_reader import ModelShape
 from attn_core.kernels.records import DTYPES
 from attn_core.verify.deltanet import GatedDeltaNetLayer, delta_core_call
 from attn_core.verify.mamba2 import Mamba2Layer, mamba2_core_call

@@ -20,8 +20,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.mixers import Mamba2 as Mamba2Shape
-from attn_core.cost.shapes import ModelShape
 from attn_core.verify.linear import LinearState, causal_conv, nemotron_h
 
 ACTIVATION = "silu"  # Nemotron-H's mamba_hidden_act

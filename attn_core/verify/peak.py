@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from attn_core.cost.shapes import ModelShape
+from attn_core.cost.config_reader import ModelShape
 
 # The probe's buffer sizes (`probe` reads them here so that the plan sizes what it will hold).
 PROBE_ROWS = {"cpu": 256, "cuda": 4096}  # a product with more rows is probed at this many (same rate)

@@ -14,12 +14,12 @@ from typing import Any
 import torch
 
 from attn_core.anatomy.build import BuildRefused
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.dtypes import DTYPE_BYTES
 from attn_core.cost.layers import LayerKinds, LayerSet
 from attn_core.cost.mixers import STATE_KIND_NAMES
 from attn_core.cost.params import expert_params, model_params
 from attn_core.cost.serving import kv_cache_bytes, state_bytes
-from attn_core.cost.shapes import ModelShape
 from attn_core.kernels.records import DTYPES
 from attn_core.verify.peak import (
     MAX_EXPERTS,

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 import torch
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.dtypes import DTYPE_BYTES
 from attn_core.cost.roofline import Roofline, time_phase
-from attn_core.cost.shapes import ModelShape
 from attn_core.kernels.records import DTYPES
 from attn_core.verify.counts import AttentionCall, PhaseCounts
 from attn_core.verify.layers import ATTENTION_KEYS, STATE_CORES, attend

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import torch
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.dtypes import DTYPE_BYTES
 from attn_core.cost.roofline import Roofline, time_phase
-from attn_core.cost.shapes import ModelShape
 from attn_core.kernels.records import DTYPES
 from attn_core.verify import hf
 from attn_core.verify.counts import PhaseCounts, decode_counts, prefill_counts

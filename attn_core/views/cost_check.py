@@ -13,9 +13,7 @@ from typing import Any
 
 from attn_core.anatomy import runner
 from attn_core.cost.config_keys import ConfigError
-from attn_core.cost.derived_records import NO_TYPE, buildable_type, preset_record, recorded_cache_bytes
-from attn_core.cost.model_shape import ModelShape
-from attn_core.cost.shapes import (
+from attn_core.cost.config_reader import (
     MAX_CONFIG_BYTES,
     from_hf_config,
     load_preset_config,
@@ -23,6 +21,8 @@ from attn_core.cost.shapes import (
     parse_config_text,
     read_config_json,
 )
+from attn_core.cost.derived_records import NO_TYPE, buildable_type, preset_record, recorded_cache_bytes
+from attn_core.cost.model_shape import ModelShape
 from attn_core.cost.type_facts import TypeFacts
 from attn_core.cost.units import format_bytes, format_count_short
 

@@ -16,6 +16,11 @@ from attn_core.cost import score_memory
 from attn_core.cost.calibrated import CalibratedTiming, calibrated_timing
 from attn_core.cost.calibration import CalibrationError
 from attn_core.cost.config_keys import ConfigError
+from attn_core.cost.config_reader import ModelShape, list_built_presets
+from attn_core.cost.config_reader import list_presets as list_presets
+from attn_core.cost.config_reader import load_preset as load_preset
+from attn_core.cost.config_reader import parse_config_bytes as parse_config_bytes
+from attn_core.cost.config_reader import parse_config_text as parse_config_text
 from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS
 from attn_core.cost.flops import crossover_seq_len, layer_flops
 from attn_core.cost.gpus import list_gpus as list_gpus
@@ -30,11 +35,6 @@ from attn_core.cost.limits import MAX_GPUS as MAX_GPUS
 from attn_core.cost.limits import MAX_SEQ_LEN as MAX_SEQ_LEN
 from attn_core.cost.report import CostReport, CostSweep, cost_report, cost_sweep, sweep_grid
 from attn_core.cost.serving import kv_cache_bytes, serving_capacity
-from attn_core.cost.shapes import ModelShape, list_built_presets
-from attn_core.cost.shapes import list_presets as list_presets
-from attn_core.cost.shapes import load_preset as load_preset
-from attn_core.cost.shapes import parse_config_bytes as parse_config_bytes
-from attn_core.cost.shapes import parse_config_text as parse_config_text
 from attn_core.cost.units import format_bytes, format_bytes_binary, format_flops
 from attn_core.views import calibrations as calibration_view
 from attn_core.views import costs_card as card_view

@@ -5,11 +5,11 @@ page's (folded under the headline), and the warnings. Numpy only, like the cost 
 
 from __future__ import annotations
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.ledger import KIND_LABELS
 from attn_core.cost.mixers import STATE_KIND_NAMES
 from attn_core.cost.params import model_params
 from attn_core.cost.report import CostReport
-from attn_core.cost.shapes import ModelShape
 from attn_core.cost.units import (
     format_bytes,
     format_bytes_binary,

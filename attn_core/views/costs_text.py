@@ -9,13 +9,13 @@ asked" answers are worked out here from the model's own numbers. Numpy only, lik
 from __future__ import annotations
 
 from attn_core.cost import score_memory
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.flops import crossover_seq_len, doubling_ratio, layer_flops
 from attn_core.cost.gpus import list_gpus, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.params import attention_params
 from attn_core.cost.report import CostReport, cost_report, kv_head_variants
 from attn_core.cost.serving import kv_cache_bytes
-from attn_core.cost.shapes import ModelShape
 from attn_core.cost.units import (
     format_bytes,
     format_bytes_binary,

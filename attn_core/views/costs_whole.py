@@ -7,13 +7,13 @@ from __future__ import annotations
 import numpy as np
 
 from attn_core.cost.calibrated import FORMULA, CalibratedTiming
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.flops import layer_flops
 from attn_core.cost.ledger import attention_twin, layer_ledger, memory_sweep_T
 from attn_core.cost.mixers import STATE_KIND_NAMES
 from attn_core.cost.params import weight_bytes
 from attn_core.cost.report import CostReport
 from attn_core.cost.serving import kv_bytes_per_token_per_layer
-from attn_core.cost.shapes import ModelShape
 from attn_core.cost.units import (
     format_bytes_binary,
     format_count,
@@ -226,8 +226,7 @@ def whole_checks(r: CostReport) -> list[tuple[str, float]]:
     min(T, span). Groups, not layers: a config of 16 million layers costs what one of 60 does."""
     s, T, B = r.model, r.seq_len, r.batch
     by_layer = sum(
-        n * layer_flops(s, T, B, r.causal, kind=kind, moe=moe, shared=shared).total
-        for (kind, moe, shared), n in s.layer_groups.items()
+        n * layer_flops(s, T, B, r.causal, group=group).total for group, n in s.layer_groups.items()
     )
     # + the head, and Gemma 4's per-layer input maps from their parameter count (2 FLOPs per weight per token)
     prefill = by_layer + 2 * (s.d_model * s.vocab_size + r.params.count.per_layer_projections) * T * B

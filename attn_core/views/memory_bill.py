@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attn_core.cost import score_memory
+from attn_core.cost.config_reader import ModelShape, list_presets, load_preset
 from attn_core.cost.dtypes import DTYPE_BYTES
 from attn_core.cost.score_memory import MemoryBill
-from attn_core.cost.shapes import ModelShape, list_presets, load_preset
 
 MEMORY_DTYPES = {d: DTYPE_BYTES[d] for d in ("fp16", "bf16", "fp32")}  # b, bytes per stored attention weight
 MAX_BATCH = 4096  # sequences: the bill is exact integers far beyond this; a round cap for the page

@@ -16,9 +16,9 @@ from enum import StrEnum
 
 import numpy as np
 
+from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.gpus import list_gpus, load_gpu
 from attn_core.cost.inputs import Precision
-from attn_core.cost.shapes import ModelShape
 from attn_core.limits import ServerSlot
 from attn_core.serving.fitted import FittedModel, load_fitted
 from attn_core.serving.load import Load

@@ -32,9 +32,9 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_N
 from attn_core.anatomy.build import BuildRefused, completed_config  # noqa: E402
 from attn_core.anatomy.compare import compare_config  # noqa: E402
 from attn_core.anatomy.derive import derive  # noqa: E402
+from attn_core.cost.config_reader import list_built_presets, list_presets, load_preset_config  # noqa: E402
 from attn_core.cost.derived_records import RECORDS_FILE, config_key, preset_record  # noqa: E402
 from attn_core.cost.params import model_params  # noqa: E402
-from attn_core.cost.shapes import list_built_presets, list_presets, load_preset_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 # Families the formulas misread or transformers' build refused before (RESULTS.md, "Model-derived

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 
 from attn_core.cost.cli import main
+from attn_core.cost.config_reader import load_preset_config
 from attn_core.cost.derived_records import ANSWER_KEYS, preset_record, recorded_cache_bytes
-from attn_core.cost.shapes import load_preset_config
 
 
 def answer(capsys, *argv: str) -> tuple[int, dict | None, str]:

@@ -19,7 +19,7 @@ import pytest
 from attn_core.anatomy import runner
 from attn_core.anatomy.build import MAX_BUILD_LAYERS
 from attn_core.anatomy.compare import compare_config
-from attn_core.cost.shapes import load_preset_config
+from attn_core.cost.config_reader import load_preset_config
 from attn_core.views.cost_check import shape_of_record
 
 
@@ -138,7 +138,7 @@ def test_a_config_only_the_build_completes_says_the_build_is_running(monkeypatch
     """OLMo named by its type alone: the formulas cannot read it until transformers completes it,
     so while the build runs the page's message says it is running (never a bare refusal)."""
     from attn_core.cost.config_keys import ConfigError
-    from attn_core.cost.shapes import parse_config_text
+    from attn_core.cost.config_reader import parse_config_text
     from attn_core.views.cost_check import shape_of_config
 
     text = json.dumps({"model_type": "olmo"})

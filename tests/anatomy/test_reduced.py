@@ -120,7 +120,7 @@ def test_one_layer_of_each_kind_gives_the_whole_builds_figures(name):
     layer of the whole build)."""
     from attn_core.anatomy.derive import _derive
     from attn_core.anatomy.reduced import meta_prefix
-    from attn_core.cost.shapes import load_preset_config
+    from attn_core.cost.config_reader import load_preset_config
 
     config = load_preset_config(name)
     cfg = text_config(config)

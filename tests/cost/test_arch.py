@@ -13,17 +13,11 @@ import math
 import pytest
 import torch
 
-from attn_core.cost import (
-    ConfigError,
-    attention_pairs,
-    from_hf_config,
-    kv_cache_bytes,
-    load_preset,
-    model_params,
-    pair_flops,
-    prefill_flops,
-)
-from attn_core.cost.shapes import load_preset_config
+from attn_core.cost.config_keys import ConfigError
+from attn_core.cost.config_reader import from_hf_config, load_preset, load_preset_config
+from attn_core.cost.flops import attention_pairs, pair_flops, prefill_flops
+from attn_core.cost.params import model_params
+from attn_core.cost.serving import kv_cache_bytes
 
 transformers = pytest.importorskip("transformers", reason="the meta-device oracle needs transformers")
 
@@ -280,7 +274,7 @@ def test_ttft_and_decode_bounds_by_hand():
     FLOPs = 32 layers × (per-token 2·(4d² + 3·d·d_ff)·P + 4d·P(P + 1)/2) + 2·d·V·P; bytes = the fp16
     weights less the V − P embedding rows no token looks up, plus the 2 GiB of cache written. The first
     decode step reads one embedding row, the rest of the weights and the 2 GiB cache."""
-    from attn_core.cost import load_gpu
+    from attn_core.cost.gpus import load_gpu
     from attn_core.cost.inputs import Hardware, Precision, Workload
     from attn_core.cost.whole_model import timing
 

@@ -27,9 +27,9 @@ from attn_core.cost.calibration import (
     read_calibration,
 )
 from attn_core.cost.cli import main
+from attn_core.cost.config_reader import list_presets, load_preset
 from attn_core.cost.gpus import custom_gpu, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
-from attn_core.cost.shapes import list_presets, load_preset
 from attn_core.cost.whole_model import timing
 
 ROOT = Path(__file__).resolve().parents[2]

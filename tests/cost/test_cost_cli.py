@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from attn_core.cost.cli import main
-from attn_core.cost.shapes import list_built_presets, list_presets, load_preset_config
+from attn_core.cost.config_reader import list_built_presets, list_presets, load_preset_config
 
 ROOT = Path(__file__).resolve().parents[2]
 GiB = 2**30

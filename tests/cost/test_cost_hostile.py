@@ -18,11 +18,11 @@ import sys
 
 import pytest
 
-from attn_core.cost import load_gpu
 from attn_core.cost.cli import main
+from attn_core.cost.config_reader import ConfigError, parse_config_text
+from attn_core.cost.gpus import load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.layers import ALL, Every, LayerKinds, LayerSet
-from attn_core.cost.shapes import ConfigError, parse_config_text
 from attn_core.views import costs as explore
 
 SMALL = dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2, head_dim=16,

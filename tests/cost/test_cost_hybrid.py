@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-from attn_core.cost import from_hf_config, kv_cache_bytes, load_preset, model_params
+from attn_core.cost.config_reader import from_hf_config, load_preset, load_preset_config
 from attn_core.cost.mixers import chunk_pairs
-from attn_core.cost.serving import experts_touched_expected, state_bytes
-from attn_core.cost.shapes import load_preset_config
+from attn_core.cost.params import model_params
+from attn_core.cost.serving import experts_touched_expected, kv_cache_bytes, state_bytes
 
 transformers = pytest.importorskip("transformers", reason="the meta-device oracle needs transformers")
 
@@ -197,7 +197,7 @@ def test_core_flops_by_hand_and_decode_only_the_state():
 def test_prefill_flops_of_a_hybrid_by_groups():
     """Jamba 1.5 Mini: 4 attention layers' projections and pairs, 28 Mamba layers' maps and scans,
     16 MoE layers at top-2 and 16 dense MLPs, and the head — summed by hand."""
-    from attn_core.cost import prefill_flops
+    from attn_core.cost.flops import prefill_flops
 
     s, T = load_preset("jamba-1.5-mini"), 1000
     f = prefill_flops(s, T)
@@ -238,8 +238,9 @@ def test_expected_experts_against_a_seeded_simulation_of_uniform_routing(E, k, B
 def test_deepseek_v3_batch_64_floor_and_uniform_routing():
     """8 × H200, fp8, batch 64: the floor reads top-8 experts (954 µs of weights); uniform routing
     touches 222.4 of 256 experts per MoE layer: ≈ 15 ms of weights a step, ≈ 4,200 tokens/s."""
-    from attn_core.cost import cost_report, load_gpu
+    from attn_core.cost.gpus import load_gpu
     from attn_core.cost.inputs import Hardware, Precision, Workload
+    from attn_core.cost.report import cost_report
 
     r = cost_report(
         load_preset("deepseek-v3"), Workload(1, 64), Precision("fp8"), Hardware(load_gpu("h200"), 8)
@@ -263,8 +264,9 @@ def test_deepseek_v3_batch_64_floor_and_uniform_routing():
 def test_fits_answers_hold_the_state():
     """Sequences that fit divide the free memory by cache + state per sequence (Nemotron-H at T = 1:
     the state dominates)."""
-    from attn_core.cost import cost_report, load_gpu
+    from attn_core.cost.gpus import load_gpu
     from attn_core.cost.inputs import Hardware, Precision, Workload
+    from attn_core.cost.report import cost_report
     from attn_core.cost.serving import state_bytes_per_sequence
 
     s, gpu = load_preset("nemotron-h-8b"), load_gpu("h200")
@@ -278,7 +280,7 @@ def test_cost_inputs_are_validated_once_where_built():
     """Precision resolves its defaults (weights ← activations, experts ← weights, kv ← activations,
     state ← kv); bad values are refused when the object is built, naming what is wrong; the
     workload's prompt defaults to T."""
-    from attn_core.cost import load_gpu
+    from attn_core.cost.gpus import load_gpu
     from attn_core.cost.inputs import Hardware, Precision, Workload
     from attn_core.cost.report import cost_report
 
@@ -328,7 +330,7 @@ def test_mixer_and_attention_maps_match_torchs_flop_counter(model_type):
     the prompt to whole chunks, which the fused kernels it stands in for do not.)"""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from attn_core.cost import prefill_flops
+    from attn_core.cost.flops import prefill_flops
 
     torch.manual_seed(0)
     model, conf = hf_model(model_type, TINY[model_type], device="cpu")

@@ -20,27 +20,28 @@ from costs_reference import cache_tensor_bytes, count_decode_attention, count_la
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attn_core.cost import (
+from attn_core.cost.config_reader import ModelShape, from_hf_config, list_presets, load_preset
+from attn_core.cost.dtypes import bytes_per_value
+from attn_core.cost.flops import (
     attention_pairs,
-    attention_params,
-    bytes_per_value,
-    cost_report,
     crossover_seq_len,
-    decode_intensity,
-    decode_lower_bound,
     doubling_ratio,
-    kv_cache_bytes,
-    kv_cache_bytes_per_token,
     layer_flops,
     score_bytes_naive,
     score_bytes_online,
-    serving_capacity,
-    weight_bytes,
 )
 from attn_core.cost.gpus import custom_gpu, list_gpus, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
-from attn_core.cost.shapes import ModelShape, from_hf_config, list_presets, load_preset
+from attn_core.cost.params import attention_params, weight_bytes
+from attn_core.cost.report import cost_report
+from attn_core.cost.serving import (
+    decode_intensity,
+    kv_cache_bytes,
+    kv_cache_bytes_per_token,
+    serving_capacity,
+)
 from attn_core.cost.units import format_bytes_binary, format_flops, format_percent, format_seconds
+from attn_core.cost.whole_model import decode_lower_bound
 from attn_core.masks import causal_mask, sliding_window_mask
 
 KiB, MiB, GiB, TiB = 2**10, 2**20, 2**30, 2**40
@@ -295,33 +296,33 @@ def test_score_bytes_equal_the_real_tensors(T, batch):
 # -- Cards 13 and 14: serving, decode, intensity ---------------------------------------------------
 def test_card13_serving_budget():
     # Card 13's convention: vendor GB (80·10^9 B) over GiB-sized caches.
-    s = serving_capacity(L7, A100, 4096, memory="vendor")
+    s = serving_capacity(L7, Hardware(A100), 4096, memory="vendor")
     assert s.weight_bytes == 13_476_831_232
     assert s.max_sequences == (80 * 10**9 - 13_476_831_232) // (2 * 2**30) == 30
     # What the device reports (nvidia-smi: 81,920 MiB on an A100 80GB) holds three more.
-    device = serving_capacity(L7, A100, 4096)
+    device = serving_capacity(L7, Hardware(A100), 4096)
     assert device.memory_bytes == 81_920 * 2**20 and device.memory_convention == "device"
     assert device.max_sequences == (81_920 * 2**20 - 13_476_831_232) // (2 * 2**30) == 33
 
 
 def test_card14_serving_gqa_vs_mha():
-    gqa = serving_capacity(L70, A100, 4096, n_gpus=2, memory="vendor")
+    gqa = serving_capacity(L70, Hardware(A100, n_gpus=2), 4096, memory="vendor")
     assert gqa.free_bytes == 22_046_703_616 and gqa.kv_bytes_per_sequence == 1.25 * GiB
     assert gqa.max_sequences == 16
     # Cache-only what-if: same weights, 64 KV heads.
     mha = serving_capacity(
-        L70.with_kv_heads(64), A100, 4096, n_gpus=2, weights=gqa.weight_bytes, memory="vendor"
+        L70.with_kv_heads(64), Hardware(A100, n_gpus=2), 4096, weights=gqa.weight_bytes, memory="vendor"
     )
     assert mha.kv_bytes_per_sequence == 10 * GiB and mha.max_sequences == 2
     # 2 × 80 GiB as reported: ⌊(171,798,691,840 − 137,953,296,384) / 1.25 GiB⌋ = 25.
-    assert serving_capacity(L70, A100, 4096, n_gpus=2).max_sequences == 25
+    assert serving_capacity(L70, Hardware(A100, n_gpus=2), 4096).max_sequences == 25
 
 
 def test_serving_is_floor_and_zero_when_weights_do_not_fit():
-    s = serving_capacity(L70, A100, 4096)  # 137.95 GB of weights on one 80 GiB card
+    s = serving_capacity(L70, Hardware(A100), 4096)  # 137.95 GB of weights on one 80 GiB card
     assert s.free_bytes < 0 and s.max_sequences == 0
     T = np.array([1, 100, 4096, 131_072])
-    arr = serving_capacity(L7, A100, T, memory="vendor")
+    arr = serving_capacity(L7, Hardware(A100), T, memory="vendor")
     for t, n in zip(T, arr.max_sequences, strict=True):
         per_seq = 524_288 * int(t)
         assert n * per_seq <= 80 * 10**9 - 13_476_831_232 < (n + 1) * per_seq
@@ -459,7 +460,7 @@ def test_cost_report_bundles_the_same_numbers():
 
 def test_from_hf_config_roundtrip_costs():
     """A pasted config of Llama 2 7B gives the same cache as the preset (names don't matter)."""
-    from attn_core.cost.shapes import load_preset_config
+    from attn_core.cost.config_reader import load_preset_config
 
     pasted = from_hf_config(load_preset_config("llama-2-7b"))
     assert kv_cache_bytes(pasted, 4096) == 2 * GiB and weight_bytes(pasted) == 13_476_831_232
@@ -467,7 +468,7 @@ def test_from_hf_config_roundtrip_costs():
 
 # -- Page tables and sweeps ---------------------------------------------------------------------------
 def test_kv_head_variants_reproduce_card14():
-    from attn_core.cost import kv_head_variants
+    from attn_core.cost.report import kv_head_variants
 
     rows = {r.kind: r for r in kv_head_variants(L70, Workload(4096), hardware=Hardware(A100, 2))}
     assert [rows[k].kv_bytes_per_token for k in ("MHA", "GQA", "MQA")] == [2560 * KiB, 320 * KiB, 40 * KiB]
@@ -489,7 +490,7 @@ def test_kv_head_variants_reproduce_card14():
 
 
 def test_cost_sweep_columns_match_scalars():
-    from attn_core.cost import cost_sweep, sweep_grid
+    from attn_core.cost.report import cost_sweep, sweep_grid
 
     grid = sweep_grid(4096, extra=(24_704.0, 49_407.0, None))
     assert {4096, 24_704, 49_407} <= set(grid.tolist()) and grid[0] == 1 and grid.max() == 4 * 49_407
@@ -512,7 +513,7 @@ def test_recompute_flops_are_one_more_qk():
 
 
 def test_sweep_column_groups():
-    from attn_core.cost import cost_sweep
+    from attn_core.cost.report import cost_sweep
 
     sweep = cost_sweep(L7, [1, 4096])
     assert list(sweep.columns("kv")) == ["T (tokens)", "KV cache (B)"]

@@ -20,6 +20,7 @@ from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
 from attn_core.anatomy.build import completed_config  # noqa: E402
 from attn_core.anatomy.compare import compare_config  # noqa: E402
 from attn_core.cost.config_keys import ConfigError  # noqa: E402
+from attn_core.cost.config_reader import from_hf_config, load_preset_config  # noqa: E402
 from attn_core.cost.flops import layer_flops, prefill_flops  # noqa: E402
 from attn_core.cost.gpus import load_gpu  # noqa: E402
 from attn_core.cost.inputs import Hardware, Workload  # noqa: E402
@@ -27,7 +28,6 @@ from attn_core.cost.ledger import layer_ledger  # noqa: E402
 from attn_core.cost.params import model_params  # noqa: E402
 from attn_core.cost.report import cost_report  # noqa: E402
 from attn_core.cost.serving import kv_cache_bytes, kv_cache_bytes_per_token  # noqa: E402
-from attn_core.cost.shapes import from_hf_config, load_preset_config  # noqa: E402
 from attn_core.views import costs_text, costs_whole  # noqa: E402
 
 TINY = dict(

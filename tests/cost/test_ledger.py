@@ -14,8 +14,8 @@ import pytest
 import torch
 import transformers
 
+from attn_core.cost.config_reader import from_hf_config
 from attn_core.cost.ledger import attention_twin, layer_ledger, memory_sweep_T
-from attn_core.cost.shapes import from_hf_config
 
 SIZES = dict(
     num_hidden_layers=4, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,

@@ -13,8 +13,8 @@ import torch
 import transformers
 
 from attn_core.cost.config_keys import ConfigError
+from attn_core.cost.config_reader import from_hf_config
 from attn_core.cost.model_shape import ModelShape
-from attn_core.cost.shapes import from_hf_config
 
 LLAMA = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=8, num_key_value_heads=2,
              intermediate_size=96, vocab_size=100)  # fmt: skip

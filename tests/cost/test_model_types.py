@@ -11,8 +11,8 @@ import pytest
 import transformers
 
 from attn_core.cost.config_keys import ConfigError
+from attn_core.cost.families import FAMILIES
 from attn_core.cost.model_types import (
-    CLASS_DEFAULTS,
     read_quantization,
     read_sinks,
     refuse_unsized_models,
@@ -20,6 +20,8 @@ from attn_core.cost.model_types import (
     with_class_defaults,
 )
 from attn_core.cost.type_facts import TypeFacts
+
+CLASS_DEFAULTS = {t: f.class_defaults for t, f in FAMILIES.items() if f.class_defaults}
 
 CLASSES = {
     "qwen3_next": transformers.Qwen3NextConfig,

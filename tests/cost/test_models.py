@@ -14,8 +14,7 @@ import json
 import pytest
 from costs_reference import count_params
 
-from attn_core.cost import attention_params, model_params, weight_bytes
-from attn_core.cost.shapes import (
+from attn_core.cost.config_reader import (
     ConfigError,
     ModelShape,
     from_hf_config,
@@ -24,6 +23,7 @@ from attn_core.cost.shapes import (
     load_preset_config,
     parse_config_text,
 )
+from attn_core.cost.params import attention_params, model_params, weight_bytes
 
 # (L, d, h, H_kv, d_h, d_ff, mlp kind, vocab, sliding window, max context) as published.
 PUBLISHED = {

@@ -1,4 +1,4 @@
-"""The hand-kept expert-layout table (attn_core/cost/experts.py MOE_MODEL_TYPES) held against the
+"""The hand-kept expert-layout table (attn_core/cost/families.py MOE_MODEL_TYPES) held against the
 model itself. Oracle: transformers' build of each type (the record assets/derived/model_types.json,
 itself held against fresh builds in test_type_facts.py, and tiny builds here), never the table.
 
@@ -14,8 +14,8 @@ import pytest
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
 from attn_core.cost.config_keys import ConfigError
-from attn_core.cost.experts import MOE_MODEL_TYPES
-from attn_core.cost.shapes import from_hf_config
+from attn_core.cost.config_reader import from_hf_config
+from attn_core.cost.families import MOE_MODEL_TYPES
 from attn_core.cost.type_facts import recorded_facts
 
 # class defaults that cannot be checked as they stand: a tiny config of the type is checked instead

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from attn_core.cost.config_reader import from_hf_config
 from attn_core.cost.params import attention_params, mtp_layer_params
-from attn_core.cost.shapes import from_hf_config
 
 DSV3 = Path(__file__).parents[1] / "data" / "configs" / "deepseek-v3.json"
 
@@ -18,7 +18,9 @@ def test_deepseek_v3_mtp_layer_by_hand():
     c = json.loads(DSV3.read_text())
     shape = from_hf_config(c)
     d, E, f = c["hidden_size"], c["n_routed_experts"], c["moe_intermediate_size"]
-    moe = E * 3 * d * f + c["n_shared_experts"] * 3 * d * f + d * E + E  # experts, shared, router (+ its bias)
+    moe = (
+        E * 3 * d * f + c["n_shared_experts"] * 3 * d * f + d * E + E
+    )  # experts, shared, router (+ its bias)
     hand = 2 * d * d + 5 * d + attention_params(shape).total + moe
     assert mtp_layer_params(shape) == hand
     with_tables = hand + 2 * c["vocab_size"] * d  # the checkpoint's own embedding and head copies

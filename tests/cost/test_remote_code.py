@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from attn_core.cost.config_keys import ConfigError
+from attn_core.cost.config_reader import from_hf_config
 from attn_core.cost.model_types import declared_type
 from attn_core.cost.params import model_params
-from attn_core.cost.shapes import from_hf_config
 
 DSV3 = Path(__file__).parents[1] / "data" / "configs" / "deepseek-v3.json"
 AUTO_MAP = {  # as Kimi K2's config.json names its remote code

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from time_reference import bounds
 
+from attn_core.cost.config_reader import load_preset
 from attn_core.cost.gpus import load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.phases import PhaseCount, count_work, decode_count
 from attn_core.cost.report import cost_report
 from attn_core.cost.report_text import format_report
 from attn_core.cost.roofline import AttainedRates, Roofline, time_phase
-from attn_core.cost.shapes import load_preset
 from attn_core.cost.units import format_seconds
 
 

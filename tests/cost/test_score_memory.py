@@ -2,7 +2,7 @@
 
 Oracles: the spec's check numbers (written as the card writes them) and the byte size of a real
 torch tensor of the stated shape on the meta device (numel · element_size, nothing allocated).
-Model shapes come from the project's presets (assets/models/*.json via attn_core.cost.shapes).
+Model shapes come from the project's presets (assets/models/*.json via attn_core.cost.config_reader).
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attn_core.cost import score_bytes_naive, score_bytes_online
+from attn_core.cost.config_reader import load_preset
+from attn_core.cost.flops import score_bytes_naive, score_bytes_online
 from attn_core.cost.score_memory import (
     memory_bill,
     memory_sweep,
@@ -18,7 +19,6 @@ from attn_core.cost.score_memory import (
     online_state_bytes,
     recompute_flops,
 )
-from attn_core.cost.shapes import load_preset
 from attn_core.cost.units import format_bytes_binary
 
 KiB, MiB, GiB, TiB = 2**10, 2**20, 2**30, 2**40

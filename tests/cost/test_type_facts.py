@@ -13,9 +13,9 @@ pytest.importorskip("transformers", reason="the oracle is transformers' own buil
 
 from attn_core.anatomy.compare import compare_config
 from attn_core.anatomy.derive import derive
+from attn_core.cost.config_reader import from_hf_config, list_built_presets
 from attn_core.cost.models_list import models_rows, models_text
 from attn_core.cost.params import model_params
-from attn_core.cost.shapes import from_hf_config, list_built_presets
 from attn_core.cost.type_facts import recorded_facts, recorded_types
 
 TINY = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,

@@ -292,7 +292,7 @@ def test_deepseek_mla_and_gpt_oss_layer_types(app):
 
 def test_pasted_nested_config(app):
     """Gemma 3 as shipped: the language model under text_config; five sliding layers per global one."""
-    from attn_core.cost.shapes import load_preset_config
+    from attn_core.cost.config_reader import load_preset_config
 
     at = app(PAGE, co_src="paste or upload config.json")
     at.text_area(key="co_paste").set_value(json.dumps(load_preset_config("gemma-3-27b"))).run()

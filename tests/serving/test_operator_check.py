@@ -15,9 +15,9 @@ Vidur's figures and the ring formula, not an independent test).
 import numpy as np
 import pytest
 
+from attn_core.cost.config_reader import load_preset
 from attn_core.cost.gpus import load_gpu
 from attn_core.cost.operator_times import operator_time
-from attn_core.cost.shapes import load_preset
 from attn_core.serving.fitted import load_fitted
 from attn_core.serving.operator_check import all_reduce_ratios, gemm_shapes, median_ratio, operator_ratios
 from attn_core.serving.step_time import TimeModelCoefficients

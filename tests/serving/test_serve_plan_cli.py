@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from attn_core.cost.config_reader import load_preset
 from attn_core.cost.gpus import load_gpu
 from attn_core.cost.inputs import Precision
 from attn_core.cost.serving import kv_cache_bytes_per_token
-from attn_core.cost.shapes import load_preset
 from attn_core.serving.cli import main as serve_main
 from attn_core.serving.compare import side_by_side
 from attn_core.serving.load import Load

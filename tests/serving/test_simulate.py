@@ -8,10 +8,10 @@ import dataclasses
 import numpy as np
 import pytest
 
+from attn_core.cost.config_reader import load_preset
 from attn_core.cost.gpus import load_gpu
 from attn_core.cost.inputs import Precision
 from attn_core.cost.phases import PhaseCount, decode_count, prefill_count
-from attn_core.cost.shapes import load_preset
 from attn_core.serving.load import Load, make_requests
 from attn_core.serving.sim_result import Percentiles
 from attn_core.serving.simulate import Deployment, KVLayout, Scheduler, kv_layout, run_replica, simulate

@@ -5,9 +5,9 @@ the busiest-expert share against a seeded multinomial."""
 import numpy as np
 import pytest
 
+from attn_core.cost.config_reader import load_preset
 from attn_core.cost.gpus import load_gpu
 from attn_core.cost.inputs import Precision
-from attn_core.cost.shapes import load_preset
 from attn_core.serving.step_time import Engine, TimeModelCoefficients, bound_s, busiest_share, estimate_s
 from attn_core.serving.step_work import StepBatch, build_tables, count_step
 

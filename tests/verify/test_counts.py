@@ -15,9 +15,9 @@ import transformers
 from torch.utils.flop_counter import FlopCounterMode
 from transformers import AutoConfig, AutoModel
 
+from attn_core.cost.config_reader import ModelShape, from_hf_config
 from attn_core.cost.inputs import Precision
 from attn_core.cost.phases import decode_count, prefill_count
-from attn_core.cost.shapes import ModelShape, from_hf_config
 from attn_core.verify.counts import Gemm, decode_counts, prefill_counts
 from attn_core.verify.examples import HYBRID, LLAMA, MIXTRAL
 from attn_core.verify.peak import matrix_sides

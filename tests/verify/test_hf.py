@@ -19,7 +19,7 @@ import torch
 from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
 from attn_core import verify
-from attn_core.cost.shapes import from_hf_config
+from attn_core.cost.config_reader import from_hf_config
 from attn_core.verify import cli as verify_cli
 from attn_core.verify.child import start_check
 from attn_core.verify.examples import HYBRID, LLAMA, NEMOTRON

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from attn_core import verify
-from attn_core.cost.shapes import from_hf_config, load_preset
+from attn_core.cost.config_reader import from_hf_config, load_preset
 from attn_core.verify import cli as verify_cli
 from attn_core.verify.child import CheckFailed, start_check
 from attn_core.verify.examples import HYBRID, LLAMA, MANY_HEADS, MIXTRAL, NEMOTRON
@@ -170,7 +170,7 @@ def test_presets_plan_within_the_default_cap():
 
 def _cost_panel():
     """The Cost page's check panel under a model whose check runs for a while (the default probe)."""
-    from attn_core.cost.shapes import from_hf_config
+    from attn_core.cost.config_reader import from_hf_config
     from attn_core.verify.examples import LLAMA
     from lab_ui import cost_verify
 

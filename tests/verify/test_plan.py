@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import transformers
 
-from attn_core.cost.shapes import from_hf_config
+from attn_core.cost.config_reader import from_hf_config
 from attn_core.verify.plan import active_layer_params, cache_bytes, cut_shape, layer_params
 
 MIXTRAL = dict(num_hidden_layers=3, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,

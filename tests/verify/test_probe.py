@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from attn_core.cost.shapes import from_hf_config
+from attn_core.cost.config_reader import from_hf_config
 from attn_core.verify import probe as probe_module
 from attn_core.verify.counts import AttentionCall, Gemm, PhaseCounts
 from attn_core.verify.peak import COLD_BYTES, COMPUTE_ROWS

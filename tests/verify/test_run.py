@@ -10,7 +10,7 @@ import threading
 import pytest
 import torch
 
-from attn_core.cost.shapes import from_hf_config
+from attn_core.cost.config_reader import from_hf_config
 from attn_core.verify import run
 from attn_core.verify.plan import VerifyError, VerifyRequest
 

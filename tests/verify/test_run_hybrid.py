@@ -24,10 +24,10 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from attn_core import verify
 from attn_core.cost.config_keys import ConfigError
+from attn_core.cost.config_reader import from_hf_config, load_preset
 from attn_core.cost.layer_config import ATTENTION_KINDS
 from attn_core.cost.params import attention_params, expert_params
 from attn_core.cost.serving import kv_cache_bytes, state_bytes
-from attn_core.cost.shapes import from_hf_config, load_preset
 from attn_core.verify.examples import HYBRID, NEMOTRON
 from tests.verify.test_run_verify import delta_rule_flops_by_hand, ssd_flops_by_hand
 
@@ -317,7 +317,7 @@ def test_a_bad_rotary_fraction_is_named(bad):
 
 def _hybrid_page_stub():
     """The Cost page's check under a tiny Qwen3-Next."""
-    from attn_core.cost.shapes import from_hf_config
+    from attn_core.cost.config_reader import from_hf_config
     from attn_core.verify.examples import HYBRID
     from lab_ui import cost_verify
 

@@ -25,8 +25,8 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from attn_core import verify
+from attn_core.cost.config_reader import from_hf_config, load_preset
 from attn_core.cost.serving import experts_touched_expected
-from attn_core.cost.shapes import from_hf_config, load_preset
 from attn_core.verify import cli as verify_cli
 from attn_core.verify.examples import HYBRID, LLAMA, NEMOTRON
 
@@ -414,7 +414,7 @@ def test_cli_constants_mirror_the_engine():
 def _cost_page_stub():
     """What the Cost page adds: one line under a sized model (here a tiny one, given as a shape
     alone: the lab's layers are built)."""
-    from attn_core.cost.shapes import from_hf_config
+    from attn_core.cost.config_reader import from_hf_config
     from attn_core.verify.examples import LLAMA
     from lab_ui import cost_verify
 

@@ -17,7 +17,7 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModel, PretrainedConfig
 
-from attn_core.cost.shapes import read_config_json
+from attn_core.cost.config_reader import read_config_json
 from attn_core.verify.cli import main
 
 pytestmark = pytest.mark.usefixtures("small_probe")

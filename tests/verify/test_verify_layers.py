@@ -19,7 +19,7 @@ import torch.nn.functional as F
 import transformers
 from torch import nn
 
-from attn_core.cost.shapes import from_hf_config
+from attn_core.cost.config_reader import from_hf_config
 from attn_core.verify import deltanet, linear, mamba2
 from attn_core.verify.layers import ATTENTION_KEYS, attend
 

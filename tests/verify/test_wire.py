@@ -11,7 +11,7 @@ import json
 import pytest
 
 from attn_core import verify
-from attn_core.cost.shapes import from_hf_config, list_presets, load_preset
+from attn_core.cost.config_reader import from_hf_config, list_presets, load_preset
 from attn_core.verify import wire
 from attn_core.verify.child import Job
 from attn_core.verify.examples import HYBRID, LLAMA, SMALL_PROBE

@@ -19,10 +19,10 @@ import pytest
 import torch
 import transformers
 
+from attn_core.cost.config_reader import load_preset
 from attn_core.cost.gpus import load_gpu
 from attn_core.cost.inputs import Hardware, Workload
 from attn_core.cost.report import cost_report
-from attn_core.cost.shapes import load_preset
 from attn_core.views import costs_card, costs_text, costs_whole, published
 
 ROOT = Path(__file__).resolve().parents[2]

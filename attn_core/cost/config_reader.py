@@ -1,6 +1,7 @@
 """Reading a model's shape: a `ModelShape` (`attn_core.cost.model_shape`) from a preset or a
-Hugging Face ``config.json`` dict (pasted, uploaded or parsed), with the model-type tables that
-say what an architecture implies and the key aliases read.
+Hugging Face ``config.json`` dict (pasted, uploaded or parsed): the key aliases read generically,
+what a model_type means beyond its keys from its family's record (`attn_core.cost.families`), what
+its build shows from `attn_core.cost.type_facts`.
 
 Presets live in ``assets/models/<name>.json`` (Hugging Face config.json form);
 ``assets/models/README.md`` gives the source of every number.
@@ -19,8 +20,9 @@ from attn_core.cost.config_keys import ConfigError as ConfigError
 from attn_core.cost.config_keys import first, read_bool, read_int
 from attn_core.cost.derived_records import preset_record
 from attn_core.cost.experts import read_moe
+from attn_core.cost.families import Family, family
 from attn_core.cost.layer_config import FFN_ONLY_KINDS, hybrid_pattern, layer_kinds, read_state_mixer
-from attn_core.cost.layer_variants import GEMMA4_TYPES, gemma4_layer_kinds, read_gemma4
+from attn_core.cost.layer_variants import gemma4_layer_kinds, read_gemma4
 from attn_core.cost.mixers import STATE_KINDS, read_state_dtype
 from attn_core.cost.mla import read_mla
 from attn_core.cost.model_shape import MlpKind
@@ -62,6 +64,18 @@ CONTEXT_KEYS = (
     "model_max_length",
 )
 ACT_KEYS = ("hidden_act", "activation_function", "hidden_activation")
+# What an unknown type is taken to have (no biases, norms, gates or positions beyond the keys').
+NO_FACTS = TypeFacts(
+    mlp=None,
+    attention_bias="none",
+    mlp_bias=False,
+    qk_norm=False,
+    output_gate=False,
+    norms_per_layer=0,
+    moe=False,
+    learned_positions=False,
+)
+BIAS_KEYS = ("attention_bias", "bias", "use_bias", "add_qkv_bias")
 
 MAX_CONFIG_BYTES = 1 << 20  # a config.json is a few KiB; anything over 1 MiB is not one
 MAX_NAME_CHARS = 80  # a model name is shown in headings, tables and the CLI: a line, not a page
@@ -137,27 +151,9 @@ def _rotary_dim(config: Mapping[str, Any], head_dim: int) -> int | None:
     return None if value == 1 else int(head_dim * value)
 
 
-def from_hf_config(
-    config: Mapping[str, Any], name: str | None = None, facts: TypeFacts | None = None
-) -> ModelShape:
-    """Build a ModelShape from a Hugging Face ``config.json`` dict.
-
-    Accepts the common aliases (``num_hidden_layers``/``n_layer``, ``hidden_size``/``n_embd``,
-    ``num_attention_heads``/``n_head``, ``intermediate_size``/``n_inner``, …) and a language
-    model nested under ``text_config``. Defaults follow the Hugging Face classes: no
-    ``num_key_value_heads`` → MHA; no ``head_dim`` → d / h; no ``intermediate_size`` → 4d; no
-    ``tie_word_embeddings`` → tied. Experts, MLA, per-layer attention types and sinks come from
-    `attn_core.cost.model_types`, `layer_config`, `experts` and `mla`. What the model_type implies
-    (MLP kind, biases, QK-norm, output gate, norms, positions, the tie default) comes from ``facts``,
-    transformers' build of this config where it ran, else from the facts recorded for the type
-    (`attn_core.cost.type_facts`). Raises ConfigError naming the missing or malformed key.
-    """
-    if not isinstance(config, Mapping):
-        raise ConfigError(f"a config must be a JSON object, got {type(config).__name__}")
-    config, declared = declared_type(unwrap_text_config(config))
-    model_type = str(config.get("model_type") or "").lower()
-    facts = facts or recorded_facts(model_type)
-    config = with_class_defaults(config, model_type)
+def _read_sizes(config: Mapping[str, Any], model_type: str, facts: TypeFacts | None) -> dict[str, Any]:
+    """Layer count, width, heads, head width, the dense feed-forward width, MLA and the state mixer
+    (key ``mixer``, not a ModelShape field): generic key reading, the family's extra width keys."""
     pattern = hybrid_pattern(config)  # Nemotron-H: the pattern's length is the layer count
     n_layers = len(pattern) if pattern else read_int(config, LAYER_KEYS, "layer count")
     d_model = read_int(config, WIDTH_KEYS, "model width")
@@ -176,78 +172,131 @@ def from_hf_config(
             f"no 'head_dim' and the width {d_model} is not divisible by {n_heads} heads: add 'head_dim'"
         )
     mla = read_mla(config)
-    if mla is not None:  # MLA: a query/key head is d_nope + d_rope wide, whatever d / h is
-        head_dim = mla.qk_head_dim
-    else:
-        head_dim = read_int(config, HEAD_DIM_KEYS, "head width", default=d_model // n_heads)
-    ff_keys = ("intermediate_size_mlp", *FF_KEYS) if model_type == "llama4_text" else FF_KEYS  # dense layers
+    # MLA: a query/key head is d_nope + d_rope wide, whatever d / h is
+    head_dim = (
+        mla.qk_head_dim
+        if mla is not None
+        else read_int(config, HEAD_DIM_KEYS, "head width", d_model // n_heads)
+    )
+    ff_keys = (
+        *family(model_type).dense_width_keys,
+        *FF_KEYS,
+    )  # Llama 4's dense layers: intermediate_size_mlp
     d_ff = read_int(config, ff_keys, "feed-forward width", default=4 * d_model)
+    return {
+        "n_layers": n_layers,
+        "d_model": d_model,
+        "n_heads": n_heads,
+        "n_kv_heads": n_kv_heads,
+        "head_dim": head_dim,
+        "d_ff": d_ff,
+        "mla": mla,
+        "mixer": mixer,
+    }
+
+
+def _read_window(config: Mapping[str, Any], fam: Family) -> int | None:
+    """The sliding window (None where the config ships one it does not use, as Qwen2 does), as an
+    exclusive bound each side where the family's window is bidirectional (Gemma4TextConfig's rule)."""
+    window = config.get("sliding_window")
+    if window is None or config.get("use_sliding_window") is False:
+        return None
+    window = read_int(config, ("sliding_window",), "sliding window")
+    if fam.bidirectional_window and config.get("use_bidirectional_attention") == "all":
+        window = window // 2 + 1
+    return window
+
+
+def _read_layers(config: Mapping[str, Any], model_type: str, sizes: dict[str, Any]) -> dict[str, Any]:
+    """Each layer's kind, the family's per-layer variants (Gemma 4: `layer_variants`), the window,
+    the chunk and the state mixer where some layer has one."""
+    fam, n_layers, mixer = family(model_type), sizes["n_layers"], sizes["mixer"]
     kinds = layer_kinds(config, model_type, n_layers, mixer)
     variants: dict[str, Any] = {}
-    if model_type in GEMMA4_TYPES:  # per-layer heads, KV sharing, per-layer embeddings (layer_variants)
+    if fam.per_layer_variants:  # per-layer heads, KV sharing, per-layer embeddings
         kinds = gemma4_layer_kinds(config, n_layers, kinds)
-        variants = read_gemma4(config, n_layers, kinds, head_dim)
-    one_block = kinds is not None and any(k in FFN_ONLY_KINDS for k in kinds.counts())
-    window = config.get("sliding_window")
-    if config.get("use_sliding_window") is False:  # Qwen2 ships a window it does not use
-        window = None
-    if window is not None:
-        window = read_int(config, ("sliding_window",), "sliding window")
-        if model_type in GEMMA4_TYPES and config.get("use_bidirectional_attention") == "all":
-            window = window // 2 + 1  # as Gemma4TextConfig sets it: an exclusive bound each side
-    chunk = config.get("attention_chunk_size")
-    biased = facts is not None and facts.attention_bias == "all"
-    qkv_only = facts is not None and facts.attention_bias == "qkv"
-    layer_norm = (
-        model_type != "nemotron_h"
-        and "rms_norm_eps" not in config
-        and ("layer_norm_epsilon" in config or "layer_norm_eps" in config)
+        variants = read_gemma4(config, n_layers, kinds, sizes["head_dim"])
+    counts = kinds.counts() if kinds is not None else {}
+    window = _read_window(config, fam)
+    return variants | dict(
+        layer_types=kinds,
+        one_mixer_per_layer=any(k in FFN_ONLY_KINDS for k in counts),
+        sliding_window=window if kinds is None or "sliding" in counts else None,
+        attention_chunk_size=config.get("attention_chunk_size"),
+        state_mixer=mixer if any(k in STATE_KINDS for k in counts) else None,
     )
-    # an unknown MoE layout is named before the MLP kind; experts the build has are never dropped
-    moe = read_moe(config, model_type, kinds, built_moe=facts is not None and facts.moe)
-    mlp_kind = _mlp_kind(config, model_type, facts)
-    return ModelShape(
-        name=display_name(
-            name or config.get("_name_or_path") or first_architecture(config) or model_type or "custom model"
-        ),
-        source=declared or "",
-        n_layers=n_layers,
-        d_model=d_model,
-        n_heads=n_heads,
-        n_kv_heads=n_kv_heads,
-        head_dim=head_dim,
-        d_ff=d_ff,
-        mlp_kind=mlp_kind,
+
+
+def _read_features(
+    config: Mapping[str, Any], model_type: str, facts: TypeFacts | None, layers: dict[str, Any]
+) -> dict[str, Any]:
+    """What the type's build shows (``facts``) as the config's keys may override it: biases, norms,
+    ties, positions, QK-norm, the output gate; sinks, quantization, MTP layers, the state's dtype."""
+    built = facts or NO_FACTS
+    layer_norm = not family(model_type).rms_norm and "rms_norm_eps" not in config
+    layer_norm = layer_norm and ("layer_norm_epsilon" in config or "layer_norm_eps" in config)
+    chunk = layers["attention_chunk_size"]
+    plus_ple = 1 if layers.get("per_layer_embeddings") else 0  # Gemma 4: a norm after the per-layer input
+    return dict(
         vocab_size=read_int(config, VOCAB_KEYS, "vocabulary size"),
-        attention_bias=read_bool(
-            config, ("attention_bias", "bias", "use_bias", "add_qkv_bias"), biased or qkv_only
-        ),
-        output_bias=False if qkv_only else None,
-        mlp_bias=read_bool(config, ("mlp_bias", "bias", "use_bias"), facts is not None and facts.mlp_bias),
+        attention_bias=read_bool(config, BIAS_KEYS, built.attention_bias in ("all", "qkv")),
+        output_bias=False if built.attention_bias == "qkv" else None,
+        mlp_bias=read_bool(config, ("mlp_bias", "bias", "use_bias"), built.mlp_bias),
         norm_kind="layer" if layer_norm else "rms",
         tie_embeddings=read_bool(config, ("tie_word_embeddings",), _tie_default(facts)),
-        learned_positions=facts is not None and facts.learned_positions,
-        sliding_window=window if kinds is None or "sliding" in kinds.counts() else None,
+        learned_positions=built.learned_positions,
         max_context=read_int(config, CONTEXT_KEYS, "context", default=0) or None,
-        layer_types=kinds,
         attention_chunk_size=None if chunk is None else read_int(config, ("attention_chunk_size",), "chunk"),
-        moe=moe,
-        mla=mla,
         attention_sinks=read_sinks(config, model_type),
-        qk_norm=facts is not None and facts.qk_norm,
-        norms_per_layer=(1 if one_block else _norms(facts))
-        + (1 if variants.get("per_layer_embeddings") else 0),  # Gemma 4: a norm after the per-layer input
+        qk_norm=built.qk_norm,
+        norms_per_layer=(1 if layers["one_mixer_per_layer"] else _norms(facts)) + plus_ple,
         quantization=read_quantization(config),
         nextn_layers_left_out=read_int(
             config, ("num_nextn_predict_layers",), "MTP layers", default=0, minimum=0
         ),
-        state_mixer=mixer if kinds is not None and any(k in STATE_KINDS for k in kinds.counts()) else None,
         state_dtype=read_state_dtype(config),
-        attention_output_gate=(facts is not None and facts.output_gate)
-        or read_bool(config, ("attn_output_gate",), False),
-        one_mixer_per_layer=one_block,
+        attention_output_gate=built.output_gate or read_bool(config, ("attn_output_gate",), False),
+    )
+
+
+def from_hf_config(
+    config: Mapping[str, Any], name: str | None = None, facts: TypeFacts | None = None
+) -> ModelShape:
+    """Build a ModelShape from a Hugging Face ``config.json`` dict.
+
+    Accepts the common aliases (``num_hidden_layers``/``n_layer``, ``hidden_size``/``n_embd``,
+    ``num_attention_heads``/``n_head``, ``intermediate_size``/``n_inner``, …) and a language
+    model nested under ``text_config``. Defaults follow the Hugging Face classes: no
+    ``num_key_value_heads`` → MHA; no ``head_dim`` → d / h; no ``intermediate_size`` → 4d; no
+    ``tie_word_embeddings`` → tied. What a model_type means beyond its keys (class defaults, expert
+    layout, layer rule, window rule) is its family's record (`attn_core.cost.families`); what its
+    build shows (MLP kind, biases, QK-norm, output gate, norms, positions, the tie default) comes
+    from ``facts``, transformers' build of this config where it ran, else from the facts recorded
+    for the type (`attn_core.cost.type_facts`). Raises ConfigError naming the missing or malformed key.
+    """
+    if not isinstance(config, Mapping):
+        raise ConfigError(f"a config must be a JSON object, got {type(config).__name__}")
+    config, declared = declared_type(unwrap_text_config(config))
+    model_type = str(config.get("model_type") or "").lower()
+    facts = facts or recorded_facts(model_type)
+    config = with_class_defaults(config, model_type)
+    sizes = _read_sizes(config, model_type, facts)
+    layers = _read_layers(config, model_type, sizes)
+    # an unknown MoE layout is named before the MLP kind; experts the build has are never dropped
+    moe = read_moe(config, model_type, layers["layer_types"], built_moe=facts is not None and facts.moe)
+    mlp_kind = _mlp_kind(config, model_type, facts)
+    features = _read_features(config, model_type, facts, layers)
+    mla, head_dim = sizes["mla"], sizes["head_dim"]
+    del sizes["mixer"]
+    return ModelShape(
+        **(sizes | layers | features),
+        name=display_name(
+            name or config.get("_name_or_path") or first_architecture(config) or model_type or "custom model"
+        ),
+        source=declared or "",
+        mlp_kind=mlp_kind,
+        moe=moe,
         rotary_dim=None if mla is not None else _rotary_dim(config, head_dim),
-        **variants,
     )
 
 
