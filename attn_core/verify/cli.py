@@ -169,20 +169,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(str(exc))
     # torch: only once the arguments are fine
     from attn_core.verify.child import CheckFailed, start_check
-    from attn_core.verify.plan import VerifyRequest, plan_build, select_device
+    from attn_core.verify.plan import plan_build, select_device
     from attn_core.verify.run import expected_seconds
 
     try:
-        request = VerifyRequest(
-            seq_len=args.seq_len,
-            batch=args.batch,
-            decode_steps=args.decode_steps,
-            layers=args.layers,
-            memory_bytes=int(args.memory_gib * 2**30),
-            dtype=args.dtype,
-            device=args.device,
-            threads=args.threads or None,
-        )
+        request = _request(args)
         device = select_device(args.device)
         # refuse what cannot be built before probing anything
         plan = plan_build(shape, request, config)
@@ -234,9 +225,25 @@ def _model_read(args, unread: Exception) -> int:
     if config is None or buildable_type(config) is None:
         return fail(str(unread))
     from attn_core.verify.model_read import format_model_read, verify_model_read
+
+    request = _request(args)
+    name = args.model or str(args.config)
+    try:
+        result = verify_model_read(config, request, name)
+    except ValueError as exc:  # VerifyError
+        return fail(f"{exc} (the formulas do not read it either: {unread})")
+    out = result.to_json() | {"formulas_unread": str(unread)}
+    if args.json is not None:
+        args.json.write_text(json.dumps(out, indent=1))
+    print(format_model_read(out))
+    return 0
+
+
+def _request(args):
+    """The check's settings from the arguments: a `VerifyRequest` (`plan`, which imports torch)."""
     from attn_core.verify.plan import VerifyRequest
 
-    request = VerifyRequest(
+    return VerifyRequest(
         seq_len=args.seq_len,
         batch=args.batch,
         decode_steps=args.decode_steps,
@@ -246,16 +253,6 @@ def _model_read(args, unread: Exception) -> int:
         device=args.device,
         threads=args.threads or None,
     )
-    name = args.model or str(args.config)
-    try:
-        result = verify_model_read(config, request, name)
-    except ValueError as exc:  # VerifyError
-        return fail(f"{exc} (the formulas do not read it either: {unread})")
-    result["formulas_unread"] = str(unread)
-    if args.json is not None:
-        args.json.write_text(json.dumps(result, indent=1))
-    print(format_model_read(result))
-    return 0
 
 
 def model_config(args) -> dict | None:

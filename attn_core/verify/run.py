@@ -144,8 +144,25 @@ class PhaseResult:
 
 
 @dataclass(frozen=True)
+class ModelBuilt:
+    """What a check built where the formulas do not read the model (`model_read`, no `Plan`):
+    transformers' first layers, their sizes counted from the model itself."""
+
+    layers_built: int
+    model_layers: int
+    experts_built: int | None
+    model_experts: int | None
+    params_built: int
+    weight_bytes: int
+    cache_bytes: int
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class VerifyResult:
-    """A whole check: what was built, the probe, and the two phases."""
+    """A whole check: what was built, the probe, and the two phases. Counted by the formulas,
+    ``plan`` says what was built; counted from the model itself (`model_read`), ``plan`` is None
+    and ``built`` says it."""
 
     model: str
     device: str  # "cpu" or "cuda"
@@ -153,7 +170,7 @@ class VerifyResult:
     dtype: str
     clock: str  # "thread CPU time" (a CPU on one thread) or "wall"
     request: VerifyRequest
-    plan: Plan
+    plan: Plan | None  # None: counted from the model itself (``built``)
     probe: Probe
     prefill: PhaseResult
     decode_step: PhaseResult
@@ -161,8 +178,11 @@ class VerifyResult:
     decode_ms_each: tuple[float, ...]
     load_average: tuple[float | None, float | None]  # before, after
     seconds: float
+    built: ModelBuilt | None = None  # what was built where ``plan`` is None
 
     def to_json(self) -> dict:
+        if self.plan is None:
+            return self._model_read_json()
         r, p = self.request, self.plan
         return {
             "model": self.model, "device": self.device, "device_name": self.device_name, "dtype": self.dtype, "clock": self.clock,
@@ -178,6 +198,20 @@ class VerifyResult:
             "probe": self.probe.to_json(), "prefill": self.prefill.to_json(), "decode_step": self.decode_step.to_json(),
             "decode_ms_each": list(self.decode_ms_each), "notes": list(p.notes),
             "load_average": list(self.load_average), "seconds": self.seconds,
+        }  # fmt: skip
+
+    def _model_read_json(self) -> dict:
+        """The JSON of a check counted from the model itself (``counts_by`` "model")."""
+        r, b = self.request, self.built
+        return {
+            "model": self.model, "counts_by": "model", "built_by": "transformers", "device": self.device,
+            "device_name": self.device_name, "dtype": self.dtype, "clock": self.clock,
+            "layers_built": b.layers_built, "model_layers": b.model_layers, "experts_built": b.experts_built,
+            "model_experts": b.model_experts, "params_built": b.params_built, "weight_bytes_built": b.weight_bytes,
+            "cache_bytes": b.cache_bytes, "seq_len": r.seq_len, "batch": r.batch,
+            "decode_steps": r.decode_steps, "decode_context": self.decode_context,
+            "probe": self.probe.to_json(), "prefill": self.prefill.to_json(), "decode_step": self.decode_step.to_json(),
+            "notes": list(b.notes), "load_average": list(self.load_average), "seconds": self.seconds,
         }  # fmt: skip
 
 
