@@ -28,7 +28,6 @@ from pathlib import Path
 
 import torch
 
-from attn_core import verify
 from attn_core.cost.calibration import Calibration, read_calibration
 from attn_core.cost.config_reader import load_preset
 from attn_core.cost.phases import PhaseCount, expert_flops, expert_rows
@@ -36,6 +35,8 @@ from attn_core.cost.roofline import attained_time, product_seconds
 from attn_core.cost.serving import kv_cache_bytes
 from attn_core.kernels.device import device_facts, load_average
 from attn_core.kernels.runner import SweepConfig, run_sweep
+from attn_core.verify.plan import VerifyRequest
+from attn_core.verify.run import VerifyResult, verify
 from attn_core.views.kernels import run_meta
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +56,7 @@ def kernels_calibration() -> Calibration:
     return read_calibration({"meta": run_meta(facts), "records": [r.to_json() for r in records]}, "sweep")
 
 
-def split(result: verify.VerifyResult, phase: str) -> tuple[float, float, float, float]:
+def split(result: VerifyResult, phase: str) -> tuple[float, float, float, float]:
     """(F_w, W, F_a, M) of one phase of a verify run: products and their weights, attention and its cache."""
     c = getattr(result, phase).counts
     cached = result.request.seq_len if phase == "prefill" else result.decode_context
@@ -68,7 +69,7 @@ def cell(ms: float, measured: float) -> str:
     return f"{ms:,.1f} ({100 * (ms - measured) / measured:+.0f}%)"
 
 
-def rows(result: verify.VerifyResult, cal: Calibration) -> list[str]:
+def rows(result: VerifyResult, cal: Calibration) -> list[str]:
     probe, T, B, shape = result.probe, result.request.seq_len, result.request.batch, result.plan.shape
     prefill = result.prefill.counts
     attn_s = sum(a.count * probe.attention_s[(a.kind, a.q_len, a.kv_len)] for a in prefill.attention)
@@ -114,12 +115,12 @@ def main() -> None:
     rates = (f"Kernels-sweep rates (GFLOP/s): square matmul {cal.matmul['fp32'].value / 1e9:,.1f}; by rows {curve}; "
              f"memory stream {cal.bandwidth.value / 1e9:,.1f} GB/s; attention {kernels}")  # fmt: skip
     print(rates)
-    request = verify.VerifyRequest(seq_len=256, decode_steps=8, memory_bytes=2 * 2**30, dtype="fp32")
+    request = VerifyRequest(seq_len=256, decode_steps=8, memory_bytes=2 * 2**30, dtype="fp32")
     lines = [HEADER]
     print(HEADER, flush=True)
     for _ in range(args.repeats):
         for name in MODELS:
-            new = rows(verify.verify(load_preset(name), request), cal)
+            new = rows(verify(load_preset(name), request), cal)
             lines += new
             print("\n".join(new), flush=True)
     heading = (f"\n## Calibrated time against real runs — `PYTHONPATH=. .venv/bin/python benchmarks/calibrated_cost.py "

@@ -16,10 +16,12 @@ from __future__ import annotations
 import argparse
 import time
 
-from attn_core import verify
 from attn_core.cost.config_reader import from_hf_config
 from attn_core.cost.units import format_bytes_binary
+from attn_core.verify.child import CheckFailed, start_check
 from attn_core.verify.examples import LLAMA, MANY_HEADS, MIXTRAL, NEMOTRON
+from attn_core.verify.plan import VerifyError, VerifyRequest, plan_build
+from attn_core.verify.run import expected_seconds
 
 # The audit's sizes: a 100,000-wide MLP, a Nemotron-H at 1,024 wide with chunk_size 1.
 WIDE = LLAMA | {"intermediate_size": 100_000}
@@ -48,15 +50,13 @@ def _load() -> str:
 def row(name: str, limit: float, force: bool = False) -> str:
     label, config, T, B, gib = CASES[name]
     shape = from_hf_config(config, name=name)
-    request = verify.VerifyRequest(
-        seq_len=T, batch=B, decode_steps=8, memory_bytes=int(gib * 2**30), device="cpu"
-    )
+    request = VerifyRequest(seq_len=T, batch=B, decode_steps=8, memory_bytes=int(gib * 2**30), device="cpu")
     load = _load()
     try:
-        plan = verify.plan_build(shape, request)
-    except verify.VerifyError as exc:
+        plan = plan_build(shape, request)
+    except VerifyError as exc:
         return f"| {label} | refused: {exc} | – | – | – | – | – | {load} |"
-    seconds = verify.expected_seconds(plan, request, "cpu")
+    seconds = expected_seconds(plan, request, "cpu")
     built = f"{plan.layers_built}/{plan.model_layers} layers" + (
         f", {plan.experts_built}/{plan.model_experts:,} experts" if plan.experts_built else ""
     )
@@ -64,11 +64,11 @@ def row(name: str, limit: float, force: bool = False) -> str:
     if seconds > limit and not force:
         return f"| {label} | refused: expected ~{seconds:,.0f} s > the {limit:g} s limit | {cells} | – | {seconds:,.0f} s | – | {load} |"
     start = time.monotonic()
-    check = verify.start_check(shape, request, limit)
+    check = start_check(shape, request, limit)
     try:
         check.wait(limit + 30)
         outcome = "ran"
-    except verify.CheckFailed as exc:
+    except CheckFailed as exc:
         outcome = f"failed: {exc}"
     wall = time.monotonic() - start
     measured = format_bytes_binary(check.measured_peak_bytes) if check.result is not None else "–"
@@ -78,10 +78,8 @@ def row(name: str, limit: float, force: bool = False) -> str:
 def stop_row(limit: float) -> str:
     """The heaviest case that runs, stopped from outside after 5 s (the page's Stop button)."""
     label, config, T, B, gib = CASES["heads-1g"]
-    request = verify.VerifyRequest(
-        seq_len=T, batch=B, decode_steps=8, memory_bytes=int(gib * 2**30), device="cpu"
-    )
-    check = verify.start_check(from_hf_config(config, name="heads"), request, limit)
+    request = VerifyRequest(seq_len=T, batch=B, decode_steps=8, memory_bytes=int(gib * 2**30), device="cpu")
+    check = start_check(from_hf_config(config, name="heads"), request, limit)
     time.sleep(5)
     start = time.monotonic()
     check.stop()

@@ -18,9 +18,11 @@ import json
 import statistics
 from pathlib import Path
 
-from attn_core import verify
 from attn_core.cost.config_reader import load_preset
 from attn_core.cost.units import format_flops
+from attn_core.kernels.records import DTYPES
+from attn_core.verify.plan import DEFAULT_DECODE_STEPS, DEFAULT_MEMORY_GIB, DEFAULT_SEQ_LEN, VerifyRequest
+from attn_core.verify.run import VerifyResult, verify
 
 HEADER = (
     "| model | built | phase | FLOPs | bound ms | estimate ms | measured ms | error | bound ≤ measured | load |\n"
@@ -28,7 +30,7 @@ HEADER = (
 )
 
 
-def rows(result: verify.VerifyResult) -> list[str]:
+def rows(result: VerifyResult) -> list[str]:
     p = result.plan
     kinds = f" ({p.kinds_built})" if p.shape.n_state_layers else ""
     built = f"{p.layers_built}/{p.model_layers} layers{kinds}" + (
@@ -49,19 +51,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="llama-3-8b,qwen3-30b-a3b,qwen3-next-80b-a3b,nemotron-h-8b")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--seq-len", type=int, default=verify.DEFAULT_SEQ_LEN)
-    ap.add_argument("--decode-steps", type=int, default=verify.DEFAULT_DECODE_STEPS)
-    ap.add_argument("--memory-gib", type=float, default=verify.DEFAULT_MEMORY_GIB)
-    ap.add_argument("--dtype", default="fp32", choices=list(verify.DTYPES))
+    ap.add_argument("--seq-len", type=int, default=DEFAULT_SEQ_LEN)
+    ap.add_argument("--decode-steps", type=int, default=DEFAULT_DECODE_STEPS)
+    ap.add_argument("--memory-gib", type=float, default=DEFAULT_MEMORY_GIB)
+    ap.add_argument("--dtype", default="fp32", choices=list(DTYPES))
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    request = verify.VerifyRequest(seq_len=args.seq_len, decode_steps=args.decode_steps,
+    request = VerifyRequest(seq_len=args.seq_len, decode_steps=args.decode_steps,
                                    memory_bytes=int(args.memory_gib * 2**30), dtype=args.dtype)  # fmt: skip
     records, errors = [], {}
     print(HEADER, flush=True)
     for _ in range(args.repeats):
         for name in args.models.split(","):
-            result = verify.verify(load_preset(name), request)
+            result = verify(load_preset(name), request)
             records.append(result.to_json())
             for phase in ("prefill", "decode_step"):
                 errors.setdefault((name, phase), []).append(getattr(result, phase).error_pct)

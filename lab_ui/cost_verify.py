@@ -1,7 +1,7 @@
 """The Cost page's "check this estimate on this machine": an expander with a button that builds the
 chosen model's first layers with random weights, times a prefill and decode steps on this server,
 and shows the bound, the calibrated estimate and the measurement with the error in % (the engine
-and its conventions: `attn_core.verify`). Given the config the page sized (a preset's, or the
+and its conventions: `attn_core.verify.run`). Given the config the page sized (a preset's, or the
 uploaded or pasted config.json), transformers builds its own layers wherever it can (built by
 "transformers"); otherwise the lab's layers, from the formulas' reading, and the first note says
 why. Who built them and the parameters built are shown before and after the run.
@@ -32,7 +32,7 @@ MEMORY_GIB = (0.5, 1.0, 2.0)
 MAX_BATCH = 4
 OPEN_KEY = "co_vf_open"  # the expander's state: the panel is drawn (torch imported) only when open
 RESULT_KEY = "co_vf_result"  # the last check of this session, kept across reruns
-CHECK_KEY = "co_vf_check"  # this session's running check (a `verify.Check`)
+CHECK_KEY = "co_vf_check"  # this session's running check (a `verify.child.Check`)
 LIMIT_S = 120  # a check's wall clock: one that is expected to take longer is refused
 POLL_S = 1.0  # while a check runs, its panel reruns this often (and waits up to half of it)
 
@@ -101,8 +101,10 @@ def check_on_this_machine(
             _panel(shape, config_of(preset, config_text))
 
 
-def _request(verify, machine_gib: float):
+def _request(machine_gib: float):
     """The check's settings: T, decode steps, batch and a memory cap this machine can hold."""
+    from attn_core.verify.plan import VerifyRequest  # torch: only once the panel is opened
+
     c1, c2, c3, c4 = st.columns(4)
     with c1:
         T = widgets.selectbox("prompt T", SEQ_LENS, key="co_vf_T", default=128)
@@ -113,7 +115,7 @@ def _request(verify, machine_gib: float):
     with c4:
         caps = [g for g in MEMORY_GIB if g <= machine_gib] or [MEMORY_GIB[0]]
         gib = widgets.selectbox("memory cap, GiB", caps, key="co_vf_mem", default=min(2.0, caps[-1]))
-    return verify.VerifyRequest(seq_len=T, batch=batch, decode_steps=steps, memory_bytes=int(gib * 2**30))
+    return VerifyRequest(seq_len=T, batch=batch, decode_steps=steps, memory_bytes=int(gib * 2**30))
 
 
 def _panel(shape: ModelShape, config: dict | None) -> None:
@@ -124,17 +126,20 @@ def _panel(shape: ModelShape, config: dict | None) -> None:
         "first layer of each kind), runs a prefill and decode steps here, and compares the time with the "
         "cost model."
     )
-    from attn_core import verify  # torch: only once the panel is opened
+    # torch: only once the panel is opened
+    from attn_core.verify.child import start_check
     from attn_core.verify.cli import machine_memory_gib
+    from attn_core.verify.plan import VerifyError, plan_build, select_device
+    from attn_core.verify.run import VerifyBusy, expected_seconds
 
-    request = _request(verify, machine_memory_gib())
+    request = _request(machine_memory_gib())
     try:
         with st.spinner("Planning the build…"):
-            plan = verify.plan_build(shape, request, config)
+            plan = plan_build(shape, request, config)
     except ValueError as exc:  # VerifyError, or a shape the cost model accepted and verify cannot cut
         st.info(f"This model is not checked here: {exc}")
         return
-    seconds = verify.expected_seconds(plan, request, verify.select_device(request.device))
+    seconds = expected_seconds(plan, request, select_device(request.device))
     st.caption(
         f"Planned peak {format_bytes_binary(plan.peak_bytes)} (weights, cache, activations, probe); "
         f"expected to take up to ~{seconds:,.0f} s, stopped at {LIMIT_S} s."
@@ -149,10 +154,10 @@ def _panel(shape: ModelShape, config: dict | None) -> None:
         )
     if st.session_state.pop("co_vf_go", False) and seconds <= LIMIT_S:
         try:
-            st.session_state[CHECK_KEY] = verify.start_check(shape, request, LIMIT_S, config=config)
-        except verify.VerifyBusy as exc:
+            st.session_state[CHECK_KEY] = start_check(shape, request, LIMIT_S, config=config)
+        except VerifyBusy as exc:
             st.warning(str(exc))
-        except verify.VerifyError as exc:
+        except VerifyError as exc:
             st.error(str(exc))
     check = st.session_state.get(CHECK_KEY)
     polling = check is not None and not check.done  # only a running check reruns by itself

@@ -12,7 +12,7 @@ says why), ``params_built`` (every parameter built), ``planned_peak_bytes`` and
 transformers' own build, `attn_core.anatomy`), ``layers_built``, ``experts_built`` (null for a dense
 model), ``probe`` {``matmul_flop_per_s``, ``bandwidth_bytes_per_s``, …} and ``prefill`` and
 ``decode_step``, each {``flops``, ``bytes``, ``bound_ms``, ``estimate_ms``, ``measured_ms``, …}
-(see `attn_core.verify`). The check runs in a child process capped at its planned peak
+(see `attn_core.verify.run`). The check runs in a child process capped at its planned peak
 memory and ``--time-limit`` seconds (`attn_core.verify.child`); ``--memory-gib`` is bounded
 by this machine's memory (/proc/meminfo) and ``--threads`` by its cores. Bad arguments or configs,
 and a check that fails or runs past its limit, print one line to stderr and exit 2; torch is
@@ -167,23 +167,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = model_config(args)
     except (UsageError, ConfigError, ValueError) as exc:
         return fail(str(exc))
-    from attn_core import verify  # torch: only once the arguments are fine
+    # torch: only once the arguments are fine
+    from attn_core.verify.child import CheckFailed, start_check
+    from attn_core.verify.plan import plan_build, select_device
+    from attn_core.verify.run import expected_seconds
 
     try:
-        request = verify.VerifyRequest(
-            seq_len=args.seq_len,
-            batch=args.batch,
-            decode_steps=args.decode_steps,
-            layers=args.layers,
-            memory_bytes=int(args.memory_gib * 2**30),
-            dtype=args.dtype,
-            device=args.device,
-            threads=args.threads or None,
-        )
-        device = verify.select_device(args.device)
+        request = _request(args)
+        device = select_device(args.device)
         # refuse what cannot be built before probing anything
-        plan = verify.plan_build(shape, request, config)
-        seconds = verify.expected_seconds(plan, request, device)
+        plan = plan_build(shape, request, config)
+        seconds = expected_seconds(plan, request, device)
         if seconds > args.time_limit:
             return fail(
                 f"this check is expected to take ~{seconds:,.0f} s, over --time-limit {args.time_limit:,} s"
@@ -193,11 +187,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{format_bytes_binary(plan.peak_bytes)}",
             file=sys.stderr,
         )
-        running = verify.start_check(shape, request, args.time_limit, config=config)
+        running = start_check(shape, request, args.time_limit, config=config)
         result = running.wait()
     except (UsageError, ConfigError, ValueError) as exc:  # VerifyError is a ValueError
         return fail(str(exc))
-    except verify.CheckFailed as exc:  # out of memory, past the limit, killed: one line
+    except CheckFailed as exc:  # out of memory, past the limit, killed: one line
         return fail(str(exc))
     check = model_check(args)
     if args.json is not None:
@@ -230,10 +224,26 @@ def _model_read(args, unread: Exception) -> int:
         return fail(str(unread))
     if config is None or buildable_type(config) is None:
         return fail(str(unread))
-    from attn_core import verify
     from attn_core.verify.model_read import format_model_read, verify_model_read
 
-    request = verify.VerifyRequest(
+    request = _request(args)
+    name = args.model or str(args.config)
+    try:
+        result = verify_model_read(config, request, name)
+    except ValueError as exc:  # VerifyError
+        return fail(f"{exc} (the formulas do not read it either: {unread})")
+    out = result.to_json() | {"formulas_unread": str(unread)}
+    if args.json is not None:
+        args.json.write_text(json.dumps(out, indent=1))
+    print(format_model_read(out))
+    return 0
+
+
+def _request(args):
+    """The check's settings from the arguments: a `VerifyRequest` (`plan`, which imports torch)."""
+    from attn_core.verify.plan import VerifyRequest
+
+    return VerifyRequest(
         seq_len=args.seq_len,
         batch=args.batch,
         decode_steps=args.decode_steps,
@@ -243,16 +253,6 @@ def _model_read(args, unread: Exception) -> int:
         device=args.device,
         threads=args.threads or None,
     )
-    name = args.model or str(args.config)
-    try:
-        result = verify_model_read(config, request, name)
-    except ValueError as exc:  # VerifyError
-        return fail(f"{exc} (the formulas do not read it either: {unread})")
-    result["formulas_unread"] = str(unread)
-    if args.json is not None:
-        args.json.write_text(json.dumps(result, indent=1))
-    print(format_model_read(result))
-    return 0
 
 
 def model_config(args) -> dict | None:

@@ -36,7 +36,7 @@ from attn_core.verify.counts import PhaseCounts
 from attn_core.verify.peak import MAX_EXPERTS
 from attn_core.verify.plan import MAX_LAYERS, VerifyError, VerifyRequest, select_device
 from attn_core.verify.probe import PEAK_N, Probe, bound_ms, clock, probe_gemm, probe_stream, time_call
-from attn_core.verify.run import PREFILL_REPEATS, PhaseResult, device_name
+from attn_core.verify.run import PREFILL_REPEATS, ModelBuilt, PhaseResult, VerifyResult, device_name
 
 
 @dataclass(frozen=True)
@@ -124,9 +124,27 @@ def _flops(cut, n: int, request: VerifyRequest, context: int) -> tuple[int, int]
     return round((prefill + outside[0]) * request.batch), decode * request.batch
 
 
-def verify_model_read(config: Mapping[str, Any], request: VerifyRequest, name: str) -> dict:
-    """The check of ``config`` with counts from the model itself (see the module docstring): its
-    JSON, with ``counts_by`` "model". VerifyError where transformers cannot build or run it."""
+UNREAD = (
+    "the formulas do not read this model: FLOPs and bytes are counted from transformers' build "
+    "of it (attn_core/anatomy), the bound priced from them; no calibrated estimate"
+)
+
+
+def _phases(flops, moved, runs, probe: Probe) -> list[PhaseResult]:
+    """The prefill and the decode step: each phase's counts, its bound, no estimate, and the
+    fastest of its runs (CPU or wall time, and wall time, in ms)."""
+    phases = []
+    for f, m, times in zip(flops, moved, runs, strict=True):
+        counts = PhaseCounts(f, m, m, (), ())
+        measured, wall = (1e3 * x for x in min(times))
+        phases.append(PhaseResult(counts, bound_ms(counts, probe), None, measured, wall))
+    return phases
+
+
+def verify_model_read(config: Mapping[str, Any], request: VerifyRequest, name: str) -> VerifyResult:
+    """The check of ``config`` with counts from the model itself (see the module docstring): a
+    `VerifyResult` with no plan (its JSON has ``counts_by`` "model"). VerifyError where transformers
+    cannot build or run it."""
     from attn_core.kernels.device import load_average
 
     start, load_before = time.perf_counter(), load_average()
@@ -161,27 +179,33 @@ def verify_model_read(config: Mapping[str, Any], request: VerifyRequest, name: s
     finally:
         torch.set_num_threads(threads)
     probe = Probe(device, request.dtype, peak, bandwidth)
-    phases = {}
-    for key, f, m, runs in zip(("prefill", "decode_step"), flops, moved, (prefills, decodes), strict=True):
-        counts = PhaseCounts(f, m, m, (), ())
-        measured, wall = (1e3 * x for x in min(runs))
-        phases[key] = PhaseResult(counts, bound_ms(counts, probe), None, measured, wall).to_json()
-    return {
-        "model": name, "counts_by": "model", "built_by": "transformers", "device": device,
-        "device_name": where, "dtype": request.dtype, "clock": timed_on,
-        "layers_built": n, "model_layers": anatomy.n_layers, "experts_built": built.experts,
-        "model_experts": anatomy.experts[1] if anatomy.experts else None, "params_built": params, "weight_bytes_built": weights,
-        "cache_bytes": cache, "seq_len": request.seq_len, "batch": request.batch,
-        "decode_steps": request.decode_steps, "decode_context": context,
-        "probe": probe.to_json(), **phases,
-        "notes": [*notes, "the formulas do not read this model: FLOPs and bytes are counted from transformers' build "
-                  "of it (attn_core/anatomy), the bound priced from them; no calibrated estimate"],
-        "load_average": [load_before, load_average()], "seconds": time.perf_counter() - start,
-    }  # fmt: skip
+    phases = _phases(flops, moved, (prefills, decodes), probe)
+    experts = anatomy.experts[1] if anatomy.experts else None
+    built_summary = ModelBuilt(
+        n, anatomy.n_layers, built.experts, experts, params, weights, cache, (*notes, UNREAD)
+    )
+    return VerifyResult(
+        model=name,
+        device=device,
+        device_name=where,
+        dtype=request.dtype,
+        clock=timed_on,
+        request=request,
+        plan=None,
+        probe=probe,
+        prefill=phases[0],
+        decode_step=phases[1],
+        decode_context=context,
+        decode_ms_each=tuple(1e3 * cpu for cpu, _ in decodes),
+        load_average=(load_before, load_average()),
+        seconds=time.perf_counter() - start,
+        built=built_summary,
+    )
 
 
 def format_model_read(r: dict) -> str:
-    """The readable table of a model-read check: bound and measured per phase."""
+    """The readable table of a model-read check (its JSON, `VerifyResult.to_json`): bound and
+    measured per phase."""
     experts = (
         f", {r['experts_built']} of {r['model_experts']:,} routed experts" if r.get("experts_built") else ""
     )

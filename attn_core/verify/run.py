@@ -1,5 +1,59 @@
 """The run and the result: the built layers timed (prefills, decode steps), each phase's counts,
-bound, estimate and measurement, and `verify`, which does it all, one check at a time."""
+bound, estimate and measurement, and `verify`, which does it all, one check at a time.
+
+The method, for the whole check (every module of `attn_core.verify` follows it):
+
+The cost model checked against a real run on this machine: a model's layers built at their true
+shapes with random weights, a prefill of T tokens and M decode steps timed, beside the roofline
+bound and a calibrated estimate.
+
+Who builds them: given the model's config.json that transformers builds, transformers itself
+(`hf`: its base model of the planned layers and experts, run through its own forward and cache,
+``built_by`` "transformers"); otherwise — remote code, a type transformers does not have, a
+shape with no config — the lab's layers below, from the cost model's reading (``built_by``
+"lab"). The counts, the probe and the estimate are the cost model's either way.
+
+Three figures per phase (the prefill, one decode step), each from a different source:
+
+- ``flops`` and ``bytes`` come from the cost model (`attn_core.cost`) for exactly what was built
+  (`plan_build`: the first N layers, fewer routed experts when one layer is over the memory cap
+  on the planned peak, at most MAX_EXPERTS;
+  a hybrid's first layer of each kind when no run of first layers holding them all fits),
+  in the convention of ``python -m attn_core cost``: matrix products only, 2 FLOPs per
+  multiply-add (a Gated DeltaNet or Mamba-2 layer: its maps and its core's products,
+  `cost.mixers`, chunked in prefill, recurrent in decode); bytes = the active weights of the built layers (top-k experts:
+  the floor) plus the KV cache and the linear layers' state, written (prefill) or read (decode).
+  The embedding table and output head are not built.
+- ``bound_ms`` = max(flops / peak, bytes / bandwidth) at this device's probed peaks (the fastest
+  matmul and the fastest streaming read or copy the probe saw): the roofline, a lower bound.
+- ``estimate_ms``, calibrated: Σ over the phase's matrix products of 2·m·k·n / rate(m, k, n), the
+  rate the probe measured at that product's shape (weights cold in cache, as in a forward),
+  plus the attention kernel's time probed at the layer's shape. A mixture of experts' routed
+  products are counted over the E·(1 − (1 − k/E)^N) distinct experts that N tokens touch under
+  uniform routing, k·N / that many rows each: the same FLOPs as the cost model's, at the shapes
+  that run. A linear layer's core (its conv, its scan — the delta rule or SSD — and gated norm:
+  small per-head products over chunks, far below the matmul rate) is probed alone at the layer's
+  head shapes on random inputs, with the cache flushed before each call, as attention is probed. The terms are summed, not maxed: a layer's products
+  and its mixer run one after another, each already at its own mix of compute and memory time.
+  Norms, rotary, the activation and the residual adds are left out (as in the cost model's FLOPs).
+- ``measured_ms``: the fastest of ``PREFILL_REPEATS`` prefills, and of the M decode steps (which
+  differ by one cached token each). On a CPU the check runs on one thread by default and every
+  time, probe and run alike, is that thread's CPU time (`clock`): on a machine shared with other
+  work, wall time measures the others' time slices too (on the dev machine's 2 cores at load 6–8
+  the same product timed 2–4× apart a few seconds later), CPU time does not. The wall time
+  is kept beside it (``measured_wall_ms``). On a GPU: wall time, synchronized.
+
+The probe runs before the layers are built and on tensors of its own, so no estimate ever sees
+the model run's timing. A layer kind is one entry in each of three tables: ``MIXERS`` (its torch
+module, `layers`), ``MIXER_GEMMS`` (its matrix products, `counts`) and ``ATTENTION_KEYS`` (the keys
+a query sees, for the run and for the kernel probe, `layers`); counting, probing and timing are
+shared. A linear-attention or state-space kind adds its module, its products and, in place of the
+keys, its core for the probe (``STATE_CORES``): Gated DeltaNet (`deltanet`) and Mamba-2
+(`mamba2`) are built; Mamba and KDA are refused by name. Attention is torch SDPA (its fused CPU
+flash kernel, GQA without repeating K/V): the kernel a serving stack runs, with no L × S matrix, as
+the cost model's bytes assume — `attn_core.attention` is the teaching reference and keeps every
+weight.
+"""
 
 from __future__ import annotations
 
@@ -90,8 +144,25 @@ class PhaseResult:
 
 
 @dataclass(frozen=True)
+class ModelBuilt:
+    """What a check built where the formulas do not read the model (`model_read`, no `Plan`):
+    transformers' first layers, their sizes counted from the model itself."""
+
+    layers_built: int
+    model_layers: int
+    experts_built: int | None
+    model_experts: int | None
+    params_built: int
+    weight_bytes: int
+    cache_bytes: int
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class VerifyResult:
-    """A whole check: what was built, the probe, and the two phases."""
+    """A whole check: what was built, the probe, and the two phases. Counted by the formulas,
+    ``plan`` says what was built; counted from the model itself (`model_read`), ``plan`` is None
+    and ``built`` says it."""
 
     model: str
     device: str  # "cpu" or "cuda"
@@ -99,7 +170,7 @@ class VerifyResult:
     dtype: str
     clock: str  # "thread CPU time" (a CPU on one thread) or "wall"
     request: VerifyRequest
-    plan: Plan
+    plan: Plan | None  # None: counted from the model itself (``built``)
     probe: Probe
     prefill: PhaseResult
     decode_step: PhaseResult
@@ -107,8 +178,11 @@ class VerifyResult:
     decode_ms_each: tuple[float, ...]
     load_average: tuple[float | None, float | None]  # before, after
     seconds: float
+    built: ModelBuilt | None = None  # what was built where ``plan`` is None
 
     def to_json(self) -> dict:
+        if self.plan is None:
+            return self._model_read_json()
         r, p = self.request, self.plan
         return {
             "model": self.model, "device": self.device, "device_name": self.device_name, "dtype": self.dtype, "clock": self.clock,
@@ -124,6 +198,20 @@ class VerifyResult:
             "probe": self.probe.to_json(), "prefill": self.prefill.to_json(), "decode_step": self.decode_step.to_json(),
             "decode_ms_each": list(self.decode_ms_each), "notes": list(p.notes),
             "load_average": list(self.load_average), "seconds": self.seconds,
+        }  # fmt: skip
+
+    def _model_read_json(self) -> dict:
+        """The JSON of a check counted from the model itself (``counts_by`` "model")."""
+        r, b = self.request, self.built
+        return {
+            "model": self.model, "counts_by": "model", "built_by": "transformers", "device": self.device,
+            "device_name": self.device_name, "dtype": self.dtype, "clock": self.clock,
+            "layers_built": b.layers_built, "model_layers": b.model_layers, "experts_built": b.experts_built,
+            "model_experts": b.model_experts, "params_built": b.params_built, "weight_bytes_built": b.weight_bytes,
+            "cache_bytes": b.cache_bytes, "seq_len": r.seq_len, "batch": r.batch,
+            "decode_steps": r.decode_steps, "decode_context": self.decode_context,
+            "probe": self.probe.to_json(), "prefill": self.prefill.to_json(), "decode_step": self.decode_step.to_json(),
+            "notes": list(b.notes), "load_average": list(self.load_average), "seconds": self.seconds,
         }  # fmt: skip
 
 

@@ -14,7 +14,7 @@ import re
 import torch
 from transformers import AutoConfig, AutoModel
 
-import attn_core.verify
+from attn_core.verify import plan as verify_plan
 from attn_core.verify.examples import LLAMA
 from tests.verify.test_run_verify import open_check, wait_for_check
 
@@ -41,7 +41,7 @@ def test_a_closed_check_plans_nothing(app, monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("planned while closed")
 
-    monkeypatch.setattr(attn_core.verify, "plan_build", refuse)
+    monkeypatch.setattr(verify_plan, "plan_build", refuse)  # the page imports it at each run
     at = app(PAGE)
     assert not at.exception and at.error.len == 0
     assert "co_vf_T" not in [s.key for s in at.selectbox]  # the panel's widgets are not drawn
@@ -54,7 +54,7 @@ def test_a_pasted_config_is_checked_on_transformers_own_layers(app):
     at.text_area(key="co_paste").set_value(json.dumps(DEEP)).run()
     open_check(at)
     assert not at.exception
-    expected = numel_of(DEEP | {"num_hidden_layers": attn_core.verify.MAX_LAYERS})
+    expected = numel_of(DEEP | {"num_hidden_layers": verify_plan.MAX_LAYERS})
     assert "Built by **transformers**" in built_line(at)  # planned, before the run
     assert f"**{expected:,}** parameters" in built_line(at)
     at.selectbox(key="co_vf_T").set_value(64).run()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from attn_core import verify
+from attn_core.verify import peak
 from attn_core.verify.examples import SMALL_PROBE
 
 
@@ -14,4 +14,4 @@ def small_probe(monkeypatch):
     and for the run's own terms to dominate the peak (a child gets the parent's sizes, so the plan
     sizes what runs)."""
     for name, size in SMALL_PROBE.items():
-        monkeypatch.setitem(getattr(verify, name), "cpu", size)
+        monkeypatch.setitem(getattr(peak, name), "cpu", size)

@@ -18,12 +18,13 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
-from attn_core import verify
 from attn_core.cost.config_reader import from_hf_config
 from attn_core.verify import cli as verify_cli
 from attn_core.verify.child import start_check
+from attn_core.verify.counts import prefill_counts
 from attn_core.verify.examples import HYBRID, LLAMA, NEMOTRON
 from attn_core.verify.hf import cut_config, cut_config_dict, hf_build
+from attn_core.verify.plan import VerifyRequest, plan_build
 
 T, M = 24, 3
 # Gemma 4, tiny: 6 layers (sliding, sliding, global) × 2, global heads twice as wide (its
@@ -50,8 +51,8 @@ def numel_of(config: dict) -> int:
 
 def _check(config: dict, **request):
     shape = from_hf_config(config, name=config["model_type"])
-    req = verify.VerifyRequest(seq_len=T, decode_steps=M, device="cpu", **request)
-    plan = verify.plan_build(shape, req, config)
+    req = VerifyRequest(seq_len=T, decode_steps=M, device="cpu", **request)
+    plan = plan_build(shape, req, config)
     check = start_check(shape, req, 240, config=config)
     return plan, check.wait(), check
 
@@ -92,7 +93,7 @@ def test_verify_runs_transformers_own_layers(name):
         p = data[phase]
         assert p["flops"] > 0 and p["bytes"] > 0 and p["estimate_ms"] > 0
         assert 0 < p["bound_ms"] <= p["measured_ms"]
-    assert data["prefill"]["flops"] == verify.prefill_counts(plan.shape, T, 1, 4).flops
+    assert data["prefill"]["flops"] == prefill_counts(plan.shape, T, 1, 4).flops
 
 
 def test_gemma4_cut_keeps_the_global_layers_width_and_refuses_a_moved_global_layer():
@@ -107,7 +108,7 @@ def test_gemma4_cut_keeps_the_global_layers_width_and_refuses_a_moved_global_lay
     with pytest.raises(Exception, match="changes the layer kinds"):
         cut_config(cfg, (0, 1), None)
     shape = from_hf_config(GEMMA4)
-    plan = verify.plan_build(shape, verify.VerifyRequest(seq_len=T, decode_steps=M, layers=5), GEMMA4)
+    plan = plan_build(shape, VerifyRequest(seq_len=T, decode_steps=M, layers=5), GEMMA4)
     assert plan.layer_indices == (0, 1, 2)  # 5 and 4 layers end on sliding ones
 
 
@@ -118,15 +119,17 @@ def test_cut_config_renumbers_index_lists_and_cuts_patterns():
     out = cut_config_dict(d, 4, (1, 3), (64, 8))
     assert out["num_hidden_layers"] == 2 and out["mlp_only_layers"] == [0, 1]
     assert out["layer_types"] == ["b", "d"] and out["hybrid_override_pattern"] == "-*"
-    assert out["time_step_limit"] == [0.0, 1.0] and out["num_experts"] == 8 and out["num_experts_per_tok"] == 64
+    assert (
+        out["time_step_limit"] == [0.0, 1.0] and out["num_experts"] == 8 and out["num_experts_per_tok"] == 64
+    )
     assert out["num_kv_shared_layers"] == 1 and out["per_layer_config"] == {1: {"head_dim": 8}}
 
 
 def test_remote_code_config_is_built_by_the_lab_and_says_why():
     config = LLAMA | {"auto_map": {"AutoModelForCausalLM": "x.Y"}}
-    plan = verify.plan_build(from_hf_config(config), verify.VerifyRequest(seq_len=T, device="cpu"), config)
+    plan = plan_build(from_hf_config(config), VerifyRequest(seq_len=T, device="cpu"), config)
     assert plan.built_by == "lab" and "remote code" in plan.notes[0]
-    plan = verify.plan_build(from_hf_config(LLAMA), verify.VerifyRequest(seq_len=T, device="cpu"))
+    plan = plan_build(from_hf_config(LLAMA), VerifyRequest(seq_len=T, device="cpu"))
     assert plan.built_by == "lab"
 
 

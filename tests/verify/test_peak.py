@@ -16,12 +16,14 @@ import time
 
 import pytest
 
-from attn_core import verify
 from attn_core.cost.config_reader import from_hf_config, load_preset
 from attn_core.verify import cli as verify_cli
-from attn_core.verify.child import CheckFailed, start_check
+from attn_core.verify import peak
+from attn_core.verify.child import CheckFailed, running, start_check
 from attn_core.verify.examples import HYBRID, LLAMA, MANY_HEADS, MIXTRAL, NEMOTRON
-from attn_core.verify.peak import FLOOR_BYTES
+from attn_core.verify.peak import FLOOR_BYTES, MAX_EXPERTS
+from attn_core.verify.plan import VerifyError, VerifyRequest, plan_build
+from attn_core.verify.run import VerifyBusy, expected_seconds
 
 # Wider than the examples' hybrids, so that the run's own terms (the scan's chunk states, the
 # delta rule's) dominate the planned peak the child's measured peak is held against.
@@ -39,8 +41,8 @@ def _shape(config: dict, **changes):
     return from_hf_config(config | changes, name=config["model_type"])
 
 
-def _request(**kw) -> verify.VerifyRequest:
-    return verify.VerifyRequest(**({"device": "cpu", "decode_steps": 4} | kw))
+def _request(**kw) -> VerifyRequest:
+    return VerifyRequest(**({"device": "cpu", "decode_steps": 4} | kw))
 
 
 # -- the plan is an upper bound of the child's peak ----------------------------------------------
@@ -57,7 +59,7 @@ def _request(**kw) -> verify.VerifyRequest:
 def test_planned_peak_bounds_the_child_measured_peak(small_probe, config, changes, T, B):
     shape = _shape(config, **changes)
     request = _request(seq_len=T, batch=B)
-    plan = verify.plan_build(shape, request)
+    plan = plan_build(shape, request)
     check = start_check(shape, request, 120)
     result = check.wait(130)
     assert result.plan.peak_bytes == plan.peak_bytes
@@ -72,25 +74,25 @@ def test_wide_mlp_counts_its_activations_and_is_capped_by_width():
     """A 64-wide llama with d_ff 100,000 at T = 512, B = 4 was planned at 73 MiB (weights and
     cache only) and took 3.2 GiB: its B·T × 2·d_ff activations are over the width cap now, and
     at a smaller size the plan holds its up-projection, activation and product (4·d_ff per token)."""
-    with pytest.raises(verify.VerifyError, match="wide activations is over"):
-        verify.plan_build(_shape(LLAMA, intermediate_size=100_000), _request(seq_len=512, batch=4))
-    plan = verify.plan_build(_shape(LLAMA, intermediate_size=20_000), _request(seq_len=512, batch=4))
+    with pytest.raises(VerifyError, match="wide activations is over"):
+        plan_build(_shape(LLAMA, intermediate_size=100_000), _request(seq_len=512, batch=4))
+    plan = plan_build(_shape(LLAMA, intermediate_size=20_000), _request(seq_len=512, batch=4))
     assert plan.peak.activations >= 512 * 4 * 4 * 20_000 * 4
     assert plan.peak_bytes > plan.weight_bytes + plan.cache_bytes + 512 * 4 * 4 * 20_000 * 4
 
 
 def test_many_tiny_experts_are_cut_to_the_cap_with_their_module_cost():
-    plan = verify.plan_build(_shape(MIXTRAL), _request(seq_len=128, batch=4))
-    assert plan.experts_built == verify.MAX_EXPERTS and plan.model_experts == 200_000
+    plan = plan_build(_shape(MIXTRAL), _request(seq_len=128, batch=4))
+    assert plan.experts_built == MAX_EXPERTS and plan.model_experts == 200_000
     assert plan.shape.moe.top_k == 2 and any("200,000 routed experts" in n for n in plan.notes)
-    assert plan.peak.modules == 2 * verify.MAX_EXPERTS * verify.peak.MODULE_BYTES
+    assert plan.peak.modules == 2 * MAX_EXPERTS * peak.MODULE_BYTES
 
 
 def test_tiny_scan_chunks_are_refused_by_name():
-    with pytest.raises(verify.VerifyError, match="chunk_size 1 is below the 16"):
-        verify.plan_build(_shape(NEMOTRON_WIDE, chunk_size=1), _request())
+    with pytest.raises(VerifyError, match="chunk_size 1 is below the 16"):
+        plan_build(_shape(NEMOTRON_WIDE, chunk_size=1), _request())
     # at the smallest chunk allowed, the c + 1 chunk states (P × N per head, fp32) are planned
-    plan = verify.plan_build(_shape(NEMOTRON_WIDE), _request(seq_len=512, batch=4))
+    plan = plan_build(_shape(NEMOTRON_WIDE), _request(seq_len=512, batch=4))
     m = plan.shape.state_mixer
     assert plan.peak.activations >= 4 * 4 * m.n_heads * (512 // 16 + 1) * m.head_dim * m.d_state * 4
 
@@ -101,8 +103,8 @@ def test_many_heads_is_refused_by_its_expected_time():
     from lab_ui import cost_verify
 
     request = _request(seq_len=512, batch=4, memory_bytes=2**30)
-    plan = verify.plan_build(_shape(MANY_HEADS), request)
-    assert verify.expected_seconds(plan, request, "cpu") > cost_verify.LIMIT_S
+    plan = plan_build(_shape(MANY_HEADS), request)
+    assert expected_seconds(plan, request, "cpu") > cost_verify.LIMIT_S
 
 
 def test_a_child_over_its_memory_limit_is_one_line(small_probe):
@@ -114,7 +116,7 @@ def test_a_child_over_its_memory_limit_is_one_line(small_probe):
         check.wait(90)
     line = str(failed.value)
     assert "\n" not in line and "memory" in line
-    assert verify.running() is None  # the slot is free again
+    assert running() is None  # the slot is free again
 
 
 def test_a_child_past_its_wall_clock_is_stopped_and_one_line(small_probe):
@@ -125,13 +127,13 @@ def test_a_child_past_its_wall_clock_is_stopped_and_one_line(small_probe):
 
 def test_stop_ends_the_child_and_frees_the_slot(small_probe):
     check = start_check(_shape(LLAMA), _request(seq_len=64), 60)
-    with pytest.raises(verify.VerifyBusy):
+    with pytest.raises(VerifyBusy):
         start_check(_shape(LLAMA), _request(seq_len=64), 60)
     start = time.monotonic()
     check.stop()
     with pytest.raises(CheckFailed, match=r"^the check was stopped$"):
         check.wait(10)
-    assert time.monotonic() - start < 5 and verify.running() is None
+    assert time.monotonic() - start < 5 and running() is None
     with pytest.raises(ProcessLookupError):  # the child and its group are gone
         os.killpg(check._proc.pid, 0)
 
@@ -163,8 +165,8 @@ def test_cli_memory_bound_is_this_machines_memtotal():
 def test_presets_plan_within_the_default_cap():
     """The models the benchmark checks still plan within 2 GiB, their peak counted in full."""
     for name in ("llama-3-8b", "qwen3-30b-a3b", "qwen3-next-80b-a3b", "nemotron-h-8b"):
-        plan = verify.plan_build(load_preset(name), verify.VerifyRequest(device="cpu"))
-        assert plan.peak_bytes <= verify.VerifyRequest().memory_bytes
+        plan = plan_build(load_preset(name), VerifyRequest(device="cpu"))
+        assert plan.peak_bytes <= VerifyRequest().memory_bytes
         assert plan.peak.activations > 0 and plan.peak.probe > 0
 
 
@@ -193,4 +195,4 @@ def test_the_page_shows_the_plan_first_and_stop_gives_one_line():
         at.run()
     assert not at.exception
     assert [e.value for e in at.error] == ["the check was stopped"]
-    assert verify.running() is None or verify.running().done
+    assert running() is None or running().done

@@ -22,13 +22,28 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from attn_core import verify
 from attn_core.cost.config_keys import ConfigError
 from attn_core.cost.config_reader import from_hf_config, load_preset
+from attn_core.cost.dtypes import DTYPE_BYTES
 from attn_core.cost.layer_config import ATTENTION_KINDS
 from attn_core.cost.params import attention_params, expert_params
 from attn_core.cost.serving import kv_cache_bytes, state_bytes
+from attn_core.kernels.records import DTYPES
+from attn_core.verify.counts import MIXER_GEMMS, prefill_counts
+from attn_core.verify.deltanet import GatedDeltaNetLayer, delta_core_call
 from attn_core.verify.examples import HYBRID, NEMOTRON
+from attn_core.verify.layers import ATTENTION_KEYS, MIXERS, STATE_CORES, Attention, build_layers
+from attn_core.verify.mamba2 import Mamba2Layer
+from attn_core.verify.plan import (
+    BUILT_STATE_KINDS,
+    VerifyError,
+    VerifyRequest,
+    cut_shape,
+    layer_params,
+    plan_build,
+    planned_peak,
+)
+from attn_core.verify.probe import Probe, estimate_ms
 from tests.verify.test_run_verify import delta_rule_flops_by_hand, ssd_flops_by_hand
 
 qwen3_next = pytest.importorskip(
@@ -49,9 +64,9 @@ pytestmark = pytest.mark.usefixtures("small_probe")
 
 def _tiny(dtype: str = "fp32", config: dict = HYBRID):
     shape = from_hf_config(config, name="tiny")
-    request = verify.VerifyRequest(seq_len=T, batch=B, decode_steps=M, device="cpu", dtype=dtype)
-    plan = verify.plan_build(shape, request)
-    return plan, verify.build_layers(plan, request, "cpu")
+    request = VerifyRequest(seq_len=T, batch=B, decode_steps=M, device="cpu", dtype=dtype)
+    plan = plan_build(shape, request)
+    return plan, build_layers(plan, request, "cpu")
 
 
 def _hf_config(shape, layer_type: str) -> Qwen3NextConfig:
@@ -71,7 +86,7 @@ def same_as_transformers(ours, theirs, cache, d_model: int, dtype: str):
     """Our linear layer and transformers' own, holding the same weights, give the same output over
     a T-token prompt and M one-token decode steps, and end with the same conv and recurrent state.
     Returns transformers' cache layer."""
-    x = torch.randn(B, T + M, d_model, dtype=verify.DTYPES[dtype])
+    x = torch.randn(B, T + M, d_model, dtype=DTYPES[dtype])
     tol = {"fp32": 1e-5, "bf16": 2e-2}[dtype]
     with torch.inference_mode():
         torch.testing.assert_close(ours(x[:, :T], 0, None, None), theirs(x[:, :T], cache_params=cache),
@@ -98,15 +113,15 @@ def test_gated_deltanet_equals_transformers_and_holds_its_cache(dtype):
     same numbers, so fp32 agrees to rounding (1e-5); bf16 to its 8-bit mantissa (2e-2)."""
     plan, layers = _tiny(dtype)
     ours = layers.blocks[0].mixer
-    assert isinstance(ours, verify.GatedDeltaNetLayer)
+    assert isinstance(ours, GatedDeltaNetLayer)
     theirs = qwen3_next.Qwen3NextGatedDeltaNet(_hf_config(plan.shape, "linear_attention"), 0)
     weights = {k.removeprefix("core."): v for k, v in ours.state_dict().items()}
     theirs.load_state_dict(weights)  # strict: every name and shape matches
-    theirs.to(verify.DTYPES[dtype])
+    theirs.to(DTYPES[dtype])
     cache = DynamicCache(config=_hf_config(plan.shape, "linear_attention"))
     held = same_as_transformers(ours, theirs, cache, plan.shape.d_model, dtype)
-    b = verify.DTYPE_BYTES[dtype]
-    one_layer = verify.cut_shape(plan.shape, [0, 3], None)  # one linear layer, one attention layer
+    b = DTYPE_BYTES[dtype]
+    one_layer = cut_shape(plan.shape, [0, 3], None)  # one linear layer, one attention layer
     assert ours.state.nbytes == held.conv_states[0].nbytes + held.recurrent_states[0].nbytes
     assert ours.state.nbytes == state_bytes(one_layer, B, b, 4)
 
@@ -130,15 +145,15 @@ def test_mamba2_equals_transformers_and_holds_its_cache(dtype):
     Same fallbacks on the same numbers: fp32 to rounding (1e-5), bf16 to its mantissa (2e-2)."""
     plan, layers = _tiny(dtype, NEMOTRON)
     ours = layers.blocks[0].mixer
-    assert isinstance(ours, verify.Mamba2Layer)
+    assert isinstance(ours, Mamba2Layer)
     config = _nemotron_config(plan.shape)
     theirs = nemotron_h.NemotronHMamba2Mixer(config, 0)
     theirs.load_state_dict({k.removeprefix("core."): v for k, v in ours.state_dict().items()})
-    theirs.to(verify.DTYPES[dtype])
+    theirs.to(DTYPES[dtype])
     cache = DynamicCache(config=config)
     same_as_transformers(ours, theirs, cache, plan.shape.d_model, dtype)
-    one_layer = verify.cut_shape(plan.shape, [0, 3], None)  # one Mamba-2 block, one attention block
-    assert ours.state.nbytes == state_bytes(one_layer, B, verify.DTYPE_BYTES[dtype], 4)
+    one_layer = cut_shape(plan.shape, [0, 3], None)  # one Mamba-2 block, one attention block
+    assert ours.state.nbytes == state_bytes(one_layer, B, DTYPE_BYTES[dtype], 4)
 
 
 def test_gated_attention_equals_transformers():
@@ -148,7 +163,7 @@ def test_gated_attention_equals_transformers():
     its eps is 1e-6 against ours at fp32's machine epsilon: 1e-5 covers both in fp32."""
     plan, layers = _tiny()
     ours = layers.blocks[3].mixer
-    assert isinstance(ours, verify.Attention) and ours.gated and plan.shape.rotary_dim == 4
+    assert isinstance(ours, Attention) and ours.gated and plan.shape.rotary_dim == 4
     theirs = qwen3_next.Qwen3NextAttention(_hf_config(plan.shape, "full_attention"), 0)
     q_width, kv = 2 * plan.shape.q_width, plan.shape.kv_width
     Wq, Wk, Wv = ours.qkv.weight.split([q_width, kv, kv])
@@ -171,9 +186,9 @@ def test_true_shapes_hold_the_cost_models_parameters():
     the gated attention layer holds attention_params (Q and gate d × 2h·d_h, QK-norms)."""
     config = _hf_config(NEXT, "linear_attention")
     with torch.device("meta"):
-        delta = verify.GatedDeltaNetLayer(NEXT, "gdn")
+        delta = GatedDeltaNetLayer(NEXT, "gdn")
         hf_delta = qwen3_next.Qwen3NextGatedDeltaNet(config, 0)
-        attention = verify.Attention(NEXT, "full")
+        attention = Attention(NEXT, "full")
         hf_attention = qwen3_next.Qwen3NextAttention(config, 0)
     m = NEXT.state_mixer
     assert (
@@ -184,10 +199,10 @@ def test_true_shapes_hold_the_cost_models_parameters():
     assert sum(p.numel() for p in delta.parameters() if p.ndim == 2) == m.matrix_weights()
     n_attention = sum(p.numel() for p in attention.parameters())
     assert n_attention == attention_params(NEXT).total == sum(p.numel() for p in hf_attention.parameters())
-    assert sum(g.k * g.n for g in verify.MIXER_GEMMS["gdn"](NEXT, 1)) == m.matrix_weights()
-    assert sum(g.k * g.n for g in verify.MIXER_GEMMS["full"](NEXT, 1)) == attention_params(NEXT).weights
+    assert sum(g.k * g.n for g in MIXER_GEMMS["gdn"](NEXT, 1)) == m.matrix_weights()
+    assert sum(g.k * g.n for g in MIXER_GEMMS["full"](NEXT, 1)) == attention_params(NEXT).weights
     with torch.device("meta"):  # Nemotron-H's Mamba-2 layer, against transformers' own
-        mamba = verify.Mamba2Layer(NEMO, "mamba2")
+        mamba = Mamba2Layer(NEMO, "mamba2")
         hf_mamba = nemotron_h.NemotronHMamba2Mixer(_nemotron_config(NEMO), 0)
     m2 = NEMO.state_mixer
     assert (
@@ -196,7 +211,7 @@ def test_true_shapes_hold_the_cost_models_parameters():
         == sum(p.numel() for p in hf_mamba.parameters())
     )
     assert sum(p.numel() for p in mamba.parameters() if p.ndim == 2) == m2.matrix_weights()
-    assert sum(g.k * g.n for g in verify.MIXER_GEMMS["mamba2"](NEMO, 1)) == m2.matrix_weights()
+    assert sum(g.k * g.n for g in MIXER_GEMMS["mamba2"](NEMO, 1)) == m2.matrix_weights()
 
 
 @pytest.mark.parametrize("tokens", [1, 5, 64, 70, 129, 300])
@@ -221,8 +236,8 @@ def test_the_probed_core_runs_the_counted_products():
     shape = from_hf_config(HYBRID)
     m = shape.state_mixer
     H, dk, dv = m.n_value_heads, m.key_head_dim, m.value_head_dim
-    prompt = verify.delta_core_call(shape, T, T, B, torch.float32, "cpu")
-    step = verify.delta_core_call(shape, 1, T + 1, B, torch.float32, "cpu")
+    prompt = delta_core_call(shape, T, T, B, torch.float32, "cpu")
+    step = delta_core_call(shape, 1, T + 1, B, torch.float32, "cpu")
     for run, want in ((prompt, delta_rule_flops_by_hand(H, dk, dv, 128) - 2 * H * 2 * 64 * 64 * (dk + dv)),
                       (step, 0)):  # fmt: skip
         with FlopCounterMode(display=False) as counter:
@@ -236,35 +251,35 @@ def test_the_preset_is_cut_to_one_linear_and_one_attention_layer():
     """Qwen3-Next's first attention layer is its 4th; 4 layers of 512 experts are ~24 GiB of fp32,
     so the default 2 GiB builds layers 0 (Gated DeltaNet) and 3 (full attention) with the routed
     experts whose planned peak (weights, cache, activations, expert modules) fits, k and width kept."""
-    plan = verify.plan_build(NEXT, verify.VerifyRequest())
+    plan = plan_build(NEXT, VerifyRequest())
     assert plan.layer_indices == (0, 3) and plan.shape.layer_kinds.each(2) == ("gdn", "full")
     assert plan.shape.moe.top_k == 10 and plan.shape.moe.expert_d_ff == 512
     one = expert_params(NEXT, 512) * 4  # one routed expert, fp32
     assert 10 <= plan.experts_built < 512
     assert plan.weight_bytes - plan.peak.weights == 0 and plan.peak_bytes <= 2 * 2**30
-    more = verify.cut_shape(NEXT, (0, 3), plan.experts_built + 1)
-    grown = verify.planned_peak(more, verify.VerifyRequest(), "cpu")
+    more = cut_shape(NEXT, (0, 3), plan.experts_built + 1)
+    grown = planned_peak(more, VerifyRequest(), "cpu")
     assert grown.total > 2 * 2**30 and grown.weights - plan.peak.weights == 2 * (
         one + NEXT.d_model * 4
     )  # + a router row
     assert plan.cache_bytes == kv_cache_bytes(plan.shape, 256 + 8, 1, 4) + state_bytes(plan.shape, 1, 4, 4)
     assert any("layers 0 (Gated DeltaNet) and 3 (full attention) of 48" in n for n in plan.notes)
-    asked = verify.plan_build(NEXT, verify.VerifyRequest(layers=1))
+    asked = plan_build(NEXT, VerifyRequest(layers=1))
     assert asked.layer_indices == (0, 3) and any(
         "the first layer holds no attention" in n for n in asked.notes
     )
-    with pytest.raises(verify.VerifyError, match="does not hold the k = 10 routed experts"):
-        verify.plan_build(NEXT, verify.VerifyRequest(memory_bytes=2**30 // 4))
-    tiny = verify.plan_build(from_hf_config(HYBRID), verify.VerifyRequest())
+    with pytest.raises(VerifyError, match="does not hold the k = 10 routed experts"):
+        plan_build(NEXT, VerifyRequest(memory_bytes=2**30 // 4))
+    tiny = plan_build(from_hf_config(HYBRID), VerifyRequest())
     assert tiny.layer_indices == (0, 1, 2, 3) and tiny.notes == ()
 
 
 def test_nemotron_is_cut_to_one_block_of_each_kind():
     """Nemotron-H 8B's first 8 blocks (M-M-M-M*: four Mamba-2, three MLP, the first attention) are
     over 2 GiB of fp32, so verify builds its first Mamba-2, MLP and attention blocks (0, 1, 7)."""
-    plan = verify.plan_build(NEMO, verify.VerifyRequest())
-    first8 = verify.cut_shape(NEMO, 8, None)
-    assert verify.layer_params(first8) * 4 > 2 * 2**30
+    plan = plan_build(NEMO, VerifyRequest())
+    first8 = cut_shape(NEMO, 8, None)
+    assert layer_params(first8) * 4 > 2 * 2**30
     assert plan.layer_indices == (0, 1, 7) and plan.shape.layer_kinds.each(3) == ("mamba2", "mlp", "full")
     assert plan.kinds_built == "1 Mamba-2, 1 MLP, 1 full attention"
     assert any("layers 0 (Mamba-2), 1 (MLP) and 7 (full attention) of 52" in n for n in plan.notes)
@@ -273,29 +288,25 @@ def test_nemotron_is_cut_to_one_block_of_each_kind():
 def test_the_tables_agree():
     """A kind is built when MIXERS has its module and MIXER_GEMMS its products; a linear kind also
     needs its probed core (STATE_CORES), and the plan refuses every other linear kind by name."""
-    assert (
-        set(verify.MIXERS) == set(verify.MIXER_GEMMS) == set(ATTENTION_KINDS) | set(verify.BUILT_STATE_KINDS)
-    )
-    assert set(verify.STATE_CORES) == set(verify.BUILT_STATE_KINDS) == {"gdn", "mamba2"}
-    assert set(verify.ATTENTION_KEYS) == set(ATTENTION_KINDS)
+    assert set(MIXERS) == set(MIXER_GEMMS) == set(ATTENTION_KINDS) | set(BUILT_STATE_KINDS)
+    assert set(STATE_CORES) == set(BUILT_STATE_KINDS) == {"gdn", "mamba2"}
+    assert set(ATTENTION_KEYS) == set(ATTENTION_KINDS)
 
 
 def test_estimate_adds_the_probed_core():
     """Every product at R FLOP/s, every mixer call (attention or core) at t s: the estimate is
     (FLOPs − attention − core FLOPs) / R + calls × t."""
     plan, layers = _tiny()
-    counts = verify.prefill_counts(plan.shape, T, B, 4)
+    counts = prefill_counts(plan.shape, T, B, 4)
     R, t = 1e9, 1e-4
-    probe = verify.Probe("cpu", "fp32", matmul_flop_per_s=R, bandwidth_bytes_per_s=1e9)
+    probe = Probe("cpu", "fp32", matmul_flop_per_s=R, bandwidth_bytes_per_s=1e9)
     probe.gemm_flop_per_s = {g.probe_shape: R for g in counts.gemms}
     probe.attention_s = {(c.kind, c.q_len, c.kv_len): t for c in counts.attention}
     m = plan.shape.state_mixer
     core = 3 * B * delta_rule_flops_by_hand(m.n_value_heads, m.key_head_dim, m.value_head_dim, T)
     attention = B * 4 * plan.shape.q_width * T * (T + 1) // 2
     assert {(c.kind, c.count) for c in counts.attention} == {("gdn", 3), ("full", 1)}
-    assert verify.estimate_ms(counts, probe) == pytest.approx(
-        1e3 * ((counts.flops - attention - core) / R + 4 * t)
-    )
+    assert estimate_ms(counts, probe) == pytest.approx(1e3 * ((counts.flops - attention - core) / R + 4 * t))
 
 
 @pytest.mark.parametrize(

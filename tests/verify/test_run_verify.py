@@ -24,11 +24,28 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from attn_core import verify
 from attn_core.cost.config_reader import from_hf_config, load_preset
+from attn_core.cost.dtypes import DTYPE_BYTES
 from attn_core.cost.serving import experts_touched_expected
+from attn_core.kernels.records import DTYPES
 from attn_core.verify import cli as verify_cli
+from attn_core.verify.counts import decode_counts, prefill_counts
+from attn_core.verify.deltanet import GatedDeltaNetLayer
 from attn_core.verify.examples import HYBRID, LLAMA, NEMOTRON
+from attn_core.verify.layers import Attention, Layers, MoEMLP, build_layers
+from attn_core.verify.mamba2 import Mamba2Layer
+from attn_core.verify.peak import COLD_BYTES, PEAK_N, STREAM_BYTES
+from attn_core.verify.plan import (
+    DEFAULT_DECODE_STEPS,
+    DEFAULT_SEQ_LEN,
+    MAX_LAYERS,
+    VerifyError,
+    VerifyRequest,
+    plan_build,
+    select_device,
+)
+from attn_core.verify.probe import Probe, bound_ms, estimate_ms
+from attn_core.verify.run import verify
 
 DENSE = LLAMA
 MOE = {"model_type": "qwen2_moe", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
@@ -55,9 +72,9 @@ def _shape(name: str):
 
 
 def _built(name: str, **kw):
-    request = verify.VerifyRequest(seq_len=T, batch=B, decode_steps=M, device="cpu", **kw)
-    plan = verify.plan_build(_shape(name), request)
-    return request, plan, verify.build_layers(plan, request, "cpu")
+    request = VerifyRequest(seq_len=T, batch=B, decode_steps=M, device="cpu", **kw)
+    plan = plan_build(_shape(name), request)
+    return request, plan, build_layers(plan, request, "cpu")
 
 
 def _matrices(module: torch.nn.Module) -> int:
@@ -65,7 +82,7 @@ def _matrices(module: torch.nn.Module) -> int:
     return sum(p.numel() for p in module.parameters() if p.ndim == 2)
 
 
-def _per_token_matrices(layers: verify.Layers) -> int:
+def _per_token_matrices(layers: Layers) -> int:
     """Matrix weights one token multiplies, read off the modules: the mixer, then the dense MLP
     or the router + k routed experts (all alike) + shared experts + the shared gate (a Nemotron-H
     block has one of the two)."""
@@ -75,7 +92,7 @@ def _per_token_matrices(layers: verify.Layers) -> int:
         mlp = block.mlp
         if mlp is None:
             continue
-        if isinstance(mlp, verify.MoEMLP):
+        if isinstance(mlp, MoEMLP):
             total += mlp.router.weight.numel() + mlp.top_k * _matrices(mlp.experts[0])
             total += sum(_matrices(s) for s in mlp.shared)
             total += mlp.shared_gate.weight.numel() if mlp.shared_gate is not None else 0
@@ -98,11 +115,11 @@ def _pairs(kind: str, shape, queries: range, n_keys: int) -> int:
     return count
 
 
-def _attention_flops(layers: verify.Layers, queries: range, n_keys: int) -> int:
+def _attention_flops(layers: Layers, queries: range, n_keys: int) -> int:
     """4·h·d_h per allowed pair (QKᵀ and PV), per attention layer, from each one's own shape."""
     total = 0
     for block in layers.blocks:
-        if isinstance(block.mixer, verify.Attention):
+        if isinstance(block.mixer, Attention):
             s = block.mixer.shape
             total += 4 * s.n_heads * s.head_dim * _pairs(block.mixer.kind, s, queries, n_keys)
     return total
@@ -141,16 +158,16 @@ def ssd_flops_by_hand(H: int, P: int, N: int, G: int, T: int, Q: int, decode: bo
     return total
 
 
-def _core_flops(layers: verify.Layers, tokens: int, decode: bool = False) -> int:
+def _core_flops(layers: Layers, tokens: int, decode: bool = False) -> int:
     """Σ over the built linear layers of their hand-counted cores, from each one's shape."""
     total = 0
     for block in layers.blocks:
-        if isinstance(block.mixer, verify.GatedDeltaNetLayer):
+        if isinstance(block.mixer, GatedDeltaNetLayer):
             m = block.mixer.core.m
             total += delta_rule_flops_by_hand(
                 m.n_value_heads, m.key_head_dim, m.value_head_dim, tokens, decode=decode
             )
-        elif isinstance(block.mixer, verify.Mamba2Layer):
+        elif isinstance(block.mixer, Mamba2Layer):
             m = block.mixer.core.m
             total += ssd_flops_by_hand(m.n_heads, m.head_dim, m.d_state, m.n_groups, tokens, m.chunk, decode)
     return total
@@ -159,14 +176,14 @@ def _core_flops(layers: verify.Layers, tokens: int, decode: bool = False) -> int
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_counts_equal_the_built_modules(name):
     request, plan, layers = _built(name)
-    b = verify.DTYPE_BYTES[request.dtype]
+    b = DTYPE_BYTES[request.dtype]
     assert plan.layers_built == plan.model_layers == len(layers.blocks)
     # FLOPs: 2 × matrix weights per token × tokens + brute-force attention pairs
-    prefill = verify.prefill_counts(plan.shape, T, B, b)
+    prefill = prefill_counts(plan.shape, T, B, b)
     expected = 2 * _per_token_matrices(layers) * B * T + B * _attention_flops(layers, range(T), T)
     assert prefill.flops == expected + B * _core_flops(layers, T)
     context = T + 1
-    step = verify.decode_counts(plan.shape, context, B, b)
+    step = decode_counts(plan.shape, context, B, b)
     expected = 2 * _per_token_matrices(layers) * B + B * _attention_flops(
         layers, range(context, context + 1), context + 1
     )
@@ -175,7 +192,7 @@ def test_counts_equal_the_built_modules(name):
     params = sum(p.numel() for p in layers.parameters())
     skipped = sum(
         (len(blk.mlp.experts) - blk.mlp.top_k) * sum(p.numel() for p in blk.mlp.experts[0].parameters())
-        for blk in layers.blocks if isinstance(blk.mlp, verify.MoEMLP)
+        for blk in layers.blocks if isinstance(blk.mlp, MoEMLP)
     )  # fmt: skip
     assert params * b == plan.weight_bytes
 
@@ -185,9 +202,9 @@ def test_counts_equal_the_built_modules(name):
         caps = {"sliding": plan.shape.sliding_window, "chunked": plan.shape.attention_chunk_size}
         total = 0
         for blk in layers.blocks:
-            if isinstance(blk.mixer, verify.GatedDeltaNetLayer | verify.Mamba2Layer):
+            if isinstance(blk.mixer, GatedDeltaNetLayer | Mamba2Layer):
                 total += blk.mixer.state.conv.nbytes + blk.mixer.state.recurrent.nbytes
-            if not isinstance(blk.mixer, verify.Attention):
+            if not isinstance(blk.mixer, Attention):
                 continue
             K, V = blk.mixer.cache
             assert K.shape == V.shape == (B, K.shape[1], T + M, K.shape[3])
@@ -212,15 +229,13 @@ def test_flop_counter_sees_the_counted_matrix_products(name):
     torch runs them (the last one padded to C) and without the two UT solves, which it runs as
     triangular solves rather than products; its recurrent decode step runs none."""
     request, plan, layers = _built(name)
-    b = verify.DTYPE_BYTES[request.dtype]
+    b = DTYPE_BYTES[request.dtype]
     x, step = torch.randn(B, T, plan.shape.d_model), torch.randn(B, 1, plan.shape.d_model)
-    deltas = [blk.mixer.core.m for blk in layers.blocks if isinstance(blk.mixer, verify.GatedDeltaNetLayer)]
-    linear = any(
-        isinstance(blk.mixer, verify.GatedDeltaNetLayer | verify.Mamba2Layer) for blk in layers.blocks
-    )
+    deltas = [blk.mixer.core.m for blk in layers.blocks if isinstance(blk.mixer, GatedDeltaNetLayer)]
+    linear = any(isinstance(blk.mixer, GatedDeltaNetLayer | Mamba2Layer) for blk in layers.blocks)
     for tokens, run, counts in (
-        (range(T), lambda: layers(x, 0), verify.prefill_counts(plan.shape, T, B, b)),
-        (range(T, T + 1), lambda: layers(step, T), verify.decode_counts(plan.shape, T, B, b)),
+        (range(T), lambda: layers(x, 0), prefill_counts(plan.shape, T, B, b)),
+        (range(T, T + 1), lambda: layers(step, T), decode_counts(plan.shape, T, B, b)),
     ):
         with torch.inference_mode(), FlopCounterMode(display=False) as counter:
             run()
@@ -290,7 +305,7 @@ def test_verify_bound_is_below_the_run_and_json_keys(name, tmp_path):
         assert 0 < p["bound_ms"] <= p["measured_ms"]
         assert p["estimate_ms"] > 0
     shape = from_hf_config(CONFIGS[name])
-    assert data["prefill"]["flops"] == verify.prefill_counts(shape, T, 1, 4).flops
+    assert data["prefill"]["flops"] == prefill_counts(shape, T, 1, 4).flops
 
 
 def hf_param_count(config: dict) -> int:
@@ -308,17 +323,15 @@ def test_estimate_is_counts_over_probed_rates():
     """With every product probed at R FLOP/s and every attention call at t s, the estimate is
     (FLOPs − attention FLOPs) / R + calls × t: the products cover exactly the cost model's rest."""
     _, plan, layers = _built("moe")
-    counts = verify.prefill_counts(plan.shape, T, B, 4)
+    counts = prefill_counts(plan.shape, T, B, 4)
     R, t = 1e9, 1e-4
-    probe = verify.Probe("cpu", "fp32", matmul_flop_per_s=R, bandwidth_bytes_per_s=1e9)
+    probe = Probe("cpu", "fp32", matmul_flop_per_s=R, bandwidth_bytes_per_s=1e9)
     probe.gemm_flop_per_s = {g.probe_shape: R for g in counts.gemms}
     probe.attention_s = {(c.kind, c.q_len, c.kv_len): t for c in counts.attention}
     attention = B * _attention_flops(layers, range(T), T)
     n_calls = len(layers.blocks)
-    assert verify.estimate_ms(counts, probe) == pytest.approx(
-        1e3 * ((counts.flops - attention) / R + n_calls * t)
-    )
-    assert verify.bound_ms(counts, probe) == pytest.approx(1e3 * max(counts.flops / R, counts.bytes / 1e9))
+    assert estimate_ms(counts, probe) == pytest.approx(1e3 * ((counts.flops - attention) / R + n_calls * t))
+    assert bound_ms(counts, probe) == pytest.approx(1e3 * max(counts.flops / R, counts.bytes / 1e9))
 
 
 def test_expected_experts_matches_a_seeded_routing_simulation():
@@ -332,56 +345,54 @@ def test_expected_experts_matches_a_seeded_routing_simulation():
 
 
 def test_the_cap_cuts_layers_then_experts_keeping_k_and_width(monkeypatch):
-    for sizes, size in ((verify.PEAK_N, 16), (verify.COLD_BYTES, 1 << 14), (verify.STREAM_BYTES, 1 << 14)):
+    for sizes, size in ((PEAK_N, 16), (COLD_BYTES, 1 << 14), (STREAM_BYTES, 1 << 14)):
         monkeypatch.setitem(sizes, "cpu", size)  # a probe smaller than the layers: the cap cuts them
     shape = _shape("moe")
-    full = verify.plan_build(shape, verify.VerifyRequest(seq_len=T, decode_steps=M))
-    one = verify.plan_build(shape, verify.VerifyRequest(seq_len=T, decode_steps=M, layers=1))
-    one_layer = verify.plan_build(
+    full = plan_build(shape, VerifyRequest(seq_len=T, decode_steps=M))
+    one = plan_build(shape, VerifyRequest(seq_len=T, decode_steps=M, layers=1))
+    one_layer = plan_build(
         shape,
-        verify.VerifyRequest(seq_len=T, decode_steps=M, memory_bytes=(full.peak_bytes + one.peak_bytes) // 2),
+        VerifyRequest(seq_len=T, decode_steps=M, memory_bytes=(full.peak_bytes + one.peak_bytes) // 2),
     )
     assert full.layers_built == 2 and one_layer.layers_built == 1 and one_layer.experts_built == 8
-    k_only = verify.plan_build(dataclasses.replace(shape, moe=dataclasses.replace(shape.moe, n_experts=2)),
-                               verify.VerifyRequest(seq_len=T, decode_steps=M, layers=1))  # fmt: skip
+    k_only = plan_build(dataclasses.replace(shape, moe=dataclasses.replace(shape.moe, n_experts=2)),
+                               VerifyRequest(seq_len=T, decode_steps=M, layers=1))  # fmt: skip
     cap = (k_only.peak_bytes + one.peak_bytes) // 2
-    squeezed = verify.plan_build(shape, verify.VerifyRequest(seq_len=T, decode_steps=M, memory_bytes=cap))
+    squeezed = plan_build(shape, VerifyRequest(seq_len=T, decode_steps=M, memory_bytes=cap))
     assert squeezed.layers_built == 1 and 2 <= squeezed.experts_built < 8
     assert squeezed.shape.moe.top_k == 2 and squeezed.shape.moe.expert_d_ff == 32
     assert squeezed.peak_bytes <= cap
     assert any("routed experts" in n for n in squeezed.notes)
-    with pytest.raises(verify.VerifyError, match="does not hold the k = 2 routed experts"):
-        verify.plan_build(
-            shape, verify.VerifyRequest(seq_len=T, decode_steps=M, memory_bytes=k_only.peak_bytes - 1)
-        )
-    with pytest.raises(verify.VerifyError, match="cap"):
-        verify.plan_build(_shape("dense"), verify.VerifyRequest(memory_bytes=1000))
+    with pytest.raises(VerifyError, match="does not hold the k = 2 routed experts"):
+        plan_build(shape, VerifyRequest(seq_len=T, decode_steps=M, memory_bytes=k_only.peak_bytes - 1))
+    with pytest.raises(VerifyError, match="cap"):
+        plan_build(_shape("dense"), VerifyRequest(memory_bytes=1000))
 
 
 def test_what_is_not_built_is_refused_by_name():
     odd = from_hf_config(DENSE | {"head_dim": 15})
-    with pytest.raises(verify.VerifyError, match="even width, got 15"):
-        verify.plan_build(odd, verify.VerifyRequest())
+    with pytest.raises(VerifyError, match="even width, got 15"):
+        plan_build(odd, VerifyRequest())
     # partial rotary: ⌊16 × 0.5625⌋ = 9 channels turn
     odd_partial = from_hf_config(DENSE | {"head_dim": 16, "partial_rotary_factor": 0.5625})
-    with pytest.raises(verify.VerifyError, match="even width, got 9"):
-        verify.plan_build(odd_partial, verify.VerifyRequest())
-    with pytest.raises(verify.VerifyError, match="dtype"):
-        verify.plan_build(_shape("dense"), verify.VerifyRequest(dtype="fp8"))
+    with pytest.raises(VerifyError, match="even width, got 9"):
+        plan_build(odd_partial, VerifyRequest())
+    with pytest.raises(VerifyError, match="dtype"):
+        plan_build(_shape("dense"), VerifyRequest(dtype="fp8"))
     for preset, mixer in (("jamba-1.5-mini", "Mamba"), ("kimi-linear-48b-a3b", "Kimi Delta Attention")):
-        with pytest.raises(verify.VerifyError, match=f"state-space layers \\({mixer}\\) are not built"):
-            verify.plan_build(load_preset(preset), verify.VerifyRequest())
+        with pytest.raises(VerifyError, match=f"state-space layers \\({mixer}\\) are not built"):
+            plan_build(load_preset(preset), VerifyRequest())
 
 
 def test_device_selection(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert verify.select_device("auto") == "cpu"
-    assert verify.select_device("cpu") == "cpu"
-    with pytest.raises(verify.VerifyError, match="no CUDA device"):
-        verify.select_device("cuda")
+    assert select_device("auto") == "cpu"
+    assert select_device("cpu") == "cpu"
+    with pytest.raises(VerifyError, match="no CUDA device"):
+        select_device("cuda")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert verify.select_device("auto") == "cuda"
-    assert verify.select_device("cpu") == "cpu"
+    assert select_device("auto") == "cuda"
+    assert select_device("cpu") == "cpu"
 
 
 @pytest.mark.parametrize(
@@ -405,10 +416,10 @@ def test_cli_bad_arguments_one_line_exit_2(args, says, capsys):
 
 
 def test_cli_constants_mirror_the_engine():
-    assert tuple(verify.DTYPES) == verify_cli.DTYPES
-    engine = (verify.DEFAULT_SEQ_LEN, verify.DEFAULT_DECODE_STEPS, verify.MAX_LAYERS)
+    assert tuple(DTYPES) == verify_cli.DTYPES
+    engine = (DEFAULT_SEQ_LEN, DEFAULT_DECODE_STEPS, MAX_LAYERS)
     assert engine == (verify_cli.DEFAULT_SEQ_LEN, verify_cli.DEFAULT_DECODE_STEPS, verify_cli.MAX_LAYERS)
-    assert math.isclose(verify_cli.DEFAULT_MEMORY_GIB * 2**30, verify.VerifyRequest().memory_bytes)
+    assert math.isclose(verify_cli.DEFAULT_MEMORY_GIB * 2**30, VerifyRequest().memory_bytes)
 
 
 def _cost_page_stub():
@@ -462,7 +473,7 @@ def test_benchmark_rows_smoke(name, built):
     from tests.conftest import load_benchmark
 
     bench = load_benchmark("verify_cost")
-    result = verify.verify(_shape(name), verify.VerifyRequest(seq_len=T, decode_steps=M))
+    result = verify(_shape(name), VerifyRequest(seq_len=T, decode_steps=M))
     lines = bench.rows(result)
     assert len(lines) == 2 and all(
         line.count("|") == bench.HEADER.splitlines()[0].count("|") for line in lines

@@ -10,11 +10,12 @@ import json
 
 import pytest
 
-from attn_core import verify
 from attn_core.cost.config_reader import from_hf_config, list_presets, load_preset
-from attn_core.verify import wire
+from attn_core.verify import peak, wire
 from attn_core.verify.child import Job
 from attn_core.verify.examples import HYBRID, LLAMA, SMALL_PROBE
+from attn_core.verify.plan import VerifyRequest, plan_build
+from attn_core.verify.run import verify
 
 
 @pytest.mark.parametrize("name", list_presets())
@@ -27,8 +28,8 @@ def test_every_preset_shape_survives_the_pipe(name):
 
 def test_a_job_survives_the_pipe_with_its_transformers_config():
     shape = from_hf_config(HYBRID, name="tiny-next")
-    request = verify.VerifyRequest(seq_len=16, decode_steps=2, device="cpu")
-    plan = verify.plan_build(shape, request, HYBRID)
+    request = VerifyRequest(seq_len=16, decode_steps=2, device="cpu")
+    plan = plan_build(shape, request, HYBRID)
     assert plan.built_by == "transformers"
     job = Job(shape, request, 1 << 30, 60, {"PEAK_N": {"cpu": 128}}, HYBRID, plan.hf_config)
     back = Job.from_json(job.to_json())
@@ -40,11 +41,9 @@ def test_a_job_survives_the_pipe_with_its_transformers_config():
 @pytest.mark.parametrize("config", [LLAMA, None], ids=["transformers", "lab"])
 def test_a_real_result_survives_the_pipe(monkeypatch, config):
     for name, size in SMALL_PROBE.items():
-        monkeypatch.setitem(getattr(verify, name), "cpu", size)
+        monkeypatch.setitem(getattr(peak, name), "cpu", size)
     shape = from_hf_config(LLAMA, name="tiny")
-    result = verify.verify(
-        shape, verify.VerifyRequest(seq_len=8, decode_steps=2, device="cpu"), config=config
-    )
+    result = verify(shape, VerifyRequest(seq_len=8, decode_steps=2, device="cpu"), config=config)
     back = wire.loads(wire.dumps(result))
     assert back.plan.built_by == ("transformers" if config else "lab")
     assert back.to_json() == result.to_json()
