@@ -236,6 +236,16 @@ def _summarise_row_block(
     return runs
 
 
+def _compute_block(tile: int, band: int, block: int | None) -> int:
+    """The rows and keys per compute tile: ``block``, else 256 rounded to a multiple of ``tile``."""
+    if tile < 1 or band < 1:
+        raise ValueError(f"tile and band must be at least 1, got {tile}, {band}")
+    block = block or tile * max(1, COMPUTE_BLOCK // tile)
+    if block % tile:
+        raise ValueError(f"the compute block {block} is not a multiple of the tile {tile}")
+    return block
+
+
 def tile_maps(
     c: LayerQK,
     tile: int = TILE,
@@ -251,11 +261,7 @@ def tile_maps(
     ``tile``; default 256 rounded to one); ``dtype``: the arithmetic (float32 by default: the
     model's own precision; float64 for the tests' oracle). Causal, with the capture's sliding
     window: query t reads keys t − window + 1 … t. Extra memory O(Hq·(L + tiles) + Hq·block²)."""
-    if tile < 1 or band < 1:
-        raise ValueError(f"tile and band must be at least 1, got {tile}, {band}")
-    block = block or tile * max(1, COMPUTE_BLOCK // tile)
-    if block % tile:
-        raise ValueError(f"the compute block {block} is not a multiple of the tile {tile}")
+    block = _compute_block(tile, band, block)
     Hq, L, d = c.q.shape
     Hkv, group, device = c.k.shape[0], c.group, c.q.device
     plan = plan_tiles(L, L, (), block, block, causal=True, device=device, window=c.sliding_window)

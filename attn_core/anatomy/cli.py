@@ -184,14 +184,7 @@ def run(args) -> str:
     if analytic is None:
         check = Check(check.anatomy, None, check.analytic_error or analytic_error, ())
     if args.json:
-        record = check.to_json()
-        body = (
-            json.loads(analytic)
-            if analytic is not None
-            else {"model": str(config.get("model_type"))}
-            | build_answer(record["model_derived"], args.seq_len, args.batch)
-        )
-        return json.dumps(body | {"model_check": record, "towers": _tower_json(config)}, indent=2)
+        return _json_answer(config, analytic, check, args)
     if analytic is None:
         text = derived_text(
             check, args.seq_len, args.batch, str(config.get("_name_or_path") or config.get("model_type"))
@@ -208,6 +201,19 @@ def run(args) -> str:
         )
     towers = "\n".join(_towers(config, check))
     return analytic + (f"\n{towers}" if towers else "") + "\n\n" + "\n".join(check.lines())
+
+
+def _json_answer(config, analytic: str | None, check, args) -> str:
+    """One JSON shape (ANSWER_KEYS, ``sized_by``): the formulas' report where they read the config (as
+    transformers completes it), else the build's figures; the comparison and the towers beside."""
+    record = check.to_json()
+    body = (
+        json.loads(analytic)
+        if analytic is not None
+        else {"model": str(config.get("model_type"))}
+        | build_answer(record["model_derived"], args.seq_len, args.batch)
+    )
+    return json.dumps(body | {"model_check": record, "towers": _tower_json(config)}, indent=2)
 
 
 def _tower_json(config) -> dict:

@@ -125,14 +125,9 @@ def _text(value: Any, name: str, row: str) -> str:
     return value
 
 
-def parse_run(row: dict[str, Any]) -> Run:
-    """One row of the file as a `Run`; PublishedError naming the row and the field otherwise."""
-    if not isinstance(row, dict):
-        raise PublishedError(f"a row must be an object, got {type(row).__name__}")
-    rid = str(row.get("id"))
-    missing = [k for k in REQUIRED if k not in row]
-    if missing:
-        raise PublishedError(f"row {rid!r}: missing {', '.join(missing)}")
+def _checked_fields(row: dict[str, Any], rid: str) -> tuple[dict, dict, str, str, float]:
+    """The row's precision, published figure, method, regime and value, each checked (PublishedError
+    naming the row and the field)."""
     prec, pub = row["precision"], row["published"]
     if not isinstance(prec, dict) or not isinstance(pub, dict):
         raise PublishedError(f"row {rid!r}: precision and published must be objects")
@@ -150,6 +145,18 @@ def parse_run(row: dict[str, Any]) -> Run:
         raise PublishedError(f"row {rid!r}: unknown weight or KV dtype in {prec!r}")
     if prec.get("compute") not in COMPUTE_DTYPES:
         raise PublishedError(f"row {rid!r}: compute must be one of {', '.join(COMPUTE_DTYPES)}")
+    return prec, pub, method, regime, value
+
+
+def parse_run(row: dict[str, Any]) -> Run:
+    """One row of the file as a `Run`; PublishedError naming the row and the field otherwise."""
+    if not isinstance(row, dict):
+        raise PublishedError(f"a row must be an object, got {type(row).__name__}")
+    rid = str(row.get("id"))
+    missing = [k for k in REQUIRED if k not in row]
+    if missing:
+        raise PublishedError(f"row {rid!r}: missing {', '.join(missing)}")
+    prec, pub, method, regime, value = _checked_fields(row, rid)
     kernel = method.startswith("kernel")
     if (row.get("preset") is None) != kernel:
         raise PublishedError(f"row {rid!r}: a model row names a preset, a kernel row none")

@@ -54,6 +54,30 @@ def hub_reachable(timeout: float = HUB_PROBE_S) -> bool:
     return True
 
 
+def _hub_miss(source: str, offline: dict) -> ValueError:
+    """A hub id's failure, said the same whatever is on this disk: transformers would read a folder
+    of that name in the server's working directory, so such a name is answered as a miss, and
+    transformers' own words (which can name local paths) are not shown for a hub id."""
+    return ValueError(
+        f"could not load the hub id {source!r}: "
+        + (
+            "it is not in this server's cache and the hub is unreachable from here "
+            "(a model folder on this server works)"
+            if offline
+            else "no such model on the hub, or not a causal LM that transformers can read"
+        )
+    )
+
+
+def _tokenizer(tf, name: str, offline: dict):
+    """The model's own tokenizer, or None (none shipped, or one built from the model type alone)."""
+    try:
+        tokenizer = tf.AutoTokenizer.from_pretrained(name, **offline)
+    except (OSError, ValueError, TypeError):
+        return None
+    return tokenizer if has_vocabulary(tokenizer) else None
+
+
 def load(
     source: str, max_params: int = MAX_PARAMS, *, folder: bool | None = None, shown_as: str | None = None
 ) -> Loaded:
@@ -75,18 +99,7 @@ def load(
     start = time.perf_counter()
     # offline: only the local cache is tried (an unreachable hub fails at once instead of retrying)
     offline = {} if folder or hub_reachable() else {"local_files_only": True}
-    # A hub id's failure says the same whatever is on this disk: transformers would read a folder
-    # of that name in the server's working directory, so such a name is answered as a miss, and
-    # transformers' own words (which can name local paths) are not shown for a hub id.
-    hub_miss = ValueError(
-        f"could not load the hub id {source!r}: "
-        + (
-            "it is not in this server's cache and the hub is unreachable from here "
-            "(a model folder on this server works)"
-            if offline
-            else "no such model on the hub, or not a causal LM that transformers can read"
-        )
-    )
+    hub_miss = _hub_miss(source, offline)
     if not folder and is_folder(local):
         raise hub_miss
     try:
@@ -113,12 +126,7 @@ def load(
         raise ValueError(f"could not load {where}: {detail}") from exc
     model.eval()
     use_capture(model)
-    try:
-        tokenizer = tf.AutoTokenizer.from_pretrained(name, **offline)
-    except (OSError, ValueError, TypeError):
-        tokenizer = None
-    if tokenizer is not None and not has_vocabulary(tokenizer):  # built from the model type alone
-        tokenizer = None
+    tokenizer = _tokenizer(tf, name, offline)
     load_s = time.perf_counter() - start
     return Loaded(model, tokenizer, shown, n_params, load_s, load_s > LOAD_CAP_S)
 
