@@ -5,9 +5,9 @@ import pandas as pd
 import streamlit as st
 
 from attn_core.views import costs
-from attn_core.views.serving import link_values
-from lab_ui import cost_charts, cost_check, cost_inputs, cost_verify, figures, published_runs, widgets
+from lab_ui import cost_charts, cost_check, cost_inputs, cost_verify, figures, published_runs
 from lab_ui.badges import attempt, oracle_badge, table
+from lab_ui.open_page import open_serving
 from lab_ui.page import header, require, run_section, section_picker, show_code
 
 INPUTS = "the model and the what-if in the sidebar"
@@ -202,10 +202,8 @@ if v is None:
 require(v, fix="the model in the sidebar")
 model_card(v)
 cost_verify.check_on_this_machine(ask.shape, ask.preset, ask.config_text)
-section = section_picker(costs.Section, key="co_section", default=costs.Section.FLOPS)
+section = section_picker(costs.Section, key=cost_inputs.SECTION_KEY, default=costs.Section.FLOPS)
 run_section(SHOW[section], v, inputs=INPUTS)
-widgets.link_button(
-    "Simulate serving it", "pages/serving.py", link_values(ask.preset, ask.config_text, ask.gpu_name)
-)
+open_serving("Simulate serving it", ask.preset, ask.config_text, ask.gpu_name)
 show_code("attn_core.cost", *costs.CODE)
 cost_check.finish(pending)

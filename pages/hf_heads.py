@@ -10,12 +10,11 @@ from lab_ui import figures, view_cache, widgets
 from lab_ui.badges import error_table, oracle_badge, table
 from lab_ui.head_maps import head_grid, one_head
 from lab_ui.long_heads import long_section
+from lab_ui.open_page import costs_values, open_costs
 from lab_ui.page import compute, header, require, run_section
 
 SOURCES = ("SmolLM2-135M, pretrained (shipped)", "demo model built here (fastest)", "local folder or hub id")
 SOURCE_IDS = dict(zip(SOURCES, ("smollm2", "demo", "local"), strict=True))  # what a link carries
-COSTS_PAGE = "pages/costs.py"
-COSTS_SOURCE = "paste or upload config.json"  # the Cost calculator's radio option
 
 
 def model_source() -> str:
@@ -234,5 +233,5 @@ st.subheader(f"Long inputs: up to {long_heads.MAX_LONG_TOKENS:,} tokens, tile by
 long_model = long_heads.demo() if source == hf_heads.DEMO else long_heads.from_hf(loaded)
 run_section(long_inputs, long_model, inputs="the long input")
 if view.config_json is not None:
-    cost_inputs = {"co_src": COSTS_SOURCE, "co_paste": view.config_json, "co_T": max(len(view.tokens), 1)}
-    widgets.link_button("Open this model in the Cost calculator", COSTS_PAGE, cost_inputs)
+    to_costs = costs_values(config_text=view.config_json, T=max(len(view.tokens), 1))
+    open_costs("Open this model in the Cost calculator", to_costs)

@@ -9,6 +9,7 @@ from attn_core.views import costs, serving, serving_curve
 from attn_core.views.serving import MAX_PAGE_OUTPUT_TOKENS, MAX_PAGE_REQUESTS, MODES, Section
 from lab_ui import cost_inputs, figures, serving_charts, widgets
 from lab_ui.badges import attempt, number_table, table
+from lab_ui.open_page import SERVING_GPU_KEY
 from lab_ui.page import compute, header, require, run_section, section_picker, show_code
 
 INPUTS = "the model, GPU, load and SLOs in the sidebar"
@@ -17,7 +18,7 @@ INPUTS = "the model, GPU, load and SLOs in the sidebar"
 def where_it_runs() -> tuple[str, int, costs.Precision, str]:
     """The GPU type, the cap on their number and the dtypes."""
     st.header("Hardware")
-    gpu = widgets.selectbox("GPU", serving.GPUS, key="sv_gpu", default="a100-80gb")
+    gpu = widgets.selectbox("GPU", serving.GPUS, key=SERVING_GPU_KEY, default="a100-80gb")
     cap = int(widgets.number("GPU cap (TP × replicas ≤)", 1, serving.MAX_PAGE_GPUS, 8, key="sv_cap", step=1))
     weights = widgets.selectbox("weights dtype", costs.WEIGHT_DTYPES, key="sv_wdtype", default="bf16")
     kv = widgets.selectbox("KV cache dtype", costs.DTYPES, key="sv_kvdtype", default="bf16")
