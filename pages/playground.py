@@ -10,6 +10,13 @@ from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
 from lab_ui.page import compute, header, require, run_section, show_code
 
 INPUTS = "Q, K, V, the scale and the mask in the sidebar"
+TITLE = "Attention Playground"
+INTRO = (
+    "Choose where **Q**, **K**, **V** come from, a scale and a mask. The page computes "
+    "S = QKᵀ·scale + M, P = softmax(S) row by row, and O = PV, and checks O against "
+    "`torch.nn.functional.scaled_dot_product_attention`."
+)
+FIX = "the input marked in the sidebar"
 
 
 def maps(ex: playground.PlaygroundView) -> None:
@@ -129,22 +136,33 @@ def everything(ex: playground.PlaygroundView) -> None:
     checks(ex)
 
 
-header(
-    "Attention Playground",
-    "Choose where **Q**, **K**, **V** come from, a scale and a mask. The page computes "
-    "S = QKᵀ·scale + M, P = softmax(S) row by row, and O = PV, and checks O against "
-    "`torch.nn.functional.scaled_dot_product_attention`.",
-)
-with st.sidebar:
-    st.header("Inputs")
-    qkv = qkv_picker()
-    ex = None
-    if qkv is not None:
+def inputs() -> tuple | None:
+    """The sidebar: (Q, K and V, the allowed mask, the scale, the head to view), or None after a
+    message there."""
+    with st.sidebar:
+        st.header("Inputs")
+        qkv = qkv_picker()
+        if qkv is None:
+            return None
         scale = scale_picker(qkv.q.shape[-1])
         mask = mask_picker(qkv.L, qkv.S)
         head = widgets.slider("head to view", 0, qkv.heads - 1, 0, key="pg_head") if qkv.heads > 1 else 0
-        if scale is not None and mask is not None:
-            ex = compute(playground.view, qkv, mask.allowed, scale, inputs=INPUTS)
-require(ex)
-run_section(everything, ex.at_head(head), inputs=INPUTS)
-show_code("attn_core.attention", playground.CODE)
+    return None if scale is None or mask is None else (qkv, mask.allowed, scale, head)
+
+
+def build(ask: tuple | None) -> playground.PlaygroundView | None:
+    """The view, its message (if any) in the sidebar."""
+    with st.sidebar:
+        return None if ask is None else compute(playground.view, *ask[:3], inputs=INPUTS)
+
+
+def show(ask: tuple, view: playground.PlaygroundView) -> None:
+    run_section(everything, view.at_head(ask[3]), inputs=INPUTS)
+    show_code("attn_core.attention", playground.CODE)
+
+
+header(TITLE, INTRO)
+ask = inputs()
+view = build(ask)
+require(view, fix=FIX)
+show(ask, view)
