@@ -220,7 +220,7 @@ def test_what_a_page_reads_from_a_view_the_view_exports(path):
 
 ENDING = [
     "header(TITLE, INTRO)",
-    "ask = inputs()",  # the page's widgets → one object (a page stops there on input to fix)
+    "ask = inputs()",  # the page's widgets → one object, or None after a message (or the page stops)
     "view = build(ask)",  # its view call(s) through compute → the view, or None after a message
     "require(view, fix=FIX)",
     "show(ask, view)",  # what the page draws from them: the section picker and run_section
