@@ -233,12 +233,12 @@ def inputs() -> tuple | None:
     return section, (qkv, mask.allowed, scale, G), at
 
 
-def build(ask: tuple | None):
+def build(ask: tuple | None) -> gradients.GradientsView | None:
     with st.sidebar:  # its message, if any, under the inputs
         return None if ask is None else compute(gradients.gradients_view, *ask[1], inputs=INPUTS, **ask[2])
 
 
-def show(ask: tuple, view) -> None:
+def show(ask: tuple, view: gradients.GradientsView) -> None:
     summary(view)
     run_section(SHOW[ask[0]], view, inputs=INPUTS)
 

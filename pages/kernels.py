@@ -211,11 +211,11 @@ def inputs() -> tuple:
     return (request, run, previous, on_record), device_box, bar
 
 
-def build(ask: tuple):
+def build(ask: tuple) -> kernels.BenchView | None:
     return compute(kernels.kernels_page, *ask[0], inputs=INPUTS)
 
 
-def show(ask: tuple, view) -> None:
+def show(ask: tuple, view: kernels.BenchView) -> None:
     _, device_box, bar = ask
     if bar is not None:
         bar.empty()
