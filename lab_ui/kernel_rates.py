@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lab_ui.open_page import costs_values, open_costs
+from lab_ui.open_page import open_costs
 
 
 def rates_box(cost_rates: tuple[str, str, str] | None, own_run: tuple[str, str] | None) -> None:
@@ -23,7 +23,9 @@ def rates_box(cost_rates: tuple[str, str, str] | None, own_run: tuple[str, str] 
         with left:  # the Cost calculator on this hardware, in the rates' dtype, at its time table
             open_costs(
                 "Use these rates in the Cost calculator",
-                costs_values(gpu=choice, dtype=rates_dtype, section="whole"),
+                gpu=choice,
+                dtype=rates_dtype,
+                section="whole",
                 key="kb_costs",
             )
         right.download_button(

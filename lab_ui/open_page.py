@@ -46,9 +46,18 @@ def serving_values(preset: str | None, config_text: str | None, gpu: str) -> dic
     return values
 
 
-def open_costs(label: str, values: dict[str, object], key: str | None = None) -> None:
-    """A button that opens the Cost calculator at ``values`` (from `costs_values`)."""
-    link_button(label, COSTS_PAGE, values, key=key)
+def open_costs(
+    label: str,
+    preset: str | None = None,
+    config_text: str | None = None,
+    T: int | None = None,
+    gpu: str | None = None,
+    dtype: str | None = None,
+    section: str | None = None,
+    key: str | None = None,
+) -> None:
+    """A button that opens the Cost calculator with these values set (`costs_values`)."""
+    link_button(label, COSTS_PAGE, costs_values(preset, config_text, T, gpu, dtype, section), key=key)
 
 
 def open_serving(label: str, preset: str | None, config_text: str | None, gpu: str) -> None:

@@ -10,7 +10,7 @@ from lab_ui import figures, hf_inputs, view_cache, widgets
 from lab_ui.badges import error_table, oracle_badge, table
 from lab_ui.head_maps import head_grid, one_head
 from lab_ui.long_heads import long_section
-from lab_ui.open_page import costs_values, open_costs
+from lab_ui.open_page import open_costs
 from lab_ui.page import compute, header, require, run_section
 
 TITLE = "Hugging Face heads"
@@ -208,8 +208,8 @@ def show(ask: tuple, view: hf_heads.HFView) -> None:
     long_model = long_heads.demo() if source == hf_heads.DEMO else long_heads.from_hf(loaded)
     run_section(long_inputs, long_model, inputs="the long input")
     if view.config_json is not None:
-        to_costs = costs_values(config_text=view.config_json, T=max(len(view.tokens), 1))
-        open_costs("Open this model in the Cost calculator", to_costs)
+        T = max(len(view.tokens), 1)
+        open_costs("Open this model in the Cost calculator", config_text=view.config_json, T=T)
 
 
 header(TITLE, INTRO)
