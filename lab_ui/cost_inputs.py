@@ -18,6 +18,9 @@ from lab_ui.badges import attempt
 SAME, SAME_KV = "same as activations", "same as KV cache"
 SOURCES = ("preset", "paste or upload config.json")
 IDS = {SAME: "same", SAME_KV: "same", SOURCES[1]: "config"}  # what a link carries for these choices
+# The widget keys other pages' links set (lab_ui/open_page.py): defined here once.
+SOURCE_KEY, PRESET_KEY, PASTE_KEY = "co_src", "co_model", "co_paste"
+T_KEY, DTYPE_KEY, GPU_KEY, SECTION_KEY = "co_T", "co_dtype", "co_gpu", "co_section"
 
 
 @dataclass(frozen=True)
@@ -50,14 +53,14 @@ def sidebar() -> CostInputs:
 def model_source() -> tuple[Any, str | None, str | None]:
     """The model: a preset or a config.json. (its shape or None, the preset, the config's text)."""
     st.header("Model")
-    source = widgets.radio("Shape from", SOURCES, key="co_src", ids=IDS)
+    source = widgets.radio("Shape from", SOURCES, key=SOURCE_KEY, ids=IDS)
     if source == SOURCES[0]:
-        preset = widgets.selectbox("Preset", costs.all_presets(), key="co_model", default="llama-2-7b")
+        preset = widgets.selectbox("Preset", costs.all_presets(), key=PRESET_KEY, default="llama-2-7b")
         return costs.shape_of_preset(preset), preset, None  # None: not read by the formulas (its build is)
     st.caption("A Hugging Face config.json (≤ 1 MiB). An uploaded file wins over pasted text.")
     upload = st.file_uploader("Upload config.json", type=["json"], key="co_upload")
     pasted = widgets.text_area(
-        "…or paste it", key="co_paste", default="", max_chars=costs.MAX_CONFIG_CHARS, height=160
+        "…or paste it", key=PASTE_KEY, default="", max_chars=costs.MAX_CONFIG_CHARS, height=160
     )
     raw = upload.getvalue() if upload is not None else pasted.strip() and pasted
     if not raw:
@@ -87,9 +90,9 @@ def what_if() -> tuple[int, int, bool, costs.Precision]:
     st.header("What-if")
     caps = f"T ≤ {costs.MAX_SEQ_LEN:,} tokens, batch ≤ {costs.MAX_BATCH:,}, GPUs ≤ {costs.MAX_GPUS}"
     st.caption(f"Caps: {caps}.")
-    T = int(widgets.number("T (tokens in the sequence)", 1, costs.MAX_SEQ_LEN, 4096, key="co_T", step=1024))
+    T = int(widgets.number("T (tokens in the sequence)", 1, costs.MAX_SEQ_LEN, 4096, key=T_KEY, step=1024))
     batch = int(widgets.number("batch B (sequences)", 1, costs.MAX_BATCH, 1, key="co_B", step=1))
-    dtype = widgets.selectbox("activations & scores dtype", costs.DTYPES, key="co_dtype")
+    dtype = widgets.selectbox("activations & scores dtype", costs.DTYPES, key=DTYPE_KEY)
     w_choice = widgets.selectbox("weights dtype", [SAME, *costs.WEIGHT_DTYPES], key="co_wdtype", ids=IDS)
     kv_choice = widgets.selectbox("KV cache dtype", [SAME, *costs.DTYPES], key="co_kvdtype", ids=IDS)
     st_choice = widgets.selectbox(
@@ -116,7 +119,7 @@ def what_if() -> tuple[int, int, bool, costs.Precision]:
 def gpus(cals) -> tuple[str, int]:
     """The GPU (or a kernel bench run's hardware) and how many."""
     gpu_name = widgets.selectbox(
-        "GPU", costs.hardware_choices(cals), key="co_gpu", default="a100-80gb", ids=costs.HARDWARE_IDS
+        "GPU", costs.hardware_choices(cals), key=GPU_KEY, default="a100-80gb", ids=costs.HARDWARE_IDS
     )
     n_gpus = int(
         widgets.number("GPUs (weights and cache sharded)", 1, costs.MAX_GPUS, 1, key="co_ngpu", step=1)

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lab_ui.widgets import link_button
-
-COSTS_PAGE = "pages/costs.py"
+from lab_ui.open_page import open_costs
 
 
 def rates_box(cost_rates: tuple[str, str, str] | None, own_run: tuple[str, str] | None) -> None:
@@ -23,10 +21,11 @@ def rates_box(cost_rates: tuple[str, str, str] | None, own_run: tuple[str, str] 
         )
         left, right, _ = st.columns([2, 2, 3])
         with left:  # the Cost calculator on this hardware, in the rates' dtype, at its time table
-            link_button(
+            open_costs(
                 "Use these rates in the Cost calculator",
-                COSTS_PAGE,
-                {"co_gpu": choice, "co_dtype": rates_dtype, "co_section": "whole"},
+                gpu=choice,
+                dtype=rates_dtype,
+                section="whole",
                 key="kb_costs",
             )
         right.download_button(

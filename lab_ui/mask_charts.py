@@ -21,7 +21,7 @@ from attn_core.views.mask_gallery import (
     gallery_mask,
     parse_lengths,
 )
-from attn_core.views.masks import FutureView, SlipView
+from attn_core.views.masks import SLIP_ALIASES, SLIPS, FutureView, SlipView
 from lab_ui import figures, widgets
 from lab_ui.badges import attempt
 
@@ -95,6 +95,17 @@ def output_heatmap(values: torch.Tensor, tokens: list[str], title: str, key: str
     fig = figures.heatmap(values, names, tokens, title=title, x_title="output coordinate", y_title="token",
                           colorscale="RdBu_r", zmid=0)  # fmt: skip
     figures.show(fig, key=key)
+
+
+def slip_picker() -> str:
+    """The Masks page's slip, by its id in ``masks.SLIPS`` (the URL keeps an old id's alias)."""
+    return widgets.selectbox(
+        "slip",
+        list(SLIPS),
+        key="mk_slip",
+        format_func=lambda i: SLIPS[i].label,
+        aliases=SLIP_ALIASES,
+    )
 
 
 def gallery_picker() -> MaskView | None:

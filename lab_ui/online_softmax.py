@@ -17,8 +17,10 @@ import streamlit as st
 from attn_core.cost.score_memory import MemoryBill
 from attn_core.cost.units import format_bytes_binary, format_flops
 from attn_core.online import OnlineStep
+from attn_core.views import memory_bill
 from attn_core.views.online_softmax import RowWalk
-from lab_ui import figures
+from lab_ui import figures, widgets
+from lab_ui.badges import oracle_badge
 
 PLAY_SECONDS = 0.8  # one block per tick while ▶ plays
 
@@ -276,3 +278,32 @@ def memory_metrics(bill: MemoryBill) -> None:
     m[0].metric("online (fp32 lse), per layer", format_bytes_binary(bill.online_per_layer))
     m[1].metric(f"online, all {bill.layers} layers", format_bytes_binary(bill.online_per_model))
     m[2].metric("backward recompute, per layer", format_flops(bill.recompute_flops_per_layer))
+
+
+def memory_inputs() -> tuple[str, int, str, int]:
+    """The Memory bill's widgets in a row: (model, T, dtype, batch B)."""
+    c = st.columns(4)
+    with c[0]:
+        name = widgets.selectbox("model", memory_bill.MODELS, key="os_model", default="llama-2-7b")
+    with c[1]:
+        T = widgets.number("T (tokens)", 1, memory_bill.MAX_T, 4096, key="os_T", step=1)
+    with c[2]:
+        dtype = widgets.selectbox("weights stored as", list(memory_bill.MEMORY_DTYPES), key="os_dtype_mem")
+    with c[3]:
+        batch = widgets.number("batch B", 1, memory_bill.MAX_BATCH, 1, key="os_B", step=1)
+    return name, int(T), dtype, int(batch)
+
+
+def show_final(walk: RowWalk, step: int) -> None:
+    """The row's answer once the walk reaches its last block: online against direct, and SDPA's check."""
+    n = len(walk.trace.steps)
+    if step < n:
+        st.caption(f"u / ℓ after all {n} blocks appears at the last step.")
+        return
+    c = st.columns(2)
+    c[0].metric("online: u_N / ℓ_N", fmt(walk.trace.output.double().tolist(), 3))
+    c[1].metric("direct: softmax(s) · V", fmt(walk.direct.tolist(), 3))
+    oracle_badge(
+        f"torch SDPA (float64) for this row, walk in {walk.dtype}", walk.max_abs_diff, walk.tolerance
+    )
+    st.caption(f"logsumexp m_N + log ℓ_N = {walk.trace.lse:.6g}: the one number per row kept for backward.")

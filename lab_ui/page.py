@@ -1,4 +1,11 @@
 """The one shape every page has: title and intro → inputs → one view call → the chosen section.
+Every page file ends in the same five lines after its functions (tests/pages/test_page_shape.py):
+
+    header(TITLE, INTRO)
+    ask = inputs()            # the page's widgets → one object (None after a message)
+    view = build(ask)         # its view call(s) through `compute` → the view (None after a message)
+    require(view, fix=FIX)
+    show(ask, view)           # the section picker and `run_section`, or the page's fixed sections
 
 - `header(title, intro)` routes the page through app.py, then draws the title and intro.
 - `section_picker(Section, key)` is the row of section names over a page's `Section` enum (the

@@ -1,15 +1,19 @@
 """Figures of the Scaling page that lab_ui.figures does not cover: logits under each scale,
 row entropy and effective keys against σ, the two-key probability, alignment, sink caps and cache
 eviction. Each builder takes plain numbers from attn_core.views.scaling and returns one go.Figure,
-built as one dict (fast, and a title AppTests can find)."""
+built as one dict (fast, and a title AppTests can find); and the Sinks section's sliders (`sink_inputs`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import plotly.graph_objects as go
+import streamlit as st
 
+from attn_core.views.scaling import ScalingInputs
+from lab_ui import widgets
 from lab_ui.figures import as_float64, traces_figure, vline
 
 HIST_BINS = 60
@@ -125,3 +129,16 @@ def eviction_chart(positions, errors: dict[str, Sequence[float]], title: str) ->
     traces = [{"type": "scatter", "x": x, "y": np.maximum(as_float64(e), 1e-17), "mode": "lines", "name": name}
               for name, e in errors.items()]  # fmt: skip
     return traces_figure(traces, title, "query position t", "‖o − o_full‖ / ‖o_full‖", log_y=True)
+
+
+def sink_inputs(x: ScalingInputs) -> ScalingInputs:
+    """The sink calculator's sliders (Scaling page, Sinks section): ``x`` with them set."""
+    c = st.columns(3)
+    with c[0]:
+        w = widgets.slider("target weight w", 0.01, 0.99, 0.9, key="sc_w", step=0.01)
+    with c[1]:
+        a = widgets.slider("sink advantage a", 0.0, 20.0, 5.0, key="sc_a", step=0.1)
+    with c[2]:
+        g = widgets.slider("QK-norm gain g", 0.0, 10.0, 5.0, key="sc_g", step=0.05)
+    window = widgets.slider("eviction: cache budget (tokens kept)", 8, 128, 32, key="sc_window")
+    return replace(x, target_weight=w, advantage=a, gain=g, window=window)

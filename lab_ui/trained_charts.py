@@ -1,5 +1,6 @@
 """Figures of the Trained heads page: the live loss curve with the phase change marked, and the
-QK / OV circuits over the vocabulary (its attention maps are lab_ui/head_maps.py's)."""
+QK / OV circuits over the vocabulary (its attention maps are lab_ui/head_maps.py's); and the Train
+section's controls (`train_controls`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from lab_ui import figures
+from attn_core.views import trained_heads
+from attn_core.views.trained_heads import TASKS, TaskId
+from lab_ui import figures, widgets
 from lab_ui.badges import table
 
 
@@ -63,3 +66,38 @@ def head_scores(df: pd.DataFrame) -> None:
     table(probe, "head_scores_probe.csv", key="th_scores", hide_index=True)
     st.markdown("**Head scores on your text**")
     table(df[["head", *on_text]], "head_scores_text.csv", key="th_scores_text", hide_index=True)
+
+
+def train_controls() -> tuple[TaskId, str, int, int]:
+    """The run's task, size, steps and seed, the caps, and the three buttons."""
+    c = st.columns(4)
+    with c[0]:
+        task_ = widgets.selectbox("task", list(TaskId), key="th_task", format_func=lambda t: TASKS[t].label)
+    with c[1]:
+        size = widgets.selectbox(
+            "model size",
+            list(trained_heads.SIZES),
+            key="th_size",
+            default=trained_heads.DEFAULT_SIZE,
+            ids=trained_heads.SIZE_IDS,
+        )
+    with c[2]:
+        steps = widgets.slider("steps", 50, trained_heads.MAX_RUN_STEPS, 1500, key="th_steps", step=50)
+    with c[3]:
+        seed = int(widgets.number("seed", 0, 10_000, 0, key="th_seed", step=1))
+    st.caption(
+        f"{TASKS[task_].how}. Caps: {trained_heads.MAX_RUN_STEPS:,} steps, {trained_heads.MAX_RUN_S} s per "
+        f"press (press Resume to go on), one run per visitor, {trained_heads.MAX_CONCURRENT_RUNS} on the "
+        "whole server at a time."
+    )
+    b = st.columns([1, 1, 1, 3])
+    b[0].button(
+        "▶ Train", key="th_go", type="primary", on_click=st.session_state.update, args=({"th_do": "new"},)
+    )
+    current = st.session_state.get("th_run")
+    if current is not None and not current.done:
+        b[1].button("Resume", key="th_resume", on_click=st.session_state.update, args=({"th_do": "resume"},))
+    b[2].button(
+        "■ Stop", key="th_stop", help="Stops the run; the model trained so far stays (Resume goes on)."
+    )
+    return task_, size, steps, seed

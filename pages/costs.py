@@ -5,12 +5,20 @@ import pandas as pd
 import streamlit as st
 
 from attn_core.views import costs
-from attn_core.views.serving import link_values
-from lab_ui import cost_charts, cost_check, cost_inputs, cost_verify, figures, published_runs, widgets
+from lab_ui import cost_charts, cost_check, cost_inputs, cost_verify, figures, published_runs
 from lab_ui.badges import attempt, oracle_badge, table
+from lab_ui.open_page import open_serving
 from lab_ui.page import header, require, run_section, section_picker, show_code
 
 INPUTS = "the model and the what-if in the sidebar"
+TITLE = "Cost calculator"
+INTRO = (
+    "What attention costs for the model you actually run: parameters, FLOPs per layer, the KV cache "
+    "(sized with the **KV-head** count H_kv, never the query-head count h), how many sequences fit on a "
+    "GPU and how fast decoding can possibly go. Memory is in KiB/MiB/GiB (2¹⁰, 2²⁰, 2³⁰ bytes); GPU "
+    "vendors' GB and GB/s are 10⁹ and say so. FLOPs count 2 per multiply-add."
+)
+FIX = "the model in the sidebar"
 
 
 def sized(ask: cost_inputs.CostInputs):
@@ -185,27 +193,37 @@ SHOW = {
     costs.Section.ASKED: how_its_asked,
 }
 
-header(
-    "Cost calculator",
-    "What attention costs for the model you actually run: parameters, FLOPs per layer, the KV cache "
-    "(sized with the **KV-head** count H_kv, never the query-head count h), how many sequences fit on a "
-    "GPU and how fast decoding can possibly go. Memory is in KiB/MiB/GiB (2¹⁰, 2²⁰, 2³⁰ bytes); GPU "
-    "vendors' GB and GB/s are 10⁹ and say so. FLOPs count 2 per multiply-add.",
-)
-ask = cost_inputs.sidebar()
-v = sized(ask)
-T, batch = ask.workload.seq_len, ask.workload.batch
-# the formulas against transformers' build of the model: drawn at once, finished at the page's end
-pending = cost_check.show(ask.preset, ask.config_text, T, batch, alone=ask.shape is None, shape=ask.shape)
-if v is None:
+
+def inputs() -> cost_inputs.CostInputs:
+    """The sidebar: the model and the what-if (lab_ui/cost_inputs.py)."""
+    return cost_inputs.sidebar()
+
+
+def build(ask: cost_inputs.CostInputs) -> tuple | None:
+    """(the view, the formulas' check against transformers' build of the model: drawn at once,
+    finished at the page's end), or None."""
+    v = sized(ask)
+    T, batch = ask.workload.seq_len, ask.workload.batch
+    pending = cost_check.show(ask.preset, ask.config_text, T, batch, alone=ask.shape is None, shape=ask.shape)
+    if v is None:
+        cost_check.finish(pending)
+        return None
+    return v, pending
+
+
+def show(ask: cost_inputs.CostInputs, view: tuple) -> None:
+    v, pending = view
+    model_card(v)
+    cost_verify.check_on_this_machine(ask.shape, ask.preset, ask.config_text)
+    section = section_picker(costs.Section, key=cost_inputs.SECTION_KEY, default=costs.Section.FLOPS)
+    run_section(SHOW[section], v, inputs=INPUTS)
+    open_serving("Simulate serving it", ask.preset, ask.config_text, ask.gpu_name)
+    show_code("attn_core.cost", *costs.CODE)
     cost_check.finish(pending)
-require(v, fix="the model in the sidebar")
-model_card(v)
-cost_verify.check_on_this_machine(ask.shape, ask.preset, ask.config_text)
-section = section_picker(costs.Section, key="co_section", default=costs.Section.FLOPS)
-run_section(SHOW[section], v, inputs=INPUTS)
-widgets.link_button(
-    "Simulate serving it", "pages/serving.py", link_values(ask.preset, ask.config_text, ask.gpu_name)
-)
-show_code("attn_core.cost", *costs.CODE)
-cost_check.finish(pending)
+
+
+header(TITLE, INTRO)
+ask = inputs()
+view = build(ask)
+require(view, fix=FIX)
+show(ask, view)

@@ -10,6 +10,15 @@ from lab_ui.inputs import mask_picker, qkv_picker, scale_picker
 from lab_ui.page import compute, header, require, run_section, section_picker, show_code
 
 INPUTS = "Q, K, V, the scale, the mask and G in the sidebar"
+TITLE = "Gradients"
+INTRO = (
+    "How the loss reaches **Q**, **K** and **V**. The softmax of one row has the Jacobian "
+    "J = diag(p) − ppᵀ (card 4); the backward pass is five matrix lines, dV = Pᵀ dO, dP = dO Vᵀ, "
+    "dS = P ⊙ (dP − rowsum(dO ⊙ O)), dQ = dS K·scale, dK = dSᵀ Q·scale (card 5). Every number is "
+    "checked against torch autograd through SDPA and against central finite differences in float64. "
+    "The loss is L = ⟨O, G⟩ for the upstream gradient G = ∂L/∂O you choose."
+)
+FIX = "the input marked in the sidebar"
 
 
 def jacobian(ex: gradients.GradientsView) -> None:
@@ -184,20 +193,15 @@ SHOW = {
     Section.SLIPS: slips,
 }
 
-header(
-    "Gradients",
-    "How the loss reaches **Q**, **K** and **V**. The softmax of one row has the Jacobian "
-    "J = diag(p) − ppᵀ (card 4); the backward pass is five matrix lines, dV = Pᵀ dO, dP = dO Vᵀ, "
-    "dS = P ⊙ (dP − rowsum(dO ⊙ O)), dQ = dS K·scale, dK = dSᵀ Q·scale (card 5). Every number is "
-    "checked against torch autograd through SDPA and against central finite differences in float64. "
-    "The loss is L = ⟨O, G⟩ for the upstream gradient G = ∂L/∂O you choose.",
-)
-section = section_picker(Section, key="gr_section")
-with st.sidebar:
-    st.header("Inputs (shared with the Playground)")
-    qkv = qkv_picker()
-    ex = kind = None
-    if qkv is not None:
+
+def inputs() -> tuple | None:
+    """(section, the view's arguments, its options) from the section row and the sidebar, or None."""
+    section = section_picker(Section, key="gr_section")
+    with st.sidebar:
+        st.header("Inputs (shared with the Playground)")
+        qkv = qkv_picker()
+        if qkv is None:
+            return None
         scale = scale_picker(qkv.q.shape[-1])
         mask = mask_picker(qkv.L, qkv.S)
         st.header("Gradient")
@@ -216,17 +220,31 @@ with st.sidebar:
             "temperature τ for the Jacobian (p = softmax(s/τ))", 0.02, 20.0, 1.0, key="gr_tau", step=0.01
         )
         lr = widgets.slider("descent step size η", 0.05, 5.0, 1.0, key="gr_lr", step=0.05)
-        # Finite differences cost 2 forward passes per coordinate and ε: only where they are shown.
-        at = {
-            "head": head,
-            "row": row,
-            "temperature": tau,
-            "lr": lr,
-            "run_finite_differences": section is Section.BACKWARD,
-            "upstream": kind,
-        }
-        if scale is not None and mask is not None and G is not None:
-            ex = compute(gradients.gradients_view, qkv, mask.allowed, scale, G, inputs=INPUTS, **at)
-require(qkv, ex)
-summary(ex)
-run_section(SHOW[section], ex, inputs=INPUTS)
+    at = {
+        "head": head,
+        "row": row,
+        "temperature": tau,
+        "lr": lr,
+        "run_finite_differences": section is Section.BACKWARD,  # 2 passes per coordinate and ε: where shown
+        "upstream": kind,
+    }
+    if scale is None or mask is None or G is None:
+        return None
+    return section, (qkv, mask.allowed, scale, G), at
+
+
+def build(ask: tuple | None) -> gradients.GradientsView | None:
+    with st.sidebar:  # its message, if any, under the inputs
+        return None if ask is None else compute(gradients.gradients_view, *ask[1], inputs=INPUTS, **ask[2])
+
+
+def show(ask: tuple, view: gradients.GradientsView) -> None:
+    summary(view)
+    run_section(SHOW[ask[0]], view, inputs=INPUTS)
+
+
+header(TITLE, INTRO)
+ask = inputs()
+view = build(ask)
+require(view, fix=FIX)
+show(ask, view)

@@ -6,35 +6,23 @@ import streamlit as st
 
 from attn_core.views import hf_heads, long_heads
 from attn_core.views.hf_heads import LOAD_CAP_S, MAX_PARAMS, MAX_TOKENS
-from lab_ui import figures, view_cache, widgets
+from lab_ui import figures, hf_inputs, view_cache, widgets
 from lab_ui.badges import error_table, oracle_badge, table
 from lab_ui.head_maps import head_grid, one_head
 from lab_ui.long_heads import long_section
+from lab_ui.open_page import open_costs
 from lab_ui.page import compute, header, require, run_section
 
-SOURCES = ("SmolLM2-135M, pretrained (shipped)", "demo model built here (fastest)", "local folder or hub id")
-SOURCE_IDS = dict(zip(SOURCES, ("smollm2", "demo", "local"), strict=True))  # what a link carries
-COSTS_PAGE = "pages/costs.py"
-COSTS_SOURCE = "paste or upload config.json"  # the Cost calculator's radio option
-
-
-def model_source() -> str:
-    """The model picker: SmolLM2, the demo, or a folder or hub id ("" until one is typed)."""
-    c1, c2 = st.columns([1, 2])
-    with c1:
-        kind = widgets.radio("model", SOURCES, key="hf_src", ids=SOURCE_IDS)
-    with c2:
-        if kind == SOURCES[0]:
-            st.caption(
-                f"{hf_heads.SHIPPED_LABEL}: {hf_heads.SHIPPED_ORIGIN}. The weights are 4-bit quantized and "
-                "de-quantized here, so every figure on this page is this quantized model's (README, "
-                "*The pretrained model*)."
-            )
-            return hf_heads.SHIPPED
-        if kind == SOURCES[1]:
-            st.caption(hf_heads.DEMO_LABEL + ".")
-            return hf_heads.DEMO
-        return st.text_input("folder or hub id", key="hf_path", placeholder="/models/SmolLM-135M or gpt2")
+TITLE = "Hugging Face heads"
+INTRO = (
+    "A causal LM's attention, read where every transformers model hands its queries and keys to its "
+    "attention function (after rotary embedding and any QK-norm, KV heads not repeated): the weights are "
+    "recomputed by `attn_core.attention` with the model's scale, soft-capping and learned sinks, a causal "
+    "mask we build, its GQA grouping and its sliding windows — then compared with the model's own "
+    "probabilities. The page opens on **SmolLM2-135M-Instruct**, a pretrained model installed with the "
+    "app (no download): its sinks, previous-token and induction heads are real."
+)
+FIX = "the input above (the model stays loaded)"
 
 
 def load_model(source: str):
@@ -57,25 +45,6 @@ def load_model(source: str):
     loaded = compute(hf_heads.load, source, progress=progress, inputs="the model")
     bar.empty()
     return loaded
-
-
-def input_box(loaded) -> tuple[str, str]:
-    """The short input and its label: prose for a model with a tokenizer; else token ids, opening
-    on ids valid for this model (a previous model's ids are replaced when they do not fit)."""
-    if loaded.tokenizer is not None:
-        # ids and prose keep separate boxes: switching models never feeds one the other's
-        text = widgets.text_area(
-            "text", key="hf_prose", default=hf_heads.SHIPPED_TEXT, max_chars=4000, height=68
-        )
-        return text, "text"
-    label, default = "token ids (comma or space separated)", hf_heads.default_ids(loaded)
-    if st.session_state.get("hf_ids_for") != loaded.name:  # another model: its ids may not fit this one
-        st.session_state["hf_ids_for"] = loaded.name
-        if not hf_heads.ids_fit(loaded, st.session_state.get("hf_text", default)):
-            st.session_state["hf_text"] = default
-    vocab = loaded.model.config.vocab_size
-    st.caption(f"**{loaded.name}** has no tokenizer: its inputs are token ids 0…{vocab - 1}.")
-    return widgets.text_area(label, key="hf_text", default=default, max_chars=4000, height=68), label
 
 
 def maps(view: hf_heads.HFView) -> None:
@@ -199,40 +168,52 @@ def long_inputs(model: long_heads.LongModel) -> None:
     long_section(model, "hf_long")
 
 
-header(
-    "Hugging Face heads",
-    "A causal LM's attention, read where every transformers model hands its queries and keys to its "
-    "attention function (after rotary embedding and any QK-norm, KV heads not repeated): the weights are "
-    "recomputed by `attn_core.attention` with the model's scale, soft-capping and learned sinks, a causal "
-    "mask we build, its GQA grouping and its sliding windows — then compared with the model's own "
-    "probabilities. The page opens on **SmolLM2-135M-Instruct**, a pretrained model installed with the "
-    "app (no download): its sinks, previous-token and induction heads are real.",
-)
-st.caption(
-    f"Caps: at most {MAX_PARAMS / 1e6:,.0f} million parameters (read from the config before any weight "
-    f"loads), {MAX_TOKENS} tokens, and a load time of {LOAD_CAP_S:.0f} s (reported when exceeded: a load "
-    f"cannot be interrupted). float32 on the CPU. Tried: {hf_heads.TRIED}."
-)
-source = model_source()
-require(
-    source or None, fix="the model: give a folder on this server (or a hub id, where the hub is reachable)"
-)
-loaded = load_model(source)
-require(loaded, fix="the model folder or hub id")
-if loaded.over_time_cap:
-    st.warning(f"Loading took {loaded.load_s:.0f} s, over the {LOAD_CAP_S:.0f} s cap: pick a smaller model.")
-st.caption(f"**{loaded.name}** · {loaded.n_params:,} parameters · loaded in {loaded.load_s:.1f} s.")
-text, label = input_box(loaded)
-inputs = f"the {label} and the model"
-view = compute(view_cache.view, hf_heads.hf_view, loaded, text, inputs=inputs)
-require(view, fix="the input above (the model stays loaded)")
-run_section(maps, view, inputs=inputs)
-run_section(layer_by_layer, view, inputs=inputs)
-run_section(kv_cache, view, inputs=inputs)
-run_section(probe, loaded, inputs="the model")
-st.subheader(f"Long inputs: up to {long_heads.MAX_LONG_TOKENS:,} tokens, tile by tile")
-long_model = long_heads.demo() if source == hf_heads.DEMO else long_heads.from_hf(loaded)
-run_section(long_inputs, long_model, inputs="the long input")
-if view.config_json is not None:
-    cost_inputs = {"co_src": COSTS_SOURCE, "co_paste": view.config_json, "co_T": max(len(view.tokens), 1)}
-    widgets.link_button("Open this model in the Cost calculator", COSTS_PAGE, cost_inputs)
+def inputs() -> tuple:
+    """(the model's source, the loaded model, the input text, what the sections name as their
+    inputs); the page stops until a model loads."""
+    st.caption(
+        f"Caps: at most {MAX_PARAMS / 1e6:,.0f} million parameters (read from the config before any weight "
+        f"loads), {MAX_TOKENS} tokens, and a load time of {LOAD_CAP_S:.0f} s (reported when exceeded: a load "
+        f"cannot be interrupted). float32 on the CPU. Tried: {hf_heads.TRIED}."
+    )
+    source = hf_inputs.model_source()
+    require(
+        source or None,
+        fix="the model: give a folder on this server (or a hub id, where the hub is reachable)",
+    )
+    loaded = load_model(source)
+    require(loaded, fix="the model folder or hub id")
+    if loaded.over_time_cap:
+        st.warning(
+            f"Loading took {loaded.load_s:.0f} s, over the {LOAD_CAP_S:.0f} s cap: pick a smaller model."
+        )
+    st.caption(f"**{loaded.name}** · {loaded.n_params:,} parameters · loaded in {loaded.load_s:.1f} s.")
+    text, label = hf_inputs.input_box(loaded)
+    return source, loaded, text, f"the {label} and the model"
+
+
+def build(ask: tuple) -> hf_heads.HFView | None:
+    _, loaded, text, where = ask
+    return compute(view_cache.view, hf_heads.hf_view, loaded, text, inputs=where)
+
+
+def show(ask: tuple, view: hf_heads.HFView) -> None:
+    """The sections on this input, the probe and the long input on the model, the Cost page's link."""
+    source, loaded, _, where = ask
+    run_section(maps, view, inputs=where)
+    run_section(layer_by_layer, view, inputs=where)
+    run_section(kv_cache, view, inputs=where)
+    run_section(probe, loaded, inputs="the model")
+    st.subheader(f"Long inputs: up to {long_heads.MAX_LONG_TOKENS:,} tokens, tile by tile")
+    long_model = long_heads.demo() if source == hf_heads.DEMO else long_heads.from_hf(loaded)
+    run_section(long_inputs, long_model, inputs="the long input")
+    if view.config_json is not None:
+        T = max(len(view.tokens), 1)
+        open_costs("Open this model in the Cost calculator", config_text=view.config_json, T=T)
+
+
+header(TITLE, INTRO)
+ask = inputs()
+view = build(ask)
+require(view, fix=FIX)
+show(ask, view)

@@ -11,6 +11,16 @@ from lab_ui.badges import error_table, table
 from lab_ui.page import compute, header, require, run_section
 
 INPUTS = "the sweep's lengths, dtype, head sizes and contestants"
+TITLE = "Kernels"
+INTRO = (
+    "The same attention forward, computed by every kernel this lab knows: the **naive** L × S matrix, "
+    "PyTorch's **SDPA** (its own choice and each backend forced), **FlexAttention**, our **online softmax** "
+    "and our **Triton** kernel. Each is timed on *this server's* hardware and checked against a float64 "
+    "reference: it passes when its error is at most twice that of plain PyTorch at the same precision "
+    "(flash-attention's rule). FLOPs are counted as the FlashAttention papers do: 4·B·H·L·S·D, halved when "
+    "causal."
+)
+FIX = "the sweep's settings"
 
 
 def sweep_request() -> kernels.BenchRequest:
@@ -189,29 +199,37 @@ def recorded(view: kernels.BenchView) -> None:
     published_runs.kernel_rows()  # FA2/FA3/FA4, cuDNN, FlashMLA as their authors published them
 
 
-header(
-    "Kernels",
-    "The same attention forward, computed by every kernel this lab knows: the **naive** L × S matrix, "
-    "PyTorch's **SDPA** (its own choice and each backend forced), **FlexAttention**, our **online softmax** "
-    "and our **Triton** kernel. Each is timed on *this server's* hardware and checked against a float64 "
-    "reference: it passes when its error is at most twice that of plain PyTorch at the same precision "
-    "(flash-attention's rule). FLOPs are counted as the FlashAttention papers do: 4·B·H·L·S·D, halved when "
-    "causal.",
-)
-st.subheader("This server")
-device_box = st.container()  # filled below, from the same one call
-request = sweep_request()
-run = run_pressed()
-bar, on_record = sweep_progress(run)
-previous = st.session_state.get("kb_records")
-view = compute(kernels.kernels_page, request, run, previous, on_record, inputs=INPUTS)
-require(view, fix="the sweep's settings")
-if bar is not None:
-    bar.empty()
-if view.error:
-    st.error(view.error, icon="⚠️")
-with device_box:
-    run_section(device, view, inputs=INPUTS)
-run_section(charts, view, inputs=INPUTS)
-run_section(errors, view, inputs=INPUTS)
-run_section(recorded, view, inputs=INPUTS)
+def inputs() -> tuple:
+    """(the view's arguments: request, run, this session's records, the progress callback; the box
+    the device table goes in, drawn first; the progress bar or None)."""
+    st.subheader("This server")
+    device_box = st.container()  # filled below, from the same one call
+    request = sweep_request()
+    run = run_pressed()
+    bar, on_record = sweep_progress(run)
+    previous = st.session_state.get("kb_records")
+    return (request, run, previous, on_record), device_box, bar
+
+
+def build(ask: tuple) -> kernels.BenchView | None:
+    return compute(kernels.kernels_page, *ask[0], inputs=INPUTS)
+
+
+def show(ask: tuple, view: kernels.BenchView) -> None:
+    _, device_box, bar = ask
+    if bar is not None:
+        bar.empty()
+    if view.error:
+        st.error(view.error, icon="⚠️")
+    with device_box:
+        run_section(device, view, inputs=INPUTS)
+    run_section(charts, view, inputs=INPUTS)
+    run_section(errors, view, inputs=INPUTS)
+    run_section(recorded, view, inputs=INPUTS)
+
+
+header(TITLE, INTRO)
+ask = inputs()
+view = build(ask)
+require(view, fix=FIX)
+show(ask, view)

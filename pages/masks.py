@@ -5,24 +5,30 @@ import streamlit as st
 
 from attn_core.views import masks
 from attn_core.views.masks import MAX_D, MAX_T
-from lab_ui import figures, widgets
+from lab_ui import figures, mask_charts, widgets
 from lab_ui.badges import format_diff, oracle_badge, table
-from lab_ui.mask_charts import (
-    bos_figure,
-    gallery_picker,
-    leak_figure,
-    mask_figure,
-    output_heatmap,
-    slip_panels,
-)
 from lab_ui.page import compute, header, require, run_section, section_picker
 
 INPUTS = "T, d and the seed in the sidebar"
+TITLE = "Masks & leakage"
+INTRO = (
+    "A mask is a promise: **query i reads only the keys it is allowed to**. Adding −∞ to a blocked score "
+    "before the softmax keeps that promise, because exp(−∞) = 0 leaves the key out of the numerator *and* "
+    "the normalizer. This page tests the promise instead of trusting it, and shows the shape-compatible "
+    "slips that break it. Mask convention on this page: **True / 1 = may attend**."
+)
+FIX = "the input marked above"
+SPELLINGS = {
+    "allowed": "SDPA bool: True = may attend",
+    "blocked": "MHA bool: True = blocked",
+    "additive": "additive: 0 / −∞",
+}
+CHANGES = {"future": "tokens after t", "past": "tokens up to t (control)"}  # Change the future
 
 
 def gallery(view: masks.MasksView) -> None:
     st.subheader("Mask gallery")
-    mask = gallery_picker()
+    mask = mask_charts.gallery_picker()
     if mask is None:
         return
     L, S = mask.allowed.shape
@@ -31,7 +37,7 @@ def gallery(view: masks.MasksView) -> None:
     c[1].metric("allowed fraction", f"{mask.fraction:.6g}")
     c[2].metric("fully masked rows", len(mask.fully_masked_rows))
     offset = mask.query_positions[0]
-    mask_figure(mask.allowed, f"{mask.kind}: {L} × {S}", offset, key="mk_gallery_fig")
+    mask_charts.mask_figure(mask.allowed, f"{mask.kind}: {L} × {S}", offset, key="mk_gallery_fig")
     if mask.fully_masked_rows:
         rows = ", ".join(f"q{r + offset}" for r in mask.fully_masked_rows[:12])
         st.warning(
@@ -53,12 +59,7 @@ def change_the_future(view: masks.MasksView) -> None:
     st.subheader("Change the future: the test that catches every causal-mask bug")
     c1, c2, c3 = st.columns(3)
     with c1:
-        kind = widgets.radio(
-            "change",
-            ("future", "past"),
-            key="mk_kind_pert",
-            format_func=lambda k: "tokens after t" if k == "future" else "tokens up to t (control)",
-        )
+        kind = widgets.radio("change", tuple(CHANGES), key="mk_kind_pert", format_func=CHANGES.get)
     with c2:
         t = widgets.slider("t (0-based)", 0, T - 2, min(2, T - 2), key="mk_t") if T > 2 else 0
         if T == 2:  # a slider needs two distinct ends
@@ -68,7 +69,7 @@ def change_the_future(view: masks.MasksView) -> None:
     future = compute(view.future, t, kind, size, inputs="t and the change")
     if future is None:
         return
-    figures.show(leak_figure(future, t), key="mk_leak_fig")
+    figures.show(mask_charts.leak_figure(future, t), key="mk_leak_fig")
     table(pd.DataFrame(future.table), "change_the_future.csv", key="mk_leak", hide_index=True)
     right = "future_right" if kind == "future" else "future_control"  # the control's note has no numbers
     st.caption(masks.note(right, tol=masks.ROUNDING_TOL))
@@ -103,11 +104,11 @@ def cached_decoding(view: masks.MasksView) -> None:
         return
     left, right = st.columns(2)
     with left:
-        mask_figure(r.bottom_right, "bottom-right: key j ≤ P + i ✓", P, key="mk_br_fig")
+        mask_charts.mask_figure(r.bottom_right, "bottom-right: key j ≤ P + i ✓", P, key="mk_br_fig")
         oracle_badge("the full causal pass", r.diff_bottom_right, masks.MATCH_TOL)
         oracle_badge("SDPA + causal_lower_right", r.diff_sdpa_lower_right, masks.MATCH_TOL)
     with right:
-        mask_figure(
+        mask_charts.mask_figure(
             r.top_left, f"top-left: key j ≤ i ✗ ({r.discarded_pairs} valid pairs dropped)", P, key="mk_tl_fig"
         )
         oracle_badge("the full causal pass", r.diff_top_left, masks.MATCH_TOL)
@@ -144,13 +145,9 @@ def conventions(view: masks.MasksView) -> None:
     df = pd.DataFrame(conv.table)
     df["max |Δ| vs attn_core"] = df["max |Δ| vs attn_core"].map(format_diff)
     table(df, "mask_conventions.csv", key="mk_conv", hide_index=True)
-    cols = st.columns(3)
-    with cols[0]:
-        mask_figure(conv.masks["allowed"], "SDPA bool: True = may attend", key="mk_c1")
-    with cols[1]:
-        mask_figure(conv.masks["blocked"], "MHA bool: True = blocked", key="mk_c2")
-    with cols[2]:
-        mask_figure(conv.masks["additive"], "additive: 0 / −∞", key="mk_c3", additive=True)
+    for n, (col, (which, title)) in enumerate(zip(st.columns(3), SPELLINGS.items(), strict=True), 1):
+        with col:
+            mask_charts.mask_figure(conv.masks[which], title, key=f"mk_c{n}", additive=which == "additive")
     st.caption(masks.note("conventions_slip"))
 
 
@@ -185,16 +182,16 @@ def permutations(view: masks.MasksView) -> None:
         st.warning(f"Broken by {perm.broken_by}: the outputs are no longer the old ones reordered.")
     left, right = st.columns(2)
     with left:
-        output_heatmap(r.outputs_of_permuted, perm.permuted_words, "Attn(ΠX)", key="mk_perm_a")
+        mask_charts.output_heatmap(r.outputs_of_permuted, perm.permuted_words, "Attn(ΠX)", key="mk_perm_a")
     with right:
-        output_heatmap(r.permuted_outputs, perm.permuted_words, "Π Attn(X)", key="mk_perm_b")
+        mask_charts.output_heatmap(r.permuted_outputs, perm.permuted_words, "Π Attn(X)", key="mk_perm_b")
     st.caption(masks.note("card7"))
     st.markdown("**Position from nothing: the BOS share under a causal mask**")
     n = widgets.slider("positions", 2, MAX_T, 8, key="mk_bosT")
     b = compute(view.bos, n, inputs="the positions")
     if b is None:
         return
-    figures.show(bos_figure(b), key="mk_bos_fig")
+    figures.show(mask_charts.bos_figure(b), key="mk_bos_fig")
     st.caption(
         "With the mask, position t spreads its weight over t keys: o_t = 1/t (max |o_t − 1/t| = "
         f"{format_diff(b.max_gap)}). Without it every position gets 1/T = {1 / n:.4g}: no signal."
@@ -203,18 +200,12 @@ def permutations(view: masks.MasksView) -> None:
 
 def slips(view: masks.MasksView) -> None:
     st.subheader("Slips")
-    slip = widgets.selectbox(
-        "slip",
-        list(masks.SLIPS),
-        key="mk_slip",
-        format_func=lambda i: masks.SLIPS[i].label,
-        aliases=masks.SLIP_ALIASES,
-    )
+    slip = mask_charts.slip_picker()
     st.caption(masks.SLIPS[slip].note)
     panels = compute(view.slip, slip, inputs="the slip")
     if panels is None:
         return
-    slip_panels(panels, keys=("mk_s_right", "mk_s_wrong"))
+    mask_charts.slip_panels(panels, keys=("mk_s_right", "mk_s_wrong"))
     if panels.table is not None:
         table(pd.DataFrame(panels.table), "triu_row0.csv", key="mk_triu", hide_index=True)
     st.markdown(panels.text)
@@ -230,20 +221,28 @@ SHOW = {
     masks.Section.SLIPS: slips,
 }
 
-header(
-    "Masks & leakage",
-    "A mask is a promise: **query i reads only the keys it is allowed to**. Adding −∞ to a blocked score "
-    "before the softmax keeps that promise, because exp(−∞) = 0 leaves the key out of the numerator *and* "
-    "the normalizer. This page tests the promise instead of trusting it, and shows the shape-compatible "
-    "slips that break it. Mask convention on this page: **True / 1 = may attend**.",
-)
-with st.sidebar:
-    st.header("Tokens for the experiments")
-    st.caption(f"Seeded random q, k, v per token (float64, one head). Caps: T ≤ {MAX_T}, d ≤ {MAX_D}.")
-    T = widgets.slider("T (tokens)", 2, MAX_T, 8, key="mk_T")
-    d = widgets.slider("d_k = d_v", 1, MAX_D, 4, key="mk_d")
-    seed = int(widgets.number("seed", 0, 2**31 - 1, 0, key="mk_seed", step=1))
-view = compute(masks.view, T, d, seed, inputs=INPUTS)
-section = section_picker(masks.Section, key="mk_section")
-require(view, fix="the input marked above")
-run_section(SHOW[section], view, inputs=INPUTS)
+
+def inputs() -> tuple[int, int, int, masks.Section]:
+    """The tokens for the experiments (T, d, seed) in the sidebar, and the section."""
+    with st.sidebar:
+        st.header("Tokens for the experiments")
+        st.caption(f"Seeded random q, k, v per token (float64, one head). Caps: T ≤ {MAX_T}, d ≤ {MAX_D}.")
+        T = widgets.slider("T (tokens)", 2, MAX_T, 8, key="mk_T")
+        d = widgets.slider("d_k = d_v", 1, MAX_D, 4, key="mk_d")
+        seed = int(widgets.number("seed", 0, 2**31 - 1, 0, key="mk_seed", step=1))
+    return T, d, seed, section_picker(masks.Section, key="mk_section")
+
+
+def build(ask: tuple[int, int, int, masks.Section]) -> masks.MasksView | None:
+    return compute(masks.view, *ask[:3], inputs=INPUTS)  # T, d, seed
+
+
+def show(ask: tuple[int, int, int, masks.Section], view: masks.MasksView) -> None:
+    run_section(SHOW[ask[-1]], view, inputs=INPUTS)
+
+
+header(TITLE, INTRO)
+ask = inputs()
+view = build(ask)
+require(view, fix=FIX)
+show(ask, view)

@@ -36,6 +36,14 @@ CONTROLS = {
     "stacks": (widgets.slider, "random stacks", 1, MAX_STACKS, 8, "oh_stacks"),
     "seed": (widgets.number, "seed", 0, 10_000, 0, "oh_seed"),
 }
+TITLE = "What one head can express"
+INTRO = (
+    "A head returns a weighted average of its values, with weights softmax(q·k/√d_k). That makes it a "
+    "**kernel smoother** (card 8) whose logits have **rank at most d_k** (card 10); stacked without "
+    "residuals, heads drive every token to the same vector (card 17). What a head computes depends on W_Q "
+    "W_Kᵀ and W_V W_O only: any invertible change of basis leaves it unchanged."
+)
+FIX = "the input marked above"
 
 
 def sidebar_inputs(section: Section) -> ExpressivityInputs:
@@ -179,19 +187,29 @@ SHOW = {
     Section.CIRCUITS: circuits,
 }
 
-header(
-    "What one head can express",
-    "A head returns a weighted average of its values, with weights softmax(q·k/√d_k). That makes it a "
-    "**kernel smoother** (card 8) whose logits have **rank at most d_k** (card 10); stacked without "
-    "residuals, heads drive every token to the same vector (card 17). What a head computes depends on W_Q "
-    "W_Kᵀ and W_V W_O only: any invertible change of basis leaves it unchanged.",
-)
-section = section_picker(Section, key="oh_section")
-with st.sidebar:
-    st.header("Inputs")
-    x = compute(one_head.validate, sidebar_inputs(section), inputs=INPUTS)
-require(x)
-view = compute(one_head.view, section, section_inputs(section, x), inputs=INPUTS)
-require(view, fix="the input marked above")
-run_section(SHOW[section], view, inputs=INPUTS)
-show_code("attn_core.theory.kernel_smoothing: attention with the key bias", one_head.CODE)
+
+def inputs() -> tuple[Section, ExpressivityInputs]:
+    """The section, then the sidebar's sizes, checked (the page stops on one to fix)."""
+    section = section_picker(Section, key="oh_section")
+    with st.sidebar:
+        st.header("Inputs")
+        x = compute(one_head.validate, sidebar_inputs(section), inputs=INPUTS)
+    require(x)
+    return section, x
+
+
+def build(ask: tuple[Section, ExpressivityInputs]):
+    section, x = ask
+    return compute(one_head.view, section, section_inputs(section, x), inputs=INPUTS)
+
+
+def show(ask: tuple[Section, ExpressivityInputs], view) -> None:
+    run_section(SHOW[ask[0]], view, inputs=INPUTS)
+    show_code("attn_core.theory.kernel_smoothing: attention with the key bias", one_head.CODE)
+
+
+header(TITLE, INTRO)
+ask = inputs()
+view = build(ask)
+require(view, fix=FIX)
+show(ask, view)

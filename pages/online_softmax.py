@@ -15,6 +15,15 @@ from lab_ui.inputs import mask_picker, qkv_picker
 from lab_ui.page import compute, header, require, run_section, section_picker, show_code
 
 INPUTS = "Q, K, V, the mask, the head and the row in the sidebar"
+TITLE = "Online softmax & tiling"
+INTRO = (
+    "FlashAttention never forms the L × S score matrix. It walks the keys **block by block**, keeping "
+    "for each query row a running max **m**, a normalizer **ℓ** and an unnormalized output **u** "
+    "(d_v + 2 numbers, whatever S is). When a block raises the max, the past is rescaled by "
+    "e^(m_old − m_new); at the end o = u / ℓ is **exactly** softmax attention — only rounding "
+    "differs. The price is memory traffic saved, not FLOPs: the backward pass even recomputes P."
+)
+FIX = "the input marked in the sidebar"
 
 
 # -- Step through -------------------------------------------------------------------------------
@@ -60,9 +69,11 @@ def play_step(qkv: QKV, walk: online_softmax.RowWalk, wrong, slip: str | None) -
     step = widgets.slider("blocks processed", 0, n_steps, n_steps, key="os_step")
     show_walk(qkv, walk, step, "ok")
     if wrong is not None:
-        slip_columns(partial(show_final, walk, step), partial(show_final, wrong, step), SLIPS[slip].label)
+        slip_columns(
+            partial(ui.show_final, walk, step), partial(ui.show_final, wrong, step), SLIPS[slip].label
+        )
     else:
-        show_final(walk, step)
+        ui.show_final(walk, step)
 
 
 def show_walk(qkv: QKV, walk: online_softmax.RowWalk, step: int, key: str) -> None:
@@ -81,20 +92,6 @@ def show_walk(qkv: QKV, walk: online_softmax.RowWalk, step: int, key: str) -> No
         )
     df = ui.steps_table(walk.trace.steps[:step], qkv.key_tokens)
     table(df, "online_softmax_steps.csv", key=f"os_steps_{key}", hide_index=True)
-
-
-def show_final(walk: online_softmax.RowWalk, step: int) -> None:
-    n = len(walk.trace.steps)
-    if step < n:
-        st.caption(f"u / ℓ after all {n} blocks appears at the last step.")
-        return
-    c = st.columns(2)
-    c[0].metric("online: u_N / ℓ_N", ui.fmt(walk.trace.output.double().tolist(), 3))
-    c[1].metric("direct: softmax(s) · V", ui.fmt(walk.direct.tolist(), 3))
-    oracle_badge(
-        f"torch SDPA (float64) for this row, walk in {walk.dtype}", walk.max_abs_diff, walk.tolerance
-    )
-    st.caption(f"logsumexp m_N + log ℓ_N = {walk.trace.lse:.6g}: the one number per row kept for backward.")
 
 
 # -- Tiles & block size -------------------------------------------------------------------------
@@ -179,7 +176,7 @@ def precision_section(view: OnlineView) -> None:
 
 # -- Memory bill --------------------------------------------------------------------------------
 def memory_section(view: OnlineView) -> None:
-    name, T, dtype, batch = memory_inputs()
+    name, T, dtype, batch = ui.memory_inputs()
     mv = compute(memory_bill.memory_view, name, T, dtype, batch, inputs="the model, T, the dtype and B")
     if mv is None:
         return
@@ -200,19 +197,6 @@ def memory_section(view: OnlineView) -> None:
     table(ui.memory_table(mv.grid, mv.sweep), "online_memory.csv", key="os_memory", hide_index=True)
 
 
-def memory_inputs() -> tuple[str, int, str, int]:
-    c = st.columns(4)
-    with c[0]:
-        name = widgets.selectbox("model", memory_bill.MODELS, key="os_model", default="llama-2-7b")
-    with c[1]:
-        T = widgets.number("T (tokens)", 1, memory_bill.MAX_T, 4096, key="os_T", step=1)
-    with c[2]:
-        dtype = widgets.selectbox("weights stored as", list(memory_bill.MEMORY_DTYPES), key="os_dtype_mem")
-    with c[3]:
-        batch = widgets.number("batch B", 1, memory_bill.MAX_BATCH, 1, key="os_B", step=1)
-    return name, int(T), dtype, int(batch)
-
-
 # -- The page -----------------------------------------------------------------------------------
 SHOW = {
     Section.STEP: step_through,
@@ -222,28 +206,39 @@ SHOW = {
     Section.MEMORY: memory_section,
 }
 
-header(
-    "Online softmax & tiling",
-    "FlashAttention never forms the L × S score matrix. It walks the keys **block by block**, keeping "
-    "for each query row a running max **m**, a normalizer **ℓ** and an unnormalized output **u** "
-    "(d_v + 2 numbers, whatever S is). When a block raises the max, the past is rescaled by "
-    "e^(m_old − m_new); at the end o = u / ℓ is **exactly** softmax attention — only rounding "
-    "differs. The price is memory traffic saved, not FLOPs: the backward pass even recomputes P.",
-)
-with st.sidebar:
-    st.header("Inputs")
-    qkv = qkv_picker()
-    mask = mask_picker(qkv.L, qkv.S) if qkv is not None else None
-    head = row = 0
-    if qkv is not None and (qkv.heads > 1 or qkv.L > 1):
-        st.header("Which row")
-    if qkv is not None:
-        head = widgets.slider("head", 0, qkv.heads - 1, 0, key="os_head") if qkv.heads > 1 else 0
-        row = widgets.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="os_row") if qkv.L > 1 else 0
-view = compute(online_softmax.view, qkv, mask.allowed if mask else None, head, row, inputs=INPUTS)
-section = section_picker(Section, key="os_section")
-needs_qkv = section in online_softmax.NEEDS_QKV
-if needs_qkv:
-    require(qkv, mask)
-run_section(SHOW[section], view, inputs=INPUTS if needs_qkv else "the inputs of this section")
-show_code("attn_core.online: one tile of the recurrence", online_softmax.CODE)
+
+def inputs() -> tuple:
+    """The sidebar and the section: (Q, K and V or None, the mask or None, head, row, section); the
+    page stops where the section needs Q, K, V and they are not valid."""
+    with st.sidebar:
+        st.header("Inputs")
+        qkv = qkv_picker()
+        mask = mask_picker(qkv.L, qkv.S) if qkv is not None else None
+        head = row = 0
+        if qkv is not None and (qkv.heads > 1 or qkv.L > 1):
+            st.header("Which row")
+        if qkv is not None:
+            head = widgets.slider("head", 0, qkv.heads - 1, 0, key="os_head") if qkv.heads > 1 else 0
+            row = widgets.slider("query row", 0, qkv.L - 1, qkv.L - 1, key="os_row") if qkv.L > 1 else 0
+    section = section_picker(Section, key="os_section")
+    if section in online_softmax.NEEDS_QKV:
+        require(qkv, mask)
+    return qkv, mask, head, row, section
+
+
+def build(ask: tuple) -> OnlineView | None:
+    qkv, mask, head, row, _ = ask
+    return compute(online_softmax.view, qkv, mask.allowed if mask else None, head, row, inputs=INPUTS)
+
+
+def show(ask: tuple, view: OnlineView) -> None:
+    needs_qkv = ask[-1] in online_softmax.NEEDS_QKV
+    run_section(SHOW[ask[-1]], view, inputs=INPUTS if needs_qkv else "the inputs of this section")
+    show_code("attn_core.online: one tile of the recurrence", online_softmax.CODE)
+
+
+header(TITLE, INTRO)
+ask = inputs()
+view = build(ask)
+require(view, fix=FIX)
+show(ask, view)

@@ -14,6 +14,13 @@ from lab_ui.nav import PAGES
 from lab_ui.page import compute, header, require, safety_net
 
 NAV_PATH = {p.url_path: p.path for p in PAGES}
+TITLE = "Practice"
+INTRO = (
+    "Cover the card, derive the answer on paper, then type it. Every question draws fresh numbers, and "
+    "its answer is computed live by the same attn_core function the card's page uses; a wrong answer is "
+    "matched against the slips people make. **Enter** checks, **N** draws the next question."
+)
+FIX = "the drill: pick at least one card in the sidebar"
 
 
 def setup() -> tuple[list[str], str, str]:
@@ -54,7 +61,7 @@ def submit() -> None:
     st.session_state.pr_submit = True
 
 
-def ask(question, n: int):
+def answer_box(question, n: int):
     """The question and the answer box; returns the submitted text or None. Enter in the box
     submits (its change callback), as does the Check button."""
     st.subheader(f"Card {question.card} · {question.title}")
@@ -152,29 +159,45 @@ def show_progress(cards: list[str]) -> None:
             st.rerun()
 
 
-header(
-    "Practice",
-    "Cover the card, derive the answer on paper, then type it. Every question draws fresh numbers, and "
-    "its answer is computed live by the same attn_core function the card's page uses; a wrong answer is "
-    "matched against the slips people make. **Enter** checks, **N** draws the next question.",
-)
-cards, difficulty, timer = setup()
-require(cards or None, fix="the drill: pick at least one card in the sidebar")
-seed, n = session()
-with safety_net("the cards, the difficulty and your answer"):
-    question = practice.next_question(cards, difficulty, seed, n)
-    text = ask(question, n)
-    if text is not None:
-        seconds = time.monotonic() - st.session_state.pr_shown_at
-        fb = practice.feedback(question, text, seconds, timer)
-        if fb.verdict.got is not None and st.session_state.get("pr_recorded") != (seed, n):
-            q_seed = practice.question_seed(seed, n)
-            st.session_state.pr_log.append(practice.record(question, q_seed, difficulty, fb, seconds, text))
-            st.session_state.pr_recorded = (seed, n)
-        st.session_state.pr_feedback = (n, fb)
-    last = st.session_state.get("pr_feedback")
-    if last is not None and last[0] == n:
-        show_feedback(question, last[1], timer)
-st.button("Next question", key="pr_next", on_click=advance, shortcut="n", icon=":material/skip_next:")
-with safety_net("the progress log"):
-    show_progress(cards)
+def inputs() -> tuple[list[str], str, str]:
+    """The drill: (cards, difficulty, timer); the page stops until a card is picked."""
+    cards, difficulty, timer = setup()
+    require(cards or None, fix=FIX)
+    return cards, difficulty, timer
+
+
+def build(ask: tuple[list[str], str, str]) -> tuple[int, int]:
+    """This session's seed and question number: the question is drawn from them."""
+    return session()
+
+
+def show(ask: tuple[list[str], str, str], view: tuple[int, int]) -> None:
+    """The question, its answer box and feedback, the Next button and the progress log."""
+    cards, difficulty, timer = ask
+    seed, n = view
+    with safety_net("the cards, the difficulty and your answer"):
+        question = practice.next_question(cards, difficulty, seed, n)
+        text = answer_box(question, n)
+        if text is not None:
+            seconds = time.monotonic() - st.session_state.pr_shown_at
+            fb = practice.feedback(question, text, seconds, timer)
+            if fb.verdict.got is not None and st.session_state.get("pr_recorded") != (seed, n):
+                q_seed = practice.question_seed(seed, n)
+                st.session_state.pr_log.append(
+                    practice.record(question, q_seed, difficulty, fb, seconds, text)
+                )
+                st.session_state.pr_recorded = (seed, n)
+            st.session_state.pr_feedback = (n, fb)
+        last = st.session_state.get("pr_feedback")
+        if last is not None and last[0] == n:
+            show_feedback(question, last[1], timer)
+    st.button("Next question", key="pr_next", on_click=advance, shortcut="n", icon=":material/skip_next:")
+    with safety_net("the progress log"):
+        show_progress(cards)
+
+
+header(TITLE, INTRO)
+ask = inputs()
+view = build(ask)
+require(view, fix=FIX)
+show(ask, view)

@@ -13,18 +13,15 @@ from lab_ui.badges import check_badges, number_table, slip_columns, slip_picker
 from lab_ui.page import compute, header, require, run_section, section_picker, show_code
 
 INPUTS = "d_k, σ_q, σ_k, T, ρ, the scale and the seed in the sidebar"
-
-
-def sink_inputs(x: ScalingInputs) -> ScalingInputs:
-    c = st.columns(3)
-    with c[0]:
-        w = widgets.slider("target weight w", 0.01, 0.99, 0.9, key="sc_w", step=0.01)
-    with c[1]:
-        a = widgets.slider("sink advantage a", 0.0, 20.0, 5.0, key="sc_a", step=0.1)
-    with c[2]:
-        g = widgets.slider("QK-norm gain g", 0.0, 10.0, 5.0, key="sc_g", step=0.05)
-    window = widgets.slider("eviction: cache budget (tokens kept)", 8, 128, 32, key="sc_window")
-    return replace(x, target_weight=w, advantage=a, gain=g, window=window)
+TITLE = "Scaling"
+INTRO = (
+    "For independent q and k with mean-0 components, **Var(q·k) = d_k σ_q² σ_k²**: a sum of d_k independent "
+    "products (card 3). Dividing by √d_k brings unit-variance components back to unit-variance logits; too "
+    "big a spread makes rows one-hot, too small makes them uniform. The argument is about initialization: "
+    "once training aligns q and k the mean grows like √d_k (card 16), which is why modern stacks also bound "
+    "the logits directly (card 18)."
+)
+FIX = "the input marked above"
 
 
 def section_inputs(section: Section, x: ScalingInputs) -> ScalingInputs:
@@ -34,7 +31,7 @@ def section_inputs(section: Section, x: ScalingInputs) -> ScalingInputs:
     if section is Section.VARIANCE:
         return replace(x, slip=slip_picker(SLIPS, key="sc_slip"))
     if section is Section.SINKS:
-        return sink_inputs(x)
+        return charts.sink_inputs(x)
     return x
 
 
@@ -211,30 +208,38 @@ SHOW = {
     Section.SINKS: sinks_section,
 }
 
-header(
-    "Scaling",
-    "For independent q and k with mean-0 components, **Var(q·k) = d_k σ_q² σ_k²**: a sum of d_k independent "
-    "products (card 3). Dividing by √d_k brings unit-variance components back to unit-variance logits; too "
-    "big a spread makes rows one-hot, too small makes them uniform. The argument is about initialization: "
-    "once training aligns q and k the mean grows like √d_k (card 16), which is why modern stacks also bound "
-    "the logits directly (card 18).",
-)
-with st.sidebar:
-    st.header("Inputs")
-    d_k = widgets.number("d_k", 1, MAX_D_K, 128, key="sc_dk", step=1)
-    sigma_q = widgets.slider("σ_q", 0.0, 3.0, 1.0, key="sc_sq", step=0.05)
-    sigma_k = widgets.slider("σ_k", 0.0, 3.0, 1.0, key="sc_sk", step=0.05)
-    T = widgets.number("T (keys)", 2, MAX_KEYS, 4096, key="sc_T", step=1)
-    rho = widgets.slider("alignment ρ", -1.0, 1.0, 0.5, key="sc_rho", step=0.05)
-    rule = widgets.selectbox("scale", ScaleRule, key="sc_rule")
-    seed = widgets.number("seed", 0, 10_000, 0, key="sc_seed", step=1)
-    inputs = ScalingInputs(
-        int(d_k), float(sigma_q), float(sigma_k), int(T), float(rho), ScaleRule(rule), int(seed)
-    )
-    x = compute(scaling.validate, inputs, inputs=INPUTS)
-section = section_picker(Section, key="sc_section")
-require(x)
-view = compute(scaling.view, section, section_inputs(section, x), inputs=INPUTS)
-require(view, fix="the input marked above")
-run_section(SHOW[section], view, inputs=INPUTS)
-show_code("attn_core.theory.scaling: the exact two-key probability", scaling.CODE)
+
+def inputs() -> tuple[Section, ScalingInputs]:
+    """The sidebar's numbers, checked, and the section (the page stops on a number to fix)."""
+    with st.sidebar:
+        st.header("Inputs")
+        d_k = widgets.number("d_k", 1, MAX_D_K, 128, key="sc_dk", step=1)
+        sigma_q = widgets.slider("σ_q", 0.0, 3.0, 1.0, key="sc_sq", step=0.05)
+        sigma_k = widgets.slider("σ_k", 0.0, 3.0, 1.0, key="sc_sk", step=0.05)
+        T = widgets.number("T (keys)", 2, MAX_KEYS, 4096, key="sc_T", step=1)
+        rho = widgets.slider("alignment ρ", -1.0, 1.0, 0.5, key="sc_rho", step=0.05)
+        rule = widgets.selectbox("scale", ScaleRule, key="sc_rule")
+        seed = widgets.number("seed", 0, 10_000, 0, key="sc_seed", step=1)
+        asked = ScalingInputs(
+            int(d_k), float(sigma_q), float(sigma_k), int(T), float(rho), ScaleRule(rule), int(seed)
+        )
+        x = compute(scaling.validate, asked, inputs=INPUTS)
+    section = section_picker(Section, key="sc_section")
+    require(x)
+    return section, x
+
+
+def build(ask: tuple[Section, ScalingInputs]):
+    return compute(scaling.view, ask[0], section_inputs(*ask), inputs=INPUTS)
+
+
+def show(ask: tuple[Section, ScalingInputs], view) -> None:
+    run_section(SHOW[ask[0]], view, inputs=INPUTS)
+    show_code("attn_core.theory.scaling: the exact two-key probability", scaling.CODE)
+
+
+header(TITLE, INTRO)
+ask = inputs()
+view = build(ask)
+require(view, fix=FIX)
+show(ask, view)

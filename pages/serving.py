@@ -9,15 +9,24 @@ from attn_core.views import costs, serving, serving_curve
 from attn_core.views.serving import MAX_PAGE_OUTPUT_TOKENS, MAX_PAGE_REQUESTS, MODES, Section
 from lab_ui import cost_inputs, figures, serving_charts, widgets
 from lab_ui.badges import attempt, number_table, table
+from lab_ui.open_page import SERVING_GPU_KEY
 from lab_ui.page import compute, header, require, run_section, section_picker, show_code
 
 INPUTS = "the model, GPU, load and SLOs in the sidebar"
+TITLE = "Serving"
+INTRO = (
+    "One model on one GPU type under a load, simulated step by step as vLLM and SGLang batch it "
+    "(continuous batching, paged KV cache, chunked prefill): the fewest GPUs (TP × replicas) that meet "
+    "your p99 SLOs, latency against throughput, the batch and KV cache over time, and how MHA, GQA, MLA "
+    "and a linear hybrid change the answer. Times in ms; throughput in output tok/s; memory in GiB (2³⁰ B)."
+)
+FIX = "the GPU cap or the model (the message above says which)"
 
 
 def where_it_runs() -> tuple[str, int, costs.Precision, str]:
     """The GPU type, the cap on their number and the dtypes."""
     st.header("Hardware")
-    gpu = widgets.selectbox("GPU", serving.GPUS, key="sv_gpu", default="a100-80gb")
+    gpu = widgets.selectbox("GPU", serving.GPUS, key=SERVING_GPU_KEY, default="a100-80gb")
     cap = int(widgets.number("GPU cap (TP × replicas ≤)", 1, serving.MAX_PAGE_GPUS, 8, key="sv_cap", step=1))
     weights = widgets.selectbox("weights dtype", costs.WEIGHT_DTYPES, key="sv_wdtype", default="bf16")
     kv = widgets.selectbox("KV cache dtype", costs.DTYPES, key="sv_kvdtype", default="bf16")
@@ -59,16 +68,21 @@ def slos():
     return serving.make_slo(ttft, tpot)
 
 
-def sidebar() -> serving.Ask | None:
-    """Draw the sidebar; the page's question, or None (what to fix is already said there)."""
+def inputs() -> serving.Ask:
+    """Draw the sidebar; the page's question (without a model or a load the page stops: what to fix
+    is already said there)."""
     with st.sidebar:
         shape, _, _ = cost_inputs.model_source()
         gpu, cap, precision, compute_dtype = where_it_runs()
         load = the_load()
         slo = slos()
-    if shape is None or load is None:
-        return None
-    return serving.Ask(shape, gpu, cap, precision, compute_dtype, load, slo)
+    ask = (
+        None
+        if shape is None or load is None
+        else serving.Ask(shape, gpu, cap, precision, compute_dtype, load, slo)
+    )
+    require(ask)
+    return ask
 
 
 def plan_summary(v: serving.ServingView) -> None:
@@ -146,18 +160,22 @@ SHOW = {
     Section.VARIANTS: variants,
 }
 
-header(
-    "Serving",
-    "One model on one GPU type under a load, simulated step by step as vLLM and SGLang batch it "
-    "(continuous batching, paged KV cache, chunked prefill): the fewest GPUs (TP × replicas) that meet "
-    "your p99 SLOs, latency against throughput, the batch and KV cache over time, and how MHA, GQA, MLA "
-    "and a linear hybrid change the answer. Times in ms; throughput in output tok/s; memory in GiB (2³⁰ B).",
-)
-ask = sidebar()
-require(ask)
-v = compute(serving.serving_view, ask, inputs=INPUTS)
-require(v, fix="the GPU cap or the model (the message above says which)")
-plan_summary(v)
-section = section_picker(Section, key="sv_section", default=Section.CURVE)
-run_section(SHOW[section], v, inputs=INPUTS)
-show_code("attn_core.serving", serving.serving_view, serving_curve.curve_view)
+
+def build(ask: serving.Ask) -> serving.ServingView | None:
+    """The simulation (None after a message)."""
+    return compute(serving.serving_view, ask, inputs=INPUTS)
+
+
+def show(ask: serving.Ask, view: serving.ServingView) -> None:
+    """The plan above the chosen section, then the code."""
+    plan_summary(view)
+    section = section_picker(Section, key="sv_section", default=Section.CURVE)
+    run_section(SHOW[section], view, inputs=INPUTS)
+    show_code("attn_core.serving", serving.serving_view, serving_curve.curve_view)
+
+
+header(TITLE, INTRO)
+ask = inputs()
+view = build(ask)
+require(view, fix=FIX)
+show(ask, view)

@@ -8,7 +8,7 @@ import streamlit as st
 
 from attn_core.views import long_heads, trained_heads
 from attn_core.views.trained_heads import TASKS, Section, TaskId, TrainedView
-from lab_ui import figures, widgets
+from lab_ui import figures, trained_charts, widgets
 from lab_ui.badges import oracle_badge
 from lab_ui.head_maps import head_grid, one_head
 from lab_ui.long_heads import long_section
@@ -17,6 +17,16 @@ from lab_ui.trained_charts import circuit, head_scores, loss_figure, phase_capti
 
 SHIPPED, YOURS = "shipped checkpoint", "your run"
 MAX_TEXT = 200  # characters in the sequence box (a model reads at most 64 tokens of it)
+
+TITLE = "Trained heads"
+INTRO = (
+    "A small decoder (token and learned position embeddings, causal self-attention, no LayerNorm) whose "
+    "attention **is** `attn_core.attention`: autograd runs through the lab's own function. The page opens "
+    "on a model this project trained on *repeated random letters*, where a **previous-token head** in layer "
+    "0 and **induction heads** in layer 1 form suddenly (the phase change). Type a sequence to see every "
+    "head; train your own under **Train**. Tokens: `^` = BOS, `|` = SEP, letters a–z."
+)
+FIX = "the input marked in the sidebar"
 
 
 def read_heads(tv: TrainedView) -> None:
@@ -96,43 +106,8 @@ def circuits(tv: TrainedView) -> None:
     )
 
 
-def train_controls() -> tuple[TaskId, str, int, int]:
-    """The run's task, size, steps and seed, the caps, and the three buttons."""
-    c = st.columns(4)
-    with c[0]:
-        task_ = widgets.selectbox("task", list(TaskId), key="th_task", format_func=lambda t: TASKS[t].label)
-    with c[1]:
-        size = widgets.selectbox(
-            "model size",
-            list(trained_heads.SIZES),
-            key="th_size",
-            default=trained_heads.DEFAULT_SIZE,
-            ids=trained_heads.SIZE_IDS,
-        )
-    with c[2]:
-        steps = widgets.slider("steps", 50, trained_heads.MAX_RUN_STEPS, 1500, key="th_steps", step=50)
-    with c[3]:
-        seed = int(widgets.number("seed", 0, 10_000, 0, key="th_seed", step=1))
-    st.caption(
-        f"{TASKS[task_].how}. Caps: {trained_heads.MAX_RUN_STEPS:,} steps, {trained_heads.MAX_RUN_S} s per "
-        f"press (press Resume to go on), one run per visitor, {trained_heads.MAX_CONCURRENT_RUNS} on the "
-        "whole server at a time."
-    )
-    b = st.columns([1, 1, 1, 3])
-    b[0].button(
-        "▶ Train", key="th_go", type="primary", on_click=st.session_state.update, args=({"th_do": "new"},)
-    )
-    current = st.session_state.get("th_run")
-    if current is not None and not current.done:
-        b[1].button("Resume", key="th_resume", on_click=st.session_state.update, args=({"th_do": "resume"},))
-    b[2].button(
-        "■ Stop", key="th_stop", help="Stops the run; the model trained so far stays (Resume goes on)."
-    )
-    return task_, size, steps, seed
-
-
 def train_section(tv: TrainedView) -> None:
-    task_, size, steps, seed = train_controls()
+    task_, size, steps, seed = trained_charts.train_controls()
     current = st.session_state.get("th_run")
     do = st.session_state.pop("th_do", None)
     if do == "new":
@@ -209,40 +184,48 @@ SHOW = {
     Section.TRAIN: train_section,
 }
 
-header(
-    "Trained heads",
-    "A small decoder (token and learned position embeddings, causal self-attention, no LayerNorm) whose "
-    "attention **is** `attn_core.attention`: autograd runs through the lab's own function. The page opens "
-    "on a model this project trained on *repeated random letters*, where a **previous-token head** in layer "
-    "0 and **induction heads** in layer 1 form suddenly (the phase change). Type a sequence to see every "
-    "head; train your own under **Train**. Tokens: `^` = BOS, `|` = SEP, letters a–z.",
-)
-run = st.session_state.get("th_run")  # this session's TrainState, kept across reruns
-sources = [SHIPPED] + ([YOURS] if run is not None and run.step > 0 else [])
-c1, c2 = st.columns([2, 3])
-with c1:
-    source = widgets.radio(
-        "model", sources, key="th_model", horizontal=True, ids={SHIPPED: "shipped", YOURS: "yours"}
-    )
-    # a missing or damaged asset: say so, do not crash
-    ck = compute(trained_heads.shipped, inputs="the shipped checkpoint", fresh=True)
-    require(ck, fix="the server's shipped checkpoint (assets/trained/)")
-    model, task = (ck.model, ck.train_config.task) if source == SHIPPED else (run.model, run.config.task)
-    st.caption(
-        f"{model.config.n_layer} layers × {model.config.n_head} heads, d_model "
-        f"{model.config.n_embd}{', MLPs' if model.config.mlp else ', attention-only'}, trained "
-        f"{len(ck.losses) if source == SHIPPED else run.step:,} steps; positions "
-        f"0…{model.config.block_size - 1}; task: {TASKS[task].label}."
-    )
-with c2:
-    text = widgets.text_area(
-        "sequence (spaces are ignored)",
-        key="th_text",
-        default=trained_heads.DEFAULT_TEXT,
-        max_chars=MAX_TEXT,
-        height=68,
-    )
-section = section_picker(Section, key="th_section")
-view = compute(trained_heads.view, model, task, text, source, inputs="the model and the sequence", fresh=True)
-require(view)
-run_section(SHOW[section], view, inputs="the model and the sequence above")
+
+def inputs() -> tuple:
+    """((model, task, sequence, which model), section): the model row and the section row; the page
+    stops when the shipped checkpoint cannot be read."""
+    run = st.session_state.get("th_run")  # this session's TrainState, kept across reruns
+    sources = [SHIPPED] + ([YOURS] if run is not None and run.step > 0 else [])
+    c1, c2 = st.columns([2, 3])
+    with c1:
+        source = widgets.radio(
+            "model", sources, key="th_model", horizontal=True, ids={SHIPPED: "shipped", YOURS: "yours"}
+        )
+        # a missing or damaged asset: say so, do not crash
+        ck = compute(trained_heads.shipped, inputs="the shipped checkpoint", fresh=True)
+        require(ck, fix="the server's shipped checkpoint (assets/trained/)")
+        model, task = (ck.model, ck.train_config.task) if source == SHIPPED else (run.model, run.config.task)
+        st.caption(
+            f"{model.config.n_layer} layers × {model.config.n_head} heads, d_model "
+            f"{model.config.n_embd}{', MLPs' if model.config.mlp else ', attention-only'}, trained "
+            f"{len(ck.losses) if source == SHIPPED else run.step:,} steps; positions "
+            f"0…{model.config.block_size - 1}; task: {TASKS[task].label}."
+        )
+    with c2:
+        text = widgets.text_area(
+            "sequence (spaces are ignored)",
+            key="th_text",
+            default=trained_heads.DEFAULT_TEXT,
+            max_chars=MAX_TEXT,
+            height=68,
+        )
+    return (model, task, text, source), section_picker(Section, key="th_section")
+
+
+def build(ask: tuple) -> TrainedView | None:
+    return compute(trained_heads.view, *ask[0], inputs="the model and the sequence", fresh=True)
+
+
+def show(ask: tuple, view: TrainedView) -> None:
+    run_section(SHOW[ask[1]], view, inputs="the model and the sequence above")
+
+
+header(TITLE, INTRO)
+ask = inputs()
+view = build(ask)
+require(view, fix=FIX)
+show(ask, view)

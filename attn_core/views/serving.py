@@ -41,10 +41,6 @@ MODES = {
     "concurrency": "fixed concurrency",
     "max": "max load (all at once)",
 }
-COST_SOURCES = (
-    "preset",
-    "paste or upload config.json",
-)  # the Cost page's model radio (lab_ui/cost_inputs.py)
 
 
 class Section(StrEnum):
@@ -265,16 +261,3 @@ def serving_view(ask: Ask) -> ServingView:
         preemptions=est.preemptions,
         time_model=fitted.source,
     )
-
-
-def link_values(preset: str | None, config_text: str | None, gpu_name: str) -> dict[str, object]:
-    """The Serving page's widget values for the Cost page's model and GPU (a link carries them):
-    the same model keys the Cost page uses; the GPU where the simulator knows it."""
-    values: dict[str, object] = (
-        {"co_src": COST_SOURCES[0], "co_model": preset}
-        if preset is not None
-        else {"co_src": COST_SOURCES[1], "co_paste": config_text or ""}
-    )
-    if gpu_name in GPUS:
-        values["sv_gpu"] = gpu_name
-    return values

@@ -112,17 +112,17 @@ def test_timeline_and_attention_variants(app):
 
 
 def test_a_pasted_config_goes_over_as_the_cost_pages_config_choice():
-    """The link speaks the Cost page's own radio options (lab_ui/cost_inputs.py), and leaves out a
-    GPU the simulator does not know (the Cost page's "this server (measured)")."""
-    from attn_core.views.serving import link_values
+    """The link speaks the Cost page's own radio options (lab_ui/cost_inputs.py) under its widget
+    keys, and leaves out a GPU the simulator does not know (the Cost page's "this server (measured)")."""
     from lab_ui.cost_inputs import SOURCES
+    from lab_ui.open_page import serving_values
 
-    assert link_values("llama-2-7b", None, "h200") == {
+    assert serving_values("llama-2-7b", None, "h200") == {
         "co_src": SOURCES[0],
         "co_model": "llama-2-7b",
         "sv_gpu": "h200",
     }
-    assert link_values(None, '{"model_type": "llama"}', "server") == {
+    assert serving_values(None, '{"model_type": "llama"}', "server") == {
         "co_src": SOURCES[1],
         "co_paste": '{"model_type": "llama"}',
     }

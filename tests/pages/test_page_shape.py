@@ -235,3 +235,38 @@ def test_what_a_page_reads_from_a_view_the_view_exports(path):
         listed, defined, reexported = view_exports(module)
         exported = listed if listed is not None else defined | reexported
         assert names <= exported, f"{module} does not export {sorted(names - exported)}"
+
+
+# ----------------------------------------------------------- the five lines every page ends in
+
+ENDING = [
+    "header(TITLE, INTRO)",
+    "ask = inputs()",  # the page's widgets → one object, or None after a message (or the page stops)
+    "view = build(ask)",  # its view call(s) through compute → the view, or None after a message
+    "require(view, fix=FIX)",
+    "show(ask, view)",  # what the page draws from them: the section picker and run_section
+]
+TOP_LEVEL = ast.Import | ast.ImportFrom | ast.FunctionDef | ast.ClassDef | ast.Assign | ast.AnnAssign
+
+
+@pytest.mark.parametrize("path", PAGE_FILES, ids=lambda p: p.name)
+def test_a_page_ends_in_the_same_five_lines(path):
+    """Its imports, constants and functions, then the five lines above and nothing else."""
+    tree = ast.parse(path.read_text())
+    body = tree.body[1:] if ast.get_docstring(tree) else tree.body
+    last_def = max(i for i, n in enumerate(body) if isinstance(n, ast.FunctionDef))
+    assert [ast.unparse(n) for n in body[last_def + 1 :]] == ENDING
+    loose = [n.lineno for n in body[: last_def + 1] if not isinstance(n, TOP_LEVEL)]
+    assert loose == [], "a statement outside the page's functions"
+    assert {"inputs", "build", "show"} <= set(module_functions(tree))
+
+
+@pytest.mark.parametrize("path", PAGE_FILES, ids=lambda p: p.name)
+def test_a_pages_constants_call_nothing_that_draws(path):
+    """A top-level assignment is a constant or a table of sections: no widget, no view call."""
+    tree = ast.parse(path.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            drawn = [called_name(c) for c in calls(node) if called_name(c).startswith(("st.", "widgets."))]
+            assert drawn == [], f"line {node.lineno}"
+            assert "compute" not in [called_name(c) for c in calls(node)], f"line {node.lineno}"
