@@ -112,7 +112,7 @@ def cost_band(report: CostReport) -> CostBand:
             "(`python -m attn_core published` prints all of them, assets/published/runs.json holds the "
             "conditions and sources). A run faster than its bound would be a defect of the calculator or of "
             "the row and is left out of the range. Every row and this page's bounds are priced at the dense peak "
-            "of their compute format (fp8 at twice bf16 on Hopper and Blackwell). The ranges "
+            "of their compute format (fp8 at twice the 16-bit peak on Hopper and Blackwell). The ranges "
             "describe those runs' software and hardware, not a promise for yours."
         ),
     )
