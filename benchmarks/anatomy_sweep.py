@@ -50,9 +50,17 @@ def main() -> None:
         tally["cache read from a reduced copy on the CPU"] += bool(
             a and (a.cache_read_by or "").startswith("a reduced")
         )
-        rows.append({"model_type": model_type, "state": state, "detail": detail, "seconds": time.perf_counter() - t,
-                     "cache_unread": unread or None, "cache_absent": a and a.cache_absent,
-                     "cache_read_by": a and a.cache_read_by})  # fmt: skip
+        rows.append(
+            {
+                "model_type": model_type,
+                "state": state,
+                "detail": detail,
+                "seconds": time.perf_counter() - t,
+                "cache_unread": unread or None,
+                "cache_absent": a and a.cache_absent,
+                "cache_read_by": a and a.cache_read_by,
+            }
+        )
         print(f"{model_type:<28}{rows[-1]['seconds']:>6.2f} s  {state}  {detail[:120]}")
     print(f"\n{len(rows)} types in {time.perf_counter() - start:.0f} s")
     for state, n in tally.most_common():

@@ -41,8 +41,16 @@ from attn_core.views.kernels import run_meta
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("llama-3-8b", "qwen3-30b-a3b")
-SWEEP = SweepConfig(seq_lens=(128, 256, 512), head_dim=128, heads=8, kv_heads=8, causal=True,
-                    impls=("naive", "sdpa", "online"), budget_s=60, rounds=3)  # fmt: skip
+SWEEP = SweepConfig(
+    seq_lens=(128, 256, 512),
+    head_dim=128,
+    heads=8,
+    kv_heads=8,
+    causal=True,
+    impls=("naive", "sdpa", "online"),
+    budget_s=60,
+    rounds=3,
+)
 HEADER = (
     "| model | phase | measured ms | verify's estimate | max | sum | parts | parts, sweep, square R_mm "
     "| parts, sweep, R_mm(rows): the Cost page | load |\n|---|---|---|---|---|---|---|---|---|---|"
@@ -95,8 +103,11 @@ def rows(result: VerifyResult, cal: Calibration) -> list[str]:
             1e3 * float(attained_time(F_w / k_mm, W, F_a / k_attn, M, k_bw).seconds),
             1e3 * float(attained_time(by_rows, W, F_a / k_attn, M, k_bw).seconds),
         )
-        out.append(f"| {result.model} | {label} | {measured:,.1f} | "
-                   + " | ".join(cell(x, measured) for x in figures) + f" | {load} |")  # fmt: skip
+        out.append(
+            f"| {result.model} | {label} | {measured:,.1f} | "
+            + " | ".join(cell(x, measured) for x in figures)
+            + f" | {load} |"
+        )
     return out
 
 
@@ -112,8 +123,10 @@ def main() -> None:
     torch.set_num_threads(threads)
     curve = ", ".join(f"{r / 1e9:.1f} at {m}" for m, r in cal.matmul_rows.get("fp32", ()))
     kernels = ", ".join(f"{a.describe()}: {a.flop_per_s / 1e9:.1f}" for a in cal.attention)
-    rates = (f"Kernels-sweep rates (GFLOP/s): square matmul {cal.matmul['fp32'].value / 1e9:,.1f}; by rows {curve}; "
-             f"memory stream {cal.bandwidth.value / 1e9:,.1f} GB/s; attention {kernels}")  # fmt: skip
+    rates = (
+        f"Kernels-sweep rates (GFLOP/s): square matmul {cal.matmul['fp32'].value / 1e9:,.1f}; by rows {curve}; "
+        f"memory stream {cal.bandwidth.value / 1e9:,.1f} GB/s; attention {kernels}"
+    )
     print(rates)
     request = VerifyRequest(seq_len=256, decode_steps=8, memory_bytes=2 * 2**30, dtype="fp32")
     lines = [HEADER]
@@ -123,8 +136,10 @@ def main() -> None:
             new = rows(verify(load_preset(name), request), cal)
             lines += new
             print("\n".join(new), flush=True)
-    heading = (f"\n## Calibrated time against real runs — `PYTHONPATH=. .venv/bin/python benchmarks/calibrated_cost.py "
-               f"--repeats {args.repeats}` ({start:%Y-%m-%d %H:%M} UTC, load average at start {load:.2f})\n")  # fmt: skip
+    heading = (
+        f"\n## Calibrated time against real runs — `PYTHONPATH=. .venv/bin/python benchmarks/calibrated_cost.py "
+        f"--repeats {args.repeats}` ({start:%Y-%m-%d %H:%M} UTC, load average at start {load:.2f})\n"
+    )
     if args.write:
         with (ROOT / "benchmarks" / "RESULTS.md").open("a") as f:
             f.write(heading + "\n" + rates + "\n\n" + "\n".join(lines) + "\n")

@@ -83,8 +83,10 @@ def main() -> None:
         print(f"{path.stem:24s} {seconds:6.2f} s  {what}", flush=True)
     if args.mode == "child":
         runner.stop_all()
-    print(f"median {statistics.median(rows):.2f} s, max {max(rows):.2f} s over {len(rows)} configs; "
-          f"load average {load_before} → {_load()}")  # fmt: skip
+    print(
+        f"median {statistics.median(rows):.2f} s, max {max(rows):.2f} s over {len(rows)} configs; "
+        f"load average {load_before} → {_load()}"
+    )
 
 
 if __name__ == "__main__":

@@ -145,8 +145,10 @@ def main() -> int:
         ratio = med(name, "figure") / base
         if name != "minimal":
             ratios.append((ratio, name))
-        print(f"{name:16} {med(name, 'dom'):6.2f} {med(name, 'element'):9.2f} {med(name, 'figure'):8.2f} "
-              f"{med(name, 'mb'):5.1f} {ratio:9.2f}")  # fmt: skip
+        print(
+            f"{name:16} {med(name, 'dom'):6.2f} {med(name, 'element'):9.2f} {med(name, 'figure'):8.2f} "
+            f"{med(name, 'mb'):5.1f} {ratio:9.2f}"
+        )
     if ratios:
         worst = max(ratios)
         print(

@@ -75,10 +75,22 @@ def kill_redis(stack, down_s: float, shared: Shared):
         async def restart() -> None:  # meanwhile the presenter goes on changing the view
             await asyncio.sleep(down_s)
             again = subprocess.Popen(
-                ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
-                 "yes", "--dir", str(stack.run_dir)],
-                stdout=subprocess.DEVNULL, start_new_session=True,
-            )  # fmt: skip
+                [
+                    "redis-server",
+                    "--port",
+                    str(port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "yes",
+                    "--dir",
+                    str(stack.run_dir),
+                ],
+                stdout=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             pid_file.write_text(str(again.pid))  # serve.sh stop ends it
             shared.notes.append(f"Redis down {down_s:g} s")
 

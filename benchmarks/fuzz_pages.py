@@ -65,29 +65,59 @@ def _config(model_type: str, **fields) -> str:
 # work must follow what is distinct, not what is declared), objects where names are expected, a
 # lone surrogate in a name that goes back out into CSV and JSON.
 HOSTILE_CONFIGS = (
-    _config("qwen3_moe", num_hidden_layers=16_777_216, decoder_sparse_step=2, num_experts=8,
-            num_experts_per_tok=2, moe_intermediate_size=32, intermediate_size=128),
-    _config("deepseek_v3", num_hidden_layers=16_777_216, first_k_dense_replace=3, moe_layer_freq=1,
-            n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=32, intermediate_size=128),
-    _config("gemma3_text", num_hidden_layers=16_777_216, sliding_window_pattern=6, sliding_window=512,
-            intermediate_size=128),
-    _config("llama4_text", num_hidden_layers=16_777_216, interleave_moe_layer_step=2, num_local_experts=4,
-            num_experts_per_tok=1, intermediate_size=128, intermediate_size_mlp=256),
+    _config(
+        "qwen3_moe",
+        num_hidden_layers=16_777_216,
+        decoder_sparse_step=2,
+        num_experts=8,
+        num_experts_per_tok=2,
+        moe_intermediate_size=32,
+        intermediate_size=128,
+    ),
+    _config(
+        "deepseek_v3",
+        num_hidden_layers=16_777_216,
+        first_k_dense_replace=3,
+        moe_layer_freq=1,
+        n_routed_experts=8,
+        num_experts_per_tok=2,
+        moe_intermediate_size=32,
+        intermediate_size=128,
+    ),
+    _config(
+        "gemma3_text",
+        num_hidden_layers=16_777_216,
+        sliding_window_pattern=6,
+        sliding_window=512,
+        intermediate_size=128,
+    ),
+    _config(
+        "llama4_text",
+        num_hidden_layers=16_777_216,
+        interleave_moe_layer_step=2,
+        num_local_experts=4,
+        num_experts_per_tok=1,
+        intermediate_size=128,
+        intermediate_size_mlp=256,
+    ),
     _config("gpt_oss", num_hidden_layers=2, layer_types=[{"type": "full"}, ["sliding"]]),
     '{"model_type": "llama", "_name_or_path": "\\ud800", "hidden_size": 64, "num_attention_heads": 4, '
     '"num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 1000}',
     '{"num_hidden_layers": 1e400}',
     "[" * 3000,
-)  # fmt: skip
+)
 HOSTILE_TEXT = HOSTILE_TEXT + HOSTILE_CONFIGS
 HOSTILE_UPLOADS = (
     ("binary.csv", bytes(range(256)) * 1024),
     ("quoted.csv", b'card,seed,difficulty,correct,seconds,slip,answer\n"' + b"a" * 200_000 + b'",1\n'),
-    ("formulas.csv", b'card,seed,difficulty,correct,seconds,slip,answer\n=HYPERLINK("x"),1,easy,True,1,@A1,-cmd\n'),
+    (
+        "formulas.csv",
+        b'card,seed,difficulty,correct,seconds,slip,answer\n=HYPERLINK("x"),1,easy,True,1,@A1,-cmd\n',
+    ),
     ("empty.json", b""),
     ("nul.json", b"\x00" * 64),
     *((f"config{i}.json", c.encode("utf-8", "surrogatepass")) for i, c in enumerate(HOSTILE_CONFIGS)),
-)  # fmt: skip
+)
 # Links a page may be opened from: values beyond their widgets, beyond float range, markdown.
 HOSTILE_QUERIES = (
     {"in_src": "typed matrices", "in_Q": "1e308, 1e308", "in_K": "1e308, 1e308\n1, 1\n1, 1"},
@@ -146,8 +176,20 @@ def _choose(rng: random.Random, widget) -> object | None:
 
 
 def _widgets(at):
-    kinds = ("slider", "select_slider", "number_input", "selectbox", "radio", "multiselect", "toggle",
-             "checkbox", "text_area", "text_input", "file_uploader", "button")  # fmt: skip
+    kinds = (
+        "slider",
+        "select_slider",
+        "number_input",
+        "selectbox",
+        "radio",
+        "multiselect",
+        "toggle",
+        "checkbox",
+        "text_area",
+        "text_input",
+        "file_uploader",
+        "button",
+    )
     out = []
     for kind in kinds:
         out.extend(at.get(kind))

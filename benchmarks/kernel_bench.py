@@ -59,8 +59,15 @@ def cpu_section(seq_lens=(256, 1024, 4096), rounds: int = 5, flex: bool = False,
         f"{facts.peak_flops['fp32'] / 1e9:,.0f} GFLOP/s, copy {facts.bandwidth / 1e9:,.1f} GB/s.",
     ]
     for causal in (False, True):
-        config = SweepConfig(seq_lens=seq_lens, heads=heads, kv_heads=heads, causal=causal, impls=impls,
-                             rounds=rounds, budget_s=1e9)  # fmt: skip
+        config = SweepConfig(
+            seq_lens=seq_lens,
+            heads=heads,
+            kv_heads=heads,
+            causal=causal,
+            impls=impls,
+            rounds=rounds,
+            budget_s=1e9,
+        )
         result = run_sweep(config)
         out += [
             "",
@@ -69,8 +76,11 @@ def cpu_section(seq_lens=(256, 1024, 4096), rounds: int = 5, flex: bool = False,
             markdown_table(result.records),
         ]
     T = max(seq_lens)
-    goal = run_sweep(SweepConfig(seq_lens=(T,), heads=heads, kv_heads=heads, impls=("sdpa", "online"),
-                                 rounds=rounds, budget_s=1e9))  # fmt: skip
+    goal = run_sweep(
+        SweepConfig(
+            seq_lens=(T,), heads=heads, kv_heads=heads, impls=("sdpa", "online"), rounds=rounds, budget_s=1e9
+        )
+    )
     ms = {r.impl: r.ms for r in goal.records}
     out += [
         "",
@@ -95,9 +105,20 @@ def gpu_configs(budget_s: float) -> list[SweepConfig]:
         for L in (
             (8192, 512, 1024, 2048, 4096, 16384) if not configs else (512, 1024, 2048, 4096, 8192, 16384)
         ):
-            configs.append(SweepConfig(device="cuda", seq_lens=(L,), head_dim=d, batch=max(1, 16384 // L),
-                                       heads=heads, kv_heads=kv, dtype=dtype, causal=causal, impls=GPU_IMPLS,
-                                       budget_s=budget_s))  # fmt: skip
+            configs.append(
+                SweepConfig(
+                    device="cuda",
+                    seq_lens=(L,),
+                    head_dim=d,
+                    batch=max(1, 16384 // L),
+                    heads=heads,
+                    kv_heads=kv,
+                    dtype=dtype,
+                    causal=causal,
+                    impls=GPU_IMPLS,
+                    budget_s=budget_s,
+                )
+            )
     return configs
 
 
@@ -107,12 +128,19 @@ def gpu_main(out_dir: Path, budget_s: float) -> None:
     start = time.monotonic()
     facts = device_facts("cuda")
     meta = {
-        "device": facts.name, "capability": facts.capability, "memory_bytes": facts.memory_bytes,
-        "sm_count": facts.sm_count, "versions": facts.versions, "peaks": facts.peak_flops,
-        "bandwidth": facts.bandwidth, "peak_source": facts.source, "kind": "cuda", "measured": facts.measured,
+        "device": facts.name,
+        "capability": facts.capability,
+        "memory_bytes": facts.memory_bytes,
+        "sm_count": facts.sm_count,
+        "versions": facts.versions,
+        "peaks": facts.peak_flops,
+        "bandwidth": facts.bandwidth,
+        "peak_source": facts.source,
+        "kind": "cuda",
+        "measured": facts.measured,
         "attained": attained_rates("cuda"),  # what the Cost page's calibrated column uses
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-    }  # fmt: skip
+    }
     records = []
     path = out_dir / "gpu-results.json"
     for config in gpu_configs(budget_s):
@@ -124,9 +152,11 @@ def gpu_main(out_dir: Path, budget_s: float) -> None:
             row = r.to_json()
             records.append(row)
             tf = "—" if r.tflops is None else f"{r.tflops:7.1f}"
-            print(f"{r.impl:15} {r.backend!s:12} L={r.seq_len:6} d={r.head_dim:3} {r.dtype} "
-                  f"causal={r.causal!s:5} kv={row['kv_heads']:2} TFLOP/s={tf} err={r.max_abs_err} ok={r.ok} {r.note[:60]}",
-                  flush=True)  # fmt: skip
+            print(
+                f"{r.impl:15} {r.backend!s:12} L={r.seq_len:6} d={r.head_dim:3} {r.dtype} "
+                f"causal={r.causal!s:5} kv={row['kv_heads']:2} TFLOP/s={tf} err={r.max_abs_err} ok={r.ok} {r.note[:60]}",
+                flush=True,
+            )
         path.write_text(json.dumps({"meta": meta, "records": records}, indent=1))
     print(f"# {len(records)} records in {time.monotonic() - start:.0f} s -> {path}")
 
@@ -147,8 +177,10 @@ def main(argv: list[str] | None = None) -> None:
         return
     load = load_average()
     text = cpu_section(rounds=args.rounds, flex=args.flex)
-    heading = (f"\n## Kernel bench, CPU — `benchmarks/kernel_bench.py cpu --rounds {args.rounds}` "
-               f"({datetime.date.today()}, load average at start {load:.2f}: other agents share the 2 cores)\n\n")  # fmt: skip
+    heading = (
+        f"\n## Kernel bench, CPU — `benchmarks/kernel_bench.py cpu --rounds {args.rounds}` "
+        f"({datetime.date.today()}, load average at start {load:.2f}: other agents share the 2 cores)\n\n"
+    )
     print(heading + text)
     if args.write:
         with (ROOT / "benchmarks" / "RESULTS.md").open("a") as f:

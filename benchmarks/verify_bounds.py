@@ -25,9 +25,17 @@ from attn_core.verify.run import expected_seconds
 
 # The audit's sizes: a 100,000-wide MLP, a Nemotron-H at 1,024 wide with chunk_size 1.
 WIDE = LLAMA | {"intermediate_size": 100_000}
-NEMOTRON_BIG = NEMOTRON | {"hidden_size": 1024, "num_attention_heads": 8, "head_dim": 128,
-                           "intermediate_size": 2048, "mamba_num_heads": 32, "mamba_head_dim": 64,
-                           "n_groups": 8, "ssm_state_size": 128, "chunk_size": 1}  # fmt: skip
+NEMOTRON_BIG = NEMOTRON | {
+    "hidden_size": 1024,
+    "num_attention_heads": 8,
+    "head_dim": 128,
+    "intermediate_size": 2048,
+    "mamba_num_heads": 32,
+    "mamba_head_dim": 64,
+    "n_groups": 8,
+    "ssm_state_size": 128,
+    "chunk_size": 1,
+}
 
 # name: (what the audit sent, config, T, B, memory cap GiB)
 CASES = {

@@ -57,8 +57,12 @@ def main() -> None:
     ap.add_argument("--dtype", default="fp32", choices=list(DTYPES))
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    request = VerifyRequest(seq_len=args.seq_len, decode_steps=args.decode_steps,
-                                   memory_bytes=int(args.memory_gib * 2**30), dtype=args.dtype)  # fmt: skip
+    request = VerifyRequest(
+        seq_len=args.seq_len,
+        decode_steps=args.decode_steps,
+        memory_bytes=int(args.memory_gib * 2**30),
+        dtype=args.dtype,
+    )
     records, errors = [], {}
     print(HEADER, flush=True)
     for _ in range(args.repeats):

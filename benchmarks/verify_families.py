@@ -60,8 +60,21 @@ def main() -> int:
             path, out = Path(tmp) / "config.json", Path(tmp) / "out.json"
             path.write_text(json.dumps(config))
             before = loadavg()
-            cmd = [sys.executable, "-m", "attn_core", "verify", "--config", str(path), "--seq-len",
-                   str(args.seq_len), "--decode-steps", str(args.decode_steps), "--json", str(out), *flags]  # fmt: skip
+            cmd = [
+                sys.executable,
+                "-m",
+                "attn_core",
+                "verify",
+                "--config",
+                str(path),
+                "--seq-len",
+                str(args.seq_len),
+                "--decode-steps",
+                str(args.decode_steps),
+                "--json",
+                str(out),
+                *flags,
+            ]
             run = subprocess.run(cmd, capture_output=True, text=True)
             if run.returncode != 0:
                 print(f"| {label} | refused | | | | | | | | {before} | {run.stderr.strip().splitlines()[-1]}")
@@ -71,9 +84,11 @@ def main() -> int:
             peaks = f"{d['planned_peak_bytes'] / 2**30:.2f} / {d['measured_peak_bytes'] / 2**30:.2f} GiB"
             for phase in ("prefill", "decode_step"):
                 ph = d[phase]
-                print(f"| {label} | {built} | {d['params_built']:,} | {phase} | {ph['bound_ms']:.2f} ms | "
-                      f"{ph['estimate_ms']:.2f} ms | {ph['measured_ms']:.2f} ms | {ph['error_pct']:+.1f}% | {peaks} | "
-                      f"{before} → {loadavg()} |")  # fmt: skip
+                print(
+                    f"| {label} | {built} | {d['params_built']:,} | {phase} | {ph['bound_ms']:.2f} ms | "
+                    f"{ph['estimate_ms']:.2f} ms | {ph['measured_ms']:.2f} ms | {ph['error_pct']:+.1f}% | {peaks} | "
+                    f"{before} → {loadavg()} |"
+                )
             sys.stdout.flush()
     return 0
 

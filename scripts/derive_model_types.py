@@ -46,13 +46,54 @@ def type_record(model_type: str) -> tuple[str, dict]:
 # The types the lab knows: its presets' and those its formulas were written for (hybrids, MoE,
 # sliding and QK-norm families, the classic MHA models). ``--all`` tries every type transformers knows.
 KNOWN_TYPES = (
-    "bamba", "bloom", "deepseek_v2", "deepseek_v3", "deepseek_v32", "falcon", "falcon_h1", "falcon_mamba",
-    "gemma", "gemma2", "gemma3", "gemma3_text", "gemma4_text", "gpt2", "gpt_bigcode", "gpt_neox", "gpt_oss",
-    "gptj", "granite", "granitemoehybrid", "jamba", "kimi_linear", "lfm2", "llama", "llama4", "llama4_text",
-    "mamba", "mamba2", "minimax", "mistral", "mixtral", "nemotron_h", "olmo", "olmo2", "opt", "phi", "phi3",
-    "qwen2", "qwen2_moe", "qwen3", "qwen3_5", "qwen3_5_moe", "qwen3_moe", "qwen3_next", "starcoder2",
-    "zamba", "zamba2",
-)  # fmt: skip
+    "bamba",
+    "bloom",
+    "deepseek_v2",
+    "deepseek_v3",
+    "deepseek_v32",
+    "falcon",
+    "falcon_h1",
+    "falcon_mamba",
+    "gemma",
+    "gemma2",
+    "gemma3",
+    "gemma3_text",
+    "gemma4_text",
+    "gpt2",
+    "gpt_bigcode",
+    "gpt_neox",
+    "gpt_oss",
+    "gptj",
+    "granite",
+    "granitemoehybrid",
+    "jamba",
+    "kimi_linear",
+    "lfm2",
+    "llama",
+    "llama4",
+    "llama4_text",
+    "mamba",
+    "mamba2",
+    "minimax",
+    "mistral",
+    "mixtral",
+    "nemotron_h",
+    "olmo",
+    "olmo2",
+    "opt",
+    "phi",
+    "phi3",
+    "qwen2",
+    "qwen2_moe",
+    "qwen3",
+    "qwen3_5",
+    "qwen3_5_moe",
+    "qwen3_moe",
+    "qwen3_next",
+    "starcoder2",
+    "zamba",
+    "zamba2",
+)
 
 
 def all_types() -> list[str]:
@@ -98,8 +139,10 @@ def main() -> None:
     seconds = time.perf_counter() - start
     print(f"load average after: {Path('/proc/loadavg').read_text().split()[:3]}", file=sys.stderr)
     covered = sum(f["formulas_cover"] for f in types.values())
-    print(f"{len(names)} types in {seconds:.0f} s: {len(types)} built ({len(aliases)} through a wrapper), "
-          f"{covered} of them agree with the formulas at class defaults, {len(refused)} not built")  # fmt: skip
+    print(
+        f"{len(names)} types in {seconds:.0f} s: {len(types)} built ({len(aliases)} through a wrapper), "
+        f"{covered} of them agree with the formulas at class defaults, {len(refused)} not built"
+    )
     if not args.types:
         record = {
             "transformers_version": transformers.__version__,

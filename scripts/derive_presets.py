@@ -54,9 +54,17 @@ def main() -> None:
             continue
         res = json.loads(out.stdout.strip().splitlines()[-1])
         check = res["check"]
-        state = "agrees" if check["agrees"] else "refused" if check["model_derived"] is None else (
-            "the formulas do not cover it" if check["analytic_error"] else
-            f"differs: {', '.join(d['what'] for d in check['differences'])}")  # fmt: skip
+        state = (
+            "agrees"
+            if check["agrees"]
+            else "refused"
+            if check["model_derived"] is None
+            else (
+                "the formulas do not cover it"
+                if check["analytic_error"]
+                else f"differs: {', '.join(d['what'] for d in check['differences'])}"
+            )
+        )
         print(f"{name:<24}{wall:>8.2f}{res['import_s']:>10.2f}{res['derive_s']:>10.2f}  {state}")
         records[name] = {"config_key": config_key(load_preset_config(name))} | check
     print(f"load average after: {Path('/proc/loadavg').read_text().split()[:3]}")

@@ -20,22 +20,49 @@ ATTENTION = 300e12  # the one record the lookup must pick for d = 128, causal, L
 
 
 def record(impl, tflops, dtype="fp16", d=128, L=2048, causal=True, ok=True, heads=16, kv_heads=16):
-    return {"impl": impl, "backend": None, "device": "cuda", "dtype": dtype, "seq_len": L, "head_dim": d,
-            "causal": causal, "ms": 1.0, "tflops": tflops, "peak_mem_bytes": None, "max_abs_err": 1e-3,
-            "ok": ok, "note": "", "kv_len": L, "batch": 1, "heads": heads, "kv_heads": kv_heads}  # fmt: skip
+    return {
+        "impl": impl,
+        "backend": None,
+        "device": "cuda",
+        "dtype": dtype,
+        "seq_len": L,
+        "head_dim": d,
+        "causal": causal,
+        "ms": 1.0,
+        "tflops": tflops,
+        "peak_mem_bytes": None,
+        "max_abs_err": 1e-3,
+        "ok": ok,
+        "note": "",
+        "kv_len": L,
+        "batch": 1,
+        "heads": heads,
+        "kv_heads": kv_heads,
+    }
 
 
 def gpu_run(device: str = "NVIDIA H200") -> dict:
     """A GPU run: datasheet peaks in ``meta.peaks`` (not what it attained), attained rates in
     ``meta.attained``, and records the attention lookup must choose among."""
     meta = {
-        "device": device, "capability": "9.0", "memory_bytes": 150_754_820_096, "sm_count": 132,
-        "versions": {"torch": "2.11", "triton": "3.6"}, "peaks": {"bf16": 989e12, "fp16": 989e12, "fp32": 67e12},
-        "bandwidth": 4.8e12, "peak_source": "H200 datasheet", "kind": "cuda", "measured": False,
-        "attained": {"matmul_flop_per_s": {"fp16": SQUARE}, "matmul_rows": {"fp16": {str(m): r for m, r in CURVE.items()}},
-                     "bandwidth_bytes_per_s": BANDWIDTH, "source": "measured in the fixture"},
+        "device": device,
+        "capability": "9.0",
+        "memory_bytes": 150_754_820_096,
+        "sm_count": 132,
+        "versions": {"torch": "2.11", "triton": "3.6"},
+        "peaks": {"bf16": 989e12, "fp16": 989e12, "fp32": 67e12},
+        "bandwidth": 4.8e12,
+        "peak_source": "H200 datasheet",
+        "kind": "cuda",
+        "measured": False,
+        "attained": {
+            "matmul_flop_per_s": {"fp16": SQUARE},
+            "matmul_rows": {"fp16": {str(m): r for m, r in CURVE.items()}},
+            "bandwidth_bytes_per_s": BANDWIDTH,
+            "source": "measured in the fixture",
+        },
         "date": "2026-12-05 06:00 UTC",
-    }  # fmt: skip
+    }
     records = [
         record("sdpa-flash", ATTENTION / 1e12),
         record("sdpa-math", 100.0),  # slower, same case: the fastest correct one counts
@@ -51,10 +78,22 @@ def gpu_run(device: str = "NVIDIA H200") -> dict:
 
 def cpu_run() -> dict:
     """This server's sweep as views/kernels publishes it: measured peaks, no datasheet."""
-    meta = {"device": "Test CPU", "kind": "cpu", "measured": True, "peaks": {"fp32": 80e9}, "bandwidth": 20e9,
-            "peak_source": "measured here", "memory_bytes": 16 * 2**30, "date": "2026-12-05 06:30 UTC",
-            "attained": {"matmul_flop_per_s": {"fp32": 80e9}, "matmul_rows": {"fp32": {"1": 10e9, "1024": 80e9}},
-                         "bandwidth_bytes_per_s": 25e9, "source": "measured here"}}  # fmt: skip
+    meta = {
+        "device": "Test CPU",
+        "kind": "cpu",
+        "measured": True,
+        "peaks": {"fp32": 80e9},
+        "bandwidth": 20e9,
+        "peak_source": "measured here",
+        "memory_bytes": 16 * 2**30,
+        "date": "2026-12-05 06:30 UTC",
+        "attained": {
+            "matmul_flop_per_s": {"fp32": 80e9},
+            "matmul_rows": {"fp32": {"1": 10e9, "1024": 80e9}},
+            "bandwidth_bytes_per_s": 25e9,
+            "source": "measured here",
+        },
+    }
     return {"meta": meta, "records": [record("sdpa", 0.03, dtype="fp32", d=64, L=512, heads=4, kv_heads=4)]}
 
 

@@ -61,11 +61,20 @@ class RefModel(nn.Module):
         self.embed = nn.Embedding(V, d)
         self.pos = nn.Embedding(fields["max_context"], d) if fields["learned_positions"] else None
         self.blocks = nn.ModuleList(
-            RefBlock(d, fields["n_heads"], fields["n_kv_heads"], fields["head_dim"], fields["d_ff"],
-                     fields["mlp_kind"] == "gated", fields["attention_bias"], fields["mlp_bias"], layer_norm,
-                     fields.get("output_bias"))
+            RefBlock(
+                d,
+                fields["n_heads"],
+                fields["n_kv_heads"],
+                fields["head_dim"],
+                fields["d_ff"],
+                fields["mlp_kind"] == "gated",
+                fields["attention_bias"],
+                fields["mlp_bias"],
+                layer_norm,
+                fields.get("output_bias"),
+            )
             for _ in range(fields["n_layers"])
-        )  # fmt: skip
+        )
         self.norm = nn.LayerNorm(d) if layer_norm else nn.RMSNorm(d)
         self.lm_head = nn.Linear(d, V, bias=False)
         if fields["tie_embeddings"]:
@@ -76,10 +85,17 @@ def ref_block(fields: dict) -> RefBlock:
     """One block of the given shape (a dict of ModelShape's fields) on the meta device."""
     with META:
         return RefBlock(
-            fields["d_model"], fields["n_heads"], fields["n_kv_heads"], fields["head_dim"], fields["d_ff"],
-            fields["mlp_kind"] == "gated", fields["attention_bias"], fields["mlp_bias"],
-            fields["norm_kind"] == "layer", fields.get("output_bias"),
-        )  # fmt: skip
+            fields["d_model"],
+            fields["n_heads"],
+            fields["n_kv_heads"],
+            fields["head_dim"],
+            fields["d_ff"],
+            fields["mlp_kind"] == "gated",
+            fields["attention_bias"],
+            fields["mlp_bias"],
+            fields["norm_kind"] == "layer",
+            fields.get("output_bias"),
+        )
 
 
 def count_params(fields: dict) -> int:

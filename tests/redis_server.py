@@ -28,10 +28,20 @@ class RedisServer:
 
         aof = ["--appendonly", "yes", "--appendfsync", "always"] if self.persist else ["--appendonly", "no"]
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", *aof,
-             "--dir", str(self.dir)],
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                *aof,
+                "--dir",
+                str(self.dir),
+            ],
             stdout=subprocess.DEVNULL,
-        )  # fmt: skip
+        )
         for _ in range(200):
             try:
                 redis.Redis.from_url(self.url).ping()

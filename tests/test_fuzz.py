@@ -69,9 +69,16 @@ def test_cost_page_takes_every_hostile_config():
     surrogate. Run in a child process with a time limit: a config whose work grows with the layer
     count would otherwise hold a thread of this test session for days."""
     sample = [
-        sys.executable, str(fuzz.ROOT / "benchmarks" / "fuzz_pages.py"), "--pages", "costs", "--states", "24",
-        "--seed", "7", "--hostile-configs",
-    ]  # fmt: skip
+        sys.executable,
+        str(fuzz.ROOT / "benchmarks" / "fuzz_pages.py"),
+        "--pages",
+        "costs",
+        "--states",
+        "24",
+        "--seed",
+        "7",
+        "--hostile-configs",
+    ]
     try:
         done = subprocess.run(sample, capture_output=True, text=True, timeout=300, cwd=fuzz.ROOT)
     except subprocess.TimeoutExpired:

@@ -49,9 +49,21 @@ ROOMS = (
     "hf",
 )
 MATH = (
-    "attention", "masks", "backward", "online", "jacobian", "finite_diff", "stats", "tile_plan", "toy",
-    "oracle", "limits", "dtypes", "heads", "tile_maps",
-)  # fmt: skip
+    "attention",
+    "masks",
+    "backward",
+    "online",
+    "jacobian",
+    "finite_diff",
+    "stats",
+    "tile_plan",
+    "toy",
+    "oracle",
+    "limits",
+    "dtypes",
+    "heads",
+    "tile_maps",
+)
 PAGE_LIBRARIES = {"streamlit", "pandas", "lab_ui"}
 STDLIB = set(sys.stdlib_module_names)
 
@@ -137,17 +149,19 @@ def breaches(files: dict[str, list[Import]], bad) -> list[str]:
 
 
 def test_the_walker_resolves_what_python_would():
-    source = "\n".join([
-        "import os, numpy as np",
-        "from . import online",
-        "from .cost import shapes",
-        "from ..masks import causal_mask",
-        "from attn_core import toy",
-        "from attn_core import attention_params",
-        "import attn_core",
-        "def f():",
-        "    import transformers",
-    ])  # fmt: skip
+    source = "\n".join(
+        [
+            "import os, numpy as np",
+            "from . import online",
+            "from .cost import shapes",
+            "from ..masks import causal_mask",
+            "from attn_core import toy",
+            "from attn_core import attention_params",
+            "import attn_core",
+            "def f():",
+            "    import transformers",
+        ]
+    )
     found = {i.module: i.face for i in imports_of(source, "attn_core.experiments.x", False)}
     assert found == {
         "os": False,
@@ -249,15 +263,17 @@ def named_by_tests() -> frozenset[str]:
 
 
 def test_the_name_finder_sees_imports_dotted_names_and_paths():
-    source = "\n".join([
-        "from attn_core.cost import ledger",
-        "import attn_core.views.scaling as sc",
-        "from attn_core.practice.question import Difficulty",
-        "NAME = 'attn_core.hf.demo'",
-        "PATH = 'attn_core/kernels/timing.py'",
-        "COSTS = 'attn_core.views.costs_text'",
-        "f = attn_core.cost.mla.mla_cache_bytes",
-    ])  # fmt: skip
+    source = "\n".join(
+        [
+            "from attn_core.cost import ledger",
+            "import attn_core.views.scaling as sc",
+            "from attn_core.practice.question import Difficulty",
+            "NAME = 'attn_core.hf.demo'",
+            "PATH = 'attn_core/kernels/timing.py'",
+            "COSTS = 'attn_core.views.costs_text'",
+            "f = attn_core.cost.mla.mla_cache_bytes",
+        ]
+    )
     found = named_in(source, "tests.test_x")
     assert {
         "attn_core.practice.question",
@@ -301,15 +317,17 @@ def streamlit_submodules(source: str) -> list[tuple[int, str]]:
 
 
 def test_the_streamlit_finder_sees_submodules_not_the_public_api():
-    source = "\n".join([
-        "import streamlit as st",
-        "from streamlit.testing.v1 import AppTest",
-        "from streamlit import session_state",
-        "from streamlit import runtime",
-        "import streamlit.proto.ForwardMsg_pb2",
-        "def f():",
-        "    from streamlit.runtime.scriptrunner import get_script_run_ctx",
-    ])  # fmt: skip
+    source = "\n".join(
+        [
+            "import streamlit as st",
+            "from streamlit.testing.v1 import AppTest",
+            "from streamlit import session_state",
+            "from streamlit import runtime",
+            "import streamlit.proto.ForwardMsg_pb2",
+            "def f():",
+            "    from streamlit.runtime.scriptrunner import get_script_run_ctx",
+        ]
+    )
     assert streamlit_submodules(source) == [
         (4, "streamlit.runtime"),
         (5, "streamlit.proto.ForwardMsg_pb2"),

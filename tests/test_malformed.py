@@ -141,9 +141,15 @@ def test_hostile_url_parameters_fall_back(app, page, query):
 
 # -- config.json ---------------------------------------------------------------------------------
 LLAMA = json.dumps(
-    {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-     "intermediate_size": 128, "vocab_size": 100}
-)  # fmt: skip
+    {
+        "model_type": "llama",
+        "num_hidden_layers": 2,
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "intermediate_size": 128,
+        "vocab_size": 100,
+    }
+)
 BAD_CONFIGS = {
     "empty": "",
     "not json": "hello",

@@ -84,8 +84,10 @@ def test_raw_html_only_from_constants(path):
     """unsafe_allow_html (and st.html) may only ever show text written in the source: no
     f-string, variable or call can bring a user's text into raw HTML."""
     for call in _calls(path):
-        raw = any(k.arg == "unsafe_allow_html" and not (isinstance(k.value, ast.Constant) and not k.value.value)
-                  for k in call.keywords) or _name(call.func) in {"st.html", "components.html"}  # fmt: skip
+        raw = any(
+            k.arg == "unsafe_allow_html" and not (isinstance(k.value, ast.Constant) and not k.value.value)
+            for k in call.keywords
+        ) or _name(call.func) in {"st.html", "components.html"}
         if raw:
             consts = _module_constants(path)
             assert call.args and all(_constant_text(a, consts) for a in call.args), (
@@ -167,7 +169,14 @@ def test_xsrf_blocks_an_upload_without_the_token(server_url):
 
 def test_the_constant_rule_refuses_text_that_could_come_from_a_user():
     consts = {"CSS"}
-    refused = ["f'<b>{name}</b>'", "name", "'<b>' + name", "', '.join(names)", "render(name)", "CSS.format(x)"]
+    refused = [
+        "f'<b>{name}</b>'",
+        "name",
+        "'<b>' + name",
+        "', '.join(names)",
+        "render(name)",
+        "CSS.format(x)",
+    ]
     allowed = ["'<style></style>'", "CSS", "'<a>' + CSS", "', '.join(('a', 'b'))"]
     assert not any(_constant_text(ast.parse(src, mode="eval").body, consts) for src in refused)
     assert all(_constant_text(ast.parse(src, mode="eval").body, consts) for src in allowed)

@@ -41,7 +41,9 @@ def _llama(c: dict) -> dict:
 
 def _deepseek(c: dict) -> dict:
     d, L, h = c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"]
-    q_r, kv_r, rope, nope, v = (c[k] for k in ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"))  # fmt: skip
+    q_r, kv_r, rope, nope, v = (
+        c[k] for k in ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+    )
     dense, E, k, e_ff = (
         c["first_k_dense_replace"],
         c["n_routed_experts"],
@@ -64,11 +66,34 @@ def _deepseek(c: dict) -> dict:
 
 
 def _qwen3_next(c: dict) -> dict:
-    d, L, h, kv, dh = (c[k] for k in ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim"))  # fmt: skip
-    Hk, Hv, dk, dv, K = (c[k] for k in ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim"))  # fmt: skip
+    d, L, h, kv, dh = (
+        c[k]
+        for k in (
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "head_dim",
+        )
+    )
+    Hk, Hv, dk, dv, K = (
+        c[k]
+        for k in (
+            "linear_num_key_heads",
+            "linear_num_value_heads",
+            "linear_key_head_dim",
+            "linear_value_head_dim",
+            "linear_conv_kernel_dim",
+        )
+    )
     full = L // c["full_attention_interval"]  # every 4th layer
     gdn = L - full
-    E, k, e_ff, s_ff = c["num_experts"], c["num_experts_per_tok"], c["moe_intermediate_size"], c["shared_expert_intermediate_size"]  # fmt: skip
+    E, k, e_ff, s_ff = (
+        c["num_experts"],
+        c["num_experts_per_tok"],
+        c["moe_intermediate_size"],
+        c["shared_expert_intermediate_size"],
+    )
     attention = d * 2 * h * dh + 2 * d * kv * dh + h * dh * d  # the query map carries the output gate
     delta = d * (2 * Hk * dk + 2 * Hv * dv) + d * 2 * Hv + Hv * dv * d  # q, k, v, z; β and a; out
     conv = 2 * Hk * dk + Hv * dv

@@ -40,9 +40,21 @@ ROOT = Path(__file__).resolve().parents[2]
 # Families the formulas misread or transformers' build refused before (RESULTS.md, "Model-derived
 # sizing"): always in the sweep.
 ALWAYS = [
-    "gemma4_text", "qwen3_5_text", "qwen3_5_moe_text", "deepseek_v32", "minimax", "falcon_h1", "lfm2",
-    "zamba2", "mamba2", "mllama", "vaultgemma", "bitnet", "hrm_text", "llama",
-]  # fmt: skip
+    "gemma4_text",
+    "qwen3_5_text",
+    "qwen3_5_moe_text",
+    "deepseek_v32",
+    "minimax",
+    "falcon_h1",
+    "lfm2",
+    "zamba2",
+    "mamba2",
+    "mllama",
+    "vaultgemma",
+    "bitnet",
+    "hrm_text",
+    "llama",
+]
 SAMPLE = 6
 _all = sorted(set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) - set(ALWAYS))
 SWEEP = ALWAYS + (
@@ -78,8 +90,15 @@ def meta_param_count(model_type: str) -> int | None:
                 model = AutoModelForCausalLM.from_config(cfg)
             except ValueError:  # a text config of a multimodal family: its …ForCausalLM beside it
                 mod = importlib.import_module(type(cfg).__module__.replace(".configuration_", ".modeling_"))
-                cls = next((getattr(mod, n) for n in dir(mod)
-                            if n.endswith("ForCausalLM") and getattr(getattr(mod, n), "config_class", None) is type(cfg)), None)  # fmt: skip
+                cls = next(
+                    (
+                        getattr(mod, n)
+                        for n in dir(mod)
+                        if n.endswith("ForCausalLM")
+                        and getattr(getattr(mod, n), "config_class", None) is type(cfg)
+                    ),
+                    None,
+                )
                 if cls is None:
                     return None
                 model = cls(cfg)
@@ -115,18 +134,65 @@ def test_parameters_equal_transformers_build_and_the_formula_agrees_or_is_flagge
 
 
 def _tiny(model_type: str, **over):
-    return {"model_type": model_type, "vocab_size": 64, "hidden_size": 64, "num_attention_heads": 4,
-            "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96} | over  # fmt: skip
+    return {
+        "model_type": model_type,
+        "vocab_size": 64,
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "intermediate_size": 96,
+    } | over
 
 
 TINY = {
     "dense": _tiny("llama", num_hidden_layers=2),
-    "sliding": _tiny("gemma3_text", num_hidden_layers=3, sliding_window=8, layer_types=["sliding_attention", "sliding_attention", "full_attention"]),
-    "MLA": _tiny("deepseek_v3", head_dim=8, num_key_value_heads=4, num_hidden_layers=2, q_lora_rank=32, kv_lora_rank=24, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, first_k_dense_replace=2, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=16),
-    "gated deltanet": _tiny("qwen3_next", num_hidden_layers=2, full_attention_interval=2, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=16, shared_expert_intermediate_size=16),
-    "mamba-2 beside attention": _tiny("falcon_h1", num_hidden_layers=2, mamba_d_ssm=64, mamba_n_heads=4, mamba_d_head=16, mamba_n_groups=1, mamba_d_state=8, mamba_chunk_size=4),
+    "sliding": _tiny(
+        "gemma3_text",
+        num_hidden_layers=3,
+        sliding_window=8,
+        layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+    ),
+    "MLA": _tiny(
+        "deepseek_v3",
+        head_dim=8,
+        num_key_value_heads=4,
+        num_hidden_layers=2,
+        q_lora_rank=32,
+        kv_lora_rank=24,
+        qk_rope_head_dim=8,
+        qk_nope_head_dim=16,
+        v_head_dim=16,
+        first_k_dense_replace=2,
+        n_routed_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=16,
+    ),
+    "gated deltanet": _tiny(
+        "qwen3_next",
+        num_hidden_layers=2,
+        full_attention_interval=2,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        linear_key_head_dim=8,
+        linear_value_head_dim=8,
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=16,
+        shared_expert_intermediate_size=16,
+    ),
+    "mamba-2 beside attention": _tiny(
+        "falcon_h1",
+        num_hidden_layers=2,
+        mamba_d_ssm=64,
+        mamba_n_heads=4,
+        mamba_d_head=16,
+        mamba_n_groups=1,
+        mamba_d_state=8,
+        mamba_chunk_size=4,
+    ),
     "short convolution": _tiny("lfm2", num_hidden_layers=3, layer_types=["conv", "full_attention", "conv"]),
-}  # fmt: skip
+}
 
 
 def real_cache_bytes(config: dict, T: int) -> list[int]:

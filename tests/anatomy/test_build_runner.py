@@ -26,8 +26,10 @@ from attn_core.views.cost_check import shape_of_record
 # A llama at the layer cap: its whole meta build took 83 s on this machine's CLI before
 # the child; a fresh name each time, so no kept outcome answers for it.
 def at_the_caps() -> dict:
-    return load_preset_config("llama-3-8b") | {"num_hidden_layers": MAX_BUILD_LAYERS,
-                                                "_name_or_path": f"caps-{uuid.uuid4().hex}"}  # fmt: skip
+    return load_preset_config("llama-3-8b") | {
+        "num_hidden_layers": MAX_BUILD_LAYERS,
+        "_name_or_path": f"caps-{uuid.uuid4().hex}",
+    }
 
 
 def gone(pid: int) -> bool:
@@ -116,8 +118,15 @@ def test_the_parent_reads_the_shape_the_check_read(name):
     assert check.shape is not None and shape_of_record(config, record) == check.shape
 
 
-TINY = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-        "num_key_value_heads": 2, "intermediate_size": 96, "vocab_size": 100}  # fmt: skip
+TINY = {
+    "model_type": "llama",
+    "num_hidden_layers": 2,
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 96,
+    "vocab_size": 100,
+}
 
 
 def test_a_done_check_is_read_from_disk_and_never_across_transformers_versions(monkeypatch):

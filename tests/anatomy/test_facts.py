@@ -11,8 +11,15 @@ import torch  # noqa: E402
 
 from attn_core.anatomy.facts import facts_of  # noqa: E402
 
-TINY = {"num_hidden_layers": 1, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
-        "intermediate_size": 96, "vocab_size": 128, "head_dim": 16}  # fmt: skip
+TINY = {
+    "num_hidden_layers": 1,
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 96,
+    "vocab_size": 128,
+    "head_dim": 16,
+}
 
 
 def _built(model_type: str, **extra):

@@ -24,12 +24,24 @@ from attn_core.anatomy.reduced import reduced_copy_configs, reduced_layer_caches
 # Both paths run on these; each cut is exercised: a hybrid with routed experts (4 of 8 layers,
 # the vocabulary, 10 of 32 experts), a 5:1 sliding pattern (6 of 26 layers), an MLA + MoE stack.
 BOTH_WORK = {
-    "qwen3_next": {"model_type": "qwen3_next", "num_hidden_layers": 8, "hidden_size": 256, "num_experts": 32,
-                   "moe_intermediate_size": 64, "shared_expert_intermediate_size": 64},
+    "qwen3_next": {
+        "model_type": "qwen3_next",
+        "num_hidden_layers": 8,
+        "hidden_size": 256,
+        "num_experts": 32,
+        "moe_intermediate_size": 64,
+        "shared_expert_intermediate_size": 64,
+    },
     "gemma3_text": {"model_type": "gemma3_text"},
-    "deepseek_v3 (small)": {"model_type": "deepseek_v3", "num_hidden_layers": 6, "first_k_dense_replace": 2,
-                            "hidden_size": 512, "moe_intermediate_size": 64, "intermediate_size": 256},
-}  # fmt: skip
+    "deepseek_v3 (small)": {
+        "model_type": "deepseek_v3",
+        "num_hidden_layers": 6,
+        "first_k_dense_replace": 2,
+        "hidden_size": 512,
+        "moe_intermediate_size": 64,
+        "intermediate_size": 256,
+    },
+}
 
 
 @pytest.mark.parametrize("name", list(BOTH_WORK))
@@ -46,8 +58,15 @@ def test_the_reduced_copy_equals_the_meta_forward_to_the_byte(name):
 
 
 def _tiny(model_type: str, **over) -> dict:
-    return {"model_type": model_type, "vocab_size": 512, "hidden_size": 64, "num_attention_heads": 4,
-            "num_key_value_heads": 2, "intermediate_size": 96, "num_hidden_layers": 3} | over  # fmt: skip
+    return {
+        "model_type": model_type,
+        "vocab_size": 512,
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "intermediate_size": 96,
+        "num_hidden_layers": 3,
+    } | over
 
 
 def _real_cache(config: dict, T: int) -> list[int]:
@@ -96,8 +115,16 @@ def test_an_encoder_keeps_no_cache_and_says_so():
 def test_a_hybrid_with_no_attention_layer_reports_its_fixed_state():
     # bamba at class defaults has no attention layer: the mask builder's length question fails
     heads, head_dim, N, G, d_conv, d = 4, 16, 8, 1, 4, 64
-    config = _tiny("bamba", mamba_n_heads=heads, mamba_d_head=head_dim, mamba_d_state=N,
-                   mamba_n_groups=G, mamba_d_conv=d_conv, mamba_expand=1, attn_layer_indices=[])  # fmt: skip
+    config = _tiny(
+        "bamba",
+        mamba_n_heads=heads,
+        mamba_d_head=head_dim,
+        mamba_d_state=N,
+        mamba_n_groups=G,
+        mamba_d_conv=d_conv,
+        mamba_expand=1,
+        attn_layer_indices=[],
+    )
     anatomy = derive(config)
     assert anatomy.cache_unread is None and anatomy.cache_bytes_per_token == 0
     ssm = heads * head_dim * N * 4  # float32
@@ -140,8 +167,14 @@ def test_a_layer_count_sized_map_outside_the_layers_keeps_the_whole_forward():
     builds outside their stacks)."""
     from attn_core.anatomy.reduced import _outside_shapes, meta_prefix
 
-    config = {"model_type": "llama", "num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
-              "intermediate_size": 64, "vocab_size": 128}  # fmt: skip
+    config = {
+        "model_type": "llama",
+        "num_hidden_layers": 4,
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "intermediate_size": 64,
+        "vocab_size": 128,
+    }
     cfg = text_config(config)
     model = build_on_meta(cfg)
     assert meta_prefix(cfg, model) is not None  # 1 of 4 alike layers

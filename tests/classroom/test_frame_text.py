@@ -52,9 +52,13 @@ def test_a_text_areas_value_is_shown_as_code_whatever_it_holds(value):
 
 @pytest.mark.parametrize(
     "body",
-    ["see ![chart](https://evil.example/c.png)", "[reset your password](https://evil.example)",
-     "<https://evil.example/x>", '<img src="https://evil.example/p.png">'],
-)  # fmt: skip
+    [
+        "see ![chart](https://evil.example/c.png)",
+        "[reset your password](https://evil.example)",
+        "<https://evil.example/x>",
+        '<img src="https://evil.example/p.png">',
+    ],
+)
 def test_a_frames_markdown_fetches_no_image_and_links_nowhere_outside(body):
     msg = ForwardMsg()
     msg.metadata.delta_path.extend([0, 1])

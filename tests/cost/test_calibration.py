@@ -46,8 +46,12 @@ def h200_run(tmp_path, run=None) -> Calibration:
 def test_reads_the_attained_rates_and_their_sources(tmp_path):
     c = h200_run(tmp_path)
     assert (c.device, c.kind, c.run, c.date, c.preset) == (
-        "NVIDIA H200", "cuda", "gpu-results-h200-fixture.json", "2026-12-05 06:00 UTC", "h200",
-    )  # fmt: skip
+        "NVIDIA H200",
+        "cuda",
+        "gpu-results-h200-fixture.json",
+        "2026-12-05 06:00 UTC",
+        "h200",
+    )
     # attained wins over the datasheet where the run measured it; the datasheet stays, flagged
     assert c.matmul["fp16"] == Rate(SQUARE, "measured in the fixture", True)
     assert c.matmul["bf16"].value == 989e12 and not c.matmul["bf16"].measured
@@ -267,8 +271,10 @@ def test_cli_adds_calibrated_figures_and_keeps_every_key(tmp_path, capsys):
         assert c["end_to_end_ms"] == pytest.approx(1e3 * hand["total"], rel=REL)
         assert (c["run"], c["device"], c["date"]) == (str(path), "NVIDIA H200", "2026-12-05 06:00 UTC")
         assert (c["matmul_flop_per_s"], c["bandwidth_bytes_per_s"], c["attention_flop_per_s"]) == (
-            SQUARE, BANDWIDTH, ATTENTION,
-        )  # fmt: skip
+            SQUARE,
+            BANDWIDTH,
+            ATTENTION,
+        )
         assert c["matmul_measured"] and c["bandwidth_measured"]
     assert main([*base[:-1], "--calibration", str(path)]) == 0
     text = capsys.readouterr().out
@@ -278,8 +284,21 @@ def test_cli_adds_calibrated_figures_and_keeps_every_key(tmp_path, capsys):
 def test_cli_on_a_cpu_run_times_that_machine(tmp_path, capsys):
     path = tmp_path / "sweep.json"
     path.write_text(json.dumps(cpu_run()))
-    j = cli_json(["cost", "--model", "gpt2", "--seq-len", "512", "--dtype", "fp32", "--calibration", str(path),
-                  "--json"], capsys)  # fmt: skip
+    j = cli_json(
+        [
+            "cost",
+            "--model",
+            "gpt2",
+            "--seq-len",
+            "512",
+            "--dtype",
+            "fp32",
+            "--calibration",
+            str(path),
+            "--json",
+        ],
+        capsys,
+    )
     assert j["gpu"] == "server" and j["gpu_memory_bytes"] == 16 * 2**30
     assert j["calibrated"]["attention_case"] == "sdpa at L = 512, d = 64, fp32, causal"
     assert j["calibrated"]["matmul_flop_per_s_by_rows"] == {"1": 10e9, "1024": 80e9}
@@ -291,11 +310,14 @@ def test_cli_on_a_cpu_run_times_that_machine(tmp_path, capsys):
         ("{", [], "not JSON"),
         (json.dumps(gpu_run()), ["--gpu", "a100-80gb"], "recorded on NVIDIA H200, not on NVIDIA A100 80GB"),
         (json.dumps(gpu_run()), ["--dtype", "int8"], "has no int8 matmul rate"),
-        (json.dumps(gpu_run()), ["--gpu-mem-gib", "80", "--gpu-tflops", "100", "--gpu-bandwidth-gbs", "900"],
-         "not on custom GPU"),
+        (
+            json.dumps(gpu_run()),
+            ["--gpu-mem-gib", "80", "--gpu-tflops", "100", "--gpu-bandwidth-gbs", "900"],
+            "not on custom GPU",
+        ),
         (json.dumps([]), [], "a bare list of records"),
     ],
-)  # fmt: skip
+)
 def test_cli_refuses_a_bad_run_in_one_line(tmp_path, capsys, content, extra, named):
     path = tmp_path / "odd name.json"
     path.write_text(content)

@@ -11,8 +11,13 @@ import torch
 
 from attn_core.cost.dtypes import DTYPE_BYTES, WEIGHT_BITS, bytes_per_value, weight_bytes_per_param
 
-TORCH = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32,
-         "fp8": torch.float8_e4m3fn, "int8": torch.int8}  # fmt: skip
+TORCH = {
+    "fp16": torch.float16,
+    "bf16": torch.bfloat16,
+    "fp32": torch.float32,
+    "fp8": torch.float8_e4m3fn,
+    "int8": torch.int8,
+}
 
 
 @pytest.mark.parametrize("name", sorted(DTYPE_BYTES))

@@ -25,37 +25,85 @@ from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.layers import ALL, Every, LayerKinds, LayerSet
 from attn_core.views import costs as explore
 
-SMALL = dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-             vocab_size=100)  # fmt: skip
+SMALL = dict(
+    hidden_size=64,
+    intermediate_size=96,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=16,
+    vocab_size=100,
+)
 MOE = dict(moe_intermediate_size=32, num_experts_per_tok=2)
 
 # Each: a real model family's keys, with its layer pattern given by a rule.
 PATTERNS = {
-    "qwen3_moe sparse step": SMALL | MOE | {"model_type": "qwen3_moe", "num_experts": 8, "decoder_sparse_step": 2,
-                                            "mlp_only_layers": [0, 1, 7]},
-    "deepseek dense prefix": SMALL | MOE | {"model_type": "deepseek_v3", "n_routed_experts": 8, "n_shared_experts": 1,
-                                            "first_k_dense_replace": 3, "moe_layer_freq": 3, "kv_lora_rank": 16,
-                                            "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16},
-    "llama4 interleave + chunks": SMALL | {"model_type": "llama4_text", "num_local_experts": 4,
-                                           "num_experts_per_tok": 1, "interleave_moe_layer_step": 2,
-                                           "intermediate_size_mlp": 96, "attention_chunk_size": 64,
-                                           "no_rope_layer_interval": 4},
-    "gemma3 sliding pattern": SMALL | {"model_type": "gemma3_text", "sliding_window": 32,
-                                       "sliding_window_pattern": 6},
+    "qwen3_moe sparse step": SMALL
+    | MOE
+    | {"model_type": "qwen3_moe", "num_experts": 8, "decoder_sparse_step": 2, "mlp_only_layers": [0, 1, 7]},
+    "deepseek dense prefix": SMALL
+    | MOE
+    | {
+        "model_type": "deepseek_v3",
+        "n_routed_experts": 8,
+        "n_shared_experts": 1,
+        "first_k_dense_replace": 3,
+        "moe_layer_freq": 3,
+        "kv_lora_rank": 16,
+        "qk_rope_head_dim": 8,
+        "qk_nope_head_dim": 8,
+        "v_head_dim": 16,
+    },
+    "llama4 interleave + chunks": SMALL
+    | {
+        "model_type": "llama4_text",
+        "num_local_experts": 4,
+        "num_experts_per_tok": 1,
+        "interleave_moe_layer_step": 2,
+        "intermediate_size_mlp": 96,
+        "attention_chunk_size": 64,
+        "no_rope_layer_interval": 4,
+    },
+    "gemma3 sliding pattern": SMALL
+    | {"model_type": "gemma3_text", "sliding_window": 32, "sliding_window_pattern": 6},
     "gemma2 alternation": SMALL | {"model_type": "gemma2", "sliding_window": 32},
-    "qwen3_next attention interval": SMALL | MOE | {"model_type": "qwen3_next", "num_experts": 8,
-                                                    "full_attention_interval": 4, "linear_num_key_heads": 2,
-                                                    "linear_num_value_heads": 4, "linear_key_head_dim": 16,
-                                                    "linear_value_head_dim": 16, "shared_expert_intermediate_size": 32},
-    "jamba attention and expert periods": SMALL | {"model_type": "jamba", "num_experts": 4, "num_experts_per_tok": 2,
-                                                   "attn_layer_period": 8, "attn_layer_offset": 4,
-                                                   "expert_layer_period": 2, "expert_layer_offset": 1,
-                                                   "mamba_d_state": 8, "mamba_expand": 2, "mamba_d_conv": 4},
-    "kimi_linear default attention rule": SMALL | MOE | {"model_type": "kimi_linear", "num_experts": 8,
-                                                         "kv_lora_rank": 16, "qk_rope_head_dim": 8,
-                                                         "qk_nope_head_dim": 8, "v_head_dim": 16,
-                                                         "linear_num_heads": 2, "linear_head_dim": 16},
-}  # fmt: skip
+    "qwen3_next attention interval": SMALL
+    | MOE
+    | {
+        "model_type": "qwen3_next",
+        "num_experts": 8,
+        "full_attention_interval": 4,
+        "linear_num_key_heads": 2,
+        "linear_num_value_heads": 4,
+        "linear_key_head_dim": 16,
+        "linear_value_head_dim": 16,
+        "shared_expert_intermediate_size": 32,
+    },
+    "jamba attention and expert periods": SMALL
+    | {
+        "model_type": "jamba",
+        "num_experts": 4,
+        "num_experts_per_tok": 2,
+        "attn_layer_period": 8,
+        "attn_layer_offset": 4,
+        "expert_layer_period": 2,
+        "expert_layer_offset": 1,
+        "mamba_d_state": 8,
+        "mamba_expand": 2,
+        "mamba_d_conv": 4,
+    },
+    "kimi_linear default attention rule": SMALL
+    | MOE
+    | {
+        "model_type": "kimi_linear",
+        "num_experts": 8,
+        "kv_lora_rank": 16,
+        "qk_rope_head_dim": 8,
+        "qk_nope_head_dim": 8,
+        "v_head_dim": 16,
+        "linear_num_heads": 2,
+        "linear_head_dim": 16,
+    },
+}
 
 
 def page_pass(text: str) -> None:
@@ -99,8 +147,17 @@ def test_a_listed_pattern_costs_at_most_linear_work():
 
     def text(L: int) -> str:
         types = ["sliding_attention"] * (L - L // 4) + ["full_attention"] * (L // 4)
-        return json.dumps(SMALL | {"model_type": "gpt_oss", "num_hidden_layers": L, "sliding_window": 32,
-                                   "num_local_experts": 4, "num_experts_per_tok": 2, "layer_types": types})  # fmt: skip
+        return json.dumps(
+            SMALL
+            | {
+                "model_type": "gpt_oss",
+                "num_hidden_layers": L,
+                "sliding_window": 32,
+                "num_local_experts": 4,
+                "num_experts_per_tok": 2,
+                "layer_types": types,
+            }
+        )
 
     page_pass(text(400))
     small, large = calls(page_pass, text(400)), calls(page_pass, text(4_000))
@@ -112,10 +169,20 @@ def test_a_hybrid_pattern_string_costs_at_most_linear_work():
 
     def text(L: int) -> str:
         pattern = ("M-M-M*-E" * L)[:L]
-        return json.dumps(SMALL | MOE | {"model_type": "nemotron_h", "hybrid_override_pattern": pattern,
-                                         "n_routed_experts": 4, "moe_shared_expert_intermediate_size": 32,
-                                         "mamba_num_heads": 4, "mamba_head_dim": 16, "ssm_state_size": 8,
-                                         "n_groups": 2})  # fmt: skip
+        return json.dumps(
+            SMALL
+            | MOE
+            | {
+                "model_type": "nemotron_h",
+                "hybrid_override_pattern": pattern,
+                "n_routed_experts": 4,
+                "moe_shared_expert_intermediate_size": 32,
+                "mamba_num_heads": 4,
+                "mamba_head_dim": 16,
+                "ssm_state_size": 8,
+                "n_groups": 2,
+            }
+        )
 
     page_pass(text(400))
     small, large = calls(page_pass, text(400)), calls(page_pass, text(4_000))
@@ -166,8 +233,12 @@ def test_a_lone_surrogate_in_the_name_is_replaced(tmp_path):
     assert s.name.startswith("evil?") and len(s.name) <= 80
     path = tmp_path / "c.json"
     path.write_text(text)
-    out = subprocess.run([sys.executable, "-m", "attn_core", "cost", "--config", str(path), "--seq-len", "64"],
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "attn_core", "cost", "--config", str(path), "--seq-len", "64"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0 and "evil?" in out.stdout and "Traceback" not in out.stderr
 
 
@@ -186,8 +257,12 @@ def test_a_lone_surrogate_in_the_name_is_replaced(tmp_path):
 def test_the_cli_refuses_a_bad_config_in_one_line(config, tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(config))
-    out = subprocess.run([sys.executable, "-m", "attn_core", "cost", "--config", str(path), "--seq-len", "64"],
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "attn_core", "cost", "--config", str(path), "--seq-len", "64"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and f"--config {path}:" in out.stderr and "Traceback" not in out.stderr
 

@@ -29,16 +29,24 @@ def test_deepseek_v3_dense_first_layers_then_experts_with_a_shared_one():
     moe = read_moe(c.to_dict(), "deepseek_v3")
     assert (moe.n_experts, moe.top_k) == (c.n_routed_experts, c.num_experts_per_tok)
     assert (moe.expert_d_ff, moe.n_shared, moe.shared_d_ff) == (
-        c.moe_intermediate_size, c.n_shared_experts, c.moe_intermediate_size,
-    )  # fmt: skip
+        c.moe_intermediate_size,
+        c.n_shared_experts,
+        c.moe_intermediate_size,
+    )
     # modeling_deepseek_v3: a layer is sparse iff i >= first_k_dense_replace (moe_layer_freq 1)
     expected = [i for i in range(c.num_hidden_layers) if i >= c.first_k_dense_replace]
     assert moe_layers(moe, c.num_hidden_layers) == expected
 
 
 def test_qwen2_moe_sparse_step_and_mlp_only_layers():
-    config = {"num_experts": 60, "num_experts_per_tok": 4, "moe_intermediate_size": 1408,
-              "shared_expert_intermediate_size": 5632, "decoder_sparse_step": 2, "mlp_only_layers": [3]}  # fmt: skip
+    config = {
+        "num_experts": 60,
+        "num_experts_per_tok": 4,
+        "moe_intermediate_size": 1408,
+        "shared_expert_intermediate_size": 5632,
+        "decoder_sparse_step": 2,
+        "mlp_only_layers": [3],
+    }
     moe = read_moe(config, "qwen2_moe")
     # modeling_qwen2_moe: sparse iff i not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0
     assert moe_layers(moe, 8) == [i for i in range(8) if i not in (3,) and (i + 1) % 2 == 0] == [1, 5, 7]

@@ -31,11 +31,20 @@ from attn_core.cost.serving import kv_cache_bytes, kv_cache_bytes_per_token  # n
 from attn_core.views import costs_text, costs_whole  # noqa: E402
 
 TINY = dict(
-    model_type="gemma4_text", vocab_size=96, hidden_size=64, intermediate_size=96, num_hidden_layers=8,
-    num_attention_heads=4, num_key_value_heads=2, head_dim=16, global_head_dim=32, sliding_window=16,
-    hidden_size_per_layer_input=8, vocab_size_per_layer_input=80,
+    model_type="gemma4_text",
+    vocab_size=96,
+    hidden_size=64,
+    intermediate_size=96,
+    num_hidden_layers=8,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=16,
+    global_head_dim=32,
+    sliding_window=16,
+    hidden_size_per_layer_input=8,
+    vocab_size_per_layer_input=80,
     layer_types=["sliding_attention", "full_attention"] * 4,
-)  # fmt: skip
+)
 VARIANTS = {
     "plain": {},
     "kv shared": {"num_kv_shared_layers": 3},

@@ -18,12 +18,25 @@ from attn_core.cost.config_reader import from_hf_config
 from attn_core.cost.ledger import attention_twin, layer_ledger, memory_sweep_T
 
 SIZES = dict(
-    num_hidden_layers=4, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-    intermediate_size=128, vocab_size=100, linear_num_key_heads=2, linear_num_value_heads=4,
-    linear_key_head_dim=16, linear_value_head_dim=16, linear_conv_kernel_dim=4, num_experts=4,
-    num_experts_per_tok=2, moe_intermediate_size=32, shared_expert_intermediate_size=32,
-    full_attention_interval=2, decoder_sparse_step=1,
-)  # fmt: skip
+    num_hidden_layers=4,
+    hidden_size=64,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=16,
+    intermediate_size=128,
+    vocab_size=100,
+    linear_num_key_heads=2,
+    linear_num_value_heads=4,
+    linear_key_head_dim=16,
+    linear_value_head_dim=16,
+    linear_conv_kernel_dim=4,
+    num_experts=4,
+    num_experts_per_tok=2,
+    moe_intermediate_size=32,
+    shared_expert_intermediate_size=32,
+    full_attention_interval=2,
+    decoder_sparse_step=1,
+)
 KIND = {"linear_attention": "gdn", "full_attention": "full"}
 B = 2  # bytes per cached number
 

@@ -16,8 +16,14 @@ from attn_core.cost.config_keys import ConfigError
 from attn_core.cost.config_reader import from_hf_config
 from attn_core.cost.model_shape import ModelShape
 
-LLAMA = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=8, num_key_value_heads=2,
-             intermediate_size=96, vocab_size=100)  # fmt: skip
+LLAMA = dict(
+    num_hidden_layers=2,
+    hidden_size=64,
+    num_attention_heads=8,
+    num_key_value_heads=2,
+    intermediate_size=96,
+    vocab_size=100,
+)
 
 
 def llama_shape(**changes) -> ModelShape:
@@ -46,9 +52,15 @@ def test_a_mistral_window_slides_every_layer_and_gemma3_mixes_kinds():
     mistral = from_hf_config({"model_type": "mistral", **LLAMA, "sliding_window": 16}, name="m")
     assert mistral.kind_counts == {"sliding": 2} and mistral.uniform_window == 16
     gemma = transformers.Gemma3TextConfig(
-        num_hidden_layers=12, hidden_size=64, num_attention_heads=4, num_key_value_heads=1, head_dim=16,
-        intermediate_size=96, vocab_size=100, sliding_window=32,
-    )  # fmt: skip
+        num_hidden_layers=12,
+        hidden_size=64,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        head_dim=16,
+        intermediate_size=96,
+        vocab_size=100,
+        sliding_window=32,
+    )
     shape = from_hf_config({**gemma.to_dict(), "model_type": "gemma3_text"}, name="g")
     expected = {
         k: gemma.layer_types.count(t)

@@ -77,8 +77,17 @@ def test_a_multimodal_wrapper_gives_its_text_config_with_the_top_level_quantizat
 
 
 def test_a_build_with_mixers_the_keys_do_not_size_is_refused_by_name():
-    facts = TypeFacts(mlp="gated", attention_bias="none", mlp_bias=False, qk_norm=False, output_gate=False,
-                      norms_per_layer=2, moe=False, learned_positions=False, state_mixers=("FalconH1Mixer",))  # fmt: skip
+    facts = TypeFacts(
+        mlp="gated",
+        attention_bias="none",
+        mlp_bias=False,
+        qk_norm=False,
+        output_gate=False,
+        norms_per_layer=2,
+        moe=False,
+        learned_positions=False,
+        state_mixers=("FalconH1Mixer",),
+    )
     with pytest.raises(ConfigError, match=r"falcon_h1.*FalconH1Mixer"):
         refuse_unsized_models("falcon_h1", facts, None)
     refuse_unsized_models("falcon_h1", facts, object())  # a mixer the keys size: read

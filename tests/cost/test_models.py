@@ -52,8 +52,18 @@ PUBLISHED_PARAMS = {
 
 
 def shape_tuple(s: ModelShape) -> tuple:
-    return (s.n_layers, s.d_model, s.n_heads, s.n_kv_heads, s.head_dim, s.d_ff, s.mlp_kind,
-            s.vocab_size, s.sliding_window, s.max_context)  # fmt: skip
+    return (
+        s.n_layers,
+        s.d_model,
+        s.n_heads,
+        s.n_kv_heads,
+        s.head_dim,
+        s.d_ff,
+        s.mlp_kind,
+        s.vocab_size,
+        s.sliding_window,
+        s.max_context,
+    )
 
 
 # The MoE, MLA, hybrid local/global and chunked presets: tested in tests/cost/test_arch.py.
@@ -116,9 +126,16 @@ def test_shape_is_frozen():
 
 # -- aliases and defaults ---------------------------------------------------------------------
 LLAMA2_7B_GPT2_KEYS = {
-    "n_layer": 32, "n_embd": 4096, "n_head": 32, "n_inner": 11008, "vocab_size": 32000,
-    "n_positions": 4096, "hidden_act": "silu", "rms_norm_eps": 1e-5, "tie_word_embeddings": False,
-}  # fmt: skip
+    "n_layer": 32,
+    "n_embd": 4096,
+    "n_head": 32,
+    "n_inner": 11008,
+    "vocab_size": 32000,
+    "n_positions": 4096,
+    "hidden_act": "silu",
+    "rms_norm_eps": 1e-5,
+    "tie_word_embeddings": False,
+}
 
 
 def test_gpt2_style_aliases_give_the_same_shape():

@@ -53,7 +53,14 @@ def test_a_config_without_its_expert_count_is_not_sized_dense(model_type):
     """The class builds experts by default; a config.json leaving the count out must not read as a
     dense model on the formulas' own path (where transformers completes it, the count is there)."""
     assert recorded_facts(model_type).moe
-    config = {"model_type": model_type, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
-              "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 128}  # fmt: skip
+    config = {
+        "model_type": model_type,
+        "hidden_size": 64,
+        "intermediate_size": 96,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 128,
+    }
     with pytest.raises(ConfigError, match="builds experts"):
         from_hf_config(config)

@@ -27,8 +27,24 @@ MODELS = ["llama-3-8b", "deepseek-v3", "qwen3-next-80b-a3b"]
 def cli_json(name: str, P: int, B: int) -> dict:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        rc = main(["cost", "--model", name, "--seq-len", str(P), "--batch", str(B), "--dtype", "bf16",
-                   "--gpu", "h100-sxm", "--gen-len", "3", "--json"])  # fmt: skip
+        rc = main(
+            [
+                "cost",
+                "--model",
+                name,
+                "--seq-len",
+                str(P),
+                "--batch",
+                str(B),
+                "--dtype",
+                "bf16",
+                "--gpu",
+                "h100-sxm",
+                "--gen-len",
+                "3",
+                "--json",
+            ]
+        )
     assert rc == 0
     return json.loads(out.getvalue())
 
@@ -38,9 +54,12 @@ def cli_json(name: str, P: int, B: int) -> dict:
 def test_page_cli_and_report_show_one_decode_step_and_ttft(name, P, B):
     hand = bounds(name, P, B, 2, H100_PEAK, H100_BW)
     v = page.view(
-        page.load_preset(name), page.Workload(P, B, P, 3), page.Precision("bf16"),
-        page.Hardware(page.load_gpu("h100-sxm")), name,
-    )  # fmt: skip
+        page.load_preset(name),
+        page.Workload(P, B, P, 3),
+        page.Precision("bf16"),
+        page.Hardware(page.load_gpu("h100-sxm")),
+        name,
+    )
     r, j = v.report, cli_json(name, P, B)
     # the report, against the hand computation
     assert r.timing.prefill.total == hand["prefill_flops"]

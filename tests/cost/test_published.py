@@ -31,9 +31,30 @@ KV_PER_TOKEN = 2 * LAYERS * D * 2  # K and V, 32 heads × 128, 2 bytes: 512 KiB
 PAIR_FLOPS = 4 * D  # QKᵀ and PV: 2 FLOPs × d_h × h each, per query–key pair per layer
 A100_BW, A100_BF16 = 2.039e12, 312e12  # A100 80GB SXM datasheet: 2,039 GB/s, 312 TFLOP/s dense
 
-SCHEMA = {"id", "source", "where", "framework", "version", "model", "preset", "gpu", "gpu_preset", "n_gpus",
-          "parallelism", "precision", "batch", "input_len", "output_len", "regime", "method", "published",
-          "scenario", "metric", "concurrency", "held_out"}  # fmt: skip
+SCHEMA = {
+    "id",
+    "source",
+    "where",
+    "framework",
+    "version",
+    "model",
+    "preset",
+    "gpu",
+    "gpu_preset",
+    "n_gpus",
+    "parallelism",
+    "precision",
+    "batch",
+    "input_len",
+    "output_len",
+    "regime",
+    "method",
+    "published",
+    "scenario",
+    "metric",
+    "concurrency",
+    "held_out",
+}
 
 
 def test_the_file_has_the_rows_and_the_fields_it_promises():

@@ -27,8 +27,14 @@ def _kimi_like() -> dict:
     """DeepSeek-V3's released config renamed as Kimi K2 ships it (model_type kimi_k2, auto_map),
     with K2's wider expert pool: a fixture for the rule, not an oracle of K2's counts."""
     c = json.loads(DSV3.read_text())
-    return c | {"model_type": "kimi_k2", "auto_map": AUTO_MAP, "n_routed_experts": 384,
-                "num_attention_heads": 64, "num_key_value_heads": 64, "first_k_dense_replace": 1}  # fmt: skip
+    return c | {
+        "model_type": "kimi_k2",
+        "auto_map": AUTO_MAP,
+        "n_routed_experts": 384,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 64,
+        "first_k_dense_replace": 1,
+    }
 
 
 def test_declared_architecture_names_the_type():

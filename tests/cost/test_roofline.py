@@ -21,8 +21,17 @@ from attn_core.cost.units import format_seconds
 
 
 def count(**kw) -> PhaseCount:
-    base = dict(tokens=64, product_flops=6e12, expert_flops=2e12, expert_rows=8.0, attention_flops=1e12,
-                core_flops=5e11, weight_bytes=10**10, cache_bytes=3 * 10**9, state_bytes=10**9)  # fmt: skip
+    base = dict(
+        tokens=64,
+        product_flops=6e12,
+        expert_flops=2e12,
+        expert_rows=8.0,
+        attention_flops=1e12,
+        core_flops=5e11,
+        weight_bytes=10**10,
+        cache_bytes=3 * 10**9,
+        state_bytes=10**9,
+    )
     return PhaseCount(**(base | kw))
 
 

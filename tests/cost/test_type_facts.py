@@ -18,8 +18,14 @@ from attn_core.cost.models_list import models_rows, models_text
 from attn_core.cost.params import model_params
 from attn_core.cost.type_facts import recorded_facts, recorded_types
 
-TINY = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
-        "intermediate_size": 128, "vocab_size": 256}  # fmt: skip
+TINY = {
+    "num_hidden_layers": 2,
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 128,
+    "vocab_size": 256,
+}
 
 
 def _untied_by_default() -> list[str]:

@@ -210,8 +210,19 @@ def test_two_replicas_behind_nginx_sticky_websocket_and_failover(tmp_path):
         config = redis.Redis(port=redis_port, decode_responses=True).config_get("*")
         assert config["appendonly"] == "yes" and Path(config["dir"]) == tmp_path
         redis_pid = int((tmp_path / "redis.pid").read_text())
-        argv = ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--appendonly", "yes",
-                "--save", "", "--dir", str(tmp_path)]  # fmt: skip
+        argv = [
+            "redis-server",
+            "--port",
+            str(redis_port),
+            "--bind",
+            "127.0.0.1",
+            "--appendonly",
+            "yes",
+            "--save",
+            "",
+            "--dir",
+            str(tmp_path),
+        ]
         time.sleep(1.2)  # appendfsync everysec: what a crash may lose is the last second
         os.kill(redis_pid, signal.SIGKILL)
         with pytest.raises(RoomsUnavailable):

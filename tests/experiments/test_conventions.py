@@ -89,11 +89,13 @@ def test_random_multihead_module_agrees_across_conventions():
     valid = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])  # (B, S): batch 1 has 2 padding keys
     with torch.no_grad():
         blocked, _ = mha(
-            x_q, x_kv, x_kv,
+            x_q,
+            x_kv,
+            x_kv,
             attn_mask=cv.from_allowed(attn_allowed, "blocked"),
             key_padding_mask=cv.from_allowed(valid, "blocked"),
             need_weights=False,
-        )  # fmt: skip
+        )
         combined = attn_allowed & valid[:, None, :]  # (B, L, S)
         additive = cv.from_allowed(combined, "additive").repeat_interleave(H, 0)  # (B·H, L, S)
         float_out, _ = mha(x_q, x_kv, x_kv, attn_mask=additive, need_weights=False)

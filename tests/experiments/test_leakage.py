@@ -92,9 +92,13 @@ def test_change_the_past_control_moves_every_row_for_every_method():
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"t": 4}, "t must lie"), ({"t": -1}, "t must lie"), ({"t": 1, "kind": "sideways"}, "kind"),
-     ({"t": 1, "magnitude": 0.0}, "positive")],
-)  # fmt: skip
+    [
+        ({"t": 4}, "t must lie"),
+        ({"t": -1}, "t must lie"),
+        ({"t": 1, "kind": "sideways"}, "kind"),
+        ({"t": 1, "magnitude": 0.0}, "positive"),
+    ],
+)
 def test_perturbation_rejects_bad_input(kwargs, message):
     q, k, v = qkv(5)
     with pytest.raises(ValueError, match=message):
@@ -177,9 +181,10 @@ def test_api_measurements_match_a_direct_call():
     allowed[0] = False
     o = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=0.0)[0, 0, 0]
     sdpa = next(
-        m for m in measured
+        m
+        for m in measured
         if m.dtype == "float64" and m.backend == "default dispatch" and m.api.endswith("bool mask")
-    )  # fmt: skip
+    )
     assert (sdpa.result == "NaN") == bool(torch.isnan(o).any())
     assert (sdpa.result == "zeros") == bool((o == 0).all())
     mha = torch.nn.MultiheadAttention(8, 1, batch_first=True, dtype=F64).eval()

@@ -15,10 +15,17 @@ from attn_core.views import hf_heads as explore
 
 VOCAB, T = 64, 12
 SMALL = {
-    "vocab_size": VOCAB, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "initializer_range": 0.3,  # peaky maps: a slip shows
-    "bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 2,
-}  # fmt: skip
+    "vocab_size": VOCAB,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "initializer_range": 0.3,  # peaky maps: a slip shows
+    "bos_token_id": 0,
+    "eos_token_id": 1,
+    "pad_token_id": 2,
+}
 MOE = {"num_experts_per_tok": 2, "head_dim": 8}
 
 
@@ -29,24 +36,47 @@ def configs() -> dict[str, tf.PretrainedConfig]:
         "mistral-window": tf.MistralConfig(**SMALL, sliding_window=4),
         "qwen2": tf.Qwen2Config(**SMALL),
         "qwen3-qknorm": tf.Qwen3Config(**SMALL, head_dim=8),
-        "gemma2-softcap-window": tf.Gemma2Config(**SMALL, head_dim=8, sliding_window=4, attn_logit_softcapping=2.0),
+        "gemma2-softcap-window": tf.Gemma2Config(
+            **SMALL, head_dim=8, sliding_window=4, attn_logit_softcapping=2.0
+        ),
         "gemma3-window-qknorm": tf.Gemma3TextConfig(**SMALL, head_dim=8, sliding_window=4),
         "phi3": tf.Phi3Config(**SMALL),
         "olmo2-qknorm": tf.Olmo2Config(**SMALL),
         "granite-scale": tf.GraniteConfig(**SMALL, attention_multiplier=0.05),
-        "gpt2": tf.GPT2Config(n_layer=2, n_head=4, n_embd=32, vocab_size=VOCAB, n_positions=64,
-                              initializer_range=0.3, bos_token_id=0, eos_token_id=1),
+        "gpt2": tf.GPT2Config(
+            n_layer=2,
+            n_head=4,
+            n_embd=32,
+            vocab_size=VOCAB,
+            n_positions=64,
+            initializer_range=0.3,
+            bos_token_id=0,
+            eos_token_id=1,
+        ),
         "gpt_neox-partial-rotary": tf.GPTNeoXConfig(
-            vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-            initializer_range=0.3, rotary_pct=0.5, bos_token_id=0, eos_token_id=1,
+            vocab_size=VOCAB,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            initializer_range=0.3,
+            rotary_pct=0.5,
+            bos_token_id=0,
+            eos_token_id=1,
         ),
         "gpt_oss-sinks": tf.GptOssConfig(**SMALL, **MOE, num_local_experts=4, sliding_window=4),
         "qwen3_next-hybrid": tf.Qwen3NextConfig(
-            **{**SMALL, "num_hidden_layers": 4}, **MOE, num_experts=4, moe_intermediate_size=16,
-            shared_expert_intermediate_size=16, linear_num_key_heads=2, linear_num_value_heads=2,
-            linear_key_head_dim=8, linear_value_head_dim=8,
+            **{**SMALL, "num_hidden_layers": 4},
+            **MOE,
+            num_experts=4,
+            moe_intermediate_size=16,
+            shared_expert_intermediate_size=16,
+            linear_num_key_heads=2,
+            linear_num_value_heads=2,
+            linear_key_head_dim=8,
+            linear_value_head_dim=8,
         ),
-    }  # fmt: skip
+    }
 
 
 # what each must report reproducing beyond plain causal attention (read from the capture)

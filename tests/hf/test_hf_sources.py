@@ -46,8 +46,13 @@ def test_a_name_is_a_folder_only_under_a_root_else_a_hub_id(roots):
     assert folders.resolve_local("org/model") == (root / "org" / "model").resolve()  # cwd is the root
     assert folders.resolve_local("gpt2") is None and folders.resolve_local("org/other") is None
     assert [folders.names_a_path(s) for s in ("/m", "./m", "~/m", "a/b/c", "org/name", "gpt2")] == [
-        True, True, True, True, False, False
-    ]  # fmt: skip
+        True,
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]
 
 
 def test_read_as_folder_refuses_a_missing_folder_by_the_name_typed(roots):

@@ -45,10 +45,14 @@ def configs():
     common = {"vocab_size": VOCAB, "initializer_range": 0.3}  # peaky maps: a wrong mask shows
     layer = {"num_hidden_layers": 2, "intermediate_size": 64, "hidden_size": 32, "num_attention_heads": 4}
     return {
-        "gpt2": transformers.GPT2Config(n_layer=2, n_head=4, n_embd=32, n_positions=64, bos_token_id=0, eos_token_id=0, **common),
+        "gpt2": transformers.GPT2Config(
+            n_layer=2, n_head=4, n_embd=32, n_positions=64, bos_token_id=0, eos_token_id=0, **common
+        ),
         "llama-gqa": transformers.LlamaConfig(num_key_value_heads=2, **layer, **common),
-        "mistral-window": transformers.MistralConfig(num_key_value_heads=1, sliding_window=WINDOW, **layer, **common),
-    }  # fmt: skip
+        "mistral-window": transformers.MistralConfig(
+            num_key_value_heads=1, sliding_window=WINDOW, **layer, **common
+        ),
+    }
 
 
 @pytest.fixture(scope="module", params=["gpt2", "llama-gqa", "mistral-window"])

@@ -15,15 +15,35 @@ import torch
 from attn_core.views import long_inputs as li
 
 SMOLLM2 = li.LongModel(
-    li.Kind.HF, torch.nn.Identity(), None, "SmolLM2-135M's shape", 4096,
-    n_layers=30, n_heads=9, n_kv_heads=3, head_dim=64, d_model=576, d_ff=1536,
-    layer_params=3_540_115, vocab_size=49_152,
-)  # fmt: skip
+    li.Kind.HF,
+    torch.nn.Identity(),
+    None,
+    "SmolLM2-135M's shape",
+    4096,
+    n_layers=30,
+    n_heads=9,
+    n_kv_heads=3,
+    head_dim=64,
+    d_model=576,
+    d_ff=1536,
+    layer_params=3_540_115,
+    vocab_size=49_152,
+)
 GPT2_SMALL = li.LongModel(
-    li.Kind.HF, torch.nn.Identity(), None, "GPT-2-small's shape", 4096,
-    n_layers=12, n_heads=12, n_kv_heads=12, head_dim=64, d_model=768, d_ff=3072,
-    layer_params=7_088_000, vocab_size=50_257,
-)  # fmt: skip
+    li.Kind.HF,
+    torch.nn.Identity(),
+    None,
+    "GPT-2-small's shape",
+    4096,
+    n_layers=12,
+    n_heads=12,
+    n_kv_heads=12,
+    head_dim=64,
+    d_model=768,
+    d_ff=3072,
+    layer_params=7_088_000,
+    vocab_size=50_257,
+)
 
 
 @pytest.mark.parametrize("m", [SMOLLM2, GPT2_SMALL], ids=["smollm2", "gpt2"])

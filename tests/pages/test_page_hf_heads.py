@@ -56,8 +56,16 @@ def test_bad_ids_give_a_message(app, text, message):
 
 def test_a_local_gpt2_folder_and_a_missing_one(app, tmp_path, monkeypatch):
     monkeypatch.setenv(explore.MODEL_DIRS_ENV, str(tmp_path))  # the folder this server may load from
-    config = transformers.GPT2Config(n_layer=3, n_head=2, n_embd=16, n_positions=64, vocab_size=50,
-                                     bos_token_id=0, eos_token_id=0, initializer_range=0.3)  # fmt: skip
+    config = transformers.GPT2Config(
+        n_layer=3,
+        n_head=2,
+        n_embd=16,
+        n_positions=64,
+        vocab_size=50,
+        bos_token_id=0,
+        eos_token_id=0,
+        initializer_range=0.3,
+    )
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
     model.save_pretrained(tmp_path / "gpt2-tiny")
@@ -108,8 +116,9 @@ def test_a_visitors_models_are_let_go_after_the_page_keeps_its_last_two(app, tmp
     import weakref
 
     monkeypatch.setenv(explore.MODEL_DIRS_ENV, str(tmp_path))
-    config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, n_positions=64, vocab_size=100,
-                                     bos_token_id=0, eos_token_id=0)  # fmt: skip
+    config = transformers.GPT2Config(
+        n_layer=1, n_head=2, n_embd=16, n_positions=64, vocab_size=100, bos_token_id=0, eos_token_id=0
+    )
     at = app(PAGE, hf_src="local folder or hub id")
     first = None
     for name in ("a", "b", "c"):
@@ -137,8 +146,9 @@ def test_a_model_without_a_tokenizer_switches_the_long_box_to_token_ids(app, tmp
     holds token ids that the model reads (the ids of the sample, checked here by parsing them), no
     error, and the page says why."""
     monkeypatch.setenv(explore.MODEL_DIRS_ENV, str(tmp_path))
-    config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, n_positions=64, vocab_size=50,
-                                     bos_token_id=0, eos_token_id=0)  # fmt: skip
+    config = transformers.GPT2Config(
+        n_layer=1, n_head=2, n_embd=16, n_positions=64, vocab_size=50, bos_token_id=0, eos_token_id=0
+    )
     model = transformers.AutoModelForCausalLM.from_config(config)
     model.save_pretrained(tmp_path / "with-tokenizer")
     word_tokenizer(50).save_pretrained(tmp_path / "with-tokenizer")

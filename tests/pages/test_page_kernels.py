@@ -68,8 +68,20 @@ def test_bad_choice_says_why_and_the_page_keeps_working(app):
 
 
 def _record(impl, L, tflops, **kw):
-    row = {"impl": impl, "backend": None, "device": "cuda", "dtype": "bf16", "seq_len": L, "head_dim": 128,
-           "causal": False, "ms": 1.0, "tflops": tflops, "ok": True, "heads": 16, "kv_heads": 16}  # fmt: skip
+    row = {
+        "impl": impl,
+        "backend": None,
+        "device": "cuda",
+        "dtype": "bf16",
+        "seq_len": L,
+        "head_dim": 128,
+        "causal": False,
+        "ms": 1.0,
+        "tflops": tflops,
+        "ok": True,
+        "heads": 16,
+        "kv_heads": 16,
+    }
     return {**row, **kw}
 
 
@@ -176,9 +188,10 @@ def test_a_corrupt_recorded_file_is_skipped_by_name_and_the_page_stays(app, tmp_
     runs = kernels.recorded_gpu_runs(tmp_path, problems)
     assert [r.file for r in runs] == ["gpu-results-a-good.json"]
     assert [p.split(" was skipped")[0] for p in problems] == [
-        "assets/bench/gpu-results-d-record.json", "assets/bench/gpu-results-c-list.json",
+        "assets/bench/gpu-results-d-record.json",
+        "assets/bench/gpu-results-c-list.json",
         "assets/bench/gpu-results-b-cut.json",
-    ]  # fmt: skip
+    ]
     assert "record 0 is not an object" in problems[0] and "Unterminated string" in problems[2]
     monkeypatch.setattr(kernels, "RESULTS_DIR", tmp_path)
     at = app(PAGE)

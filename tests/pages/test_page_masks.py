@@ -59,9 +59,15 @@ def test_default_gallery_counts_causal_pairs(app):
 
 @pytest.mark.parametrize(
     "kind",
-    ["causal (bottom-right, cached prefix)", "sliding window", "padding", "document (block-diagonal)",
-     "prefix-LM", "custom painted grid"],
-)  # fmt: skip
+    [
+        "causal (bottom-right, cached prefix)",
+        "sliding window",
+        "padding",
+        "document (block-diagonal)",
+        "prefix-LM",
+        "custom painted grid",
+    ],
+)
 def test_every_gallery_kind_draws(app, kind):
     at = app(PAGE, mk_kind=kind)
     ok(at)
@@ -153,9 +159,10 @@ def test_fully_masked_table_and_measured_apis(app):
     o = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=0.0)[0, 0, 0]
     direct = "NaN" if torch.isnan(o).any() else "zeros" if bool((o == 0).all()) else "other"
     measured = api[
-        (api.dtype == "float64") & (api.backend == "default dispatch")
+        (api.dtype == "float64")
+        & (api.backend == "default dispatch")
         & (api.API == "F.scaled_dot_product_attention, bool mask")
-    ].iloc[0]["returned for the fully masked row"]  # fmt: skip
+    ].iloc[0]["returned for the fully masked row"]
     assert measured == direct or (direct == "other" and measured.startswith("uniform"))
 
 
@@ -272,8 +279,14 @@ def test_shared_link_restores_view_and_caps_hold(app):
 
 @pytest.mark.parametrize(("T", "d"), [(64, 32), (2, 1)])  # the largest and the smallest allowed
 def test_extreme_sizes_render(app, T, d):
-    for section in ("Change the future", "Fully masked rows", "Cached decoding", "Conventions", "Permutations",
-                    "Slips"):  # fmt: skip
+    for section in (
+        "Change the future",
+        "Fully masked rows",
+        "Cached decoding",
+        "Conventions",
+        "Permutations",
+        "Slips",
+    ):
         at = app(PAGE, mk_section=section, mk_T=T, mk_d=d)
         ok(at)
         assert at.slider(key="mk_T").value == T

@@ -47,8 +47,11 @@ def sdpa_equivariant(T: int, perm: tuple[int, ...], causal: bool, positions: boo
 def test_equivariance_answers_match_attention_run_here():
     qs = [draw("7", s, d) for d in Difficulty for s in SEEDS]
     assert {(q.inputs["causal"], q.inputs["positions"]) for q in qs} == {
-        (False, False), (False, True), (True, False), (True, True),
-    }  # fmt: skip
+        (False, False),
+        (False, True),
+        (True, False),
+        (True, True),
+    }
     for q in qs:
         i = q.inputs
         moved = sdpa_equivariant(i["T"], i["perm"], i["causal"], i["positions"])

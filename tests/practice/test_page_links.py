@@ -62,9 +62,14 @@ def test_a_section_is_linked_by_the_id_of_the_pages_own_section():
 def test_no_link_carries_a_label_where_the_page_keeps_an_id():
     labels = {  # labels of choices the linked widgets show (what links carried before ids; "random"
         # is both the label and the id of its source)
-        "paste or upload config.json", "typed matrices", "none (1)", "custom temperature",
-        "causal (top-left)", "1/√d_k", "1/d_k",
-    }  # fmt: skip
+        "paste or upload config.json",
+        "typed matrices",
+        "none (1)",
+        "custom temperature",
+        "causal (top-left)",
+        "1/√d_k",
+        "1/d_k",
+    }
     for link in links():
         for key, value in link.params.items():
             if key.endswith(("_src", "_scale", "_kind", "_rule")):

@@ -133,20 +133,37 @@ def test_same_seed_same_question_and_draws_differ():
 # -- parsers ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("text", "unit", "want"),
-    [("512", "KiB", 512), ("512 KiB", "KiB", 512), ("0.5 MiB", "KiB", 512), ("524288 B", "KiB", 512),
-     ("524.288 KB", "KiB", 512), ("1 GiB", "MiB", 1024), ("24,704", "", 24704), ("67.1M", "", 67.1e6),
-     ("−0.244", "", -0.244), ("  3.2e-4 ", "", 3.2e-4), ("7.3%", "%", 7.3), ("7.3", "%", 7.3)],
-)  # fmt: skip
+    [
+        ("512", "KiB", 512),
+        ("512 KiB", "KiB", 512),
+        ("0.5 MiB", "KiB", 512),
+        ("524288 B", "KiB", 512),
+        ("524.288 KB", "KiB", 512),
+        ("1 GiB", "MiB", 1024),
+        ("24,704", "", 24704),
+        ("67.1M", "", 67.1e6),
+        ("−0.244", "", -0.244),
+        ("  3.2e-4 ", "", 3.2e-4),
+        ("7.3%", "%", 7.3),
+        ("7.3", "%", 7.3),
+    ],
+)
 def test_parse_number_units(text, unit, want):
     assert parse_number(text, unit) == pytest.approx(want, rel=1e-12)
 
 
 @pytest.mark.parametrize(
     ("text", "unit", "message"),
-    [("", "", "empty"), ("abc", "", "not a number"), ("5 parsecs", "KiB", "not a unit of memory"),
-     ("5 KiB", "%", "percentage"), ("5 KiB", "", "plain number"), ("1e999", "", "finite"),
-     ("x" * 3000, "", "characters")],
-)  # fmt: skip
+    [
+        ("", "", "empty"),
+        ("abc", "", "not a number"),
+        ("5 parsecs", "KiB", "not a unit of memory"),
+        ("5 KiB", "%", "percentage"),
+        ("5 KiB", "", "plain number"),
+        ("1e999", "", "finite"),
+        ("x" * 3000, "", "characters"),
+    ],
+)
 def test_parse_number_rejects_with_a_message(text, unit, message):
     with pytest.raises(ValueError, match=message):
         parse_number(text, unit)

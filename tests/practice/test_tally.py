@@ -47,8 +47,14 @@ def test_a_room_of_answers_is_counted_by_verdict_and_slip():
     }
     t = tally(q, answers, seats=[*answers, "s11"])  # s11 is seated and typed nothing
     assert (t.seats, t.answered, t.right, t.wrong, t.other_wrong, t.unreadable, t.no_answer) == (
-        11, 7, 3, 4, 1, 1, 3,
-    )  # fmt: skip
+        11,
+        7,
+        3,
+        4,
+        1,
+        1,
+        3,
+    )
     heads, kv = q.inputs["heads"], q.inputs["kv_heads"]
     assert t.by_slip == (
         (f"used the {heads} query heads instead of the {kv} KV heads", 2),

@@ -24,8 +24,14 @@ from attn_core.verify.peak import matrix_sides
 from attn_core.verify.plan import VerifyRequest, plan_build
 from tests.cost.test_gemma4 import TINY
 
-SIZES = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
-             intermediate_size=96, vocab_size=50)  # fmt: skip
+SIZES = dict(
+    num_hidden_layers=2,
+    hidden_size=64,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    intermediate_size=96,
+    vocab_size=50,
+)
 L, D, HKV, DH = 2, 64, 2, 16
 
 
@@ -112,8 +118,17 @@ def test_gemma4s_per_layer_maps_and_wide_heads_by_hand():
     sliding = [Gemm(N, 64, 4 * 16 + 2 * 2 * 16, 4), Gemm(N, 4 * 16, 64, 4)]
     mlp = [Gemm(N, 64, 2 * 96, 4), Gemm(N, 96, 64, 4)]
     assert sorted(gemms, key=repr) == sorted(ple + full + sliding + 2 * mlp, key=repr)
-    by_hand = 2 * N * (64 * 64 + 8 * (2 * 64 * 8) + 4 * (64 * 256 + 128 * 64) + 4 * (64 * 128 + 64 * 64)
-                       + 8 * (64 * 192 + 96 * 64))  # fmt: skip
+    by_hand = (
+        2
+        * N
+        * (
+            64 * 64
+            + 8 * (2 * 64 * 8)
+            + 4 * (64 * 256 + 128 * 64)
+            + 4 * (64 * 128 + 64 * 64)
+            + 8 * (64 * 192 + 96 * 64)
+        )
+    )
     assert sum(g.flops for g in gemms) == by_hand
 
 

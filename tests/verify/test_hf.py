@@ -30,11 +30,23 @@ T, M = 24, 3
 # Gemma 4, tiny: 6 layers (sliding, sliding, global) × 2, global heads twice as wide (its
 # per_layer_config), per-layer embeddings, the last 2 layers reusing earlier layers' KV; the
 # formulas read its MLP as gated ('mlp_kind', which transformers keeps as a plain attribute).
-GEMMA4 = {"model_type": "gemma4_text", "num_hidden_layers": 6, "hidden_size": 64, "intermediate_size": 96,
-          "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "global_head_dim": 32,
-          "sliding_window": 8, "vocab_size": 100, "vocab_size_per_layer_input": 100,
-          "hidden_size_per_layer_input": 8, "num_kv_shared_layers": 2, "mlp_kind": "gated",
-          "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2}  # fmt: skip
+GEMMA4 = {
+    "model_type": "gemma4_text",
+    "num_hidden_layers": 6,
+    "hidden_size": 64,
+    "intermediate_size": 96,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "global_head_dim": 32,
+    "sliding_window": 8,
+    "vocab_size": 100,
+    "vocab_size_per_layer_input": 100,
+    "hidden_size_per_layer_input": 8,
+    "num_kv_shared_layers": 2,
+    "mlp_kind": "gated",
+    "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2,
+}
 
 
 pytestmark = pytest.mark.usefixtures("small_probe")
@@ -113,9 +125,17 @@ def test_gemma4_cut_keeps_the_global_layers_width_and_refuses_a_moved_global_lay
 
 
 def test_cut_config_renumbers_index_lists_and_cuts_patterns():
-    d = {"num_hidden_layers": 4, "mlp_only_layers": [1, 3], "layer_types": ["a", "b", "c", "d"],
-         "hybrid_override_pattern": "M-M*", "time_step_limit": [0.0, 1.0], "num_experts": 64, "num_experts_per_tok": 64,
-         "num_kv_shared_layers": 1, "per_layer_config": {"03": {"head_dim": 8}}}  # fmt: skip
+    d = {
+        "num_hidden_layers": 4,
+        "mlp_only_layers": [1, 3],
+        "layer_types": ["a", "b", "c", "d"],
+        "hybrid_override_pattern": "M-M*",
+        "time_step_limit": [0.0, 1.0],
+        "num_experts": 64,
+        "num_experts_per_tok": 64,
+        "num_kv_shared_layers": 1,
+        "per_layer_config": {"03": {"head_dim": 8}},
+    }
     out = cut_config_dict(d, 4, (1, 3), (64, 8))
     assert out["num_hidden_layers"] == 2 and out["mlp_only_layers"] == [0, 1]
     assert out["layer_types"] == ["b", "d"] and out["hybrid_override_pattern"] == "-*"
@@ -137,8 +157,20 @@ def test_cli_json_reports_transformers_build_and_peaks(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(GEMMA4))
     out = tmp_path / "out.json"
-    args = ["--config", str(path), "--layers", "3", "--seq-len", str(T), "--decode-steps", str(M),
-            "--device", "cpu", "--json", str(out)]  # fmt: skip
+    args = [
+        "--config",
+        str(path),
+        "--layers",
+        "3",
+        "--seq-len",
+        str(T),
+        "--decode-steps",
+        str(M),
+        "--device",
+        "cpu",
+        "--json",
+        str(out),
+    ]
     assert verify_cli.main(args) == 0
     data = json.loads(out.read_text())
     assert data["built_by"] == "transformers" and data["params_built"] == numel_of(CASES["gemma4"][2])

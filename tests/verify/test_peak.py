@@ -33,8 +33,12 @@ NEMOTRON_WIDE = NEMOTRON | {
     "mamba_head_dim": 32,
     "ssm_state_size": 64,
 }
-HYBRID_WIDE = HYBRID | {"linear_num_key_heads": 4, "linear_num_value_heads": 8, "linear_key_head_dim": 32,
-                        "linear_value_head_dim": 32}  # fmt: skip
+HYBRID_WIDE = HYBRID | {
+    "linear_num_key_heads": 4,
+    "linear_num_value_heads": 8,
+    "linear_key_head_dim": 32,
+    "linear_value_head_dim": 32,
+}
 
 
 def _shape(config: dict, **changes):

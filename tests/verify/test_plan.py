@@ -14,8 +14,16 @@ import transformers
 from attn_core.cost.config_reader import from_hf_config
 from attn_core.verify.plan import active_layer_params, cache_bytes, cut_shape, layer_params
 
-MIXTRAL = dict(num_hidden_layers=3, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
-               intermediate_size=48, num_local_experts=4, num_experts_per_tok=2, vocab_size=100)  # fmt: skip
+MIXTRAL = dict(
+    num_hidden_layers=3,
+    hidden_size=64,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    intermediate_size=48,
+    num_local_experts=4,
+    num_experts_per_tok=2,
+    vocab_size=100,
+)
 
 
 def mixtral():
@@ -35,10 +43,24 @@ def test_layer_weights_are_transformers_decoder_layers():
 
 def test_the_cache_is_kv_for_attention_and_a_fixed_state_for_linear_layers():
     assert cache_bytes(mixtral(), 100, 3, 2) == 2 * 3 * 2 * 16 * 2 * 100 * 3
-    sizes = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-                 intermediate_size=96, vocab_size=100, linear_num_key_heads=2, linear_num_value_heads=4,
-                 linear_key_head_dim=8, linear_value_head_dim=16, linear_conv_kernel_dim=4, num_experts=4,
-                 num_experts_per_tok=2, moe_intermediate_size=32, full_attention_interval=2)  # fmt: skip
+    sizes = dict(
+        num_hidden_layers=2,
+        hidden_size=64,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        intermediate_size=96,
+        vocab_size=100,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        linear_key_head_dim=8,
+        linear_value_head_dim=16,
+        linear_conv_kernel_dim=4,
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=32,
+        full_attention_interval=2,
+    )
     hybrid = from_hf_config({"model_type": "qwen3_next", **sizes}, name="tiny next")
     conv = (2 * 2 * 8 + 4 * 16) * 4  # channels (q, k and v) × the kernel's window, at b bytes
     recurrent = 4 * 8 * 16  # H_v × d_k × d_v, in fp32
@@ -49,10 +71,21 @@ def test_the_cache_is_kv_for_attention_and_a_fixed_state_for_linear_layers():
 
 def test_a_cut_keeps_the_picked_layers_kinds_and_experts():
     sliding = from_hf_config(
-        {"model_type": "gemma3_text", **transformers.Gemma3TextConfig(
-            num_hidden_layers=12, hidden_size=64, num_attention_heads=4, num_key_value_heads=1, head_dim=16,
-            intermediate_size=96, vocab_size=100, sliding_window=8).to_dict()}, name="g",
-    )  # fmt: skip
+        {
+            "model_type": "gemma3_text",
+            **transformers.Gemma3TextConfig(
+                num_hidden_layers=12,
+                hidden_size=64,
+                num_attention_heads=4,
+                num_key_value_heads=1,
+                head_dim=16,
+                intermediate_size=96,
+                vocab_size=100,
+                sliding_window=8,
+            ).to_dict(),
+        },
+        name="g",
+    )
     cut = cut_shape(sliding, [0, 5], None)  # layer 5 is the first full-attention one (5 sliding, 1 full)
     assert cut.n_layers == 2 and [cut.layer_kinds[i] for i in range(2)] == ["sliding", "full"]
     small = cut_shape(mixtral(), 2, 3)

@@ -90,10 +90,13 @@ def counts() -> PhaseCounts:
 
 def probe() -> Probe:
     return Probe(
-        "cpu", "fp32", matmul_flop_per_s=1e12, bandwidth_bytes_per_s=1e11,
+        "cpu",
+        "fp32",
+        matmul_flop_per_s=1e12,
+        bandwidth_bytes_per_s=1e11,
         gemm_flop_per_s={(64, 128, 256): 1e10, (2, 128, 512): 2e9},
         attention_s={("full", 16, 16): 1e-3, ("gdn", 16, 16): 4e-3},
-    )  # fmt: skip
+    )
 
 
 def test_the_bound_is_the_slower_of_compute_and_memory():

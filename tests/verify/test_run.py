@@ -14,8 +14,17 @@ from attn_core.cost.config_reader import from_hf_config
 from attn_core.verify import run
 from attn_core.verify.plan import VerifyError, VerifyRequest
 
-SHAPE = from_hf_config({"model_type": "llama", "num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2,
-                        "intermediate_size": 48, "vocab_size": 10}, name="tiny")  # fmt: skip
+SHAPE = from_hf_config(
+    {
+        "model_type": "llama",
+        "num_hidden_layers": 1,
+        "hidden_size": 32,
+        "num_attention_heads": 2,
+        "intermediate_size": 48,
+        "vocab_size": 10,
+    },
+    name="tiny",
+)
 
 
 def test_a_second_check_is_refused_while_one_runs():

@@ -72,14 +72,24 @@ def _tiny(dtype: str = "fp32", config: dict = HYBRID):
 def _hf_config(shape, layer_type: str) -> Qwen3NextConfig:
     m = shape.state_mixer
     return Qwen3NextConfig(
-        hidden_size=shape.d_model, num_hidden_layers=1, layer_types=[layer_type],
-        num_attention_heads=shape.n_heads, num_key_value_heads=shape.n_kv_heads, head_dim=shape.head_dim,
-        linear_num_key_heads=m.n_key_heads, linear_num_value_heads=m.n_value_heads,
-        linear_key_head_dim=m.key_head_dim, linear_value_head_dim=m.value_head_dim,
-        linear_conv_kernel_dim=m.conv_kernel, vocab_size=shape.vocab_size,
-        rope_parameters={"rope_type": "default", "rope_theta": 10_000.0,
-                         "partial_rotary_factor": shape.rotary_dim / shape.head_dim},
-    )  # fmt: skip
+        hidden_size=shape.d_model,
+        num_hidden_layers=1,
+        layer_types=[layer_type],
+        num_attention_heads=shape.n_heads,
+        num_key_value_heads=shape.n_kv_heads,
+        head_dim=shape.head_dim,
+        linear_num_key_heads=m.n_key_heads,
+        linear_num_value_heads=m.n_value_heads,
+        linear_key_head_dim=m.key_head_dim,
+        linear_value_head_dim=m.value_head_dim,
+        linear_conv_kernel_dim=m.conv_kernel,
+        vocab_size=shape.vocab_size,
+        rope_parameters={
+            "rope_type": "default",
+            "rope_theta": 10_000.0,
+            "partial_rotary_factor": shape.rotary_dim / shape.head_dim,
+        },
+    )
 
 
 def same_as_transformers(ours, theirs, cache, d_model: int, dtype: str):
@@ -89,11 +99,16 @@ def same_as_transformers(ours, theirs, cache, d_model: int, dtype: str):
     x = torch.randn(B, T + M, d_model, dtype=DTYPES[dtype])
     tol = {"fp32": 1e-5, "bf16": 2e-2}[dtype]
     with torch.inference_mode():
-        torch.testing.assert_close(ours(x[:, :T], 0, None, None), theirs(x[:, :T], cache_params=cache),
-                                   rtol=tol, atol=tol)  # fmt: skip
+        torch.testing.assert_close(
+            ours(x[:, :T], 0, None, None), theirs(x[:, :T], cache_params=cache), rtol=tol, atol=tol
+        )
         for t in range(T, T + M):
-            torch.testing.assert_close(ours(x[:, t : t + 1], t, None, None),
-                                       theirs(x[:, t : t + 1], cache_params=cache), rtol=tol, atol=tol)  # fmt: skip
+            torch.testing.assert_close(
+                ours(x[:, t : t + 1], t, None, None),
+                theirs(x[:, t : t + 1], cache_params=cache),
+                rtol=tol,
+                atol=tol,
+            )
     held = cache.layers[0]
     for mine, hf in (
         (ours.state.conv, held.conv_states[0]),
@@ -129,12 +144,22 @@ def test_gated_deltanet_equals_transformers_and_holds_its_cache(dtype):
 def _nemotron_config(shape) -> NemotronHConfig:
     m = shape.state_mixer
     return NemotronHConfig(
-        hidden_size=shape.d_model, num_hidden_layers=1, hybrid_override_pattern="M",
-        mamba_num_heads=m.n_heads, mamba_head_dim=m.head_dim, n_groups=m.n_groups, ssm_state_size=m.d_state,
-        conv_kernel=m.conv_kernel, chunk_size=m.chunk, use_conv_bias=m.conv_bias, use_bias=m.proj_bias,
-        num_attention_heads=shape.n_heads, num_key_value_heads=shape.n_kv_heads, head_dim=shape.head_dim,
+        hidden_size=shape.d_model,
+        num_hidden_layers=1,
+        hybrid_override_pattern="M",
+        mamba_num_heads=m.n_heads,
+        mamba_head_dim=m.head_dim,
+        n_groups=m.n_groups,
+        ssm_state_size=m.d_state,
+        conv_kernel=m.conv_kernel,
+        chunk_size=m.chunk,
+        use_conv_bias=m.conv_bias,
+        use_bias=m.proj_bias,
+        num_attention_heads=shape.n_heads,
+        num_key_value_heads=shape.n_kv_heads,
+        head_dim=shape.head_dim,
         vocab_size=shape.vocab_size,
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
@@ -167,9 +192,16 @@ def test_gated_attention_equals_transformers():
     theirs = qwen3_next.Qwen3NextAttention(_hf_config(plan.shape, "full_attention"), 0)
     q_width, kv = 2 * plan.shape.q_width, plan.shape.kv_width
     Wq, Wk, Wv = ours.qkv.weight.split([q_width, kv, kv])
-    theirs.load_state_dict({"q_proj.weight": Wq, "k_proj.weight": Wk, "v_proj.weight": Wv,
-                            "o_proj.weight": ours.o.weight, "q_norm.weight": ours.q_norm.weight - 1,
-                            "k_norm.weight": ours.k_norm.weight - 1})  # fmt: skip
+    theirs.load_state_dict(
+        {
+            "q_proj.weight": Wq,
+            "k_proj.weight": Wk,
+            "v_proj.weight": Wv,
+            "o_proj.weight": ours.o.weight,
+            "q_norm.weight": ours.q_norm.weight - 1,
+            "k_norm.weight": ours.k_norm.weight - 1,
+        }
+    )
     theirs.config._attn_implementation = "eager"
     rope = qwen3_next.Qwen3NextRotaryEmbedding(theirs.config)
     x = torch.randn(B, T, plan.shape.d_model)
@@ -238,8 +270,10 @@ def test_the_probed_core_runs_the_counted_products():
     H, dk, dv = m.n_value_heads, m.key_head_dim, m.value_head_dim
     prompt = delta_core_call(shape, T, T, B, torch.float32, "cpu")
     step = delta_core_call(shape, 1, T + 1, B, torch.float32, "cpu")
-    for run, want in ((prompt, delta_rule_flops_by_hand(H, dk, dv, 128) - 2 * H * 2 * 64 * 64 * (dk + dv)),
-                      (step, 0)):  # fmt: skip
+    for run, want in (
+        (prompt, delta_rule_flops_by_hand(H, dk, dv, 128) - 2 * H * 2 * 64 * 64 * (dk + dv)),
+        (step, 0),
+    ):
         with FlopCounterMode(display=False) as counter:
             out = run()
         by_op = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
@@ -311,9 +345,14 @@ def test_estimate_adds_the_probed_core():
 
 @pytest.mark.parametrize(
     "config, rotary",
-    [({"partial_rotary_factor": 0.25}, 4), ({"rotary_pct": 0.5}, 8), ({"partial_rotary_factor": 1}, None),
-     ({"rope_parameters": {"partial_rotary_factor": 0.75}}, 12), ({}, None)],
-)  # fmt: skip
+    [
+        ({"partial_rotary_factor": 0.25}, 4),
+        ({"rotary_pct": 0.5}, 8),
+        ({"partial_rotary_factor": 1}, None),
+        ({"rope_parameters": {"partial_rotary_factor": 0.75}}, 12),
+        ({}, None),
+    ],
+)
 def test_rotary_width_is_read_from_the_config(config, rotary):
     base = {k: v for k, v in HYBRID.items() if k != "partial_rotary_factor"}
     assert from_hf_config(base | config).rotary_dim == rotary

@@ -48,19 +48,56 @@ from attn_core.verify.probe import Probe, bound_ms, estimate_ms
 from attn_core.verify.run import verify
 
 DENSE = LLAMA
-MOE = {"model_type": "qwen2_moe", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-       "num_key_value_heads": 2, "intermediate_size": 96, "moe_intermediate_size": 32, "num_experts": 8,
-       "num_experts_per_tok": 2, "shared_expert_intermediate_size": 48, "vocab_size": 100}  # fmt: skip
+MOE = {
+    "model_type": "qwen2_moe",
+    "num_hidden_layers": 2,
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 96,
+    "moe_intermediate_size": 32,
+    "num_experts": 8,
+    "num_experts_per_tok": 2,
+    "shared_expert_intermediate_size": 48,
+    "vocab_size": 100,
+}
 # Gemma 3: a sliding window (smaller than T, so the band mask runs), QK-norm, four norms a layer.
-SLIDING = {"model_type": "gemma3_text", "num_hidden_layers": 3, "hidden_size": 64, "num_attention_heads": 4,
-           "num_key_value_heads": 1, "head_dim": 16, "intermediate_size": 96, "sliding_window": 5,
-           "sliding_window_pattern": 3, "vocab_size": 100}  # fmt: skip
-CHUNKED = {"model_type": "llama4_text", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
-           "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 32, "intermediate_size_mlp": 96,
-           "attention_chunk_size": 6, "no_rope_layers": [1, 0], "num_local_experts": 4,
-           "num_experts_per_tok": 1, "interleave_moe_layer_step": 2, "vocab_size": 100}  # fmt: skip
-CONFIGS = {"dense": DENSE, "moe": MOE, "sliding": SLIDING, "chunked": CHUNKED, "hybrid": HYBRID,
-           "nemotron": NEMOTRON}  # fmt: skip
+SLIDING = {
+    "model_type": "gemma3_text",
+    "num_hidden_layers": 3,
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 1,
+    "head_dim": 16,
+    "intermediate_size": 96,
+    "sliding_window": 5,
+    "sliding_window_pattern": 3,
+    "vocab_size": 100,
+}
+CHUNKED = {
+    "model_type": "llama4_text",
+    "num_hidden_layers": 2,
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "intermediate_size": 32,
+    "intermediate_size_mlp": 96,
+    "attention_chunk_size": 6,
+    "no_rope_layers": [1, 0],
+    "num_local_experts": 4,
+    "num_experts_per_tok": 1,
+    "interleave_moe_layer_step": 2,
+    "vocab_size": 100,
+}
+CONFIGS = {
+    "dense": DENSE,
+    "moe": MOE,
+    "sliding": SLIDING,
+    "chunked": CHUNKED,
+    "hybrid": HYBRID,
+    "nemotron": NEMOTRON,
+}
 T, M, B = 16, 3, 2
 
 
@@ -192,8 +229,9 @@ def test_counts_equal_the_built_modules(name):
     params = sum(p.numel() for p in layers.parameters())
     skipped = sum(
         (len(blk.mlp.experts) - blk.mlp.top_k) * sum(p.numel() for p in blk.mlp.experts[0].parameters())
-        for blk in layers.blocks if isinstance(blk.mlp, MoEMLP)
-    )  # fmt: skip
+        for blk in layers.blocks
+        if isinstance(blk.mlp, MoEMLP)
+    )
     assert params * b == plan.weight_bytes
 
     def cache_bytes(tokens: int) -> int:
@@ -252,8 +290,10 @@ def test_flop_counter_sees_the_counted_matrix_products(name):
             solves = sum(
                 m.n_value_heads * chunks * 2 * C * C * (m.key_head_dim + m.value_head_dim) for m in deltas
             )
-            ran = sum(delta_rule_flops_by_hand(m.n_value_heads, m.key_head_dim, m.value_head_dim, padded)
-                      for m in deltas)  # fmt: skip
+            ran = sum(
+                delta_rule_flops_by_hand(m.n_value_heads, m.key_head_dim, m.value_head_dim, padded)
+                for m in deltas
+            )
             assert by_op.get("aten.bmm", 0) == (B * (ran - solves) if len(tokens) > 1 else 0)
 
 
@@ -276,8 +316,20 @@ def test_verify_bound_is_below_the_run_and_json_keys(name, tmp_path):
     config = tmp_path / "config.json"
     config.write_text(json.dumps(CONFIGS[name]))
     out = tmp_path / "verify.json"
-    args = ["--config", str(config), "--seq-len", str(T), "--batch", "1", "--decode-steps", str(M),
-            "--device", "cpu", "--json", str(out)]  # fmt: skip
+    args = [
+        "--config",
+        str(config),
+        "--seq-len",
+        str(T),
+        "--batch",
+        "1",
+        "--decode-steps",
+        str(M),
+        "--device",
+        "cpu",
+        "--json",
+        str(out),
+    ]
     assert verify_cli.main(args) == 0
     data = json.loads(out.read_text())
     assert {"device", "layers_built", "experts_built", "probe", "prefill", "decode_step"} <= set(data)
@@ -355,8 +407,10 @@ def test_the_cap_cuts_layers_then_experts_keeping_k_and_width(monkeypatch):
         VerifyRequest(seq_len=T, decode_steps=M, memory_bytes=(full.peak_bytes + one.peak_bytes) // 2),
     )
     assert full.layers_built == 2 and one_layer.layers_built == 1 and one_layer.experts_built == 8
-    k_only = plan_build(dataclasses.replace(shape, moe=dataclasses.replace(shape.moe, n_experts=2)),
-                               VerifyRequest(seq_len=T, decode_steps=M, layers=1))  # fmt: skip
+    k_only = plan_build(
+        dataclasses.replace(shape, moe=dataclasses.replace(shape.moe, n_experts=2)),
+        VerifyRequest(seq_len=T, decode_steps=M, layers=1),
+    )
     cap = (k_only.peak_bytes + one.peak_bytes) // 2
     squeezed = plan_build(shape, VerifyRequest(seq_len=T, decode_steps=M, memory_bytes=cap))
     assert squeezed.layers_built == 1 and 2 <= squeezed.experts_built < 8
@@ -466,8 +520,13 @@ def test_cost_page_button_runs_a_check_and_shows_the_table():
     assert all(e.endswith("%") for e in df["error"])
 
 
-@pytest.mark.parametrize("name, built", [("moe", "2/2 layers, 8/8 experts"),
-                                         ("hybrid", "4/4 layers (3 Gated DeltaNet, 1 full attention), 8/8 experts")])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, built",
+    [
+        ("moe", "2/2 layers, 8/8 experts"),
+        ("hybrid", "4/4 layers (3 Gated DeltaNet, 1 full attention), 8/8 experts"),
+    ],
+)
 def test_benchmark_rows_smoke(name, built):
     """benchmarks/verify_cost.py's Markdown rows for one tiny check: one per phase, every column."""
     from tests.conftest import load_benchmark

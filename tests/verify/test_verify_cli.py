@@ -60,8 +60,22 @@ def _base_params(model_type: str, given: dict, layers: int, experts: int | None)
 def test_class_defaults_from_a_json_file_are_built_by_transformers(case, tmp_path, capsys):
     model_type, given = case.split()[0], CASES[case]
     out = tmp_path / "out.json"
-    args = ["--config", str(_class_defaults(tmp_path, model_type, given)), "--layers", "1", "--seq-len", "4",
-            "--decode-steps", "1", "--dtype", "bf16", "--device", "cpu", "--json", str(out)]  # fmt: skip
+    args = [
+        "--config",
+        str(_class_defaults(tmp_path, model_type, given)),
+        "--layers",
+        "1",
+        "--seq-len",
+        "4",
+        "--decode-steps",
+        "1",
+        "--dtype",
+        "bf16",
+        "--device",
+        "cpu",
+        "--json",
+        str(out),
+    ]
     assert main(args) == 0, capsys.readouterr().err
     r = json.loads(out.read_text())
     assert r["built_by"] == "transformers"

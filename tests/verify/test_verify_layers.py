@@ -86,10 +86,24 @@ def cache_of(model_class, config, layer: int):
 
 
 def test_a_gated_deltanet_keeps_the_state_qwen3_next_keeps():
-    sizes = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-                 intermediate_size=96, vocab_size=100, linear_num_key_heads=2, linear_num_value_heads=4,
-                 linear_key_head_dim=8, linear_value_head_dim=16, linear_conv_kernel_dim=4, num_experts=4,
-                 num_experts_per_tok=2, moe_intermediate_size=32, full_attention_interval=2)  # fmt: skip
+    sizes = dict(
+        num_hidden_layers=2,
+        hidden_size=64,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        intermediate_size=96,
+        vocab_size=100,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        linear_key_head_dim=8,
+        linear_value_head_dim=16,
+        linear_conv_kernel_dim=4,
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=32,
+        full_attention_interval=2,
+    )
     conv, rec = cache_of(transformers.Qwen3NextForCausalLM, transformers.Qwen3NextConfig(**sizes), 0)
     shape = from_hf_config({"model_type": "qwen3_next", **sizes}, name="tiny")
     ours = deltanet.delta_state(shape.state_mixer, 1, conv.dtype, "cpu")
@@ -98,10 +112,21 @@ def test_a_gated_deltanet_keeps_the_state_qwen3_next_keeps():
 
 
 def test_a_mamba2_layer_keeps_the_state_nemotron_h_keeps():
-    sizes = {"hidden_size": 64, "hybrid_override_pattern": "M-*", "num_attention_heads": 4,
-             "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96, "mamba_num_heads": 4,
-             "mamba_head_dim": 16, "n_groups": 2, "ssm_state_size": 16, "conv_kernel": 4, "chunk_size": 16,
-             "vocab_size": 100}  # fmt: skip
+    sizes = {
+        "hidden_size": 64,
+        "hybrid_override_pattern": "M-*",
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "intermediate_size": 96,
+        "mamba_num_heads": 4,
+        "mamba_head_dim": 16,
+        "n_groups": 2,
+        "ssm_state_size": 16,
+        "conv_kernel": 4,
+        "chunk_size": 16,
+        "vocab_size": 100,
+    }
     conv, rec = cache_of(transformers.NemotronHForCausalLM, transformers.NemotronHConfig(**sizes), 0)
     shape = from_hf_config({"model_type": "nemotron_h", **sizes}, name="tiny")
     ours = mamba2.mamba2_state(shape.state_mixer, 1, conv.dtype, "cpu")

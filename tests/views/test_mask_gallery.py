@@ -110,10 +110,14 @@ def test_causal_fraction_is_t_plus_one_over_two_t():
 
 @pytest.mark.parametrize(
     ("kind", "kwargs", "message"),
-    [("document (block-diagonal)", {"doc_lengths": [2, 2]}, "add up"), ("prefix-LM", {"prefix": 9}, "prefix"),
-     ("sliding window", {"window": 0}, "window"), ("causal (top-left)", {"L": 600}, "range"),
-     ("nonsense", {}, "unknown mask kind")],
-)  # fmt: skip
+    [
+        ("document (block-diagonal)", {"doc_lengths": [2, 2]}, "add up"),
+        ("prefix-LM", {"prefix": 9}, "prefix"),
+        ("sliding window", {"window": 0}, "window"),
+        ("causal (top-left)", {"L": 600}, "range"),
+        ("nonsense", {}, "unknown mask kind"),
+    ],
+)
 def test_gallery_errors(kind, kwargs, message):
     args = {"L": 5, "S": 5, **kwargs}
     L, S = args.pop("L"), args.pop("S")

@@ -58,9 +58,14 @@ def test_the_flops_table_is_card_11_per_layer():
 
 def test_parameters_are_what_transformers_builds_for_llama_2_7b():
     config = transformers.LlamaConfig(
-        hidden_size=D, intermediate_size=DFF, num_hidden_layers=L, num_attention_heads=H,
-        num_key_value_heads=H, vocab_size=VOCAB, tie_word_embeddings=False,
-    )  # fmt: skip
+        hidden_size=D,
+        intermediate_size=DFF,
+        num_hidden_layers=L,
+        num_attention_heads=H,
+        num_key_value_heads=H,
+        vocab_size=VOCAB,
+        tie_word_embeddings=False,
+    )
     with torch.device("meta"):
         total = sum(p.numel() for p in transformers.LlamaForCausalLM(config).parameters())
     rows = costs_whole.params_rows(llama())
