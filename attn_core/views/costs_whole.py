@@ -12,7 +12,7 @@ from attn_core.cost.ledger import attention_twin, layer_ledger, memory_sweep_T
 from attn_core.cost.mixers import STATE_KIND_NAMES
 from attn_core.cost.params import weight_bytes
 from attn_core.cost.report import CostReport
-from attn_core.cost.serving import kv_bytes_per_token_per_layer
+from attn_core.cost.serving import kv_bytes_per_token_per_layer, layer_cached_tokens
 from attn_core.cost.shapes import ModelShape
 from attn_core.cost.units import (
     format_bytes_binary,
@@ -48,7 +48,7 @@ def layer_type_rows(
                              f"cache, all B, T = {T:,}": [], f"FLOPs at T = {T:,}": []}  # fmt: skip
     for row in layer_ledger(s, T, batch, b_kv, b_state, causal):
         span = spans.get(row.kind)
-        kept = 0 if span is None else T if span == "all" else min(T, span)
+        kept = 0 if span is None else layer_cached_tokens(s, T, row.kind)  # W − 1 on a sliding layer
         mla = " (MLA latent)" if s.mla is not None and s.is_attention(row.kind) else ""
         moe = f", {row.moe_layers:,} with experts" if row.moe_layers else ""
         rows["layer kind"].append(f"{row.label}{mla}{moe}")
@@ -223,7 +223,8 @@ def times_rows(t: Timing, calibrated: CalibratedTiming | None = None) -> dict[st
 def whole_checks(r: CostReport) -> list[tuple[str, float]]:
     """(independent route, |Δ|) for the whole-model figures: prefill as Σ over layer groups of
     count × card 11's per-layer FLOPs plus the head; the cache as Σ over kinds of count × bytes ×
-    min(T, span). Groups, not layers: a config of 16 million layers costs what one of 60 does."""
+    min(T, span), a sliding or chunked layer's span W − 1 or C − 1 (transformers' dynamic cache).
+    Groups, not layers: a config of 16 million layers costs what one of 60 does."""
     s, T, B = r.model, r.seq_len, r.batch
     by_layer = sum(
         n * layer_flops(s, T, B, r.causal, kind=kind, moe=moe, shared=shared).total
@@ -231,7 +232,7 @@ def whole_checks(r: CostReport) -> list[tuple[str, float]]:
     )
     # + the head, and Gemma 4's per-layer input maps from their parameter count (2 FLOPs per weight per token)
     prefill = by_layer + 2 * (s.d_model * s.vocab_size + r.params.count.per_layer_projections) * T * B
-    spans = {"full": T, "sliding": s.sliding_window, "chunked": s.attention_chunk_size}
+    spans = {"full": T, "sliding": (s.sliding_window or 1) - 1, "chunked": (s.attention_chunk_size or 1) - 1}
     kv = (
         sum(n * min(T, spans[k]) * kv_bytes_per_token_per_layer(s, r.precision.b_kv, k)
             for k, n in s.caching_counts.items())
