@@ -19,7 +19,13 @@ from attn_core.cost.config_keys import ConfigError as ConfigError
 from attn_core.cost.config_keys import first, read_bool, read_int
 from attn_core.cost.derived_records import preset_record
 from attn_core.cost.experts import read_moe
-from attn_core.cost.layer_config import FFN_ONLY_KINDS, hybrid_pattern, layer_kinds, read_state_mixer
+from attn_core.cost.layer_config import (
+    FFN_ONLY_KINDS,
+    hybrid_pattern,
+    layer_kinds,
+    read_cross_layers,
+    read_state_mixer,
+)
 from attn_core.cost.layer_variants import GEMMA4_TYPES, gemma4_layer_kinds, read_gemma4
 from attn_core.cost.mixers import STATE_KINDS, read_state_dtype
 from attn_core.cost.mla import read_mla
@@ -246,6 +252,7 @@ def from_hf_config(
         attention_output_gate=(facts is not None and facts.output_gate)
         or read_bool(config, ("attn_output_gate",), False),
         one_mixer_per_layer=one_block,
+        cross_attention_layers=read_cross_layers(config, n_layers),
         rotary_dim=None if mla is not None else _rotary_dim(config, head_dim),
         **variants,
     )
