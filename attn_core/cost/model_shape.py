@@ -79,7 +79,7 @@ class ModelShape:
     double_wide_shared_mlp: bool = False  # the KV-sharing layers' MLP is 2·d_ff wide
     per_layer_embeddings: PerLayerEmbeddings | None = None  # a p-wide embedding per layer, gated in
     # layers attending to another sequence's K and V (an image's): no cache that grows with T
-    cross_attention_layers: frozenset[int] = frozenset()
+    cross_attention_layers: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         for field in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size"):
