@@ -128,11 +128,11 @@ def architecture_notes(s: ModelShape) -> list[str]:
     """One line each for the experts, MLA, sinks, quantization and left-out layers."""
     notes = []
     if s.moe is not None:
-        m = s.moe
+        m, dense = s.moe, s.n_mlp_layers - s.n_moe_layers
+        dense_text = f"{dense:,} dense (width {s.d_ff:,})" if dense > 0 else "no dense layer"
         notes.append(
             f"**Mixture of experts:** {m.n_experts} routed experts of width {m.expert_d_ff:,}, top-{m.top_k} per "
-            f"token, {m.n_shared} shared; {s.n_moe_layers:,} MoE layers, {s.n_mlp_layers - s.n_moe_layers:,} dense "
-            f"(width {s.d_ff:,}). The router is {s.d_model:,} × {m.n_experts} weights per MoE layer "
+            f"token, {m.n_shared} shared; {s.n_moe_layers:,} MoE layers, {dense_text}. The router is {s.d_model:,} × {m.n_experts} weights per MoE layer "
             f"({2 * s.d_model * m.n_experts:,} FLOPs per token). FLOPs count the active experts; memory holds all."
         )
     if s.mla is not None:
