@@ -98,6 +98,8 @@ def _mlp_kind(config: Mapping[str, Any], model_type: str, facts: TypeFacts | Non
         return explicit
     if facts is not None and facts.mlp in ("gated", "plain"):
         return facts.mlp
+    if facts is not None and facts.moe and facts.mlp is None:
+        return "plain"  # the build has experts and no dense MLP: no layer is sized by this kind
     if model_type:
         why = (
             "transformers' build of it shows no MLP of 3 or 2 matrices"
