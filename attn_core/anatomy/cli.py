@@ -96,6 +96,14 @@ def build_kind_line(a) -> str:
     return f"Kind (transformers' build): dense, every layer {next(iter(kinds), 'alike')}"
 
 
+def _buffers(a) -> str:
+    """The numbers a checkpoint holds as persistent buffers (DeepSeek-V3's router score-correction
+    bias), which the formulas count as parameters: said beside the total, so the formulas' larger
+    total below reads as this and nothing else."""
+    n = a.checkpoint_buffers
+    return f" + {n:,} held as buffers (the formulas below count them as parameters)" if n else ""
+
+
 def headline_lines(check, T: int, batch: int) -> list[str]:
     """The headline figures from transformers' build (parameters, active under both conventions,
     cache per token, fixed state, the cache at T × B), and which of the formulas' figures below
@@ -105,7 +113,7 @@ def headline_lines(check, T: int, batch: int) -> list[str]:
     k_of_e = f" (k of E = {a.experts[0]} of {a.experts[1]})" if a.experts else ""
     lines = [
         f"Headline, from transformers' build ({a.built_class}, meta device); the formulas' reading follows as the explanation",
-        f"  parameters        {a.params_total:>22,}  {format_count_short(a.params_total, 2)}",
+        f"  parameters        {a.params_total:>22,}  {format_count_short(a.params_total, 2)}{_buffers(a)}",
         f"  active per token  {a.params_active:>22,}  {format_count_short(a.params_active, 2)} with the input "
         f"embeddings{k_of_e}; {format_count_short(a.params_active - emb, 2)} without them (the gpt-oss model "
         "card's convention)",
