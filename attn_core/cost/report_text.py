@@ -206,8 +206,13 @@ def _per_layer_title(s: ModelShape, pairs: str) -> str:
     layers differ (the whole-model line below sums them all)."""
     if not _layers_differ(s):
         return f"FLOPs per layer, forward, {pairs}"
-    return (f"FLOPs of one attention layer ({s.n_attention_layers:,} of {s.n_layers:,}; the layers differ, "
-            f"the whole-model line below sums them all), forward, {pairs}")  # fmt: skip
+    kind, moe = s.representative_layer
+    n = s.layer_census.get((kind, moe)) or s.kind_counts.get(kind, 0)
+    mlp = ("its experts" if moe else "its dense MLP") if s.has_mlp(kind) else "no MLP"
+    return (
+        f"FLOPs of one {kind} attention layer with {mlp} ({n:,} such of {s.n_layers:,} layers; the layers "
+        f"differ, the whole-model line below sums them all), forward, {pairs}"
+    )
 
 
 def format_report(r: CostReport) -> str:

@@ -83,3 +83,12 @@ def test_moe_with_dense_layers_gives_both_widths():
     line = _description("deepseek-v3")
     assert f"d_ff={c['intermediate_size']:,}" in line and f"{c['first_k_dense_replace']} dense layers" in line
     assert f"{c['moe_intermediate_size']:,}" in line
+
+
+def test_per_layer_block_names_the_layer_it_shows():
+    """DeepSeek-V3: 61 layers, all attention, the first first_k_dense_replace dense: the block
+    shows one of the L − 3 = 58 layers with experts, and says so (not '61 of 61; the layers differ')."""
+    c = json.loads((CONFIGS / "deepseek-v3.json").read_text())
+    title = next(x for x in _text("deepseek-v3").splitlines() if x.startswith("FLOPs of one"))
+    n = c["num_hidden_layers"] - c["first_k_dense_replace"]
+    assert f"with its experts ({n} such of {c['num_hidden_layers']} layers" in title
