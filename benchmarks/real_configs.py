@@ -20,6 +20,7 @@ from attn_core.cost.config_reader import from_hf_config
 from attn_core.cost.params import model_params
 
 CONFIGS = Path(__file__).resolve().parents[1] / "tests" / "data" / "configs"
+UNVERIFIED = " (unverified: not read on the maker's page)"
 
 
 def _b(n: float | None) -> str:
@@ -49,7 +50,7 @@ def row(name: str, pub: dict) -> str:
     k_of_e = f"{parts.experts[0]} of {parts.experts[1]}" if parts.experts else "dense"
     return (
         f"| {name} | {k_of_e} | {_b(parts.total)} | {_b(towers) if towers else '–'} | {_b(total)} | "
-        f"{_b(pub.get('total'))} | {_err(total, pub.get('total'))} | {_b(active_with)} | {_b(active_without)} | "
+        f"{_b(pub.get('total'))}{UNVERIFIED if pub.get('verified') is False else ''} | {_err(total, pub.get('total'))} | {_b(active_with)} | {_b(active_without)} | "
         f"{_b(pub.get('active'))}{' (' + excl + ' excluded)' if excl else ''} | "
         f"{_err(ours_active, pub.get('active'))} | {formulas} |"
     )

@@ -15,7 +15,7 @@ from attn_core.views import costs
 from lab_ui import widgets
 from lab_ui.badges import attempt
 
-SAME, SAME_KV = "same as activations", "same as KV cache"
+SAME, SAME_KV = "same as activations", "as the config states, else the KV cache's"
 SOURCES = ("preset", "paste or upload config.json")
 IDS = {SAME: "same", SAME_KV: "same", SOURCES[1]: "config"}  # what a link carries for these choices
 # The widget keys other pages' links set (lab_ui/open_page.py): defined here once.
@@ -42,7 +42,7 @@ def sidebar() -> CostInputs:
     """Draw the sidebar; its values."""
     with st.sidebar:
         shape, preset, config_text = model_source()
-        T, batch, causal, precision = what_if()
+        T, batch, causal, precision = what_if(shape)
         cals = costs.calibrations()  # this server's Kernels sweep and the recorded GPU runs
         gpu_name, n_gpus = gpus(cals)
         P, N, eff = time_inputs()
@@ -85,8 +85,8 @@ def own_name(shape: Any, raw: str | bytes) -> Any:
     return shape if names[digest] == shape.name else dataclasses.replace(shape, name=names[digest])
 
 
-def what_if() -> tuple[int, int, bool, costs.Precision]:
-    """T, the batch, causal counting and the dtypes."""
+def what_if(shape: Any = None) -> tuple[int, int, bool, costs.Precision]:
+    """T, the batch, causal counting and the dtypes; the state's by default as ``shape``'s config states it."""
     st.header("What-if")
     caps = f"T ≤ {costs.MAX_SEQ_LEN:,} tokens, batch ≤ {costs.MAX_BATCH:,}, GPUs ≤ {costs.MAX_GPUS}"
     st.caption(f"Caps: {caps}.")
@@ -100,7 +100,7 @@ def what_if() -> tuple[int, int, bool, costs.Precision]:
         [SAME_KV, *costs.DTYPES],
         key="co_stdtype",
         ids=IDS,
-        help="Linear/state layers' fixed state; transformers keeps it in fp32.",
+        help="Linear/state layers' fixed state (mamba_ssm_cache_dtype where the config says; transformers keeps it in fp32).",
     )
     causal = widgets.toggle(
         "causal: count only allowed pairs",
@@ -111,7 +111,7 @@ def what_if() -> tuple[int, int, bool, costs.Precision]:
         dtype,
         weights=None if w_choice == SAME else w_choice,
         kv=None if kv_choice == SAME else kv_choice,
-        state=None if st_choice == SAME_KV else st_choice,
+        state=costs.stated_state_dtype(shape) if st_choice == SAME_KV else st_choice,
     )
     return T, batch, causal, precision
 

@@ -20,6 +20,7 @@ from attn_core.cost.config_keys import ConfigError
 from attn_core.cost.config_reader import MAX_CONFIG_BYTES, parse_config_text, read_config_json
 from attn_core.cost.derived_records import NO_TYPE, build_answer, buildable_type
 from attn_core.cost.model_types import declared_type
+from attn_core.cost.params import model_params
 from attn_core.cost.units import format_bytes, format_count_short
 
 
@@ -96,6 +97,17 @@ def build_kind_line(a) -> str:
     return f"Kind (transformers' build): dense, every layer {next(iter(kinds), 'alike')}"
 
 
+def _buffers(check) -> str:
+    """The numbers a checkpoint holds as persistent buffers beside the parameters (DeepSeek-V3's
+    router score-correction bias); where the formulas count them as parameters, said so, so their
+    larger total below reads as this and nothing else."""
+    n = check.anatomy.checkpoint_buffers
+    if not n:
+        return ""
+    counted = check.shape is not None and model_params(check.shape).total == check.anatomy.params_total + n
+    return f" + {n:,} held as buffers" + (" (the formulas below count them as parameters)" if counted else "")
+
+
 def headline_lines(check, T: int, batch: int) -> list[str]:
     """The headline figures from transformers' build (parameters, active under both conventions,
     cache per token, fixed state, the cache at T × B), and which of the formulas' figures below
@@ -105,7 +117,7 @@ def headline_lines(check, T: int, batch: int) -> list[str]:
     k_of_e = f" (k of E = {a.experts[0]} of {a.experts[1]})" if a.experts else ""
     lines = [
         f"Headline, from transformers' build ({a.built_class}, meta device); the formulas' reading follows as the explanation",
-        f"  parameters        {a.params_total:>22,}  {format_count_short(a.params_total, 2)}",
+        f"  parameters        {a.params_total:>22,}  {format_count_short(a.params_total, 2)}{_buffers(check)}",
         f"  active per token  {a.params_active:>22,}  {format_count_short(a.params_active, 2)} with the input "
         f"embeddings{k_of_e}; {format_count_short(a.params_active - emb, 2)} without them (the gpt-oss model "
         "card's convention)",

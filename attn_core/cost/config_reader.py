@@ -21,7 +21,13 @@ from attn_core.cost.config_keys import first, read_bool, read_int
 from attn_core.cost.derived_records import preset_record
 from attn_core.cost.experts import read_moe
 from attn_core.cost.families import Family, family
-from attn_core.cost.layer_config import FFN_ONLY_KINDS, hybrid_pattern, layer_kinds, read_state_mixer
+from attn_core.cost.layer_config import (
+    FFN_ONLY_KINDS,
+    hybrid_pattern,
+    layer_kinds,
+    read_cross_layers,
+    read_state_mixer,
+)
 from attn_core.cost.layer_variants import gemma4_layer_kinds, read_gemma4
 from attn_core.cost.mixers import STATE_KINDS, read_state_dtype
 from attn_core.cost.mla import read_mla
@@ -106,6 +112,8 @@ def _mlp_kind(config: Mapping[str, Any], model_type: str, facts: TypeFacts | Non
         return explicit
     if facts is not None and facts.mlp in ("gated", "plain"):
         return facts.mlp
+    if facts is not None and facts.moe and facts.mlp is None:
+        return "plain"  # the build has experts and no dense MLP: no layer is sized by this kind
     if model_type:
         why = (
             "transformers' build of it shows no MLP of 3 or 2 matrices"
@@ -224,6 +232,7 @@ def _read_layers(config: Mapping[str, Any], model_type: str, sizes: dict[str, An
         sliding_window=window if kinds is None or "sliding" in counts else None,
         attention_chunk_size=config.get("attention_chunk_size"),
         state_mixer=mixer if any(k in STATE_KINDS for k in counts) else None,
+        cross_attention_layers=read_cross_layers(config, n_layers),
     )
 
 

@@ -234,3 +234,16 @@ def layer_kinds(
             "says which layers are chunked"
         )
     return None
+
+
+def read_cross_layers(config: Mapping[str, Any], n_layers: int) -> tuple[int, ...]:
+    """The layers the config's ``cross_attention_layers`` lists (Llama 3.2 Vision: every fifth):
+    they attend to the image's keys and values, so they keep no cache that grows with T."""
+    listed = config.get("cross_attention_layers")
+    if listed is None:
+        return ()
+    if not isinstance(listed, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n_layers for i in listed
+    ):
+        raise ConfigError(f"'cross_attention_layers' must list layer indices from 0 to {n_layers - 1:,}")
+    return tuple(sorted(set(listed)))

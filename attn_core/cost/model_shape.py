@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -86,6 +87,8 @@ class ModelShape:
     )
     double_wide_shared_mlp: bool = False  # the KV-sharing layers' MLP is 2·d_ff wide
     per_layer_embeddings: PerLayerEmbeddings | None = None  # a p-wide embedding per layer, gated in
+    # layers attending to another sequence's K and V (an image's): no cache that grows with T
+    cross_attention_layers: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         for field in ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size"):
@@ -204,9 +207,11 @@ class ModelShape:
 
     @functools.cached_property
     def caching_counts(self) -> dict[LayerKind, int]:
-        """Attention layers per kind that keep K and V of their own: each one's cache grows with T."""
+        """Attention layers per kind that keep K and V of their own: each one's cache grows with T.
+        Not a KV-sharing layer, nor a cross-attention layer (its keys are the image's, fixed)."""
+        cross = Counter(self.layer_kinds[i] for i in self.cross_attention_layers)
         out = {
-            k: n - self.shared_kv_counts.get(k, 0)
+            k: n - self.shared_kv_counts.get(k, 0) - cross[k]
             for k, n in self.kind_counts.items()
             if k in ATTENTION_KINDS
         }

@@ -21,6 +21,21 @@ from attn_core.cost.units import (
 )
 
 
+def _ffn_text(s: ModelShape) -> str:
+    """The feed-forward widths the layers use: d_ff only where a dense layer exists, the experts'
+    width where experts exist (Qwen3-30B-A3B's intermediate_size is no layer's width)."""
+    m = s.moe
+    dense = s.n_mlp_layers - s.n_moe_layers
+    if m is None:
+        return f"d_ff={s.d_ff:,} ({s.mlp_kind} MLP)"
+    gated = "gated" if m.expert_matrices == 3 else "plain"
+    shared = f", {m.n_shared} shared of width {m.shared_d_ff:,}" if m.n_shared else ", no shared expert"
+    experts = f"MoE {m.n_experts} experts of width {m.expert_d_ff:,} ({gated}, top-{m.top_k}{shared})"
+    if not dense:
+        return f"{experts}, no dense layer"
+    return f"d_ff={s.d_ff:,} ({s.mlp_kind} MLP, {dense:,} dense layers), {experts}"
+
+
 def _shape_line(s: ModelShape) -> str:
     window = f", sliding window {s.sliding_window:,}" if s.sliding_window else ""
     chunk = f", chunks of {s.attention_chunk_size:,}" if s.attention_chunk_size else ""
@@ -28,12 +43,9 @@ def _shape_line(s: ModelShape) -> str:
     layers = ", layers: " + " + ".join(f"{n} {k}" for k, n in kinds.items()) if len(kinds) > 1 else ""
     mla = f", MLA cache r_kv {s.mla.kv_lora_rank} + d_rope {s.mla.qk_rope_head_dim}" if s.mla else ""
     mla += ", gated attention" if s.attention_output_gate else ""
-    m = s.moe
-    moe = (f", MoE {m.n_experts} experts (top-{m.top_k}, {m.n_shared} shared, {s.n_mlp_layers - s.n_moe_layers:,} dense layers)"
-           if m else "")  # fmt: skip
     return (
         f"{s.name}: {s.attention_kind}, L={s.n_layers}, d={s.d_model:,}, h={s.n_heads}, "
-        f"H_kv={s.n_kv_heads}, d_h={s.head_dim}, d_ff={s.d_ff:,} ({s.mlp_kind} MLP){window}{chunk}{layers}{mla}{moe}"
+        f"H_kv={s.n_kv_heads}, d_h={s.head_dim}, {_ffn_text(s)}{window}{chunk}{layers}{mla}"
     )
 
 
@@ -194,8 +206,13 @@ def _per_layer_title(s: ModelShape, pairs: str) -> str:
     layers differ (the whole-model line below sums them all)."""
     if not _layers_differ(s):
         return f"FLOPs per layer, forward, {pairs}"
-    return (f"FLOPs of one attention layer ({s.n_attention_layers:,} of {s.n_layers:,}; the layers differ, "
-            f"the whole-model line below sums them all), forward, {pairs}")  # fmt: skip
+    kind, moe = s.representative_layer
+    n = s.layer_census.get((kind, moe)) or s.kind_counts.get(kind, 0)
+    mlp = ("its experts" if moe else "its dense MLP") if s.has_mlp(kind) else "no MLP"
+    return (
+        f"FLOPs of one {kind} attention layer with {mlp} ({n:,} such of {s.n_layers:,} layers; the layers "
+        f"differ, the whole-model line below sums them all), forward, {pairs}"
+    )
 
 
 def format_report(r: CostReport) -> str:

@@ -40,19 +40,21 @@ def kv_cache_bytes_per_token(shape: ModelShape, bytes_per_value: int = 2) -> int
 
 
 def layer_cached_tokens(shape: ModelShape, T: Any, kind: str, use_window: bool = True) -> Tokens:
-    """Tokens one layer holds per sequence after T: full T, sliding min(T, W) (a rolling buffer),
-    chunked min(T, C). A chunked layer needs only the current chunk, (T − 1) mod C + 1 tokens, but
-    its buffer holds C and every sequence fills it at the end of each chunk, so a cache sized
-    to fit (the "fits" answers) counts the full buffer once T ≥ C."""
+    """Tokens one layer holds per sequence after T: full T, sliding min(T, W − 1), chunked
+    min(T, C − 1) — what transformers' dynamic cache keeps (`DynamicSlidingWindowLayer`, used for
+    both: the last W − 1 keys, the query's own key making W; docs/cost-model.md, cache
+    conventions). A chunked layer needs only the current chunk, but its buffer fills at the end of
+    each chunk, so a cache sized to fit (the "fits" answers) counts the full buffer."""
     T = _tokens(T)
     if not use_window or kind == "full":
         return T
-    return _minimum(T, shape.sliding_window if kind == "sliding" else shape.attention_chunk_size)
+    cap = shape.sliding_window if kind == "sliding" else shape.attention_chunk_size
+    return _minimum(T, cap - 1)
 
 
 def cached_tokens(shape: ModelShape, T: Any, use_window: bool = True) -> Tokens:
     """Token-layers held per sequence: Σ over caching attention layers of each layer's cached
-    tokens (L·T when every layer is full, L·min(T, W) with Mistral's window on every layer; none
+    tokens (L·T when every layer is full, L·min(T, W − 1) with Mistral's window on every layer; none
     for a linear-attention or state-space layer, or for a layer sharing another's K and V)."""
     return sum(
         n * layer_cached_tokens(shape, T, kind, use_window) for kind, n in shape.caching_counts.items()

@@ -347,6 +347,12 @@ def view(
     )
 
 
+def stated_state_dtype(shape: ModelShape | None) -> str | None:
+    """The recurrent state's dtype a hybrid's config states (``mamba_ssm_cache_dtype``, read into
+    ``shape.state_dtype``), as the CLI takes it when no dtype is chosen; None: the KV cache's."""
+    return shape.state_dtype if shape is not None and shape.state_mixer is not None else None
+
+
 CODE = (kv_cache_bytes, layer_flops, crossover_seq_len, serving_capacity)  # the page's "show the code"
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import numpy as np
 
 from attn_core.cost.calibrated import FORMULA, CalibratedTiming
-from attn_core.cost.config_reader import ModelShape
 from attn_core.cost.flops import layer_flops
 from attn_core.cost.ledger import attention_twin, layer_ledger, memory_sweep_T
 from attn_core.cost.mixers import STATE_KIND_NAMES
+from attn_core.cost.model_shape import ModelShape
 from attn_core.cost.params import weight_bytes
 from attn_core.cost.report import CostReport
-from attn_core.cost.serving import kv_bytes_per_token_per_layer
+from attn_core.cost.serving import kv_bytes_per_token_per_layer, layer_cached_tokens
 from attn_core.cost.units import (
     format_bytes_binary,
     format_count,
@@ -48,7 +48,7 @@ def layer_type_rows(
                              f"cache, all B, T = {T:,}": [], f"FLOPs at T = {T:,}": []}  # fmt: skip
     for row in layer_ledger(s, T, batch, b_kv, b_state, causal):
         span = spans.get(row.kind)
-        kept = 0 if span is None else T if span == "all" else min(T, span)
+        kept = 0 if span is None else layer_cached_tokens(s, T, row.kind)  # W − 1 on a sliding layer
         mla = " (MLA latent)" if s.mla is not None and s.is_attention(row.kind) else ""
         moe = f", {row.moe_layers:,} with experts" if row.moe_layers else ""
         rows["layer kind"].append(f"{row.label}{mla}{moe}")
@@ -128,11 +128,11 @@ def architecture_notes(s: ModelShape) -> list[str]:
     """One line each for the experts, MLA, sinks, quantization and left-out layers."""
     notes = []
     if s.moe is not None:
-        m = s.moe
+        m, dense = s.moe, s.n_mlp_layers - s.n_moe_layers
+        dense_text = f"{dense:,} dense (width {s.d_ff:,})" if dense > 0 else "no dense layer"
         notes.append(
             f"**Mixture of experts:** {m.n_experts} routed experts of width {m.expert_d_ff:,}, top-{m.top_k} per "
-            f"token, {m.n_shared} shared; {s.n_moe_layers:,} MoE layers, {s.n_mlp_layers - s.n_moe_layers:,} dense "
-            f"(width {s.d_ff:,}). The router is {s.d_model:,} × {m.n_experts} weights per MoE layer "
+            f"token, {m.n_shared} shared; {s.n_moe_layers:,} MoE layers, {dense_text}. The router is {s.d_model:,} × {m.n_experts} weights per MoE layer "
             f"({2 * s.d_model * m.n_experts:,} FLOPs per token). FLOPs count the active experts; memory holds all."
         )
     if s.mla is not None:
@@ -223,14 +223,15 @@ def times_rows(t: Timing, calibrated: CalibratedTiming | None = None) -> dict[st
 def whole_checks(r: CostReport) -> list[tuple[str, float]]:
     """(independent route, |Δ|) for the whole-model figures: prefill as Σ over layer groups of
     count × card 11's per-layer FLOPs plus the head; the cache as Σ over kinds of count × bytes ×
-    min(T, span). Groups, not layers: a config of 16 million layers costs what one of 60 does."""
+    min(T, span), a sliding or chunked layer's span W − 1 or C − 1 (transformers' dynamic cache).
+    Groups, not layers: a config of 16 million layers costs what one of 60 does."""
     s, T, B = r.model, r.seq_len, r.batch
     by_layer = sum(
         n * layer_flops(s, T, B, r.causal, group=group).total for group, n in s.layer_groups.items()
     )
     # + the head, and Gemma 4's per-layer input maps from their parameter count (2 FLOPs per weight per token)
     prefill = by_layer + 2 * (s.d_model * s.vocab_size + r.params.count.per_layer_projections) * T * B
-    spans = {"full": T, "sliding": s.sliding_window, "chunked": s.attention_chunk_size}
+    spans = {"full": T, "sliding": (s.sliding_window or 1) - 1, "chunked": (s.attention_chunk_size or 1) - 1}
     kv = (
         sum(n * min(T, spans[k]) * kv_bytes_per_token_per_layer(s, r.precision.b_kv, k)
             for k, n in s.caching_counts.items())

@@ -6,6 +6,7 @@ build (`attn_core.anatomy.derive`). LFM2 at its class defaults is one the formul
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -69,3 +70,15 @@ def test_gemma4_moe_sized_by_the_build_says_k_of_e_and_its_active_count(capsys):
     out = capsys.readouterr().out
     assert "8 of 128 routed experts" in out.splitlines()[0]
     assert "active per token 3,822,530,560" in out
+
+
+def test_checkpoint_buffers_explain_the_formulas_larger_total(tmp_path, capsys):
+    """DeepSeek-V3's router score-correction bias (n_routed_experts per MoE layer, 58 = 61 − 3
+    dense layers) is a buffer in transformers' build and a parameter in the formulas: the headline
+    says so, so its total and the formulas' (larger by exactly that) do not read as a contradiction."""
+    path = Path(__file__).parents[1] / "data" / "configs" / "deepseek-v3.json"
+    c = json.loads(path.read_text())
+    buffers = (c["num_hidden_layers"] - c["first_k_dense_replace"]) * c["n_routed_experts"]
+    out = _run(tmp_path, c, capsys)
+    head = out.split("\n\n")[0]
+    assert f"+ {buffers:,} held as buffers" in head

@@ -102,29 +102,31 @@ def test_mla_caches_the_latent_and_the_rotary_key():
 
 @pytest.mark.parametrize("T", [1, 100, 128, 129, 4096, 131_072])
 def test_gpt_oss_sliding_layers_keep_the_window(T):
-    """18 full layers hold T tokens, 18 sliding ones min(T, 128); 2·8·64·2 B per token per layer."""
-    assert kv_cache_bytes(load_preset("gpt-oss-120b"), T) == 2 * 8 * 64 * 2 * (18 * T + 18 * min(T, 128))
+    """18 full layers hold T tokens, 18 sliding ones min(T, W − 1 = 127) (transformers' dynamic cache);
+    2·8·64·2 B per token per layer."""
+    assert kv_cache_bytes(load_preset("gpt-oss-120b"), T) == 2 * 8 * 64 * 2 * (18 * T + 18 * min(T, 127))
 
 
 @pytest.mark.parametrize("T", [1, 1024, 1025, 32_768, 131_072])
 def test_gemma3_five_local_layers_per_global(T):
-    """62 layers, every 6th global (indices 5, 11, …, 59: 10 layers); window 1,024; 2·16·128·2 B."""
+    """62 layers, every 6th global (indices 5, 11, …, 59: 10 layers); window 1,024, a sliding layer
+    keeps W − 1 = 1,023 tokens; 2·16·128·2 B."""
     s = load_preset("gemma-3-27b")
     assert [i for i in range(62) if s.layer_kinds[i] == "full"] == list(range(5, 62, 6))
-    assert kv_cache_bytes(s, T) == 2 * 16 * 128 * 2 * (10 * T + 52 * min(T, 1024))
+    assert kv_cache_bytes(s, T) == 2 * 16 * 128 * 2 * (10 * T + 52 * min(T, 1023))
 
 
 @pytest.mark.parametrize("T", [1, 8191, 8192, 8193, 20_000, 10_000_000])
 def test_llama4_chunked_layers_keep_one_chunk(T):
     """Scout: 3 of every 4 layers attend within chunks of 8,192 (those with RoPE), every 4th globally.
-    A chunked layer holds only the current chunk, in a buffer of 8,192: min(T, 8,192) at most."""
+    A chunked layer keeps what transformers' dynamic cache keeps for it, C − 1 = 8,191 tokens at most."""
     s = load_preset("llama-4-scout")
     assert s.kind_counts["chunked"] == 36 and s.layer_kinds.each(48)[3::4] == ("full",) * 12
-    assert kv_cache_bytes(s, T) == 2 * 8 * 128 * 2 * (12 * T + 36 * min(T, 8192))
+    assert kv_cache_bytes(s, T) == 2 * 8 * 128 * 2 * (12 * T + 36 * min(T, 8191))
 
 
 def test_mistral_window_on_every_layer_still_caps():
-    assert kv_cache_bytes(load_preset("mistral-7b"), 32_768) == 32 * 2 * 8 * 128 * 2 * 4096  # 512 MiB
+    assert kv_cache_bytes(load_preset("mistral-7b"), 32_768) == 32 * 2 * 8 * 128 * 2 * 4095  # W − 1 tokens: 512 MiB − 128 KiB
 
 
 # -- Pairs and FLOPs --------------------------------------------------------------------------------
@@ -266,7 +268,7 @@ def test_gemma2_alternates_sliding_and_global():
     assert s.layer_kinds.each(6) == ("sliding", "full") * 3
     assert model_params(s).total == hf_count("gemma2", cfg)
     for T in (1, 8, 9, 100):
-        assert kv_cache_bytes(s, T) == 2 * 2 * 16 * 2 * (3 * T + 3 * min(T, 8))
+        assert kv_cache_bytes(s, T) == 2 * 2 * 16 * 2 * (3 * T + 3 * min(T, 7))
 
 
 def test_ttft_and_decode_bounds_by_hand():

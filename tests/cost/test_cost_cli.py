@@ -317,7 +317,7 @@ def test_nested_config_file(tmp_path, capsys):
     assert main(["cost", "--config", str(path), "--seq-len", "32768", "--json"]) == 0
     j = json.loads(capsys.readouterr().out)
     assert j["layer_types"] == {"sliding": 52, "full": 10}
-    assert j["kv_cache_bytes"] == 2 * 16 * 128 * 2 * (10 * 32_768 + 52 * 1024)
+    assert j["kv_cache_bytes"] == 2 * 16 * 128 * 2 * (10 * 32_768 + 52 * 1023)
 
 
 def test_gpt_oss_on_one_h200_with_mxfp4_experts(capsys):

@@ -61,3 +61,34 @@ def test_windowed_model_labels_growth_rate_and_gives_the_average_at_t():
     cache = int(every.split()[3].replace(",", ""))
     assert int(avg.split()[5].replace(",", "")) == cache // 8192
     assert int(avg.split()[5].replace(",", "")) < int(grow.split()[4].replace(",", ""))
+
+
+def _description(name: str) -> str:
+    return next(x for x in _text(name).splitlines() if x.startswith(("Qwen", "deepseek", "openai", "meta")))
+
+
+def test_all_moe_description_gives_the_expert_width_not_an_unused_d_ff():
+    """Qwen3-30B-A3B: every layer has experts (moe_intermediate_size 768); its intermediate_size
+    (6,144) is no layer's width, so the line names the experts' width and no dense layer."""
+    c = json.loads((CONFIGS / "qwen3-30b-a3b.json").read_text())
+    line = _description("qwen3-30b-a3b")
+    assert f"{c['intermediate_size']:,}" not in line
+    assert f"{c['moe_intermediate_size']:,}" in line and "no dense layer" in line
+
+
+def test_moe_with_dense_layers_gives_both_widths():
+    """DeepSeek-V3: the first first_k_dense_replace layers are dense (intermediate_size wide), the
+    rest hold experts of moe_intermediate_size."""
+    c = json.loads((CONFIGS / "deepseek-v3.json").read_text())
+    line = _description("deepseek-v3")
+    assert f"d_ff={c['intermediate_size']:,}" in line and f"{c['first_k_dense_replace']} dense layers" in line
+    assert f"{c['moe_intermediate_size']:,}" in line
+
+
+def test_per_layer_block_names_the_layer_it_shows():
+    """DeepSeek-V3: 61 layers, all attention, the first first_k_dense_replace dense: the block
+    shows one of the L − 3 = 58 layers with experts, and says so (not '61 of 61; the layers differ')."""
+    c = json.loads((CONFIGS / "deepseek-v3.json").read_text())
+    title = next(x for x in _text("deepseek-v3").splitlines() if x.startswith("FLOPs of one"))
+    n = c["num_hidden_layers"] - c["first_k_dense_replace"]
+    assert f"with its experts ({n} such of {c['num_hidden_layers']} layers" in title

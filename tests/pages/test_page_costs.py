@@ -196,7 +196,9 @@ def test_every_section_renders_with_csv(app, name, model):
 def test_mistral_window_never_crosses(app):
     at = app(PAGE, co_model="mistral-7b", co_causal="true", co_T=100_000)
     assert metric(at, "crossover T* (causal)") == "never"
-    assert metric(at, "KV cache, B × T") == "512 MiB"  # capped at the 4,096-token window
+    # capped by the 4,096-token window: W − 1 = 4,095 tokens × 32·2·8·128·2 B (transformers' dynamic cache)
+    assert 4095 * 32 * 2 * 8 * 128 * 2 == 511.875 * 2**20
+    assert metric(at, "KV cache, B × T") == "511.88 MiB"
 
 
 @pytest.mark.parametrize(
@@ -285,7 +287,7 @@ def test_deepseek_mla_and_gpt_oss_layer_types(app):
     assert strip_counts(at) == {"full": 18, "sliding": 18}
     rows = table_with(at, "layer kind").set_index("layer kind")
     assert (
-        rows.loc["sliding-window attention, 18 with experts", "cached at T = 4,096"] == "128"
+        rows.loc["sliding-window attention, 18 with experts", "cached at T = 4,096"] == "127"  # W − 1
         and rows.loc["full attention, 18 with experts", "cached at T = 4,096"] == "4,096"
     )
 
@@ -298,8 +300,8 @@ def test_pasted_nested_config(app):
     at.text_area(key="co_paste").set_value(json.dumps(load_preset_config("gemma-3-27b"))).run()
     assert not at.exception and at.error.len == 0
     assert strip_counts(at) == {"full": 10, "sliding": 52}
-    # 2·16·128·2 B per token per layer × (10 layers × 4,096 + 52 layers × 1,024).
-    assert metric(at, "KV cache, B × T") == "736 MiB" and 8192 * (10 * 4096 + 52 * 1024) == 736 * 2**20
+    # 2·16·128·2 B per token per layer × (10 layers × 4,096 + 52 layers × W − 1 = 1,023).
+    assert metric(at, "KV cache, B × T") == "735.59 MiB" and 8192 * (10 * 4096 + 52 * 1023) == 735.59375 * 2**20
 
 
 def test_time_bounds_and_efficiency(app):
