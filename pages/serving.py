@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from attn_core.views import costs, serving, serving_curve
-from attn_core.views.serving import MAX_PAGE_OUTPUT_TOKENS, MAX_PAGE_REQUESTS, MODES, Section
+from attn_core.views.serving import MAX_PAGE_OUTPUT_TOKENS, MAX_PAGE_REQUESTS, Section
 from lab_ui import cost_inputs, figures, serving_charts, widgets
 from lab_ui.badges import attempt, number_table, table
 from lab_ui.open_page import SERVING_GPU_KEY
@@ -47,7 +47,7 @@ def the_load():
     out_len = int(
         widgets.number("output length (tokens)", 2, serving.MAX_PAGE_OUT_LEN, 256, key="sv_out", step=64)
     )
-    mode = widgets.radio("load", list(MODES), key="sv_mode", format_func=MODES.get)
+    mode = widgets.radio("load", serving.LoadMode, key="sv_mode").kind
     rate, conc = 4.0, 16
     if mode == "rate":
         rate = float(widgets.number("rate (requests/s)", 0.01, 10_000.0, 4.0, key="sv_rate", step=1.0))

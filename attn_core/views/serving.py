@@ -36,11 +36,18 @@ MAX_PAGE_CONCURRENCY = 1024
 CURVE_CONCURRENCY = (1, 4, 16, 64, 256)  # the latency-vs-throughput curve's points
 GPUS = list_gpus()
 COMPUTE_DTYPES = ("bf16", "fp16", "fp8", "int8", "fp4")
-MODES = {
-    "rate": "Poisson arrivals (req/s)",
-    "concurrency": "fixed concurrency",
-    "max": "max load (all at once)",
-}
+
+
+class LoadMode(StrEnum):
+    """How requests arrive (the values are the labels shown; `Load.mode` is the member's name)."""
+
+    RATE = "Poisson arrivals (req/s)"
+    CONCURRENCY = "fixed concurrency"
+    MAX = "max load (all at once)"
+
+    @property
+    def kind(self) -> str:
+        return self.name.lower()
 
 
 class Section(StrEnum):

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from apptest_helpers import chart, metric, ok, plotly_array
 
+from attn_core.views import serving
+
 PAGE = "pages/serving.py"
 ROOT = Path(__file__).resolve().parents[2]
 PARAMS_7B = 6_738_415_616
@@ -51,7 +53,7 @@ def test_default_plans_one_gpu_and_draws_the_curve(app):
 
 def test_each_load_mode_renders(app):
     at = open_page(app, sv_section="plan")
-    for mode in ("concurrency", "max"):
+    for mode in (serving.LoadMode.CONCURRENCY, serving.LoadMode.MAX):
         at.radio(key="sv_mode").set_value(mode).run()
         assert not at.exception, mode
         # a verdict either way (an SLO missed within the cap is an answer, not a failure)
