@@ -23,7 +23,6 @@ SPELLINGS = {
     "blocked": "MHA bool: True = blocked",
     "additive": "additive: 0 / −∞",
 }
-CHANGES = {"future": "tokens after t", "past": "tokens up to t (control)"}  # Change the future
 
 
 def gallery(view: masks.MasksView) -> None:
@@ -59,7 +58,7 @@ def change_the_future(view: masks.MasksView) -> None:
     st.subheader("Change the future: the test that catches every causal-mask bug")
     c1, c2, c3 = st.columns(3)
     with c1:
-        kind = widgets.radio("change", tuple(CHANGES), key="mk_kind_pert", format_func=CHANGES.get)
+        kind = widgets.radio("change", masks.Change, key="mk_kind_pert").name.lower()
     with c2:
         t = widgets.slider("t (0-based)", 0, T - 2, min(2, T - 2), key="mk_t") if T > 2 else 0
         if T == 2:  # a slider needs two distinct ends

@@ -44,6 +44,7 @@ __all__ = [  # what the page and its charts (lab_ui/mask_charts.py) read
     "SLIP_ALIASES",
     "TORCH_VERSION",
     "TOY_NOTE",
+    "Change",
     "FutureView",
     "MasksView",
     "Section",
@@ -58,6 +59,14 @@ __all__ = [  # what the page and its charts (lab_ui/mask_charts.py) read
 
 # The Conventions section's masks (a link carries `causal` or `window`).
 PATTERNS, PATTERN_IDS = ("causal", "sliding window (3)"), {"sliding window (3)": "window"}
+
+
+class Change(StrEnum):
+    """Change the future: which tokens are changed (the values are the labels shown; the URL keeps
+    the member's name, ``future`` or ``past``)."""
+
+    FUTURE = "tokens after t"
+    PAST = "tokens up to t (control)"
 
 
 @dataclass(frozen=True)
