@@ -135,3 +135,16 @@ def wait_idle(pg, timeout: float = 30_000) -> None:
     """Wait until the script has finished and nothing on the page is stale."""
     pg.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=timeout)
     pg.wait_for_function("document.querySelectorAll('[data-stale=\"true\"]').length === 0", timeout=timeout)
+
+
+@pytest.fixture
+def small_probe(monkeypatch):
+    """`verify`'s probe buffers small enough for tiny layers (the probe's logic is the same, its
+    arrays small) and for the run's own terms to dominate the peak (a child gets the parent's sizes,
+    so the plan sizes what runs). Here, not in tests/verify/: a second conftest.py would shadow this
+    one for tests that import from ``conftest`` (the test folders are not packages)."""
+    from attn_core.verify import peak
+    from attn_core.verify.examples import SMALL_PROBE
+
+    for name, size in SMALL_PROBE.items():
+        monkeypatch.setitem(getattr(peak, name), "cpu", size)

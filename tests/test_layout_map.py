@@ -111,3 +111,11 @@ def test_every_test_file_name_is_unique():
     for path in (ROOT / "tests").rglob("test_*.py"):
         seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
     assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
+
+
+def test_one_conftest():
+    """Tests import helpers with ``from conftest import …``: a second conftest.py in a subfolder
+    would be imported under the same name and shadow the first for some of them."""
+    assert [p.relative_to(ROOT).as_posix() for p in (ROOT / "tests").rglob("conftest.py")] == [
+        "tests/conftest.py"
+    ]

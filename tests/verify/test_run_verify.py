@@ -235,9 +235,14 @@ def test_counts_equal_the_built_modules(name):
     assert params * b == plan.weight_bytes
 
     def cache_bytes(tokens: int) -> int:
-        """Σ layers: tokens held (a window or chunk caps them) × a key and a value per KV head,
-        read off each layer's cache tensor (B, H_kv, T_max, d_h); a linear layer's state tensors."""
-        caps = {"sliding": plan.shape.sliding_window, "chunked": plan.shape.attention_chunk_size}
+        """Σ layers: tokens held × a key and a value per KV head, read off each layer's cache tensor
+        (B, H_kv, T_max, d_h); a linear layer's state tensors. A window of W (or a chunk of C) holds
+        W − 1 (C − 1) past tokens, as transformers' DynamicSlidingWindowLayer does: the next query
+        brings its own key."""
+        caps = {
+            "sliding": plan.shape.sliding_window and plan.shape.sliding_window - 1,
+            "chunked": plan.shape.attention_chunk_size and plan.shape.attention_chunk_size - 1,
+        }
         total = 0
         for blk in layers.blocks:
             if isinstance(blk.mixer, GatedDeltaNetLayer | Mamba2Layer):
