@@ -96,8 +96,11 @@ def browser():
     """Debian's Chromium driven by Playwright (its own browser download does not work here)."""
     if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
         pytest.fail("chromium is not installed: `make test` installs it (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # An `expect` returns as soon as its condition holds; Playwright's default gives up after 5 s,
+    # a fixed time a busy 2-core machine misses while a page reruns. Wait up to a minute instead.
+    expect.set_options(timeout=60_000)
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         yield b
