@@ -67,3 +67,22 @@ def read_int_list(config: Mapping[str, Any], key: str, minimum: int = 0) -> list
     if not isinstance(value, list):
         raise ConfigError(f"config key {key!r} must be a list of whole numbers, got {value!r}")
     return [whole(key, v, minimum) for v in value]
+
+
+# transformers writes a non-finite float as {"__float__": "Infinity"} (``to_json_string``) and
+# reads it back as the float (``PretrainedConfig._dict_from_json_file``): Falcon-H1's
+# time_step_limit [0.0, inf].
+_FLOAT_TAG = "__float__"
+_FLOAT_TAGS = {"Infinity": float("inf"), "-Infinity": float("-inf"), "NaN": float("nan")}
+
+
+def decode_floats(value: Any) -> Any:
+    """A parsed config.json with transformers' tagged non-finite floats decoded."""
+    if isinstance(value, dict):
+        tag = value.get(_FLOAT_TAG)
+        if len(value) == 1 and isinstance(tag, str) and tag in _FLOAT_TAGS:
+            return _FLOAT_TAGS[tag]
+        return {k: decode_floats(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decode_floats(v) for v in value]
+    return value

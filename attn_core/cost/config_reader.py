@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from attn_core.cost.config_keys import ConfigError as ConfigError
-from attn_core.cost.config_keys import first, read_bool, read_int
+from attn_core.cost.config_keys import decode_floats, first, read_bool, read_int
 from attn_core.cost.derived_records import preset_record
 from attn_core.cost.experts import read_moe
 from attn_core.cost.families import Family, family
@@ -309,28 +309,10 @@ def from_hf_config(
     )
 
 
-# transformers writes a non-finite float as {"__float__": "Infinity"} (``to_json_string``) and
-# reads it back as the float (``PretrainedConfig._dict_from_json_file``): Falcon-H1's
-# time_step_limit [0.0, inf].
-_FLOAT_TAG = "__float__"
-_FLOAT_TAGS = {"Infinity": float("inf"), "-Infinity": float("-inf"), "NaN": float("nan")}
-
-
-def _decode_floats(value: Any) -> Any:
-    if isinstance(value, dict):
-        tag = value.get(_FLOAT_TAG)
-        if len(value) == 1 and isinstance(tag, str) and tag in _FLOAT_TAGS:
-            return _FLOAT_TAGS[tag]
-        return {k: _decode_floats(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_decode_floats(v) for v in value]
-    return value
-
-
 def read_config_json(text: str) -> Any:
     """The value of a config.json's text as transformers reads it: JSON, with its tagged
     non-finite floats decoded. json.JSONDecodeError (or RecursionError) as ``json.loads``."""
-    return _decode_floats(json.loads(text))
+    return decode_floats(json.loads(text))
 
 
 def parse_config_text(text: str, name: str | None = None) -> ModelShape:
