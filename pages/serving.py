@@ -23,15 +23,23 @@ INTRO = (
 FIX = "the GPU cap or the model (the message above says which)"
 
 
-def where_it_runs() -> tuple[str, int, costs.Precision, str]:
-    """The GPU type, the cap on their number and the dtypes."""
+def where_it_runs() -> tuple[str, int, costs.Precision, str, bool]:
+    """The GPU type, the cap on their number, the dtypes and whether steps run as CUDA graphs."""
     st.header("Hardware")
     gpu = widgets.selectbox("GPU", serving.GPUS, key=SERVING_GPU_KEY, default="a100-80gb")
     cap = int(widgets.number("GPU cap (TP × replicas ≤)", 1, serving.MAX_PAGE_GPUS, 8, key="sv_cap", step=1))
     weights = widgets.selectbox("weights dtype", costs.WEIGHT_DTYPES, key="sv_wdtype", default="bf16")
     kv = widgets.selectbox("KV cache dtype", costs.DTYPES, key="sv_kvdtype", default="bf16")
     compute_dtype = widgets.selectbox("compute dtype", serving.COMPUTE_DTYPES, key="sv_cdtype")
-    return gpu, cap, costs.Precision(kv, weights=weights, kv=kv), compute_dtype
+    graphs = widgets.toggle(
+        "CUDA graphs",
+        key="sv_graphs",
+        default=True,
+        help="On: each step replays a captured CUDA graph (vLLM, SGLang, TensorRT-LLM's PyTorch flow). "
+        "Off: an eager engine, whose host launches each layer's kernels: adds the fitted launch cost per "
+        "layer per step (docs/pages.md, Serving).",
+    )
+    return gpu, cap, costs.Precision(kv, weights=weights, kv=kv), compute_dtype, graphs
 
 
 def the_load():
@@ -73,13 +81,13 @@ def inputs() -> serving.Ask:
     is already said there)."""
     with st.sidebar:
         shape, _, _ = cost_inputs.model_source()
-        gpu, cap, precision, compute_dtype = where_it_runs()
+        gpu, cap, precision, compute_dtype, graphs = where_it_runs()
         load = the_load()
         slo = slos()
     ask = (
         None
         if shape is None or load is None
-        else serving.Ask(shape, gpu, cap, precision, compute_dtype, load, slo)
+        else serving.Ask(shape, gpu, cap, precision, compute_dtype, load, slo, graphs)
     )
     require(ask)
     return ask

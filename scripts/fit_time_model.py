@@ -1,10 +1,12 @@
-"""Fit the serving step-time coefficients on the published runs not held out, score every row left
-out with its whole source, and write assets/derived/time_model.json (read by `python -m attn_core
-serve`). The all-reduce's link bandwidth and per-call latency are set from Vidur's measured
-all-reduces (microsoft/vidur, MIT; `serving.operator_check.vidur_collectives`) unless
---fit-collectives fits them on the published rows too. Prints the per-source leave-one-source-out
-table for benchmarks/RESULTS.md.
-Run: PYTHONPATH=$PWD python scripts/fit_time_model.py [--sweeps 3] [--out PATH] [--fit-collectives]"""
+"""Fit the serving step-time coefficients, score every published row left out with its whole source,
+and write assets/derived/time_model.json (read by `python -m attn_core serve`).
+
+The GEMM and per-layer coefficients come from Vidur's profiled layers and the all-reduce's from its
+profiled all-reduces (microsoft/vidur, MIT; `serving.operator_check.vidur_layer_coefficients`);
+only the eager engines' launch cost and the 8-bit GEMMs' efficiency are fitted on the published
+rows not held out (`serving.fit.RUN_FIELDS`). --fit-all fits every coefficient on the rows instead,
+for comparison. Prints the per-source leave-one-source-out table for benchmarks/RESULTS.md.
+Run: PYTHONPATH=$PWD python scripts/fit_time_model.py [--sweeps 3] [--out PATH] [--fit-all]"""
 
 from __future__ import annotations
 
@@ -17,11 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from attn_core.serving.fit import FIT_FIELDS, fit_report, report_json
+from attn_core.serving.fit import FIT_FIELDS, RUN_FIELDS, fit_report, report_json
 from attn_core.serving.fitted import FITTED_FILE
-from attn_core.serving.operator_check import vidur_collectives
+from attn_core.serving.operator_check import vidur_layer_coefficients
 from attn_core.serving.replay import load_replays
-from attn_core.serving.step_time import TimeModelCoefficients
 
 COMMAND = "PYTHONPATH=$PWD python scripts/fit_time_model.py"
 
@@ -42,23 +43,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sweeps", type=int, default=3, help="coordinate-descent sweeps (grid narrows each)")
     ap.add_argument("--out", type=Path, default=FITTED_FILE)
-    ap.add_argument("--fit-collectives", action="store_true", help="fit link and τ_ar on the rows too")
+    ap.add_argument("--fit-all", action="store_true", help="fit every coefficient on the rows")
     args = ap.parse_args(argv)
     t0 = time.process_time()
     replays, skipped = load_replays()
-    if args.fit_collectives:
-        start, fields, how = None, FIT_FIELDS, "fitted on the published rows"
-    else:
-        link, tau = vidur_collectives()
-        start = TimeModelCoefficients(link_bytes_per_s=link, collective_latency_s=tau)
-        fields = tuple(f for f in FIT_FIELDS if f not in ("link_bytes_per_s", "collective_latency_s"))
-        how = (
-            "link_bytes_per_s and collective_latency_s from Vidur's measured all-reduces (H100 and A100 DGX)"
-        )
+    start = vidur_layer_coefficients()
+    fields = FIT_FIELDS if args.fit_all else RUN_FIELDS
     rep = fit_report(replays, skipped, args.sweeps, start, fields)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    doc = report_json(rep, COMMAND + (" --fit-collectives" if args.fit_collectives else ""))
-    doc["collectives"] = how
+    doc = report_json(rep, COMMAND + (" --fit-all" if args.fit_all else ""))
+    doc["fitted_on_runs"] = list(fields)
+    doc["from_vidur"] = [f for f in FIT_FIELDS if f not in fields]
     args.out.write_text(json.dumps(doc, indent=1) + "\n")
     print(
         f"{len(replays)} rows replayed ({sum(r.held_out for r in replays)} held out), {len(skipped)} skipped"

@@ -97,6 +97,7 @@ class Run:
     concurrency: int | None = None  # sequences in flight (the batch; a server's cap), None if unstated
     replay: Replay | None = None  # a server's arrivals and SLO, where stated
     held_out: bool = False  # kept apart to judge predictions: no fit uses it
+    cuda_graphs: bool | None = None  # decode steps replayed as captured CUDA graphs; None: unstated
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,8 @@ def parse_run(row: dict[str, Any]) -> Run:
         _whole(row.get("concurrency"), "concurrency", rid)
     if not isinstance(row.get("held_out", False), bool):
         raise PublishedError(f"row {rid!r}: held_out must be true or false")
+    if not isinstance(row.get("cuda_graphs"), bool | None):
+        raise PublishedError(f"row {rid!r}: cuda_graphs must be true, false or absent (unstated)")
     return Run(
         id=_text(row["id"], "id", rid),
         **{k: _text(row[k], k, rid) for k in ("source", "where", "framework", "version", "model", "gpu")},
@@ -194,6 +197,7 @@ def parse_run(row: dict[str, Any]) -> Run:
         concurrency=_whole(row.get("concurrency"), "concurrency", rid, allow_none=True),
         replay=_replay(row.get("replay"), rid),
         held_out=row.get("held_out", False),
+        cuda_graphs=row.get("cuda_graphs"),
     )
 
 

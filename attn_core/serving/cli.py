@@ -45,6 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weight-dtype", choices=list(WEIGHT_BITS), default="bf16")
     p.add_argument("--kv-dtype", choices=list(DTYPE_BYTES), default="bf16")
     p.add_argument("--compute-dtype", choices=COMPUTE_DTYPES, default="bf16")
+    p.add_argument(
+        "--eager",
+        action="store_true",
+        help="an engine that launches each layer's kernels from the host (default: steps replayed as "
+        "CUDA graphs, as vLLM, SGLang and TensorRT-LLM's PyTorch flow do)",
+    )
     p.add_argument("--in-len", type=bounded_int(1, MAX_IN_LEN), required=True, help="prompt tokens")
     p.add_argument("--out-len", type=bounded_int(1, MAX_OUT_LEN), required=True, help="output tokens")
     mode = p.add_mutually_exclusive_group(required=True)
@@ -105,14 +111,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         slo = SLO(args.slo_ttft_ms / 1e3, args.slo_tpot_ms / 1e3)
     extra: dict[str, Any] = {}
     if slo is not None:
-        chosen = plan(Target(shape, gpu, precision, load, slo, args.compute_dtype, fitted.coefficients))
+        graphs = not args.eager
+        chosen = plan(
+            Target(
+                shape, gpu, precision, load, slo, args.compute_dtype, fitted.coefficients, cuda_graphs=graphs
+            )
+        )
         if chosen.gpus is None:
             raise UsageError(chosen.limit)
         tp, replicas = chosen.tp, chosen.replicas
         extra["deployment"] = {"gpus": chosen.gpus, "tp": tp, "replicas": replicas, "limit": chosen.limit}
     else:
         tp, replicas = args.n_gpus, 1
-    engine = Engine(shape, gpu, precision, tp, args.compute_dtype, coefficients=fitted.coefficients)
+    c = fitted.coefficients
+    engine = Engine(shape, gpu, precision, tp, args.compute_dtype, coefficients=c, cuda_graphs=not args.eager)
     d = Deployment(engine, replicas)
     est, bound = simulate(d, load), simulate(d, load, bound_s)
     head = {

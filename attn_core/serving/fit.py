@@ -6,8 +6,10 @@ Each row is replayed as its scenario says (`attn_core.serving.replay`); rows wit
 replay (and kernel rows) are left out with the reason. Rows marked ``held_out`` are replayed and
 scored but never fitted on.
 
-The all-reduce's link and τ_ar may be held at Vidur's measured figures (``fields`` without them,
-``start`` with them: scripts/fit_time_model.py does so by default) while the rest are fitted.
+Coefficients Vidur's profile gives (η_max, n_½, η_bw, τ_layer from its layers; link and τ_ar from
+its all-reduces: `attn_core.serving.operator_check`) are held there by scripts/fit_time_model.py,
+which fits only `RUN_FIELDS` on the rows: the host's launch cost of an eager engine and the 8-bit
+GEMMs' η_max, which no profile here measures (``fields``; ``start`` holds the rest).
 
 Error = log(measured time / predicted time) (a rate's time is its reciprocal). The fit minimises
 the mean |error| over the rows by coordinate descent on a shrinking multiplicative grid (numpy
@@ -21,6 +23,7 @@ depend on step times, so each row is simulated once and its steps re-priced for 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +43,9 @@ FIT_FIELDS = (
     "link_bytes_per_s",
     "collective_latency_s",
     "fp8_compute_fraction",
+    "launch_overhead_s",
 )
+RUN_FIELDS = ("launch_overhead_s", "fp8_compute_fraction")  # what Vidur's profile cannot give
 FACTORS = (0.5, 0.7, 0.85, 1.0, 1.2, 1.4, 2.0)
 
 
@@ -116,6 +121,24 @@ def _candidates(c: TimeModelCoefficients, field: str, spread: float) -> list[Tim
     return out
 
 
+def descend(
+    score: Callable[[TimeModelCoefficients], float],
+    start: TimeModelCoefficients,
+    fields: tuple[str, ...],
+    sweeps: int = 3,
+) -> TimeModelCoefficients:
+    """Coordinate descent on ``score``: each coefficient in turn tries its grid, keeps the best; the
+    grid narrows each sweep (factors^(1/2^sweep)). A coefficient the score cannot move stays."""
+    c, best = start, score(start)
+    for sweep in range(sweeps):
+        for field in fields:
+            for cand in _candidates(c, field, 1 / 2**sweep):
+                s = score(cand)
+                if s < best - 1e-12:
+                    c, best = cand, s
+    return c
+
+
 def fit(
     replays: list[Replay],
     bases: list[SimResult],
@@ -123,18 +146,12 @@ def fit(
     sweeps: int = 3,
     fields: tuple[str, ...] = FIT_FIELDS,
 ) -> TimeModelCoefficients:
-    """Coordinate descent on mean |log error|: each coefficient in turn tries its grid, keeps the
-    best; the grid narrows each sweep (factors^(1/2^sweep)). Coefficients the rows cannot move
-    (all-reduce terms without a tensor-parallel row) stay where they are."""
-    c = start or TimeModelCoefficients()
-    best = float(np.mean(np.abs(errors(replays, bases, c))))
-    for sweep in range(sweeps):
-        for field in fields:
-            for cand in _candidates(c, field, 1 / 2**sweep):
-                score = float(np.mean(np.abs(errors(replays, bases, cand))))
-                if score < best - 1e-12:
-                    c, best = cand, score
-    return c
+    """`descend` on the rows' mean |log error|."""
+
+    def score(c: TimeModelCoefficients) -> float:
+        return float(np.mean(np.abs(errors(replays, bases, c))))
+
+    return descend(score, start or TimeModelCoefficients(), fields, sweeps)
 
 
 @dataclass(frozen=True)

@@ -102,17 +102,39 @@ def all_reduce_ratios(gpu: str, c: TimeModelCoefficients, min_bytes: int = 0) ->
     return out
 
 
-def all_ratios(c: TimeModelCoefficients) -> list[OpRatio]:
-    """Every Vidur profile this lab holds (H100 and A100 Llama 2 7B/70B, A100 Llama 3 8B) and both
-    nodes' all-reduces."""
+def all_ratios(c: TimeModelCoefficients, collectives: bool = True) -> list[OpRatio]:
+    """Every Vidur profile this lab holds (H100 and A100 Llama 2 7B/70B, A100 Llama 3 8B) and, with
+    ``collectives``, both nodes' all-reduces."""
     out: list[OpRatio] = []
     for gpu in GPU_PRESETS:
         for model in PRESETS:
             if gpu == "h100" and model == "meta-llama-3-8b":
                 continue  # not profiled on H100 (assets/published/vidur/README.md)
             out += operator_ratios(gpu, model, c)
-        out += all_reduce_ratios(gpu, c)
+        if collectives:
+            out += all_reduce_ratios(gpu, c)
     return out
+
+
+LAYER_FIELDS = ("compute_fraction", "half_rows", "bandwidth_fraction", "layer_overhead_s")
+
+
+def vidur_layer_coefficients(sweeps: int = 5) -> TimeModelCoefficients:
+    """η_max, n_½, η_bw and τ_layer fitted on every layer Vidur profiled (H100 and A100, every token
+    count and TP degree): `fit.descend` on the mean |log(measured / predicted)| of the whole
+    attention-free layer against its four GEMMs + τ_layer; link and τ_ar from `vidur_collectives`.
+    Vidur times kernels on the GPU, so τ_layer carries no host launch cost (module docstring of
+    `attn_core.serving.step_time`)."""
+    from attn_core.serving.fit import descend  # fit imports the simulator: only when fitting
+
+    link, tau = vidur_collectives()
+    start = TimeModelCoefficients(link_bytes_per_s=link, collective_latency_s=tau)
+
+    def score(c: TimeModelCoefficients) -> float:
+        layers = [r for r in all_ratios(c, collectives=False) if r.op_class == "layer"]
+        return float(np.mean([abs(np.log(r.ratio)) for r in layers]))
+
+    return descend(score, start, LAYER_FIELDS, sweeps)
 
 
 def median_ratio(rows: list[OpRatio]) -> float:

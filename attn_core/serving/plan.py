@@ -59,6 +59,7 @@ class Target:
     compute: str = "bf16"
     coefficients: TimeModelCoefficients = dataclasses.field(default_factory=TimeModelCoefficients)
     scheduler: Scheduler = dataclasses.field(default_factory=Scheduler)
+    cuda_graphs: bool = True  # steps replayed as captured CUDA graphs (`Engine.cuda_graphs`)
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,9 @@ class Plan:
 
 
 def _fits(target: Target, tp: int) -> Deployment | None:
+    t = target
     engine = Engine(
-        target.shape, target.gpu, target.precision, tp, target.compute, coefficients=target.coefficients
+        t.shape, t.gpu, t.precision, tp, t.compute, coefficients=t.coefficients, cuda_graphs=t.cuda_graphs
     )
     d = Deployment(engine, 1, target.scheduler)
     try:

@@ -14,7 +14,8 @@ By scenario (`attn_core.cost.published_rows.SCENARIOS`):
   or output tokens/s. The SLO the run was held to is kept beside the prediction (`Replay.slo_ms`).
 
 A row needs its prompt and output lengths (a dataset's varying lengths are not stated in the row:
-those rows say so), one tensor-parallel replica of 1, 2, 4 or 8 GPUs and a preset. Compute is priced
+those rows say so), whether its engine replays steps as CUDA graphs (unstated: eager), one
+tensor-parallel replica of 1, 2, 4 or 8 GPUs and a preset. Compute is priced
 at the row's compute dtype's dense peak (`attn_core.cost.gpus.GPU.dense_flops`: fp8 rows at fp8).
 """
 
@@ -123,6 +124,7 @@ def replay_of(run: Run, coefficients: TimeModelCoefficients | None = None) -> Re
         run.compute,
         ep=min(_ep(run.parallelism), run.n_gpus),
         coefficients=coefficients or TimeModelCoefficients(),
+        cuda_graphs=bool(run.cuda_graphs),  # unstated: priced as eager, the slower reading
     )
     sched = Scheduler(max_seqs=cap, token_budget=max(8192, load.in_len))
     return Replay(run, run.held_out, Deployment(engine, 1, sched), load, metric)

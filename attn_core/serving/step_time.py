@@ -4,9 +4,15 @@ physically named coefficients (`TimeModelCoefficients`):
 
     t_step = max(F_dense / (P·η_c(n)) + F_e·λ / (P·η_c(m_e)),  W / (B·η_bw))     products over weights
            + max(F_a / (P·η_c(n)) + F_c / (P·η_c(n)),  M / (B·η_bw))             attention, cache
-           + L · τ_layer                                                         launches
+           + L · (τ_layer + τ_launch·[eager])                                    per-layer floors
            + 2·L · [2(t−1)/t · n·d·b / link + τ_ar]     (t > 1)                   all-reduce
            + 2·L_moe · [(e−1)/e · k·n·d·b / link + τ_ar] (experts over e GPUs)    all-to-all
+
+τ_layer is the GPU's own time per layer outside the GEMMs (norms, rotary, activation, residual adds,
+each kernel's floor): Vidur times kernels on the GPU, so its profile gives it. τ_launch is the host's
+cost of launching a layer's kernels one by one, paid by an eager engine and not by one that replays
+the step as a captured CUDA graph (vLLM, SGLang, TensorRT-LLM's PyTorch flow and gpt-fast's
+compiled decode do: ``Engine.cuda_graphs``).
 
 P, B: peak FLOP/s (of the compute dtype: fp8 rows at the fp8 peak, `GPU.dense_flops`) and HBM
 bandwidth of the t GPUs; n tokens in the step; η_c(n) = η_max · n / (n + n_½), the achieved
@@ -17,9 +23,10 @@ with e = E, one expert per rank, it is the busiest expert's load): every rank wa
 slowest (λ = 1 without expert parallelism). Every
 η ≤ 1 and λ ≥ 1, so the estimate is never below max(F/P, bytes/B), the bound.
 
-The Vidur profile (`/work/shared/notes/serving-data.md`) motivates the shape: GEMMs at ~70-75% of
-peak when large and ~80% of bandwidth when tiny, with a floor of tens of µs per operator; the
-fitted model against Vidur's operator medians is in benchmarks/RESULTS.md (`operator_check`).
+η_max (16-bit), n_½, η_bw and τ_layer are fitted on Vidur's profiled layers (microsoft/vidur, MIT:
+`attn_core.serving.operator_check.vidur_layer_coefficients`), the all-reduce's link and τ_ar on its
+profiled all-reduces; only τ_launch and the 8-bit η_max are fitted on published runs
+(`attn_core.serving.fit`; the table is in benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -38,23 +45,24 @@ from attn_core.cost.roofline import Roofline, time_phase
 
 @dataclass(frozen=True)
 class TimeModelCoefficients:
-    """The estimate's coefficients (module docstring); defaults from the Vidur H100 profile and
-    NVLink datasheets, refitted by `attn_core.serving.fit` (assets/derived/time_model.json)."""
+    """The estimate's coefficients (module docstring); the defaults are the Vidur fit rounded,
+    refitted by scripts/fit_time_model.py into assets/derived/time_model.json."""
 
-    compute_fraction: float = 0.7  # η_max: achieved fraction of peak of a large 16-bit GEMM
-    half_rows: float = 64.0  # n_½: GEMM rows at which half of η_max is reached
-    bandwidth_fraction: float = 0.8  # η_bw: achieved fraction of HBM bandwidth
-    layer_overhead_s: float = 20e-6  # τ_layer: kernel launches and small ops per layer per step
-    link_bytes_per_s: float = 150e9  # all-reduce algorithm bandwidth per GPU (NVLink, effective)
-    collective_latency_s: float = 8e-6  # τ_ar: fixed cost per collective call
-    fp8_compute_fraction: float = 0.7  # η_max of an 8-bit (fp8/int8) or fp4 GEMM, of its own peak
+    compute_fraction: float = 0.65  # η_max: achieved fraction of peak of a large 16-bit GEMM
+    half_rows: float = 47.0  # n_½: GEMM rows at which half of η_max is reached
+    bandwidth_fraction: float = 0.9  # η_bw: achieved fraction of HBM bandwidth
+    layer_overhead_s: float = 62e-6  # τ_layer: the GPU's time per layer outside the GEMMs
+    link_bytes_per_s: float = 268e9  # all-reduce algorithm bandwidth per GPU (NVLink, effective)
+    collective_latency_s: float = 26e-6  # τ_ar: fixed cost per collective call
+    fp8_compute_fraction: float = 0.47  # η_max of an 8-bit (fp8/int8) or fp4 GEMM, of its own peak
+    launch_overhead_s: float = 58e-6  # τ_launch: the host's launches per layer, eager engines only
 
     def __post_init__(self) -> None:
         for name in ("compute_fraction", "bandwidth_fraction", "fp8_compute_fraction"):
             v = getattr(self, name)
             if not 0 < v <= 1:
                 raise ValueError(f"{name} must be a fraction in (0, 1], got {v!r}")
-        for name in ("half_rows", "layer_overhead_s", "collective_latency_s"):
+        for name in ("half_rows", "layer_overhead_s", "collective_latency_s", "launch_overhead_s"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be ≥ 0, got {getattr(self, name)!r}")
         if not self.link_bytes_per_s > 0:
@@ -74,7 +82,8 @@ def compute_peak(gpu: GPU, dtype: str) -> int:
 @dataclass(frozen=True)
 class Engine:
     """One replica: a model at a precision on ``tp`` GPUs (tensor parallel), experts spread over
-    ``ep`` of them (1: every expert split by TP), priced with ``coefficients``."""
+    ``ep`` of them (1: every expert split by TP), priced with ``coefficients``; ``cuda_graphs``:
+    steps replayed as captured graphs (no host launch cost per layer), else eager."""
 
     shape: ModelShape
     gpu: GPU
@@ -83,6 +92,7 @@ class Engine:
     compute: str = "bf16"
     ep: int = 1
     coefficients: TimeModelCoefficients = TimeModelCoefficients()
+    cuda_graphs: bool = True
 
     def __post_init__(self) -> None:
         if self.tp not in (1, 2, 4, 8, 16):
@@ -92,6 +102,13 @@ class Engine:
         t = self.tp  # ValueError below for a dtype without a peak
         peaks = Roofline(t * compute_peak(self.gpu, self.compute), t * self.gpu.bandwidth_bytes_per_s)
         object.__setattr__(self, "_peaks", peaks)  # read once per step: kept, not recomputed
+
+    @property
+    def layer_floor_s(self) -> float:
+        """Seconds per layer per step outside the products and collectives: τ_layer, and τ_launch
+        when eager (module docstring)."""
+        c = self.coefficients
+        return c.layer_overhead_s + (0.0 if self.cuda_graphs else c.launch_overhead_s)
 
     @property
     def peaks(self) -> Roofline:
@@ -152,7 +169,7 @@ def _dense_estimate_s(engine: Engine, count: PhaseCount) -> float | np.ndarray:
     products_s = max(count.product_flops / rate, count.weight_bytes / B)
     mixing = (count.attention_flops + count.core_flops) / rate, (count.cache_bytes + count.state_bytes) / B
     mixing_s = np.maximum(*mixing) if np.ndim(mixing[0]) or np.ndim(mixing[1]) else max(mixing)
-    return products_s + mixing_s + engine.shape.n_layers * c.layer_overhead_s + _collectives_s(engine, n)
+    return products_s + mixing_s + engine.shape.n_layers * engine.layer_floor_s + _collectives_s(engine, n)
 
 
 def estimate_s(engine: Engine, count: PhaseCount) -> float | np.ndarray:
@@ -172,7 +189,7 @@ def estimate_s(engine: Engine, count: PhaseCount) -> float | np.ndarray:
         products_s = products_s + F_e * lam / (P * _eta(engine, count.expert_rows))
     mixing_s = (count.attention_flops + count.core_flops) / (P * eta_n)
     seconds = np.maximum(products_s, count.weight_bytes / B) + np.maximum(mixing_s, count.mixing_bytes / B)
-    seconds = seconds + s.n_layers * c.layer_overhead_s + _collectives_s(engine, n)
+    seconds = seconds + s.n_layers * engine.layer_floor_s + _collectives_s(engine, n)
     seconds = np.where(n > 0, seconds, 0.0)
     return seconds if seconds.ndim else float(seconds)
 

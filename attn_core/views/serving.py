@@ -69,6 +69,7 @@ class Ask:
     compute: str
     load: Load
     slo: SLO
+    cuda_graphs: bool = True  # the engine replays steps as CUDA graphs (else eager)
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ def _smallest_replica(ask: Ask, fitted: FittedModel) -> tuple[int, int]:
     one = dataclasses.replace(ask.load, mode="max", requests=1)
     for tp in TP_DEGREES:
         try:
-            return tp, simulate(Deployment(_engine(ask, tp, fitted), 1), one).max_concurrency
+            return tp, simulate(Deployment(engine_of(ask, tp, fitted), 1), one).max_concurrency
         except ValueError:
             continue
     raise ValueError(
@@ -178,7 +179,7 @@ def _out_of_reach(ask: Ask, fitted: FittedModel, tp_min: int) -> bool:
     estimate, as the plan judges): no number of replicas can then meet it, so the plan's search up
     to 8 × 256 GPUs is skipped."""
     one = dataclasses.replace(ask.load, mode="max", requests=1)
-    alone = [simulate(Deployment(_engine(ask, tp, fitted), 1), one) for tp in TP_DEGREES if tp >= tp_min]
+    alone = [simulate(Deployment(engine_of(ask, tp, fitted), 1), one) for tp in TP_DEGREES if tp >= tp_min]
     return min(r.ttft.p99 for r in alone) > ask.slo.ttft_s or min(r.tpot.p99 for r in alone) > ask.slo.tpot_s
 
 
@@ -187,10 +188,7 @@ def _deployment(ask: Ask, fitted: FittedModel, tp_min: int) -> tuple[int, int, P
     holds the weights with as many replicas as the cap allows (and None for a plan out of reach)."""
     chosen = None
     if not _out_of_reach(ask, fitted, tp_min):
-        target = Target(
-            ask.shape, load_gpu(ask.gpu), ask.precision, ask.load, ask.slo, ask.compute, fitted.coefficients
-        )
-        chosen = plan(target)
+        chosen = plan(target_of(ask, fitted))
         if chosen.gpus is not None and chosen.gpus <= ask.max_gpus:
             return chosen.tp, chosen.replicas, chosen
     if tp_min > ask.max_gpus:
@@ -228,9 +226,26 @@ def _percentiles(est: SimResult, bound: SimResult, fitted: FittedModel) -> list[
     return rows
 
 
-def _engine(ask: Ask, tp: int, fitted: FittedModel) -> Engine:
+def engine_of(ask: Ask, tp: int, fitted: FittedModel) -> Engine:
+    """One replica of ``tp`` GPUs as the page asks for it, at the fitted coefficients."""
+    c, graphs = fitted.coefficients, ask.cuda_graphs
     return Engine(
-        ask.shape, load_gpu(ask.gpu), ask.precision, tp, ask.compute, coefficients=fitted.coefficients
+        ask.shape, load_gpu(ask.gpu), ask.precision, tp, ask.compute, coefficients=c, cuda_graphs=graphs
+    )
+
+
+def target_of(ask: Ask, fitted: FittedModel) -> Target:
+    """What the planner sizes for the page's question."""
+    a = ask
+    return Target(
+        a.shape,
+        load_gpu(a.gpu),
+        a.precision,
+        a.load,
+        a.slo,
+        a.compute,
+        fitted.coefficients,
+        cuda_graphs=a.cuda_graphs,
     )
 
 
@@ -239,7 +254,7 @@ def serving_view(ask: Ask) -> ServingView:
     """The deployment for the load (plan, or the cap's), simulated at the estimate and the bound."""
     fitted = load_fitted()
     tp, replicas, chosen = _deployment(ask, fitted, check_size(ask, fitted))
-    d = Deployment(_engine(ask, tp, fitted), replicas)
+    d = Deployment(engine_of(ask, tp, fitted), replicas)
     est, bound = simulate(d, ask.load), simulate(d, ask.load, bound_s)
     met = ask.slo.met(est)
     throughput = _timed(est.output_tokens_per_s, bound.output_tokens_per_s, fitted, rate=True)

@@ -12,17 +12,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from attn_core.cost.gpus import load_gpu
 from attn_core.cost.published import load_runs
 from attn_core.cost.published_rows import Run
 from attn_core.serving.compare import side_by_side
 from attn_core.serving.fitted import load_fitted
 from attn_core.serving.load import Load
-from attn_core.serving.plan import Target
 from attn_core.serving.simulate import Deployment, simulate
-from attn_core.serving.step_time import Engine, bound_s
+from attn_core.serving.step_time import bound_s
 from attn_core.serving.variants import VARIANTS, attention_variant
-from attn_core.views.serving import CURVE_CONCURRENCY, SIMULATION, Ask, check_size
+from attn_core.views.serving import CURVE_CONCURRENCY, SIMULATION, Ask, check_size, engine_of, target_of
 
 GIB = 2**30
 
@@ -82,10 +80,7 @@ def published(model: str, gpu: str) -> Published:
 def curve_view(ask: Ask, tp: int) -> CurveView:
     """TTFT and TPOT p50/p99 against output tok/s per GPU as concurrency rises (module docstring)."""
     fitted = load_fitted()
-    engine = Engine(
-        ask.shape, load_gpu(ask.gpu), ask.precision, tp, ask.compute, coefficients=fitted.coefficients
-    )
-    d = Deployment(engine, 1)
+    d = Deployment(engine_of(ask, tp, fitted), 1)
     held = simulate(d, Load(ask.load.in_len, ask.load.out_len, "max", requests=1)).max_concurrency
     rows = []
     for c in [c for c in CURVE_CONCURRENCY if c <= max(held, 1)] or [1]:
@@ -122,9 +117,7 @@ def variants_view(ask: Ask) -> list[dict]:
             check_size(dataclasses.replace(ask, shape=attention_variant(ask.shape, variant)), fitted)
         except ValueError as exc:
             raise ValueError(f"As {variant}: {exc}") from None
-    target = Target(
-        ask.shape, load_gpu(ask.gpu), ask.precision, ask.load, ask.slo, ask.compute, fitted.coefficients
-    )
+    target = target_of(ask, fitted)
     rows = []
     for v in side_by_side(target):
         p = v.plan

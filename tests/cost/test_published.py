@@ -117,6 +117,7 @@ def test_rows_from_held_out_sources_are_marked_and_left_out_of_fits_and_bands():
         (lambda r: r["precision"].update(compute="int4"), "compute must be one of"),
         (lambda r: r.update(regime="moe"), "unknown method"),
         (lambda r: r.update(preset=None), "names a preset"),
+        (lambda r: r.update(cuda_graphs="yes"), "cuda_graphs must be true, false or absent"),
     ],
 )
 def test_a_malformed_row_is_refused_by_name(change, message):

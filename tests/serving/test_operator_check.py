@@ -62,3 +62,15 @@ def test_a_gemm_prediction_by_hand():
     assert row.predicted_ms == pytest.approx(hand * 1e3, rel=1e-12)
     assert row.measured_ms == operator_time("h100", "llama-2-7b", 4096, 1).median_ms["attn_pre_proj"] == 0.584
     assert np.isclose(row.ratio, 0.584 / (hand * 1e3))
+
+
+def test_the_layer_fit_lands_vidurs_layers_within_ten_percent():
+    """`vidur_layer_coefficients` (one sweep, for time) against the profiled layers themselves:
+    the median measured ÷ predicted layer on each GPU within 0.9 … 1.1."""
+    from attn_core.serving.operator_check import vidur_layer_coefficients
+
+    c = vidur_layer_coefficients(sweeps=1)
+    for gpu in ("h100", "a100"):
+        layers = [r for r in operator_ratios(gpu, "llama-2-7b", c) if r.op_class == "layer"]
+        assert 0.9 <= median_ratio(layers) <= 1.1
+        assert 0 < c.layer_overhead_s < 200e-6 and 0.3 < c.compute_fraction <= 1

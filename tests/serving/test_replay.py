@@ -119,3 +119,10 @@ def test_a_server_rows_slo_is_judged_on_the_simulated_p99():
     )
     assert slo_met(tight, sim) is False
     assert slo_met(replay_of(base), sim) is None  # a fixed batch: no SLO
+
+
+def test_a_rows_cuda_graphs_reach_its_engine_and_unstated_is_eager():
+    """gpt-fast compiles its decode step into a CUDA graph; the NeMo page does not say (eager)."""
+    assert replay_of(RUNS["gptfast-7b-bf16"]).deployment.engine.cuda_graphs is True
+    nemo = RUNS["nemo-7b-h100-tp1-bs1"]
+    assert nemo.cuda_graphs is None and replay_of(nemo).deployment.engine.cuda_graphs is False

@@ -59,3 +59,21 @@ def test_busiest_share_near_a_seeded_multinomial(draws, bins):
     # correction is −σ·ln ln G / (2√(2 ln G))) and to be crude when μ < 1: 35% either way.
     assert busiest_share(draws, bins) == pytest.approx(measured, rel=0.35)
     assert busiest_share(draws, 1) == 1.0
+
+
+@pytest.mark.parametrize("preset,gpu,tp,ep", CASES[:3])
+def test_an_eager_engine_pays_the_hosts_launches_once_per_layer_per_step(preset, gpu, tp, ep):
+    """An eager step is the graph-captured step plus L · τ_launch, whatever the step holds."""
+    c = TimeModelCoefficients(launch_overhead_s=40e-6)
+    kw = dict(tp=tp, ep=ep, coefficients=c)
+    shape, prec = load_preset(preset), Precision("bf16")
+    graphs = Engine(shape, load_gpu(gpu), prec, cuda_graphs=True, **kw)
+    eager = Engine(shape, load_gpu(gpu), prec, cuda_graphs=False, **kw)
+    tables = build_tables(shape, prec, 4096)
+    empty = np.zeros(0, dtype=np.int64)
+    decode = StepBatch(empty, empty, np.array([100, 300]))
+    prefill = StepBatch(np.array([0]), np.array([512]), empty)
+    for batch in (decode, prefill):
+        count = count_step(tables, batch)
+        extra = estimate_s(eager, count) - estimate_s(graphs, count)
+        assert extra == pytest.approx(shape.n_layers * 40e-6, rel=1e-9)
