@@ -102,3 +102,16 @@ def test_side_by_side_cache_sets_the_batch_and_the_gpus():
     # 4× less cache per token (8 of 32 KV heads) holds ~4× the sequences beside ~the same weights
     assert mha.max_concurrency < gqa.max_concurrency < mla.max_concurrency
     assert mha.plan.gpus >= gqa.plan.gpus >= mla.plan.gpus
+
+
+def test_serve_eager_adds_the_launch_cost_per_layer_to_each_decode_step(capsys):
+    """One request alone: its TPOT eager − graph-captured = L · τ_launch of the shipped fit."""
+    from attn_core.serving.fitted import load_fitted
+
+    base = ["--model", "llama-3-8b", "--gpu", "h100-sxm", "--in-len", "64", "--out-len", "20"]
+    tpot = {}
+    for extra in ((), ("--eager",)):
+        assert serve_main([*base, "--concurrency", "1", "--requests", "1", "--json", *extra]) == 0
+        tpot[bool(extra)] = json.loads(capsys.readouterr().out)["tpot_ms"]["estimate"]
+    launch_ms = load_preset("llama-3-8b").n_layers * load_fitted().coefficients.launch_overhead_s * 1e3
+    assert tpot[True] - tpot[False] == pytest.approx(launch_ms, rel=1e-6)
