@@ -21,6 +21,9 @@ def main() -> None:
     for p in priced:
         r = p.run
         lengths = "" if r.batch is None else f" · {r.batch:,}, {r.input_len:,}, {r.output_len:,}"
+        given = r.replay.lengths if r.replay is not None else None
+        if r.batch is None and given is not None:  # a varying-length run: the means its figures give
+            lengths = f" · mean in {given.mean_input:,.0f}, out {given.mean_output:,.0f}"
         gpus = f"{r.n_gpus} × {r.gpu_preset}" if r.n_gpus > 1 else r.gpu_preset
         setup = f"{r.model} · {gpus} · {r.weights}/{r.kv}/{r.compute}{lengths}"
         sign = "≥" if p.unit == "ms" else "≤"

@@ -5,6 +5,7 @@ bad argument or a bad file."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Sequence
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from attn_core.cost.cli import Parser, UsageError, fail
 from attn_core.cost.published import RUNS_FILE, Priced, band, format_figure, priced_runs
-from attn_core.cost.published_rows import REGIMES, PublishedError
+from attn_core.cost.published_rows import REGIMES, PublishedError, Run
 from attn_core.cost.units import format_percent
 
 HEADER = (
@@ -23,6 +24,14 @@ HEADER = (
 
 
 FIT_FILE = RUNS_FILE.parents[1] / "derived" / "time_model.json"  # scripts/fit_time_model.py
+
+
+def _replay_json(r: Run) -> dict | None:
+    """The row's replay fields; ``lengths`` only where the row derives them."""
+    if r.replay is None:
+        return None
+    doc = dataclasses.asdict(r.replay)
+    return doc if doc["lengths"] is not None else {k: v for k, v in doc.items() if k != "lengths"}
 
 
 def fit_records(path: Path = FIT_FILE) -> dict[str, dict]:
@@ -104,7 +113,7 @@ def row_json(p: Priced, record: dict | None = None) -> dict:
         "scenario": r.scenario,  # what a serving simulator replays (published_rows.SCENARIOS)
         "metric": r.metric,
         "concurrency": r.concurrency,
-        "replay": None if r.replay is None else dict(r.replay.__dict__),
+        "replay": _replay_json(r),
         "held_out": r.held_out,  # kept apart to judge predictions: fit nothing on it
         "published": {"value": r.value, "unit": r.unit, "text": r.text},
         "measured": p.measured,

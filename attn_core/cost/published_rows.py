@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from attn_core.cost.dtypes import COMPUTE_DTYPES, DTYPE_BYTES, WEIGHT_BITS
+from attn_core.cost.published_lengths import Lengths, LengthsError, parse_lengths
 
 REGIMES = {
     "decode-b1": "batch-1 decode",
@@ -102,14 +103,17 @@ class Run:
 
 @dataclass(frozen=True)
 class Replay:
-    """What a serving simulator needs beyond the lengths: the requests, their arrival rate (None:
-    all at once) and the service-level limits the run was held to (None where it had none)."""
+    """What a serving simulator needs beyond the row's fixed lengths: the requests, their arrival
+    rate (None: all at once), the service-level limits the run was held to (None where it had none)
+    and, for a dataset whose lengths vary, the lengths the row's own figures give
+    (`attn_core.cost.published_lengths`)."""
 
     num_requests: int | None = None
     request_rate_per_s: float | None = None
     slo_ttft_ms: float | None = None
     slo_tpot_ms: float | None = None
     dataset: str = ""
+    lengths: Lengths | None = None
 
 
 def _whole(value: Any, name: str, row: str, allow_none: bool = False) -> int | None:
@@ -214,4 +218,8 @@ def _replay(doc: Any, rid: str) -> Replay | None:
             raise PublishedError(f"row {rid!r}: replay.{key} must be a positive number, got {v!r}")
         out[key] = None if v is None else float(v)
     requests = _whole(doc.get("num_requests"), "replay.num_requests", rid, allow_none=True)
-    return Replay(num_requests=requests, dataset=str(doc.get("dataset", "")), **out)
+    try:
+        lengths = parse_lengths(doc.get("lengths"), rid)
+    except LengthsError as exc:
+        raise PublishedError(str(exc)) from exc
+    return Replay(num_requests=requests, dataset=str(doc.get("dataset", "")), lengths=lengths, **out)

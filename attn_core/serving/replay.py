@@ -13,9 +13,12 @@ By scenario (`attn_core.cost.published_rows.SCENARIOS`):
 - ``serving-server``: Poisson arrivals at ``replay.request_rate_per_s``; its median TTFT, TPOT/ITL
   or output tokens/s. The SLO the run was held to is kept beside the prediction (`Replay.slo_ms`).
 
-A row needs its prompt and output lengths (a dataset's varying lengths are not stated in the row:
-those rows say so), whether its engine replays steps as CUDA graphs (unstated: eager), one
-tensor-parallel replica of 1, 2, 4 or 8 GPUs and a preset. Compute is priced
+A row needs its prompt and output lengths, whether its engine replays steps as CUDA graphs
+(unstated: eager), one tensor-parallel replica of 1, 2, 4 or 8 GPUs and a preset. A run on a
+dataset whose lengths vary is replayed where its own figures give them (``replay.lengths``,
+`attn_core.cost.published_lengths`): its requests' listed lengths, one by one, or the means its
+token rates ÷ request rate give, spread uniformly where the source says how widely; otherwise it is
+skipped, saying so. Compute is priced
 at the row's compute dtype's dense peak (`attn_core.cost.gpus.GPU.dense_flops`: fp8 rows at fp8).
 """
 
@@ -29,6 +32,7 @@ from attn_core.cost.config_reader import load_preset
 from attn_core.cost.gpus import load_gpu
 from attn_core.cost.inputs import Precision
 from attn_core.cost.published import load_runs
+from attn_core.cost.published_lengths import Lengths
 from attn_core.cost.published_rows import PublishedError, Run
 from attn_core.serving.load import Load
 from attn_core.serving.sim_result import SimResult
@@ -80,10 +84,23 @@ def replay_metric(run: Run) -> str | None:
     return "throughput" if run.unit.startswith("out tok/s") else None
 
 
+def _dataset_load(lengths: Lengths, k: int, mode: str, rate: float | None = None) -> Load:
+    """K requests with the lengths the row's figures give: its listed ones (K = the list's length),
+    or the means, spread as the source says."""
+    L = (lengths.input_len, lengths.output_len)
+    if lengths.input_lens is not None:
+        given = {"prompt_lens": lengths.input_lens, "output_lens": lengths.output_lens}
+        return Load(*L, mode, rate=rate, requests=len(lengths.input_lens), **given)
+    return Load(*L, mode, rate=rate, requests=k, spread=lengths.spread)
+
+
 def _load(run: Run, metric: str) -> tuple[Load, int] | str:
     """The row's load and its cap on sequences in flight, or why it has none."""
     P, N, B = run.input_len, run.output_len, run.batch or 1
     rep, cap = run.replay, run.concurrency
+    lengths = rep.lengths if rep is not None and P is None else None
+    if lengths is not None:
+        return _varying_load(run, lengths)
     if run.scenario == "decode-b1":
         return Load(P, max(N, 2), "max", requests=1), 1
     if run.scenario == "prefill-b1":
@@ -101,11 +118,23 @@ def _load(run: Run, metric: str) -> tuple[Load, int] | str:
     return f"scenario {run.scenario!r} is not replayed"
 
 
+def _varying_load(run: Run, lengths: Lengths) -> tuple[Load, int] | str:
+    """A server row on a dataset whose lengths vary, with the lengths its own figures give."""
+    rep, cap = run.replay, run.concurrency
+    k = len(lengths.input_lens) if lengths.input_lens is not None else rep.num_requests or DEFAULT_REQUESTS
+    if run.scenario == "serving-offline":
+        return _dataset_load(lengths, k, "max"), cap or k
+    if run.scenario == "serving-server" and rep.request_rate_per_s is not None:
+        return _dataset_load(lengths, k, "rate", rep.request_rate_per_s), cap or 256
+    return f"scenario {run.scenario!r} with varying lengths is not replayed"
+
+
 def replay_of(run: Run, coefficients: TimeModelCoefficients | None = None) -> Replay | str:
     """The row's replay, or why it has none (module docstring)."""
     if run.preset is None:
         return "a kernel row"
-    if run.input_len is None or run.output_len is None:
+    varying = run.replay is not None and run.replay.lengths is not None
+    if (run.input_len is None or run.output_len is None) and not varying:
         return "no prompt and output lengths stated: the dataset's lengths vary, nothing to replay"
     if run.n_gpus not in (1, 2, 4, 8):
         return f"{run.n_gpus} GPUs is not one tensor-parallel replica"
@@ -126,7 +155,8 @@ def replay_of(run: Run, coefficients: TimeModelCoefficients | None = None) -> Re
         coefficients=coefficients or TimeModelCoefficients(),
         cuda_graphs=bool(run.cuda_graphs),  # unstated: priced as eager, the slower reading
     )
-    sched = Scheduler(max_seqs=cap, token_budget=max(8192, load.in_len))
+    longest = load.in_len if load.prompt_lens is None else max(load.prompt_lens)
+    sched = Scheduler(max_seqs=cap, token_budget=max(8192, int(longest * (1 + load.spread)) + 1))
     return Replay(run, run.held_out, Deployment(engine, 1, sched), load, metric)
 
 

@@ -2,7 +2,8 @@
 counts (`attn_core.cost.phases`, not the simulator's tables or schedule): one request's decode rate
 and TTFT, a static batch's end-to-end latency, an offline server in rounds of its concurrency and a
 Poisson server so sparse that every request runs alone; fp8 rows priced at the fp8 datasheet peak;
-the error's sign and the leave-one-source-out definition."""
+the error's sign and the leave-one-source-out definition; a varying-length row replayed with the
+lengths its source's own figures give (the means of its token rates, or its log's listed lengths)."""
 
 import dataclasses
 import math
@@ -12,8 +13,10 @@ import pytest
 
 from attn_core.cost.phases import decode_count, prefill_count
 from attn_core.cost.published import load_runs
+from attn_core.cost.published_lengths import Lengths
 from attn_core.cost.published_rows import Replay as RowReplay
 from attn_core.serving.fit import errors, fit, fit_report, simulate_replay, slo_met
+from attn_core.serving.load import Load, make_requests
 from attn_core.serving.replay import log_error, predicted, replay_of
 from attn_core.serving.step_time import estimate_s
 
@@ -126,3 +129,64 @@ def test_a_rows_cuda_graphs_reach_its_engine_and_unstated_is_eager():
     assert replay_of(RUNS["gptfast-7b-bf16"]).deployment.engine.cuda_graphs is True
     nemo = RUNS["nemo-7b-h100-tp1-bs1"]
     assert nemo.cuda_graphs is None and replay_of(nemo).deployment.engine.cuda_graphs is False
+
+
+def test_a_token_rate_row_replays_the_means_its_own_figures_give():
+    """LMDeploy llama2-70b, batch 64, 3,000 ShareGPT prompts: 1,000.376 out tok/s and 2,062.7 total
+    tok/s at 4.285 requests/s → 233 output and 248 prompt tokens each, 64 in flight, all at once."""
+    r = replay_of(RUNS["lmdeploy-70b-a100-tp4-sharegpt-c64"])
+    assert (r.load.in_len, r.load.out_len) == (round(1062.324 / 4.285), round(1000.376 / 4.285))
+    assert (r.load.mode, r.load.requests, r.deployment.scheduler.max_seqs, r.metric) == (
+        "max",
+        3000,
+        64,
+        "throughput",
+    )
+
+
+def test_a_listed_row_sends_each_request_its_logged_lengths():
+    r = replay_of(RUNS["lambda-vllm054-mistral7b-2xh100-sharegpt320"])
+    req = make_requests(r.load)
+    lengths = r.run.replay.lengths
+    assert r.load.requests == 286 and r.deployment.engine.tp == 2
+    assert req.prompt.tolist() == list(lengths.input_lens) and req.output.tolist() == list(
+        lengths.output_lens
+    )
+    assert int(req.output.sum()) == 71_203  # the log's total_output_tokens
+    assert (
+        r.load.max_context
+        == max(p + n for p, n in zip(lengths.input_lens, lengths.output_lens, strict=True)) + 1
+    )
+
+
+def test_listed_requests_one_in_flight_run_back_to_back_by_hand():
+    """Two listed requests, at most one in flight: each is its own prefill and N − 1 decode steps."""
+    base = RUNS["nemo-7b-a100-tp1-bs1"]
+    lengths = Lengths(96.0, 15.0, input_lens=(128, 64), output_lens=(20, 10))
+    run = dataclasses.replace(
+        base,
+        input_len=None,
+        output_len=None,
+        scenario="serving-offline",
+        metric="output tok/s",
+        unit="out tok/s",
+        concurrency=1,
+        replay=RowReplay(lengths=lengths),
+    )
+    r = replay_of(run)
+    engine = r.deployment.engine
+    spans = [p + sum(s) for p, s in (_steps(engine, 128, 20, 1), _steps(engine, 64, 10, 1))]
+    assert predicted(r, simulate_replay(r)) == pytest.approx(30 / sum(spans), rel=1e-9)
+
+
+def test_a_row_whose_lengths_nothing_gives_is_still_skipped():
+    assert "lengths vary" in replay_of(RUNS["mlperf41-70b-8xh200"])
+
+
+def test_listed_lengths_must_pair_up_one_per_request():
+    with pytest.raises(ValueError, match="come together"):
+        Load(10, 10, requests=2, prompt_lens=(5, 6))
+    with pytest.raises(ValueError, match="2 whole numbers"):
+        Load(10, 10, requests=2, prompt_lens=(5, 6, 7), output_lens=(1, 2, 3))
+    with pytest.raises(ValueError, match="come together"):
+        Load(10, 10, requests=1, spread=0.1, prompt_lens=(5,), output_lens=(1,))
