@@ -78,19 +78,17 @@ def _published(view: CurveView, which: str, y_range: tuple[float, float]) -> lis
                 "hoverinfo": "text+y",
             }
         )
-    for i, ln in enumerate(pub.x_lines):
+    if pub.x_lines:  # a throughput alone has no latency: a rug of ticks along the x axis
         traces.append(
             {
                 "type": "scatter",
-                "x": [ln["x"], ln["x"]],
-                "y": list(y_range),
-                "mode": "lines",
-                "name": f"{OTHERS} (throughput)",
-                "showlegend": i == 0,
-                "legendgroup": "pub_x",
-                "line": {"dash": "dashdot", "width": 1, "color": "gray"},
-                "hovertext": ln["label"],
-                "hoverinfo": "text+x",
+                "x": [ln["x"] for ln in pub.x_lines],
+                "y": [y_range[0] * 1.15] * len(pub.x_lines),
+                "mode": "markers",
+                "name": f"{OTHERS} (throughput only)",
+                "marker": {"symbol": "triangle-up", "size": 10, "color": "gray"},
+                "text": [ln["label"] for ln in pub.x_lines],
+                "hovertemplate": "%{text}<br>%{x:,.0f} tok/s/GPU",
             }
         )
     return traces

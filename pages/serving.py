@@ -134,9 +134,9 @@ def curve(v: serving.ServingView) -> None:
         figures.show(serving_charts.latency_vs_throughput(c, which), key=f"sv_curve_{which.lower()}")
     st.caption(
         "One replica at each concurrency (a closed loop), estimate with its 80% interval as bars, and the "
-        f"roofline bound dotted. Grey/crosses: {serving_charts.OTHERS}, as published (their conditions "
-        "below; "
-        "a batch-1 decode row's TPOT is 1 / its tok/s)."
+        f"roofline bound dotted. {serving_charts.OTHERS.capitalize()}, as published (their conditions "
+        "below): a grey line is a latency alone, a cross a batch-1 decode (its TPOT is 1 / its tok/s), "
+        "a grey triangle on the x axis a throughput alone."
     )
     number_table(c.rows, "serving_curve.csv", key="sv_curve", fmt="%.2f")
     st.markdown(f"**{serving_charts.OTHERS.capitalize()}** (assets/published/runs.json)")
