@@ -92,9 +92,9 @@ def fresh_llama() -> dict:
 
 def test_the_formulas_figures_show_while_every_build_slot_is_busy(app, monkeypatch):
     from attn_core.anatomy import runner
-    from attn_core.bounded_child import Slots
+    from attn_core.limits import ServerSlot
 
-    monkeypatch.setattr(runner, "_SLOTS", Slots(0, runner._busy))  # every slot held
+    monkeypatch.setattr(runner, "_SLOTS", ServerSlot("build check", 0, busy=runner._busy))  # every slot held
     at = app(PAGE, co_src=PASTE)
     at.text_area(key="co_paste").set_value(json.dumps(fresh_llama())).run()
     assert not at.exception and at.error.len == 0
