@@ -32,9 +32,9 @@ def _causal_question(T: int) -> Worked:
         },
         link=GALLERY.link(
             {
-                "mk_kind": choice_id(MaskKind.CAUSAL_TOP_LEFT),
-                "mk_gL": str(min(T, 64)),
-                "mk_gS": str(min(T, 64)),
+                "kind": choice_id(MaskKind.CAUSAL_TOP_LEFT),
+                "gL": str(min(T, 64)),
+                "gS": str(min(T, 64)),
             }
         ),
     )
@@ -83,7 +83,7 @@ def _permutation_question(T: int, perm: tuple[int, ...], causal: bool, positions
             f"Measured here: max |Attn(ΠX) − Π Attn(X)| = {report.equivariance_error:.2g}.",
         ),
         slips=slips,
-        link=PERMUTATIONS.link({"mk_causal": str(causal), "mk_pos": str(positions)}),
+        link=PERMUTATIONS.link({"causal": str(causal), "pos": str(positions)}),
         inputs={"T": T, "perm": perm, "causal": causal, "positions": positions},
     )
 
