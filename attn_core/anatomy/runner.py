@@ -94,8 +94,14 @@ class BuildCheck(Child):
 MODULE = "attn_core.anatomy.runner"
 # transformers' modeling machinery, loaded on a model's first build (masks, generation, the
 # integrations): built once while the child waits for its job, so a job does not pay for it.
-WARM_UP = {"model_type": "llama", "num_hidden_layers": 1, "hidden_size": 64, "num_attention_heads": 4,
-           "intermediate_size": 64, "vocab_size": 128}  # fmt: skip
+WARM_UP = {
+    "model_type": "llama",
+    "num_hidden_layers": 1,
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "intermediate_size": 64,
+    "vocab_size": 128,
+}
 
 
 def child_main() -> int:

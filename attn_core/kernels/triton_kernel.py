@@ -184,6 +184,7 @@ def triton_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: 
     o = torch.empty_like(q)
     block_m, block_n, warps, stages = _config(D, q.element_size(), interpret)
     grid = (triton.cdiv(L, block_m), B * HQ)
+    # The arguments in _attn_fwd's groups: tensors, strides, sizes, then the compile-time constants.
     _kernel()[grid](
         q, k, v, o,
         *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3],

@@ -102,7 +102,9 @@ def permutation(rng: np.random.Generator, difficulty: Difficulty) -> Question:
 DRILLS = (
     CardDrill("6", "Causal mask correctness", causal_pairs, lambda: _causal_question(5)),
     CardDrill(
-        "7", "Permutation equivariance", permutation,
+        "7",
+        "Permutation equivariance",
+        permutation,
         lambda: _permutation_question(5, (4, 3, 2, 1, 0), False, False, 0),
     ),
-)  # fmt: skip
+)

@@ -198,10 +198,14 @@ def start_check(
         for n in ("PEAK_N", "COLD_BYTES", "STREAM_BYTES", "PROBE_ROWS", "PROBE_COLS")
     }
     job = Job(
-        shape, request, memory_bytes if memory_bytes is not None else planned.peak_bytes + ADDRESS_SLACK,
-        cpu_seconds=int(seconds * max(1, request.threads or os.cpu_count() or 1)) + 5, probe_sizes=sizes,
-        config=config, hf_config=planned.hf_config,
-    )  # fmt: skip
+        shape,
+        request,
+        memory_bytes if memory_bytes is not None else planned.peak_bytes + ADDRESS_SLACK,
+        cpu_seconds=int(seconds * max(1, request.threads or os.cpu_count() or 1)) + 5,
+        probe_sizes=sizes,
+        config=config,
+        hf_config=planned.hf_config,
+    )
     return _SLOTS.start(lambda release: Check(job, seconds, release))
 
 
