@@ -1,7 +1,8 @@
 """Work the server must be able to stop, run in a child process: a wall-clock limit the parent
 enforces (SIGKILL to the child's whole process group), limits the child sets on itself (its address
-space, its CPU seconds, a lower priority), and a few slots server-wide, each taken for as long as
-a child runs; a request beyond them is refused at once ("busy") instead of queued.
+space, its CPU seconds, a lower priority), and a few slots server-wide (`attn_core.limits.ServerSlot`,
+the server's one slot mechanism), each taken for as long as a child runs; a request beyond them
+is refused at once ("busy") instead of queued.
 
 Why a child: a Python thread cannot be stopped, holds the GIL between torch calls, and a process
 cannot take back memory it gave the allocator; a child is killed whole and its memory goes with
@@ -9,7 +10,8 @@ it. Two users: `attn_core.verify.child` (a check of the lab's layers) and `attn_
 (transformers' meta build of a pasted config).
 
 The child's side: `child_streams` (stdout keeps only the outcome), `cap_cpu`, `cap_address_space`.
-The parent's side: `Child` (subclass it to read the outcome) and `Slots`.
+The parent's side: `Child` (subclass it to read the outcome), started in a slot by
+`ServerSlot.start`.
 """
 
 from __future__ import annotations
@@ -162,35 +164,3 @@ class Child:
     def join(self, timeout: float | None = None) -> bool:
         """Wait up to ``timeout`` seconds for the child to end; whether it has."""
         return self._done.wait(timeout)
-
-
-class Slots:
-    """At most ``capacity`` children at a time on this server: `start` makes one in a free slot
-    (``make()``, given the slots' release to call when it ends) or raises ``busy()``."""
-
-    def __init__(self, capacity: int, busy: Callable[[], Exception]) -> None:
-        self.capacity = capacity
-        self._busy = busy
-        self._lock = threading.Lock()
-        self._held: list = []
-
-    def start(self, make: Callable[[Callable], Child]) -> Child:
-        """A child started in a free slot; ``busy()`` raised when every slot is held."""
-        with self._lock:
-            self._held = [c for c in self._held if not c.done]
-            if len(self._held) >= self.capacity:
-                raise self._busy()
-            child = make(self.release)
-            self._held.append(child)
-        return child
-
-    def release(self, child: Child) -> None:
-        """Free ``child``'s slot (called by the child's watcher when it ends)."""
-        with self._lock:
-            if child in self._held:
-                self._held.remove(child)
-
-    def running(self) -> list:
-        """The children holding a slot now."""
-        with self._lock:
-            return [c for c in self._held if not c.done]

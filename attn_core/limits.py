@@ -16,6 +16,7 @@ from typing import ParamSpec, TypeVar
 
 P = ParamSpec("P")
 R = TypeVar("R")
+H = TypeVar("H")
 
 
 @dataclass(frozen=True)
@@ -83,25 +84,48 @@ class Busy(ValueError):
 
 
 class ServerSlot:
-    """At most ``capacity`` runs of one kind of long computation at a time in this server process; one
-    more is refused at once with Busy, never queued behind the others (a queue would hold every
-    visitor's page, and each run takes a whole core for seconds)."""
+    """At most ``capacity`` holders of one kind of long work at a time in this server process; one
+    more is refused at once (``busy()``, by default Busy naming ``what``), never queued behind the
+    others (a queue would hold every visitor's page, and each run takes a whole core for seconds).
 
-    def __init__(self, what: str, capacity: int = 1) -> None:
+    The one slot mechanism of the server, held two ways: for a block of code in this process
+    (`take`, `guard`: the Serving page's simulations, the long reads of the heads pages), or for
+    as long as a child process runs (`start`, `release`, `running`: `attn_core.bounded_child`'s
+    children, the Cost page's build check and `verify`). A slot is freed when its holder ends,
+    however it ends."""
+
+    def __init__(self, what: str, capacity: int = 1, busy: Callable[[], Exception] | None = None) -> None:
         self.what = what
-        self._slots = threading.BoundedSemaphore(capacity)
+        self.capacity = capacity
+        self._busy = busy
+        self._lock = threading.Lock()
+        self._held: list = []  # the holders: a child, or a token of a block inside `take`
+
+    def _refusal(self) -> Exception:
+        if self._busy is not None:
+            return self._busy()
+        return Busy(f"another {self.what} is running on this server; try again in a few seconds")
+
+    def _check_free(self) -> None:
+        """(The lock held.) Drop holders that have ended; refused when every slot is still held."""
+        self._held = [h for h in self._held if not getattr(h, "done", False)]
+        if len(self._held) >= self.capacity:
+            raise self._refusal()
 
     @contextmanager
     def take(self) -> Iterator[None]:
-        if not self._slots.acquire(blocking=False):
-            raise Busy(f"another {self.what} is running on this server; try again in a few seconds")
+        """A slot held for the ``with`` block; refused at once when every slot is held."""
+        token = object()
+        with self._lock:
+            self._check_free()
+            self._held.append(token)
         try:
             yield
         finally:
-            self._slots.release()
+            self.release(token)
 
     def guard(self, fn: Callable[P, R]) -> Callable[P, R]:
-        """``fn`` run inside the slot (Busy at once when it is taken)."""
+        """``fn`` run inside the slot (refused at once when every slot is held)."""
 
         @functools.wraps(fn)
         def run(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -109,3 +133,23 @@ class ServerSlot:
                 return fn(*args, **kwargs)
 
         return run
+
+    def start(self, make: Callable[[Callable[[object], None]], H]) -> H:
+        """A holder made in a free slot by ``make(release)``: a child that calls ``release(itself)``
+        when it ends (its ``done`` also frees the slot); refused when every slot is held."""
+        with self._lock:
+            self._check_free()
+            holder = make(self.release)
+            self._held.append(holder)
+        return holder
+
+    def release(self, holder: object) -> None:
+        """Free ``holder``'s slot (a child's watcher calls it when the child ends)."""
+        with self._lock:
+            if holder in self._held:
+                self._held.remove(holder)
+
+    def running(self) -> list:
+        """The holders of a slot now."""
+        with self._lock:
+            return [h for h in self._held if not getattr(h, "done", False)]

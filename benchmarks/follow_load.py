@@ -165,7 +165,7 @@ async def run(
     }
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--followers", type=int, default=40)
     parser.add_argument("--changes", type=int, default=15)
@@ -182,9 +182,12 @@ def main() -> int:
         metavar="N",
         help=f"meanwhile another room of N followers whose presenter changes every {NOISE_EVERY_S:g} s",
     )
-    args = parser.parse_args()
-    if args.fault == "redis-kill" and not args.replicas:
-        parser.error("--fault redis-kill needs --replicas (one server keeps rooms in memory)")
+    return parser
+
+
+def _follow(args: argparse.Namespace) -> tuple[dict, Shared, float]:
+    """Start the server (or stack), warm it, run the room with its fault: the run's record, the
+    shared marks, and the server's CPU seconds at the end."""
     target = serve_stack(args.replicas) if args.replicas else serve()
     with target as server:
         for url in getattr(server, "warm_urls", [server.ws]):  # each replica imports torch and the page once
@@ -209,7 +212,22 @@ def main() -> int:
                 args.noisy_room,
             )
         )
-        cpu = shared.cpu()
+        return res, shared, shared.cpu()
+
+
+def _print_fault(args: argparse.Namespace, res: dict, shared: Shared) -> None:
+    """The fault's lines: when the presenter was back, what followers were told, how stale they got."""
+    outage = args.down if args.fault == "redis-kill" else 0.0
+    back = f", presenter back after {shared.recovered_s:.2f} s" if shared.recovered_s is not None else ""
+    print(f"fault {args.fault}{back}; {'; '.join(shared.notes)}")
+    print(
+        f"followers told the room ended {res['told_ended']}, shown 'cannot be reached' "
+        f"{res['told_unreachable']}, stale > {LAG_S + outage:g} s {res['lagged']} of {args.followers}; "
+        f"longest a follower showed a stale view {res['worst_s']:.2f} s"
+    )
+
+
+def _print_report(args: argparse.Namespace, res: dict, shared: Shared, cpu: float) -> None:
     d = sorted(res["delays"])
     pct = (lambda q: d[min(len(d) - 1, int(q / 100 * len(d)))] * 1000) if d else (lambda q: float("nan"))
     where = f"{args.replicas} replicas behind nginx" if args.replicas else "one server"
@@ -231,16 +249,20 @@ def main() -> int:
         f"load average {os.getloadavg()[0]:.2f}"
     )
     if args.fault:
-        back = f", presenter back after {shared.recovered_s:.2f} s" if shared.recovered_s is not None else ""
-        print(f"fault {args.fault}{back}; {'; '.join(shared.notes)}")
-        print(
-            f"followers told the room ended {res['told_ended']}, shown 'cannot be reached' "
-            f"{res['told_unreachable']}, stale > {LAG_S + outage:g} s {res['lagged']} of {args.followers}; "
-            f"longest a follower showed a stale view {res['worst_s']:.2f} s"
-        )
+        _print_fault(args, res, shared)
     print(f"exception deltas {res['exceptions']}, errors {len(res['errors'])}")
     for e in res["errors"][:5]:
         print("  ", e)
+
+
+def main() -> int:
+    """One room under load (and a fault): its report; exit 1 on an error, a miss, a refusal or a loss."""
+    parser = _parser()
+    args = parser.parse_args()
+    if args.fault == "redis-kill" and not args.replicas:
+        parser.error("--fault redis-kill needs --replicas (one server keeps rooms in memory)")
+    res, shared, cpu = _follow(args)
+    _print_report(args, res, shared, cpu)
     lost = res["told_ended"] or res["lagged"] or any("present" in n for n in shared.notes)
     return 0 if not res["errors"] and not res["missed"] and not res["refused"] and not lost else 1
 

@@ -76,6 +76,8 @@ def _where(cfg: LoadConfig) -> str:
 
 
 def report(res: LoadResult) -> str:
+    """The run in a few lines: the load, the page loads and reruns, the server's memory and CPU, then
+    the machine, per page, per process and the kill (where there are), exceptions and errors last."""
     s = res.summary()
     lines = [
         f"{res.config.sessions} sessions {_where(res.config)} every "
@@ -90,60 +92,75 @@ def report(res: LoadResult) -> str:
         f"peak {_mib(res.rss_peak_kib)}; server CPU {100 * s['server_cpu_share']:.0f}% of one core "
         f"({s['server_cpu_ms_per_rerun']:.1f} ms per run); load generator "
         f"{100 * s['client_cpu_share']:.0f}% of one core",
+        _machine_line(res),
+        *_per_page_lines(res),
+        *_per_process_lines(res),
+        *_kill_lines(res),
         f"  exception deltas {len(res.exceptions)}, errors {len(res.errors)}",
     ]
-    others = res.machine_busy_s - res.server_cpu_s - res.client_cpu_s
-    lines.insert(
-        -1,
-        f"  machine: {os.cpu_count()} cores {100 * res.machine_busy_s / res.wall_s / os.cpu_count():.0f}% busy; "
-        f"processes other than this benchmark's used {100 * others / res.wall_s:.0f}% of one core",
-    )
-    pages = dict.fromkeys(x.page for x in res.sessions)
-    if len(pages) > 1:
-        per_page = {p: [t for x in res.sessions if x.page == p for t in x.latencies_s] for p in pages}
-        lines.insert(
-            -1,
-            "  per page p50 / p95: "
-            + ", ".join(
-                f"{p} {1e3 * percentile(v, 50):.0f} / {1e3 * percentile(v, 95):.0f} ms"
-                for p, v in per_page.items()
-                if v
-            ),
-        )
-    if len(res.per_process) > 1:
-        lines.insert(
-            -1,
-            "  per process: "
-            + "; ".join(
-                f"{label} CPU {100 * cpu / res.wall_s:.0f}%, RSS {_mib(rss)}"
-                for label, (cpu, rss) in res.per_process.items()
-            ),
-        )
-    if res.killed:
-        back = res.recovered_after_s
-        lines.insert(
-            -1,
-            f"  killed {res.killed[0]} at {res.killed[1]:.1f} s: {len(res.disconnected)} students lost "
-            f"their connection, {sum(bool(x.recovered_after_s) for x in res.disconnected)} served again "
-            + (f"(p50 {percentile(back, 50):.2f} s, max {max(back):.2f} s after losing it)" if back else "")
-            + f"; lost anything: {len(res.lost_anything)}",
-        )
-        cut = res.t0 + res.killed[1]
-        for name, keep in (("before", lambda t: t < cut), ("after", lambda t: t >= cut)):
-            lat = [
-                d for x in res.sessions for d, t in zip(x.latencies_s, x.finished_at, strict=True) if keep(t)
-            ]
-            if lat:
-                lines.insert(
-                    -1,
-                    f"  reruns {name} the kill {len(lat)}: p50 {1e3 * percentile(lat, 50):.0f} ms, "
-                    f"p95 {1e3 * percentile(lat, 95):.0f} ms",
-                )
-        for x in res.lost_anything[:3]:
-            lines.append(f"    lost: {x.lost[:1] or 'never served again'}")
-    for problem in sorted(set(res.exceptions + res.errors))[:5]:
-        lines.append(f"    {problem}")
+    lines += [f"    lost: {x.lost[:1] or 'never served again'}" for x in res.lost_anything[:3] if res.killed]
+    lines += [f"    {problem}" for problem in sorted(set(res.exceptions + res.errors))[:5]]
     return "\n".join(lines)
+
+
+def _machine_line(res: LoadResult) -> str:
+    """The whole machine's busy share, and what processes other than this benchmark's used."""
+    others = res.machine_busy_s - res.server_cpu_s - res.client_cpu_s
+    return (
+        f"  machine: {os.cpu_count()} cores {100 * res.machine_busy_s / res.wall_s / os.cpu_count():.0f}% busy; "
+        f"processes other than this benchmark's used {100 * others / res.wall_s:.0f}% of one core"
+    )
+
+
+def _per_page_lines(res: LoadResult) -> list[str]:
+    """p50 / p95 per page, where the students were spread over several."""
+    pages = dict.fromkeys(x.page for x in res.sessions)
+    if len(pages) <= 1:
+        return []
+    per_page = {p: [t for x in res.sessions if x.page == p for t in x.latencies_s] for p in pages}
+    return [
+        "  per page p50 / p95: "
+        + ", ".join(
+            f"{p} {1e3 * percentile(v, 50):.0f} / {1e3 * percentile(v, 95):.0f} ms"
+            for p, v in per_page.items()
+            if v
+        )
+    ]
+
+
+def _per_process_lines(res: LoadResult) -> list[str]:
+    """CPU and RSS per server process, where there are several (replicas, nginx)."""
+    if len(res.per_process) <= 1:
+        return []
+    return [
+        "  per process: "
+        + "; ".join(
+            f"{label} CPU {100 * cpu / res.wall_s:.0f}%, RSS {_mib(rss)}"
+            for label, (cpu, rss) in res.per_process.items()
+        )
+    ]
+
+
+def _kill_lines(res: LoadResult) -> list[str]:
+    """Where a replica was killed: who lost the connection and came back, reruns before and after."""
+    if not res.killed:
+        return []
+    back = res.recovered_after_s
+    lines = [
+        f"  killed {res.killed[0]} at {res.killed[1]:.1f} s: {len(res.disconnected)} students lost "
+        f"their connection, {sum(bool(x.recovered_after_s) for x in res.disconnected)} served again "
+        + (f"(p50 {percentile(back, 50):.2f} s, max {max(back):.2f} s after losing it)" if back else "")
+        + f"; lost anything: {len(res.lost_anything)}"
+    ]
+    cut = res.t0 + res.killed[1]
+    for name, keep in (("before", lambda t: t < cut), ("after", lambda t: t >= cut)):
+        lat = [d for x in res.sessions for d, t in zip(x.latencies_s, x.finished_at, strict=True) if keep(t)]
+        if lat:
+            lines.append(
+                f"  reruns {name} the kill {len(lat)}: p50 {1e3 * percentile(lat, 50):.0f} ms, "
+                f"p95 {1e3 * percentile(lat, 95):.0f} ms"
+            )
+    return lines
 
 
 def markdown_row(res: LoadResult) -> str:
@@ -166,7 +183,7 @@ MARKDOWN_HEADER = (
 )
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, nargs="+", default=[30], help="one fresh server per count")
     parser.add_argument("--page", default="playground", help="url path of the page (lab_ui/nav.py)")
@@ -196,7 +213,11 @@ def main() -> int:
     parser.add_argument("--rerun-timeout", type=float, default=60.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--markdown", action="store_true", help="also print a RESULTS.md table")
-    args = parser.parse_args()
+    return parser
+
+
+def _checked_mix(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    """Refuse what the run cannot do (parser.error exits); the pages and keys of --mix."""
     if not 0 <= args.jitter < 1 or args.think <= 0 or args.duration <= 0 or min(args.sessions) < 1:
         parser.error("need think > 0, 0 ≤ jitter < 1, duration > 0 and sessions ≥ 1")
     if max(args.sessions) > 500:
@@ -210,25 +231,37 @@ def main() -> int:
         mix = tuple(tuple(m.split(":")) for m in args.mix) if args.mix else MIX
         if not all(len(m) == 2 and all(m) for m in mix):
             parser.error("--mix takes PAGE:KEY pairs")
+    return mix
+
+
+def _config(args: argparse.Namespace, n: int, mix: tuple[tuple[str, str], ...]) -> LoadConfig:
+    return LoadConfig(
+        sessions=n,
+        page=args.page,
+        key=args.key,
+        duration_s=args.duration,
+        think_s=args.think,
+        jitter=args.jitter,
+        ramp_s=args.ramp,
+        rerun_timeout_s=args.rerun_timeout,
+        seed=args.seed,
+        mix=mix,
+        kill_at_s=args.kill_one_at,
+    )
+
+
+def main() -> int:
+    """One fresh server (or stack) per session count: the report of each, the table with --markdown.
+    Exit 2 when a server could not be started, 1 when a run saw an exception, error or loss."""
+    parser = _parser()
+    args = parser.parse_args()
+    mix = _checked_mix(parser, args)
     rows = []
     failed = False
     for n in args.sessions:
-        cfg = LoadConfig(
-            sessions=n,
-            page=args.page,
-            key=args.key,
-            duration_s=args.duration,
-            think_s=args.think,
-            jitter=args.jitter,
-            ramp_s=args.ramp,
-            rerun_timeout_s=args.rerun_timeout,
-            seed=args.seed,
-            mix=mix,
-            kill_at_s=args.kill_one_at,
-        )
         try:
             with serve_stack(args.replicas) if args.replicas else serve() as target:
-                res = run_load(target, cfg)
+                res = run_load(target, _config(args, n, mix))
         except (RuntimeError, LookupError, ValueError, TimeoutError, subprocess.SubprocessError) as exc:
             print(f"{n} sessions: {exc}", file=sys.stderr)
             return 2

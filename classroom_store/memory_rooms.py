@@ -14,11 +14,11 @@ from typing import Any
 
 from classroom_store import signing
 from classroom_store.question import (
-    MAX_ANSWERS,
     Asked,
-    answers_full,
-    answers_per_client,
+    FirstAnswer,
+    answer_cap,
     check_answer,
+    make_way,
     new_question,
     not_open,
     not_seated,
@@ -211,7 +211,7 @@ class MemoryRooms:
             self._presenters(room_id, secret)["per_client"] = seats
 
     def answer_cap(self) -> int:
-        return min(self.seats, MAX_ANSWERS)
+        return answer_cap(self.seats)
 
     def _found(self, room_id: str) -> dict[str, Any]:
         """The live room (RoomGone when there is none); call under the lock."""
@@ -273,20 +273,21 @@ class MemoryRooms:
             answers[seat] = text
 
     def _make_way(self, room: dict[str, Any], seat: str, client: str, now: float) -> None:
-        """Room for a new answer from ``seat`` at ``client``: the address's own bound (every seat of
-        it that answered this question counts, gone or not), then the room's, where an answer of a
-        seat that has left makes way. Call under the lock."""
+        """Room for a new answer from ``seat`` at ``client`` (the rule: `question.make_way`): the
+        answer of a seat that has left goes where the room is full. Call under the lock."""
         by_client = room.setdefault("answered_by", {}).setdefault(client, set())
-        if seat not in by_client and len(by_client) >= room["per_client"]:
-            raise answers_per_client(room["per_client"])
-        answers = room["answers"]
-        if len(answers) >= self.answer_cap():
-            followers = room["followers"]
-            left = next(
+        answers, followers = room["answers"], room["followers"]
+        first = FirstAnswer(
+            seat in by_client, len(by_client), room["per_client"], len(answers), self.answer_cap()
+        )
+
+        def departed() -> str | None:
+            return next(
                 (s for s in answers if s not in followers or now - followers[s][0] > FOLLOWER_TTL_S), None
             )
-            if left is None:
-                raise answers_full(self.answer_cap())
+
+        left = make_way(first, departed)
+        if left is not None:
             del answers[left]
         by_client.add(seat)
 

@@ -19,8 +19,8 @@ from typing import Any
 from classroom_store import redis_scripts as scripts
 from classroom_store import signing
 from classroom_store.question import (
-    MAX_ANSWERS,
     Asked,
+    answer_cap,
     answers_full,
     answers_per_client,
     check_answer,
@@ -266,7 +266,7 @@ class RedisRooms:
         self._presenter_done(done, room_id)
 
     def answer_cap(self) -> int:
-        return min(self.seats, MAX_ANSWERS)
+        return answer_cap(self.seats)
 
     @staticmethod
     def _presenter_done(done: int, room_id: str) -> None:

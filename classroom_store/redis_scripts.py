@@ -178,9 +178,11 @@ return 1
 # (s:<seat> -> address key, c:<address key> -> seats of it that answered). ARGV: question id, seat,
 # text, most answers, follower ttl, default seats per address. Returns 1 kept, -1 no
 # room, -2 not the open question, -3 not seated, -4 full, -(4 + n) this
-# address has given its n answers. An address answers at most as many times as it may hold seats,
-# its seats that left still counting; when the room keeps all it may, an answer of a seat that has
-# left makes way, so a seated follower's answer is always taken. The answers expire with the room
+# address has given its n answers. The answers rule, step by step as `question.make_way` states
+# it (its numbers come in ARGV: the cap is `question.answer_cap`): an address answers at most as
+# many times as it may hold seats, its seats that left still counting; when the room keeps all it
+# may, an answer of a seat that has left makes way, so a seated follower's answer is always taken.
+# The answers expire with the room
 # (its remaining TTL, refreshed by each presenter check-in).
 ANSWER = (
     _NOW

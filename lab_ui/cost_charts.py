@@ -26,18 +26,58 @@ def _marks(x_marks: Marks, y_marks: Marks) -> tuple[list[dict], list[dict]]:
     lines at y, each with a label."""
     shapes, notes = [], []
     for n, (x, label) in enumerate(m for m in x_marks if _valid(m[0])):
-        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
-                       "line": {"dash": "dash", "color": "#555", "width": 1.5}})  # fmt: skip
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": x,
+                "x1": x,
+                "y0": 0,
+                "y1": 1,
+                "line": {"dash": "dash", "color": "#555", "width": 1.5},
+            }
+        )
         # Alternate labels above and inside the plot so that neighbouring marks stay readable.
-        notes.append({"xref": "x", "yref": "paper", "x": math.log10(x), "y": 1.0 if n % 2 == 0 else 0.9,
-                      "text": label, "showarrow": False, "xanchor": "right", "yanchor": "bottom",
-                      "bgcolor": "rgba(255,255,255,0.7)"})  # fmt: skip
+        notes.append(
+            {
+                "xref": "x",
+                "yref": "paper",
+                "x": math.log10(x),
+                "y": 1.0 if n % 2 == 0 else 0.9,
+                "text": label,
+                "showarrow": False,
+                "xanchor": "right",
+                "yanchor": "bottom",
+                "bgcolor": "rgba(255,255,255,0.7)",
+            }
+        )
     for y, label in y_marks:
         if _valid(y):
-            shapes.append({"type": "line", "xref": "paper", "yref": "y", "x0": 0, "x1": 1, "y0": y, "y1": y,
-                           "line": {"dash": "dot", "color": "#b22", "width": 1.5}})  # fmt: skip
-            notes.append({"xref": "paper", "yref": "y", "x": 1.0, "y": math.log10(y), "text": label,
-                          "showarrow": False, "xanchor": "right", "yanchor": "bottom"})  # fmt: skip
+            shapes.append(
+                {
+                    "type": "line",
+                    "xref": "paper",
+                    "yref": "y",
+                    "x0": 0,
+                    "x1": 1,
+                    "y0": y,
+                    "y1": y,
+                    "line": {"dash": "dot", "color": "#b22", "width": 1.5},
+                }
+            )
+            notes.append(
+                {
+                    "xref": "paper",
+                    "yref": "y",
+                    "x": 1.0,
+                    "y": math.log10(y),
+                    "text": label,
+                    "showarrow": False,
+                    "xanchor": "right",
+                    "yanchor": "bottom",
+                }
+            )
     return shapes, notes
 
 
@@ -86,15 +126,30 @@ def stacked_shares(
     ``overlay`` adds dashed lines already in percent (not stacked)."""
     x = np.asarray(x, dtype=np.float64)
     lines = [
-        {"type": "scatter", "x": x, "y": np.asarray(y, dtype=np.float64), "name": name, "mode": "lines",
-         "line": {"dash": "dash", "color": "#222", "width": 2}, "hovertemplate": f"{name}: %{{y:.1f}}%<extra></extra>"}
+        {
+            "type": "scatter",
+            "x": x,
+            "y": np.asarray(y, dtype=np.float64),
+            "name": name,
+            "mode": "lines",
+            "line": {"dash": "dash", "color": "#222", "width": 2},
+            "hovertemplate": f"{name}: %{{y:.1f}}%<extra></extra>",
+        }
         for name, y in (overlay or {}).items()
-    ]  # fmt: skip
+    ]
     traces = [
-        {"type": "scatter", "x": x, "y": np.asarray(y, dtype=np.float64), "name": name, "mode": "lines",
-         "stackgroup": "one", "groupnorm": "percent", "hovertemplate": f"{name}: %{{y:.1f}}%<extra></extra>"}
+        {
+            "type": "scatter",
+            "x": x,
+            "y": np.asarray(y, dtype=np.float64),
+            "name": name,
+            "mode": "lines",
+            "stackgroup": "one",
+            "groupnorm": "percent",
+            "hovertemplate": f"{name}: %{{y:.1f}}%<extra></extra>",
+        }
         for name, y in series.items()
-    ]  # fmt: skip
+    ]
     layout = _layout(traces, title, x_title, "share of the layer's FLOPs (%)", False, height, x_marks, ())
     layout["yaxis"]["range"] = [0, 100]
     return go.Figure({"data": traces + lines, "layout": layout})
@@ -114,10 +169,16 @@ def log_lines(
     """One line per series on log-log axes, hover to 4 significant figures, with labelled marks."""
     x = np.asarray(x, dtype=np.float64)
     traces = [
-        {"type": "scatter", "x": x, "y": np.asarray(y, dtype=np.float64), "name": name, "mode": "lines",
-         "hovertemplate": f"{name}: %{{y:.4g}}<extra></extra>"}
+        {
+            "type": "scatter",
+            "x": x,
+            "y": np.asarray(y, dtype=np.float64),
+            "name": name,
+            "mode": "lines",
+            "hovertemplate": f"{name}: %{{y:.4g}}<extra></extra>",
+        }
         for name, y in series.items()
-    ]  # fmt: skip
+    ]
     return go.Figure(
         {"data": traces, "layout": _layout(traces, title, x_title, y_title, True, height, x_marks, y_marks)}
     )
@@ -142,11 +203,18 @@ def layer_strip(cells: Sequence[str], *, title: str, height: int = 150) -> go.Fi
     """One cell per layer, coloured by its kind (full / sliding / chunked / MLA attention, Gated DeltaNet,
     KDA, Mamba, Mamba-2, and Nemotron-H's MLP-only and MoE-only blocks)."""
     traces = [
-        {"type": "bar", "x": [i for i, c in enumerate(cells) if c == kind], "y": [1] * cells.count(kind),
-         "name": f"{kind} ({cells.count(kind)})", "marker": {"color": colour}, "width": 0.9,
-         "hovertemplate": f"layer %{{x}}: {kind}<extra></extra>"}
-        for kind, colour in LAYER_COLOURS.items() if kind in cells
-    ]  # fmt: skip
+        {
+            "type": "bar",
+            "x": [i for i, c in enumerate(cells) if c == kind],
+            "y": [1] * cells.count(kind),
+            "name": f"{kind} ({cells.count(kind)})",
+            "marker": {"color": colour},
+            "width": 0.9,
+            "hovertemplate": f"layer %{{x}}: {kind}<extra></extra>",
+        }
+        for kind, colour in LAYER_COLOURS.items()
+        if kind in cells
+    ]
     layout = {
         "title": {"text": title},
         "font": {"size": font_size()},
@@ -164,9 +232,13 @@ def memory_vs_T(x, series: dict[str, Sequence[float]], *, T: int) -> go.Figure:
     """A hybrid's memory against T beside its all-attention twin: the flat state and the slope of
     the few attention layers, on log-log axes (GiB)."""
     return log_lines(
-        x, series, title="Memory vs T: a hybrid's flat state and few-layer slope, beside all attention",
-        x_title="T (tokens)", y_title="GiB", x_marks=[(T, f"T = {T:,}")],
-    )  # fmt: skip
+        x,
+        series,
+        title="Memory vs T: a hybrid's flat state and few-layer slope, beside all attention",
+        x_title="T (tokens)",
+        y_title="GiB",
+        x_marks=[(T, f"T = {T:,}")],
+    )
 
 
 def total_vs_active(
@@ -174,10 +246,15 @@ def total_vs_active(
 ) -> go.Figure:
     """Stacked bars of parameters by part: everything the model holds beside what a token runs."""
     traces = [
-        {"type": "bar", "x": ["total", "active per token"], "y": [t / 1e9, a / 1e9], "name": part,
-         "hovertemplate": f"{part}: %{{y:.3f}}B<extra></extra>"}
+        {
+            "type": "bar",
+            "x": ["total", "active per token"],
+            "y": [t / 1e9, a / 1e9],
+            "name": part,
+            "hovertemplate": f"{part}: %{{y:.3f}}B<extra></extra>",
+        }
         for part, t, a in zip(parts, total, active, strict=True)
-    ]  # fmt: skip
+    ]
     layout = {
         "title": {"text": title},
         "font": {"size": font_size()},

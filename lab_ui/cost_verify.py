@@ -38,8 +38,10 @@ POLL_S = 1.0  # while a check runs, its panel reruns this often (and waits up to
 
 
 def _rows(result) -> list[dict]:
-    phases = ((f"prefill, {result.request.batch} × {result.request.seq_len:,} tokens", result.prefill),
-              (f"one decode step, {result.decode_context:,} cached", result.decode_step))  # fmt: skip
+    phases = (
+        (f"prefill, {result.request.batch} × {result.request.seq_len:,} tokens", result.prefill),
+        (f"one decode step, {result.decode_context:,} cached", result.decode_step),
+    )
     return [
         {
             "phase": label,
@@ -146,8 +148,14 @@ def _panel(shape: ModelShape, config: dict | None) -> None:
     )
     st.markdown(built_by(plan))
     # A callback, not the button's return value: the press survives any rerun before this line.
-    st.button("Run the check", key="co_vf_run", icon=":material/speed:", disabled=seconds > LIMIT_S,
-              on_click=st.session_state.update, args=({"co_vf_go": True},))  # fmt: skip
+    st.button(
+        "Run the check",
+        key="co_vf_run",
+        icon=":material/speed:",
+        disabled=seconds > LIMIT_S,
+        on_click=st.session_state.update,
+        args=({"co_vf_go": True},),
+    )
     if seconds > LIMIT_S:
         st.warning(
             f"Expected to take longer than the {LIMIT_S} s a check may run: shorten T or lower the cap."

@@ -220,8 +220,18 @@ def vline(x: float, dash: str = "dash", text: str = "", log_x: bool = False) -> 
     return shape, notes
 
 
-def traces_figure(traces: list[dict], title: str, x_title: str, y_title: str, *, log_x=False, log_y=False,
-            height=400, shapes=(), annotations=()) -> go.Figure:  # fmt: skip
+def traces_figure(
+    traces: list[dict],
+    title: str,
+    x_title: str,
+    y_title: str,
+    *,
+    log_x=False,
+    log_y=False,
+    height=400,
+    shapes=(),
+    annotations=(),
+) -> go.Figure:
     """One figure of ``traces`` (plotly trace dicts) with the lab's layout: titled axes, linear or
     log, the legend under the plot, optional shapes and annotations (`vline`)."""
     layout = {

@@ -39,10 +39,15 @@ def _layout(traces: list[dict], title: str, x_title: str, y_title: str, log_y: b
 def per_length(rows: list[dict], y: str, title: str, y_title: str, log_y: bool = True) -> go.Figure:
     """``y`` (a perf_rows column) against sequence length L, one line with markers per contestant."""
     traces = [
-        {"type": "scatter", "mode": "lines+markers", "name": name, "x": np.asarray(xs, dtype=np.float64),
-         "y": np.asarray(ys, dtype=np.float64)}
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": name,
+            "x": np.asarray(xs, dtype=np.float64),
+            "y": np.asarray(ys, dtype=np.float64),
+        }
         for name, (xs, ys) in _by_contestant(rows, y).items()
-    ]  # fmt: skip
+    ]
     return go.Figure(
         {"data": traces, "layout": _layout(traces, title, "sequence length L = S", y_title, log_y)}
     )

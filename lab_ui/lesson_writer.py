@@ -128,9 +128,12 @@ def _player_box() -> None:
         st.markdown(f"▶ Playing **{safe_markdown(lesson.title)}**, step {index + 1} of {len(lesson.steps)}")
     catalogue = lessons.catalogue()
     st.selectbox(
-        "lesson", list(catalogue), key="lesson_pick", format_func=lambda i: catalogue[i].title,
+        "lesson",
+        list(catalogue),
+        key="lesson_pick",
+        format_func=lambda i: catalogue[i].title,
         label_visibility="collapsed",
-    )  # fmt: skip
+    )
     st.button("Play this lesson", key="lesson_play", on_click=_play, icon=":material/play_arrow:")
     st.file_uploader("…or play a lesson file", type=["json"], key="lesson_upload", on_change=_upload)
     if (error := st.session_state.pop(_UPLOAD_ERROR, None)) is not None:
@@ -148,9 +151,11 @@ def _writer() -> None:
     st.text_input("step title", key="lesson_w_title", max_chars=model.MAX_TITLE)
     st.text_area("narration (a few lines)", key="lesson_w_text", height=110, max_chars=2000)
     st.selectbox(
-        "question for the room", [NO_QUESTION, *DRILLS], key="lesson_w_question",
+        "question for the room",
+        [NO_QUESTION, *DRILLS],
+        key="lesson_w_question",
         format_func=lambda c: "none" if c == NO_QUESTION else f"{c} · {DRILLS[c].title}",
-    )  # fmt: skip
+    )
     st.button("Save this view as a step", key="lesson_w_save", on_click=_save, args=(page.url_path,))
     if (error := st.session_state.pop("_lesson_w_error", None)) is not None:
         st.text(f"Not saved: {error}")

@@ -231,9 +231,13 @@ def _draw(lesson: model.Lesson, index: int) -> None:
                 "← Previous", key="lesson_prev", disabled=index == 0, on_click=go, args=(lesson.id, index - 1)
             )
             st.button(
-                "Next →", key="lesson_next", type="primary", disabled=index == n - 1, on_click=go,
+                "Next →",
+                key="lesson_next",
+                type="primary",
+                disabled=index == n - 1,
+                on_click=go,
                 args=(lesson.id, index + 1),
-            )  # fmt: skip
+            )
             if step.page != here:
                 st.button("Back to this step", key="lesson_again", on_click=go, args=(lesson.id, index))
             st.button("Close the lesson", key="lesson_close", type="tertiary", on_click=go, args=(None,))

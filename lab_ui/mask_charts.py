@@ -34,8 +34,16 @@ def mask_figure(
     """1 = may attend (dark), 0 = blocked (white); queries labelled by absolute position. With
     ``additive`` the grid holds 0 / −∞ instead (drawn grey on white)."""
     L, S = allowed.shape
-    colors = {"colorscale": "Greys", "zmin": -1, "zmax": 0} if additive else {
-        "colorscale": [[0, "#ffffff"], [1, "#1f4e9c"]], "zmin": 0, "zmax": 1, "value_name": "may attend"}  # fmt: skip
+    colors = (
+        {"colorscale": "Greys", "zmin": -1, "zmax": 0}
+        if additive
+        else {
+            "colorscale": [[0, "#ffffff"], [1, "#1f4e9c"]],
+            "zmin": 0,
+            "zmax": 1,
+            "value_name": "may attend",
+        }
+    )
     fig = figures.heatmap(
         allowed.to(torch.float64),
         [f"k{j}" for j in range(S)],
@@ -62,14 +70,27 @@ def leak_figure(view: FutureView, t: int) -> go.Figure:
         trace.line.color = METHOD_COLORS.get(trace.name)
         trace.line.dash = "dash" if "renormalize" in trace.name else None
     if report.kind == "future":
-        fig.add_vrect(x0=-0.5, x1=t + 0.5, fillcolor="#2e7d32", opacity=0.08, line_width=0,
-                      annotation_text="rows that must not move", annotation_position="top left")  # fmt: skip
+        fig.add_vrect(
+            x0=-0.5,
+            x1=t + 0.5,
+            fillcolor="#2e7d32",
+            opacity=0.08,
+            line_width=0,
+            annotation_text="rows that must not move",
+            annotation_position="top left",
+        )
     if view.leaks:
-        fig.add_trace(go.Scatter(
-            x=[x for x, _, _ in view.leaks], y=[y for _, y, _ in view.leaks], text=[n for _, _, n in view.leaks],
-            mode="markers", marker={"symbol": "x", "size": 12, "color": "#c62828"},
-            name="leak: a row that must not move did", hovertemplate="%{text}<br>row %{x}: %{y:.4g}<extra></extra>",
-        ))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=[x for x, _, _ in view.leaks],
+                y=[y for _, y, _ in view.leaks],
+                text=[n for _, _, n in view.leaks],
+                mode="markers",
+                marker={"symbol": "x", "size": 12, "color": "#c62828"},
+                name="leak: a row that must not move did",
+                hovertemplate="%{text}<br>row %{x}: %{y:.4g}<extra></extra>",
+            )
+        )
     return fig
 
 
@@ -92,8 +113,16 @@ def bos_figure(b: BosShare) -> go.Figure:
 def output_heatmap(values: torch.Tensor, tokens: list[str], title: str, key: str) -> None:
     """A (T, d) block of output vectors, one row per token."""
     names = [f"o[{c}]" for c in range(values.shape[-1])]
-    fig = figures.heatmap(values, names, tokens, title=title, x_title="output coordinate", y_title="token",
-                          colorscale="RdBu_r", zmid=0)  # fmt: skip
+    fig = figures.heatmap(
+        values,
+        names,
+        tokens,
+        title=title,
+        x_title="output coordinate",
+        y_title="token",
+        colorscale="RdBu_r",
+        zmid=0,
+    )
     figures.show(fig, key=key)
 
 

@@ -20,8 +20,16 @@ def smoothing_chart(x, y, grid, curves: dict[str, Sequence[float]], title: str) 
     ]
     dashes = ("solid", "dash", "dot", "dashdot")
     for i, (name, c) in enumerate(curves.items()):
-        traces.append({"type": "scatter", "x": as_float64(grid), "y": as_float64(c), "mode": "lines", "name": name,
-                       "line": {"dash": dashes[i % len(dashes)]}})  # fmt: skip
+        traces.append(
+            {
+                "type": "scatter",
+                "x": as_float64(grid),
+                "y": as_float64(c),
+                "mode": "lines",
+                "name": name,
+                "line": {"dash": dashes[i % len(dashes)]},
+            }
+        )
     return traces_figure(traces, title, "x (query / key position)", "f̂(x)")
 
 
@@ -30,8 +38,15 @@ def singular_values(values: dict[str, Sequence[float]], d_k: int, title: str) ->
     traces = []
     for name, s in values.items():
         s = as_float64(s)
-        traces.append({"type": "scatter", "x": np.arange(1, s.size + 1), "y": np.maximum(s, 1e-300),
-                       "mode": "lines+markers", "name": name})  # fmt: skip
+        traces.append(
+            {
+                "type": "scatter",
+                "x": np.arange(1, s.size + 1),
+                "y": np.maximum(s, 1e-300),
+                "mode": "lines+markers",
+                "name": name,
+            }
+        )
     shape, notes = vline(d_k + 0.5, text=f"d_k = {d_k}")
     return traces_figure(
         traces, title, "index", "singular value", log_y=True, shapes=[shape], annotations=notes
@@ -43,17 +58,29 @@ def one_dim_winners(q, k, top, title: str) -> go.Figure:
     lands on one of the two dotted lines, max k or min k."""
     kv = as_float64(k)
     picked = kv[np.asarray(top, dtype=np.int64)]
-    traces = [{"type": "scatter", "x": as_float64(q), "y": picked, "mode": "markers", "name": "top key of query i",
-               "marker": {"size": 10}}]  # fmt: skip
-    shapes = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": v, "y1": v, "line": {"dash": "dot"}}
-              for v in (kv.max(), kv.min())]  # fmt: skip
+    traces = [
+        {
+            "type": "scatter",
+            "x": as_float64(q),
+            "y": picked,
+            "mode": "markers",
+            "name": "top key of query i",
+            "marker": {"size": 10},
+        }
+    ]
+    shapes = [
+        {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": v, "y1": v, "line": {"dash": "dot"}}
+        for v in (kv.max(), kv.min())
+    ]
     return traces_figure(traces, title, "query q_i", "value k_j of its top key", shapes=shapes, height=330)
 
 
 def selection_bars(counts: dict[str, Sequence[int]], title: str) -> go.Figure:
     """How many queries pick each key as their top key, per head."""
-    traces = [{"type": "bar", "x": [str(j) for j in range(len(c))], "y": list(c), "name": name}
-              for name, c in counts.items()]  # fmt: skip
+    traces = [
+        {"type": "bar", "x": [str(j) for j in range(len(c))], "y": list(c), "name": name}
+        for name, c in counts.items()
+    ]
     fig = traces_figure(
         traces, title, "key j (at angle 360°·j / n on the circle)", "queries whose top key is j"
     )
@@ -63,8 +90,16 @@ def selection_bars(counts: dict[str, Sequence[int]], title: str) -> go.Figure:
 
 def collapse_chart(layers, curves: dict[str, Sequence[float]], title: str) -> go.Figure:
     """Distance from rank 1 by depth (log y), one line per stack kind."""
-    traces = [{"type": "scatter", "x": list(layers), "y": np.maximum(as_float64(c), 1e-17), "mode": "lines+markers",
-               "name": name} for name, c in curves.items()]  # fmt: skip
+    traces = [
+        {
+            "type": "scatter",
+            "x": list(layers),
+            "y": np.maximum(as_float64(c), 1e-17),
+            "mode": "lines+markers",
+            "name": name,
+        }
+        for name, c in curves.items()
+    ]
     return traces_figure(traces, title, "layer l (0 = input)", "r_l = ‖X − 1x̄ᵀ‖_F / ‖X‖_F", log_y=True)
 
 

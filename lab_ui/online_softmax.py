@@ -236,9 +236,14 @@ def precision_chart(T_values: Sequence[int], curves: dict[str, Sequence[float]])
     """Relative error vs T, one line per (dtype, where the state is kept), log-log."""
     T = list(T_values)
     fig = figures.lines(
-        T, curves, title="Relative error vs T", x_title="T (keys per row)", y_title="max relative error",
-        log_x=True, log_y=True,
-    )  # fmt: skip
+        T,
+        curves,
+        title="Relative error vs T",
+        x_title="T (keys per row)",
+        y_title="max relative error",
+        log_x=True,
+        log_y=True,
+    )
     exact_x_ticks(fig, T)
     fig.update_yaxes(exponentformat="power")
     return fig

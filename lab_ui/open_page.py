@@ -1,12 +1,17 @@
-"""Buttons that open another page with its widgets preset. Each function here owns that page's
-widget keys (the Cost page's from lab_ui/cost_inputs.py, the Serving page's GPU key below), so no
-other file spells another page's keys; callers pass values (a preset, a config's text, a GPU id).
-`widgets.link_button` does the opening."""
+"""Buttons and links that open another page with its widgets preset. Each function here owns that
+page's widget keys (the Cost page's from lab_ui/cost_inputs.py, the Serving page's GPU key and the
+keys a drill's link sets below), so no other file spells another page's keys; callers pass values
+(a preset, a config's text, a GPU id) or a drill's `PageLink` (ids only: attn_core.practice).
+`widgets.link_button` and `open_drill` do the opening."""
 
 from __future__ import annotations
 
+import streamlit as st
+
+from attn_core.practice.question import PageLink
 from attn_core.views import serving
 from lab_ui import cost_inputs as ci
+from lab_ui.nav import PAGES
 from lab_ui.widgets import link_button
 
 COSTS_PAGE = "pages/costs.py"
@@ -63,3 +68,40 @@ def open_costs(
 def open_serving(label: str, preset: str | None, config_text: str | None, gpu: str) -> None:
     """A button that opens the Serving page on this model and GPU (`serving_values`)."""
     link_button(label, SERVING_PAGE, serving_values(preset, config_text, gpu))
+
+
+# A drill's link (attn_core.practice.page_links) names a page's inputs; here they become its widget
+# keys. The Cost page's are lab_ui/cost_inputs.py's; every other linked page keys its widgets
+# <prefix>_<name> and its section picker <prefix>_section (as the pages and lab_ui/mask_charts.py
+# spell them), and the shared Q, K, V picker (lab_ui/inputs.py) keys its own <INPUTS>_<name>.
+COST_NAMES = {"src": ci.SOURCE_KEY, "paste": ci.PASTE_KEY, "T": ci.T_KEY, "dtype": ci.DTYPE_KEY}
+PREFIX = {"masks": "mk", "gradients": "gr", "online_softmax": "os", "scaling": "sc", "one_head": "oh"}
+INPUTS = "in"  # the prefix the pages give lab_ui.inputs' pickers (its default)
+NAV_PATH = {p.url_path: p.path for p in PAGES}
+
+
+def _page_key(url_path: str, name: str) -> str:
+    """The widget key of the input ``name`` ("section" for the section picker) on ``url_path``."""
+    if url_path == "costs":
+        return ci.SECTION_KEY if name == "section" else COST_NAMES[name]
+    return f"{PREFIX[url_path]}_{name}"
+
+
+def drill_params(link: PageLink) -> dict[str, str]:
+    """A drill's link as the linked page's URL state: widget key → value (ids as the link has them)."""
+    params = {_page_key(link.url_path, "section"): link.section_id} if link.section_id else {}
+    params |= {_page_key(link.url_path, name): value for name, value in link.values.items()}
+    return params | {f"{INPUTS}_{name}": value for name, value in link.inputs.items()}
+
+
+def open_drill(link: PageLink | None) -> None:
+    """The Practice page's link to a drill's live page with its numbers (`drill_params`); none
+    where there is no link or its page is not in the navigation."""
+    if link is None or link.url_path not in NAV_PATH:
+        return
+    st.page_link(
+        NAV_PATH[link.url_path],
+        label=f"Open these numbers live: {link.section}",
+        icon=":material/open_in_new:",
+        query_params=drill_params(link),
+    )

@@ -25,10 +25,16 @@ def logit_histogram(scores: Sequence[float], variance: float, title: str) -> go.
     x = np.linspace(-4 * sd, 4 * sd, 161)
     pdf = np.exp(-(x**2) / (2 * sd**2)) / (sd * np.sqrt(2 * np.pi))
     traces = [
-        {"type": "histogram", "x": as_float64(scores), "histnorm": "probability density", "name": "simulated",
-         "opacity": 0.6, "nbinsx": HIST_BINS},
+        {
+            "type": "histogram",
+            "x": as_float64(scores),
+            "histnorm": "probability density",
+            "name": "simulated",
+            "opacity": 0.6,
+            "nbinsx": HIST_BINS,
+        },
         {"type": "scatter", "x": x, "y": pdf, "mode": "lines", "name": "N(0, theory)"},
-    ]  # fmt: skip
+    ]
     return traces_figure(traces, title, "logit α q·k", "density", height=330)
 
 
@@ -38,10 +44,22 @@ def entropy_curve(
     """Median row entropy against the logit spread σ, ln T − σ²/2, and √(2 ln T) marked."""
     x = as_float64(sigmas)
     traces = [
-        {"type": "scatter", "x": x, "y": as_float64(simulated), "mode": "lines+markers", "name": "simulated median H"},
-        {"type": "scatter", "x": x, "y": as_float64(approximation), "mode": "lines", "name": "ln T − σ²/2",
-         "line": {"dash": "dot"}},
-    ]  # fmt: skip
+        {
+            "type": "scatter",
+            "x": x,
+            "y": as_float64(simulated),
+            "mode": "lines+markers",
+            "name": "simulated median H",
+        },
+        {
+            "type": "scatter",
+            "x": x,
+            "y": as_float64(approximation),
+            "mode": "lines",
+            "name": "ln T − σ²/2",
+            "line": {"dash": "dot"},
+        },
+    ]
     shape, notes = vline(breakdown, text=f"√(2 ln T) = {breakdown:.2f}")
     fig = traces_figure(
         traces, title, "logit spread σ", "entropy H (nats)", shapes=[shape], annotations=notes
@@ -63,8 +81,16 @@ def effective_keys_curve(sigmas, simulated, breakdown: float, title: str) -> go.
         }
     ]
     shape, notes = vline(breakdown, text=f"√(2 ln T) = {breakdown:.2f}")
-    return traces_figure(traces, title, "logit spread σ", "effective keys e^H", log_y=True, shapes=[shape],
-                   annotations=notes, height=320)  # fmt: skip
+    return traces_figure(
+        traces,
+        title,
+        "logit spread σ",
+        "effective keys e^H",
+        log_y=True,
+        shapes=[shape],
+        annotations=notes,
+        height=320,
+    )
 
 
 def two_key_curves(widths, exact: dict, gaussian: dict, simulated: dict, se: dict, title: str) -> go.Figure:
@@ -81,10 +107,26 @@ def two_key_curves(widths, exact: dict, gaussian: dict, simulated: dict, se: dic
                 "name": f"{name}: exact",
             }
         )
-        traces.append({"type": "scatter", "x": x, "y": as_float64(gaussian[name]), "mode": "lines",
-                       "name": f"{name}: Gaussian approx.", "line": {"dash": "dot"}})  # fmt: skip
-        traces.append({"type": "scatter", "x": x, "y": as_float64(simulated[name]), "mode": "markers",
-                       "name": f"{name}: simulated ± 2 SE", "error_y": {"type": "data", "array": 2 * as_float64(se[name])}})  # fmt: skip
+        traces.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": as_float64(gaussian[name]),
+                "mode": "lines",
+                "name": f"{name}: Gaussian approx.",
+                "line": {"dash": "dot"},
+            }
+        )
+        traces.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": as_float64(simulated[name]),
+                "mode": "markers",
+                "name": f"{name}: simulated ± 2 SE",
+                "error_y": {"type": "data", "array": 2 * as_float64(se[name])},
+            }
+        )
     return traces_figure(traces, title, "d_k", "P(max p > 0.99)", log_x=True, log_y=True)
 
 
@@ -96,8 +138,16 @@ def alignment_plot(
     traces = []
     for name, (mean, sd) in by_rule.items():
         m, s = as_float64(mean), as_float64(sd)
-        traces.append({"type": "scatter", "x": x, "y": m, "mode": "lines+markers", "name": f"{name}: mean",
-                       "error_y": {"type": "data", "array": s}})  # fmt: skip
+        traces.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": m,
+                "mode": "lines+markers",
+                "name": f"{name}: mean",
+                "error_y": {"type": "data", "array": s},
+            }
+        )
     shape, notes = vline(current, text=f"d_k = {current}", log_x=True)
     return traces_figure(
         traces, title, "d_k", "α q·k: mean ± sd", log_x=True, shapes=[shape], annotations=notes
@@ -126,8 +176,10 @@ def cap_curves(gains, caps: dict[str, Sequence[float]], target: float, title: st
 def eviction_chart(positions, errors: dict[str, Sequence[float]], title: str) -> go.Figure:
     """Relative output error per query position for each cache policy (log y; zeros clipped)."""
     x = as_float64(positions)
-    traces = [{"type": "scatter", "x": x, "y": np.maximum(as_float64(e), 1e-17), "mode": "lines", "name": name}
-              for name, e in errors.items()]  # fmt: skip
+    traces = [
+        {"type": "scatter", "x": x, "y": np.maximum(as_float64(e), 1e-17), "mode": "lines", "name": name}
+        for name, e in errors.items()
+    ]
     return traces_figure(traces, title, "query position t", "‖o − o_full‖ / ‖o_full‖", log_y=True)
 
 

@@ -19,8 +19,9 @@ def loss_figure(
     steps: list[int], losses: list[float], lines: dict[str, float], phase_step: int | None, title: str
 ) -> go.Figure:
     """The smoothed training loss; dashed levels (unigram baseline, threshold …); the phase change."""
-    fig = figures.lines(steps, {"training loss (50-step mean)": losses}, title=title, x_title="step",
-                        y_title="loss (nats)")  # fmt: skip
+    fig = figures.lines(
+        steps, {"training loss (50-step mean)": losses}, title=title, x_title="step", y_title="loss (nats)"
+    )
     for (name, y), dash in zip(lines.items(), ("dash", "dot", "dashdot"), strict=False):
         fig.add_hline(y=y, line_dash=dash, line_color="grey", annotation_text=f"{name} {y:.2f}")
     if phase_step is not None:
@@ -35,8 +36,19 @@ def loss_figure(
 
 def circuit(matrix: torch.Tensor, labels: list[str], title: str, y_title: str, x_title: str) -> go.Figure:
     m = float(matrix.abs().max()) or 1.0
-    return figures.heatmap(matrix, labels, labels, title=title, x_title=x_title, y_title=y_title,
-                           colorscale="RdBu", zmin=-m, zmax=m, zmid=0, height=560)  # fmt: skip
+    return figures.heatmap(
+        matrix,
+        labels,
+        labels,
+        title=title,
+        x_title=x_title,
+        y_title=y_title,
+        colorscale="RdBu",
+        zmin=-m,
+        zmax=m,
+        zmid=0,
+        height=560,
+    )
 
 
 def phase_caption(lines: dict[str, float], phase: int | None, n_layer: int) -> str:

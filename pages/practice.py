@@ -10,10 +10,9 @@ from attn_core.views import practice
 from attn_core.views.practice import Difficulty
 from lab_ui import figures, widgets
 from lab_ui.badges import table
-from lab_ui.nav import PAGES
+from lab_ui.open_page import open_drill
 from lab_ui.page import compute, header, require, safety_net
 
-NAV_PATH = {p.url_path: p.path for p in PAGES}
 TITLE = "Practice"
 INTRO = (
     "Cover the card, derive the answer on paper, then type it. Every question draws fresh numbers, and "
@@ -96,14 +95,7 @@ def show_feedback(question, fb, timer: str) -> None:
             st.markdown(f"- {step}")
         if question.slips:
             st.markdown("**Slips this card invites:** " + "; ".join(question.slips))
-    link = question.link
-    if link is not None and link.url_path in NAV_PATH:
-        st.page_link(
-            NAV_PATH[link.url_path],
-            label=f"Open these numbers live: {link.section}",
-            icon=":material/open_in_new:",
-            query_params=link.params,
-        )
+    open_drill(question.link)
 
 
 def progress_chart_and_table(view: practice.ProgressView) -> None:

@@ -32,14 +32,27 @@ RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "RESULTS.md"
 TARGET_S = 60.0  # the phase change within 60 s on 2 cores (RESULTS.md, "Trained heads")
 
 
-def main() -> None:
+def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--threads", type=int, default=1, choices=[1, 2])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=checkpoint.DEFAULT_CHECKPOINT)
     parser.add_argument("--no-results", action="store_true", help="do not append to RESULTS.md")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def _append_results(threads: int, when: str, lines: list[str]) -> None:
+    """The run's lines as a section of benchmarks/RESULTS.md."""
+    with RESULTS.open("a") as f:
+        f.write(
+            f"\n## Trained heads — `.venv/bin/python scripts/train_default.py --threads {threads}` "
+            f"({when})\n\n" + "".join(f"- {line}\n" for line in lines)
+        )
+
+
+def main() -> None:
+    args = _args()
     torch.set_num_threads(args.threads)
 
     task = TaskId.INDUCTION
@@ -90,11 +103,7 @@ def main() -> None:
     ]
     print("\n".join(lines))
     if not args.no_results:
-        with RESULTS.open("a") as f:
-            f.write(
-                f"\n## Trained heads — `.venv/bin/python scripts/train_default.py --threads {args.threads}` "
-                f"({when})\n\n" + "".join(f"- {line}\n" for line in lines)
-            )
+        _append_results(args.threads, when, lines)
 
 
 if __name__ == "__main__":

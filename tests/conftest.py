@@ -1,4 +1,6 @@
-"""Shared fixtures: AppTest factory, and a live Streamlit server + headless Chromium for browser tests."""
+"""Shared fixtures: AppTest factory, and a live Streamlit server + headless Chromium for browser tests;
+and the shared helpers tests import with ``from conftest import …`` (hf_model: transformers' own
+model of a config, the oracle of every parameter count)."""
 
 from __future__ import annotations
 
@@ -77,6 +79,26 @@ def load_benchmark(name: str):
     sys.modules[spec.name] = module  # dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module
+
+
+def hf_model(config, *, base: bool = False, device: str = "meta"):
+    """transformers' own model of ``config`` (a config.json dict with its model_type, or a
+    PretrainedConfig): the causal LM, or with ``base`` the model without its head (AutoModel: what
+    `verify` and the Cost page's check build). On the meta device nothing is allocated (Llama 2
+    70B's weights cost no memory); ``device="cpu"`` gives weights drawn from torch's generator
+    (seed it first) for a forward or save_pretrained. Its config is ``model.config``."""
+    import transformers
+
+    if not isinstance(config, transformers.PretrainedConfig):
+        config = transformers.AutoConfig.for_model(**config)
+    auto = transformers.AutoModel if base else transformers.AutoModelForCausalLM
+    with torch.device(device):
+        return auto.from_config(config)
+
+
+def hf_numel(config, *, base: bool = False) -> int:
+    """The parameters of `hf_model` (on meta): Σ numel over transformers' own module tree."""
+    return sum(p.numel() for p in hf_model(config, base=base).parameters())
 
 
 @pytest.fixture(scope="session")

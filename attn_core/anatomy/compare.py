@@ -53,14 +53,24 @@ class Difference:
         rel_text = (
             (f"{rel:+.1%}" if abs(rel) >= 1e-3 else f"{rel:+.4%}") if self.derived else "none in the model"
         )
-        verdict = f"counted differently, not misread: {self.convention}" if self.convention else (
-            "the formula does not cover this part")  # fmt: skip
-        return (f"{self.what}: the formula gives {self.analytic:,} {self.unit}, transformers' build "
-                f"{self.derived:,} ({rel_text}); {verdict}")  # fmt: skip
+        verdict = (
+            f"counted differently, not misread: {self.convention}"
+            if self.convention
+            else ("the formula does not cover this part")
+        )
+        return (
+            f"{self.what}: the formula gives {self.analytic:,} {self.unit}, transformers' build "
+            f"{self.derived:,} ({rel_text}); {verdict}"
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"what": self.what, "analytic": self.analytic, "derived": self.derived, "unit": self.unit,
-                "convention": self.convention}  # fmt: skip
+        return {
+            "what": self.what,
+            "analytic": self.analytic,
+            "derived": self.derived,
+            "unit": self.unit,
+            "convention": self.convention,
+        }
 
 
 @dataclass(frozen=True)
@@ -190,11 +200,19 @@ MLA_DECODE_CONVENTION = (
     "and the build's figure is the naive form's to the unit"
 )
 DECODE_TERMS = {  # a decode step as `cost.phases` counts it: F_w, F_a, F_c
-    "products over the weights": ("attention projections", "mixer projections", "mlp", "shared experts",
-                                  "router", "routed experts", "head", "other"),
+    "products over the weights": (
+        "attention projections",
+        "mixer projections",
+        "mlp",
+        "shared experts",
+        "router",
+        "routed experts",
+        "head",
+        "other",
+    ),
     "attention": ("attention core",),
     "linear mixer core": ("mixer core",),
-}  # fmt: skip
+}
 
 
 def _formula_prefill(shape: ModelShape, T: int) -> dict[str, int]:
@@ -202,8 +220,22 @@ def _formula_prefill(shape: ModelShape, T: int) -> dict[str, int]:
     (not causal), as the counter counts the rectangle SDPA is handed."""
     f = prefill_flops(shape, T, 1, causal=False)
     routed = int(expert_flops(shape, T))
-    return dict(zip(FLOP_PART_MAP, (f.projections, f.attention, f.state_projections, f.state_core,
-                                     f.mlp - routed, routed, f.lm_head, f.per_layer_inputs), strict=True))  # fmt: skip
+    return dict(
+        zip(
+            FLOP_PART_MAP,
+            (
+                f.projections,
+                f.attention,
+                f.state_projections,
+                f.state_core,
+                f.mlp - routed,
+                routed,
+                f.lm_head,
+                f.per_layer_inputs,
+            ),
+            strict=True,
+        )
+    )
 
 
 def flop_differences(shape: ModelShape, anatomy: Anatomy) -> tuple[Difference, ...]:

@@ -40,9 +40,16 @@ from attn_core.anatomy.cache import CACHE_FIELDS, _NoMasks
 from attn_core.anatomy.parts import _moe_part, block_kind, decoder_layers
 
 FLOP_PARTS = (
-    "attention projections", "attention core", "mixer projections", "mixer core", "mlp",
-    "routed experts", "shared experts", "router", "other",
-)  # fmt: skip
+    "attention projections",
+    "attention core",
+    "mixer projections",
+    "mixer core",
+    "mlp",
+    "routed experts",
+    "shared experts",
+    "router",
+    "other",
+)
 FLOPS_PROMPT = 16  # T of the anatomy's prefill count, and P cached at its decode step
 EXPERTS_IMPLEMENTATION = "batched_mm"  # see the module docstring
 
@@ -79,7 +86,9 @@ class ModelFlops:
 
     def to_json(self) -> dict:
         return {
-            "prompt_tokens": self.prompt, "decode_context": self.context, "counted_by": self.counted_by,
+            "prompt_tokens": self.prompt,
+            "decode_context": self.context,
+            "counted_by": self.counted_by,
             "convention": "matrix products only, 2 FLOPs per multiply-add; attention core over the whole "
             "L x S rectangle; routed experts at k of E per token",
             "prefill_by_part": self.total("prefill"),
@@ -87,7 +96,7 @@ class ModelFlops:
             "decode_unread": self.decode_unread,
             "prefill_per_layer": [dict(r) for r in self.prefill],
             "decode_per_layer": [dict(r) for r in self.decode] if self.decode is not None else None,
-        }  # fmt: skip
+        }
 
 
 def _matrix_flops(counts: dict) -> int:
@@ -185,8 +194,9 @@ def _call(model, ids, position: int, **kwargs):
         except Exception as exc:
             positions = torch.arange(position, position + ids.shape[1], device=ids.device)[None]
             try:
-                return model(input_ids=ids, use_cache=True, attention_mask=_NoMasks(), position_ids=positions,
-                             **kwargs)  # fmt: skip
+                return model(
+                    input_ids=ids, use_cache=True, attention_mask=_NoMasks(), position_ids=positions, **kwargs
+                )
             except Exception:
                 raise BuildRefused(f"transformers' forward fails on it: {_one_line(exc)}") from None
 
@@ -260,8 +270,15 @@ def model_flops(cfg, model: nn.Module, experts, T: int = FLOPS_PROMPT, P: int = 
         finally:
             del copy
         dec = [dec[j] for j in standing] if dec is not None else None
-        return ModelFlops(T, P, tuple(pre[j] for j in standing), _tuple(dec), *head,
-                          f"a reduced copy on the CPU: {what}", why)  # fmt: skip
+        return ModelFlops(
+            T,
+            P,
+            tuple(pre[j] for j in standing),
+            _tuple(dec),
+            *head,
+            f"a reduced copy on the CPU: {what}",
+            why,
+        )
     raise BuildRefused(f"on meta: {on_meta}; {failures[0] if failures else 'no reduced copy runs'}")
 
 

@@ -16,9 +16,17 @@ from dataclasses import dataclass, field
 from torch import nn
 
 PARTS = (
-    "embeddings", "attention", "linear mixer", "mlp", "routed experts", "shared experts", "router",
-    "norms", "head", "other",
-)  # fmt: skip
+    "embeddings",
+    "attention",
+    "linear mixer",
+    "mlp",
+    "routed experts",
+    "shared experts",
+    "router",
+    "norms",
+    "head",
+    "other",
+)
 _MIXER = re.compile(r"Mamba|Mixer|DeltaNet|Lightning|ShortConv|Recurrent|Rglru|SSM|Rwkv")
 _ATTN = re.compile(r"Attention|Attn", re.I)
 _MLP = re.compile(r"MLP|FeedForward|FFN|Dense", re.I)
@@ -117,8 +125,15 @@ def _moe_part(path: str, mod: nn.Module) -> str:
 
 # the config keys transformers' config classes name the expert count and top-k with
 EXPERT_COUNT_ATTRS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
-TOP_K_ATTRS = ("num_experts_per_tok", "top_k_experts", "num_experts_per_token", "experts_per_token",
-               "moe_top_k", "moe_k", "top_k")  # fmt: skip
+TOP_K_ATTRS = (
+    "num_experts_per_tok",
+    "top_k_experts",
+    "num_experts_per_token",
+    "experts_per_token",
+    "moe_top_k",
+    "moe_k",
+    "top_k",
+)
 
 
 def _config_int(cfg, names: tuple[str, ...]) -> int:

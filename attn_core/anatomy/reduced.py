@@ -106,8 +106,14 @@ def _cuts(cfg, N: int, n: int, k: int | None) -> list[tuple[str, dict]]:
     if n == N:
         layers = {}
     out = []
-    for use in ((layers, vocab, experts), (layers, vocab, {}), (layers, {}, {}), ({}, vocab, experts),
-                ({}, vocab, {}), ({}, {}, {})):  # fmt: skip
+    for use in (
+        (layers, vocab, experts),
+        (layers, vocab, {}),
+        (layers, {}, {}),
+        ({}, vocab, experts),
+        ({}, vocab, {}),
+        ({}, {}, {}),
+    ):
         over = use[0] | use[1] | use[2]
         if any(over == o for _, o in out):
             continue

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attn_core.bounded_child import Child, Slots, cap_address_space, cap_cpu, child_streams, one_line, spawn
+from attn_core.bounded_child import Child, cap_address_space, cap_cpu, child_streams, one_line, spawn
+from attn_core.limits import ServerSlot
 
 # A meta build of the largest config the caps allow (1,024 layers; 131,072 layer-experts) took
 # 83 s here before the builds were cut to one layer of each kind; a shipped model's, 2 to 9 s.
@@ -93,8 +94,14 @@ class BuildCheck(Child):
 MODULE = "attn_core.anatomy.runner"
 # transformers' modeling machinery, loaded on a model's first build (masks, generation, the
 # integrations): built once while the child waits for its job, so a job does not pay for it.
-WARM_UP = {"model_type": "llama", "num_hidden_layers": 1, "hidden_size": 64, "num_attention_heads": 4,
-           "intermediate_size": 64, "vocab_size": 128}  # fmt: skip
+WARM_UP = {
+    "model_type": "llama",
+    "num_hidden_layers": 1,
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "intermediate_size": 64,
+    "vocab_size": 128,
+}
 
 
 def child_main() -> int:
@@ -127,7 +134,7 @@ def _busy() -> Exception:
     return BuildBusy(BUSY_LINE)
 
 
-_SLOTS = Slots(MAX_BUILDS, _busy)
+_SLOTS = ServerSlot("build check", MAX_BUILDS, busy=_busy)
 _LOCK = threading.Lock()
 _KEPT: OrderedDict[str, Outcome] = OrderedDict()  # done or failed, by config content
 _PENDING: dict[str, BuildCheck] = {}

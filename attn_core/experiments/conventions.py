@@ -101,6 +101,11 @@ class ConventionsReport:
         return all(r.agrees for r in self.rows if not r.is_slip)
 
 
+SDPA, MHA = "F.scaled_dot_product_attention", "nn.MultiheadAttention"
+ADDED = "added to scores: 0 / −∞"  # a float mask, in either API
+SLIP = "slip: True = may attend, read as blocked"
+
+
 def compare_conventions(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -143,17 +148,14 @@ def compare_conventions(
     additive = from_allowed(allowed, "additive", dtype=q.dtype)
     blocked_attn = from_allowed(attn_allowed, "blocked")
     padding = from_allowed(valid, "blocked").unsqueeze(0)  # (1, S): True = padding key
-    attempts = [
-        ("F.scaled_dot_product_attention", "attn_mask (bool)", "True = may attend", allowed, sdpa(allowed), False),
-        ("F.scaled_dot_product_attention", "attn_mask (float)", "added to scores: 0 / −∞", additive,
-         sdpa(additive), False),
-        ("nn.MultiheadAttention", "attn_mask (bool) + key_padding_mask", "True = blocked / padding",
-         blocked_attn, mha_out(blocked_attn, padding), False),
-        ("nn.MultiheadAttention", "attn_mask (float)", "added to scores: 0 / −∞", additive,
-         mha_out(additive, None), False),
-        ("nn.MultiheadAttention", "attn_mask (bool), SDPA's mask passed unchanged",
-         "slip: True = may attend, read as blocked", allowed, mha_out(allowed, None), True),
-    ]  # fmt: skip
+    padded = mha_out(blocked_attn, padding)
+    attempts = [  # API, its argument, what the argument means, the mask passed, the output, a slip?
+        (SDPA, "attn_mask (bool)", "True = may attend", allowed, sdpa(allowed), False),
+        (SDPA, "attn_mask (float)", ADDED, additive, sdpa(additive), False),
+        (MHA, "attn_mask (bool) + key_padding_mask", "True = blocked / padding", blocked_attn, padded, False),
+        (MHA, "attn_mask (float)", ADDED, additive, mha_out(additive, None), False),
+        (MHA, "attn_mask (bool), SDPA's mask passed unchanged", SLIP, allowed, mha_out(allowed, None), True),
+    ]
     rows = []
     for api, argument, meaning, mask, out, slip in attempts:
         diff = max_abs_diff(out, reference)

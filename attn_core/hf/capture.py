@@ -23,12 +23,28 @@ import torch
 CAPTURE = "attn_lab_capture"
 EXPRESSED = ("scaling", "softcap", "sliding_window", "s_aux")  # what the recomputation reproduces
 # what the interface also passes that does not change the weights at inference
-BOOKKEEPING = frozenset({
-    "dropout", "position_ids", "cache_position", "cu_seq_lens_q", "cu_seq_lens_k", "max_length_q",
-    "max_length_k", "is_causal", "use_cache", "output_attentions", "past_key_values", "layer_idx",
-    "position_embeddings", "output_hidden_states", "return_dict", "token_type_ids", "head_mask",
-    "output_router_logits",
-})  # fmt: skip
+BOOKKEEPING = frozenset(
+    {
+        "dropout",
+        "position_ids",
+        "cache_position",
+        "cu_seq_lens_q",
+        "cu_seq_lens_k",
+        "max_length_q",
+        "max_length_k",
+        "is_causal",
+        "use_cache",
+        "output_attentions",
+        "past_key_values",
+        "layer_idx",
+        "position_embeddings",
+        "output_hidden_states",
+        "return_dict",
+        "token_type_ids",
+        "head_mask",
+        "output_router_logits",
+    }
+)
 _RECORDING = threading.local()  # .recorder: the current thread's, or absent
 
 
@@ -96,9 +112,10 @@ def _allowed_of(mask: torch.Tensor | None) -> torch.Tensor | None:
 
 def _unexpressed(module: torch.nn.Module, kwargs: dict) -> tuple[str, ...]:
     odd = [
-        name for name, value in kwargs.items()
+        name
+        for name, value in kwargs.items()
         if value is not None and name not in EXPRESSED and name not in BOOKKEEPING
-    ]  # fmt: skip
+    ]
     if module.training and kwargs.get("dropout"):
         odd.append("dropout")
     return tuple(odd)

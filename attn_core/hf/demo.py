@@ -24,10 +24,17 @@ def build_demo(max_positions: int, label: str) -> Loaded:
     import transformers
 
     config = transformers.MistralConfig(
-        vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, sliding_window=8, initializer_range=0.3, max_position_embeddings=max_positions,
+        vocab_size=100,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        sliding_window=8,
+        initializer_range=0.3,
+        max_position_embeddings=max_positions,
         attn_implementation="eager",
-    )  # fmt: skip
+    )
     # transformers draws from the global generator: seed a private fork, one builder at a time
     with _LOCK, torch.random.fork_rng():
         torch.manual_seed(DEMO_SEED)

@@ -103,10 +103,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.kv_heads is not None and args.heads % args.kv_heads:
             raise UsageError(f"--heads {args.heads} must be a multiple of --kv-heads {args.kv_heads}")
         config = SweepConfig(
-            device=args.device, seq_lens=args.seq_lens, head_dim=args.head_dim, batch=args.batch,
-            heads=args.heads, kv_heads=args.kv_heads or args.heads, dtype=args.dtype, causal=args.causal,
-            impls=args.impl, budget_s=args.budget_s, rounds=args.rounds,
-        )  # fmt: skip
+            device=args.device,
+            seq_lens=args.seq_lens,
+            head_dim=args.head_dim,
+            batch=args.batch,
+            heads=args.heads,
+            kv_heads=args.kv_heads or args.heads,
+            dtype=args.dtype,
+            causal=args.causal,
+            impls=args.impl,
+            budget_s=args.budget_s,
+            rounds=args.rounds,
+        )
         for case in config.cases():
             case.validate()
         if args.device == "cuda":
@@ -129,6 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = run_sweep(config, on_record=write)
     if args.json is not None:
         args.json.write_text(json.dumps(records, indent=1))
-    print(f"# {result.facts.name}; load average {result.load_before} → {result.load_after}"
-          + (f"; {result.stopped}" if result.stopped else ""))  # fmt: skip
+    print(
+        f"# {result.facts.name}; load average {result.load_before} → {result.load_after}"
+        + (f"; {result.stopped}" if result.stopped else "")
+    )
     return 0

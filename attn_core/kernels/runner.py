@@ -100,6 +100,29 @@ def _skip_interpreted(case: Case) -> bool:
     return triton_kernel.INTERPRETED and work > MAX_INTERPRETED_WORK
 
 
+def _new_record(config: SweepConfig, case: Case, impl: str, tol: float, plain_err: float) -> Record:
+    """A contestant's record of one case before it runs: what it is run on, the case's shape, the
+    tolerance it is held to and the plain run's error that tolerance is argued from."""
+    rec = Record(
+        impl,
+        fixed_backend(impl, triton_kernel.INTERPRETED),
+        config.device,
+        case.dtype,
+        case.seq_len,
+        case.head_dim,
+        case.causal,
+    )
+    rec.extra = {
+        "kv_len": case.S,
+        "batch": case.batch,
+        "heads": case.heads,
+        "kv_heads": case.kv_heads,
+        "tol": tol,
+        "plain_err": plain_err,
+    }
+    return rec
+
+
 def _run_case(config: SweepConfig, case: Case, facts: DeviceFacts) -> tuple[list[Record], dict[str, float]]:
     """The records of one case, and the seconds each contestant (and "reference") took."""
     t0 = time.perf_counter()
@@ -112,11 +135,7 @@ def _run_case(config: SweepConfig, case: Case, facts: DeviceFacts) -> tuple[list
     seconds = {"reference": time.perf_counter() - t0}
     for impl in config.impls:
         fn = CONTESTANTS[impl].fn
-        rec = Record(impl, fixed_backend(impl, interpreted), config.device, case.dtype, case.seq_len,
-                     case.head_dim, case.causal)  # fmt: skip
-        rec.extra = {"kv_len": case.S, "batch": case.batch, "heads": case.heads, "kv_heads": case.kv_heads,
-                     "tol": tol, "plain_err": plain_err}  # fmt: skip
-        records[impl] = rec
+        rec = records[impl] = _new_record(config, case, impl, tol, plain_err)
         if impl == "triton" and not triton_kernel.AVAILABLE:
             rec.note = f"unsupported: {triton_kernel.UNAVAILABLE_REASON}"
             continue
@@ -209,8 +228,10 @@ def run_sweep(
         elapsed = clock() - start
         predicted = predict_seconds(last, case)
         if elapsed + predicted > config.budget_s:
-            result.stopped = (f"budget of {config.budget_s:g} s reached before L = {case.seq_len:,} "
-                              f"(predicted {predicted:.1f} s after {elapsed:.1f} s)")  # fmt: skip
+            result.stopped = (
+                f"budget of {config.budget_s:g} s reached before L = {case.seq_len:,} "
+                f"(predicted {predicted:.1f} s after {elapsed:.1f} s)"
+            )
             break
         records, seconds = _run_case(config, case, facts)
         last = (case, seconds)

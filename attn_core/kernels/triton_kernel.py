@@ -45,6 +45,29 @@ if AVAILABLE and INTERPRETED and os.environ["TRITON_INTERPRET"] != "1":
 MAX_HEAD_DIM = 256  # one program keeps a BLOCK_M × D accumulator in registers
 
 
+def _jit(fn):
+    """triton.jit where Triton imported: a function the kernel calls must be a JIT function itself
+    (the kernel is jitted on first use, `_kernel`, in the same TRITON_INTERPRET mode)."""
+    return triton.jit(fn) if AVAILABLE else fn
+
+
+@_jit
+def _online_step(acc, l_i, m_i, qk, v, UPCAST: tl.constexpr, PRECISION: tl.constexpr):
+    """One key tile folded into a row block's state (FlashAttention-2): the new running max, the
+    old sums moved onto it by ``alpha``, then this tile's p = exp2(qk − m) added to l_i and p·V to
+    acc. qk: (BLOCK_M, BLOCK_N) scores in log2 units, masked to −inf; v: (BLOCK_N, BLOCK_D)."""
+    m_new = tl.maximum(m_i, tl.max(qk, 1))
+    base = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with nothing allowed yet
+    alpha = tl.math.exp2(m_i - base)
+    p = tl.math.exp2(qk - base[:, None])
+    l_i = l_i * alpha + tl.sum(p, 1)
+    if UPCAST:
+        acc = acc * alpha[:, None] + tl.dot(p, v.to(tl.float32), input_precision=PRECISION)
+    else:
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
+    return acc, l_i, m_new
+
+
 def _attn_fwd(
     Q, K, V, O,  # (B, Hq, L, D), (B, Hkv, S, D), (B, Hkv, S, D), (B, Hq, L, D)
     sqb, sqh, sql, skb, skh, sks, svb, svh, svs, sob, soh, sol,  # strides; the last axis is unit
@@ -92,16 +115,7 @@ def _attn_fwd(
         if CAUSAL:
             allowed = allowed & (cols[None, :] <= offs_m[:, None] + (S - L))
         qk = tl.where(allowed, qk, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(qk, 1))
-        base = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with nothing allowed yet
-        alpha = tl.math.exp2(m_i - base)
-        p = tl.math.exp2(qk - base[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        if UPCAST:
-            acc = acc * alpha[:, None] + tl.dot(p, v.to(tl.float32), input_precision=PRECISION)
-        else:
-            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
-        m_i = m_new
+        acc, l_i, m_i = _online_step(acc, l_i, m_i, qk, v, UPCAST, PRECISION)
 
     out = acc / l_i[:, None]
     o_ptrs = O + b * sob + h * soh + offs_m[:, None] * sol + offs_d[None, :]
@@ -170,6 +184,7 @@ def triton_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: 
     o = torch.empty_like(q)
     block_m, block_n, warps, stages = _config(D, q.element_size(), interpret)
     grid = (triton.cdiv(L, block_m), B * HQ)
+    # The arguments in _attn_fwd's groups: tensors, strides, sizes, then the compile-time constants.
     _kernel()[grid](
         q, k, v, o,
         *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3],

@@ -72,9 +72,11 @@ def alignment(rng: np.random.Generator, difficulty: Difficulty) -> Question:
         Difficulty.HARD: [round(float(x), 2) for x in rng.uniform(0.05, 1.0, 4)],
     }
     return alignment_question(
-        draw_d_k(rng, difficulty), float(rng.choice(rhos[difficulty])), str(rng.choice(["1/√d_k", "1/d_k"])),
+        draw_d_k(rng, difficulty),
+        float(rng.choice(rhos[difficulty])),
+        str(rng.choice(["1/√d_k", "1/d_k"])),
         str(rng.choice(["mean", "sd"])),
-    )  # fmt: skip
+    )
 
 
 # -- card 18: sinks and QK-norm ----------------------------------------------------------------------------

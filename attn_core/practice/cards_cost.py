@@ -45,8 +45,8 @@ def _shape(config: dict):
 
 
 def _cost_params(config: dict, T: int = 4096, dtype: str = "fp16") -> dict[str, str]:
-    """The Cost page's inputs: this config pasted, at T tokens in ``dtype``."""
-    return {"co_src": PASTED, "co_paste": json.dumps(config), "co_T": str(T), "co_dtype": dtype}
+    """The Cost page's inputs by name: this config pasted, at T tokens in ``dtype``."""
+    return {"src": PASTED, "paste": json.dumps(config), "T": str(T), "dtype": dtype}
 
 
 # -- card 13: KV cache per token -----------------------------------------------------------------

@@ -32,9 +32,9 @@ def _causal_question(T: int) -> Worked:
         },
         link=GALLERY.link(
             {
-                "mk_kind": choice_id(MaskKind.CAUSAL_TOP_LEFT),
-                "mk_gL": str(min(T, 64)),
-                "mk_gS": str(min(T, 64)),
+                "kind": choice_id(MaskKind.CAUSAL_TOP_LEFT),
+                "gL": str(min(T, 64)),
+                "gS": str(min(T, 64)),
             }
         ),
     )
@@ -83,7 +83,7 @@ def _permutation_question(T: int, perm: tuple[int, ...], causal: bool, positions
             f"Measured here: max |Attn(ΠX) − Π Attn(X)| = {report.equivariance_error:.2g}.",
         ),
         slips=slips,
-        link=PERMUTATIONS.link({"mk_causal": str(causal), "mk_pos": str(positions)}),
+        link=PERMUTATIONS.link({"causal": str(causal), "pos": str(positions)}),
         inputs={"T": T, "perm": perm, "causal": causal, "positions": positions},
     )
 
@@ -102,7 +102,9 @@ def permutation(rng: np.random.Generator, difficulty: Difficulty) -> Question:
 DRILLS = (
     CardDrill("6", "Causal mask correctness", causal_pairs, lambda: _causal_question(5)),
     CardDrill(
-        "7", "Permutation equivariance", permutation,
+        "7",
+        "Permutation equivariance",
+        permutation,
         lambda: _permutation_question(5, (4, 3, 2, 1, 0), False, False, 0),
     ),
-)  # fmt: skip
+)

@@ -43,14 +43,14 @@ def _typed(rows) -> str:
 
 
 def _row_params(scores, values, **extra: str) -> dict[str, str]:
-    """The shared input picker loaded with one query whose raw scores are ``scores``: d_k = 1,
-    q = 1, k_j = s_j, scale none (1), so S = q kᵀ = s exactly."""
+    """The shared input picker loaded with one query whose raw scores are ``scores`` (its inputs by
+    name): d_k = 1, q = 1, k_j = s_j, scale none (1), so S = q kᵀ = s exactly."""
     return {
-        "in_src": TYPED,
-        "in_Q": "1",
-        "in_K": _typed([[s] for s in scores]),
-        "in_V": _typed(values),
-        "in_scale": NO_SCALE,
+        "src": TYPED,
+        "Q": "1",
+        "K": _typed([[s] for s in scores]),
+        "V": _typed(values),
+        "scale": NO_SCALE,
         **extra,
     }
 
@@ -104,9 +104,9 @@ def _shapes_link(h: int, L: int, S: int, d_k: int, d_v: int) -> PageLink:
     while h * L * S * (d_k + d_v) > LIMITS.max_work:
         L, S = max(L // 2, 1), max(S // 2, 1)
         cut = True
-    sizes = {"in_L": L, "in_S": S, "in_dk": d_k, "in_dv": d_v, "in_H": h, "in_Hkv": h}
+    sizes = {"L": L, "S": S, "dk": d_k, "dv": d_v, "H": h, "Hkv": h}
     where = "Shapes of every intermediate" + (" (sizes cut to the page's caps)" if cut else "")
-    return PageLink("playground", {"in_src": RANDOM, **{k: str(v) for k, v in sizes.items()}}, where)
+    return PageLink("playground", where, inputs={"src": RANDOM, **{k: str(v) for k, v in sizes.items()}})
 
 
 def shapes(rng: np.random.Generator, difficulty: Difficulty) -> Question:
@@ -137,8 +137,8 @@ def _softmax_question(scores: tuple[float, ...], tau: float) -> Worked:
         },
         link=PageLink(
             "playground",
-            _row_params(scores, values, in_scale=TEMPERATURE, in_tau=f"{tau:g}"),
             "How peaked is each row?",
+            inputs=_row_params(scores, values, scale=TEMPERATURE, tau=f"{tau:g}"),
         ),
     )
 
@@ -173,7 +173,7 @@ def _jacobian_question(scores: tuple[float, ...], scale: float = 1.0) -> Worked:
             "the Gershgorin bound, not the eigenvalue": 2 * float((p * (1 - p)).max()),
             "the largest weight": float(p.max()),
         },
-        link=JACOBIAN.link(_row_params(scores, [[1.0]] * len(scores))),
+        link=JACOBIAN.link(inputs=_row_params(scores, [[1.0]] * len(scores))),
     )
 
 
@@ -210,7 +210,7 @@ def _backward_question(scores, values, g, key: int) -> Worked:
             "dropped the row-sum term gᵀo": float(p[key] * gv[key]),
             "forgot the weight p_j": float(gv[key] - go),
         },
-        link=ONE_ROW.link(_row_params(scores, values)),
+        link=ONE_ROW.link(inputs=_row_params(scores, values)),
         inputs={"scores": tuple(scores), "values": tuple(map(tuple, values)), "g": tuple(g), "key": key},
     )
 

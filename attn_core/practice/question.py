@@ -43,11 +43,15 @@ Answer = float | tuple[float, ...] | tuple[tuple[float, ...], ...] | str
 
 @dataclass(frozen=True)
 class PageLink:
-    """The card's live page section with these exact numbers loaded (its URL state)."""
+    """The card's live page section with these exact numbers loaded, in ids only: the page, its
+    section, each input by its name on that page and a choice by its id. lab_ui/open_page.py, the
+    owner of the pages' widget keys, turns it into the page's URL state (`drill_params`)."""
 
-    url_path: str  # as in lab_ui/nav.py
-    params: dict[str, str]  # URL keys → values, a choice by its id (see `PageSection`)
-    section: str  # what to look at there, in words
+    url_path: str  # the page, as in lab_ui/nav.py
+    section: str  # what to look at there, in words (the section's label where the page has sections)
+    section_id: str = ""  # the page's section by the id its URL keeps ("kv"); "" on a page without
+    values: dict[str, str] = field(default_factory=dict)  # the page's own inputs by name ("T", "dk")
+    inputs: dict[str, str] = field(default_factory=dict)  # the shared Q, K, V picker's by name ("src", "L")
 
 
 def choice_id(option: Enum) -> str:
@@ -59,17 +63,17 @@ def choice_id(option: Enum) -> str:
 @dataclass(frozen=True)
 class PageSection:
     """One section of a page as a drill links to it: the page (its url_path in lab_ui/nav.py), the
-    key of its section picker, the id its URL keeps for the section and the label it shows.
+    id its URL keeps for the section and the label it shows.
     tests/practice/test_page_links.py opens every drill's link and checks the page keeps each value."""
 
     url_path: str
-    key: str  # "co_section"
     id: str  # "kv": the page's Section member, lower-cased
     label: str  # "KV cache & GQA", what the feedback names
 
-    def link(self, params: dict[str, str] | None = None) -> PageLink:
-        """This section with ``params`` (URL keys → values) loaded."""
-        return PageLink(self.url_path, {self.key: self.id, **(params or {})}, self.label)
+    def link(self, values: dict[str, str] | None = None, inputs: dict[str, str] | None = None) -> PageLink:
+        """This section with ``values`` (the page's inputs by name) and ``inputs`` (the shared
+        picker's by name) loaded."""
+        return PageLink(self.url_path, self.label, self.id, dict(values or {}), dict(inputs or {}))
 
 
 @dataclass(frozen=True)

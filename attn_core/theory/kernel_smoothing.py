@@ -90,9 +90,16 @@ def smooth_sine(
     with_bias = kernel_attention(q, k, v, bandwidth)[:, 0]
     without = kernel_attention(q, k, v, bandwidth, key_bias=False)[:, 0]
     return SmoothingResult(
-        x, y, xs, torch.sin(xs), nw, with_bias, without,
-        float((nw - with_bias).abs().max()), float((nw - without).abs().max()),
-    )  # fmt: skip
+        x,
+        y,
+        xs,
+        torch.sin(xs),
+        nw,
+        with_bias,
+        without,
+        float((nw - with_bias).abs().max()),
+        float((nw - without).abs().max()),
+    )
 
 
 @dataclass(frozen=True)

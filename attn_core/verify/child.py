@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 
 from attn_core.bounded_child import (
     Child,
-    Slots,
     cap_address_space,
     cap_cpu,
     child_streams,
@@ -40,6 +39,7 @@ from attn_core.bounded_child import (
     status_bytes,
 )
 from attn_core.cost.config_reader import ModelShape
+from attn_core.limits import ServerSlot
 
 ADDRESS_SLACK = 1 << 30  # mapped but not resident: arenas, stacks, late libraries (argued above)
 
@@ -174,7 +174,7 @@ def _busy() -> Exception:
     return run.VerifyBusy("another check is running on this machine; try again when it ends")
 
 
-_SLOTS = Slots(1, _busy)  # the machine's one check slot
+_SLOTS = ServerSlot("check", 1, busy=_busy)  # the machine's one check slot
 
 
 def running() -> Check | None:
@@ -198,10 +198,14 @@ def start_check(
         for n in ("PEAK_N", "COLD_BYTES", "STREAM_BYTES", "PROBE_ROWS", "PROBE_COLS")
     }
     job = Job(
-        shape, request, memory_bytes if memory_bytes is not None else planned.peak_bytes + ADDRESS_SLACK,
-        cpu_seconds=int(seconds * max(1, request.threads or os.cpu_count() or 1)) + 5, probe_sizes=sizes,
-        config=config, hf_config=planned.hf_config,
-    )  # fmt: skip
+        shape,
+        request,
+        memory_bytes if memory_bytes is not None else planned.peak_bytes + ADDRESS_SLACK,
+        cpu_seconds=int(seconds * max(1, request.threads or os.cpu_count() or 1)) + 5,
+        probe_sizes=sizes,
+        config=config,
+        hf_config=planned.hf_config,
+    )
     return _SLOTS.start(lambda release: Check(job, seconds, release))
 
 

@@ -63,9 +63,16 @@ class PhaseCounts:
         """These totals as the cost model's phase count, for `roofline.time_phase` (the bound reads
         only the FLOPs and the bytes)."""
         return PhaseCount(
-            tokens=0, product_flops=self.flops, expert_flops=0, expert_rows=0.0, attention_flops=0,
-            core_flops=0, weight_bytes=self.bytes, cache_bytes=0, state_bytes=0,
-        )  # fmt: skip
+            tokens=0,
+            product_flops=self.flops,
+            expert_flops=0,
+            expert_rows=0.0,
+            attention_flops=0,
+            core_flops=0,
+            weight_bytes=self.bytes,
+            cache_bytes=0,
+            state_bytes=0,
+        )
 
 
 def attention_gemms(shape: ModelShape, tokens: int, kind: str = "full", shared: bool = False) -> list[Gemm]:
@@ -87,8 +94,11 @@ def deltanet_gemms(shape: ModelShape, tokens: int, kind: str = "gdn", shared: bo
     then out (H_v·d_v × d): its ``matrix_weights``. Its core is timed as a call, not a product.
     (``kind`` and ``shared`` are attention's: a linear layer has one form.)"""
     m, d = shape.state_mixer, shape.d_model
-    return [Gemm(tokens, d, 2 * m.key_dim + 2 * m.value_dim), Gemm(tokens, d, 2 * m.n_value_heads),
-            Gemm(tokens, m.value_dim, d)]  # fmt: skip
+    return [
+        Gemm(tokens, d, 2 * m.key_dim + 2 * m.value_dim),
+        Gemm(tokens, d, 2 * m.n_value_heads),
+        Gemm(tokens, m.value_dim, d),
+    ]
 
 
 def mamba2_gemms(shape: ModelShape, tokens: int, kind: str = "mamba2", shared: bool = False) -> list[Gemm]:
@@ -110,8 +120,11 @@ def mlp_gemms(shape: ModelShape, moe: bool, tokens: int, wide: bool = False) -> 
     touched = experts_touched_expected(m.n_experts, m.top_k, tokens)
     rows = m.top_k * tokens / touched
     up = m.expert_matrices - 1  # gate and up fused (SwiGLU), or up alone (Nemotron-H)
-    out = [Gemm(tokens, d, m.n_experts), Gemm(rows, d, up * m.expert_d_ff, touched),
-           Gemm(rows, m.expert_d_ff, d, touched)]  # fmt: skip
+    out = [
+        Gemm(tokens, d, m.n_experts),
+        Gemm(rows, d, up * m.expert_d_ff, touched),
+        Gemm(rows, m.expert_d_ff, d, touched),
+    ]
     if m.n_shared:
         out += [Gemm(tokens, d, up * m.shared_d_ff, m.n_shared), Gemm(tokens, m.shared_d_ff, d, m.n_shared)]
     if m.shared_gate:

@@ -78,8 +78,16 @@ class DeltaCore(nn.Module):
         beta = b.sigmoid()
         g = -self.A_log.float().exp() * F.softplus(a.float() + self.dt_bias)  # log decay ≤ 0
         rule = f.torch_recurrent_gated_delta_rule if not fresh and T == 1 else f.torch_chunk_gated_delta_rule
-        o, S = rule(q, k, v, g=g, beta=beta, initial_state=None if fresh else state.recurrent,
-                    output_final_state=True, use_qk_l2norm_in_kernel=True)  # fmt: skip
+        o, S = rule(
+            q,
+            k,
+            v,
+            g=g,
+            beta=beta,
+            initial_state=None if fresh else state.recurrent,
+            output_final_state=True,
+            use_qk_l2norm_in_kernel=True,
+        )
         state.recurrent.copy_(S)
         o = self.norm(o.reshape(-1, m.value_head_dim), z.reshape(-1, m.value_head_dim))
         return o.view(B, T, m.value_dim)

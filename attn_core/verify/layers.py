@@ -206,8 +206,11 @@ class Block(nn.Module):
 
     def __init__(self, shape: ModelShape, layer: int, **kw) -> None:
         super().__init__()
-        norm = (lambda: nn.RMSNorm(shape.d_model, **kw)) if shape.norm_kind == "rms" else (
-            lambda: nn.LayerNorm(shape.d_model, **kw))  # fmt: skip
+        norm = (
+            (lambda: nn.RMSNorm(shape.d_model, **kw))
+            if shape.norm_kind == "rms"
+            else (lambda: nn.LayerNorm(shape.d_model, **kw))
+        )
         self.norms = nn.ModuleList(norm() for _ in range(shape.norms_per_layer))
         kind = shape.layer_kinds[layer]
         self.mixer = MIXERS[kind](shape, kind, **kw) if kind in MIXERS else None
@@ -231,9 +234,12 @@ class Block(nn.Module):
 # The mixer each layer kind builds: (shape, kind, dtype=, device=) -> a module with allocate(B, T_max)
 # and forward(x, pos, cos, sin). A linear-attention or state-space kind adds one entry here.
 MIXERS: dict[str, Callable[..., nn.Module]] = {
-    "full": Attention, "sliding": Attention, "chunked": Attention, "gdn": GatedDeltaNetLayer,
+    "full": Attention,
+    "sliding": Attention,
+    "chunked": Attention,
+    "gdn": GatedDeltaNetLayer,
     "mamba2": Mamba2Layer,
-}  # fmt: skip
+}
 
 
 class Layers(nn.Module):

@@ -27,9 +27,14 @@ class LinearState:
 
     @classmethod
     def zeros(
-        cls, conv_channels: int, conv_kernel: int, recurrent: tuple[int, ...], batch: int, dtype: torch.dtype,
+        cls,
+        conv_channels: int,
+        conv_kernel: int,
+        recurrent: tuple[int, ...],
+        batch: int,
+        dtype: torch.dtype,
         device: str,
-    ) -> LinearState:  # fmt: skip
+    ) -> LinearState:
         conv = torch.zeros(batch, conv_channels, conv_kernel, dtype=dtype, device=device)
         return cls(conv, torch.zeros(batch, *recurrent, dtype=DTYPES[RECURRENT_DTYPE], device=device))
 

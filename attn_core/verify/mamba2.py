@@ -65,16 +65,33 @@ class Mamba2Core(nn.Module):
         A = -torch.exp(self.A_log.float())
         if not fresh and T == 1:
             y = f.mamba2_selective_state_update(
-                state.recurrent, x.view(Bt, H, P), dt.transpose(1, 2).expand(-1, -1, P),
-                A[:, None, None].expand(-1, P, N), B.view(Bt, G, N), C.view(Bt, G, N),
-                self.D[:, None].expand(-1, P), z=None, dt_bias=self.dt_bias[:, None].expand(-1, P), dt_softplus=True,
-            )  # fmt: skip
+                state.recurrent,
+                x.view(Bt, H, P),
+                dt.transpose(1, 2).expand(-1, -1, P),
+                A[:, None, None].expand(-1, P, N),
+                B.view(Bt, G, N),
+                C.view(Bt, G, N),
+                self.D[:, None].expand(-1, P),
+                z=None,
+                dt_bias=self.dt_bias[:, None].expand(-1, P),
+                dt_softplus=True,
+            )
         else:
             y, h = f.mamba2_chunk_scan(
-                x.view(Bt, T, H, P), dt, A, B.view(Bt, T, G, N), C.view(Bt, T, G, N), chunk_size=m.chunk,
-                D=self.D, z=None, return_final_states=True, dt_bias=self.dt_bias, dt_softplus=True,
-                initial_states=None if fresh else state.recurrent, dt_limit=(TIME_STEP_MIN, float("inf")),
-            )  # fmt: skip
+                x.view(Bt, T, H, P),
+                dt,
+                A,
+                B.view(Bt, T, G, N),
+                C.view(Bt, T, G, N),
+                chunk_size=m.chunk,
+                D=self.D,
+                z=None,
+                return_final_states=True,
+                dt_bias=self.dt_bias,
+                dt_softplus=True,
+                initial_states=None if fresh else state.recurrent,
+                dt_limit=(TIME_STEP_MIN, float("inf")),
+            )
             state.recurrent.copy_(h)
         return self.norm(y.reshape(Bt, T, m.d_inner), z)
 

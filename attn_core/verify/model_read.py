@@ -141,6 +141,18 @@ def _phases(flops, moved, runs, probe: Probe) -> list[PhaseResult]:
     return phases
 
 
+def _bytes_moved(
+    anatomy, request: VerifyRequest, layer_weights: int, n: int, context: int
+) -> tuple[int, int]:
+    """Bytes a prefill and a decode step read: the built layers' weights (the embeddings aside, read
+    a row per token) and their cache at the prompt's length, then at the decode's mean context."""
+    b = DTYPE_BYTES[request.dtype]
+    return (
+        layer_weights + anatomy.cache_bytes(request.seq_len, request.batch, b, n),
+        layer_weights + anatomy.cache_bytes(context, request.batch, b, n),
+    )
+
+
 def verify_model_read(config: Mapping[str, Any], request: VerifyRequest, name: str) -> VerifyResult:
     """The check of ``config`` with counts from the model itself (see the module docstring): a
     `VerifyResult` with no plan (its JSON has ``counts_by`` "model"). VerifyError where transformers
@@ -163,19 +175,16 @@ def verify_model_read(config: Mapping[str, Any], request: VerifyRequest, name: s
         cut, n, params, weights, cache = built.cut, built.layers, built.params, built.weights, built.cache
         context = request.seq_len + (request.decode_steps - 1) // 2
         flops = _flops(cut, n, request, context)
-        embeddings = anatomy.params_by_part.get("embeddings", 0) * b
-        layer_weights = weights - embeddings
-        moved = (layer_weights + anatomy.cache_bytes(request.seq_len, request.batch, b, n),
-                 layer_weights + anatomy.cache_bytes(context, request.batch, b, n))  # fmt: skip
+        moved = _bytes_moved(
+            anatomy, request, weights - anatomy.params_by_part.get("embeddings", 0) * b, n, context
+        )
         peak = probe_gemm(PEAK_N[device], PEAK_N[device], PEAK_N[device], dtype, device)
         bandwidth = probe_stream(device, dtype)
         model = hf.build_model(cut, dtype, device)
         prefills, decodes = hf.measure_hf(model, request, device, time_call, PREFILL_REPEATS)
         del model
-        where, timed_on = (
-            device_name(device),
-            "thread CPU time" if clock(device) is time.thread_time else "wall",
-        )
+        where = device_name(device)
+        timed_on = "thread CPU time" if clock(device) is time.thread_time else "wall"
     finally:
         torch.set_num_threads(threads)
     probe = Probe(device, request.dtype, peak, bandwidth)

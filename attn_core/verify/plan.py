@@ -156,9 +156,13 @@ def cut_shape(shape: ModelShape, layers: int | Sequence[int], n_experts: int | N
     shared_from = shape.n_layers - shape.kv_shared_layers
     kv_shared = sum(1 for i in picked if i >= shared_from) if shape.kv_shared_layers else 0
     return dataclasses.replace(
-        shape, n_layers=n, layer_types=LayerKinds(n, listed=listed), moe=moe, nextn_layers_left_out=0,
+        shape,
+        n_layers=n,
+        layer_types=LayerKinds(n, listed=listed),
+        moe=moe,
+        nextn_layers_left_out=0,
         kv_shared_layers=kv_shared,
-    )  # fmt: skip
+    )
 
 
 def layer_params(shape: ModelShape) -> int:
@@ -239,9 +243,13 @@ def planned_peak(shape: ModelShape, request: VerifyRequest, device: str, hf_conf
             + 2 * cache_bytes(shape, T + M, B, b) // shape.n_layers
         )
     return Peak(
-        weights=weights, cache=cache_bytes(shape, T + M, B, b), activations=activations,
-        modules=module_bytes(shape), probe=probe_bytes(shape, B, T, b, device), build=build,
-    )  # fmt: skip
+        weights=weights,
+        cache=cache_bytes(shape, T + M, B, b),
+        activations=activations,
+        modules=module_bytes(shape),
+        probe=probe_bytes(shape, B, T, b, device),
+        build=build,
+    )
 
 
 @dataclass(frozen=True)

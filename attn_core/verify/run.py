@@ -185,34 +185,67 @@ class VerifyResult:
             return self._model_read_json()
         r, p = self.request, self.plan
         return {
-            "model": self.model, "device": self.device, "device_name": self.device_name, "dtype": self.dtype, "clock": self.clock,
+            "model": self.model,
+            "device": self.device,
+            "device_name": self.device_name,
+            "dtype": self.dtype,
+            "clock": self.clock,
             "threads": torch.get_num_threads() if self.device == "cpu" else None,
             # "transformers": its own modules of the named model (`hf`); "lab": the lab's layers,
             # built from the formulas' reading (the reason is the first note)
-            "built_by": p.built_by, "params_built": p.params_built,
-            "layers_built": p.layers_built, "model_layers": p.model_layers,
-            "layer_indices_built": list(p.layer_indices), "layer_kinds_built": dict(p.shape.kind_counts),
-            "experts_built": p.experts_built, "model_experts": p.model_experts,
-            "weight_bytes_built": p.weight_bytes, "cache_bytes": p.cache_bytes, "memory_cap_bytes": r.memory_bytes,
-            "seq_len": r.seq_len, "batch": r.batch, "decode_steps": r.decode_steps, "decode_context": self.decode_context,
-            "probe": self.probe.to_json(), "prefill": self.prefill.to_json(), "decode_step": self.decode_step.to_json(),
-            "decode_ms_each": list(self.decode_ms_each), "notes": list(p.notes),
-            "load_average": list(self.load_average), "seconds": self.seconds,
-        }  # fmt: skip
+            "built_by": p.built_by,
+            "params_built": p.params_built,
+            "layers_built": p.layers_built,
+            "model_layers": p.model_layers,
+            "layer_indices_built": list(p.layer_indices),
+            "layer_kinds_built": dict(p.shape.kind_counts),
+            "experts_built": p.experts_built,
+            "model_experts": p.model_experts,
+            "weight_bytes_built": p.weight_bytes,
+            "cache_bytes": p.cache_bytes,
+            "memory_cap_bytes": r.memory_bytes,
+            "seq_len": r.seq_len,
+            "batch": r.batch,
+            "decode_steps": r.decode_steps,
+            "decode_context": self.decode_context,
+            "probe": self.probe.to_json(),
+            "prefill": self.prefill.to_json(),
+            "decode_step": self.decode_step.to_json(),
+            "decode_ms_each": list(self.decode_ms_each),
+            "notes": list(p.notes),
+            "load_average": list(self.load_average),
+            "seconds": self.seconds,
+        }
 
     def _model_read_json(self) -> dict:
         """The JSON of a check counted from the model itself (``counts_by`` "model")."""
         r, b = self.request, self.built
         return {
-            "model": self.model, "counts_by": "model", "built_by": "transformers", "device": self.device,
-            "device_name": self.device_name, "dtype": self.dtype, "clock": self.clock,
-            "layers_built": b.layers_built, "model_layers": b.model_layers, "experts_built": b.experts_built,
-            "model_experts": b.model_experts, "params_built": b.params_built, "weight_bytes_built": b.weight_bytes,
-            "cache_bytes": b.cache_bytes, "seq_len": r.seq_len, "batch": r.batch,
-            "decode_steps": r.decode_steps, "decode_context": self.decode_context,
-            "probe": self.probe.to_json(), "prefill": self.prefill.to_json(), "decode_step": self.decode_step.to_json(),
-            "notes": list(b.notes), "load_average": list(self.load_average), "seconds": self.seconds,
-        }  # fmt: skip
+            "model": self.model,
+            "counts_by": "model",
+            "built_by": "transformers",
+            "device": self.device,
+            "device_name": self.device_name,
+            "dtype": self.dtype,
+            "clock": self.clock,
+            "layers_built": b.layers_built,
+            "model_layers": b.model_layers,
+            "experts_built": b.experts_built,
+            "model_experts": b.model_experts,
+            "params_built": b.params_built,
+            "weight_bytes_built": b.weight_bytes,
+            "cache_bytes": b.cache_bytes,
+            "seq_len": r.seq_len,
+            "batch": r.batch,
+            "decode_steps": r.decode_steps,
+            "decode_context": self.decode_context,
+            "probe": self.probe.to_json(),
+            "prefill": self.prefill.to_json(),
+            "decode_step": self.decode_step.to_json(),
+            "notes": list(b.notes),
+            "load_average": list(self.load_average),
+            "seconds": self.seconds,
+        }
 
 
 _RUN_LOCK = threading.Lock()  # one check at a time on this machine: each one uses every core
@@ -267,8 +300,10 @@ def verify(
         plan = plan_build(shape, request, config)
         b = DTYPE_BYTES[request.dtype]
         context = request.seq_len + (request.decode_steps - 1) // 2
-        counts = (prefill_counts(plan.shape, request.seq_len, request.batch, b),
-                  decode_counts(plan.shape, context, request.batch, b))  # fmt: skip
+        counts = (
+            prefill_counts(plan.shape, request.seq_len, request.batch, b),
+            decode_counts(plan.shape, context, request.batch, b),
+        )
         probe = probe_device(plan, request, device, counts)  # before any layer exists
         if plan.built_by == "transformers":
             model = hf.build_model(plan.hf_config, DTYPES[request.dtype], device)
@@ -278,15 +313,26 @@ def verify(
             model = build_layers(plan, request, device)
             prefill, decode = measure(model, request, device)
         del model
-        phases = [PhaseResult(c, bound_ms(c, probe), estimate_ms(c, probe), *min(runs))
-                  for c, runs in zip(counts, (prefill, decode), strict=True)]  # fmt: skip
+        phases = [
+            PhaseResult(c, bound_ms(c, probe), estimate_ms(c, probe), *min(runs))
+            for c, runs in zip(counts, (prefill, decode), strict=True)
+        ]
         return VerifyResult(
-            model=shape.name, device=device, device_name=device_name(device), dtype=request.dtype,
+            model=shape.name,
+            device=device,
+            device_name=device_name(device),
+            dtype=request.dtype,
             clock="thread CPU time" if clock(device) is time.thread_time else "wall",
-            request=request, plan=plan, probe=probe, prefill=phases[0], decode_step=phases[1],
-            decode_context=context, decode_ms_each=tuple(ms for ms, _ in decode),
-            load_average=(load_before, load_average()), seconds=time.perf_counter() - start,
-        )  # fmt: skip
+            request=request,
+            plan=plan,
+            probe=probe,
+            prefill=phases[0],
+            decode_step=phases[1],
+            decode_context=context,
+            decode_ms_each=tuple(ms for ms, _ in decode),
+            load_average=(load_before, load_average()),
+            seconds=time.perf_counter() - start,
+        )
     finally:
         torch.set_num_threads(threads)
         _RUN_LOCK.release()

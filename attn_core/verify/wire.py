@@ -29,9 +29,28 @@ from attn_core.verify.probe import Probe
 from attn_core.verify.run import PhaseResult, VerifyResult
 
 # Every dataclass a job or an outcome holds: the shape and its parts, the request, the result.
-_CLASSES = (ModelShape, LayerKinds, LayerSet, Every, MoE, MLA, PerLayerEmbeddings, GatedDeltaNet,
-            KimiDeltaAttention, Mamba, Mamba2, VerifyRequest, Plan, Peak, Probe, PhaseCounts, Gemm,
-            AttentionCall, PhaseResult, VerifyResult)  # fmt: skip
+_CLASSES = (
+    ModelShape,
+    LayerKinds,
+    LayerSet,
+    Every,
+    MoE,
+    MLA,
+    PerLayerEmbeddings,
+    GatedDeltaNet,
+    KimiDeltaAttention,
+    Mamba,
+    Mamba2,
+    VerifyRequest,
+    Plan,
+    Peak,
+    Probe,
+    PhaseCounts,
+    Gemm,
+    AttentionCall,
+    PhaseResult,
+    VerifyResult,
+)
 TYPES: dict[str, type] = {cls.__name__: cls for cls in _CLASSES}
 
 

@@ -38,6 +38,31 @@ class CheckView:
     notes: tuple[str, ...] = ()
 
 
+def _derived_rows(d: dict[str, Any], T: int, batch: int) -> dict[str, list[str]]:
+    """A model the formulas do not cover: its build's figures alone (parameters by part, then the
+    totals, the cache per token, the fixed state and the cache at T, B)."""
+    at_T = None if d.get("cache_unread") else recorded_cache_bytes(d, T, batch)
+    rows = {"figure": [], "value": []}
+    for part, n in d["params_by_part"].items():
+        rows["figure"].append(f"parameters: {part}")
+        rows["value"].append(f"{n:,}")
+    rows["figure"] += [
+        "parameters: total",
+        "parameters: active per token",
+        "cache per token (bf16)",
+        "fixed state per sequence",
+        f"cache at T = {T:,}, B = {batch:,}",
+    ]
+    rows["value"] += [
+        f"{d['params_total']:,} ({format_count_short(d['params_total'], 2)})",
+        f"{d['params_active']:,} ({format_count_short(d['params_active'], 2)})",
+        f"{d['cache_bytes_per_token']:,} B ({format_bytes(d['cache_bytes_per_token'])})",
+        f"{d['fixed_state_bytes']:,} B ({format_bytes(d['fixed_state_bytes'])})",
+        "not read" if at_T is None else f"{at_T:,} B ({format_bytes(at_T)})",
+    ]
+    return rows
+
+
 def _view(rec: dict[str, Any] | None, T: int, batch: int, recorded: bool) -> CheckView:
     how = "recorded, " if recorded else ""
     if rec is None:
@@ -51,30 +76,22 @@ def _view(rec: dict[str, Any] | None, T: int, batch: int, recorded: bool) -> Che
     built = f"transformers {d['transformers_version']}'s own build ({d['class']}, {how}meta device)"
     notes = (f"Its cache is not read: {d['cache_unread']}.",) if d.get("cache_unread") else ()
     if rec.get("analytic_error"):
-        at_T = None if d.get("cache_unread") else recorded_cache_bytes(d, T, batch)
-        rows = {"figure": [], "value": []}
-        for part, n in d["params_by_part"].items():
-            rows["figure"].append(f"parameters: {part}")
-            rows["value"].append(f"{n:,}")
-        rows["figure"] += ["parameters: total", "parameters: active per token", "cache per token (bf16)",
-                           "fixed state per sequence", f"cache at T = {T:,}, B = {batch:,}"]  # fmt: skip
-        rows["value"] += [
-            f"{d['params_total']:,} ({format_count_short(d['params_total'], 2)})",
-            f"{d['params_active']:,} ({format_count_short(d['params_active'], 2)})",
-            f"{d['cache_bytes_per_token']:,} B ({format_bytes(d['cache_bytes_per_token'])})",
-            f"{d['fixed_state_bytes']:,} B ({format_bytes(d['fixed_state_bytes'])})",
-            "not read" if at_T is None else f"{at_T:,} B ({format_bytes(at_T)})",
-        ]
         return CheckView(
             "uncovered",
             f"The formulas do not cover this model ({rec['analytic_error']}). Every figure below is from "
             f"{built}; a sliding layer keeps W − 1 tokens (transformers' dynamic cache).",
-            derived=rows,
+            derived=_derived_rows(d, T, batch),
             notes=notes,
         )
     conventions = [d for d in rec["differences"] if d.get("convention")]
-    notes = [*notes, *(f"{d['what']}: the formula gives {d['analytic']:,}, transformers' build {d['derived']:,} "
-                       f"{d['unit']}. Counted differently on purpose: {d['convention']}." for d in conventions)]  # fmt: skip
+    notes = [
+        *notes,
+        *(
+            f"{d['what']}: the formula gives {d['analytic']:,}, transformers' build {d['derived']:,} "
+            f"{d['unit']}. Counted differently on purpose: {d['convention']}."
+            for d in conventions
+        ),
+    ]
     if rec["agrees"]:
         flops = (rec.get("model_derived") or {}).get("flops")
         what = "parameters, cache per token and fixed state" + (", and FLOPs" if flops else "")

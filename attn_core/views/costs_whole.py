@@ -43,9 +43,17 @@ def layer_type_rows(
     """The ledger per layer kind (`attn_core.cost.ledger`): layers, span, parameters, cache per token,
     fixed state per sequence, the cache of all B at T, and forward FLOPs at T."""
     spans = {"full": "all", "sliding": s.sliding_window, "chunked": s.attention_chunk_size}
-    rows: dict[str, list] = {"layer kind": [], "layers": [], "span (tokens)": [], f"cached at T = {T:,}": [],
-                             "parameters": [], "cache per token": [], "state per sequence": [],
-                             f"cache, all B, T = {T:,}": [], f"FLOPs at T = {T:,}": []}  # fmt: skip
+    rows: dict[str, list] = {
+        "layer kind": [],
+        "layers": [],
+        "span (tokens)": [],
+        f"cached at T = {T:,}": [],
+        "parameters": [],
+        "cache per token": [],
+        "state per sequence": [],
+        f"cache, all B, T = {T:,}": [],
+        f"FLOPs at T = {T:,}": [],
+    }
     for row in layer_ledger(s, T, batch, b_kv, b_state, causal):
         span = spans.get(row.kind)
         kept = 0 if span is None else layer_cached_tokens(s, T, row.kind)  # W − 1 on a sliding layer
@@ -157,39 +165,59 @@ def architecture_notes(s: ModelShape) -> list[str]:
             + "; decode only the state products."
         )
     if s.attention_output_gate:
-        notes.append(f"**Gated attention:** the query map is {s.d_model:,} × 2·h·d_h; its second half gates each "
-                     "head's output through a sigmoid (Qwen3-Next).")  # fmt: skip
+        notes.append(
+            f"**Gated attention:** the query map is {s.d_model:,} × 2·h·d_h; its second half gates each "
+            "head's output through a sigmoid (Qwen3-Next)."
+        )
     if s.one_mixer_per_layer:
-        notes.append("**One block per layer** (Nemotron-H's pattern): each layer holds one mixer — Mamba-2 (M), "
-                     "attention (*) — or one feed-forward part — MLP (-), MoE (E) — after one norm.")  # fmt: skip
+        notes.append(
+            "**One block per layer** (Nemotron-H's pattern): each layer holds one mixer — Mamba-2 (M), "
+            "attention (*) — or one feed-forward part — MLP (-), MoE (E) — after one norm."
+        )
     if s.attention_sinks:
-        notes.append("**Attention sinks:** one learned logit per query head per layer joins the softmax with no "
-                     "value: a head can put weight on nothing.")  # fmt: skip
+        notes.append(
+            "**Attention sinks:** one learned logit per query head per layer joins the softmax with no "
+            "value: a head can put weight on nothing."
+        )
     if s.quantization:
         notes.append(
             f"**quantization_config:** {s.quantization} — reported; the sizes use the dtypes chosen here."
         )
     if s.nextn_layers_left_out:
-        notes.append(f"**{s.nextn_layers_left_out} next-token-prediction layer(s)** left out of every count: "
-                     "not part of the served model.")  # fmt: skip
+        notes.append(
+            f"**{s.nextn_layers_left_out} next-token-prediction layer(s)** left out of every count: "
+            "not part of the served model."
+        )
     return notes
 
 
 def prefill_rows(r: CostReport) -> tuple[dict[str, list], str]:
     """The whole model's forward FLOPs by part, and which MLA form is counted."""
     f = r.prefill
-    parts = [("projections (attention layers)", f.projections), ("attention pairs", f.attention),
-             ("linear/state layers: maps", f.state_projections), ("linear/state layers: chunked core", f.state_core),
-             ("MLP / active experts", f.mlp), ("output head 2·d·V per token", f.lm_head),
-             ("per-layer input maps (Gemma 4)", f.per_layer_inputs), ("total", f.total)]  # fmt: skip
+    parts = [
+        ("projections (attention layers)", f.projections),
+        ("attention pairs", f.attention),
+        ("linear/state layers: maps", f.state_projections),
+        ("linear/state layers: chunked core", f.state_core),
+        ("MLP / active experts", f.mlp),
+        ("output head 2·d·V per token", f.lm_head),
+        ("per-layer input maps (Gemma 4)", f.per_layer_inputs),
+        ("total", f.total),
+    ]
     parts = [p for p in parts if p[1] or not p[0].startswith(("linear/state", "per-layer"))]
-    table = {"part": [p for p, _ in parts], "FLOP": [format_count(x) for _, x in parts],
-             "scaled": [format_flops(x) for _, x in parts], "share": [format_percent(x / f.total) for _, x in parts]}  # fmt: skip
+    table = {
+        "part": [p for p, _ in parts],
+        "FLOP": [format_count(x) for _, x in parts],
+        "scaled": [format_flops(x) for _, x in parts],
+        "share": [format_percent(x / f.total) for _, x in parts],
+    }
     note = "Matrix products only, 2 FLOPs per multiply-add; norms, softmax and rotary excluded."
     if r.model.mla is not None:
-        note += (f" MLA attention is counted naive (K and V expanded per head): {format_flops(f.attention)}; with the "
-                 f"up-projections absorbed into the queries and outputs it is {format_flops(f.attention_absorbed)}"
-                 " (the decode form: it reads only the latent).")  # fmt: skip
+        note += (
+            f" MLA attention is counted naive (K and V expanded per head): {format_flops(f.attention)}; with the "
+            f"up-projections absorbed into the queries and outputs it is {format_flops(f.attention_absorbed)}"
+            " (the decode form: it reads only the latent)."
+        )
     return table, note
 
 
@@ -233,22 +261,30 @@ def whole_checks(r: CostReport) -> list[tuple[str, float]]:
     prefill = by_layer + 2 * (s.d_model * s.vocab_size + r.params.count.per_layer_projections) * T * B
     spans = {"full": T, "sliding": (s.sliding_window or 1) - 1, "chunked": (s.attention_chunk_size or 1) - 1}
     kv = (
-        sum(n * min(T, spans[k]) * kv_bytes_per_token_per_layer(s, r.precision.b_kv, k)
-            for k, n in s.caching_counts.items())
+        sum(
+            n * min(T, spans[k]) * kv_bytes_per_token_per_layer(s, r.precision.b_kv, k)
+            for k, n in s.caching_counts.items()
+        )
         * B
-    )  # fmt: skip
-    return [("Σ per-layer FLOPs (card 11) + head", abs(prefill - r.prefill.total)),
-            ("Σ per-layer cached tokens × bytes", abs(kv - r.kv_cache_bytes))]  # fmt: skip
+    )
+    return [
+        ("Σ per-layer FLOPs (card 11) + head", abs(prefill - r.prefill.total)),
+        ("Σ per-layer cached tokens × bytes", abs(kv - r.kv_cache_bytes)),
+    ]
 
 
 def param_parts(r: CostReport) -> tuple[list[str], list[int], list[int]]:
     """(part, total, active) for the held-vs-run chart; the actives sum to ParamCount.active."""
     p = r.params.count
-    rows = [("embeddings", p.embeddings + p.positions, p.embeddings + p.positions),
-            ("attention", p.attention, p.attention), ("linear/state mixers", p.state_mixers, p.state_mixers),
-            ("dense MLP, shared experts, routers", p.mlp, p.mlp),
-            ("routed experts", p.experts, p.experts_active), ("norms", p.norms, p.norms),
-            ("output head", p.lm_head, p.lm_head)]  # fmt: skip
+    rows = [
+        ("embeddings", p.embeddings + p.positions, p.embeddings + p.positions),
+        ("attention", p.attention, p.attention),
+        ("linear/state mixers", p.state_mixers, p.state_mixers),
+        ("dense MLP, shared experts, routers", p.mlp, p.mlp),
+        ("routed experts", p.experts, p.experts_active),
+        ("norms", p.norms, p.norms),
+        ("output head", p.lm_head, p.lm_head),
+    ]
     rows = [row for row in rows if row[1]]
     return [x for x, _, _ in rows], [t for _, t, _ in rows], [a for _, _, a in rows]
 

@@ -70,9 +70,18 @@ class BenchRequest:
             raise ValueError(f"{self.heads} query heads cannot share {self.kv_heads} KV heads evenly (GQA)")
         if not 0 < self.budget_s <= MAX_BUDGET_S:
             raise ValueError(f"the time cap must be in (0, {MAX_BUDGET_S}] s")
-        return SweepConfig(device=device, seq_lens=tuple(sorted(self.seq_lens)), head_dim=self.head_dim,
-                           heads=self.heads, kv_heads=self.kv_heads, dtype=self.dtype, causal=self.causal,
-                           impls=self.impls, budget_s=self.budget_s, rounds=ROUNDS)  # fmt: skip
+        return SweepConfig(
+            device=device,
+            seq_lens=tuple(sorted(self.seq_lens)),
+            head_dim=self.head_dim,
+            heads=self.heads,
+            kv_heads=self.kv_heads,
+            dtype=self.dtype,
+            causal=self.causal,
+            impls=self.impls,
+            budget_s=self.budget_s,
+            rounds=ROUNDS,
+        )
 
 
 HEADLINE = {"head_dim": 128, "dtype": "bf16", "causal": False}  # the Kernels page's headline cases
@@ -93,15 +102,23 @@ class RecordedRun:
         return [
             {"contestant": _label(r["impl"]), "L": r["seq_len"], "TFLOP/s": r["tflops"]}
             for r in self.rows
-            if r.get("tflops") is not None and r.get("kv_heads") == r.get("heads")
+            if r.get("tflops") is not None
+            and r.get("kv_heads") == r.get("heads")
             and all(r.get(k) == v for k, v in HEADLINE.items())
-        ]  # fmt: skip
+        ]
 
     def triton_vs_best_sdpa(self) -> float | None:
         """Triton's TFLOP/s over the best SDPA backend's at L = 8,192 in the headline family
         (correct records only); None when either is missing."""
-        at = [r for r in self.rows if r.get("seq_len") == TARGET_L and r.get("kv_heads") == r.get("heads")
-              and r.get("ok") and r.get("tflops") and all(r.get(k) == v for k, v in HEADLINE.items())]  # fmt: skip
+        at = [
+            r
+            for r in self.rows
+            if r.get("seq_len") == TARGET_L
+            and r.get("kv_heads") == r.get("heads")
+            and r.get("ok")
+            and r.get("tflops")
+            and all(r.get(k) == v for k, v in HEADLINE.items())
+        ]
         sdpa = [r["tflops"] for r in at if r["impl"].startswith("sdpa")]
         ours = [r["tflops"] for r in at if r["impl"] == "triton"]
         return ours[0] / max(sdpa) if sdpa and ours else None
@@ -174,10 +191,19 @@ def run_meta(facts: DeviceFacts) -> dict:
     with ``kind``, ``measured``, ``memory_bytes`` and the rates it attains): with the sweep's
     records, a calibration for the Cost page and ``python -m attn_core cost --calibration``."""
     memory = facts.memory_bytes if facts.kind == "cuda" else calibrations.machine_memory_bytes()
-    return {"device": facts.name, "kind": facts.kind, "measured": facts.measured, "peaks": facts.peak_flops,
-            "bandwidth": facts.bandwidth, "peak_source": facts.source, "threads": facts.threads,
-            "attained": attained_rates(facts.kind, tuple(facts.peak_flops) or tuple(DTYPES)),
-            "memory_bytes": memory, "versions": facts.versions, "date": calibrations.utc_now()}  # fmt: skip
+    return {
+        "device": facts.name,
+        "kind": facts.kind,
+        "measured": facts.measured,
+        "peaks": facts.peak_flops,
+        "bandwidth": facts.bandwidth,
+        "peak_source": facts.source,
+        "threads": facts.threads,
+        "attained": attained_rates(facts.kind, tuple(facts.peak_flops) or tuple(DTYPES)),
+        "memory_bytes": memory,
+        "versions": facts.versions,
+        "date": calibrations.utc_now(),
+    }
 
 
 def _label(impl: str) -> str:
@@ -188,16 +214,28 @@ def _rows(records: list[Record]) -> tuple[list[dict], list[dict]]:
     perf, errors = [], []
     for r in records:
         if r.ms is not None:
-            perf.append({
-                "contestant": _label(r.impl), "L": r.seq_len, "ms": r.ms, "TFLOP/s": r.tflops,
-                "% of peak": r.extra.get("pct_peak"), "FLOP/byte": r.extra.get("intensity"),
-                "peak extra MiB": None if r.peak_mem_bytes is None else r.peak_mem_bytes / 2**20,
-            })  # fmt: skip
-        errors.append({
-            "contestant": _label(r.impl), "L": r.seq_len, "kernel that ran": r.backend or "—",
-            "max |err| vs fp64": r.max_abs_err, "allowed": r.extra.get("tol"),
-            "verdict": {True: "✓ pass", False: "✗ FAIL", None: "—"}[r.ok], "note": r.note,
-        })  # fmt: skip
+            perf.append(
+                {
+                    "contestant": _label(r.impl),
+                    "L": r.seq_len,
+                    "ms": r.ms,
+                    "TFLOP/s": r.tflops,
+                    "% of peak": r.extra.get("pct_peak"),
+                    "FLOP/byte": r.extra.get("intensity"),
+                    "peak extra MiB": None if r.peak_mem_bytes is None else r.peak_mem_bytes / 2**20,
+                }
+            )
+        errors.append(
+            {
+                "contestant": _label(r.impl),
+                "L": r.seq_len,
+                "kernel that ran": r.backend or "—",
+                "max |err| vs fp64": r.max_abs_err,
+                "allowed": r.extra.get("tol"),
+                "verdict": {True: "✓ pass", False: "✗ FAIL", None: "—"}[r.ok],
+                "note": r.note,
+            }
+        )
     return perf, errors
 
 
@@ -215,9 +253,19 @@ def _view(request: BenchRequest, facts: DeviceFacts, records: list[Record], **kw
     perf, errors = _rows(records)
     problems: list[str] = []
     recorded = recorded_gpu_runs(problems=problems)
-    return BenchView(facts, facts.kind == "cuda", list(records), perf_rows=perf, error_rows=errors,
-                     recorded=recorded, recorded_problems=problems, left_out=dict(LEFT_OUT),
-                     cost_rates=cost_rates(), dtype=request.dtype, **kw)  # fmt: skip
+    return BenchView(
+        facts,
+        facts.kind == "cuda",
+        list(records),
+        perf_rows=perf,
+        error_rows=errors,
+        recorded=recorded,
+        recorded_problems=problems,
+        left_out=dict(LEFT_OUT),
+        cost_rates=cost_rates(),
+        dtype=request.dtype,
+        **kw,
+    )
 
 
 def kernels_page(

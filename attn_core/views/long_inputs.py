@@ -93,10 +93,20 @@ def from_hf(loaded: Loaded) -> LongModel:
     weights = sum(p.numel() for p in body.parameters() if id(p) not in embeddings)
     d_ff = getattr(c, "intermediate_size", None) or getattr(c, "n_inner", None) or 4 * c.hidden_size
     return LongModel(
-        Kind.HF, model, loaded.tokenizer, loaded.name, min(model_positions(c) or MAX_LONG_TOKENS, MAX_LONG_TOKENS),
-        c.num_hidden_layers, heads, getattr(c, "num_key_value_heads", None) or heads, head_dim, c.hidden_size,
-        d_ff, weights // c.num_hidden_layers, c.vocab_size,
-    )  # fmt: skip
+        Kind.HF,
+        model,
+        loaded.tokenizer,
+        loaded.name,
+        min(model_positions(c) or MAX_LONG_TOKENS, MAX_LONG_TOKENS),
+        c.num_hidden_layers,
+        heads,
+        getattr(c, "num_key_value_heads", None) or heads,
+        head_dim,
+        c.hidden_size,
+        d_ff,
+        weights // c.num_hidden_layers,
+        c.vocab_size,
+    )
 
 
 def from_trained(model: TinyTransformer, name: str) -> LongModel:
@@ -105,9 +115,20 @@ def from_trained(model: TinyTransformer, name: str) -> LongModel:
     d_ff = 4 * c.n_embd if c.mlp else 0
     per_layer = 4 * c.n_embd**2 + 2 * c.n_embd * d_ff
     return LongModel(
-        Kind.TRAINED, model, None, name, min(c.block_size, MAX_LONG_TOKENS), c.n_layer, c.n_head, c.n_head,
-        c.head_size, c.n_embd, d_ff, per_layer, c.vocab_size,
-    )  # fmt: skip
+        Kind.TRAINED,
+        model,
+        None,
+        name,
+        min(c.block_size, MAX_LONG_TOKENS),
+        c.n_layer,
+        c.n_head,
+        c.n_head,
+        c.head_size,
+        c.n_embd,
+        d_ff,
+        per_layer,
+        c.vocab_size,
+    )
 
 
 @cache

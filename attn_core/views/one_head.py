@@ -128,9 +128,12 @@ def kernel_view(x: ExpressivityInputs) -> KernelView:
         _identity("Nadaraya–Watson = softmax(q·k/λ² − ‖k‖²/2λ²) V", sm.bias_error),
         _identity("equal-length keys (circle): plain attention is exact", eq.circle),
         _identity("equal-length keys (random, d = 3): plain attention is exact", eq.random_3d),
-        Check("dropping the bias is a different smoother", sm.no_bias_error > IDENTITY_TOL,
-              f"max |NW − plain attention| = {sm.no_bias_error:.3g}"),
-    ]  # fmt: skip
+        Check(
+            "dropping the bias is a different smoother",
+            sm.no_bias_error > IDENTITY_TOL,
+            f"max |NW − plain attention| = {sm.no_bias_error:.3g}",
+        ),
+    ]
     return KernelView(sm, eq, checks, x)
 
 
@@ -172,11 +175,17 @@ def select_view(x: ExpressivityInputs) -> SelectView:
     one = rank.one_dim_head(ONE_DIM_TRIALS, ONE_DIM_T, x.seed)
     circ = rank.circle_head(x.circle_keys, CIRCLE_QUERIES)
     checks = [
-        Check("d_k = 1: every top key is argmax k or argmin k", one.extreme_share == 1.0,
-              f"{one.extreme_share:.1%} of {one.trials:,} random instances; at most {one.most_distinct} distinct top keys"),
-        Check("d_k = 2: every key on the circle can win", circ.selectable_2d == x.circle_keys,
-              f"{circ.selectable_2d} of {x.circle_keys} keys (a d_k = 1 head: {circ.selectable_1d})"),
-    ]  # fmt: skip
+        Check(
+            "d_k = 1: every top key is argmax k or argmin k",
+            one.extreme_share == 1.0,
+            f"{one.extreme_share:.1%} of {one.trials:,} random instances; at most {one.most_distinct} distinct top keys",
+        ),
+        Check(
+            "d_k = 2: every key on the circle can win",
+            circ.selectable_2d == x.circle_keys,
+            f"{circ.selectable_2d} of {x.circle_keys} keys (a d_k = 1 head: {circ.selectable_1d})",
+        ),
+    ]
     n = x.circle_keys
     counts = {
         "d_k = 2": torch.bincount(circ.top_2d, minlength=n).tolist(),
@@ -201,13 +210,22 @@ def collapse_view(x: ExpressivityInputs) -> CollapseView:
     uni = collapse.uniform_head_sample(UNIFORM_T, UNIFORM_TRIALS, 1.0, x.seed)
     z = abs(uni.variance - uni.theory) / uni.standard_error
     checks = [
-        Check("one pure layer shrinks the residual cubically", abs(cubic.slope - 3) <= SLOPE_TOL,
-              f"slope {cubic.slope:.3f} per decade (3 ± {SLOPE_TOL})"),
-        Check("uniform head: Var = σ_v²/T", z <= SE_MULTIPLE,
-              f"simulated {uni.variance:.3g} vs {uni.theory:.3g} ({z:.1f} SE; tolerance {SE_MULTIPLE:g} SE)"),
-        Check("residuals slow the collapse", bool(curves.residual[-1] > curves.pure[-1]),
-              f"after {x.layers} layers r = {float(curves.residual[-1]):.3g} with residuals vs {float(curves.pure[-1]):.2g}"),
-    ]  # fmt: skip
+        Check(
+            "one pure layer shrinks the residual cubically",
+            abs(cubic.slope - 3) <= SLOPE_TOL,
+            f"slope {cubic.slope:.3f} per decade (3 ± {SLOPE_TOL})",
+        ),
+        Check(
+            "uniform head: Var = σ_v²/T",
+            z <= SE_MULTIPLE,
+            f"simulated {uni.variance:.3g} vs {uni.theory:.3g} ({z:.1f} SE; tolerance {SE_MULTIPLE:g} SE)",
+        ),
+        Check(
+            "residuals slow the collapse",
+            bool(curves.residual[-1] > curves.pure[-1]),
+            f"after {x.layers} layers r = {float(curves.residual[-1]):.3g} with residuals vs {float(curves.pure[-1]):.2g}",
+        ),
+    ]
     return CollapseView(curves, cubic, uni, checks, x)
 
 

@@ -174,10 +174,17 @@ class SplitMerge:
         named = (("a", 0, self.split, self.a), ("b", self.split, self.keys, self.b))
         named += (("merged", 0, self.keys, self.merged.state),)
         return [
-            {"partial": name, "start": start, "stop": stop, "m": float(p.m), "ℓ": float(p.l),
-             "u": p.u.tolist(), "u / ℓ": p.output.tolist() if float(p.l) > 0 else None}
+            {
+                "partial": name,
+                "start": start,
+                "stop": stop,
+                "m": float(p.m),
+                "ℓ": float(p.l),
+                "u": p.u.tolist(),
+                "u / ℓ": p.output.tolist() if float(p.l) > 0 else None,
+            }
             for name, start, stop, p in named
-        ]  # fmt: skip
+        ]
 
 
 def split_merge(scores: torch.Tensor, values: torch.Tensor, split: int) -> SplitMerge:

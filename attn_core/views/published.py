@@ -49,15 +49,43 @@ def attained_text(p: Priced) -> str:
 
 def rows_table(priced: tuple[Priced, ...]) -> Table:
     """One line per run: conditions, the figure as published, the bound and the fraction attained."""
-    columns: Table = {k: [] for k in ("regime", "source", "model", "GPU", "GPUs", "precision (w / KV / compute)",
-                                      "batch", "prompt", "generated", "framework", "published", "bound",
-                                      "attained", "where")}  # fmt: skip
+    columns: Table = {
+        k: []
+        for k in (
+            "regime",
+            "source",
+            "model",
+            "GPU",
+            "GPUs",
+            "precision (w / KV / compute)",
+            "batch",
+            "prompt",
+            "generated",
+            "framework",
+            "published",
+            "bound",
+            "attained",
+            "where",
+        )
+    }
     for p in priced:
         r = p.run
-        values = (REGIMES[p.band], r.source, r.model, r.gpu, f"{r.n_gpus} ({r.parallelism})",
-                  f"{r.weights} / {r.kv} / {r.compute}", r.batch, r.input_len, r.output_len,
-                  f"{r.framework} {r.version}", r.text,
-                  ("≥ " if p.unit == "ms" else "≤ ") + f"{format_figure(p.bound)} {p.unit}", attained_text(p), r.where)  # fmt: skip
+        values = (
+            REGIMES[p.band],
+            r.source,
+            r.model,
+            r.gpu,
+            f"{r.n_gpus} ({r.parallelism})",
+            f"{r.weights} / {r.kv} / {r.compute}",
+            r.batch,
+            r.input_len,
+            r.output_len,
+            f"{r.framework} {r.version}",
+            r.text,
+            ("≥ " if p.unit == "ms" else "≤ ") + f"{format_figure(p.bound)} {p.unit}",
+            attained_text(p),
+            r.where,
+        )
         for column, value in zip(columns, values, strict=True):
             columns[column].append(value)
     return columns
@@ -121,12 +149,23 @@ def cost_band(report: CostReport) -> CostBand:
 def kernel_rows() -> KernelRows:
     """The published kernel rows (FA2/FA3/FA4, cuDNN, FlashMLA) with their fraction of peak."""
     priced = tuple(p for p in priced_runs() if p.band == "kernel")
-    rows: Table = {k: [] for k in ("kernel", "GPU", "dtype", "shape", "published", "peak", "attained",
-                                   "framework", "where")}  # fmt: skip
+    rows: Table = {
+        k: []
+        for k in ("kernel", "GPU", "dtype", "shape", "published", "peak", "attained", "framework", "where")
+    }
     for p in priced:
         r = p.run
-        values = (r.kernel or r.framework, r.gpu, r.compute, r.model, r.text, f"{format_figure(p.bound)} {p.unit}",
-                  attained_text(p), f"{r.framework} {r.version}", r.where)  # fmt: skip
+        values = (
+            r.kernel or r.framework,
+            r.gpu,
+            r.compute,
+            r.model,
+            r.text,
+            f"{format_figure(p.bound)} {p.unit}",
+            attained_text(p),
+            f"{r.framework} {r.version}",
+            r.where,
+        )
         for column, value in zip(rows, values, strict=True):
             rows[column].append(value)
     return KernelRows(

@@ -1,4 +1,5 @@
-"""Everything the Scaling page shows, one section per call (cards 3, 16 and 18; the lesson's slip).
+"""Everything the Scaling page shows, one section per call (cards 3, 16 and 18; the lesson's slip);
+its inputs are scaling_inputs', its sinks section (card 18) scaling_sinks'.
 
 `view(section, inputs)` runs the section's seeded simulations and closed forms and returns a
 frozen dataclass of ready-to-draw numbers, the verdicts already decided (``Check``), every
@@ -14,11 +15,13 @@ from enum import StrEnum
 
 import torch
 
-from attn_core.limits import THEORY, check_range
-from attn_core.oracle import IDENTITY_TOL, SE_MULTIPLE, Check
+from attn_core.limits import THEORY
+from attn_core.oracle import SE_MULTIPLE, Check
 from attn_core.slips.scaling import SLIPS
-from attn_core.theory import alignment, scaling, sinks
+from attn_core.theory import alignment, scaling
 from attn_core.theory.scaling import ScaleRule
+from attn_core.views.scaling_inputs import MAX_D_K, MAX_KEYS, ScalingInputs, pairs, validate
+from attn_core.views.scaling_sinks import SinksView, sinks_view
 from attn_core.views.sections import SectionViews
 
 __all__ = [  # what the page reads (the page import rule: tests/pages/test_page_shape.py)
@@ -44,7 +47,6 @@ __all__ = [  # what the page reads (the page import rule: tests/pages/test_page_
     "view",
 ]
 
-PAIRS = 4000  # (q, k) pairs of the histogram: the variance's SE is ~2.3% of it
 TABLE_PAIRS = 500  # pairs per width in the d_k table (8, 32, 128, 512: 0.7M entries; SE ≈ 6%)
 TABLE_WIDTHS = (8, 32, 128, 512)  # the lesson's loop (8, 32, 128) and card 3's 512
 ROWS = 64  # softmax rows per scale rule in the row table (a median of 64 rows)
@@ -55,9 +57,6 @@ TWO_KEY_DRAWS = 250  # draws per width, shared by both scales (3 · 250 · 2,047
 # nats: where ln T − σ²/2 is said to "break". At T = 4,096 one row's entropy has sd ≈ 0.02 nats at
 # σ = 1, so a 0.1 gap is 5 sd of a single row (more for the median of 8) and 1% of ln T.
 APPROX_GAP = 0.1
-SINK_TABLE_T = (128, 1024, 4096)  # card 18's sequence lengths
-CAP_MAX_GAIN = 10.0  # the cap curves run over g ∈ [0, 10]: at T = 4,096 the cap reaches 0.9 at 5.26
-CAP_POINTS = 101
 
 
 class Section(StrEnum):
@@ -70,42 +69,8 @@ class Section(StrEnum):
     SINKS = "Sinks & QK-norm"
 
 
-MAX_D_K, MAX_KEYS = THEORY.max_d_k, THEORY.max_keys  # the sidebar's caps
 CODE = scaling.two_key_exact  # what the page's "show the code" shows
 variance_theory = scaling.variance_theory  # Var(q·k) = d_k σ_q² σ_k² (card 3)
-
-
-@dataclass(frozen=True)
-class ScalingInputs:
-    d_k: int = 128
-    sigma_q: float = 1.0
-    sigma_k: float = 1.0
-    T: int = 4096
-    rho: float = 0.5
-    rule: ScaleRule = ScaleRule.SQRT
-    seed: int = 0
-    slip: str | None = None  # an id of attn_core.slips.scaling.SLIPS
-    target_weight: float = 0.9  # card 18: the share a sink (or a QK-norm head) should reach
-    advantage: float = 5.0  # a sink's logit advantage a
-    gain: float = 5.0  # QK-norm gain g
-    tokens: int = 256  # eviction experiment: sequence length
-    window: int = 32  # eviction experiment: cache budget
-
-
-def pairs(d_k: int) -> int:
-    """PAIRS, or fewer at wide heads so that q and k together stay under THEORY.max_entries."""
-    return min(PAIRS, THEORY.max_entries // (2 * d_k))
-
-
-def validate(inputs: ScalingInputs) -> ScalingInputs:
-    """Every input checked with the message a page shows next to its widget (ValueError)."""
-    scaling.check_d_k(inputs.d_k)
-    scaling.check_sigma("σ_q", inputs.sigma_q)
-    scaling.check_sigma("σ_k", inputs.sigma_k)
-    check_range("T (keys)", inputs.T, 2, THEORY.max_keys)
-    alignment.check_rho(inputs.rho)
-    sinks.check_weight(inputs.target_weight)
-    return inputs
 
 
 SECTIONS = SectionViews(Section, validate)  # each section's builder, registered below
@@ -150,13 +115,15 @@ def _variance_table(sigma_q: float, sigma_k: float, seed: int) -> list[dict]:
     for d in TABLE_WIDTHS:
         q, k = scaling.sample_qk(TABLE_PAIRS, d, sigma_q, sigma_k, seed)
         raw, scaled = scaling.score_sample(q, k, 1.0), scaling.score_sample(q, k, d**-0.5)
-        rows.append({
-            "d_k": d,
-            "Var(q·k) simulated": raw.variance,
-            "d_k σ_q² σ_k²": scaling.variance_theory(d, sigma_q, sigma_k, 1.0),
-            "Var(q·k/√d_k) simulated": scaled.variance,
-            "σ_q² σ_k²": sigma_q**2 * sigma_k**2,
-        })  # fmt: skip
+        rows.append(
+            {
+                "d_k": d,
+                "Var(q·k) simulated": raw.variance,
+                "d_k σ_q² σ_k²": scaling.variance_theory(d, sigma_q, sigma_k, 1.0),
+                "Var(q·k/√d_k) simulated": scaled.variance,
+                "σ_q² σ_k²": sigma_q**2 * sigma_k**2,
+            }
+        )
     return rows
 
 
@@ -180,12 +147,19 @@ def variance_view(x: ScalingInputs) -> VarianceView:
             _within("…and variance 2 α² d_k σ_q⁴", slip.variance, slip_theory[1], slip.variance_se),
         ]
     return VarianceView(
-        scale, raw,
+        scale,
+        raw,
         {r: raw.scores * s for r, s in scales.items()},
         {r: scaling.variance_theory(x.d_k, x.sigma_q, x.sigma_k, s) for r, s in scales.items()},
-        scaled, theory, _variance_checks(scaled, theory),
-        _variance_table(x.sigma_q, x.sigma_k, x.seed), slip, slip_theory, slip_checks, x,
-    )  # fmt: skip
+        scaled,
+        theory,
+        _variance_checks(scaled, theory),
+        _variance_table(x.sigma_q, x.sigma_k, x.seed),
+        slip,
+        slip_theory,
+        slip_checks,
+        x,
+    )
 
 
 # ------------------------------------------------------------------------------ entropy
@@ -209,15 +183,17 @@ def _row_table(x: ScalingInputs) -> tuple[list[dict], dict[ScaleRule, scaling.Ro
         s = scaling.scale_of(rule, x.d_k)
         logits = scaling.query_logit_rows(ROWS, x.T, x.d_k, s, x.sigma_q, x.sigma_k, x.seed)
         stats[rule] = st = scaling.row_stats(logits)
-        rows.append({
-            "scale": rule.value,
-            "logit sd α σ_q σ_k √d_k": s * x.sigma_q * x.sigma_k * math.sqrt(x.d_k),
-            "median top weight": st.median("top_weight"),
-            "median entropy (nats)": st.median("entropy"),
-            "effective keys e^H": math.exp(st.median("entropy")),
-            "rows above 0.99": st.saturated_share,
-            "median ‖J‖_F": st.median("jacobian_norm"),
-        })  # fmt: skip
+        rows.append(
+            {
+                "scale": rule.value,
+                "logit sd α σ_q σ_k √d_k": s * x.sigma_q * x.sigma_k * math.sqrt(x.d_k),
+                "median top weight": st.median("top_weight"),
+                "median entropy (nats)": st.median("entropy"),
+                "effective keys e^H": math.exp(st.median("entropy")),
+                "rows above 0.99": st.saturated_share,
+                "median ‖J‖_F": st.median("jacobian_norm"),
+            }
+        )
     return rows, stats
 
 
@@ -269,9 +245,21 @@ def two_keys_view(x: ScalingInputs) -> TwoKeysView:
             for d, e, r in zip(widths, exact[name], runs, strict=True)
             if abs(r.share - e) > SE_MULTIPLE * r.standard_error
         ]
-    at = {n: {"exact": scaling.two_key_exact(x.d_k, a(x.d_k)), "gaussian": scaling.two_key_gaussian(x.d_k, a(x.d_k))} for n, a in rules.items()}  # fmt: skip
+    at = {
+        n: {
+            "exact": scaling.two_key_exact(x.d_k, a(x.d_k)),
+            "gaussian": scaling.two_key_gaussian(x.d_k, a(x.d_k)),
+        }
+        for n, a in rules.items()
+    }
     detail = f"{2 * len(widths) - len(fails)} of {2 * len(widths)} widths within {SE_MULTIPLE:g} SE of the integral"
-    checks = [Check("simulation agrees with the exact integral", not fails, detail + (f"; off at d_k = {fails}" if fails else ""))]  # fmt: skip
+    checks = [
+        Check(
+            "simulation agrees with the exact integral",
+            not fails,
+            detail + (f"; off at d_k = {fails}" if fails else ""),
+        )
+    ]
     return TwoKeysView(widths, exact, gauss, sim, se, at, scaling.gap_threshold(), checks, x)
 
 
@@ -308,62 +296,7 @@ def alignment_view(x: ScalingInputs) -> AlignmentView:
     )
 
 
-# ------------------------------------------------------------------------------ sinks
-
-
-@dataclass(frozen=True)
-class SinksView:
-    T: int
-    advantage_for_target: float  # a = ln(w (T − 1)/(1 − w))
-    weight_for_advantage: float  # e^a/(e^a + T − 1)
-    cap: float  # QK-norm cap at the user's gain
-    gain_for_target: float  # ½ ln(w (T − 1)/(1 − w))
-    bandwidth: float  # 1/√g at the user's gain
-    usual_gain: float  # 1/√d_k: unit vectors under the usual scale
-    usual_cap: float
-    usual_bandwidth: float
-    table: list[dict]  # card 18's T = 128, 1,024, 4,096
-    gains: list[float]  # g from 0 to CAP_MAX_GAIN
-    caps: dict[str, list[float]]  # "T = …" -> the cap at each gain, for card 18's T and the user's
-    eviction: sinks.EvictionResult
-    checks: list[Check]
-    inputs: ScalingInputs  # what it was computed from, validated
-
-
-def _softmax_round_trips(x: ScalingInputs, a: float, g_target: float) -> list[Check]:
-    """Build the rows the formulas describe and softmax them: an independent oracle."""
-    row = torch.zeros(x.T, dtype=torch.float64)
-    row[0] = a
-    w = float(torch.softmax(row, 0)[0])
-    qk = torch.full((x.T,), -g_target, dtype=torch.float64)
-    qk[0] = g_target  # q̂·k̂ = 1 for one key and −1 (k̂ = −q̂) for the others, times the gain
-    top = float(torch.softmax(qk, 0)[0])
-    best = max(x.target_weight, 1 / x.T)  # at g = 0 every weight is 1/T
-    return [
-        Check("softmax of [a, 0, …, 0] gives the target weight", abs(w - x.target_weight) <= IDENTITY_TOL, f"{w:.12f}"),
-        Check("the gain's best-case row reaches the target exactly", abs(top - best) <= IDENTITY_TOL, f"{top:.12f}"),
-    ]  # fmt: skip
-
-
-@SECTIONS.builds(Section.SINKS)
-def sinks_view(x: ScalingInputs) -> SinksView:
-    a = sinks.sink_advantage(x.target_weight, x.T)
-    g_target = sinks.qk_norm_gain(x.target_weight, x.T)
-    usual = x.d_k**-0.5
-    table = [
-        {"T": t, "advantage for the target": sinks.sink_advantage(x.target_weight, t),
-         "weight at the chosen a": sinks.sink_weight(x.advantage, t), "cap at the chosen g": sinks.qk_norm_cap(x.gain, t),
-         "gain for the target": sinks.qk_norm_gain(x.target_weight, t)}
-        for t in SINK_TABLE_T
-    ]  # fmt: skip
-    eviction = sinks.eviction_experiment(x.tokens, x.window, x.target_weight, seed=x.seed)
-    gains = [CAP_MAX_GAIN * i / (CAP_POINTS - 1) for i in range(CAP_POINTS)]
-    caps = {f"T = {t:,}": [sinks.qk_norm_cap(g, t) for g in gains] for t in sorted({*SINK_TABLE_T, x.T})}
-    return SinksView(
-        x.T, a, sinks.sink_weight(x.advantage, x.T), sinks.qk_norm_cap(x.gain, x.T), g_target,
-        sinks.kernel_bandwidth(x.gain), usual, sinks.qk_norm_cap(usual, x.T), sinks.kernel_bandwidth(usual),
-        table, gains, caps, eviction, _softmax_round_trips(x, a, g_target), x,
-    )  # fmt: skip
+SECTIONS.builds(Section.SINKS)(sinks_view)  # its builder lives in scaling_sinks (card 18)
 
 
 def view(section: Section | str, inputs: ScalingInputs):

@@ -141,17 +141,19 @@ def heads_view(model: TinyTransformer, task: TaskId, text: str) -> HeadsView:
     for layer in range(model.config.n_layer):
         for head in range(model.config.n_head):
             P = maps[layer, head]
-            rows.append({
-                "head": f"L{layer}H{head}",
-                "induction (probe)": float(probe.induction[layer, head]),
-                "previous-token (probe)": float(probe.previous_token[layer, head]),
-                "sink share (probe)": float(probe.sink[layer, head]),
-                "entropy (probe), nats": float(probe.entropy[layer, head]),
-                "previous-token (your text)": float(previous_token_score(P)),
-                "sink share (your text)": float(sink_share(P)),
-                "entropy (your text), nats": float(mean_entropy(P)),
-                "ablation Δloss, nats": float(change[layer, head]),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "head": f"L{layer}H{head}",
+                    "induction (probe)": float(probe.induction[layer, head]),
+                    "previous-token (probe)": float(probe.previous_token[layer, head]),
+                    "sink share (probe)": float(probe.sink[layer, head]),
+                    "entropy (probe), nats": float(probe.entropy[layer, head]),
+                    "previous-token (your text)": float(previous_token_score(P)),
+                    "sink share (your text)": float(sink_share(P)),
+                    "entropy (your text), nats": float(mean_entropy(P)),
+                    "ablation Δloss, nats": float(change[layer, head]),
+                }
+            )
     return HeadsView(
         [VOCAB[i] for i in idx[0].tolist()], maps, map_check(trace), rows, task, base, probe.period
     )

@@ -83,6 +83,18 @@ async def reconnect(session: Session, url: str, source: str, cfg: LoadConfig) ->
     stats.recovered_after_s.append(time.monotonic() - lost_at)
 
 
+@dataclass
+class _Student:
+    """One session's student: the connection, where it connects from, what it changes, its dice."""
+
+    session: Session
+    url: str
+    source: str
+    cfg: LoadConfig
+    key: str
+    rng: random.Random
+
+
 async def run_session(url: str, cfg: LoadConfig, index: int, deadline: float) -> SessionStats:
     """Open one session, load the page, then change the widget until the deadline.
 
@@ -101,43 +113,7 @@ async def run_session(url: str, cfg: LoadConfig, index: int, deadline: float) ->
     session = Session(ws, page, stats)
     try:
         stats.first_load_s = await session.rerun([], cfg.rerun_timeout_s)
-        changed, back = widget_states_for(*session.find_widget(key))
-        confirmed = back  # the widget's value as the server last confirmed it
-        i = 0
-        while True:
-            think = cfg.think_s * rng.uniform(1 - cfg.jitter, 1 + cfg.jitter)
-            if time.monotonic() + think >= deadline:
-                break
-            closed = await session.idle(think)
-            state = changed if i % 2 == 0 else back  # the change the student makes next
-            url_before = session.query_string
-            if not closed:
-                try:
-                    took = await session.rerun([state], cfg.rerun_timeout_s, session.fragment_of(state.id))
-                except (ConnectionClosed, OSError):
-                    if not cfg.reconnect:
-                        raise
-                else:
-                    stats.latencies_s.append(took)
-                    stats.finished_at.append(time.monotonic())
-                    confirmed, i = state, i + 1
-                    continue
-            if not cfg.reconnect:
-                raise ConnectionError("the server closed the connection")
-            # If the run of the change in flight had already put it in the URL (page_info_changed
-            # arrived before the replica died), the browser's address bar shows it: the reload
-            # must too. Otherwise the reload must show the last confirmed value, and the change is
-            # sent again next, as a browser resends its widget states.
-            expected = state if session.query_string != url_before else confirmed
-            await reconnect(session, url, source, cfg)
-            kind, proto = session.find_widget(key)
-            restored = widget_states_for(kind, proto)[1]
-            if restored.SerializeToString() != expected.SerializeToString():
-                stats.lost.append(
-                    f"{page} {key}: had {expected}, the reload showed {restored}".replace("\n", " ")
-                )
-            elif expected is state:
-                confirmed, i = state, i + 1
+        await _change_until(_Student(session, url, source, cfg, key, rng), deadline)
     except TimeoutError:
         stats.errors.append(f"no script_finished within {cfg.rerun_timeout_s:.0f} s")
     except (LookupError, ValueError, OSError) as exc:
@@ -149,6 +125,55 @@ async def run_session(url: str, cfg: LoadConfig, index: int, deadline: float) ->
             async with asyncio.timeout(5):
                 await session.ws.close()
     return stats
+
+
+async def _change_until(st: _Student, deadline: float) -> None:
+    """Think, change the widget (to its changed value, then back, in turn), until the deadline; a
+    lost connection reconnects (cfg.reconnect) or raises."""
+    session, cfg, stats = st.session, st.cfg, st.session.stats
+    changed, back = widget_states_for(*session.find_widget(st.key))
+    confirmed = back  # the widget's value as the server last confirmed it
+    i = 0
+    while True:
+        think = cfg.think_s * st.rng.uniform(1 - cfg.jitter, 1 + cfg.jitter)
+        if time.monotonic() + think >= deadline:
+            break
+        closed = await session.idle(think)
+        state = changed if i % 2 == 0 else back  # the change the student makes next
+        url_before = session.query_string
+        if not closed:
+            try:
+                took = await session.rerun([state], cfg.rerun_timeout_s, session.fragment_of(state.id))
+            except (ConnectionClosed, OSError):
+                if not cfg.reconnect:
+                    raise
+            else:
+                stats.latencies_s.append(took)
+                stats.finished_at.append(time.monotonic())
+                confirmed, i = state, i + 1
+                continue
+        if not cfg.reconnect:
+            raise ConnectionError("the server closed the connection")
+        # If the run of the change in flight had already put it in the URL (page_info_changed
+        # arrived before the replica died), the browser's address bar shows it: the reload
+        # must too. Otherwise the reload must show the last confirmed value, and the change is
+        # sent again next, as a browser resends its widget states.
+        expected = state if session.query_string != url_before else confirmed
+        if await _reload_shows(st, expected) and expected is state:
+            confirmed, i = state, i + 1
+
+
+async def _reload_shows(st: _Student, expected) -> bool:
+    """Reconnect and reload the page: whether it shows ``expected`` (else the loss is recorded)."""
+    await reconnect(st.session, st.url, st.source, st.cfg)
+    kind, proto = st.session.find_widget(st.key)
+    restored = widget_states_for(kind, proto)[1]
+    if restored.SerializeToString() != expected.SerializeToString():
+        st.session.stats.lost.append(
+            f"{st.session.page} {st.key}: had {expected}, the reload showed {restored}".replace("\n", " ")
+        )
+        return False
+    return True
 
 
 def percentile(values: list[float], q: float) -> float:

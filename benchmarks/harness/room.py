@@ -124,29 +124,11 @@ async def follower(
                     fwd.ParseFromString(await client.ws.recv())
             except TimeoutError:
                 continue
-            kind = fwd.WhichOneof("type")
-            if kind == "new_session":
-                client.running = True
-            if kind != "script_finished":
-                client._read(fwd, kind)
-                # a frame sent between runs (lab_ui.classroom.change_push): its sidebar line comes last
-                if client.running or not (kind == "delta" and fwd.metadata.delta_path[:1] == [1]):
-                    continue
-                if not client.on_frame:
-                    continue
-                client.pushed += 1
-            elif fwd.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+            if not _view_shown(client, fwd):
                 continue
-            else:
-                client.running = False
             now, value = time.perf_counter(), client.value(KEY)
             timeline.append((now, value))
-            while seen < len(shared.changes) and value == shared.changes[seen].value:
-                if seen == len(shared.changes) - 1 or shared.changes[seen + 1].value != value:
-                    mine.append(now - shared.changes[seen].sent)
-                    seen += 1
-                    break
-                seen += 1
+            seen = _seen_through(shared, seen, value, now, mine)
     except Exception as exc:  # record and go on: one bad session must not stop the run
         stats.errors.append(f"{type(exc).__name__}: {exc}")
     finally:
@@ -154,6 +136,38 @@ async def follower(
         with contextlib.suppress(Exception):
             await client.ws.close()
     return len(shared.changes) - seen, client
+
+
+def _view_shown(client: RoomClient, fwd: ForwardMsg) -> bool:
+    """Read one message; whether it completes a view the follower sees: a finished run, or a frame
+    sent between runs (lab_ui.classroom.change_push), whose sidebar line comes last."""
+    kind = fwd.WhichOneof("type")
+    if kind == "new_session":
+        client.running = True
+    if kind != "script_finished":
+        client._read(fwd, kind)
+        if client.running or not (kind == "delta" and fwd.metadata.delta_path[:1] == [1]):
+            return False
+        if not client.on_frame:
+            return False
+        client.pushed += 1
+        return True
+    if fwd.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+        return False
+    client.running = False
+    return True
+
+
+def _seen_through(shared: Shared, seen: int, value: object, now: float, mine: list[float]) -> int:
+    """How many of the presenter's changes the follower has seen once it shows ``value`` at ``now``
+    (from ``seen`` on): a run of changes to one value is seen at once, its delay counted from the
+    last of them, appended to ``mine``."""
+    while seen < len(shared.changes) and value == shared.changes[seen].value:
+        if seen == len(shared.changes) - 1 or shared.changes[seen + 1].value != value:
+            mine.append(now - shared.changes[seen].sent)
+            return seen + 1
+        seen += 1
+    return seen
 
 
 async def warm(url: str) -> None:

@@ -190,8 +190,13 @@ def _take_back(room_id: str, secret: str) -> None:
     """Present ``room_id`` again from this tab (a room the store lost is restored by the publish)."""
     st.session_state.pop(_PER_CLIENT_KEY, None)
     st.session_state[session.ROOM_KEY] = {
-        "id": room_id, "role": "present", "secret": secret, "version": 0, "sent": None, "adopt": True,
-    }  # fmt: skip
+        "id": room_id,
+        "role": "present",
+        "secret": secret,
+        "version": 0,
+        "sent": None,
+        "adopt": True,
+    }
     st.query_params[session.ROOM_PARAM] = room_id
 
 

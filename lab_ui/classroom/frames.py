@@ -39,13 +39,41 @@ MAIN, SIDEBAR = 0, 1  # Streamlit's root containers (delta_path[0])
 # of text. Every other kind (imgs, download_button, html, iframe, audio, video, …) is
 # dropped: it points at a URL of the presenter's server process or runs code in the browser.
 SHOWN = frozenset(
-    {"alert", "code", "dataframe", "empty", "exception", "heading", "help_info", "json", "markdown",
-     "metric", "plotly_chart", "progress", "space", "table", "text", "vega_lite_chart"}
-)  # fmt: skip
+    {
+        "alert",
+        "code",
+        "dataframe",
+        "empty",
+        "exception",
+        "heading",
+        "help_info",
+        "json",
+        "markdown",
+        "metric",
+        "plotly_chart",
+        "progress",
+        "space",
+        "table",
+        "text",
+        "vega_lite_chart",
+    }
+)
 WIDGETS = frozenset(
-    {"button_group", "checkbox", "color_picker", "date_input", "multiselect", "number_input", "radio",
-     "selectbox", "slider", "text_area", "text_input", "time_input"}
-)  # fmt: skip
+    {
+        "button_group",
+        "checkbox",
+        "color_picker",
+        "date_input",
+        "multiselect",
+        "number_input",
+        "radio",
+        "selectbox",
+        "slider",
+        "text_area",
+        "text_input",
+        "time_input",
+    }
+)
 
 
 @dataclass

@@ -25,6 +25,7 @@ import torch
 
 transformers = pytest.importorskip("transformers", reason="the model-derived path needs transformers")
 
+from conftest import hf_model  # noqa: E402
 from huggingface_hub.errors import StrictDataclassError  # noqa: E402
 from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES  # noqa: E402
@@ -85,22 +86,22 @@ def meta_param_count(model_type: str) -> int | None:
     """transformers' own count: its causal LM for the (text) config, built on meta; None if it cannot."""
     try:
         cfg = AutoConfig.for_model(model_type).get_text_config(decoder=True)
-        with torch.device("meta"):
-            try:
-                model = AutoModelForCausalLM.from_config(cfg)
-            except ValueError:  # a text config of a multimodal family: its …ForCausalLM beside it
-                mod = importlib.import_module(type(cfg).__module__.replace(".configuration_", ".modeling_"))
-                cls = next(
-                    (
-                        getattr(mod, n)
-                        for n in dir(mod)
-                        if n.endswith("ForCausalLM")
-                        and getattr(getattr(mod, n), "config_class", None) is type(cfg)
-                    ),
-                    None,
-                )
-                if cls is None:
-                    return None
+        try:
+            model = hf_model(cfg)
+        except ValueError:  # a text config of a multimodal family: its …ForCausalLM beside it
+            mod = importlib.import_module(type(cfg).__module__.replace(".configuration_", ".modeling_"))
+            cls = next(
+                (
+                    getattr(mod, n)
+                    for n in dir(mod)
+                    if n.endswith("ForCausalLM")
+                    and getattr(getattr(mod, n), "config_class", None) is type(cfg)
+                ),
+                None,
+            )
+            if cls is None:
+                return None
+            with torch.device("meta"):
                 model = cls(cfg)
     except CANNOT_BUILD:
         return None

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 transformers = pytest.importorskip("transformers", reason="the facts come from transformers' build")
-import torch  # noqa: E402
+
+from conftest import hf_model  # noqa: E402
 
 from attn_core.anatomy.facts import facts_of  # noqa: E402
 
@@ -23,9 +24,8 @@ TINY = {
 
 
 def _built(model_type: str, **extra):
-    config = transformers.AutoConfig.for_model(model_type, **TINY, **extra)
-    with torch.device("meta"):
-        return transformers.AutoModelForCausalLM.from_config(config), config
+    model = hf_model({"model_type": model_type, **TINY, **extra})
+    return model, model.config
 
 
 def _names(model) -> set[str]:

@@ -359,3 +359,28 @@ def test_a_seated_students_answer_is_taken_when_departed_seats_filled_the_room(s
     answers, seated = store.answers(room_id, secret)
     assert {f"s{i}" for i in range(4)} <= set(answers) and len(answers) == 4
     assert sorted(seated) == [f"s{i}" for i in range(4)]
+
+
+@pytest.mark.parametrize(
+    ("first", "departed", "expected"),
+    [
+        # (counted, by address, per address, kept, cap): hand-made cases of the three steps
+        (question.FirstAnswer(False, 0, 10, 0, 4), None, None),  # room to spare: taken
+        (question.FirstAnswer(False, 10, 10, 0, 4), None, "network address"),  # address spent
+        (question.FirstAnswer(True, 10, 10, 0, 4), None, None),  # the seat already counted
+        (question.FirstAnswer(False, 0, 10, 4, 4), "gone", "gone"),  # a departed seat makes way
+        (question.FirstAnswer(False, 0, 10, 4, 4), None, "as many as it keeps"),  # all seated
+    ],
+)
+def test_the_answers_rule_step_by_step(first, departed, expected):
+    """question.make_way, the rule both stores apply: the address's bound first, then the room's."""
+    if expected in (None, "gone"):
+        assert question.make_way(first, lambda: departed) == expected
+    else:
+        with pytest.raises(records.RoomError, match=expected):
+            question.make_way(first, lambda: departed)
+
+
+def test_a_rooms_answer_cap_is_its_seats_up_to_max_answers():
+    assert question.answer_cap(3) == 3
+    assert question.answer_cap(question.MAX_ANSWERS + 1) == question.MAX_ANSWERS

@@ -12,6 +12,7 @@ import math
 
 import pytest
 import torch
+from conftest import hf_model, hf_numel
 
 from attn_core.cost.config_keys import ConfigError
 from attn_core.cost.config_reader import from_hf_config, load_preset, load_preset_config
@@ -31,8 +32,7 @@ def meta_model(name: str):
     config.pop("quantization_config", None)  # sizes, not the checkpoint's storage format
     conf = transformers.AutoConfig.for_model(config.pop("model_type"), **config)
     conf = getattr(conf, "text_config", None) or conf  # Gemma 3, Llama 4: the language model
-    with torch.device("meta"):
-        return transformers.AutoModelForCausalLM.from_config(conf)
+    return hf_model(conf)
 
 
 @pytest.mark.parametrize("name", MODERN)
@@ -126,7 +126,8 @@ def test_llama4_chunked_layers_keep_one_chunk(T):
 
 
 def test_mistral_window_on_every_layer_still_caps():
-    assert kv_cache_bytes(load_preset("mistral-7b"), 32_768) == 32 * 2 * 8 * 128 * 2 * 4095  # W − 1 tokens: 512 MiB − 128 KiB
+    # W − 1 tokens: 512 MiB − 128 KiB
+    assert kv_cache_bytes(load_preset("mistral-7b"), 32_768) == 32 * 2 * 8 * 128 * 2 * 4095
 
 
 # -- Pairs and FLOPs --------------------------------------------------------------------------------
@@ -242,10 +243,7 @@ def test_quantization_is_reported_not_applied():
 
 # -- Layouts the presets do not cover: small configs against the Hugging Face classes -------------------
 def hf_count(model_type: str, cfg: dict) -> int:
-    conf = transformers.AutoConfig.for_model(model_type, **cfg)
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(conf)
-    return sum(p.numel() for p in model.parameters())
+    return hf_numel({"model_type": model_type, **cfg})
 
 
 def test_qwen_moe_dense_layers_mixed_in():

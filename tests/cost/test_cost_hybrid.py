@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import hf_model
 
 from attn_core.cost.config_reader import from_hf_config, load_preset, load_preset_config
 from attn_core.cost.mixers import chunk_pairs
@@ -113,12 +114,6 @@ TINY = {
 HYBRID_PRESETS = ["qwen3-next-80b-a3b", "kimi-linear-48b-a3b", "jamba-1.5-mini", "nemotron-h-8b"]
 
 
-def hf_model(model_type: str, config: dict, device: str = "meta"):
-    conf = transformers.AutoConfig.for_model(model_type, **config)
-    with torch.device(device):
-        return transformers.AutoModelForCausalLM.from_config(conf), conf
-
-
 def ours(model_type: str, config: dict):
     return from_hf_config({"model_type": model_type, **config})
 
@@ -126,7 +121,7 @@ def ours(model_type: str, config: dict):
 @pytest.mark.parametrize("model_type", sorted(TINY))
 def test_tiny_params_equal_the_hugging_face_model(model_type):
     """Every weight of every family, exactly: Σ numel over the real module tree."""
-    model, _ = hf_model(model_type, TINY[model_type])
+    model = hf_model({"model_type": model_type, **TINY[model_type]})
     assert model_params(ours(model_type, TINY[model_type])).total == sum(
         p.numel() for p in model.parameters()
     )
@@ -137,7 +132,7 @@ def test_preset_params_equal_the_hugging_face_model(name):
     """The brief asks for 0.5%; the count is exact (Kimi Linear's router score-correction bias is
     a buffer in transformers, not a parameter, and is not counted)."""
     config = load_preset_config(name)
-    model, _ = hf_model(config.pop("model_type"), config)
+    model = hf_model(config)
     n = sum(p.numel() for p in model.parameters())
     assert model_params(load_preset(name)).total == n
 
@@ -146,7 +141,8 @@ def cache_tensors(model_type: str, B: int = 3, T: int = 7):
     """Run the tiny model in bf16 on the CPU with transformers' own cache; per layer, the bytes of
     its attention cache and of its conv and recurrent states."""
     torch.manual_seed(0)
-    model, conf = hf_model(model_type, TINY[model_type], device="cpu")
+    model = hf_model({"model_type": model_type, **TINY[model_type]}, device="cpu")
+    conf = model.config
     model = model.to(torch.bfloat16)
     cache = transformers.DynamicCache(config=conf)
     with torch.no_grad():
@@ -393,7 +389,7 @@ def test_mixer_and_attention_maps_match_torchs_flop_counter(model_type):
     from attn_core.cost.flops import prefill_flops
 
     torch.manual_seed(0)
-    model, conf = hf_model(model_type, TINY[model_type], device="cpu")
+    model = hf_model({"model_type": model_type, **TINY[model_type]}, device="cpu")
     T = 7
     with FlopCounterMode(display=False) as counter, torch.no_grad():
         model(torch.randint(0, 64, (1, T)))

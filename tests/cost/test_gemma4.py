@@ -15,6 +15,7 @@ import torch
 
 transformers = pytest.importorskip("transformers", reason="the oracle is transformers' own Gemma 4 build")
 
+from conftest import hf_numel  # noqa: E402
 from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
 
 from attn_core.anatomy.build import completed_config  # noqa: E402
@@ -60,9 +61,7 @@ def _hf(config: dict):
 
 
 def meta_params(config: dict) -> int:
-    with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(_hf(config))
-    return sum(p.numel() for p in model.parameters())
+    return hf_numel(_hf(config))
 
 
 def real_cache_bytes(config: dict, T: int) -> int:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 import transformers
+from conftest import hf_model
 
 from attn_core.cost.config_reader import from_hf_config
 from attn_core.cost.ledger import attention_twin, layer_ledger, memory_sweep_T
@@ -46,9 +47,8 @@ def reference() -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
     """Per ledger kind: parameters, cached numbers per token, state numbers per sequence."""
     config = transformers.Qwen3NextConfig(**SIZES)
     params: dict[str, int] = {}
-    with torch.device("meta"):
-        meta = transformers.Qwen3NextForCausalLM(config)
-    for kind, layer in zip(config.layer_types, meta.model.layers, strict=True):
+    meta = hf_model(config, base=True)
+    for kind, layer in zip(config.layer_types, meta.layers, strict=True):
         params[KIND[kind]] = params.get(KIND[kind], 0) + sum(p.numel() for p in layer.parameters())
     torch.manual_seed(0)
     model = transformers.Qwen3NextForCausalLM(config).eval()

@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-import torch
 import transformers
+from conftest import hf_model
 
 from attn_core.cost.config_keys import ConfigError
 from attn_core.cost.config_reader import from_hf_config
@@ -31,9 +31,7 @@ def llama_shape(**changes) -> ModelShape:
 
 
 def test_widths_are_the_projections_transformers_allocates():
-    config = transformers.LlamaConfig(**LLAMA)
-    with torch.device("meta"):
-        attn = transformers.LlamaForCausalLM(config).model.layers[0].self_attn
+    attn = hf_model({"model_type": "llama", **LLAMA}, base=True).layers[0].self_attn
     shape = llama_shape()
     assert shape.q_width == attn.q_proj.out_features  # h·d_h
     assert shape.kv_width == attn.k_proj.out_features == attn.v_proj.out_features  # H_kv·d_h

@@ -9,6 +9,7 @@ import pytest
 import torch
 import transformers as tf
 from apptest_helpers import badges
+from conftest import hf_model
 
 from attn_core.hf import attention_maps as hf
 from attn_core.views import hf_heads as explore
@@ -93,7 +94,7 @@ def roots(tmp_path_factory):
     root = tmp_path_factory.mktemp("models")
     for name, config in configs().items():
         torch.manual_seed(0)
-        model = tf.AutoModelForCausalLM.from_config(config)
+        model = hf_model(config, device="cpu")
         for module in model.modules():  # gpt-oss: sinks that weigh (they start at 0)
             if isinstance(getattr(module, "sinks", None), torch.nn.Parameter):
                 module.sinks.data = torch.linspace(-1.0, 3.0, module.sinks.numel())

@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 import transformers
+from conftest import hf_model
 
 from attn_core.attention import attention
 from attn_core.heads import uniform_entropy
@@ -48,7 +49,7 @@ def configs():
 @pytest.fixture(scope="module", params=["gpt2", "llama-gqa", "mistral-window"])
 def folder(request, tmp_path_factory):
     torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(configs()[request.param])
+    model = hf_model(configs()[request.param], device="cpu")
     path = tmp_path_factory.mktemp(request.param)
     model.save_pretrained(path)
     return request.param, path

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from apptest_helpers import metric, open_section, plotly_array
+from conftest import hf_numel
 
 PAGE = "pages/costs.py"
 
@@ -301,7 +302,9 @@ def test_pasted_nested_config(app):
     assert not at.exception and at.error.len == 0
     assert strip_counts(at) == {"full": 10, "sliding": 52}
     # 2·16·128·2 B per token per layer × (10 layers × 4,096 + 52 layers × W − 1 = 1,023).
-    assert metric(at, "KV cache, B × T") == "735.59 MiB" and 8192 * (10 * 4096 + 52 * 1023) == 735.59375 * 2**20
+    assert (
+        metric(at, "KV cache, B × T") == "735.59 MiB" and 8192 * (10 * 4096 + 52 * 1023) == 735.59375 * 2**20
+    )
 
 
 def test_time_bounds_and_efficiency(app):
@@ -376,16 +379,10 @@ def test_a_preset_the_formulas_do_not_cover_is_sized_by_its_recorded_build(app):
 def test_a_pasted_config_the_formulas_misread_names_the_part(app):
     """OLMo's LayerNorms have no weights: the formulas' norms differ from transformers' build, and
     the page says so with both figures (oracle: the build's own parameter count on meta)."""
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
-
     from attn_core.anatomy.build import completed_config
 
     config = completed_config({"model_type": "olmo"})
-    with torch.device("meta"):
-        oracle = sum(
-            p.numel() for p in AutoModelForCausalLM.from_config(AutoConfig.for_model("olmo")).parameters()
-        )
+    oracle = hf_numel({"model_type": "olmo"})
     at = app(PAGE, co_src="paste or upload config.json")
     at.text_area(key="co_paste").set_value(json.dumps(config)).run()
     assert not at.exception

@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-import torch
-from transformers import AutoConfig, AutoModel
+from conftest import hf_numel
 
 from attn_core.verify import plan as verify_plan
 from attn_core.verify.examples import LLAMA
@@ -24,13 +23,6 @@ PASTE = "paste or upload config.json"
 # Untied embeddings said outright: the formulas read an unsaid tie as tied, transformers' Llama as
 # untied, and the page's other check names that difference in red.
 DEEP = LLAMA | {"num_hidden_layers": 70, "tie_word_embeddings": False}
-
-
-def numel_of(config: dict) -> int:
-    """transformers' base model of ``config`` (no head, as the check builds it) on meta: its parameters."""
-    with torch.device("meta"):
-        model = AutoModel.from_config(AutoConfig.for_model(**config))
-    return sum(p.numel() for p in model.parameters())
 
 
 def built_line(at) -> str:
@@ -54,7 +46,7 @@ def test_a_pasted_config_is_checked_on_transformers_own_layers(app):
     at.text_area(key="co_paste").set_value(json.dumps(DEEP)).run()
     open_check(at)
     assert not at.exception
-    expected = numel_of(DEEP | {"num_hidden_layers": verify_plan.MAX_LAYERS})
+    expected = hf_numel(DEEP | {"num_hidden_layers": verify_plan.MAX_LAYERS}, base=True)
     assert "Built by **transformers**" in built_line(at)  # planned, before the run
     assert f"**{expected:,}** parameters" in built_line(at)
     at.selectbox(key="co_vf_T").set_value(64).run()
@@ -92,9 +84,9 @@ def fresh_llama() -> dict:
 
 def test_the_formulas_figures_show_while_every_build_slot_is_busy(app, monkeypatch):
     from attn_core.anatomy import runner
-    from attn_core.bounded_child import Slots
+    from attn_core.limits import ServerSlot
 
-    monkeypatch.setattr(runner, "_SLOTS", Slots(0, runner._busy))  # every slot held
+    monkeypatch.setattr(runner, "_SLOTS", ServerSlot("build check", 0, busy=runner._busy))  # every slot held
     at = app(PAGE, co_src=PASTE)
     at.text_area(key="co_paste").set_value(json.dumps(fresh_llama())).run()
     assert not at.exception and at.error.len == 0

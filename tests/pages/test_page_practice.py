@@ -8,6 +8,7 @@ import pytest
 
 from attn_core.practice.drills import DRILLS
 from lab_ui.nav import PAGES
+from lab_ui.open_page import drill_params
 
 PAGE = "pages/practice.py"
 
@@ -99,7 +100,7 @@ def test_each_cards_link_opens_its_page_with_the_numbers(app, card):
         # branch; until they are in the navigation the Practice page shows no link for these cards.
         pytest.skip(f"page {link.url_path!r} is not in lab_ui.nav.PAGES on this branch yet")
     path = paths[link.url_path]
-    at = app(path, **link.params)
+    at = app(path, **drill_params(link))
     assert not at.exception
     assert at.error.len == 0, [e.value for e in at.error]
 

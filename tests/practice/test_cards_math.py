@@ -40,12 +40,12 @@ def test_the_output_shape_is_the_one_sdpa_returns():
 
 def test_the_card_1_link_opens_within_the_playgrounds_caps():
     q = cards_math._shapes_question(1, 32, 4096, 4096, 128, 128)  # the card's own numbers
-    p = q.link.params
-    sizes = [int(p[k]) for k in ("in_L", "in_S", "in_dk", "in_dv", "in_H", "in_Hkv")]
+    p = q.link.inputs
+    sizes = [int(p[k]) for k in ("L", "S", "dk", "dv", "H", "Hkv")]
     random_qkv(*sizes, seed=0)  # the Playground's builder takes them (raises over a cap)
     assert "cut" in q.link.section
     small = cards_math._shapes_question(2, 4, 5, 6, 7, 8)
-    assert [int(small.link.params[k]) for k in ("in_L", "in_S", "in_dk", "in_dv", "in_H")] == [5, 6, 7, 8, 4]
+    assert [int(small.link.inputs[k]) for k in ("L", "S", "dk", "dv", "H")] == [5, 6, 7, 8, 4]
     assert "cut" not in small.link.section
 
 

@@ -18,6 +18,7 @@ import torch
 
 from attn_core.practice import cards_alignment_sinks, cards_collapse, cards_one_head, cards_variance, drills
 from attn_core.practice.question import AnswerKind, Difficulty
+from lab_ui.open_page import drill_params
 from lab_ui.widgets import url_id
 
 THEORY_CARDS = ("3", "8", "10", "16", "17", "18")
@@ -92,8 +93,10 @@ def test_links_go_to_the_theory_pages_with_the_numbers(card):
     for q in draws(card)[:60]:
         assert q.link is not None and q.link.url_path == page
         section = importlib.import_module(f"attn_core.views.{page}").Section(q.link.section)
-        assert q.link.params[f"{prefix}section"] == url_id(section)  # the page's id, not its label
-        assert all(k.startswith(prefix) and isinstance(v, str) for k, v in q.link.params.items())
+        assert q.link.section_id == url_id(section)  # the page's id, not its label
+        params = drill_params(q.link)  # as lab_ui/open_page.py keys them on the page
+        assert params[f"{prefix}section"] == q.link.section_id
+        assert all(k.startswith(prefix) and isinstance(v, str) for k, v in params.items())
         assert q.steps and all(isinstance(s, str) and s for s in q.steps)
 
 

@@ -17,6 +17,7 @@ from attn_core.practice import drills, page_links
 from attn_core.practice.question import Difficulty, PageLink, PageSection
 from attn_core.views.inputs import InputKind, ScaleKind
 from lab_ui.nav import PAGES
+from lab_ui.open_page import drill_params
 from lab_ui.widgets import url_id
 
 PATHS = {p.url_path: p.path for p in PAGES}
@@ -50,11 +51,12 @@ def test_a_section_is_linked_by_the_id_of_the_pages_own_section():
     seen = set()
     for link in links():
         key = SECTION_KEYS.get(link.url_path)
+        params = drill_params(link)
         if key is None:  # the Playground has no section picker: the link names what to look at
-            assert not any(k.endswith("_section") for k in link.params), link
+            assert not link.section_id and not any(k.endswith("_section") for k in params), link
             continue
         section = importlib.import_module(f"attn_core.views.{link.url_path}").Section
-        assert link.params[key] == url_id(section(link.section)), link  # the label names the section
+        assert params[key] == link.section_id == url_id(section(link.section)), link  # the label names it
         seen.add(link.url_path)
     assert seen == set(SECTION_KEYS)  # the sample reaches every page with sections
 
@@ -71,7 +73,7 @@ def test_no_link_carries_a_label_where_the_page_keeps_an_id():
         "1/d_k",
     }
     for link in links():
-        for key, value in link.params.items():
+        for key, value in drill_params(link).items():
             if key.endswith(("_src", "_scale", "_kind", "_rule")):
                 assert value not in labels, (key, value)
 
@@ -79,11 +81,12 @@ def test_no_link_carries_a_label_where_the_page_keeps_an_id():
 @pytest.mark.parametrize("link", one_per_section(), ids=lambda link: f"{link.url_path}:{link.section}")
 def test_the_page_opens_on_the_link_and_keeps_every_value(app, link):
     assert link.url_path in PATHS, f"no page {link.url_path!r} in lab_ui.nav.PAGES"
-    at = app(PATHS[link.url_path], **link.params)
+    params = drill_params(link)
+    at = app(PATHS[link.url_path], **params)
     assert not at.exception, [e.message for e in at.exception]
     assert at.error.len == 0, [e.value for e in at.error]
     assert not [c.value for c in at.caption if "is not allowed here" in c.value]
-    for key, value in link.params.items():
+    for key, value in params.items():
         # a value the page kept stays in its address as given (a default one is dropped from it)
         assert at.query_params.get(key, value) == value, (key, value, at.query_params.get(key))
 
@@ -92,7 +95,7 @@ def test_every_link_target_is_a_section_of_its_page_by_id_and_label():
     targets = [v for v in vars(page_links).values() if isinstance(v, PageSection)]
     assert len(targets) >= 16
     for t in targets:
-        assert t.key == SECTION_KEYS[t.url_path] and t.url_path in PATHS
+        assert t.url_path in PATHS and t.url_path in SECTION_KEYS
         section = importlib.import_module(f"attn_core.views.{t.url_path}").Section(t.label)
         assert t.id == url_id(section)
     assert (url_id(InputKind.TYPED), url_id(InputKind.RANDOM)) == (page_links.TYPED, page_links.RANDOM)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-import transformers
+from conftest import hf_model
 from torch.utils.flop_counter import FlopCounterMode
 from transformers import AutoConfig, AutoModel
 
@@ -49,8 +49,7 @@ def torch_mm_flops(batch: int, tokens: int, config: dict | None = None) -> int:
 
 
 def layer_params() -> int:
-    with torch.device("meta"):
-        model = transformers.LlamaModel(transformers.LlamaConfig(**SIZES))
+    model = hf_model({"model_type": "llama", **SIZES}, base=True)
     return sum(p.numel() for p in model.layers.parameters())
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
-from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
+from conftest import hf_numel
+from transformers import AutoModelForCausalLM
 
 from attn_core.cost.config_reader import from_hf_config
 from attn_core.verify import cli as verify_cli
@@ -50,15 +50,6 @@ GEMMA4 = {
 
 
 pytestmark = pytest.mark.usefixtures("small_probe")
-
-
-def numel_of(config: dict) -> int:
-    """transformers' own base model of ``config`` (the causal LM without its head, which verify
-    neither builds nor runs), built on the meta device: its parameters."""
-    cfg = AutoConfig.for_model(**config)
-    with torch.device("meta"):
-        model = AutoModel.from_config(cfg)
-    return sum(p.numel() for p in model.parameters())
 
 
 def _check(config: dict, **request):
@@ -97,7 +88,7 @@ def test_verify_runs_transformers_own_layers(name):
     plan, result, check = _check(config, **request)
     data = result.to_json()
     assert data["built_by"] == "transformers" and plan.built_by == "transformers"
-    assert data["params_built"] == numel_of(by_hand)
+    assert data["params_built"] == hf_numel(by_hand, base=True)
     assert tuple(data["layer_indices_built"]) == picked
     # the child's peak resident memory (read by the kernel) stays under the plan
     assert 0 < check.measured_peak_bytes <= plan.peak_bytes
@@ -173,5 +164,7 @@ def test_cli_json_reports_transformers_build_and_peaks(tmp_path):
     ]
     assert verify_cli.main(args) == 0
     data = json.loads(out.read_text())
-    assert data["built_by"] == "transformers" and data["params_built"] == numel_of(CASES["gemma4"][2])
+    assert data["built_by"] == "transformers" and data["params_built"] == hf_numel(
+        CASES["gemma4"][2], base=True
+    )
     assert 0 < data["measured_peak_bytes"] <= data["planned_peak_bytes"]

@@ -8,8 +8,8 @@ transformers' cache keeps (conv window at b bytes, recurrent state in fp32)."""
 
 from __future__ import annotations
 
-import torch
 import transformers
+from conftest import hf_model
 
 from attn_core.cost.config_reader import from_hf_config
 from attn_core.verify.plan import active_layer_params, cache_bytes, cut_shape, layer_params
@@ -31,9 +31,7 @@ def mixtral():
 
 
 def test_layer_weights_are_transformers_decoder_layers():
-    config = transformers.MixtralConfig(**MIXTRAL)
-    with torch.device("meta"):
-        layers = transformers.MixtralForCausalLM(config).model.layers
+    layers = hf_model({"model_type": "mixtral", **MIXTRAL}, base=True).layers
     total = sum(p.numel() for p in layers.parameters())
     assert layer_params(mixtral()) == total
     one_expert = 3 * 64 * 48  # gate, up and down of one SwiGLU expert
@@ -90,9 +88,8 @@ def test_a_cut_keeps_the_picked_layers_kinds_and_experts():
     assert cut.n_layers == 2 and [cut.layer_kinds[i] for i in range(2)] == ["sliding", "full"]
     small = cut_shape(mixtral(), 2, 3)
     assert small.n_layers == 2 and small.moe.n_experts == 3 and small.n_moe_layers == 2
-    config = transformers.MixtralConfig(**{**MIXTRAL, "num_hidden_layers": 2, "num_local_experts": 3})
-    with torch.device("meta"):
-        layers = transformers.MixtralForCausalLM(config).model.layers
+    config = {"model_type": "mixtral", **MIXTRAL, "num_hidden_layers": 2, "num_local_experts": 3}
+    layers = hf_model(config, base=True).layers
     assert layer_params(small) == sum(p.numel() for p in layers.parameters())  # routers of 3 experts too
 
 

@@ -22,6 +22,7 @@ import time
 import numpy as np
 import pytest
 import torch
+from conftest import hf_numel
 from torch.utils.flop_counter import FlopCounterMode
 
 from attn_core.cost.config_reader import from_hf_config, load_preset
@@ -343,7 +344,7 @@ def test_verify_bound_is_below_the_run_and_json_keys(name, tmp_path):
     # transformers' own build of it; the named model held against that build: these configs leave
     # out tie_word_embeddings, which the formulas read as tied and Llama's and Qwen2-MoE's classes
     # as untied (a separate head), and the check says so
-    assert data["built_by"] == "transformers" and data["params_built"] == hf_param_count(CONFIGS[name])
+    assert data["built_by"] == "transformers" and data["params_built"] == hf_numel(CONFIGS[name], base=True)
     check = data["model_check"]
     assert check["model_derived"]["built_by"] == "transformers"
     # the FLOPs counted from the model: a Gated DeltaNet core differs (transformers' torch fallback
@@ -363,17 +364,6 @@ def test_verify_bound_is_below_the_run_and_json_keys(name, tmp_path):
         assert p["estimate_ms"] > 0
     shape = from_hf_config(CONFIGS[name])
     assert data["prefill"]["flops"] == prefill_counts(shape, T, 1, 4).flops
-
-
-def hf_param_count(config: dict) -> int:
-    """transformers' own base model of ``config`` (the causal LM without its head) on the meta
-    device: its parameters' numel."""
-    from transformers import AutoConfig, AutoModel
-
-    cfg = AutoConfig.for_model(**config)
-    with torch.device("meta"):
-        model = AutoModel.from_config(cfg)
-    return sum(p.numel() for p in model.parameters())
 
 
 def test_estimate_is_counts_over_probed_rates():

@@ -14,8 +14,8 @@ import json
 import math
 
 import pytest
-import torch
-from transformers import AutoConfig, AutoModel, PretrainedConfig
+from conftest import hf_numel
+from transformers import AutoConfig, PretrainedConfig
 
 from attn_core.cost.config_reader import read_config_json
 from attn_core.verify.cli import main
@@ -51,9 +51,7 @@ def _base_params(model_type: str, given: dict, layers: int, experts: int | None)
     if experts is not None:
         changes["num_experts"] = experts
     cut = type(cfg)(**(given | changes))
-    with torch.device("meta"):
-        model = AutoModel.from_config(cut)
-    return sum(p.numel() for p in model.parameters())
+    return hf_numel(cut, base=True)
 
 
 @pytest.mark.parametrize("case", list(CASES))

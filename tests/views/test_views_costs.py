@@ -16,8 +16,8 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-import torch
 import transformers
+from conftest import hf_numel
 
 from attn_core.cost.config_reader import load_preset
 from attn_core.cost.gpus import load_gpu
@@ -66,8 +66,7 @@ def test_parameters_are_what_transformers_builds_for_llama_2_7b():
         vocab_size=VOCAB,
         tie_word_embeddings=False,
     )
-    with torch.device("meta"):
-        total = sum(p.numel() for p in transformers.LlamaForCausalLM(config).parameters())
+    total = hf_numel(config)
     rows = costs_whole.params_rows(llama())
     by_part = dict(zip(rows["part"], rows["total"], strict=True))
     assert by_part["total / active"] == f"{total:,}" == "6,738,415,616"

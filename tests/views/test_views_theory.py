@@ -117,3 +117,14 @@ def test_a_section_gets_one_builder_and_a_bad_input_is_refused_before_it_runs():
     assert calls == []
     views.view("Rank of S, P, log P", ExpressivityInputs())
     assert calls == [ExpressivityInputs()]
+
+
+def test_the_scaling_pages_inputs_and_sinks_section_live_in_their_own_modules():
+    """attn_core.views.scaling_inputs holds the inputs and their checks; scaling_sinks builds card
+    18's section, registered as the Scaling page's SINKS builder."""
+    from attn_core.views import scaling_inputs, scaling_sinks
+
+    assert scaling.SECTIONS.builders[scaling.Section.SINKS] is scaling_sinks.sinks_view
+    assert scaling.ScalingInputs is scaling_inputs.ScalingInputs
+    assert scaling.validate is scaling_inputs.validate
+    assert scaling.SECTIONS.missing() == []
