@@ -22,7 +22,11 @@ COMMANDS: dict[str, tuple[str, bool, str]] = {
     ),
     "bench": ("attn_core.kernels.cli", False, "every attention kernel timed on this machine"),
     "verify": ("attn_core.verify.cli", False, "build a model's first layers and time them here"),
-    "serve": ("attn_core.serving.cli", False, "one deployment under a load, simulated: latency, throughput, GPUs"),
+    "serve": (
+        "attn_core.serving.cli",
+        False,
+        "one deployment under a load, simulated: latency, throughput, GPUs",
+    ),
 }
 
 

@@ -105,7 +105,9 @@ def test_cache_bytes_equal_the_real_tensors(name, dtype, torch_dtype):
 
 def test_sliding_window_caps_the_cache():
     mistral = load_preset("mistral-7b")
-    assert kv_cache_bytes(mistral, 32_768) == kv_cache_bytes(mistral, 4096) == 4095 * 128 * KiB  # W − 1 tokens
+    assert (
+        kv_cache_bytes(mistral, 32_768) == kv_cache_bytes(mistral, 4096) == 4095 * 128 * KiB
+    )  # W − 1 tokens
     assert kv_cache_bytes(mistral, 32_768, use_window=False) == 32_768 * 128 * KiB
     assert kv_cache_bytes(mistral, 100) == 100 * 128 * KiB
 
