@@ -49,3 +49,14 @@ def test_moe_active_near_published(name):
     assert abs(p.total / pub["total"] - 1) < 0.02
     active = p.active - (p.by_part["embeddings"] if pub.get("active_excludes") == "input embeddings" else 0)
     assert abs(active / pub["active"] - 1) < 0.04
+
+
+def test_minimax_m2_near_its_makers_230b_and_10b():
+    """MiniMax-M2's README: "230 billion total parameters with 10 billion active parameters" (the
+    maker's rounding: 230 to the nearest 10B, 10 to the nearest 1B; its 3 MTP layers left out, as
+    transformers builds the model without them)."""
+    pub = json.loads((CONFIGS / "published.json").read_text())["minimax-m2"]
+    p = _parts("minimax-m2")
+    assert p.experts == (8, 256)
+    assert abs(p.total - pub["total"]) <= 5e9
+    assert round((p.active - p.by_part["embeddings"]) / 1e9) == pub["active"] / 1e9
