@@ -60,3 +60,16 @@ def test_minimax_m2_near_its_makers_230b_and_10b():
     assert p.experts == (8, 256)
     assert abs(p.total - pub["total"]) <= 5e9
     assert round((p.active - p.by_part["embeddings"]) / 1e9) == pub["active"] / 1e9
+
+
+def test_llama4_maverick_near_its_makers_400b_and_17b():
+    """Meta's "17B active parameters, 128 experts, 400B total" (rounded to 1B and 100B; with the
+    vision tower, as Scout's 109B is): 1 of 128 experts in every second layer, a shared expert."""
+    from attn_core.anatomy.towers import tower_params
+
+    config = json.loads((CONFIGS / "llama-4-maverick.json").read_text())
+    pub = json.loads((CONFIGS / "published.json").read_text())["llama-4-maverick"]
+    p = _parts("llama-4-maverick")
+    assert p.experts == (1, 128)
+    assert round((p.total + sum(tower_params(config).values())) / 1e11) == pub["total"] / 1e11
+    assert round(p.active / 1e9) == pub["active"] / 1e9
