@@ -74,3 +74,26 @@ def test_minimax_m2_sized_by_the_build_names_and_sizes_its_mtp_modules(capsys):
         f"next-token prediction (MTP): 3 layer(s) the config declares, {_minimax_mtp_layer_by_hand(c):,}"
         in text
     )
+
+
+def test_glm45_air_mtp_layer_from_transformers_completed_config(capsys):
+    """GLM-4.5-Air's config as written names no MTP key, but transformers' Glm4MoeConfig completes
+    it with one (num_nextn_predict_layers = 1, its default; the release has one): the build's
+    answer names it. Hand count of one layer: a 2d × d map, three norms, then a decoder layer like
+    the last — attention with biased q, k, v maps, 128 routed experts and one shared expert of
+    width 1,408, a d × 128 router, two norms."""
+    from attn_core.anatomy.build import completed_config
+    from attn_core.anatomy.cli import main
+
+    path = CONFIGS / "glm-4.5-air.json"
+    c = json.loads(path.read_text())
+    assert not any("mtp" in k or "nextn" in k for k in c)
+    assert completed_config(c)["num_nextn_predict_layers"] == 1
+    d, h, kv, dh = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+    E, f = c["n_routed_experts"], c["moe_intermediate_size"]
+    attention = 2 * d * h * dh + h * dh + 2 * (d * kv * dh + kv * dh)
+    one = 2 * d * d + 3 * d + attention + (E + c["n_shared_experts"]) * 3 * d * f + d * E + 2 * d
+    assert main(["cost", "--config", str(path), "--seq-len", "4096", "--json"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert j["sized_by"] == "build"
+    assert (j["nextn_layers_left_out"], j["mtp_params_per_layer"]) == (1, one)

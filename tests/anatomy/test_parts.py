@@ -73,3 +73,16 @@ def test_llama4_maverick_near_its_makers_400b_and_17b():
     assert p.experts == (1, 128)
     assert round((p.total + sum(tower_params(config).values())) / 1e11) == pub["total"] / 1e11
     assert round(p.active / 1e9) == pub["active"] / 1e9
+
+
+def test_glm45_air_near_its_makers_106b_and_12b():
+    """Z.ai's README: GLM-4.5-Air "106 billion total parameters and 12 billion active parameters".
+    The total to its rounding; the 12B is the active count with neither the input embeddings nor
+    the output head (12.2B; with either table it would round to 13B): the maker counts neither."""
+    pub = json.loads((CONFIGS / "published.json").read_text())["glm-4.5-air"]
+    p = _parts("glm-4.5-air")
+    assert p.experts == (8, 128)
+    assert abs(p.total / pub["total"] - 1) < 0.01  # 106.85B
+    bare = p.active - p.by_part["embeddings"] - p.by_part["head"]
+    assert round(bare / 1e9) == pub["active"] / 1e9
+    assert round((bare + p.by_part["head"]) / 1e9) == 13
