@@ -79,3 +79,13 @@ def test_cost_cli_names_and_sizes_mtp_layers_in_text_and_json(tmp_path, keys, la
     text = subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, check=True).stdout
     assert f"next-token prediction (MTP): {layers} layer(s)" in text
     assert f"{mtp_layer_params(shape):,} parameters each" in text
+
+
+def test_the_cost_page_notes_size_the_mtp_layers():
+    """The Cost page's architecture notes name the MTP layers with one's size (the hand count
+    above for DeepSeek-V3) and why the totals leave them out."""
+    from attn_core.views.costs_whole import architecture_notes
+
+    shape = from_hf_config(json.loads(DSV3.read_text()))
+    note = next(n for n in architecture_notes(shape) if "next-token-prediction" in n)
+    assert f"{mtp_layer_params(shape):,} parameters each" in note and "beside the model" in note
