@@ -97,3 +97,16 @@ def test_glm45_air_mtp_layer_from_transformers_completed_config(capsys):
     j = json.loads(capsys.readouterr().out)
     assert j["sized_by"] == "build"
     assert (j["nextn_layers_left_out"], j["mtp_params_per_layer"]) == (1, one)
+
+
+def test_a_malformed_mtp_key_leaves_the_builds_answer_standing(tmp_path, capsys):
+    """A non-numeric MTP count on a config only the build sizes: the figures still come, without
+    an MTP line (oracle: the same answer's parameters as the well-formed config's)."""
+    from attn_core.anatomy.cli import main
+
+    c = json.loads((CONFIGS / "minimax-m2.json").read_text()) | {"num_mtp_modules": "three"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(c))
+    assert main(["cost", "--config", str(path), "--seq-len", "64", "--json"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert j["sized_by"] == "build" and j["nextn_layers_left_out"] == 0 and j["params"] > 0
