@@ -10,9 +10,11 @@ Two ways (``--mode``):
   forwards on one layer of each kind (the runner's child runs this) and, with ``--whole``, over
   every layer as before, for the speed-up.
 
-    PYTHONPATH=. python benchmarks/config_speed.py [--mode child|inproc] [--whole] [extra.json …]
+    PYTHONPATH=. python benchmarks/config_speed.py [--mode child|inproc] [--whole] [--only] [--pause S] [extra.json …]
 
-Prints one row per config and the median and max; the load average before and after."""
+``--only``: the files named, not the presets (profiling a few configs on a shared machine);
+``--pause``: seconds the spare gets before each request (default 30). Prints one row per config
+(with the load average when it was asked) and the median and max; the load average before and after."""
 
 from __future__ import annotations
 
@@ -32,11 +34,11 @@ def _load() -> str:
     return Path("/proc/loadavg").read_text().split()[0]
 
 
-def _child_seconds(config: dict) -> tuple[float, str]:
+def _child_seconds(config: dict, pause: float = SPARE_READY_S) -> tuple[float, str]:
     from attn_core.anatomy import runner
 
     runner.prewarm()
-    time.sleep(SPARE_READY_S)  # a user pastes after the box opened: the spare is warm by then
+    time.sleep(pause)  # a user pastes after the box opened: the spare is warm by then
     start = time.perf_counter()
     outcome = runner.wait(config, timeout=runner.BUILD_SECONDS + 10)
     return time.perf_counter() - start, outcome.status if outcome.line is None else outcome.line
@@ -61,6 +63,8 @@ def main() -> None:
     parser.add_argument("extra", nargs="*", type=Path, help="more config.json files")
     parser.add_argument("--mode", choices=("child", "inproc"), default="child")
     parser.add_argument("--whole", action="store_true", help="inproc: also every layer's forwards")
+    parser.add_argument("--only", action="store_true", help="the files named only, not the presets")
+    parser.add_argument("--pause", type=float, default=SPARE_READY_S, help="seconds before each request")
     args = parser.parse_args()
     from attn_core.anatomy import runner
 
@@ -70,17 +74,18 @@ def main() -> None:
 
         compare_config(runner.WARM_UP)
     load_before, rows = _load(), []
-    for path in [*PRESETS, *args.extra]:
+    for path in [*([] if args.only else PRESETS), *args.extra]:
         config = json.loads(path.read_text())
+        load = _load()
         if args.mode == "child":
-            seconds, what = _child_seconds(config)
+            seconds, what = _child_seconds(config, args.pause)
         else:
             seconds, what = _inproc_seconds(config, False)
             if args.whole:
                 whole, _ = _inproc_seconds(config, True)
                 what += f"; every layer: {whole:.2f} s"
         rows.append(seconds)
-        print(f"{path.stem:24s} {seconds:6.2f} s  {what}", flush=True)
+        print(f"{path.stem:24s} {seconds:6.2f} s  {what}  (load {load})", flush=True)
     if args.mode == "child":
         runner.stop_all()
     print(

@@ -16,15 +16,43 @@ from collections.abc import Sequence
 
 from attn_core.cost.cli import UsageError, build_parser, fail
 from attn_core.cost.cli import _run as analytic_run
-from attn_core.cost.config_keys import ConfigError
+from attn_core.cost.config_keys import ConfigError, read_mtp_layers
 from attn_core.cost.config_reader import MAX_CONFIG_BYTES, parse_config_text, read_config_json
-from attn_core.cost.derived_records import NO_TYPE, build_answer, buildable_type
-from attn_core.cost.model_types import declared_type
+from attn_core.cost.derived_records import NO_TYPE, build_answer, buildable_type, mtp_answer
+from attn_core.cost.model_types import declared_type, unwrap_text_config
 from attn_core.cost.params import model_params
 from attn_core.cost.units import format_bytes, format_count_short
 
 
-def derived_text(check, T: int, batch: int, name: str) -> str:
+def mtp_of_build(config, a) -> tuple[int, int | None]:
+    """(MTP layers the config declares as transformers completes it — its class's default where
+    the file names none, GLM-4.5's one —, one's parameters from the build): transformers' MtpLayer,
+    a 2d × d map and three d-wide RMS norms around a decoder layer like the build's last (that
+    layer's parameters as built). (0, None) where none is declared; None where d is not read."""
+    from attn_core.anatomy.build import completed_config
+
+    try:
+        text = unwrap_text_config(config) | completed_config(config)
+        n = read_mtp_layers(text)
+    except Exception:  # an MTP key the class or the reader rejects: the build's answer stands without it
+        return 0, None
+    d = text.get("hidden_size")
+    last = [g for g in a.groups if a.n_layers - 1 in g.layers]
+    if not n or not isinstance(d, int) or isinstance(d, bool) or not last:
+        return n, None
+    return n, 2 * d * d + 3 * d + sum(last[0].params.values())
+
+
+def mtp_line(n: int, one: int | None, where: str) -> str:
+    """The MTP layers in one line: how many, one's size, and that the counts above leave them out."""
+    size = "not sized" if one is None else f"{one:,} parameters each ({format_count_short(one, 2)}; {where})"
+    return (
+        f"  next-token prediction (MTP): {n} layer(s) the config declares, {size}, left out of the "
+        "counts above: transformers builds them beside the model, not in it"
+    )
+
+
+def derived_text(check, T: int, batch: int, name: str, mtp: tuple[int, int | None] = (0, None)) -> str:
     """The model-derived answer where the formulas do not cover the model."""
     a = check.anatomy
     emb = a.params_by_part.get("embeddings", 0)
@@ -39,6 +67,7 @@ def derived_text(check, T: int, batch: int, name: str) -> str:
         f"{a.params_active:,} ({format_count_short(a.params_active, 2)}) with the input embeddings; "
         f"{format_count_short(a.params_active - emb, 2)} without them (the gpt-oss model card's convention)",
         *(f"  {part:<16}{n:>22,}" for part, n in a.params_by_part.items()),
+        *([mtp_line(*mtp, "the build's last layer + a 2d × d map + three norms")] if mtp[0] else []),
         "Layers",
         *(
             f"  {g.count:>4} × {g.kind}: {sum(g.params.values()):,} parameters, cache "
@@ -198,9 +227,8 @@ def run(args) -> str:
     if args.json:
         return _json_answer(config, analytic, check, args)
     if analytic is None:
-        text = derived_text(
-            check, args.seq_len, args.batch, str(config.get("_name_or_path") or config.get("model_type"))
-        )
+        name = str(config.get("_name_or_path") or config.get("model_type"))
+        text = derived_text(check, args.seq_len, args.batch, name, mtp_of_build(config, check.anatomy))
         towers = "\n".join(_towers(config, check))
         return text + (f"\n{towers}" if towers else "")
     if declared:
@@ -223,7 +251,12 @@ def _json_answer(config, analytic: str | None, check, args) -> str:
         json.loads(analytic)
         if analytic is not None
         else {"model": str(config.get("model_type"))}
-        | build_answer(record["model_derived"], args.seq_len, args.batch)
+        | build_answer(
+            record["model_derived"],
+            args.seq_len,
+            args.batch,
+            mtp_answer(*mtp_of_build(config, check.anatomy)),
+        )
     )
     return json.dumps(body | {"model_check": record, "towers": _tower_json(config)}, indent=2)
 

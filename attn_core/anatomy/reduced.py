@@ -85,9 +85,26 @@ def layer_fingerprint(layer: nn.Module) -> tuple:
 
 
 def _config_dict(cfg) -> dict:
-    """Every setting of the config: its dict and its declared fields (a dict may leave some out)."""
+    """Every setting of the config: its dict and its declared fields (a dict may leave some out).
+    A field the class will not read globally (a per-layer one: Gemma 4's heads) stays as the dict
+    has it, with its per-layer values in ``per_layer_config``."""
     fields = dataclasses.fields(cfg) if dataclasses.is_dataclass(cfg) else ()
-    return cfg.to_dict() | {f.name: getattr(cfg, f.name) for f in fields if hasattr(cfg, f.name)}
+    out = cfg.to_dict()
+    for f in fields:
+        try:
+            if hasattr(cfg, f.name):
+                out[f.name] = getattr(cfg, f.name)
+        except Exception:  # transformers' AmbiguousGlobalPerLayerAttributeError
+            continue
+    return out
+
+
+def _per_layer_cut(d: dict, n: int) -> dict:
+    """``per_layer_config`` (layer index → settings) kept for the first n layers only."""
+    per_layer = d.get("per_layer_config")
+    if not isinstance(per_layer, dict) or not per_layer:
+        return {}
+    return {"per_layer_config": {i: v for i, v in per_layer.items() if str(i).isdigit() and int(i) < n}}
 
 
 def _cuts(cfg, N: int, n: int, k: int | None) -> list[tuple[str, dict]]:
@@ -97,6 +114,7 @@ def _cuts(cfg, N: int, n: int, k: int | None) -> list[tuple[str, dict]]:
         k = next((v for key, v in d.items() if _TOP_K.search(key) and isinstance(v, int) and v > 0), None)
     layers = {key: n for key, v in d.items() if v == N and (key in LAYER_KEYS or key.endswith("_layers"))}
     layers |= {key: v[:n] for key, v in d.items() if isinstance(v, list) and len(v) == N}
+    layers |= _per_layer_cut(d, n)
     special = [v for key, v in d.items() if key.endswith("token_id") and isinstance(v, int)]
     V = max([REDUCED_VOCAB, *(s + 1 for s in special)])
     vocab = {"vocab_size": V} if isinstance(d.get("vocab_size"), int) and d["vocab_size"] > V else {}

@@ -142,10 +142,21 @@ _SPARE: list = []  # a child started ahead, importing and warming up while no jo
 
 
 def _take_spare():
-    """The spare child if it is still alive (else None), and another started in its place."""
+    """The spare child if it is still alive (else None). Its replacement starts when the build
+    ends (`_then_prewarm`): its imports and warm-up take seconds of CPU that a build on this
+    machine's few cores would otherwise share."""
     spare = _SPARE.pop() if _SPARE else None
-    _SPARE.append(spawn(MODULE))
     return spare if spare is not None and spare.poll() is None else None
+
+
+def _then_prewarm(release):
+    """The slot's release, then a spare started for the next build."""
+
+    def end(child) -> None:
+        release(child)
+        prewarm()
+
+    return end
 
 
 def prewarm() -> None:
@@ -229,7 +240,9 @@ def poll(config: Mapping[str, Any], seconds: float | None = None) -> Outcome:
         if check is None:
             limit = BUILD_SECONDS if seconds is None else seconds
             try:
-                check = _SLOTS.start(lambda release: BuildCheck(config, limit, release, _take_spare()))
+                check = _SLOTS.start(
+                    lambda release: BuildCheck(config, limit, _then_prewarm(release), _take_spare())
+                )
             except BuildBusy as exc:
                 return Outcome("busy", line=str(exc))
             _PENDING[key] = check

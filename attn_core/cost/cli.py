@@ -23,6 +23,7 @@ from typing import NoReturn
 
 from attn_core.cost.calibrated import calibrated_timing, calibration_hardware
 from attn_core.cost.calibration import CalibrationError, load_calibration
+from attn_core.cost.config_keys import read_mtp_layers
 from attn_core.cost.config_reader import (
     MAX_CONFIG_BYTES,
     ConfigError,
@@ -33,11 +34,18 @@ from attn_core.cost.config_reader import (
     load_preset_config,
     parse_config_bytes,
 )
-from attn_core.cost.derived_records import build_answer, derived_only_lines, preset_record, record_lines
+from attn_core.cost.derived_records import (
+    build_answer,
+    derived_only_lines,
+    mtp_answer,
+    preset_record,
+    record_lines,
+)
 from attn_core.cost.dtypes import COMPUTE_DTYPES, DTYPE_BYTES, WEIGHT_BITS
 from attn_core.cost.gpus import GPU, custom_gpu, list_gpus, load_gpu
 from attn_core.cost.inputs import Hardware, Precision, Workload
 from attn_core.cost.limits import MAX_BATCH, MAX_GEN_LEN, MAX_GPUS, MAX_SEQ_LEN
+from attn_core.cost.model_types import unwrap_text_config
 from attn_core.cost.models_list import models_text
 from attn_core.cost.report import cost_report
 from attn_core.cost.report_text import format_report
@@ -197,7 +205,8 @@ def _run(args: argparse.Namespace, shape: ModelShape | None = None) -> str:
             raise
         if not args.json:
             return "\n".join(lines)
-        answer = build_answer(rec["model_derived"], args.seq_len, args.batch)
+        mtp = mtp_answer(read_mtp_layers(unwrap_text_config(load_preset_config(args.model))), None)
+        answer = build_answer(rec["model_derived"], args.seq_len, args.batch, mtp)
         return json.dumps({"model": args.model} | answer | {"model_check": rec}, indent=2)
     gpu = _gpu(args)
     if args.n_gpus != 1 and gpu is None and args.calibration is None:

@@ -69,6 +69,27 @@ def read_int_list(config: Mapping[str, Any], key: str, minimum: int = 0) -> list
     return [whole(key, v, minimum) for v in value]
 
 
+# Next-token-prediction (MTP) layers, as each maker's config declares them: (count key, the key of
+# the decoder layers in each counted module; "" where each counts one layer). DeepSeek, GLM-4.x,
+# MiMo: num_nextn_predict_layers; Qwen3-Next, Qwen3.5: mtp_num_hidden_layers; transformers' own
+# attribute: num_mtp_layers; MiniMax-M2: num_mtp_modules of mtp_transformer_layers each.
+MTP_KEYS = (
+    ("num_nextn_predict_layers", ""),
+    ("mtp_num_hidden_layers", ""),
+    ("num_mtp_layers", ""),
+    ("num_mtp_modules", "mtp_transformer_layers"),
+)
+
+
+def read_mtp_layers(config: Mapping[str, Any]) -> int:
+    """The MTP decoder layers a config declares (0 if none), by the first key of `MTP_KEYS` present."""
+    for count_key, layers_key in MTP_KEYS:
+        if config.get(count_key) is not None:
+            each = read_int(config, (layers_key,), "layers per MTP module", default=1) if layers_key else 1
+            return whole(count_key, config[count_key], minimum=0) * each
+    return 0
+
+
 # transformers writes a non-finite float as {"__float__": "Infinity"} (``to_json_string``) and
 # reads it back as the float (``PretrainedConfig._dict_from_json_file``): Falcon-H1's
 # time_step_limit [0.0, inf].

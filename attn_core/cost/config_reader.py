@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from attn_core.cost.config_keys import ConfigError as ConfigError
-from attn_core.cost.config_keys import decode_floats, first, read_bool, read_int
+from attn_core.cost.config_keys import decode_floats, first, read_bool, read_int, read_mtp_layers
 from attn_core.cost.derived_records import preset_record
 from attn_core.cost.experts import read_moe
 from attn_core.cost.families import Family, family
@@ -260,9 +260,7 @@ def _read_features(
         qk_norm=built.qk_norm,
         norms_per_layer=(1 if layers["one_mixer_per_layer"] else _norms(facts)) + plus_ple,
         quantization=read_quantization(config),
-        nextn_layers_left_out=read_int(
-            config, ("num_nextn_predict_layers",), "MTP layers", default=0, minimum=0
-        ),
+        nextn_layers_left_out=read_mtp_layers(config),
         state_dtype=read_state_dtype(config),
         attention_output_gate=built.output_gate or read_bool(config, ("attn_output_gate",), False),
     )

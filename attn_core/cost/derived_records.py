@@ -83,14 +83,27 @@ ANSWER_KEYS = ("params", "active_params", "kv_cache_bytes_per_token", "kv_cache_
                "state_bytes_per_sequence", "prefill_flops")  # fmt: skip
 
 
-def build_answer(derived: dict[str, Any], T: int, batch: int) -> dict[str, Any]:
+def mtp_answer(layers: int, per_layer: int | None) -> dict[str, Any]:
+    """The MTP keys of every answer: the next-token-prediction layers the config declares
+    (`config_keys.MTP_KEYS`), one's parameters (None where not sized), and that ``params`` leaves
+    them out — transformers builds them beside the model (`MtpModel`), never in it."""
+    return {
+        "nextn_layers_left_out": layers,
+        "mtp_params_per_layer": per_layer if layers else None,
+        "mtp_in_params": False,
+    }
+
+
+def build_answer(
+    derived: dict[str, Any], T: int, batch: int, mtp: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """ANSWER_KEYS from a build's record (`Anatomy.to_json`), as the formulas' report names them:
     the cache at T for B sequences without the fixed state (which is ``state_bytes``), in bf16;
     None where the build did not read it. ``prefill_flops`` is None: the build counts a short
-    prefill only (its record's ``flops``), not one of T tokens."""
+    prefill only (its record's ``flops``), not one of T tokens. ``mtp``: `mtp_answer` (none)."""
     unread = derived.get("cache_unread") is not None
     fixed = derived["fixed_state_bytes"]
-    return {
+    return (mtp or mtp_answer(0, None)) | {
         "sized_by": "build",
         "params": derived["params_total"],
         "active_params": derived["params_active"],

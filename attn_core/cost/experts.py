@@ -1,6 +1,7 @@
 """Mixture of experts read from a Hugging Face config: the expert layout (count, top-k, widths,
 shared experts) and which layers hold experts, as a rule plus listed layers (never a per-layer loop).
-An expert count in a model_type whose layout is not known is refused by name."""
+An expert count (a fact of the config) in a model_type whose family record has no expert layout
+is refused, naming the key; where transformers builds it, the build answers instead."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from attn_core.cost.config_keys import ConfigError, first, read_int, read_int_list, whole
-from attn_core.cost.families import MOE_MODEL_TYPES, ExpertLayout, family
+from attn_core.cost.families import ExpertLayout, family
 from attn_core.cost.layers import ALL, Every, LayerKinds, LayerSet
 from attn_core.cost.type_facts import recorded_facts
 
@@ -134,8 +135,9 @@ def read_moe(
     layout = family(model_type).experts
     if layout is None:
         raise ConfigError(
-            f"config key {key!r} = {value!r}: the expert layout of model_type {model_type or '(none)'!r} is "
-            f"not known (known: {', '.join(sorted(MOE_MODEL_TYPES))})"
+            f"config key {key!r} = {value!r} routed experts: the formulas have no expert layout for "
+            f"model_type {model_type or '(none)'!r} (which key gives an expert's width, which layers hold "
+            "experts, how shared experts count: attn_core/cost/families.py)"
         )
     if kinds is not None and kinds.listed is not None and "mlp" in kinds.listed and "moe" not in kinds.listed:
         return None  # Nemotron-H's pattern has no 'E': the class's default experts are never built

@@ -179,9 +179,6 @@ FAMILIES: dict[str, Family] = {
     ),
 }
 
-# The model_types whose expert layout is known (an expert count in any other is refused by name).
-MOE_MODEL_TYPES = frozenset(t for t, f in FAMILIES.items() if f.experts is not None)
-
 
 def family(model_type: str) -> Family:
     """What ``model_type`` implies beyond its keys; `PLAIN` for a type not listed."""

@@ -72,7 +72,7 @@ class ModelShape:
     qk_norm: bool = False  # a d_h-wide norm on queries and keys (Qwen3, Gemma 3)
     norms_per_layer: int = 2  # pre-attention and pre-MLP; Gemma 2/3 add two post-norms
     quantization: str | None = None  # the config's quantization_config: reported, never applied
-    nextn_layers_left_out: int = 0  # DeepSeek's next-token-prediction layers: not the served model
+    nextn_layers_left_out: int = 0  # MTP layers the config declares (config_keys.MTP_KEYS): beside the model
     state_mixer: StateMixer | None = None  # the linear-attention / state-space layers' mixer (mixers.py)
     state_dtype: str | None = None  # the recurrent state's dtype where the config states it (mixers.py)
     attention_output_gate: bool = False  # gated attention: W_Q is d × 2h·d_h, half of it a sigmoid gate

@@ -257,11 +257,12 @@ def decode_weight_bytes(
 
 
 def mtp_layer_params(shape: ModelShape) -> int:
-    """One next-token-prediction (MTP) layer as DeepSeek-V3 lays it out (its report, §2.2): a 2d × d
-    map joining the normed embedding and hidden state, three norms (of each, and before the
-    shared head), and one decoder layer like the model's last (attention; MoE where the model has
-    experts, else its dense MLP); the embedding table and output head are the main model's.
-    The Qwen3.5, GLM and Nemotron configs declare such layers too; their exact layouts may differ."""
+    """One next-token-prediction (MTP) layer as DeepSeek-V3 lays it out (its report, §2.2) and
+    transformers builds every model's (`transformers.modeling_layers.MtpLayer`): a 2d × d map
+    joining the normed embedding and hidden state, three norms (of each, and after the layer), and
+    one decoder layer like the model's last (attention; MoE where the model has experts, else its
+    dense MLP); the embedding table and output head are the main model's. Checked against
+    transformers' MtpModel in tests/anatomy/test_mtp_build.py."""
     d = shape.d_model
     norm = d if shape.norm_kind == "rms" else 2 * d
     ffn = (lambda m: m.routed + m.always)(moe_layer_params(shape)) if shape.moe else dense_mlp_params(shape)

@@ -20,7 +20,7 @@ from attn_core.cost.flops import (
     score_bytes_online,
 )
 from attn_core.cost.inputs import DEFAULT_PRECISION, Hardware, Precision, Workload
-from attn_core.cost.params import AttentionParams, attention_params, weight_bytes
+from attn_core.cost.params import AttentionParams, attention_params, mtp_layer_params, weight_bytes
 from attn_core.cost.serving import (
     ServingCapacity,
     decode_intensity,
@@ -174,6 +174,10 @@ class CostReport:
             "published_params": None if self.params.published is None else self.params.published[0],
             "published_active_params": None if self.params.published is None else self.params.published[1],
             "nextn_layers_left_out": self.params.nextn_layers_left_out,
+            "mtp_params_per_layer": mtp_layer_params(self.model)
+            if self.params.nextn_layers_left_out
+            else None,
+            "mtp_in_params": False,  # beside the main model, as transformers builds it: not in "params"
             "attention_kind": self.model.attention_kind,
             "layer_types": dict(self.model.kind_counts),
             "state_params": p.state_mixers,

@@ -116,7 +116,8 @@ def _whole_lines(r: CostReport) -> list[str]:
         n, one = r.params.nextn_layers_left_out, mtp_layer_params(s)
         lines.append(
             f"  next-token prediction (MTP): {n} layer(s) the config declares, {one:,} parameters each "
-            f"({format_count_short(one, 2)}; DeepSeek-V3's layout), left out of the counts above: "
+            f"({format_count_short(one, 2)}; transformers' MtpLayer: a 2d × d map, three norms, a decoder layer "
+            "like the last), left out of the counts above as of transformers' build of the model: "
             f"total with them {format_count_short(p.total + n * one, 2)}"
         )
     if s.quantization:

@@ -213,7 +213,7 @@ class Parameters:
 
     count: ParamCount
     published: tuple[float, float | None, str] | None  # (total, active or None, source)
-    nextn_layers_left_out: int  # DeepSeek's next-token-prediction layers, not counted
+    nextn_layers_left_out: int  # the MTP layers a config declares (config_keys.MTP_KEYS), not counted
 
 
 # What the publishers state (rounded as they round it), for the presets that have a count.

@@ -11,7 +11,7 @@ from attn_core.cost.flops import layer_flops
 from attn_core.cost.ledger import attention_twin, layer_ledger, memory_sweep_T
 from attn_core.cost.mixers import STATE_KIND_NAMES
 from attn_core.cost.model_shape import ModelShape
-from attn_core.cost.params import weight_bytes
+from attn_core.cost.params import mtp_layer_params, weight_bytes
 from attn_core.cost.report import CostReport
 from attn_core.cost.serving import kv_bytes_per_token_per_layer, layer_cached_tokens
 from attn_core.cost.units import (
@@ -185,8 +185,9 @@ def architecture_notes(s: ModelShape) -> list[str]:
         )
     if s.nextn_layers_left_out:
         notes.append(
-            f"**{s.nextn_layers_left_out} next-token-prediction layer(s)** left out of every count: "
-            "not part of the served model."
+            f"**{s.nextn_layers_left_out} next-token-prediction layer(s)**, {mtp_layer_params(s):,} parameters "
+            "each (a 2d × d map, three norms, a decoder layer like the last), left out of every count: "
+            "transformers builds them beside the model."
         )
     return notes
 

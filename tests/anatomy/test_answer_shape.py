@@ -8,10 +8,15 @@ cache layer groups) for a preset the formulas do not cover; the formulas' report
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from attn_core.cost.cli import main
 from attn_core.cost.config_reader import load_preset_config
 from attn_core.cost.derived_records import ANSWER_KEYS, preset_record, recorded_cache_bytes
+
+ROOT = Path(__file__).parents[2]
 
 
 def answer(capsys, *argv: str) -> tuple[int, dict | None, str]:
@@ -36,3 +41,36 @@ def test_the_build_and_the_formulas_answer_in_one_shape(capsys):
 def test_a_refusal_is_exit_2_one_line_and_no_figures(capsys):
     code, body, err = answer(capsys, "--model", "no-such-model", "--seq-len", "4096")
     assert code == 2 and body is None and err.count("\n") == 1
+
+
+UNSEEN_MOE = [  # MoE model_types the formulas have no expert layout for (attn_core/cost/families.py)
+    "assets/models/built/qwen3.5-35b-a3b.json",  # qwen3_5_moe_text
+    "tests/data/configs/minimax-m2.json",  # minimax_m2
+]
+
+
+@pytest.mark.parametrize("rel", UNSEEN_MOE)
+def test_an_unseen_moe_type_is_answered_by_the_build_in_the_one_shape(rel, capsys):
+    """Oracle: transformers' build of the config (`derive`): every top-level figure is the build's,
+    ``sized_by`` says so, and the text names the fact that stopped the formulas (the config's
+    expert count) rather than a list of model_types."""
+    pytest.importorskip("transformers", reason="the build needs transformers")
+    from attn_core.anatomy.cli import main as build_main
+    from attn_core.anatomy.derive import derive
+    from attn_core.cost.experts import EXPERT_KEYS
+
+    path = ROOT / rel
+    config = json.loads(path.read_text())
+    a = derive(config)
+    assert a.experts is not None  # the build holds routed experts
+    assert build_main(["cost", "--config", str(path), "--seq-len", "1000", "--batch", "3", "--json"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert j["sized_by"] == "build" and set(ANSWER_KEYS) <= set(j)
+    assert (j["params"], j["active_params"]) == (a.params_total, a.params_active)
+    assert j["kv_cache_bytes_per_token"] == a.cache_bytes_per_token
+    assert j["kv_cache_bytes"] + j["state_bytes"] == a.cache_bytes(1000, 3)
+    assert build_main(["cost", "--config", str(path), "--seq-len", "1000"]) == 0
+    text = capsys.readouterr().out
+    key = next(k for k in EXPERT_KEYS if config.get(k) or config.get("text_config", {}).get(k))
+    assert f"config key {key!r}" in text and "routed experts" in text
+    assert "known:" not in text  # a fact of the config, not a hand-kept list of types

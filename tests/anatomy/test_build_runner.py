@@ -156,3 +156,19 @@ def test_a_config_only_the_build_completes_says_the_build_is_running(monkeypatch
     monkeypatch.setattr(runner, "poll", lambda config, seconds=None: runner.Outcome("pending"))
     with pytest.raises(ConfigError, match="still running"):
         shape_of_config(text)
+
+
+def test_the_next_spare_starts_only_after_the_build_ends():
+    """A build takes the warm spare; its replacement (torch's and transformers' imports, a warm-up
+    build: seconds of CPU) starts when the build ends, so it never competes with the build for
+    this machine's cores. Oracle: the processes alive while the build runs and after it."""
+    runner.prewarm()
+    spare = runner._SPARE[0]
+    config = load_preset_config("llama-2-7b") | {"_name_or_path": f"spare-{uuid.uuid4().hex}"}
+    assert runner.poll(config).status == "pending"
+    check = runner.running()[0]
+    assert check._proc is spare  # the warm spare runs the build
+    assert not [p for p in runner._SPARE if p.poll() is None]  # nothing else importing beside it
+    check.join(60)
+    assert runner.poll(config).status == "done"
+    assert len(runner._SPARE) == 1 and runner._SPARE[0] is not spare and runner._SPARE[0].poll() is None

@@ -49,3 +49,40 @@ def test_moe_active_near_published(name):
     assert abs(p.total / pub["total"] - 1) < 0.02
     active = p.active - (p.by_part["embeddings"] if pub.get("active_excludes") == "input embeddings" else 0)
     assert abs(active / pub["active"] - 1) < 0.04
+
+
+def test_minimax_m2_near_its_makers_230b_and_10b():
+    """MiniMax-M2's README: "230 billion total parameters with 10 billion active parameters" (the
+    maker's rounding: 230 to the nearest 10B, 10 to the nearest 1B; its 3 MTP layers left out, as
+    transformers builds the model without them)."""
+    pub = json.loads((CONFIGS / "published.json").read_text())["minimax-m2"]
+    p = _parts("minimax-m2")
+    assert p.experts == (8, 256)
+    assert abs(p.total - pub["total"]) <= 5e9
+    assert round((p.active - p.by_part["embeddings"]) / 1e9) == pub["active"] / 1e9
+
+
+def test_llama4_maverick_near_its_makers_400b_and_17b():
+    """Meta's "17B active parameters, 128 experts, 400B total" (rounded to 1B and 100B; with the
+    vision tower, as Scout's 109B is): 1 of 128 experts in every second layer, a shared expert."""
+    from attn_core.anatomy.towers import tower_params
+
+    config = json.loads((CONFIGS / "llama-4-maverick.json").read_text())
+    pub = json.loads((CONFIGS / "published.json").read_text())["llama-4-maverick"]
+    p = _parts("llama-4-maverick")
+    assert p.experts == (1, 128)
+    assert round((p.total + sum(tower_params(config).values())) / 1e11) == pub["total"] / 1e11
+    assert round(p.active / 1e9) == pub["active"] / 1e9
+
+
+def test_glm45_air_near_its_makers_106b_and_12b():
+    """Z.ai's README: GLM-4.5-Air "106 billion total parameters and 12 billion active parameters".
+    The total to its rounding; the 12B is the active count with neither the input embeddings nor
+    the output head (12.2B; with either table it would round to 13B): the maker counts neither."""
+    pub = json.loads((CONFIGS / "published.json").read_text())["glm-4.5-air"]
+    p = _parts("glm-4.5-air")
+    assert p.experts == (8, 128)
+    assert abs(p.total / pub["total"] - 1) < 0.01  # 106.85B
+    bare = p.active - p.by_part["embeddings"] - p.by_part["head"]
+    assert round(bare / 1e9) == pub["active"] / 1e9
+    assert round((bare + p.by_part["head"]) / 1e9) == 13

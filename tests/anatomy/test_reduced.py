@@ -8,6 +8,9 @@ float32, the convolution's d_conv − 1 … d_conv columns over expand·d + 2·G
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -136,7 +139,19 @@ def test_a_hybrid_with_no_attention_layer_reports_its_fixed_state():
 # Presets whose layers are of several kinds: a 5:1 sliding pattern, a 3:1 Gated DeltaNet hybrid
 # with experts, alternating sliding and full layers with experts, a Mamba/attention/MoE hybrid
 # (its cache read on a reduced copy on the CPU where meta cannot run), MLA with dense first layers.
-PREFIX_PRESETS = ["gemma-3-27b", "qwen3-next-80b-a3b", "gpt-oss-120b", "jamba-1.5-mini", "deepseek-v3"]
+# And a real config whose class keeps per-layer settings (Gemma 4's per_layer_config: its full
+# layers' 512-wide heads), which the cut must carry for the layers it keeps.
+PREFIX_PRESETS = ["gemma-3-27b", "qwen3-next-80b-a3b", "gpt-oss-120b", "jamba-1.5-mini", "deepseek-v3",
+                  "tests/data/configs/gemma-4-26b-a4b.json"]  # fmt: skip
+
+
+def _config(name: str) -> dict:
+    """A preset's config, or a real config by its path from the repository root."""
+    from attn_core.cost.config_reader import load_preset_config
+
+    if name.endswith(".json"):
+        return json.loads((Path(__file__).parents[2] / name).read_text())
+    return load_preset_config(name)
 
 
 @pytest.mark.parametrize("name", PREFIX_PRESETS)
@@ -147,9 +162,8 @@ def test_one_layer_of_each_kind_gives_the_whole_builds_figures(name):
     layer of the whole build)."""
     from attn_core.anatomy.derive import _derive
     from attn_core.anatomy.reduced import meta_prefix
-    from attn_core.cost.config_reader import load_preset_config
 
-    config = load_preset_config(name)
+    config = _config(name)
     cfg = text_config(config)
     model = build_on_meta(cfg)
     prefix = meta_prefix(cfg, model)

@@ -1,4 +1,4 @@
-"""The hand-kept expert-layout table (attn_core/cost/families.py MOE_MODEL_TYPES) held against the
+"""The families with an expert layout (attn_core/cost/families.py) held against the
 model itself. Oracle: transformers' build of each type (the record assets/derived/model_types.json,
 itself held against fresh builds in test_type_facts.py, and tiny builds here), never the table.
 
@@ -15,7 +15,7 @@ from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
 from attn_core.cost.config_keys import ConfigError
 from attn_core.cost.config_reader import from_hf_config
-from attn_core.cost.families import MOE_MODEL_TYPES
+from attn_core.cost.families import FAMILIES
 from attn_core.cost.type_facts import recorded_facts
 
 # class defaults that cannot be checked as they stand: a tiny config of the type is checked instead
@@ -31,7 +31,7 @@ TINY = {
 }  # fmt: skip  # nemotron_h: its completed class defaults carry no layer count
 
 
-@pytest.mark.parametrize("model_type", sorted(MOE_MODEL_TYPES))
+@pytest.mark.parametrize("model_type", sorted(t for t, f in FAMILIES.items() if f.experts is not None))
 def test_each_listed_layout_agrees_with_the_build(model_type):
     if model_type not in CONFIG_MAPPING_NAMES:  # remote code (kimi_k2: DeepSeek-V3's layout)
         assert recorded_facts(model_type) is None
