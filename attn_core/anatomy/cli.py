@@ -52,6 +52,14 @@ def mtp_line(n: int, one: int | None, where: str) -> str:
     )
 
 
+def layer_label(g) -> str:
+    """A layer group by its mixers' classes and what its feed-forward is (the part that tells an MoE
+    layer from a dense one when the mixers are the same)."""
+    p = g.params
+    ffn = "routed experts" if p.get("routed experts") else "dense MLP" if p.get("mlp") else None
+    return f"{g.kind} + {ffn}" if ffn else g.kind
+
+
 def derived_text(check, T: int, batch: int, name: str, mtp: tuple[int, int | None] = (0, None)) -> str:
     """The model-derived answer where the formulas do not cover the model."""
     a = check.anatomy
@@ -70,7 +78,7 @@ def derived_text(check, T: int, batch: int, name: str, mtp: tuple[int, int | Non
         *([mtp_line(*mtp, "the build's last layer + a 2d × d map + three norms")] if mtp[0] else []),
         "Layers",
         *(
-            f"  {g.count:>4} × {g.kind}: {sum(g.params.values()):,} parameters, cache "
+            f"  {g.count:>4} × {layer_label(g)}: {sum(g.params.values()):,} parameters each, cache "
             f"{g.cache.per_token:,} B per token"
             + (f" (window {g.cache.window:,})" if g.cache.window else "")
             + (f", fixed {g.cache.fixed:,} B per sequence" if g.cache.fixed else "")

@@ -82,3 +82,15 @@ def test_checkpoint_buffers_explain_the_formulas_larger_total(tmp_path, capsys):
     out = _run(tmp_path, c, capsys)
     head = out.split("\n\n")[0]
     assert f"+ {buffers:,} held as buffers" in head
+
+
+def test_layers_say_which_are_dense_and_which_hold_experts(capsys):
+    """GLM-4.5-Air's config makes its first layer dense (first_k_dense_replace 1) and the other 45
+    MoE: the build's layer rows say so, with parameters per layer summing to the total's layers."""
+    path = Path(__file__).parents[1] / "data" / "configs" / "glm-4.5-air.json"
+    config = json.loads(path.read_text())
+    assert main(["cost", "--config", str(path), "--seq-len", "1024"]) == 0
+    out = capsys.readouterr().out
+    k, L = config["first_k_dense_replace"], config["num_hidden_layers"]
+    assert f"{k:>6} × Glm4MoeAttention + dense MLP:" in out
+    assert f"{L - k:>6} × Glm4MoeAttention + routed experts:" in out
