@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from attn_core.cost.cli import UsageError, build_parser, fail
+from attn_core.cost.cli import UsageError, build_parser, fail, gpu_of
 from attn_core.cost.cli import _run as analytic_run
 from attn_core.cost.config_keys import ConfigError, read_mtp_layers
 from attn_core.cost.config_reader import MAX_CONFIG_BYTES, parse_config_text, read_config_json
@@ -237,6 +237,7 @@ def run(args) -> str:
     if analytic is None:
         name = str(config.get("_name_or_path") or config.get("model_type"))
         text = derived_text(check, args.seq_len, args.batch, name, mtp_of_build(config, check.anatomy))
+        text += "".join(f"\n{line}" for line in _gpu_lines(args, check.anatomy))
         towers = "\n".join(_towers(config, check))
         return text + (f"\n{towers}" if towers else "")
     if declared:
@@ -249,6 +250,23 @@ def run(args) -> str:
         )
     towers = "\n".join(_towers(config, check))
     return analytic + (f"\n{towers}" if towers else "") + "\n\n" + "\n".join(check.lines())
+
+
+def _gpu_lines(args, anatomy) -> list[str]:
+    """The build's answer on ``--gpu`` (`attn_core.anatomy.gpu_text`); none without one."""
+    gpu = gpu_of(args)
+    if gpu is None:
+        return []
+    from attn_core.anatomy.gpu_text import gpu_lines
+    from attn_core.cost.inputs import Precision
+
+    try:
+        p = Precision(
+            args.dtype, args.weight_dtype, args.kv_dtype, args.expert_dtype, None, args.compute_dtype
+        )
+        return gpu_lines(anatomy, gpu, args.n_gpus, p, args.seq_len)
+    except ValueError as exc:  # a compute format the GPU has no peak for: one line, exit 2
+        raise UsageError(str(exc)) from None
 
 
 def _json_answer(config, analytic: str | None, check, args) -> str:

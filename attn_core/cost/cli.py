@@ -167,7 +167,7 @@ def load_shape(args: argparse.Namespace) -> ModelShape:
         raise UsageError(f"--config {path}: cannot size it ({exc.__class__.__name__})") from None
 
 
-def _gpu(args: argparse.Namespace) -> GPU | None:
+def gpu_of(args: argparse.Namespace) -> GPU | None:
     """A preset, or your own from all three --gpu-* numbers."""
     own = (args.gpu_mem_gib, args.gpu_tflops, args.gpu_bandwidth_gbs)
     if any(v is not None for v in own):
@@ -208,7 +208,7 @@ def _run(args: argparse.Namespace, shape: ModelShape | None = None) -> str:
         mtp = mtp_answer(read_mtp_layers(unwrap_text_config(load_preset_config(args.model))), None)
         answer = build_answer(rec["model_derived"], args.seq_len, args.batch, mtp)
         return json.dumps({"model": args.model} | answer | {"model_check": rec}, indent=2)
-    gpu = _gpu(args)
+    gpu = gpu_of(args)
     if args.n_gpus != 1 and gpu is None and args.calibration is None:
         raise UsageError("--n-gpus needs --gpu")
     # The objects validate what argparse cannot (efficiency ≤ 1); their ValueError is one line, exit 2.

@@ -94,3 +94,23 @@ def test_layers_say_which_are_dense_and_which_hold_experts(capsys):
     k, L = config["first_k_dense_replace"], config["num_hidden_layers"]
     assert f"{k:>6} × Glm4MoeAttention + dense MLP:" in out
     assert f"{L - k:>6} × Glm4MoeAttention + routed experts:" in out
+
+
+def test_a_build_sized_model_on_a_gpu_gets_weights_fit_and_time_bounds_by_hand(capsys):
+    """MiniMax-M2 (the formulas have no expert layout for it) on 8 H200s, fp8 weights and compute:
+    the sequences that fit and the decode bound recomputed here from the build's own counts and
+    the GPU's datasheet figures (assets/gpus.json)."""
+    from attn_core.cost.gpus import load_gpu
+    from attn_core.cost.units import format_seconds
+
+    path = Path(__file__).parents[1] / "data" / "configs" / "minimax-m2.json"
+    T, n = 32_768, 8
+    args = ["cost", "--config", str(path), "--seq-len", str(T), "--gpu", "h200", "--n-gpus", str(n)]
+    assert main([*args, "--weight-dtype", "fp8", "--compute-dtype", "fp8"]) == 0
+    out = capsys.readouterr().out
+    a, gpu = derive(json.loads(path.read_text())), load_gpu("h200")
+    seq = a.cache_bytes_per_token * T + a.fixed_state_bytes  # one sequence at T, bf16
+    fit = (n * gpu.memory_bytes - a.params_total) // seq  # fp8: one byte per parameter
+    assert f"that fit   {fit:,}" in out
+    step = (a.params_active + seq) / (n * gpu.bandwidth_bytes_per_s)
+    assert f"batch 1        {format_seconds(step)}" in out
