@@ -18,7 +18,7 @@ from attn_core.cost.cli import UsageError, build_parser, fail, gpu_of
 from attn_core.cost.cli import _run as analytic_run
 from attn_core.cost.config_keys import ConfigError, read_mtp_layers
 from attn_core.cost.config_reader import MAX_CONFIG_BYTES, parse_config_text, read_config_json
-from attn_core.cost.derived_records import NO_TYPE, build_answer, buildable_type, mtp_answer
+from attn_core.cost.derived_records import NO_TYPE, build_answer, build_headline, buildable_type, mtp_answer
 from attn_core.cost.model_types import declared_type, unwrap_text_config
 from attn_core.cost.params import model_params
 from attn_core.cost.units import format_bytes, format_count_short
@@ -269,12 +269,27 @@ def _gpu_lines(args, anatomy) -> list[str]:
         raise UsageError(str(exc)) from None
 
 
+def _dtypes_asked(args) -> tuple[int, bool]:
+    """(bytes per cached value, whether the state's dtype was set): what `build_headline` needs."""
+    from attn_core.cost.dtypes import DTYPE_BYTES
+
+    return DTYPE_BYTES[args.kv_dtype or args.dtype], args.state_dtype is not None
+
+
 def _json_answer(config, analytic: str | None, check, args) -> str:
     """One JSON shape (ANSWER_KEYS, ``sized_by``): the formulas' report where they read the config (as
-    transformers completes it), else the build's figures; the comparison and the towers beside."""
+    transformers completes it) with the build's figures as its headline (`build_headline`), else the
+    build's figures alone; the comparison and the towers beside."""
     record = check.to_json()
     body = (
-        json.loads(analytic)
+        build_headline(
+            json.loads(analytic),
+            record,
+            args.seq_len,
+            args.batch,
+            *_dtypes_asked(args),
+            mtp_answer(*mtp_of_build(config, check.anatomy)) if check.anatomy is not None else None,
+        )
         if analytic is not None
         else {"model": str(config.get("model_type"))}
         | build_answer(

@@ -36,6 +36,7 @@ from attn_core.cost.config_reader import (
 )
 from attn_core.cost.derived_records import (
     build_answer,
+    build_headline,
     derived_only_lines,
     mtp_answer,
     preset_record,
@@ -233,7 +234,10 @@ def _run(args: argparse.Namespace, shape: ModelShape | None = None) -> str:
         extra = {"calibrated": calibrated.to_json()} if calibrated else {}
         if args.model:
             extra["model_check"] = record
-        return json.dumps({"sized_by": "formulas"} | report.to_json() | extra, indent=2)
+        answer = {"sized_by": "formulas"} | report.to_json()
+        kv, state_set = precision.b_kv, args.state_dtype is not None
+        answer = build_headline(answer, record, args.seq_len, args.batch, kv, state_set)
+        return json.dumps(answer | extra, indent=2)
     checked = "\n\n" + "\n".join(record_lines(record)) if args.model else ""
     return format_report(report) + (f"\n{calibrated.text()}" if calibrated else "") + checked
 

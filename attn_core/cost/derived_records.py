@@ -115,6 +115,41 @@ def build_answer(
     }
 
 
+def build_headline(
+    answer: dict[str, Any],
+    record: dict[str, Any] | None,
+    T: int,
+    batch: int,
+    kv_bytes: int = 2,
+    state_set: bool = False,
+    mtp: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The formulas' ``answer`` with transformers' build as its headline, where there is a build
+    (``record``: a check's record with ``model_derived``): the top-level figures the build gives
+    become the build's, ``sized_by`` "build", and the formulas' own under ``formulas``, beside
+    (they differ where the formulas misread a config, or count a buffer as a parameter).
+
+    The build's cache is in bf16: at ``kv_bytes`` per value it is that × kv_bytes / 2 (every cached
+    key and value at one dtype). Its state is at the dtypes transformers keeps it in, so it stands
+    only at a 16-bit cache with the state's dtype left as the config states (``state_set`` False);
+    otherwise the formulas' state, at the dtypes asked for, stands. ``prefill_flops`` stays the
+    formulas': the build counts a short prefill only. ``mtp`` (`mtp_answer` of the build's MTP
+    layers), where given, replaces the formulas' MTP keys."""
+    derived = (record or {}).get("model_derived")
+    if derived is None:
+        return answer
+    built = build_answer(derived, T, batch)
+    for key in ("kv_cache_bytes_per_token", "kv_cache_bytes"):
+        if built[key] is not None:
+            built[key] = built[key] * kv_bytes // 2
+    skip = {"prefill_flops"}
+    if kv_bytes != 2 or state_set:
+        skip |= {"state_bytes", "state_bytes_per_sequence"}
+    figures = {k: built[k] for k in ANSWER_KEYS if built[k] is not None and k not in skip}
+    formulas = {k: answer.get(k) for k in ANSWER_KEYS}
+    return answer | figures | (mtp or {}) | {"sized_by": "build", "formulas": formulas}
+
+
 def derived_only_lines(name: str, reason: str, rec: dict[str, Any] | None, T: int, batch: int) -> list[str]:
     """A preset the formulas do not cover, answered from its recorded build (no torch)."""
     if rec is None or rec.get("model_derived") is None:

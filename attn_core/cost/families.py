@@ -81,6 +81,7 @@ FAMILIES: dict[str, Family] = {
         attention_sinks=True,
     ),
     "deepseek_v2": _DEEPSEEK,
+    "glm4_moe": _DEEPSEEK,  # Glm4MoeConfig: DeepSeek-V3's keys (first_k_dense_replace, n_shared_experts)
     "deepseek_v3": _DEEPSEEK,
     "kimi_k2": _DEEPSEEK,
     "qwen2_moe": Family(experts=_QWEN_MOE),

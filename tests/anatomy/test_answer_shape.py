@@ -28,9 +28,12 @@ def answer(capsys, *argv: str) -> tuple[int, dict | None, str]:
 def test_the_build_and_the_formulas_answer_in_one_shape(capsys):
     code, built, _ = answer(capsys, "--model", "lfm2-1.2b", "--seq-len", "1000", "--batch", "3")
     assert code == 0 and built["sized_by"] == "build"
-    code, formulas, _ = answer(capsys, "--model", "llama-2-7b", "--seq-len", "4096")
-    assert code == 0 and formulas["sized_by"] == "formulas"
-    assert set(ANSWER_KEYS) <= set(built) and set(ANSWER_KEYS) <= set(formulas)
+    preset = Path(__file__).parents[2] / "assets" / "models" / "llama-2-7b.json"
+    code, formulas, _ = answer(capsys, "--config", str(preset), "--seq-len", "4096", "--analytic-only")
+    assert code == 0 and formulas["sized_by"] == "formulas" and "formulas" not in formulas
+    code, both, _ = answer(capsys, "--model", "llama-2-7b", "--seq-len", "4096")
+    assert code == 0 and both["sized_by"] == "build" and set(ANSWER_KEYS) <= set(both["formulas"])
+    assert set(ANSWER_KEYS) <= set(built) and set(ANSWER_KEYS) <= set(formulas) <= set(both)
     derived = preset_record("lfm2-1.2b", load_preset_config("lfm2-1.2b"))["model_derived"]
     assert built["params"] == derived["params_total"] and built["active_params"] == derived["params_active"]
     # the cache and the state apart, as the formulas' report keeps them: their sum is the record's
@@ -74,3 +77,26 @@ def test_an_unseen_moe_type_is_answered_by_the_build_in_the_one_shape(rel, capsy
     key = next(k for k in EXPERT_KEYS if config.get(k) or config.get("text_config", {}).get(k))
     assert f"config key {key!r}" in text and "routed experts" in text
     assert "known:" not in text  # a fact of the config, not a hand-kept list of types
+
+
+def test_where_the_formulas_misread_the_json_headline_is_the_builds(tmp_path, capsys):
+    """LFM2 at its class defaults: the formulas read it (+37% parameters: they miss its MLP's width
+    adjustment) and transformers builds it. The top-level figures are the build's, the formulas'
+    beside under ``formulas``; at an fp8 cache the build's bf16 cache is halved, to the byte."""
+    from attn_core.anatomy.cli import main as cli_main
+    from attn_core.anatomy.derive import derive
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "lfm2"}))
+
+    def answer(capsys, *argv: str):
+        code = cli_main(["cost", *argv, "--json"])
+        return code, json.loads(capsys.readouterr().out), None
+
+    code, j, _ = answer(capsys, "--config", str(path), "--seq-len", "2048")
+    a = derive({"model_type": "lfm2"})
+    assert code == 0 and j["sized_by"] == "build"
+    assert j["params"] == a.params_total != j["formulas"]["params"]
+    assert j["kv_cache_bytes_per_token"] == a.cache_bytes_per_token
+    code, fp8, _ = answer(capsys, "--config", str(path), "--seq-len", "2048", "--kv-dtype", "fp8")
+    assert code == 0 and fp8["kv_cache_bytes_per_token"] == a.cache_bytes_per_token // 2

@@ -204,7 +204,11 @@ def test_deepseek_v3_whole_model_json(capsys):
     assert j["params"] == pytest.approx(671e9, rel=0.02) and j["active_params"] == pytest.approx(
         37e9, rel=0.02
     )
-    assert j["weight_bytes"] == j["params"] and j["bits_per_weight"] == 8  # fp8: one byte per weight
+    # the headline is the build's; the weights' bytes (fp8: one per number) also hold the router's
+    # score-correction biases, which transformers keeps as buffers and the formulas as parameters
+    buffers = j["model_check"]["model_derived"]["checkpoint_buffers"]
+    assert j["sized_by"] == "build" and buffers == 58 * 256  # one bias per routed expert, 58 MoE layers
+    assert j["weight_bytes"] == j["formulas"]["params"] == j["params"] + buffers and j["bits_per_weight"] == 8
     assert j["nextn_layers_left_out"] == 1 and j["quantization_config"].startswith("fp8")
     assert j["max_sequences"] > 0 and j["times_are"] == "lower bounds"
     assert j["prefill_flops"] == sum(

@@ -24,11 +24,15 @@ TINY = {
                         num_attention_heads=4, num_key_value_heads=4, n_routed_experts=8, num_experts_per_tok=2,
                         n_shared_experts=1, first_k_dense_replace=1, kv_lora_rank=16, q_lora_rank=None,
                         qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=8, vocab_size=128),  # top-k left None
+    "glm4_moe": dict(hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=3,
+                     num_attention_heads=4, num_key_value_heads=2, head_dim=16, n_routed_experts=8,
+                     num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1, vocab_size=128),
     "nemotron_h": dict(hidden_size=64, num_hidden_layers=4, hybrid_override_pattern="M*-E", num_attention_heads=4,
                        num_key_value_heads=2, head_dim=16, intermediate_size=96, moe_intermediate_size=32,
                        n_routed_experts=8, num_experts_per_tok=2, moe_shared_expert_intermediate_size=48,
                        mamba_num_heads=8, mamba_head_dim=16, ssm_state_size=8, n_groups=1, vocab_size=128),
-}  # fmt: skip  # nemotron_h: its completed class defaults carry no layer count
+}  # fmt: skip  # nemotron_h: its completed class defaults carry no layer count; glm4_moe: no head_dim
+# default, and 4,096 / 96 heads does not divide (its modelling code floors it to 42)
 
 
 @pytest.mark.parametrize("model_type", sorted(t for t, f in FAMILIES.items() if f.experts is not None))
