@@ -76,7 +76,7 @@ def finish(pending: Pending | None) -> None:
             now = cost_check.shape_of_config(pending.text)
         except ValueError:  # ConfigError: the formulas do not read it; the box says so
             now = None
-        if now != pending.shape:
+        if now != pending.shape or pending.alone:  # the sidebar said "still running": redraw it
             st.rerun()
     with pending.box.container():
         draw(v, pending.alone)

@@ -13,7 +13,6 @@ import streamlit as st
 
 from attn_core.views import costs
 from lab_ui import widgets
-from lab_ui.badges import attempt
 
 SAME, SAME_KV = "same as activations", "as the config states, else the KV cache's"
 SOURCES = ("preset", "paste or upload config.json")
@@ -67,7 +66,17 @@ def model_source() -> tuple[Any, str | None, str | None]:
         st.info("Upload or paste a config.json to size it.")
         return None, None, None
     # bytes (an upload: size and UTF-8 checked) or pasted text
-    shape = attempt(costs.shape_of_config, raw)  # as transformers completes it, where it builds
+    try:  # as transformers completes it, where it builds
+        shape = costs.shape_of_config(raw)
+    except costs.BuildSized as exc:  # the build's figures stand: only why the formulas' sections do not
+        st.info(
+            f"Sized by transformers' build; the formulas do not read it: {exc}",
+            icon=":material/construction:",
+        )
+        shape = None
+    except ValueError as exc:  # the user's to fix, next to the box
+        st.error(str(exc), icon="⚠️")
+        shape = None
     return (None if shape is None else own_name(shape, raw)), None, costs.config_text(raw)
 
 

@@ -186,7 +186,13 @@ def shape_of_config(raw: bytes | str) -> ModelShape:
         return shape
     if outcome.record.get("model_derived") is None and alone is not None:  # transformers refuses it
         return alone
-    raise ConfigError(outcome.record.get("analytic_error") or str(error))
+    why = outcome.record.get("analytic_error") or str(error)
+    raise (ConfigError if outcome.record.get("model_derived") is None else BuildSized)(why)
+
+
+class BuildSized(ConfigError):
+    """The formulas do not read the config, and transformers' build sized it: not the user's to fix
+    (the page shows the build's figures), only why the formulas' sections are absent."""
 
 
 PENDING_NOTE = (
