@@ -8,6 +8,7 @@ the box in, or reruns the page where the build's reading changes the formulas' f
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,18 +32,23 @@ class Pending:
     text: str
     T: int
     batch: int
-    alone: bool
+    alone: Callable[[], None] | None
     shape: Any  # the shape the page's figures use (a ModelShape or None)
 
 
 def show(
-    preset: str | None, config_text: str | None, T: int, batch: int, alone: bool = False, shape: Any = None
+    preset: str | None,
+    config_text: str | None,
+    T: int,
+    batch: int,
+    alone: Callable[[], None] | None = None,
+    shape: Any = None,
 ) -> Pending | None:
     """Draw the check for a preset or a config's text, at once; a `Pending` for `finish` where a
     pasted config's build is still running. ``alone``: the formulas could not read the model, so
-    when the build sized it the page ends here (its other sections need the formulas), saying so
-    instead of asking for a fix. ``shape``: what the formulas read (to tell whether the build's
-    reading changes it)."""
+    when the build sized it the page ends here after ``alone()`` draws what the build's figures
+    give (its other sections need the formulas), saying so instead of asking for a fix. ``shape``:
+    what the formulas read (to tell whether the build's reading changes it)."""
     if preset is not None:
         v = cost_check.for_preset(preset, T, batch)
     elif config_text:
@@ -82,7 +88,7 @@ def finish(pending: Pending | None) -> None:
         draw(v, pending.alone)
 
 
-def draw(v: cost_check.CheckView, alone: bool) -> None:
+def draw(v: cost_check.CheckView, alone: Callable[[], None] | None) -> None:
     """The check's box: agreement, each difference, the build's own figures, or one line."""
     if v.status == "agrees":
         st.success(v.headline, icon=":material/check_circle:")
@@ -101,8 +107,9 @@ def draw(v: cost_check.CheckView, alone: bool) -> None:
     for note in v.notes:
         st.caption(note)
     if alone and v.status in ("uncovered", "differs"):
+        alone()
         st.caption(
-            "FLOPs, time bounds and serving need the formulas, which do not read this model: pick a "
-            "model they read for those sections (the presets above the build-only ones)."
+            "FLOPs by layer, the sweeps and serving need the formulas, which do not read this model: pick "
+            "a model they read for those sections (the presets above the build-only ones)."
         )
         st.stop()

@@ -194,6 +194,24 @@ SHOW = {
 }
 
 
+def on_gpu(ask: cost_inputs.CostInputs) -> None:
+    """A model only the build sizes, on the sidebar's GPUs: weights, fit and time bounds."""
+    hw = attempt(costs.hardware, ask.gpu_name, ask.n_gpus, ask.cals)
+    rows = (
+        None
+        if hw is None
+        else attempt(costs.build_on_gpu, ask.config_text, hw, ask.precision, ask.workload.seq_len)
+    )
+    if rows:
+        titled_table(
+            f"**On {ask.n_gpus} × {hw.gpu.label}**",
+            rows,
+            "on_gpu.csv",
+            "co_build_gpu",
+            "From the build's counts: the cache in bf16 as transformers holds it; times are lower bounds.",
+        )
+
+
 def inputs() -> cost_inputs.CostInputs:
     """The sidebar: the model and the what-if (lab_ui/cost_inputs.py)."""
     return cost_inputs.sidebar()
@@ -204,7 +222,8 @@ def build(ask: cost_inputs.CostInputs) -> tuple | None:
     finished at the page's end), or None."""
     v = sized(ask)
     T, batch = ask.workload.seq_len, ask.workload.batch
-    pending = cost_check.show(ask.preset, ask.config_text, T, batch, alone=ask.shape is None, shape=ask.shape)
+    alone = (lambda: on_gpu(ask)) if ask.shape is None else None
+    pending = cost_check.show(ask.preset, ask.config_text, T, batch, alone=alone, shape=ask.shape)
     if v is None:
         cost_check.finish(pending)
         return None

@@ -257,14 +257,14 @@ def _gpu_lines(args, anatomy) -> list[str]:
     gpu = gpu_of(args)
     if gpu is None:
         return []
-    from attn_core.anatomy.gpu_text import gpu_lines
+    from attn_core.anatomy.gpu_text import gpu_lines, on_gpu
     from attn_core.cost.inputs import Precision
 
     try:
         p = Precision(
             args.dtype, args.weight_dtype, args.kv_dtype, args.expert_dtype, None, args.compute_dtype
         )
-        return gpu_lines(anatomy, gpu, args.n_gpus, p, args.seq_len)
+        return gpu_lines(on_gpu(anatomy.to_json(), gpu, args.n_gpus, p, args.seq_len))
     except ValueError as exc:  # a compute format the GPU has no peak for: one line, exit 2
         raise UsageError(str(exc)) from None
 

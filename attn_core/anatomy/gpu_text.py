@@ -1,6 +1,7 @@
-"""Where a model only transformers' build sizes runs on a GPU: the lines the CLI adds to the build's
-answer when ``--gpu`` is given, from the build's counts alone (its parameters, its active
-parameters, its cache at T) and the GPU's datasheet (`attn_core.cost.gpus`).
+"""Where a model only transformers' build sizes runs on a GPU: from the build's record alone (its
+parameters, its active parameters, its cache at T: `Anatomy.to_json`) and the GPU's datasheet
+(`attn_core.cost.gpus`). The CLI prints these lines under the build's answer on ``--gpu``; the Cost
+page shows the same rows. No torch: the record is plain numbers.
 
 - weights: every parameter at the weights' bits (routed experts at theirs), split over the n GPUs;
 - sequences of T that fit beside them: (n · reported memory − weights) ÷ one sequence's cache at T
@@ -16,35 +17,93 @@ All are lower bounds on time and an upper bound on sequences, as the formulas' o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
+from attn_core.cost.derived_records import recorded_cache_bytes
 from attn_core.cost.gpus import GPU
 from attn_core.cost.inputs import Precision
 from attn_core.cost.units import format_bytes, format_bytes_binary, format_count_short, format_seconds
 
 
-def gpu_lines(a, gpu: GPU, n_gpus: int, precision: Precision, T: int) -> list[str]:
-    """The lines of the module docstring for anatomy ``a`` (`attn_core.anatomy.derive.Anatomy`)."""
-    experts = a.params_by_part.get("routed experts", 0)
-    weights = (a.params_total - experts) * precision.b_weight + experts * precision.b_expert
-    one_seq = a.cache_bytes(T, 1) if not (a.cache_unread or a.cache_absent) else 0
+@dataclass(frozen=True)
+class OnGpu:
+    """The module docstring's figures for one model on n GPUs."""
+
+    gpu: GPU
+    n_gpus: int
+    T: int
+    weights_bytes: float
+    sequences: int | None  # None: no cache (bounded by compute); 0: the weights alone do not fit
+    decode_s: float
+    prefill_flops: int
+    prefill_s: float
+    active_params: int
+    weights_dtype: str
+    compute: str
+
+
+def on_gpu(derived: dict[str, Any], gpu: GPU, n_gpus: int, precision: Precision, T: int) -> OnGpu:
+    """The figures for a build's record ``derived`` (ValueError for a compute format without a peak)."""
+    parts = derived["params_by_part"]
+    experts = parts.get("routed experts", 0)
+    weights = (derived["params_total"] - experts) * precision.b_weight + experts * precision.b_expert
+    read = derived.get("cache_unread") is None and derived.get("cache_absent") is None
+    one_seq = recorded_cache_bytes(derived, T, 1) if read else 0
     free = n_gpus * gpu.memory_bytes - weights
-    fit = (
-        "none: the weights alone exceed the memory"
-        if free < 0
-        else (f"{int(free // one_seq):,}" if one_seq else "no cache: bounded by compute, not memory")
-    )
-    active_bytes = a.params_active * precision.b_weight  # batch 1: the experts one token routes to
-    step = (active_bytes + one_seq) / (n_gpus * gpu.bandwidth_bytes_per_s)
+    fit = 0 if free < 0 else int(free // one_seq) if one_seq else None
+    active = derived["params_active"]
     compute = precision.compute or precision.activations
-    prefill_flops = 2 * (a.params_active - a.params_by_part.get("embeddings", 0)) * T
-    prefill = prefill_flops / (n_gpus * gpu.dense_flops(compute))
+    flops = 2 * (active - parts.get("embeddings", 0)) * T
+    return OnGpu(
+        gpu,
+        n_gpus,
+        T,
+        weights,
+        fit,
+        (active * precision.b_weight + one_seq) / (n_gpus * gpu.bandwidth_bytes_per_s),
+        flops,
+        flops / (n_gpus * gpu.dense_flops(compute)),
+        active,
+        precision.weights or precision.activations,
+        compute,
+    )
+
+
+def fit_text(o: OnGpu) -> str:
+    if o.sequences is None:
+        return "no cache: bounded by compute, not memory"
+    return f"{o.sequences:,}" if o.sequences else "none: the weights alone exceed the memory"
+
+
+def gpu_lines(o: OnGpu) -> list[str]:
+    """The CLI's lines."""
     return [
-        f"On {n_gpus} × {gpu.label}, from the build's counts (lower bounds on time; weights "
-        f"{precision.weights or precision.activations}, compute {compute}, the cache bf16 as built)",
-        f"  weights                          {format_bytes(weights)}; per GPU "
-        f"{format_bytes_binary(weights / n_gpus)} of the {format_bytes_binary(gpu.memory_bytes)} it reports",
-        f"  sequences of T = {T:,} that fit   {fit}",
-        f"  decode step at T, batch 1        {format_seconds(step)} (reads the "
-        f"{format_count_short(a.params_active, 2)} active parameters and one sequence's cache)",
-        f"  prefill of T tokens              {format_seconds(prefill)} "
-        f"({prefill_flops / 1e12:,.1f} TFLOP over the weights; the attention scores' own FLOPs left out)",
+        f"On {o.n_gpus} × {o.gpu.label}, from the build's counts (lower bounds on time; weights "
+        f"{o.weights_dtype}, compute {o.compute}, the cache bf16 as built)",
+        f"  weights                          {format_bytes(o.weights_bytes)}; per GPU "
+        f"{format_bytes_binary(o.weights_bytes / o.n_gpus)} of the {format_bytes_binary(o.gpu.memory_bytes)} it reports",
+        f"  sequences of T = {o.T:,} that fit   {fit_text(o)}",
+        f"  decode step at T, batch 1        {format_seconds(o.decode_s)} (reads the "
+        f"{format_count_short(o.active_params, 2)} active parameters and one sequence's cache)",
+        f"  prefill of T tokens              {format_seconds(o.prefill_s)} "
+        f"({o.prefill_flops / 1e12:,.1f} TFLOP over the weights; the attention scores' own FLOPs left out)",
+    ]
+
+
+def gpu_rows(o: OnGpu) -> list[dict[str, str]]:
+    """The page's table: figure, value."""
+    return [
+        {"figure": "weights", "value": format_bytes(o.weights_bytes)},
+        {
+            "figure": "weights per GPU",
+            "value": f"{format_bytes_binary(o.weights_bytes / o.n_gpus)} of "
+            f"{format_bytes_binary(o.gpu.memory_bytes)} reported",
+        },
+        {"figure": f"sequences of T = {o.T:,} that fit (upper bound)", "value": fit_text(o)},
+        {"figure": "decode step at T, batch 1 (lower bound)", "value": format_seconds(o.decode_s)},
+        {
+            "figure": "prefill of T tokens (lower bound, attention scores left out)",
+            "value": f"{format_seconds(o.prefill_s)} ({o.prefill_flops / 1e12:,.1f} TFLOP)",
+        },
     ]

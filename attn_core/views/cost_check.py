@@ -22,6 +22,7 @@ from attn_core.cost.config_reader import (
     read_config_json,
 )
 from attn_core.cost.derived_records import NO_TYPE, buildable_type, preset_record, recorded_cache_bytes
+from attn_core.cost.inputs import Hardware, Precision
 from attn_core.cost.model_shape import ModelShape
 from attn_core.cost.type_facts import TypeFacts
 from attn_core.cost.units import format_bytes, format_count_short
@@ -218,3 +219,17 @@ def shape_of_record(config: dict[str, Any], record: dict[str, Any]) -> ModelShap
 def config_text(raw: bytes | str) -> str:
     """An uploaded or pasted config as text, for the check against transformers' build."""
     return raw.decode("utf-8-sig", "replace") if isinstance(raw, bytes) else raw
+
+
+def build_on_gpu(text: str, hardware: Hardware, precision: Precision, T: int) -> list[dict[str, str]] | None:
+    """A config only transformers' build sizes, on the page's GPUs (`attn_core.anatomy.gpu_text`:
+    weights, sequences of T that fit, decode and prefill bounds from the build's counts); None until
+    its build is done, or where it built nothing. ValueError for a compute format without a peak."""
+    from attn_core.anatomy.gpu_text import gpu_rows, on_gpu
+
+    config = config_of(None, text)
+    outcome = None if buildable_type(config) is None else runner.poll(config)
+    if outcome is None or outcome.status != "done" or outcome.record.get("model_derived") is None:
+        return None
+    derived = outcome.record["model_derived"]
+    return gpu_rows(on_gpu(derived, hardware.gpu, hardware.n_gpus, precision, T))

@@ -42,6 +42,7 @@ from attn_core.views import costs_text as text_view
 from attn_core.views import costs_whole as whole_view
 from attn_core.views.calibrations import SERVER, SERVER_ID, Calibrations
 from attn_core.views.cost_check import BuildSized as BuildSized
+from attn_core.views.cost_check import build_on_gpu as build_on_gpu
 from attn_core.views.cost_check import config_text as config_text
 from attn_core.views.cost_check import shape_of_config as shape_of_config
 

@@ -394,3 +394,25 @@ def test_a_pasted_config_the_formulas_misread_names_the_part(app):
     rows = table_with(at, "transformers' build").set_index("figure")
     assert rows.loc["parameters, total", "transformers' build"] == f"{oracle:,} parameters"
     assert "parameters, norms" in rows.index
+
+
+def test_a_config_only_the_build_sizes_gets_its_gpu_figures(app):
+    """GPT-2 with an expert key the formulas cannot place (transformers builds it, ignoring the key):
+    the page shows the build's figures and, on the sidebar's GPU, its weights at 2 bytes per
+    parameter (fp16) — the build's own parameter count, by hand — and whether one sequence fits."""
+    from attn_core.anatomy.derive import derive
+    from attn_core.cost.units import format_bytes
+
+    config = GPT2_CONFIG | {"num_local_experts": 8}
+    at = app(PAGE, co_src="paste or upload config.json")
+    at.file_uploader(key="co_upload").set_value(
+        ("config.json", json.dumps(config).encode(), "application/json")
+    )
+    at.run()
+    assert not at.exception and at.error.len == 0
+    rows = next(
+        df.value for df in at.dataframe if "figure" in df.value.columns and "weights" in set(df.value.figure)
+    )
+    by = dict(zip(rows.figure, rows.value, strict=True))
+    assert by["weights"] == format_bytes(2 * derive(config).params_total)
+    assert any(k.startswith("sequences of T") and v.replace(",", "").isdigit() for k, v in by.items())
