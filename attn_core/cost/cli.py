@@ -235,7 +235,9 @@ def _run(args: argparse.Namespace, shape: ModelShape | None = None) -> str:
         if args.model:
             extra["model_check"] = record
         answer = {"sized_by": "formulas"} | report.to_json()
-        kv, state_set = precision.b_kv, args.state_dtype is not None
+        # a preset's text shows the formulas' state (at the dtype its config states, else the cache's),
+        # not the build's: its JSON keeps the formulas' state too (`build_headline`)
+        kv, state_set = precision.b_kv, True
         answer = build_headline(answer, record, args.seq_len, args.batch, kv, state_set)
         return json.dumps(answer | extra, indent=2)
     checked = "\n\n" + "\n".join(record_lines(record)) if args.model else ""
