@@ -173,7 +173,7 @@ def _routing_lines(r: CostReport) -> list[str]:
     m = r.model.moe
     return [
         f"  floor above: every sequence routes to the same {m.top_k} experts; under uniform routing "
-        f"{r.batch:,} sequences touch {touched:,.1f} of {m.n_experts} per MoE layer:",
+        f"{r.batch:,} sequence{'' if r.batch == 1 else 's'} touch{'es' if r.batch == 1 else ''} {touched:,.1f} of {m.n_experts} per MoE layer:",
         f"    {format_seconds(d.expected_seconds_per_step)} per step, at most {d.expected_tokens_per_s:,.1f} tokens/s",
     ]
 
