@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from attn_core.cost.cli import UsageError, build_parser, fail, gpu_of
+from attn_core.cost.cli import UsageError, build_parser, fail, gpu_of, precision_of
 from attn_core.cost.cli import _run as analytic_run
 from attn_core.cost.config_keys import ConfigError, read_mtp_layers
 from attn_core.cost.config_reader import MAX_CONFIG_BYTES, parse_config_text, read_config_json
@@ -258,22 +258,16 @@ def _gpu_lines(args, anatomy) -> list[str]:
     if gpu is None:
         return []
     from attn_core.anatomy.gpu_text import gpu_lines, on_gpu
-    from attn_core.cost.inputs import Precision
 
     try:
-        p = Precision(
-            args.dtype, args.weight_dtype, args.kv_dtype, args.expert_dtype, None, args.compute_dtype
-        )
-        return gpu_lines(on_gpu(anatomy.to_json(), gpu, args.n_gpus, p, args.seq_len))
+        return gpu_lines(on_gpu(anatomy.to_json(), gpu, args.n_gpus, precision_of(args), args.seq_len))
     except ValueError as exc:  # a compute format the GPU has no peak for: one line, exit 2
         raise UsageError(str(exc)) from None
 
 
 def _dtypes_asked(args) -> tuple[int, bool]:
     """(bytes per cached value, whether the state's dtype was set): what `build_headline` needs."""
-    from attn_core.cost.dtypes import DTYPE_BYTES
-
-    return DTYPE_BYTES[args.kv_dtype or args.dtype], args.state_dtype is not None
+    return precision_of(args).b_kv, args.state_dtype is not None
 
 
 def _json_answer(config, analytic: str | None, check, args) -> str:

@@ -6,11 +6,13 @@ page shows the same rows. No torch: the record is plain numbers.
 - weights: every parameter at the weights' bits (routed experts at theirs), split over the n GPUs;
 - sequences of T that fit beside them: (n · reported memory − weights) ÷ one sequence's cache at T
   (the build's cache, in bf16 as transformers holds it, and its fixed state);
-- decode step at T, batch 1 (memory-bound): one token reads the active parameters and one
-  sequence's cache: bytes ÷ (n · bandwidth);
-- prefill of T tokens (compute-bound): 2 FLOPs per multiply-add over the active parameters without
-  the input embeddings (a lookup), T tokens: ÷ (n · the compute format's dense peak). The attention
-  scores' own FLOPs are left out (stated): the formulas count them where they read the config.
+- decode step at T, batch 1: one token reads the active parameters and one sequence's cache;
+- prefill of T tokens: 2 FLOPs per multiply-add over the active parameters without the input
+  embeddings (a lookup), T tokens, reading the weights once. The attention scores' own FLOPs are
+  left out (stated): the formulas count them where they read the config.
+
+Both are priced as every time of the lab is (`attn_core.cost.roofline.time_phase`: max(FLOPs ÷
+peak, bytes ÷ bandwidth) over the n GPUs, the peak of the compute format).
 
 All are lower bounds on time and an upper bound on sequences, as the formulas' own serving lines.
 """
@@ -22,7 +24,9 @@ from typing import Any
 
 from attn_core.cost.derived_records import recorded_cache_bytes
 from attn_core.cost.gpus import GPU
-from attn_core.cost.inputs import Precision
+from attn_core.cost.inputs import Hardware, Precision
+from attn_core.cost.phases import PhaseCount
+from attn_core.cost.roofline import roofline, time_phase
 from attn_core.cost.units import format_bytes, format_bytes_binary, format_count_short, format_seconds
 
 
@@ -53,21 +57,28 @@ def on_gpu(derived: dict[str, Any], gpu: GPU, n_gpus: int, precision: Precision,
     free = n_gpus * gpu.memory_bytes - weights
     fit = 0 if free < 0 else int(free // one_seq) if one_seq else None
     active = derived["params_active"]
-    compute = precision.compute or precision.activations
-    flops = 2 * (active - parts.get("embeddings", 0)) * T
+    per_token = 2 * (active - parts.get("embeddings", 0))  # FLOPs over the weights, one token
+    peaks = roofline(Hardware(gpu, n_gpus), precision)
+    decode = _count(1, per_token, active * precision.b_weight, one_seq)
+    prefill = _count(T, per_token * T, weights, one_seq)
     return OnGpu(
         gpu,
         n_gpus,
         T,
         weights,
         fit,
-        (active * precision.b_weight + one_seq) / (n_gpus * gpu.bandwidth_bytes_per_s),
-        flops,
-        flops / (n_gpus * gpu.dense_flops(compute)),
+        time_phase(decode, peaks).bound_s,
+        per_token * T,
+        time_phase(prefill, peaks).bound_s,
         active,
         precision.weights or precision.activations,
-        compute,
+        peaks.compute,
     )
+
+
+def _count(tokens: int, flops: float, weight_bytes: float, cache_bytes: int) -> PhaseCount:
+    """A phase with only products over the weights and the cache it moves."""
+    return PhaseCount(tokens, flops, 0, 0.0, 0, 0, weight_bytes, cache_bytes, 0)
 
 
 def fit_text(o: OnGpu) -> str:

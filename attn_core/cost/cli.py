@@ -168,6 +168,15 @@ def load_shape(args: argparse.Namespace) -> ModelShape:
         raise UsageError(f"--config {path}: cannot size it ({exc.__class__.__name__})") from None
 
 
+def precision_of(args: argparse.Namespace, stated_state: str | None = None) -> Precision:
+    """The dtypes the flags ask for; the state's, where --state-dtype is not given, the one the
+    config states (``stated_state``), else the cache's."""
+    state = args.state_dtype or stated_state
+    return Precision(
+        args.dtype, args.weight_dtype, args.kv_dtype, args.expert_dtype, state, args.compute_dtype
+    )
+
+
 def gpu_of(args: argparse.Namespace) -> GPU | None:
     """A preset, or your own from all three --gpu-* numbers."""
     own = (args.gpu_mem_gib, args.gpu_tflops, args.gpu_bandwidth_gbs)
@@ -214,10 +223,7 @@ def _run(args: argparse.Namespace, shape: ModelShape | None = None) -> str:
         raise UsageError("--n-gpus needs --gpu")
     # The objects validate what argparse cannot (efficiency ≤ 1); their ValueError is one line, exit 2.
     workload = Workload(args.seq_len, args.batch, args.prompt_len, args.gen_len, args.causal, args.efficiency)
-    state = args.state_dtype or (shape.state_dtype if shape.state_mixer is not None else None)
-    precision = Precision(
-        args.dtype, args.weight_dtype, args.kv_dtype, args.expert_dtype, state, args.compute_dtype
-    )
+    precision = precision_of(args, shape.state_dtype if shape.state_mixer is not None else None)
     hardware, calibrated = None if gpu is None else Hardware(gpu, args.n_gpus), None
     if hardware is not None:
         roofline(hardware, precision)  # a compute format the GPU lacks: one line naming what it has
